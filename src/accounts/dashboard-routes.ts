@@ -1,0 +1,32 @@
+import { Elysia } from "elysia";
+import type { Deps } from "../deps.ts";
+import { authPlugin } from "../http/plugins.ts";
+import { canManage } from "./access.ts";
+import { accountRecord, nanosToCredits } from "./records.ts";
+
+/** `GET /dashboard/status` and `GET /dashboard/info`: who the caller is and what it may do. */
+export function dashboardAccountRoutes(deps: Deps) {
+  return new Elysia()
+    .use(authPlugin(deps))
+    .get(
+      "/dashboard/status",
+      ({ principal }) => {
+        const account = principal.account;
+        return {
+          object: "account_status",
+          id: account.id,
+          name: account.name,
+          email: account.email,
+          alias: account.alias,
+          isOwner: account.isOwner,
+          level: account.depth,
+          balance: nanosToCredits(deps.accounts.balanceNanos(account.id)),
+          manage: canManage(account),
+        };
+      },
+      { auth: true },
+    )
+    .get("/dashboard/info", ({ principal }) => ({ object: "account_info", ...accountRecord(principal.account) }), {
+      auth: true,
+    });
+}

@@ -1,0 +1,49 @@
+import type { AccountRow } from "../store/schema/accounts.ts";
+import { resourcesOf } from "./access.ts";
+
+export const NANOS_PER_CREDIT = 1_000_000_000;
+
+export function nanosToCredits(nanos: number): number {
+  return nanos / NANOS_PER_CREDIT;
+}
+
+/** The account's limits, in the field names of the creation body (spec 2.2), null when unlimited. */
+export function limitsRecord(account: AccountRow) {
+  return {
+    RPM: account.rpm,
+    RPH: account.rph,
+    RPD: account.rpd,
+    TPM: account.tpm,
+    TPH: account.tph,
+    TPD: account.tpd,
+    DailyLimit: account.dailyLimit,
+    HardLimit: account.hardLimit,
+    SoftLimit: account.softLimit,
+    ModelLimits: account.modelLimits ? (JSON.parse(account.modelLimits) as Record<string, unknown>) : {},
+  };
+}
+
+/**
+ * An account as management responses show it: the creation/update field names, so
+ * a record read back can be sent again as an update. Never the key or its hash.
+ */
+export function accountRecord(account: AccountRow) {
+  return {
+    ID: account.id,
+    Name: account.name,
+    Email: account.email,
+    Alias: account.alias,
+    BillingEmail: account.billingEmail,
+    ParentID: account.parentId,
+    Level: account.depth,
+    IsOwner: account.isOwner,
+    Rates: account.rates,
+    ...limitsRecord(account),
+    AllowIPs: account.allowIps ?? "",
+    AllowModels: account.allowModels ?? "",
+    Resources: resourcesOf(account) ?? "*",
+    KeyPrefix: account.keyPrefix,
+    CreatedAt: new Date(account.createdAt).toISOString(),
+    UpdatedAt: new Date(account.updatedAt).toISOString(),
+  };
+}

@@ -1,0 +1,33 @@
+import { Elysia } from "elysia";
+import { dashboardAccountRoutes } from "./accounts/dashboard-routes.ts";
+import { HttpError, notFound, badRequest } from "./core/errors.ts";
+import type { Deps } from "./deps.ts";
+import { errorResponse } from "./http/envelopes.ts";
+import { familyOf } from "./http/family.ts";
+import { metaOf } from "./http/context.ts";
+
+/**
+ * Composes every route plugin into one Elysia app. No side effects: the server
+ * (or a test) decides when and where it listens.
+ */
+export function createApp(deps: Deps) {
+  return new Elysia()
+    .onError({ as: "global" }, ({ error, code, request, path }) => {
+      const family = familyOf(path);
+      if (error instanceof HttpError) return errorResponse(family, error);
+      if (code === "NOT_FOUND") return errorResponse(family, notFound(`No route for ${request.method} ${path}`));
+      // Framework parse/validation dumps (expected/found) never reach clients.
+      if (code === "PARSE") return errorResponse(family, badRequest("Request body could not be parsed"));
+      if (code === "VALIDATION") return errorResponse(family, badRequest("Request does not match the expected shape"));
+      deps.log.error("unhandled error", {
+        req: metaOf(request)?.id,
+        path,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return errorResponse(family, new HttpError("internal", "Internal error; see the server log for this request id"));
+    })
+    .get("/healthz", () => ({ status: "ok" }))
+    .use(dashboardAccountRoutes(deps));
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,138 @@
+import { defineCommand, type ArgsDef } from "citty";
+import { ensureInitialOwner } from "../accounts/bootstrap.ts";
+import { DEFAULT_MAX_BODY, type ServeConfig } from "../config.ts";
+import { assertTimeZone, systemTimeZone } from "../core/clock.ts";
+import { LOG_LEVELS, type LogLevel } from "../core/log.ts";
+import { buildDeps } from "../deps.ts";
+import { startServer } from "../server.ts";
+import { prepareDataDir } from "../store/data-dir.ts";
+import { existsSync } from "node:fs";
+import { dataArgs } from "./common-args.ts";
+import { flagOrEnv, parseBooleanFlag, parseIntegerFlag, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { runOrExit } from "./run.ts";
+
+export const serveArgs = {
+  host: { type: "string", description: "Address to listen on (env ROUTER_HOST; default 127.0.0.1)", valueHint: "addr" },
+  port: { type: "string", description: "Port; 0 picks a free one (env ROUTER_PORT; default 8080)", valueHint: "n" },
+  ...dataArgs,
+  "base-url": {
+    type: "string",
+    description: "Public URL of this router; upstreams pointing at it are refused (env ROUTER_BASE_URL)",
+    valueHint: "url",
+  },
+  timezone: {
+    type: "string",
+    description: "IANA time zone of the business date (env ROUTER_TIMEZONE; default the system zone)",
+    valueHint: "zone",
+  },
+  "max-body": {
+    type: "string",
+    description: `Largest request body in bytes, else 413 (env ROUTER_MAX_BODY; default ${DEFAULT_MAX_BODY})`,
+    valueHint: "bytes",
+  },
+  "trust-proxy": {
+    type: "boolean",
+    description: "Take the client IP from the last X-Forwarded-For entry (env ROUTER_TRUST_PROXY)",
+  },
+  "tls-cert": { type: "string", description: "PEM certificate: serve HTTPS and WSS (env ROUTER_TLS_CERT)", valueHint: "file" },
+  "tls-key": { type: "string", description: "PEM private key for --tls-cert (env ROUTER_TLS_KEY)", valueHint: "file" },
+  "upstream-ca-file": {
+    type: "string",
+    description: "Extra CA certificates (PEM) trusted for upstreams, added to the public roots (env ROUTER_UPSTREAM_CA_FILE)",
+    valueHint: "file",
+  },
+  "log-level": {
+    type: "string",
+    description: `One of ${LOG_LEVELS.join(", ")} (env ROUTER_LOG_LEVEL; default info)`,
+    valueHint: "level",
+  },
+  "owner-email": {
+    type: "string",
+    description: "Email of the owner created on first start (env ROUTER_OWNER_EMAIL; default owner@localhost)",
+    valueHint: "email",
+  },
+  grace: {
+    type: "string",
+    description: "Seconds in-flight requests get to finish on SIGTERM/SIGINT (env ROUTER_GRACE; default 30)",
+    valueHint: "s",
+  },
+} as const satisfies ArgsDef;
+
+function requireReadable(flag: string, path: string | undefined): string | undefined {
+  if (path !== undefined && !existsSync(path)) throw new UsageError(`--${flag}: file ${path} does not exist`);
+  return path;
+}
+
+/** Merges flags, ROUTER_* environment variables and defaults into a checked config. */
+export function resolveServeConfig(args: Record<string, unknown>, env = process.env): ServeConfig {
+  const get = (name: string) => flagOrEnv(args, name, env);
+  const timeZone = get("timezone") ?? systemTimeZone();
+  try {
+    assertTimeZone(timeZone);
+  } catch {
+    throw new UsageError(`--timezone: unknown time zone "${timeZone}"`);
+  }
+  const logLevel = get("log-level") ?? "info";
+  if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
+  }
+  const port = parseIntegerFlag("port", get("port"), 8080);
+  if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
+  const baseUrl = get("base-url");
+  if (baseUrl !== undefined && !URL.canParse(baseUrl)) throw new UsageError(`--base-url: "${baseUrl}" is not a URL`);
+  const tlsCert = requireReadable("tls-cert", get("tls-cert"));
+  const tlsKey = requireReadable("tls-key", get("tls-key"));
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    throw new UsageError("--tls-cert and --tls-key must be given together");
+  }
+  return {
+    host: get("host") ?? "127.0.0.1",
+    port,
+    dataDir: get("data") ?? "./data",
+    baseUrl,
+    timeZone,
+    maxBody: parseIntegerFlag("max-body", get("max-body"), DEFAULT_MAX_BODY, 1),
+    trustProxy: parseBooleanFlag("trust-proxy", get("trust-proxy")),
+    tlsCert,
+    tlsKey,
+    upstreamCaFile: requireReadable("upstream-ca-file", get("upstream-ca-file")),
+    logLevel: logLevel as LogLevel,
+    ownerEmail: get("owner-email") ?? "owner@localhost",
+    secretKeyFile: get("secret-key-file"),
+    graceSeconds: parseIntegerFlag("grace", get("grace"), 30),
+  };
+}
+
+export const serveCommand = defineCommand({
+  meta: { name: "serve", description: "Run the gateway, management API and console" },
+  args: serveArgs,
+  run: ({ args, rawArgs }) =>
+    runOrExit(async () => {
+      rejectUnknownFlags(rawArgs, serveArgs);
+      const config = resolveServeConfig(args);
+      prepareDataDir(config.dataDir);
+      const deps = buildDeps(config);
+      const keyFile = ensureInitialOwner(deps.accounts, config.dataDir, config.ownerEmail);
+      if (keyFile) process.stdout.write(`created owner ${config.ownerEmail}; its API key is in ${keyFile}\n`);
+      let running;
+      try {
+        running = startServer(deps);
+      } catch (error) {
+        deps.store.close();
+        throw error;
+      }
+      process.stdout.write(`router listening on ${running.url}\n`);
+      const shutdown = (signal: string) => {
+        process.stdout.write(`router: ${signal} received, finishing in-flight requests\n`);
+        running
+          .stop()
+          .then(() => process.exit(0))
+          .catch((error: Error) => {
+            process.stderr.write(`router: shutdown failed: ${error.message}\n`);
+            process.exit(1);
+          });
+      };
+      process.once("SIGTERM", () => shutdown("SIGTERM"));
+      process.once("SIGINT", () => shutdown("SIGINT"));
+    }),
+});

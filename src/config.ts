@@ -1,0 +1,29 @@
+import type { LogLevel } from "./core/log.ts";
+
+/** Everything `router serve` can be told, after flags, environment and defaults are merged. */
+export interface ServeConfig {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  dataDir: string;
+  /** The public URL clients use; upstream URLs pointing at it are refused. */
+  baseUrl?: string;
+  /** IANA zone of the business date (daily quotas, bills, rotation confirm). */
+  timeZone: string;
+  /** Largest request body accepted, in bytes. */
+  maxBody: number;
+  trustProxy: boolean;
+  tlsCert?: string;
+  tlsKey?: string;
+  /** PEM file of extra CAs trusted for upstream HTTPS, on top of the public roots. */
+  upstreamCaFile?: string;
+  logLevel: LogLevel;
+  /** Email of the owner created on first start. */
+  ownerEmail: string;
+  /** Where the 32-byte sealing key lives (default `<data>/secret.key`). */
+  secretKeyFile?: string;
+  /** Seconds in-flight requests get to finish on SIGTERM/SIGINT. */
+  graceSeconds: number;
+}
+
+export const DEFAULT_MAX_BODY = 64 * 1024 * 1024;

@@ -1,0 +1,59 @@
+/**
+ * Time in one place, so that business dates (RPD/TPD quotas, the rotation confirm
+ * string, daily bills) follow the configured time zone and tests can move time.
+ */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** The IANA zone business dates are computed in. */
+  readonly timeZone: string;
+  /** `YYYY-MM-DD` of the given instant (default now) in the business time zone. */
+  businessDate(at?: number): string;
+  /** `YYYY-MM` of the given instant (default now) in the business time zone. */
+  businessMonth(at?: number): string;
+}
+
+/** Throws a RangeError for a zone name the runtime does not know. */
+export function assertTimeZone(timeZone: string): void {
+  new Intl.DateTimeFormat("en-CA", { timeZone });
+}
+
+export function systemTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+}
+
+export function createClock(timeZone: string = systemTimeZone(), now: () => number = Date.now): Clock {
+  // en-CA formats dates as YYYY-MM-DD, which is exactly the wire format we need.
+  const format = new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" });
+  let cachedAt = -1;
+  let cachedDate = "";
+  const businessDate = (at = now()) => {
+    // Dates change once a day; formatting is the expensive part, so reuse it within a second.
+    const second = Math.floor(at / 1000);
+    if (second !== cachedAt) {
+      cachedAt = second;
+      cachedDate = format.format(at);
+    }
+    return cachedDate;
+  };
+  return {
+    now,
+    timeZone,
+    businessDate,
+    businessMonth: (at) => businessDate(at).slice(0, 7),
+  };
+}
+
+/** A clock whose time only moves when a test says so. */
+export function createManualClock(start: number, timeZone = "UTC"): Clock & { advance(ms: number): void; set(ms: number): void } {
+  let current = start;
+  const clock = createClock(timeZone, () => current);
+  return Object.assign(clock, {
+    advance(ms: number) {
+      current += ms;
+    },
+    set(ms: number) {
+      current = ms;
+    },
+  });
+}

@@ -1,0 +1,71 @@
+/**
+ * One typed error for the whole service. Domain code throws it with a kind and a
+ * message fit for a client; the HTTP layer renders it once, in the envelope of the
+ * caller's API family. Messages must never carry a secret.
+ */
+export type ErrorKind =
+  | "invalid_request"
+  | "authentication"
+  | "permission"
+  | "not_found"
+  | "conflict"
+  | "too_large"
+  | "rate_limit"
+  | "upstream"
+  | "unavailable"
+  | "timeout"
+  | "internal";
+
+const STATUS_OF: Record<ErrorKind, number> = {
+  invalid_request: 400,
+  authentication: 401,
+  permission: 403,
+  not_found: 404,
+  conflict: 409,
+  too_large: 413,
+  rate_limit: 429,
+  upstream: 502,
+  unavailable: 503,
+  timeout: 504,
+  internal: 500,
+};
+
+export interface HttpErrorOptions {
+  /** Machine-readable code, e.g. `invalid_api_key`, `model_not_allowed`. */
+  code?: string;
+  /** The request field the error is about, e.g. `SecretKey`. */
+  param?: string;
+  /** Overrides the kind's default status (e.g. an upstream 429 passed on). */
+  status?: number;
+  /** Extra response headers, e.g. Retry-After. */
+  headers?: Record<string, string>;
+}
+
+export class HttpError extends Error {
+  readonly kind: ErrorKind;
+  readonly status: number;
+  readonly code?: string;
+  readonly param?: string;
+  readonly headers?: Record<string, string>;
+
+  constructor(kind: ErrorKind, message: string, options: HttpErrorOptions = {}) {
+    super(message);
+    this.name = "HttpError";
+    this.kind = kind;
+    this.status = options.status ?? STATUS_OF[kind];
+    this.code = options.code;
+    this.param = options.param;
+    this.headers = options.headers;
+  }
+}
+
+export const badRequest = (message: string, param?: string, code = "invalid_request") =>
+  new HttpError("invalid_request", message, { param, code });
+export const unauthorized = (message: string, code = "invalid_api_key") =>
+  new HttpError("authentication", message, { code });
+export const forbidden = (message: string, code = "access_denied") => new HttpError("permission", message, { code });
+export const notFound = (message: string, code = "not_found") => new HttpError("not_found", message, { code });
+export const conflict = (message: string, param?: string, code = "conflict") =>
+  new HttpError("conflict", message, { param, code });
+export const tooLarge = (limit: number) =>
+  new HttpError("too_large", `Request body exceeds the limit of ${limit} bytes`, { code: "request_too_large" });

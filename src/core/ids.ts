@@ -1,0 +1,21 @@
+import { randomBytes } from "node:crypto";
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/** Uniform base62 string from `bytes` random bytes (rejection sampling keeps it unbiased). */
+export function randomBase62(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      // 248 = 62 * 4: bytes above it would favour the first characters.
+      if (byte < 248) out += BASE62[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** Short, unique-enough id for a request, echoed in `X-Request-Id` and log lines. */
+export function requestId(): string {
+  return `req_${randomBase62(20)}`;
+}

@@ -1,0 +1,52 @@
+import { redact } from "./redact.ts";
+
+export type LogLevel = "error" | "warn" | "info" | "debug";
+export const LOG_LEVELS: readonly LogLevel[] = ["error", "warn", "info", "debug"];
+
+export type LogFields = Record<string, string | number | boolean | null | undefined>;
+
+export interface Logger {
+  readonly level: LogLevel;
+  error(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  debug(message: string, fields?: LogFields): void;
+  enabled(level: LogLevel): boolean;
+}
+
+export type LogSink = (line: string) => void;
+
+const stderrSink: LogSink = (line) => process.stderr.write(line + "\n");
+
+function formatValue(value: string | number | boolean | null): string {
+  const text = String(value);
+  return /^[^\s"=]+$/.test(text) ? text : JSON.stringify(text);
+}
+
+/**
+ * logfmt lines (`time=… level=… msg=… key=value`) on stderr. Every line passes
+ * through `redact`, so even a careless field cannot print a key.
+ */
+export function createLogger(level: LogLevel = "info", sink: LogSink = stderrSink): Logger {
+  const threshold = LOG_LEVELS.indexOf(level);
+  const enabled = (at: LogLevel) => LOG_LEVELS.indexOf(at) <= threshold;
+  const write = (at: LogLevel, message: string, fields?: LogFields) => {
+    if (!enabled(at)) return;
+    let line = `time=${new Date().toISOString()} level=${at} msg=${formatValue(message)}`;
+    if (fields) {
+      for (const key in fields) {
+        const value = fields[key];
+        if (value !== undefined) line += ` ${key}=${formatValue(value)}`;
+      }
+    }
+    sink(redact(line));
+  };
+  return {
+    level,
+    enabled,
+    error: (m, f) => write("error", m, f),
+    warn: (m, f) => write("warn", m, f),
+    info: (m, f) => write("info", m, f),
+    debug: (m, f) => write("debug", m, f),
+  };
+}

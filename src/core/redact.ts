@@ -1,0 +1,31 @@
+/**
+ * Last line of defence against secrets in logs and error messages. Code should
+ * never hand a secret to a logger in the first place; this catches the shapes a
+ * secret takes when it slips through (a bearer value, a key-like token, a key in a
+ * query string).
+ */
+const PATTERNS: Array<[RegExp, string]> = [
+  // Query parameters that carry credentials.
+  [/([?&](?:key|api[-_]?key|token|access_token|secret)=)[^&\s#]+/gi, "$1[redacted]"],
+  // Authorization-style values.
+  [/(bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi, "$1[redacted]"],
+  // Our own API keys and common provider key shapes.
+  [/\b(?:sk|rk|pk)-[A-Za-z0-9_-]{12,}/g, "[redacted-key]"],
+  [/\bAIza[0-9A-Za-z_-]{20,}/g, "[redacted-key]"],
+  // PEM private keys (service-account files).
+  [/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g, "[redacted-private-key]"],
+];
+
+export function redact(text: string): string {
+  let out = text;
+  for (const [pattern, replacement] of PATTERNS) out = out.replace(pattern, replacement);
+  return out;
+}
+
+/** The path of a URL with any query string dropped: what request logs show. */
+export function pathOnly(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const path = start < 0 ? "/" : url.slice(start);
+  const query = path.indexOf("?");
+  return query < 0 ? path : path.slice(0, query);
+}

@@ -1,0 +1,65 @@
+import { readFileSync } from "node:fs";
+import { rootCertificates } from "node:tls";
+import { join } from "node:path";
+import { createAccountsRepository, type AccountsRepository } from "./accounts/repository.ts";
+import { createPrincipalCache, type PrincipalCache } from "./accounts/principal.ts";
+import type { ServeConfig } from "./config.ts";
+import { createClock, type Clock } from "./core/clock.ts";
+import { createLogger, type Logger } from "./core/log.ts";
+import { createAuthenticator, type Authenticator } from "./http/auth.ts";
+import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
+import { openStore, type Store } from "./store/db.ts";
+
+/** The single wiring point: every long-lived object of the process, built once from the config. */
+export interface Deps {
+  readonly config: ServeConfig;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly store: Store;
+  readonly sealer: Sealer;
+  readonly accounts: AccountsRepository;
+  readonly principals: PrincipalCache;
+  readonly auth: Authenticator;
+  /** TLS options for upstream fetches: the public roots plus --upstream-ca-file. */
+  readonly upstreamTls: { ca: string[] } | undefined;
+  /** Drops every in-memory cache; called when another process changed the database. */
+  invalidateCaches(): void;
+  /** Work to finish before the store closes (e.g. flushing batched usage rows). */
+  readonly beforeClose: Array<() => void | Promise<void>>;
+}
+
+export interface DepsOverrides {
+  clock?: Clock;
+  log?: Logger;
+}
+
+export function databasePath(dataDir: string): string {
+  return join(dataDir, "router.db");
+}
+
+export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): Deps {
+  const clock = overrides.clock ?? createClock(config.timeZone);
+  const log = overrides.log ?? createLogger(config.logLevel);
+  const sealer = createSealer(loadOrCreateSecretKey(config.secretKeyFile ?? join(config.dataDir, "secret.key")));
+  const store = openStore(databasePath(config.dataDir));
+  const accounts = createAccountsRepository({ store, clock });
+  const principals = createPrincipalCache((hash) => accounts.findLiveByKeyHash(hash));
+  const upstreamTls = config.upstreamCaFile
+    ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
+    : undefined;
+  return {
+    config,
+    clock,
+    log,
+    store,
+    sealer,
+    accounts,
+    principals,
+    auth: createAuthenticator(principals),
+    upstreamTls,
+    invalidateCaches() {
+      principals.clear();
+    },
+    beforeClose: [],
+  };
+}

@@ -1,0 +1,64 @@
+import { hashApiKey } from "../accounts/api-keys.ts";
+import type { Principal, PrincipalCache } from "../accounts/principal.ts";
+import { unauthorized } from "../core/errors.ts";
+import type { Family } from "./family.ts";
+import { metaOf } from "./context.ts";
+
+/** Query parameters through which some clients try to pass a key; never accepted. */
+const KEY_PARAMS = ["key", "api_key", "api-key", "apikey", "access_token"];
+
+/**
+ * The API key of a request, from the headers its family's SDKs use: Bearer always;
+ * `x-api-key` on Anthropic paths (0.x SDKs); `x-goog-api-key` on Gemini paths.
+ */
+export function extractApiKey(request: Request, family: Family): string | undefined {
+  const authorization = request.headers.get("authorization");
+  if (authorization) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (match) return match[1];
+  }
+  if (family === "anthropic") return request.headers.get("x-api-key") ?? undefined;
+  if (family === "gemini") return request.headers.get("x-goog-api-key") ?? undefined;
+  return undefined;
+}
+
+function refuseKeyInUrl(url: string): void {
+  const query = url.indexOf("?");
+  if (query < 0) return;
+  const params = new URLSearchParams(url.slice(query + 1));
+  for (const name of KEY_PARAMS) {
+    if (params.has(name)) {
+      throw unauthorized(
+        "API keys are not accepted in the URL; send the key in the Authorization header (Bearer)",
+        "key_in_url",
+      );
+    }
+  }
+}
+
+export interface Authenticator {
+  /** The caller's principal; throws 401 when the key is missing, unknown or in the URL. */
+  require(request: Request, family: Family): Principal;
+  /** Like `require`, but a request with no key at all yields undefined (e.g. GET /x-pricing). */
+  optional(request: Request, family: Family): Principal | undefined;
+}
+
+export function createAuthenticator(principals: PrincipalCache): Authenticator {
+  const resolve = (request: Request, family: Family, required: boolean): Principal | undefined => {
+    refuseKeyInUrl(request.url);
+    const key = extractApiKey(request, family);
+    if (!key) {
+      if (!required) return undefined;
+      throw unauthorized("Missing API key: send it as Authorization: Bearer <key>", "missing_api_key");
+    }
+    const principal = principals.get(hashApiKey(key));
+    if (!principal) throw unauthorized("Invalid API key", "invalid_api_key");
+    const meta = metaOf(request);
+    if (meta) meta.accountId = principal.account.id;
+    return principal;
+  };
+  return {
+    require: (request, family) => resolve(request, family, true)!,
+    optional: (request, family) => resolve(request, family, false),
+  };
+}

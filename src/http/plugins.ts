@@ -1,0 +1,26 @@
+import { Elysia } from "elysia";
+import type { Principal } from "../accounts/principal.ts";
+import { forbidden } from "../core/errors.ts";
+import type { Deps } from "../deps.ts";
+import { familyOf } from "./family.ts";
+
+/**
+ * `{ auth: true }` on a route resolves `principal` (401 otherwise);
+ * `{ owner: true }` additionally requires a first-level owner account (403 otherwise).
+ */
+export function authPlugin(deps: Pick<Deps, "auth">) {
+  return new Elysia({ name: "auth" }).macro({
+    auth: {
+      resolve({ request, path }): { principal: Principal } {
+        return { principal: deps.auth.require(request, familyOf(path)) };
+      },
+    },
+    owner: {
+      resolve({ request, path }): { principal: Principal } {
+        const principal = deps.auth.require(request, familyOf(path));
+        if (!principal.account.isOwner) throw forbidden("Only owner accounts may use this endpoint", "owner_only");
+        return { principal };
+      },
+    },
+  });
+}

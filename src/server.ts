@@ -1,0 +1,117 @@
+import type { Server } from "bun";
+import { createApp } from "./app.ts";
+import { HttpError } from "./core/errors.ts";
+import { requestId } from "./core/ids.ts";
+import { pathOnly } from "./core/redact.ts";
+import type { Deps } from "./deps.ts";
+import { errorResponse } from "./http/envelopes.ts";
+import { familyOf } from "./http/family.ts";
+import { attachMeta, type RequestMeta } from "./http/context.ts";
+
+export interface RunningServer {
+  readonly server: Server<unknown>;
+  /** e.g. `http://127.0.0.1:8080` (the port actually bound). */
+  readonly url: string;
+  readonly port: number;
+  /** Graceful stop: refuse new connections, let in-flight requests finish within the grace period, close the store. */
+  stop(graceSeconds?: number): Promise<void>;
+}
+
+/** Bun answers a bare 413 above this; our own limit (--max-body) must always bite first. */
+const BUN_BODY_CEILING = Number.MAX_SAFE_INTEGER;
+/** Idle seconds before Bun closes a silent connection; streaming routes lift it per request. */
+const IDLE_TIMEOUT_SECONDS = 120;
+
+export class ServeError extends Error {}
+
+export function startServer(deps: Deps): RunningServer {
+  const { config, log } = deps;
+  const app = createApp(deps);
+
+  const fetch = async (request: Request, server: Server<unknown>): Promise<Response> => {
+    const meta: RequestMeta = {
+      id: requestId(),
+      startedAt: performance.now(),
+      peerIp: server.requestIP(request)?.address,
+      server,
+    };
+    attachMeta(request, meta);
+    let response = await app.handle(request);
+    try {
+      response.headers.set("x-request-id", meta.id);
+    } catch {
+      // Some responses carry immutable headers; re-wrap without copying the body.
+      response = new Response(response.body, response);
+      response.headers.set("x-request-id", meta.id);
+    }
+    if (log.enabled("info")) {
+      log.info("request", {
+        method: request.method,
+        path: pathOnly(request.url),
+        status: response.status,
+        ms: Math.round((performance.now() - meta.startedAt) * 100) / 100,
+        account: meta.accountId,
+        req: meta.id,
+      });
+    }
+    return response;
+  };
+
+  let server: Server<unknown>;
+  try {
+    server = Bun.serve({
+      hostname: config.host,
+      port: config.port,
+      reusePort: false,
+      maxRequestBodySize: BUN_BODY_CEILING,
+      idleTimeout: IDLE_TIMEOUT_SECONDS,
+      tls: config.tlsCert && config.tlsKey ? { cert: Bun.file(config.tlsCert), key: Bun.file(config.tlsKey) } : undefined,
+      fetch,
+      error(error) {
+        log.error("request failed outside the app", { error: error.message });
+        return errorResponse("openai", new HttpError("internal", "Internal error"));
+      },
+    });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "EADDRINUSE") throw new ServeError(`port ${config.port} on ${config.host} is already in use`);
+    if (code === "EACCES") throw new ServeError(`not allowed to listen on ${config.host}:${config.port}`);
+    throw new ServeError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
+  }
+
+  // Another process (the CLI) may change accounts or config; drop caches when it does.
+  const watcher = setInterval(() => {
+    if (deps.store.changedElsewhere()) deps.invalidateCaches();
+  }, 1000);
+  watcher.unref();
+
+  const scheme = config.tlsCert ? "https" : "http";
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const port = server.port ?? config.port;
+  let stopping: Promise<void> | undefined;
+
+  return {
+    server,
+    url: `${scheme}://${host}:${port}`,
+    port,
+    stop(graceSeconds = config.graceSeconds) {
+      stopping ??= (async () => {
+        clearInterval(watcher);
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const graceful = server.stop(false);
+        const expired = new Promise<"expired">((resolve) => {
+          timer = setTimeout(() => resolve("expired"), graceSeconds * 1000);
+        });
+        if ((await Promise.race([graceful.then(() => "done" as const), expired])) === "expired") {
+          log.warn("grace period over; closing remaining connections", { pending: server.pendingRequests });
+          await server.stop(true);
+        }
+        clearTimeout(timer);
+        for (const hook of deps.beforeClose) await hook();
+        deps.store.close();
+      })();
+      return stopping;
+    },
+  };
+}
+

@@ -1,0 +1,45 @@
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+
+/** Seals provider secrets at rest with AES-256-GCM; the key never enters the database. */
+export interface Sealer {
+  seal(plain: string): string;
+  open(sealed: string): string;
+}
+
+const VERSION = "v1";
+
+export function createSealer(key: Uint8Array): Sealer {
+  if (key.length !== 32) throw new Error("the secret key must be 32 bytes");
+  return {
+    seal(plain) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv("aes-256-gcm", key, iv);
+      const body = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
+      return `${VERSION}:${Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64")}`;
+    },
+    open(sealed) {
+      const [version, payload] = sealed.split(":", 2);
+      if (version !== VERSION || !payload) throw new Error("unrecognised sealed value");
+      const raw = Buffer.from(payload, "base64");
+      const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12));
+      decipher.setAuthTag(raw.subarray(12, 28));
+      return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8");
+    },
+  };
+}
+
+/**
+ * Reads the 32-byte key (base64 in the file), creating it with mode 0600 when the
+ * file does not exist yet. A file that exists but is not a valid key is an error,
+ * never silently replaced: that would make every sealed secret unreadable.
+ */
+export function loadOrCreateSecretKey(path: string): Uint8Array {
+  if (!existsSync(path)) {
+    writeFileSync(path, randomBytes(32).toString("base64") + "\n", { mode: 0o600, flag: "wx" });
+    chmodSync(path, 0o600);
+  }
+  const key = Buffer.from(readFileSync(path, "utf8").trim(), "base64");
+  if (key.length !== 32) throw new Error(`${path} does not hold a 32-byte base64 key`);
+  return key;
+}

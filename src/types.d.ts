@@ -1,0 +1,5 @@
+// Files imported as text (migrations) are embedded by `bun build --compile`.
+declare module "*.sql" {
+  const text: string;
+  export default text;
+}

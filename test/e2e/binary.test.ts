@@ -1,0 +1,105 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { isolatedBinary, run, serveBinary, type ServingBinary } from "../helpers/binary.ts";
+import pkg from "../../package.json" with { type: "json" };
+
+// The compiled executable, copied alone into an empty directory: no node_modules,
+// no sources, no migrations folder. Everything it needs must be inside it.
+const { dir, bin } = isolatedBinary();
+const running: ServingBinary[] = [];
+afterAll(() => {
+  for (const server of running) server.kill("SIGKILL");
+});
+
+describe("dist/router alone in an empty directory", () => {
+  test("--version and version print the package version", () => {
+    expect(run(bin, ["--version"], { cwd: dir }).stdout.trim()).toBe(pkg.version);
+    const version = run(bin, ["version"], { cwd: dir });
+    expect(version.exitCode).toBe(0);
+    expect(version.stdout.trim()).toBe(`router ${pkg.version}`);
+  });
+
+  test("every command has --help", () => {
+    for (const args of [["--help"], ["serve", "--help"], ["owner", "create", "--help"], ["migrate", "--help"], ["version", "--help"]]) {
+      const result = run(bin, args, { cwd: dir });
+      expect(result.exitCode).toBe(0);
+      expect(result.stdout).toContain("USAGE");
+    }
+  });
+
+  test("serve on port 0 prints its address, creates the first owner in ./data and serves", async () => {
+    const server = await serveBinary(bin, ["--port", "0"], { cwd: dir });
+    running.push(server);
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(server.stdout()).toContain("data/initial-owner-key");
+    const key = readFileSync(join(dir, "data", "initial-owner-key"), "utf8").trim();
+    expect(server.stdout() + server.stderr()).not.toContain(key);
+    expect(statSync(join(dir, "data", "secret.key")).mode & 0o777).toBe(0o600);
+
+    const health = await fetch(`${server.url}/healthz`);
+    expect(await health.json()).toEqual({ status: "ok" });
+    const status = await fetch(`${server.url}/dashboard/status`, { headers: { authorization: `Bearer ${key}` } });
+    expect((await status.json()).isOwner).toBe(true);
+
+    // owner create against the live data dir: the running server accepts the key at once.
+    const created = run(bin, ["owner", "create", "--email", "second@example.com", "--data", "data"], { cwd: dir });
+    expect(created.exitCode).toBe(0);
+    const lines = created.stdout.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    const second = await fetch(`${server.url}/dashboard/status`, { headers: { authorization: `Bearer ${lines[0]}` } });
+    expect(second.status).toBe(200);
+    expect((await second.json()).email).toBe("second@example.com");
+
+    const again = run(bin, ["owner", "create", "--email", "second@example.com", "--data", "data"], { cwd: dir });
+    expect(again.exitCode).not.toBe(0);
+    expect(again.stdout).toBe("");
+    expect(again.stderr).toContain("already used");
+    const invalid = run(bin, ["owner", "create", "--email", "not-an-email", "--data", "data"], { cwd: dir });
+    expect(invalid.exitCode).not.toBe(0);
+    expect(invalid.stderr).toContain("not a valid address");
+
+    // A second server on the same port must fail loudly, not share the port.
+    const port = new URL(server.url).port;
+    const clash = run(bin, ["serve", "--port", port, "--data", "data2"], { cwd: dir });
+    expect(clash.exitCode).not.toBe(0);
+    expect(clash.stderr).toContain("already in use");
+    expect(clash.stderr).not.toContain("    at ");
+
+    server.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+  });
+
+  test("ROUTER_* environment variables configure serve", async () => {
+    const server = await serveBinary(bin, [], { cwd: dir, env: { ROUTER_PORT: "0", ROUTER_DATA: "envdata" } });
+    running.push(server);
+    expect(statSync(join(dir, "envdata", "router.db")).isFile()).toBe(true);
+    server.kill("SIGINT");
+    expect(await server.exited).toBe(0);
+  });
+
+  test("migrate applies the embedded migrations", () => {
+    const first = run(bin, ["migrate", "--data", "migrated"], { cwd: dir });
+    expect(first.exitCode).toBe(0);
+    expect(first.stdout).toContain("applied 0000_");
+    expect(run(bin, ["migrate", "--data", "migrated"], { cwd: dir }).stdout).toContain("up to date");
+  });
+
+  test("bad input exits non-zero with one clear line and no stack trace", () => {
+    writeFileSync(join(dir, "a-file"), "x");
+    const cases: Array<[string[], RegExp]> = [
+      [["serve", "--prot", "80"], /unknown flag --prot/],
+      [["serve", "--port", "x"], /--port must be an integer/],
+      [["serve", "--data", "a-file", "--port", "0"], /not a directory/],
+      [["serve", "--timezone", "Nowhere/City"], /unknown time zone/],
+      [["owner", "create"], /--email is required/],
+      [["frobnicate"], /Unknown command/],
+    ];
+    for (const [args, message] of cases) {
+      const result = run(bin, args, { cwd: dir });
+      expect(result.exitCode).not.toBe(0);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr).not.toContain("    at ");
+    }
+  });
+});
