@@ -24,6 +24,22 @@ export interface ServeConfig {
   secretKeyFile?: string;
   /** Seconds in-flight requests get to finish on SIGTERM/SIGINT. */
   graceSeconds: number;
+  /** Upstream attempts per call (first try included). */
+  maxAttempts: number;
+  /** Longest wait for an upstream's response headers (covers connecting), ms. */
+  firstByteTimeoutMs: number;
+  /** Longest silence between two chunks of an upstream stream, ms. */
+  streamIdleTimeoutMs: number;
+  /** After a client leaves a stream, how long the upstream is still read for its usage, ms. */
+  drainTimeoutMs: number;
 }
 
 export const DEFAULT_MAX_BODY = 64 * 1024 * 1024;
+
+/** Defaults of the upstream limits, generous because reasoning models may think for minutes. */
+export const UPSTREAM_DEFAULTS = {
+  maxAttempts: 3,
+  firstByteTimeoutMs: 600_000,
+  streamIdleTimeoutMs: 300_000,
+  drainTimeoutMs: 60_000,
+} as const;

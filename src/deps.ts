@@ -3,12 +3,19 @@ import { rootCertificates } from "node:tls";
 import { join } from "node:path";
 import { createAccountsRepository, type AccountsRepository } from "./accounts/repository.ts";
 import { createPrincipalCache, type PrincipalCache } from "./accounts/principal.ts";
+import { createConfigService, type ConfigService } from "./admin/config/service.ts";
+import { createProviderKeysRepository, type ProviderKeysRepository } from "./admin/provider-keys/repository.ts";
 import type { ServeConfig } from "./config.ts";
 import { createClock, type Clock } from "./core/clock.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { createAuthenticator, type Authenticator } from "./http/auth.ts";
+import { createMemoryCounters, type Counters } from "./metering/counters.ts";
+import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
+import { createKeyPool, type KeyPool } from "./routing/key-pool.ts";
+import { createSwitchOver, type SwitchOver } from "./routing/switch-over.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
 import { openStore, type Store } from "./store/db.ts";
+import { createAdapters, type Adapters } from "./upstreams/index.ts";
 
 /** The single wiring point: every long-lived object of the process, built once from the config. */
 export interface Deps {
@@ -20,6 +27,16 @@ export interface Deps {
   readonly accounts: AccountsRepository;
   readonly principals: PrincipalCache;
   readonly auth: Authenticator;
+  /** System configuration items (spec 2.4), in memory. */
+  readonly settings: ConfigService;
+  readonly providerKeys: ProviderKeysRepository;
+  readonly pool: KeyPool;
+  readonly counters: Counters;
+  readonly switchOver: SwitchOver;
+  readonly adapters: Adapters;
+  /** Where completed calls are reported (metering wraps the recorder). */
+  readonly usage: UsageSink;
+  readonly usageRecorder: UsageRecorder;
   /** TLS options for upstream fetches: the public roots plus --upstream-ca-file. */
   readonly upstreamTls: { ca: string[] } | undefined;
   /** Drops every in-memory cache; called when another process changed the database. */
@@ -47,6 +64,11 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const upstreamTls = config.upstreamCaFile
     ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
     : undefined;
+  const settings = createConfigService({ store, clock });
+  const providerKeys = createProviderKeysRepository({ store, sealer, clock });
+  const pool = createKeyPool({ repo: providerKeys, clock, log });
+  const counters = createMemoryCounters();
+  const usageRecorder = createUsageRecorder({ store, clock, log });
   return {
     config,
     clock,
@@ -56,10 +78,20 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     accounts,
     principals,
     auth: createAuthenticator(principals),
+    settings,
+    providerKeys,
+    pool,
+    counters,
+    switchOver: createSwitchOver(counters),
+    adapters: createAdapters(upstreamTls ? { tls: upstreamTls } : {}),
+    usage: usageRecorder,
+    usageRecorder,
     upstreamTls,
     invalidateCaches() {
       principals.clear();
+      settings.reload();
+      pool.reload();
     },
-    beforeClose: [],
+    beforeClose: [() => usageRecorder.stop()],
   };
 }

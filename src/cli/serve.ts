@@ -1,6 +1,6 @@
 import { defineCommand, type ArgsDef } from "citty";
 import { ensureInitialOwner } from "../accounts/bootstrap.ts";
-import { DEFAULT_MAX_BODY, type ServeConfig } from "../config.ts";
+import { DEFAULT_MAX_BODY, UPSTREAM_DEFAULTS, type ServeConfig } from "../config.ts";
 import { assertTimeZone, systemTimeZone } from "../core/clock.ts";
 import { LOG_LEVELS, type LogLevel } from "../core/log.ts";
 import { buildDeps } from "../deps.ts";
@@ -56,6 +56,26 @@ export const serveArgs = {
     description: "Seconds in-flight requests get to finish on SIGTERM/SIGINT (env ROUTER_GRACE; default 30)",
     valueHint: "s",
   },
+  "max-attempts": {
+    type: "string",
+    description: `Upstream attempts per call, first try included (env ROUTER_MAX_ATTEMPTS; default ${UPSTREAM_DEFAULTS.maxAttempts})`,
+    valueHint: "n",
+  },
+  "first-byte-timeout": {
+    type: "string",
+    description: `Seconds to wait for an upstream's response headers, connecting included (env ROUTER_FIRST_BYTE_TIMEOUT; default ${UPSTREAM_DEFAULTS.firstByteTimeoutMs / 1000})`,
+    valueHint: "s",
+  },
+  "stream-idle-timeout": {
+    type: "string",
+    description: `Seconds of upstream silence inside a stream before it is ended (env ROUTER_STREAM_IDLE_TIMEOUT; default ${UPSTREAM_DEFAULTS.streamIdleTimeoutMs / 1000})`,
+    valueHint: "s",
+  },
+  "drain-timeout": {
+    type: "string",
+    description: `Seconds a stream's upstream is still read for usage after the client left (env ROUTER_DRAIN_TIMEOUT; default ${UPSTREAM_DEFAULTS.drainTimeoutMs / 1000})`,
+    valueHint: "s",
+  },
 } as const satisfies ArgsDef;
 
 function requireReadable(flag: string, path: string | undefined): string | undefined {
@@ -66,6 +86,7 @@ function requireReadable(flag: string, path: string | undefined): string | undef
 /** Merges flags, ROUTER_* environment variables and defaults into a checked config. */
 export function resolveServeConfig(args: Record<string, unknown>, env = process.env): ServeConfig {
   const get = (name: string) => flagOrEnv(args, name, env);
+  const seconds = (name: string, fallbackMs: number) => parseIntegerFlag(name, get(name), fallbackMs / 1000, 1) * 1000;
   const timeZone = get("timezone") ?? systemTimeZone();
   try {
     assertTimeZone(timeZone);
@@ -100,6 +121,10 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     ownerEmail: get("owner-email") ?? "owner@localhost",
     secretKeyFile: get("secret-key-file"),
     graceSeconds: parseIntegerFlag("grace", get("grace"), 30),
+    maxAttempts: parseIntegerFlag("max-attempts", get("max-attempts"), UPSTREAM_DEFAULTS.maxAttempts, 1),
+    firstByteTimeoutMs: seconds("first-byte-timeout", UPSTREAM_DEFAULTS.firstByteTimeoutMs),
+    streamIdleTimeoutMs: seconds("stream-idle-timeout", UPSTREAM_DEFAULTS.streamIdleTimeoutMs),
+    drainTimeoutMs: seconds("drain-timeout", UPSTREAM_DEFAULTS.drainTimeoutMs),
   };
 }
 

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureInitialOwner } from "../../src/accounts/bootstrap.ts";
-import { DEFAULT_MAX_BODY, type ServeConfig } from "../../src/config.ts";
+import { DEFAULT_MAX_BODY, UPSTREAM_DEFAULTS, type ServeConfig } from "../../src/config.ts";
 import type { Clock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { buildDeps, type Deps } from "../../src/deps.ts";
@@ -49,6 +49,7 @@ export function startRouter(options: StartOptions = {}): TestRouter {
     logLevel: "debug",
     ownerEmail: "owner@localhost",
     graceSeconds: 5,
+    ...UPSTREAM_DEFAULTS,
     ...options.config,
   };
   const logs: string[] = [];

@@ -1,2 +1,4 @@
 export * from "./accounts.ts";
+export * from "./provider-keys.ts";
 export * from "./settings.ts";
+export * from "./usage.ts";

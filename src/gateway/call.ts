@@ -1,0 +1,131 @@
+import { badRequest } from "../core/errors.ts";
+import type { Family } from "../http/family.ts";
+import type { UpstreamCall } from "../upstreams/types.ts";
+import type { Endpoint } from "./endpoints.ts";
+import { forwardableRequestHeaders } from "./headers.ts";
+
+/** A client's model call, parsed once: what routing, admission and the relay need. */
+export interface ClientCall {
+  endpoint: Endpoint;
+  family: Family;
+  requestedModel: string | undefined;
+  stream: boolean;
+  /** The parsed JSON body (for JSON endpoints). */
+  json: Record<string, unknown> | undefined;
+  /** The body as received. */
+  bytes: Uint8Array;
+  /** Gemini: the method after the colon (`generateContent`). */
+  method?: string;
+  /** Gemini: API version segment of the client's path. */
+  version?: "v1" | "v1beta";
+  /** True when the router added `stream_options.include_usage` and must hide that chunk. */
+  hideUsageChunk: boolean;
+  headers: Headers;
+  search: string;
+}
+
+function parseJson(bytes: Uint8Array): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(bytes));
+  } catch (error) {
+    throw badRequest(`Request body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw badRequest("Request body must be a JSON object");
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** Query parameters kept when forwarding (credentials never are). */
+function forwardedSearch(url: URL): string {
+  const params = new URLSearchParams();
+  url.searchParams.forEach((value, name) => {
+    if (name === "alt") params.set(name, value);
+  });
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+/** Reads a JSON model call for an OpenAI or Anthropic endpoint. */
+export function bodyCall(endpoint: Endpoint, request: Request, bytes: Uint8Array): ClientCall {
+  if (bytes.byteLength === 0) throw badRequest("Request body is empty; a JSON object is required");
+  const json = parseJson(bytes);
+  const model = json.model;
+  if (endpoint.model === "body" && (typeof model !== "string" || model.trim() === "")) {
+    // Moderations may omit the model (the upstream picks its default).
+    if (endpoint.path !== "/v1/moderations") throw badRequest("`model` is required and must be a string", "model");
+  }
+  const stream = json.stream === true;
+  return {
+    endpoint,
+    family: endpoint.family,
+    requestedModel: typeof model === "string" && model ? model : undefined,
+    stream,
+    json,
+    bytes,
+    hideUsageChunk: false,
+    headers: forwardableRequestHeaders(request.headers),
+    search: "",
+  };
+}
+
+/** Reads a Gemini call: the model and method come from the path. */
+export function geminiCall(endpoint: Endpoint, request: Request, bytes: Uint8Array, spec: string): ClientCall {
+  const colon = spec.lastIndexOf(":");
+  const model = decodeURIComponent(spec.slice(0, colon));
+  const method = spec.slice(colon + 1);
+  if (!model) throw badRequest("The model name in the path is empty", "model");
+  const json = bytes.byteLength === 0 ? {} : parseJson(bytes);
+  const url = new URL(request.url);
+  return {
+    endpoint,
+    family: "gemini",
+    requestedModel: model,
+    stream: method === "streamGenerateContent",
+    json,
+    bytes,
+    method,
+    version: endpoint.path.startsWith("/v1beta") ? "v1beta" : "v1",
+    hideUsageChunk: false,
+    headers: forwardableRequestHeaders(request.headers),
+    search: method === "streamGenerateContent" ? "?alt=sse" : forwardedSearch(url),
+  };
+}
+
+/**
+ * The upstream call for an effective model: the only edits to a body are the model
+ * name and, for OpenAI chat-style streams, `stream_options.include_usage` (so usage
+ * can be metered; the extra chunk is hidden from clients that did not ask for it).
+ * When nothing changes, the original bytes go upstream untouched.
+ */
+export function upstreamCall(call: ClientCall, effectiveModel: string | undefined): UpstreamCall {
+  let json = call.json;
+  let edited = false;
+  if (call.family !== "gemini" && json && effectiveModel !== undefined && json.model !== effectiveModel) {
+    json = { ...json, model: effectiveModel };
+    edited = true;
+  }
+  if (call.endpoint.injectStreamUsage && call.stream && json) {
+    const options = json.stream_options;
+    const wants = options !== null && typeof options === "object" && (options as Record<string, unknown>).include_usage === true;
+    if (!wants) {
+      json = { ...json, stream_options: { ...(typeof options === "object" && options ? options : {}), include_usage: true } };
+      edited = true;
+      call.hideUsageChunk = true;
+    }
+  }
+  const path =
+    call.family === "gemini" ? `/${call.version}/models/${encodeURIComponent(effectiveModel ?? "")}:${call.method}` : call.endpoint.path;
+  return {
+    family: call.family,
+    method: "POST",
+    path,
+    search: call.search,
+    model: effectiveModel,
+    stream: call.stream,
+    json,
+    bytes: edited ? undefined : call.bytes,
+    headers: call.headers,
+  };
+}

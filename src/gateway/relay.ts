@@ -1,0 +1,275 @@
+import type { Principal } from "../accounts/principal.ts";
+import { HttpError } from "../core/errors.ts";
+import type { Deps } from "../deps.ts";
+import { errorResponse } from "../http/envelopes.ts";
+import { redact } from "../core/redact.ts";
+import { isCredentialStatus, isRetryableStatus, nextStep, type AttemptFailure } from "../routing/failover.ts";
+import type { PoolKey } from "../routing/pool-key.ts";
+import { routeModel } from "../routing/route-model.ts";
+import { adapterFor } from "../upstreams/index.ts";
+import type { UpstreamCall } from "../upstreams/types.ts";
+import { upstreamCall, type ClientCall } from "./call.ts";
+import { clientResponseHeaders, retryAfterMs } from "./headers.ts";
+import { relayStream } from "./stream.ts";
+import { usageFromJson } from "./usage/extract.ts";
+import { ZERO_USAGE, type Usage, type UsageSource } from "./usage/types.ts";
+
+export interface RelayInput {
+  call: ClientCall;
+  principal: Principal;
+  requestId: string;
+  /** Fires when the client goes away. */
+  clientSignal: AbortSignal;
+}
+
+interface Attempt {
+  key: PoolKey;
+  level: number;
+  probe: boolean;
+}
+
+class AttemptTimeout extends Error {}
+
+/** A rough token count for when the upstream reported none: about four bytes per token. */
+function estimateTokens(bytes: number): number {
+  return Math.ceil(bytes / 4);
+}
+
+/**
+ * Sends a model call upstream: routes it to a Level, picks a key, retries on
+ * another key or the backup Level when an attempt fails before anything reached the
+ * client, and relays the answer (streamed as it arrives), metering its usage.
+ */
+export function createRelay(deps: Deps) {
+  const { config, settings, clock, pool, switchOver, usage: sink, log } = deps;
+  const fetchTls = deps.upstreamTls ? { tls: deps.upstreamTls } : {};
+
+  const record = (input: RelayInput, route: { effectiveModel?: string; level?: number; keyId?: number }, status: number, usage: Usage, source: UsageSource, started: number) => {
+    sink.record({
+      requestId: input.requestId,
+      accountId: input.principal.account.id,
+      endpoint: input.call.endpoint.path,
+      requestedModel: input.call.requestedModel,
+      effectiveModel: route.effectiveModel,
+      level: route.level,
+      keyId: route.keyId,
+      status,
+      stream: input.call.stream,
+      usage,
+      source,
+      latencyMs: clock.now() - started,
+      at: started,
+    });
+  };
+
+  /** Picks the next key: the resolved Level first, then down its SWITCH_OVER chain. */
+  const pick = (level: number, tried: Set<number>, call: UpstreamCall): Attempt | undefined => {
+    const backups = settings.routing().switchOver;
+    const resolved = switchOver.resolve(level, backups, clock.now());
+    const seen = new Set<number>();
+    for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
+      seen.add(current);
+      for (;;) {
+        const key = pool.acquire(current, tried);
+        if (!key) break;
+        if (adapterFor(deps.adapters, key).supports(call)) {
+          return { key, level: current, probe: resolved.probe && current === resolved.level };
+        }
+        pool.release(key);
+        tried.add(key.id);
+      }
+      if (resolved.probe && current === resolved.level) switchOver.abandonProbe(current);
+    }
+    return undefined;
+  };
+
+  return async function relay(input: RelayInput): Promise<Response> {
+    const started = clock.now();
+    const { call } = input;
+    const route = routeModel(settings.routing(), call.requestedModel);
+    const upstream = upstreamCall(call, route.effectiveModel);
+    const tried = new Set<number>();
+    let lastFailure: { response?: Response; failure: AttemptFailure; retryAfter?: number } | undefined;
+    let credentialRefreshed = false;
+
+    for (let attempt = 1; attempt <= config.maxAttempts; attempt++) {
+      const chosen = pick(route.level, tried, upstream);
+      if (!chosen) break;
+      const { key } = chosen;
+      const adapter = adapterFor(deps.adapters, key);
+      const controller = new AbortController();
+      const onClientGone = () => controller.abort();
+      input.clientSignal.addEventListener("abort", onClientGone);
+      const detach = () => input.clientSignal.removeEventListener("abort", onClientGone);
+      let released = false;
+      const release = () => {
+        detach();
+        if (released) return;
+        released = true;
+        pool.release(key);
+      };
+      let failure: AttemptFailure | undefined;
+      let response: Response | undefined;
+      const timer = setTimeout(() => controller.abort(new AttemptTimeout()), config.firstByteTimeoutMs);
+      try {
+        const prepared = await adapter.prepare(key, upstream);
+        response = await fetch(prepared.url, {
+          method: upstream.method,
+          headers: prepared.headers,
+          body: prepared.body,
+          signal: controller.signal,
+          // Our own timers bound the wait; Bun's socket idle limit must not cut a slow first token.
+          timeout: false,
+          ...fetchTls,
+        } as BunFetchRequestInit);
+      } catch (error) {
+        if (input.clientSignal.aborted) {
+          release();
+          record(input, { ...route, keyId: key.id }, 499, ZERO_USAGE, "estimated", started);
+          return errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
+        }
+        const code = (error as { code?: string }).code;
+        failure =
+          controller.signal.reason instanceof AttemptTimeout
+            ? { kind: "timeout" }
+            : code === "ConnectionRefused" || code === "ECONNREFUSED"
+              ? { kind: "refused" }
+              : { kind: "network" };
+        log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
+      } finally {
+        clearTimeout(timer);
+      }
+
+      if (response && response.ok) {
+        pool.report(key, { kind: "success" });
+        switchOver.recordSuccess(chosen.level, chosen.probe);
+        return deliver(input, response, { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, started, { controller, detach, release });
+      }
+
+      if (response) {
+        const status = response.status;
+        if (isCredentialStatus(status) && adapter.refreshCredentials && !credentialRefreshed && adapter.refreshCredentials(key)) {
+          // A stale access token, not a bad key: one more try with a fresh one.
+          credentialRefreshed = true;
+          await response.body?.cancel().catch(() => {});
+          release();
+          tried.delete(key.id);
+          attempt--;
+          continue;
+        }
+        if (!isRetryableStatus(status) && !isCredentialStatus(status)) {
+          // The client's own mistake (400, 404, 413, 422…): pass the upstream's answer on.
+          pool.report(key, { kind: "success" });
+          switchOver.recordSuccess(chosen.level, chosen.probe);
+          const text = redact(await response.text());
+          release();
+          record(input, { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, status, ZERO_USAGE, "upstream", started);
+          return new Response(text, { status, headers: clientResponseHeaders(response.headers) });
+        }
+        failure = { kind: "status", status };
+        const retryAfter = retryAfterMs(response.headers, clock.now());
+        await response.body?.cancel().catch(() => {});
+        lastFailure = { failure, retryAfter };
+        log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status });
+      }
+
+      if (failure!.kind === "status" && isCredentialStatus((failure as { status: number }).status)) {
+        pool.report(key, { kind: "credential" });
+      } else {
+        pool.report(key, { kind: "retryable", retryAfterMs: lastFailure?.retryAfter });
+        switchOver.recordError(chosen.level, clock.now());
+      }
+      if (chosen.probe) switchOver.abandonProbe(chosen.level);
+      lastFailure = { ...lastFailure, failure: failure! };
+      tried.add(key.id);
+      release();
+      if (nextStep(failure!, call.endpoint.idempotent, attempt, config.maxAttempts) === "give_up") break;
+    }
+
+    const error = finalError(call.requestedModel, lastFailure);
+    record(input, route, error.status, ZERO_USAGE, "upstream", started);
+    return errorResponse(call.family, error);
+  };
+
+  function finalError(model: string | undefined, last: { failure: AttemptFailure; retryAfter?: number } | undefined): HttpError {
+    if (!last) {
+      return new HttpError("unavailable", `No upstream key is available for model ${model ?? "(none)"}; try again later`, {
+        code: "no_available_key",
+      });
+    }
+    if (last.failure.kind === "status" && last.failure.status === 429) {
+      const seconds = Math.max(1, Math.ceil((last.retryAfter ?? 1000) / 1000));
+      return new HttpError("rate_limit", "The upstream is rate limiting; retry later", {
+        code: "upstream_rate_limited",
+        headers: { "retry-after": String(seconds) },
+      });
+    }
+    if (last.failure.kind === "timeout") {
+      return new HttpError("upstream", "The upstream did not answer in time", { code: "upstream_timeout", status: 504 });
+    }
+    return new HttpError("upstream", "The upstream failed; try again later", { code: "upstream_error" });
+  }
+
+  async function deliver(
+    input: RelayInput,
+    response: Response,
+    route: { effectiveModel?: string; level: number; keyId: number },
+    started: number,
+    attempt: { controller: AbortController; detach: () => void; release: () => void },
+  ): Promise<Response> {
+    const { controller, release } = attempt;
+    const { call } = input;
+    const headers = clientResponseHeaders(response.headers);
+    const isStream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
+    if (isStream && response.body) {
+      // From here on a client leaving must not cut the upstream: it is drained for its usage.
+      attempt.detach();
+      const body = relayStream(response.body, {
+        family: call.family,
+        hideUsageChunk: call.hideUsageChunk,
+        idleMs: config.streamIdleTimeoutMs,
+        drainMs: config.drainTimeoutMs,
+        abortUpstream: () => controller.abort(),
+        onEnd(end) {
+          release();
+          const usage: Usage = end.usage ?? {
+            ...ZERO_USAGE,
+            prompt: estimateTokens(call.bytes.byteLength),
+            completion: estimateTokens(end.dataBytes),
+          };
+          const source: UsageSource = end.usage ? "upstream" : "estimated";
+          const status = end.ending === "complete" ? 200 : end.ending === "client_gone" ? 499 : end.ending === "timeout" ? 504 : 502;
+          record(input, route, status, usage, source, started);
+        },
+      });
+      return new Response(body, { status: response.status, headers });
+    }
+    let text: string;
+    try {
+      text = await response.text();
+    } catch {
+      release();
+      record(input, route, 502, ZERO_USAGE, "estimated", started);
+      return errorResponse(call.family, new HttpError("upstream", "The upstream connection failed while answering", { code: "upstream_error" }));
+    }
+    release();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    const usage = usageFromJson(call.family, parsed);
+    record(
+      input,
+      route,
+      response.status,
+      usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: estimateTokens(text.length) },
+      usage ? "upstream" : "estimated",
+      started,
+    );
+    return new Response(text, { status: response.status, headers });
+  }
+}
+
+export type Relay = ReturnType<typeof createRelay>;

@@ -1,0 +1,135 @@
+import type { Clock } from "../core/clock.ts";
+import type { Logger } from "../core/log.ts";
+import type { ProviderKeysRepository } from "../admin/provider-keys/repository.ts";
+import { applyOutcome, availability, type KeyOutcome } from "./health.ts";
+import type { PoolKey, SleepReason } from "./pool-key.ts";
+import type { ProviderConfig } from "./provider-config.ts";
+
+/**
+ * Provider Keys in memory, grouped by Level, with their health. The request path
+ * only reads this; every write to the keys table calls `reload()`.
+ */
+export interface KeyPool {
+  reload(): void;
+  get(id: number): PoolKey | undefined;
+  /** Keys of a Level, in id order. */
+  keysOf(level: number): readonly PoolKey[];
+  /** True when the Level has a key that could serve a call now. */
+  hasUsable(level: number): boolean;
+  /**
+   * Chooses a key of the Level not in `exclude`: a key due for its probe first (one
+   * request), else the ready key with the fewest calls in flight, round-robin on ties.
+   * The chosen key counts as in flight until `release`.
+   */
+  acquire(level: number, exclude: ReadonlySet<number>): PoolKey | undefined;
+  release(key: PoolKey): void;
+  /** Records an attempt's outcome; persists a sleep change. */
+  report(key: PoolKey, outcome: KeyOutcome): void;
+  /** Manual sleep/wake from /x-keys/{id}/sleep|wake. */
+  setManualSleep(id: number, sleeping: boolean): void;
+}
+
+export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock; log: Logger }): KeyPool {
+  let byId = new Map<number, PoolKey>();
+  let byLevel = new Map<number, PoolKey[]>();
+  const cursor = new Map<number, number>();
+
+  const reload = () => {
+    const next = new Map<number, PoolKey>();
+    const levels = new Map<number, PoolKey[]>();
+    for (const row of deps.repo.all()) {
+      const previous = byId.get(row.id);
+      const key: PoolKey = {
+        id: row.id,
+        name: row.name,
+        level: row.level,
+        provider: row.provider.replace(/\/+$/, ""),
+        secret: deps.repo.secretOf(row),
+        config: JSON.parse(row.config) as ProviderConfig,
+        noSleep: row.noSleep,
+        status: row.status,
+        sleeping: row.sleeping,
+        sleepReason: row.sleepReason as SleepReason | null,
+        sleepUntil: row.sleepUntil,
+        sleepCount: row.sleepCount,
+        inFlight: previous?.inFlight ?? 0,
+        failures: previous?.failures ?? 0,
+        probing: previous?.probing ?? false,
+      };
+      next.set(key.id, key);
+      const list = levels.get(key.level) ?? [];
+      list.push(key);
+      levels.set(key.level, list);
+    }
+    byId = next;
+    byLevel = levels;
+  };
+  reload();
+
+  const persist = (key: PoolKey, change: ReturnType<typeof applyOutcome>) => {
+    if (!change) return;
+    deps.repo.setSleep(key.id, change);
+    if (change.sleeping) {
+      deps.log.warn("provider key sleeps", {
+        key: key.id,
+        level: key.level,
+        reason: change.reason,
+        until: change.until === null ? "woken" : new Date(change.until).toISOString(),
+      });
+    } else deps.log.info("provider key woke", { key: key.id, level: key.level });
+  };
+
+  return {
+    reload,
+    get: (id) => byId.get(id),
+    keysOf: (level) => byLevel.get(level) ?? [],
+    hasUsable(level) {
+      const now = deps.clock.now();
+      return (byLevel.get(level) ?? []).some((key) => availability(key, now) !== "unavailable");
+    },
+    acquire(level, exclude) {
+      const keys = byLevel.get(level);
+      if (!keys || keys.length === 0) return undefined;
+      const now = deps.clock.now();
+      const start = cursor.get(level) ?? 0;
+      let chosen: PoolKey | undefined;
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[(start + i) % keys.length]!;
+        if (exclude.has(key.id)) continue;
+        const state = availability(key, now);
+        if (state === "probe") {
+          key.probing = true;
+          chosen = key;
+          break;
+        }
+        if (state === "ready" && (!chosen || key.inFlight < chosen.inFlight)) chosen = key;
+      }
+      if (!chosen) return undefined;
+      cursor.set(level, (keys.indexOf(chosen) + 1) % keys.length);
+      chosen.inFlight++;
+      return chosen;
+    },
+    release(key) {
+      key.inFlight = Math.max(0, key.inFlight - 1);
+      // A probe that ended without a verdict (client gone) must not block future probes.
+      key.probing = false;
+    },
+    report(key, outcome) {
+      persist(key, applyOutcome(key, outcome, deps.clock.now()));
+    },
+    setManualSleep(id, sleeping) {
+      const key = byId.get(id);
+      const state = sleeping
+        ? { sleeping: true, reason: "manual" as const, until: null, count: key?.sleepCount ?? 0 }
+        : { sleeping: false, reason: null, until: null, count: 0 };
+      deps.repo.setSleep(id, state);
+      if (key) {
+        key.sleeping = state.sleeping;
+        key.sleepReason = state.reason;
+        key.sleepUntil = null;
+        key.sleepCount = state.count;
+        key.failures = 0;
+      }
+    },
+  };
+}

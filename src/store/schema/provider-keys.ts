@@ -1,0 +1,33 @@
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * Upstream credentials (spec 2.1). The secret is sealed (AES-256-GCM); `partialKey`
+ * is the non-secret display form. `Status` and `Sleeping` are independent flags.
+ */
+export const providerKeys = sqliteTable(
+  "provider_keys",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    name: text("name").notNull().default(""),
+    level: integer("level").notNull(),
+    provider: text("provider").notNull(),
+    secretSealed: text("secret_sealed").notNull(),
+    partialKey: text("partial_key").notNull(),
+    noSleep: integer("no_sleep", { mode: "boolean" }).notNull().default(false),
+    status: integer("status", { mode: "boolean" }).notNull().default(true),
+    sleeping: integer("sleeping", { mode: "boolean" }).notNull().default(false),
+    /** Why the key sleeps: `manual`, `auth` (upstream 401/403), `errors` (repeated 429/5xx). */
+    sleepReason: text("sleep_reason"),
+    /** When an automatic sleep ends (ms); null while manual or credential sleep lasts until woken. */
+    sleepUntil: integer("sleep_until"),
+    /** Consecutive automatic sleeps, for the exponential cool-down. */
+    sleepCount: integer("sleep_count").notNull().default(0),
+    /** JSON: provider_type and its options. */
+    config: text("config").notNull().default('{"provider_type":"standard"}'),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [index("provider_keys_level").on(t.level)],
+);
+
+export type ProviderKeyRow = typeof providerKeys.$inferSelect;

@@ -1,0 +1,40 @@
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * One row per completed model call. Token columns follow `Usage` (src/gateway/usage/types.ts):
+ * prompt includes cache reads/writes, completion includes reasoning. Cost is integer
+ * nano-credits so sums stay exact.
+ */
+export const usageEvents = sqliteTable(
+  "usage_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    requestId: text("request_id").notNull(),
+    accountId: integer("account_id").notNull(),
+    /** Business date (`YYYY-MM-DD`) in the server's zone, for daily bills and quotas. */
+    day: text("day").notNull(),
+    createdAt: integer("created_at").notNull(),
+    endpoint: text("endpoint").notNull(),
+    requestedModel: text("requested_model"),
+    effectiveModel: text("effective_model"),
+    level: integer("level"),
+    keyId: integer("key_id"),
+    status: integer("status").notNull(),
+    stream: integer("stream", { mode: "boolean" }).notNull().default(false),
+    promptTokens: integer("prompt_tokens").notNull().default(0),
+    completionTokens: integer("completion_tokens").notNull().default(0),
+    cacheReadTokens: integer("cache_read_tokens").notNull().default(0),
+    cacheWriteTokens: integer("cache_write_tokens").notNull().default(0),
+    reasoningTokens: integer("reasoning_tokens").notNull().default(0),
+    /** `upstream` when the provider reported the counts, `estimated` otherwise. */
+    source: text("source").notNull(),
+    latencyMs: integer("latency_ms").notNull(),
+    costNanos: integer("cost_nanos").notNull().default(0),
+    /** Non-token quantities (images, seconds of audio/video) as JSON, for non-token pricing. */
+    extra: text("extra"),
+  },
+  (t) => [index("usage_events_account_day").on(t.accountId, t.day), index("usage_events_day").on(t.day)],
+);
+
+export type UsageEventRow = typeof usageEvents.$inferSelect;
+export type NewUsageEventRow = typeof usageEvents.$inferInsert;

@@ -1,0 +1,50 @@
+import { DEFAULT_AZURE_API_VERSION, type AzureConfig } from "../routing/provider-config.ts";
+import type { PoolKey } from "../routing/pool-key.ts";
+import { bodyOf, type UpstreamAdapter, type UpstreamCall } from "./types.ts";
+
+/** OpenAI operations Azure serves under `/openai/deployments/{deployment}/…`. */
+const DEPLOYMENT_OPERATIONS = new Set([
+  "chat/completions",
+  "completions",
+  "embeddings",
+  "images/generations",
+  "images/edits",
+  "audio/transcriptions",
+  "audio/translations",
+  "audio/speech",
+]);
+
+function operationOf(path: string): string {
+  return path.replace(/^\/v1\//, "");
+}
+
+function apiVersion(config: AzureConfig, model: string | undefined, env: NodeJS.ProcessEnv): string {
+  return (model && config.api_versions?.[model]) || env.AZURE_OPENAI_API_VERSION || DEFAULT_AZURE_API_VERSION;
+}
+
+/** Azure OpenAI: deployment URLs with `api-version`, and the `api-key` header. */
+export function createAzureAdapter(env: NodeJS.ProcessEnv = process.env): UpstreamAdapter {
+  return {
+    supports(call) {
+      if (call.family !== "openai") return false;
+      const operation = operationOf(call.path);
+      return operation === "responses" || operation.startsWith("responses/") || DEPLOYMENT_OPERATIONS.has(operation);
+    },
+    async prepare(key: PoolKey, call: UpstreamCall) {
+      const config = key.config as AzureConfig;
+      const operation = operationOf(call.path);
+      const params = new URLSearchParams(call.search);
+      params.set("api-version", apiVersion(config, call.model, env));
+      let url: string;
+      if (operation === "responses" || operation.startsWith("responses/")) {
+        url = `${key.provider}/openai/${operation}`;
+      } else {
+        const deployment = (call.model && config.deployments?.[call.model]) || call.model || "";
+        url = `${key.provider}/openai/deployments/${encodeURIComponent(deployment)}/${operation}`;
+      }
+      const headers = new Headers(call.headers);
+      headers.set("api-key", key.secret);
+      return { url: `${url}?${params}`, headers, body: bodyOf(call) };
+    },
+  };
+}

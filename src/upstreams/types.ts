@@ -1,0 +1,45 @@
+import type { Family } from "../http/family.ts";
+import type { PoolKey } from "../routing/pool-key.ts";
+
+/** One call as the gateway hands it to an upstream adapter. */
+export interface UpstreamCall {
+  family: Family;
+  method: string;
+  /** Canonical client path, e.g. `/v1/chat/completions`, `/v1/messages`, `/v1beta/models/m:generateContent`. */
+  path: string;
+  /** Query string to forward, `?…` or empty; credentials never appear here. */
+  search: string;
+  /** Effective model (after MODEL_MAPPER), when the call has one. */
+  model: string | undefined;
+  stream: boolean;
+  /** The JSON body, already carrying the effective model; undefined for non-JSON bodies. */
+  json: Record<string, unknown> | undefined;
+  /** The original body bytes when the router did not edit it: sent as they came. */
+  bytes: Uint8Array | undefined;
+  /** Client headers safe to forward (credentials and hop-by-hop already removed). */
+  headers: Headers;
+}
+
+export interface PreparedRequest {
+  url: string;
+  headers: Headers;
+  body: Uint8Array | string | null;
+}
+
+/** One upstream scheme (standard, azure, vertex): where a call goes and how it authenticates. */
+export interface UpstreamAdapter {
+  /** Whether a key of this type can serve the call at all (e.g. Azure serves only OpenAI paths). */
+  supports(call: UpstreamCall): boolean;
+  prepare(key: PoolKey, call: UpstreamCall): Promise<PreparedRequest>;
+  /**
+   * Called when the upstream answered 401; returns true when fresh credentials were
+   * obtained (a refreshed access token), so the same key deserves one more try.
+   */
+  refreshCredentials?(key: PoolKey): boolean;
+}
+
+/** The body to send: the original bytes when unedited, else the edited JSON. */
+export function bodyOf(call: UpstreamCall): Uint8Array | string | null {
+  if (call.bytes) return call.bytes;
+  return call.json ? JSON.stringify(call.json) : null;
+}

@@ -1,0 +1,84 @@
+import type { PoolKey } from "../routing/pool-key.ts";
+import type { VertexConfig } from "../routing/provider-config.ts";
+import { createAccessTokenProvider, parseServiceAccount, vertexBaseUrl, type AccessTokenProvider } from "./google-auth.ts";
+import type { UpstreamAdapter, UpstreamCall } from "./types.ts";
+
+/** The body Anthropic-on-Vertex expects in place of a `model` field. */
+const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
+
+const GEMINI_METHOD = /^\/v1(?:beta)?\/models\/[^/:]+:([A-Za-z]+)$/;
+
+interface Credentials {
+  secret: string;
+  tokens: AccessTokenProvider;
+  projectId: string | undefined;
+}
+
+/**
+ * Google Vertex AI with a service-account key file as the secret: Gemini and
+ * Anthropic publisher models, and the OpenAI-compatible chat endpoint, all with an
+ * OAuth access token exchanged from a signed JWT.
+ */
+export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}): UpstreamAdapter {
+  const credentials = new Map<number, Credentials>();
+
+  const credentialsOf = (key: PoolKey): Credentials => {
+    const config = key.config as VertexConfig;
+    const cached = credentials.get(key.id);
+    if (cached && cached.secret === key.secret) return cached;
+    const account = parseServiceAccount(key.secret);
+    const fresh: Credentials = {
+      secret: key.secret,
+      tokens: createAccessTokenProvider({ account, tokenUri: config.token_uri ?? account.token_uri, fetchInit }),
+      projectId: account.project_id,
+    };
+    credentials.set(key.id, fresh);
+    return fresh;
+  };
+
+  return {
+    supports(call) {
+      if (call.family === "gemini") return GEMINI_METHOD.test(call.path);
+      if (call.family === "anthropic") return call.path === "/v1/messages" || call.path === "/v1/messages/count_tokens";
+      return call.path === "/v1/chat/completions";
+    },
+    async prepare(key, call) {
+      const config = key.config as VertexConfig;
+      const creds = credentialsOf(key);
+      const location = config.location ?? "global";
+      const project = config.project_id ?? creds.projectId;
+      if (!project) throw new Error("the Vertex key has no project_id (set config.project_id)");
+      const base = `${(config.base_url ?? vertexBaseUrl(location)).replace(/\/+$/, "")}/v1/projects/${project}/locations/${location}`;
+      const headers = new Headers(call.headers);
+      headers.set("authorization", `Bearer ${await creds.tokens.token()}`);
+      headers.delete("anthropic-version");
+      const model = encodeURIComponent(call.model ?? "");
+      if (call.family === "gemini") {
+        const method = GEMINI_METHOD.exec(call.path)?.[1] ?? "generateContent";
+        const url = `${base}/publishers/google/models/${model}:${method}${call.stream ? "?alt=sse" : ""}`;
+        return { url, headers, body: JSON.stringify(call.json ?? {}) };
+      }
+      if (call.family === "anthropic") {
+        const { model: _model, ...rest } = call.json ?? {};
+        if (call.path === "/v1/messages/count_tokens") {
+          // count-tokens keeps the model in the body and has its own pseudo-model path.
+          const body = { ...call.json, anthropic_version: VERTEX_ANTHROPIC_VERSION };
+          return { url: `${base}/publishers/anthropic/models/count-tokens:rawPredict`, headers, body: JSON.stringify(body) };
+        }
+        const verb = call.stream ? "streamRawPredict" : "rawPredict";
+        const body = { ...rest, anthropic_version: VERTEX_ANTHROPIC_VERSION };
+        return { url: `${base}/publishers/anthropic/models/${model}:${verb}`, headers, body: JSON.stringify(body) };
+      }
+      // Vertex's OpenAI-compatible endpoint names models `publisher/model`.
+      const json = { ...call.json };
+      if (typeof json.model === "string" && !json.model.includes("/")) json.model = `google/${json.model}`;
+      return { url: `${base}/endpoints/openapi/chat/completions`, headers, body: JSON.stringify(json) };
+    },
+    refreshCredentials(key) {
+      const creds = credentials.get(key.id);
+      if (!creds) return false;
+      creds.tokens.invalidate();
+      return true;
+    },
+  };
+}
