@@ -1,5 +1,7 @@
 import { Elysia } from "elysia";
 import { dashboardAccountRoutes } from "./accounts/dashboard-routes.ts";
+import { configRoutes } from "./admin/config/routes.ts";
+import { gatewayRoutes } from "./gateway/routes.ts";
 import { HttpError, notFound, badRequest } from "./core/errors.ts";
 import type { Deps } from "./deps.ts";
 import { errorResponse } from "./http/envelopes.ts";
@@ -27,7 +29,9 @@ export function createApp(deps: Deps) {
       return errorResponse(family, new HttpError("internal", "Internal error; see the server log for this request id"));
     })
     .get("/healthz", () => ({ status: "ok" }))
-    .use(dashboardAccountRoutes(deps));
+    .use(dashboardAccountRoutes(deps))
+    .use(configRoutes(deps))
+    .use(gatewayRoutes(deps));
 }
 
 export type App = ReturnType<typeof createApp>;
