@@ -1,0 +1,88 @@
+import { Elysia } from "elysia";
+import type { Principal } from "../../accounts/principal.ts";
+import { badRequest } from "../../core/errors.ts";
+import type { Deps } from "../../deps.ts";
+import { readBodyBytes, readJsonObject } from "../../http/body.ts";
+import { authPlugin } from "../../http/plugins.ts";
+import type { ConfigChange } from "./service.ts";
+
+/** What a body-less `DELETE /x-config` removes (spec 4.4: "Remove PRICING (restore defaults)"). */
+export const DEFAULT_RESET_ITEMS: readonly string[] = ["PRICING"];
+
+/**
+ * `/x-config`, owner only: export (GET), partial update (PUT) and reset (DELETE)
+ * of the system configuration items (spec 2.4). Every response carries the full
+ * export after the operation. Validation lives in the item table, reached through
+ * the config service, which checks every item before writing any; a change is
+ * visible to the next request because the service rebuilds its compiled forms.
+ */
+export function configRoutes(deps: Deps) {
+  const exported = () => ({ configs: deps.settings.exportAll() });
+
+  /** One log line per item whose stored value actually changed; never the value (EMAIL_PASS is secret). */
+  const logChanges = (changes: readonly ConfigChange[], principal: Principal) => {
+    for (const change of changes) {
+      if (change.before === change.after) continue;
+      deps.log.info("config changed", { item: change.item, by: principal.account.id });
+    }
+  };
+
+  return new Elysia()
+    .use(authPlugin(deps))
+    .get("/x-config", () => exported(), { owner: true })
+    .put(
+      "/x-config",
+      async ({ request, principal }) => {
+        const values = await readJsonObject(request, deps.config.maxBody);
+        if (Object.keys(values).length === 0) {
+          throw badRequest("Request body names no configuration item; send an object of item names to values");
+        }
+        logChanges(deps.settings.update(values), principal);
+        return exported();
+      },
+      { owner: true, parse: "none" },
+    )
+    .delete(
+      "/x-config",
+      async ({ request, principal }) => {
+        const items = await readResetItems(request, deps.config.maxBody);
+        logChanges(deps.settings.reset(items), principal);
+        return exported();
+      },
+      { owner: true, parse: "none" },
+    );
+}
+
+/**
+ * The items a DELETE resets: an absent (or blank) body means the default items;
+ * otherwise the body must be exactly `{"keys": [<item name>, ...]}` with at least
+ * one name. Names are checked against the item table by the service.
+ */
+async function readResetItems(request: Request, limit: number): Promise<string[]> {
+  const text = new TextDecoder().decode(await readBodyBytes(request, limit));
+  if (text.trim() === "") return [...DEFAULT_RESET_ITEMS];
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw badRequest(`Request body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw badRequest('Request body must be a JSON object: {"keys": [<item name>, ...]}');
+  }
+  for (const field of Object.keys(body)) {
+    if (field !== "keys") throw badRequest(`Unknown field "${field}"; the body is {"keys": [<item name>, ...]}`, field);
+  }
+  const keys = (body as { keys?: unknown }).keys;
+  if (!Array.isArray(keys) || keys.length === 0) {
+    throw badRequest('"keys" must be a non-empty array of configuration item names', "keys");
+  }
+  const names: string[] = [];
+  for (const key of keys) {
+    if (typeof key !== "string" || key.trim() === "") {
+      throw badRequest('"keys" must contain only non-empty item names', "keys");
+    }
+    if (!names.includes(key)) names.push(key);
+  }
+  return names;
+}
