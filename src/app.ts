@@ -1,6 +1,8 @@
 import { Elysia } from "elysia";
 import { dashboardAccountRoutes } from "./accounts/dashboard-routes.ts";
+import { accountRoutes } from "./accounts/routes.ts";
 import { configRoutes } from "./admin/config/routes.ts";
+import { providerKeyRoutes } from "./admin/provider-keys/routes.ts";
 import { gatewayRoutes } from "./gateway/routes.ts";
 import { HttpError, notFound, badRequest } from "./core/errors.ts";
 import type { Deps } from "./deps.ts";
@@ -30,7 +32,9 @@ export function createApp(deps: Deps) {
     })
     .get("/healthz", () => ({ status: "ok" }))
     .use(dashboardAccountRoutes(deps))
+    .use(accountRoutes(deps, deps.accountsService))
     .use(configRoutes(deps))
+    .use(providerKeyRoutes(deps))
     .use(gatewayRoutes(deps));
 }
 

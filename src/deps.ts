@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { createAccountsRepository, type AccountsRepository } from "./accounts/repository.ts";
 import { createPrincipalCache, type PrincipalCache } from "./accounts/principal.ts";
 import { createConfigService, type ConfigService } from "./admin/config/service.ts";
+import { createOperationLog, type OperationLog } from "./admin/oplog/writer.ts";
+import { createAccountsService, type AccountsService } from "./accounts/service.ts";
 import { createProviderKeysRepository, type ProviderKeysRepository } from "./admin/provider-keys/repository.ts";
 import type { ServeConfig } from "./config.ts";
 import { createClock, type Clock } from "./core/clock.ts";
@@ -27,6 +29,9 @@ export interface Deps {
   readonly accounts: AccountsRepository;
   readonly principals: PrincipalCache;
   readonly auth: Authenticator;
+  /** Account management: hierarchy, credit ledger, key rotation. */
+  readonly accountsService: AccountsService;
+  readonly oplog: OperationLog;
   /** System configuration items (spec 2.4), in memory. */
   readonly settings: ConfigService;
   readonly providerKeys: ProviderKeysRepository;
@@ -68,6 +73,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const providerKeys = createProviderKeysRepository({ store, sealer, clock });
   const pool = createKeyPool({ repo: providerKeys, clock, log });
   const counters = createMemoryCounters();
+  const oplog = createOperationLog({ store, clock });
   const usageRecorder = createUsageRecorder({ store, clock, log });
   return {
     config,
@@ -78,6 +84,8 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     accounts,
     principals,
     auth: createAuthenticator(principals),
+    accountsService: createAccountsService({ store, clock, principals, oplog }),
+    oplog,
     settings,
     providerKeys,
     pool,

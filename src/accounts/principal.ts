@@ -1,11 +1,33 @@
+import { compilePattern, splitList, type CompiledPattern } from "../routing/patterns.ts";
 import type { AccountRow } from "../store/schema/accounts.ts";
+import { resourcesOf } from "./access.ts";
+import { parseRange, type IpRange } from "./ip-ranges.ts";
 
 /**
  * The authenticated caller as the request path sees it: a read-only snapshot of
- * the account, cached by key hash so authentication costs one hash and one map hit.
+ * the account with its allowlists compiled once, cached by key hash so
+ * authentication costs one hash and one map hit.
  */
 export interface Principal {
   readonly account: Readonly<AccountRow>;
+  /** Allowed API path patterns; null for owners (unrestricted). */
+  readonly resources: readonly CompiledPattern[] | null;
+  /** Allowed model patterns; empty means every model. */
+  readonly allowModels: readonly CompiledPattern[];
+  /** Allowed client address ranges; empty means any address. */
+  readonly allowIps: readonly IpRange[];
+}
+
+export function principalOf(account: AccountRow): Principal {
+  const resources = resourcesOf(account);
+  return {
+    account,
+    resources: resources === null ? null : splitList(resources).map(compilePattern),
+    allowModels: splitList(account.allowModels).map(compilePattern),
+    allowIps: splitList(account.allowIps)
+      .map(parseRange)
+      .filter((range): range is IpRange => range !== undefined),
+  };
 }
 
 export interface PrincipalCache {
@@ -27,7 +49,7 @@ export function createPrincipalCache(load: (keyHash: string) => AccountRow | und
       // (`router owner create`) works on its very first request.
       const account = load(keyHash);
       if (!account) return undefined;
-      const principal: Principal = { account };
+      const principal = principalOf(account);
       byHash.set(keyHash, principal);
       hashOf.set(account.id, keyHash);
       return principal;

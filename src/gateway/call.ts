@@ -1,4 +1,5 @@
 import { badRequest } from "../core/errors.ts";
+import { parseJsonObject } from "../http/body.ts";
 import type { Family } from "../http/family.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import type { Endpoint } from "./endpoints.ts";
@@ -24,19 +25,6 @@ export interface ClientCall {
   search: string;
 }
 
-function parseJson(bytes: Uint8Array): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(new TextDecoder().decode(bytes));
-  } catch (error) {
-    throw badRequest(`Request body is not valid JSON: ${(error as Error).message}`);
-  }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-    throw badRequest("Request body must be a JSON object");
-  }
-  return parsed as Record<string, unknown>;
-}
-
 /** Query parameters kept when forwarding (credentials never are). */
 function forwardedSearch(url: URL): string {
   const params = new URLSearchParams();
@@ -49,8 +37,7 @@ function forwardedSearch(url: URL): string {
 
 /** Reads a JSON model call for an OpenAI or Anthropic endpoint. */
 export function bodyCall(endpoint: Endpoint, request: Request, bytes: Uint8Array): ClientCall {
-  if (bytes.byteLength === 0) throw badRequest("Request body is empty; a JSON object is required");
-  const json = parseJson(bytes);
+  const json = parseJsonObject(bytes);
   const model = json.model;
   if (endpoint.model === "body" && (typeof model !== "string" || model.trim() === "")) {
     // Moderations may omit the model (the upstream picks its default).
@@ -76,7 +63,7 @@ export function geminiCall(endpoint: Endpoint, request: Request, bytes: Uint8Arr
   const model = decodeURIComponent(spec.slice(0, colon));
   const method = spec.slice(colon + 1);
   if (!model) throw badRequest("The model name in the path is empty", "model");
-  const json = bytes.byteLength === 0 ? {} : parseJson(bytes);
+  const json = bytes.byteLength === 0 ? {} : parseJsonObject(bytes);
   const url = new URL(request.url);
   return {
     endpoint,

@@ -5,7 +5,8 @@ import type { Deps } from "../deps.ts";
 import { readBodyBytes } from "../http/body.ts";
 import { metaOf } from "../http/context.ts";
 import { authPlugin } from "../http/plugins.ts";
-import { compilePattern, splitList } from "../routing/patterns.ts";
+import { checkModel } from "../http/access.ts";
+import { listAllows } from "../routing/patterns.ts";
 import { bodyCall, geminiCall, type ClientCall } from "./call.ts";
 import { ANTHROPIC_ENDPOINTS, GEMINI_METHODS, geminiEndpoint, OPENAI_ALIASES, OPENAI_ENDPOINTS, type Endpoint } from "./endpoints.ts";
 import { listModels } from "./models.ts";
@@ -15,10 +16,8 @@ import { createRelay } from "./relay.ts";
 export function gatewayRoutes(deps: Deps) {
   const relay = createRelay(deps);
 
-  const allowedModels = (principal: Principal) => {
-    const patterns = splitList(principal.account.allowModels).map(compilePattern);
-    return (model: string) => patterns.length === 0 || patterns.some((p) => p.test(model));
-  };
+  const allowedModels = (principal: Principal) => (model: string) =>
+    principal.allowModels.length === 0 || listAllows(principal.allowModels, model);
 
   const serve = async (request: Request, principal: Principal, read: (bytes: Uint8Array) => ClientCall) => {
     const meta = metaOf(request);
@@ -26,6 +25,7 @@ export function gatewayRoutes(deps: Deps) {
     // timers guard upstream silence, so Bun's connection idle limit must not.
     meta?.server?.timeout(request, 0);
     const call = read(await readBodyBytes(request, deps.config.maxBody));
+    checkModel(principal, call.requestedModel);
     return relay({ call, principal, requestId: meta?.id ?? "", clientSignal: request.signal });
   };
 

@@ -32,18 +32,25 @@ export async function readBodyBytes(request: Request, limit: number): Promise<Ui
   return out;
 }
 
-/** Reads and parses a JSON object body; anything else is a 400 that says what was wrong. */
-export async function readJsonObject(request: Request, limit: number): Promise<Record<string, unknown>> {
-  const bytes = await readBodyBytes(request, limit);
+/**
+ * Parses body bytes as a JSON object; anything else is a 400. The parser's own
+ * message is not repeated: it can quote the offending token, which may be a secret.
+ */
+export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
   if (bytes.byteLength === 0) throw badRequest("Request body is empty; a JSON object is required");
   let parsed: unknown;
   try {
     parsed = JSON.parse(new TextDecoder().decode(bytes));
-  } catch (error) {
-    throw badRequest(`Request body is not valid JSON: ${(error as Error).message}`);
+  } catch {
+    throw badRequest("Request body is not valid JSON");
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw badRequest("Request body must be a JSON object");
   }
   return parsed as Record<string, unknown>;
+}
+
+/** Reads and parses a JSON object body within the size limit. */
+export async function readJsonObject(request: Request, limit: number): Promise<Record<string, unknown>> {
+  return parseJsonObject(await readBodyBytes(request, limit));
 }

@@ -2,8 +2,10 @@
 import type { Migration } from "../migrate.ts";
 import m0 from "./0000_accounts.sql" with { type: "text" };
 import m1 from "./0001_gateway.sql" with { type: "text" };
+import m2 from "./0002_operation_log.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
   { name: "0001_gateway", sql: m1 },
+  { name: "0002_operation_log", sql: m2 },
 ];

@@ -2,3 +2,4 @@ export * from "./accounts.ts";
 export * from "./provider-keys.ts";
 export * from "./settings.ts";
 export * from "./usage.ts";
+export * from "./operation-log.ts";

@@ -1,0 +1,21 @@
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/** Every management write (spec 2.5): who did what to whom, from where. Details never hold a secret. */
+export const operationLog = sqliteTable(
+  "operation_log",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    at: integer("at").notNull(),
+    /** The account that made the change; null for the CLI. */
+    actorId: integer("actor_id"),
+    action: text("action").notNull(),
+    /** The account the change was about, when it was about one. */
+    targetId: integer("target_id"),
+    /** JSON object describing the change (secrets masked). */
+    details: text("details").notNull().default("{}"),
+    ip: text("ip"),
+  },
+  (t) => [index("operation_log_at").on(t.at), index("operation_log_actor").on(t.actorId)],
+);
+
+export type OperationLogRow = typeof operationLog.$inferSelect;
