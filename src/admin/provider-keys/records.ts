@@ -1,0 +1,59 @@
+/**
+ * Provider Keys as the management endpoints show them (spec 2.1). Field names are
+ * those of the creation body, so a full record read back can be sent again as an
+ * update. The summary form carries only the masked secret; the full form is what
+ * the owner needs to audit or copy a key, so it includes the opened secret.
+ */
+import type { ProviderConfig } from "../../routing/provider-config.ts";
+import type { SleepReason } from "../../routing/pool-key.ts";
+import type { ProviderKeyRow } from "../../store/schema/provider-keys.ts";
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export interface ProviderKeySummary {
+  ID: number;
+  Name: string;
+  Level: number;
+  Provider: string;
+  /** "…" and the secret's last 20 characters, stored at write time so listing never opens secrets. */
+  PartialKey: string;
+  NoSleep: boolean;
+  Status: boolean;
+  Sleeping: boolean;
+  CreatedAt: string;
+}
+
+export interface ProviderKeyRecord extends ProviderKeySummary {
+  SecretKey: string;
+  config: ProviderConfig;
+  SleepReason: SleepReason | null;
+  /** End of an automatic sleep; null when awake or asleep until woken (manual, auth). */
+  SleepUntil: string | null;
+  UpdatedAt: string;
+}
+
+export function summaryRecord(row: ProviderKeyRow): ProviderKeySummary {
+  return {
+    ID: row.id,
+    Name: row.name,
+    Level: row.level,
+    Provider: row.provider,
+    PartialKey: row.partialKey,
+    NoSleep: row.noSleep,
+    Status: row.status,
+    Sleeping: row.sleeping,
+    CreatedAt: iso(row.createdAt),
+  };
+}
+
+/** `secret` is passed in opened (repository.secretOf) so this module never sees the sealer. */
+export function fullRecord(row: ProviderKeyRow, secret: string): ProviderKeyRecord {
+  return {
+    ...summaryRecord(row),
+    SecretKey: secret,
+    config: JSON.parse(row.config) as ProviderConfig,
+    SleepReason: (row.sleepReason as SleepReason | null) ?? null,
+    SleepUntil: row.sleepUntil === null ? null : iso(row.sleepUntil),
+    UpdatedAt: iso(row.updatedAt),
+  };
+}

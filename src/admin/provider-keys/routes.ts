@@ -1,0 +1,143 @@
+import { Elysia } from "elysia";
+import { badRequest, conflict, notFound } from "../../core/errors.ts";
+import type { Deps } from "../../deps.ts";
+import { readJsonObject } from "../../http/body.ts";
+import { pageParams, paginationHeaders, positiveIntParam } from "../../http/pagination.ts";
+import { metaOf } from "../../http/context.ts";
+import { authPlugin } from "../../http/plugins.ts";
+import type { ProviderConfig } from "../../routing/provider-config.ts";
+import type { ProviderKeyRow } from "../../store/schema/provider-keys.ts";
+import { fullRecord, summaryRecord } from "./records.ts";
+import { selfAddress, validateCreate, validateUpdate } from "./validation.ts";
+
+/** Models no LEVEL_MAPPER rule matches are served by Level 1. */
+const DEFAULT_LEVEL = 1;
+
+function idParam(raw: string): number {
+  const id = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(id) || id < 1) throw badRequest("Key id must be a positive integer", "id");
+  return id;
+}
+
+/** `fields=summary` selects the masked form; absent or `full` the complete record (spec 2.1). */
+function summaryWanted(query: URLSearchParams): boolean {
+  const fields = query.get("fields");
+  if (fields === null || fields === "" || fields === "full") return false;
+  if (fields === "summary") return true;
+  throw badRequest('fields must be "summary" or "full"', "fields");
+}
+
+/**
+ * `/x-keys`, owner only (spec 4.1, 5.3): list, read, create, update, delete,
+ * manual sleep and wake of Provider Keys. Every successful write reloads the key
+ * pool so the next request is scheduled with the change (spec 3). Log lines name
+ * keys by id and Level only, never by secret.
+ */
+export function providerKeyRoutes(deps: Deps) {
+  const repo = deps.providerKeys;
+  const render = (row: ProviderKeyRow, summary: boolean) => (summary ? summaryRecord(row) : fullRecord(row, repo.secretOf(row)));
+  const existing = (rawId: string): ProviderKeyRow => {
+    const id = idParam(rawId);
+    const row = repo.get(id);
+    if (!row) throw notFound(`Provider key ${id} does not exist`);
+    return row;
+  };
+  // The bound port from the serving socket covers `--port 0`, where config.port says 0.
+  const self = (request: Request) => selfAddress(deps.config, metaOf(request)?.server?.port);
+  const query = (request: Request) => new URL(request.url).searchParams;
+
+  /**
+   * Refuses to delete the last enabled key of a Level that is still routed to:
+   * the default Level, or one a LEVEL_MAPPER rule names. Requests for its models
+   * would otherwise fail until a key is added; `force` accepts that.
+   */
+  const assertNotLastRouted = (row: ProviderKeyRow) => {
+    if (!row.status) return;
+    const routed = row.level === DEFAULT_LEVEL || deps.settings.routing().levelMap.some((rule) => rule.level === row.level);
+    if (!routed) return;
+    const othersEnabled = repo.all().some((key) => key.id !== row.id && key.level === row.level && key.status);
+    if (othersEnabled) return;
+    const why = row.level === DEFAULT_LEVEL ? "Level 1 serves every model no LEVEL_MAPPER rule matches" : "LEVEL_MAPPER routes models to it";
+    throw conflict(
+      `Provider key ${row.id} is the last enabled key of Level ${row.level} and ${why}; ` +
+        "add or enable another key first, or repeat with ?force=true to delete it anyway",
+      "force",
+    );
+  };
+
+  /** Manual sleep lasts until woken; waking also clears an automatic sleep and its back-off. */
+  const setSleep = (rawId: string, sleeping: boolean, by: number) => {
+    const row = existing(rawId);
+    deps.pool.setManualSleep(row.id, sleeping);
+    deps.pool.reload();
+    deps.log.info(sleeping ? "provider key put to sleep" : "provider key woken", { key: row.id, level: row.level, by });
+    return render(repo.get(row.id)!, false);
+  };
+
+  return new Elysia()
+    .use(authPlugin(deps))
+    .get(
+      "/x-keys",
+      ({ request, set }) => {
+        const q = query(request);
+        const summary = summaryWanted(q);
+        const { page, size } = pageParams(q);
+        const filter = { id: positiveIntParam(q, "id"), level: positiveIntParam(q, "level"), provider: q.get("provider") || undefined };
+        const { rows, total } = repo.list(filter, page, size);
+        set.headers["x-total-count"] = String(total);
+        set.headers["x-total-pages"] = String(Math.ceil(total / size));
+        set.headers["x-page"] = String(page);
+        set.headers["x-per-page"] = String(size);
+        return rows.map((row) => render(row, summary));
+      },
+      { owner: true },
+    )
+    .get("/x-keys/:id", ({ request, params }) => render(existing(params.id), summaryWanted(query(request))), { owner: true })
+    .post(
+      "/x-keys",
+      async ({ request, set, principal }) => {
+        const input = await validateCreate(await readJsonObject(request, deps.config.maxBody), self(request));
+        const row = repo.create(input);
+        deps.pool.reload();
+        deps.log.info("provider key created", { key: row.id, level: row.level, type: input.config?.provider_type, by: principal.account.id });
+        set.status = 201;
+        return render(row, false);
+      },
+      { owner: true, parse: "none" },
+    )
+    .put(
+      "/x-keys/:id",
+      async ({ request, params, principal }) => {
+        const row = existing(params.id);
+        const current = { config: JSON.parse(row.config) as ProviderConfig, secret: repo.secretOf(row) };
+        const input = await validateUpdate(await readJsonObject(request, deps.config.maxBody), current, self(request));
+        const updated = repo.update(row.id, input);
+        if (!updated) throw notFound(`Provider key ${row.id} does not exist`);
+        deps.pool.reload();
+        deps.log.info("provider key updated", {
+          key: row.id,
+          level: updated.level,
+          fields: Object.keys(input).join(","),
+          by: principal.account.id,
+        });
+        return render(updated, false);
+      },
+      { owner: true, parse: "none" },
+    )
+    .delete(
+      "/x-keys/:id",
+      ({ request, params, principal }) => {
+        const row = existing(params.id);
+        const force = query(request).get("force");
+        if (force !== null && force !== "true" && force !== "false") throw badRequest('force must be "true" or "false"', "force");
+        if (force !== "true") assertNotLastRouted(row);
+        if (!repo.delete(row.id)) throw notFound(`Provider key ${row.id} does not exist`);
+        deps.pool.reload();
+        deps.log.info("provider key deleted", { key: row.id, level: row.level, forced: force === "true", by: principal.account.id });
+        return { id: row.id, object: "provider_key", deleted: true };
+      },
+      { owner: true, parse: "none" },
+    )
+    .post("/x-keys/:id/sleep", ({ params, principal }) => setSleep(params.id, true, principal.account.id), { owner: true, parse: "none" })
+    .post("/x-keys/:id/wake", ({ params, principal }) => setSleep(params.id, false, principal.account.id), { owner: true, parse: "none" });
+}

@@ -1,0 +1,270 @@
+/**
+ * Input checks for the Provider Key endpoints (spec 2.1, 7.5). Everything here runs
+ * before the repository is touched, so a refused request writes nothing. Messages
+ * name the field in `param` and never quote a secret.
+ */
+import { promises as dns } from "node:dns";
+import { BlockList, isIP } from "node:net";
+import { networkInterfaces } from "node:os";
+import { badRequest } from "../../core/errors.ts";
+import type { ProviderConfig, ProviderType, VertexConfig } from "../../routing/provider-config.ts";
+import { parseServiceAccount } from "../../upstreams/google-auth.ts";
+import type { ProviderKeyInput } from "./repository.ts";
+
+const FIELDS = ["Provider", "SecretKey", "Name", "Level", "Status", "NoSleep", "config"] as const;
+const REQUIRED_ON_CREATE = ["Provider", "SecretKey", "Level", "Status"] as const;
+const MIN_SECRET = 20;
+const MAX_NAME = 100;
+/** A slow resolver must not hold an admin request for long; an unresolved name is compared by name only. */
+const DNS_TIMEOUT_MS = 2000;
+const DNS_CACHE_MS = 30_000;
+/** Accepted by vertexBaseUrl(), so a stored location can never fail at request time. */
+const VERTEX_LOCATION = /^[a-z][a-z0-9-]*[a-z0-9]$/;
+const PROJECT_ID = /^[a-z0-9][a-z0-9.:-]*$/;
+const CONFIG_MEMBERS: Record<ProviderType, readonly string[]> = {
+  standard: [],
+  azure: ["deployments", "api_versions"],
+  vertex: ["project_id", "location", "base_url", "token_uri"],
+};
+
+export type CreateInput = Required<Pick<ProviderKeyInput, "level" | "provider" | "secret" | "status">> & ProviderKeyInput;
+
+// ---------------------------------------------------------------------------
+// "Must not point back to this service"
+// ---------------------------------------------------------------------------
+
+/** Where this router can be reached: its listen address and ports, and its public base URL. */
+export interface SelfAddress {
+  host: string;
+  ports: ReadonlyArray<number | undefined>;
+  baseUrl?: string;
+}
+
+export function selfAddress(config: { host: string; port: number; baseUrl?: string }, boundPort?: number): SelfAddress {
+  return { host: config.host, ports: [config.port || undefined, boundPort], baseUrl: config.baseUrl };
+}
+
+const bareHost = (hostname: string) => hostname.replace(/^\[|\]$/g, "").replace(/\.$/, "").toLowerCase();
+const portOf = (url: URL) => (url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80);
+const LOOPBACK = ["127.0.0.1", "::1"];
+/** Addresses known without a resolver: IP literals, and localhost names (loopback whatever DNS says, RFC 6761). */
+const literalAddresses = (host: string) =>
+  isIP(host) ? [host] : host === "localhost" || host.endsWith(".localhost") ? LOOPBACK : [];
+
+function blockList(addresses: Iterable<string>): BlockList {
+  const list = new BlockList();
+  for (const a of addresses) if (isIP(a)) list.addAddress(a, isIP(a) === 4 ? "ipv4" : "ipv6");
+  return list;
+}
+const matches = (list: BlockList, addresses: readonly string[]) =>
+  addresses.some((a) => list.check(a, isIP(a) === 4 ? "ipv4" : "ipv6"));
+
+/** Every address of this machine (plus 0.0.0.0 and ::, which reach it): with a wildcard bind, any reaches the router. */
+function localAddresses(): BlockList {
+  const interfaces = Object.values(networkInterfaces()).flatMap((infos) => (infos ?? []).map((info) => info.address));
+  const list = blockList(["::1", "0.0.0.0", "::", ...interfaces]);
+  list.addSubnet("127.0.0.0", 8, "ipv4");
+  return list;
+}
+
+/** Recent lookups: adding many keys for one upstream should not query the resolver each time. */
+const lookups = new Map<string, { at: number; addresses: string[] }>();
+
+/** IP literals as they are; names resolved. A failure is no error (the upstream may appear later): names are still compared. */
+async function addressesOf(host: string): Promise<string[]> {
+  if (isIP(host)) return [host];
+  const cached = lookups.get(host);
+  if (cached && Date.now() - cached.at < DNS_CACHE_MS) return cached.addresses;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<[]>((resolve) => {
+    timer = setTimeout(() => resolve([]), DNS_TIMEOUT_MS);
+  });
+  const found = await Promise.race([dns.lookup(host, { all: true }).catch(() => []), timeout]);
+  clearTimeout(timer);
+  const addresses = [...literalAddresses(host), ...found.map((entry) => entry.address)];
+  if (lookups.size > 1000) lookups.clear();
+  lookups.set(host, { at: Date.now(), addresses });
+  return addresses;
+}
+
+/** Refuses a URL whose host and port reach this router: its keys would send requests in a loop. */
+export async function assertNotSelf(url: URL, param: string, self: SelfAddress): Promise<void> {
+  const host = bareHost(url.hostname);
+  const port = portOf(url);
+  const targets = await addressesOf(host);
+  const refuse = () => {
+    throw badRequest(`${param} must not point back to this router (${host}:${port})`, param);
+  };
+
+  const listenHost = bareHost(self.host);
+  if (self.ports.includes(port)) {
+    if (host === listenHost) refuse();
+    const wildcard = listenHost === "0.0.0.0" || listenHost === "::" || listenHost === "";
+    // 0.0.0.0 and :: as a destination reach this machine, hence any listener on the port.
+    if (matches(blockList(["0.0.0.0", "::"]), targets)) refuse();
+    if (matches(wildcard ? localAddresses() : blockList(await addressesOf(listenHost)), targets)) refuse();
+  }
+
+  if (!self.baseUrl || !URL.canParse(self.baseUrl)) return;
+  const base = new URL(self.baseUrl);
+  if (portOf(base) !== port) return;
+  const baseHost = bareHost(base.hostname);
+  if (baseHost === host) refuse();
+  // A public base name is compared by name only: its addresses may be a shared proxy or
+  // CDN that also fronts real upstreams. IP literals and localhost names are exact.
+  if (matches(blockList(literalAddresses(baseHost)), targets)) refuse();
+}
+
+// ---------------------------------------------------------------------------
+// Field checks
+// ---------------------------------------------------------------------------
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** A base URL the adapters can append paths to: https, no credentials, query or fragment. Kept as sent, trimmed. */
+function httpsUrl(value: unknown, param: string): string {
+  if (typeof value !== "string" || value.trim() === "") throw badRequest(`${param} must be an https:// URL string`, param);
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw badRequest(`${param} is not a valid URL`, param);
+  }
+  if (url.protocol !== "https:") throw badRequest(`${param} must use https:// (got ${url.protocol.slice(0, 20)})`, param);
+  // Credentials in the URL would be shown in every record and log line; they belong in SecretKey.
+  if (url.username || url.password) throw badRequest(`${param} must not carry credentials; put them in SecretKey`, param);
+  if (url.search || url.hash) throw badRequest(`${param} must be a base URL without query or fragment`, param);
+  return value.trim();
+}
+
+function stringMap(value: unknown, param: string): Record<string, string> {
+  if (!isObject(value)) throw badRequest(`${param} must be an object of model name to string`, param);
+  for (const [model, target] of Object.entries(value)) {
+    if (typeof target !== "string" || target.trim() === "") throw badRequest(`${param}["${model.slice(0, 100)}"] must be a non-empty string`, param);
+  }
+  return { ...(value as Record<string, string>) };
+}
+
+/** The structure of `config`; checks that need the secret come later (checkSecret). */
+function parseConfig(value: unknown): ProviderConfig {
+  if (!isObject(value)) throw badRequest("config must be an object", "config");
+  const type = value.provider_type ?? "standard";
+  if (typeof type !== "string" || !(type in CONFIG_MEMBERS)) {
+    throw badRequest(`config.provider_type must be one of ${Object.keys(CONFIG_MEMBERS).join(", ")}`, "config.provider_type");
+  }
+  const providerType = type as ProviderType;
+  const unknown = Object.keys(value).filter((m) => m !== "provider_type" && !CONFIG_MEMBERS[providerType].includes(m));
+  if (unknown.length > 0) {
+    const allowed = CONFIG_MEMBERS[providerType].join(", ") || "none";
+    throw badRequest(`config has unknown member(s) ${unknown.join(", ")} for provider_type ${providerType} (allowed: ${allowed})`, `config.${unknown[0]}`);
+  }
+  if (providerType === "standard") return { provider_type: "standard" };
+  if (providerType === "azure") {
+    return {
+      provider_type: "azure",
+      ...(value.deployments !== undefined && { deployments: stringMap(value.deployments, "config.deployments") }),
+      ...(value.api_versions !== undefined && { api_versions: stringMap(value.api_versions, "config.api_versions") }),
+    };
+  }
+  const out: VertexConfig = { provider_type: "vertex" };
+  for (const member of ["project_id", "location", "base_url", "token_uri"] as const) {
+    const v = value[member];
+    if (v === undefined) continue;
+    const param = `config.${member}`;
+    if (typeof v !== "string" || v === "") throw badRequest(`${param} must be a non-empty string`, param);
+    if (member === "base_url" || member === "token_uri") httpsUrl(v, param);
+    // location and project_id become path segments of every Vertex URL.
+    if (member === "location" && !VERTEX_LOCATION.test(v)) throw badRequest(`${param} may hold only a-z, 0-9 and '-' (e.g. us-central1)`, param);
+    if (member === "project_id" && !PROJECT_ID.test(v)) throw badRequest(`${param} may hold only a-z, 0-9, '-', '.' and ':'`, param);
+    out[member] = v;
+  }
+  return out;
+}
+
+/**
+ * The secret against the key type. Vertex secrets are service-account key files;
+ * the others are sent in a header, so control characters or edge whitespace would
+ * break every request. Messages come from parseServiceAccount, which never quotes the key.
+ */
+function checkSecret(secret: string, config: ProviderConfig, stored: boolean): void {
+  const which = stored ? "the stored SecretKey" : "SecretKey";
+  if (config.provider_type === "vertex") {
+    let projectId: string | undefined;
+    try {
+      projectId = parseServiceAccount(secret).project_id;
+    } catch (error) {
+      throw badRequest(`${which} must be a service-account key file for provider_type vertex: ${(error as Error).message}`, "SecretKey");
+    }
+    if (!config.project_id && !projectId) {
+      throw badRequest("vertex keys need a project: set config.project_id or use a key file with project_id", "config.project_id");
+    }
+    return;
+  }
+  if (/[\x00-\x1f\x7f]/.test(secret) || secret.trim() !== secret) {
+    throw badRequest(`${which} must be a single-line value without surrounding whitespace (it is sent in a header)`, "SecretKey");
+  }
+}
+
+/** Types and ranges of the fields present in the body; unknown fields are refused. */
+function readFields(body: Record<string, unknown>): ProviderKeyInput {
+  const unknown = Object.keys(body).filter((f) => !(FIELDS as readonly string[]).includes(f));
+  if (unknown.length > 0) {
+    throw badRequest(`Unknown field(s) ${unknown.join(", ")}; accepted fields: ${FIELDS.join(", ")}`, unknown[0]);
+  }
+  const out: ProviderKeyInput = {};
+  if (body.Provider !== undefined) out.provider = httpsUrl(body.Provider, "Provider");
+  if (body.SecretKey !== undefined) {
+    if (typeof body.SecretKey !== "string") throw badRequest("SecretKey must be a string", "SecretKey");
+    if (body.SecretKey.length < MIN_SECRET) throw badRequest(`SecretKey must be at least ${MIN_SECRET} characters`, "SecretKey");
+    out.secret = body.SecretKey;
+  }
+  if (body.Level !== undefined) {
+    if (typeof body.Level !== "number" || !Number.isSafeInteger(body.Level) || body.Level < 1) throw badRequest("Level must be a positive integer", "Level");
+    out.level = body.Level;
+  }
+  for (const flag of ["Status", "NoSleep"] as const) {
+    if (body[flag] !== undefined && typeof body[flag] !== "boolean") throw badRequest(`${flag} must be true or false`, flag);
+  }
+  if (typeof body.Status === "boolean") out.status = body.Status;
+  if (typeof body.NoSleep === "boolean") out.noSleep = body.NoSleep;
+  if (body.Name !== undefined) {
+    if (typeof body.Name !== "string" || body.Name.length > MAX_NAME) throw badRequest(`Name must be a string of at most ${MAX_NAME} characters`, "Name");
+    out.name = body.Name;
+  }
+  if (body.config !== undefined) out.config = parseConfig(body.config);
+  return out;
+}
+
+/** URLs of the input that requests (or token exchanges) would be sent to. */
+async function assertUrlsNotSelf(input: ProviderKeyInput, self: SelfAddress): Promise<void> {
+  if (input.provider) await assertNotSelf(new URL(input.provider), "Provider", self);
+  if (input.config?.provider_type === "vertex") {
+    if (input.config.base_url) await assertNotSelf(new URL(input.config.base_url), "config.base_url", self);
+    if (input.config.token_uri) await assertNotSelf(new URL(input.config.token_uri), "config.token_uri", self);
+  }
+}
+
+export async function validateCreate(body: Record<string, unknown>, self: SelfAddress): Promise<CreateInput> {
+  for (const field of REQUIRED_ON_CREATE) if (body[field] === undefined) throw badRequest(`${field} is required`, field);
+  const input = readFields(body);
+  const config = input.config ?? { provider_type: "standard" };
+  checkSecret(input.secret!, config, false);
+  await assertUrlsNotSelf(input, self);
+  return { ...input, config, level: input.level!, provider: input.provider!, secret: input.secret!, status: input.status! };
+}
+
+/** A partial update, checked against the stored key where fields depend on each other. */
+export async function validateUpdate(
+  body: Record<string, unknown>,
+  current: { config: ProviderConfig; secret: string },
+  self: SelfAddress,
+): Promise<ProviderKeyInput> {
+  if (Object.keys(body).length === 0) throw badRequest(`Request body names no field; send any of ${FIELDS.join(", ")}`);
+  const input = readFields(body);
+  // A new config is checked against the (possibly new) secret; a new secret against the (possibly new) type.
+  if (input.config !== undefined || input.secret !== undefined) {
+    checkSecret(input.secret ?? current.secret, input.config ?? current.config, input.secret === undefined);
+  }
+  await assertUrlsNotSelf(input, self);
+  return input;
+}
