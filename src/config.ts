@@ -26,7 +26,7 @@ export interface ServeConfig {
   graceSeconds: number;
   /** Upstream attempts per call (first try included). */
   maxAttempts: number;
-  /** Longest wait for an upstream's response headers (covers connecting), ms. */
+  /** Longest wait for an upstream's response headers (connecting included) and, for a stream, its first chunk, ms. */
   firstByteTimeoutMs: number;
   /** Longest silence between two chunks of an upstream stream, ms. */
   streamIdleTimeoutMs: number;

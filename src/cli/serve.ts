@@ -63,7 +63,7 @@ export const serveArgs = {
   },
   "first-byte-timeout": {
     type: "string",
-    description: `Seconds to wait for an upstream's response headers, connecting included (env ROUTER_FIRST_BYTE_TIMEOUT; default ${UPSTREAM_DEFAULTS.firstByteTimeoutMs / 1000})`,
+    description: `Seconds to wait for an upstream's response headers and a stream's first chunk, connecting included (env ROUTER_FIRST_BYTE_TIMEOUT; default ${UPSTREAM_DEFAULTS.firstByteTimeoutMs / 1000})`,
     valueHint: "s",
   },
   "stream-idle-timeout": {

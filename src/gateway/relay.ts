@@ -10,7 +10,7 @@ import { adapterFor } from "../upstreams/index.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall, type ClientCall } from "./call.ts";
 import { clientResponseHeaders, retryAfterMs } from "./headers.ts";
-import { relayStream } from "./stream.ts";
+import { relayStream, type ReadResult } from "./stream.ts";
 import { usageFromJson } from "./usage/extract.ts";
 import { ZERO_USAGE, type Usage, type UsageSource } from "./usage/types.ts";
 
@@ -29,6 +29,14 @@ interface Attempt {
 }
 
 class AttemptTimeout extends Error {}
+
+/** An upstream stream whose first read the relay already awaited. */
+interface PeekedStream {
+  reader: ReadableStreamDefaultReader<Uint8Array>;
+  first: ReadResult;
+}
+
+const isEventStream = (response: Response) => (response.headers.get("content-type") ?? "").includes("text/event-stream");
 
 /** A rough token count for when the upstream reported none: about four bytes per token. */
 function estimateTokens(bytes: number): number {
@@ -110,6 +118,9 @@ export function createRelay(deps: Deps) {
       };
       let failure: AttemptFailure | undefined;
       let response: Response | undefined;
+      /** This attempt's own Retry-After: an earlier key's must not lengthen this key's sleep. */
+      let retryAfter: number | undefined;
+      let peeked: PeekedStream | undefined;
       const timer = setTimeout(() => controller.abort(new AttemptTimeout()), config.firstByteTimeoutMs);
       try {
         const prepared = await adapter.prepare(key, upstream);
@@ -122,9 +133,21 @@ export function createRelay(deps: Deps) {
           timeout: false,
           ...fetchTls,
         } as BunFetchRequestInit);
+        if (response.ok && response.body && isEventStream(response)) {
+          // Providers send a stream's headers at once and its first event when the model
+          // has started: the first-byte limit runs until that first chunk, and a stream
+          // that stalls or drops before it is retried like an upstream that never answered.
+          const reader = response.body.getReader();
+          peeked = { reader, first: await reader.read() };
+        }
       } catch (error) {
+        // Nothing of this attempt reached the client: a stream that failed before its
+        // first chunk is a failed attempt like any other.
+        response = undefined;
         if (input.clientSignal.aborted) {
           release();
+          // No verdict on the primary: the next call may probe it.
+          if (chosen.probe) switchOver.abandonProbe(chosen.level);
           record(input, { ...route, keyId: key.id }, 499, ZERO_USAGE, "estimated", started);
           return errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
         }
@@ -143,7 +166,11 @@ export function createRelay(deps: Deps) {
       if (response && response.ok) {
         pool.report(key, { kind: "success" });
         switchOver.recordSuccess(chosen.level, chosen.probe);
-        return deliver(input, response, { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, started, { controller, detach, release });
+        return deliver(input, response, peeked, { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, started, {
+          controller,
+          detach,
+          release,
+        });
       }
 
       if (response) {
@@ -153,6 +180,7 @@ export function createRelay(deps: Deps) {
           credentialRefreshed = true;
           await response.body?.cancel().catch(() => {});
           release();
+          if (chosen.probe) switchOver.abandonProbe(chosen.level);
           tried.delete(key.id);
           attempt--;
           continue;
@@ -167,20 +195,19 @@ export function createRelay(deps: Deps) {
           return new Response(text, { status, headers: clientResponseHeaders(response.headers) });
         }
         failure = { kind: "status", status };
-        const retryAfter = retryAfterMs(response.headers, clock.now());
+        retryAfter = retryAfterMs(response.headers, clock.now());
         await response.body?.cancel().catch(() => {});
-        lastFailure = { failure, retryAfter };
         log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status });
       }
 
       if (failure!.kind === "status" && isCredentialStatus((failure as { status: number }).status)) {
         pool.report(key, { kind: "credential" });
       } else {
-        pool.report(key, { kind: "retryable", retryAfterMs: lastFailure?.retryAfter });
+        pool.report(key, { kind: "retryable", retryAfterMs: retryAfter });
         switchOver.recordError(chosen.level, clock.now());
       }
       if (chosen.probe) switchOver.abandonProbe(chosen.level);
-      lastFailure = { ...lastFailure, failure: failure! };
+      lastFailure = { failure: failure!, retryAfter };
       tried.add(key.id);
       release();
       if (nextStep(failure!, call.endpoint.idempotent, attempt, config.maxAttempts) === "give_up") break;
@@ -205,7 +232,7 @@ export function createRelay(deps: Deps) {
       });
     }
     if (last.failure.kind === "timeout") {
-      return new HttpError("upstream", "The upstream did not answer in time", { code: "upstream_timeout", status: 504 });
+      return new HttpError("timeout", "The upstream did not answer in time", { code: "upstream_timeout" });
     }
     return new HttpError("upstream", "The upstream failed; try again later", { code: "upstream_error" });
   }
@@ -213,6 +240,7 @@ export function createRelay(deps: Deps) {
   async function deliver(
     input: RelayInput,
     response: Response,
+    peeked: PeekedStream | undefined,
     route: { effectiveModel?: string; level: number; keyId: number },
     started: number,
     attempt: { controller: AbortController; detach: () => void; release: () => void },
@@ -220,11 +248,10 @@ export function createRelay(deps: Deps) {
     const { controller, release } = attempt;
     const { call } = input;
     const headers = clientResponseHeaders(response.headers);
-    const isStream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
-    if (isStream && response.body) {
+    if (peeked) {
       // From here on a client leaving must not cut the upstream: it is drained for its usage.
       attempt.detach();
-      const body = relayStream(response.body, {
+      const body = relayStream(peeked.reader, peeked.first, {
         family: call.family,
         hideUsageChunk: call.hideUsageChunk,
         idleMs: config.streamIdleTimeoutMs,
@@ -249,6 +276,11 @@ export function createRelay(deps: Deps) {
       text = await response.text();
     } catch {
       release();
+      if (input.clientSignal.aborted) {
+        // The client left while the answer was arriving: its abort cut the upstream.
+        record(input, route, 499, ZERO_USAGE, "estimated", started);
+        return errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
+      }
       record(input, route, 502, ZERO_USAGE, "estimated", started);
       return errorResponse(call.family, new HttpError("upstream", "The upstream connection failed while answering", { code: "upstream_error" }));
     }

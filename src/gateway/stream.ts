@@ -39,14 +39,23 @@ function isUsageOnlyChunk(data: string): boolean {
   }
 }
 
+export type ReadResult = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>>;
+
 /**
  * Relays an upstream SSE body to the client chunk by chunk as it arrives, reading
  * usage on the side with a real SSE decoder. If the client leaves, the upstream is
  * still read (for at most `drainMs`) so the call is metered with the usage the
  * upstream reports, not a guess.
+ *
+ * `first` is the body's first read, already awaited by the relay (under the
+ * first-byte limit, so a stream that stalls before its first byte can be retried
+ * elsewhere); the idle limit applies between chunks after it.
  */
-export function relayStream(upstream: ReadableStream<Uint8Array>, options: StreamOptions): ReadableStream<Uint8Array> {
-  const reader = upstream.getReader();
+export function relayStream(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  first: ReadResult | undefined,
+  options: StreamOptions,
+): ReadableStream<Uint8Array> {
   const tap = createStreamUsageTap(options.family);
   let dataBytes = 0;
   let pending: Uint8Array[] = [];
@@ -67,14 +76,28 @@ export function relayStream(upstream: ReadableStream<Uint8Array>, options: Strea
     options.onEnd({ usage: tap.result(), ending, dataBytes });
   };
 
+  /** Set when the client went away: from then on only `drain` consumes the upstream. */
+  let clientGone = false;
+  /**
+   * The read under way. A wait that gives up (silence) leaves it here for the next
+   * wait instead of orphaning it, so no chunk is ever read and then dropped.
+   */
+  let inflight: Promise<ReadResult> | undefined = first ? Promise.resolve(first) : undefined;
+
   /** Reads one chunk, or reports silence longer than `ms`. */
-  const readWithin = async (ms: number): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array } | "idle"> => {
+  const readWithin = async (ms: number): Promise<ReadResult | "idle"> => {
+    const read = (inflight ??= reader.read());
     let timer: ReturnType<typeof setTimeout> | undefined;
     const idle = new Promise<"idle">((resolve) => {
       timer = setTimeout(() => resolve("idle"), ms);
     });
     try {
-      return await Promise.race([reader.read(), idle]);
+      const result = await Promise.race([read, idle]);
+      if (result !== "idle" && inflight === read) inflight = undefined;
+      return result;
+    } catch (error) {
+      if (inflight === read) inflight = undefined;
+      throw error;
     } finally {
       clearTimeout(timer);
     }
@@ -104,6 +127,9 @@ export function relayStream(upstream: ReadableStream<Uint8Array>, options: Strea
         try {
           for (;;) {
             const result = await readWithin(options.idleMs);
+            // The client left while this read was pending: `drain` shares the same read
+            // and meters it; nothing may be enqueued on the cancelled stream.
+            if (clientGone) return;
             if (result === "idle") {
               options.abortUpstream();
               controller.enqueue(streamErrorEvent(options.family, streamTimeout(Math.round(options.idleMs / 1000))));
@@ -132,13 +158,14 @@ export function relayStream(upstream: ReadableStream<Uint8Array>, options: Strea
             // The chunk held no complete event yet: read on before yielding.
           }
         } catch {
-          if (ended) return;
+          if (ended || clientGone) return;
           controller.enqueue(streamErrorEvent(options.family, streamBroken()));
           controller.close();
           finish("broken");
         }
       },
       cancel() {
+        clientGone = true;
         if (!ended) void drain();
       },
     },

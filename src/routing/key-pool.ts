@@ -39,7 +39,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     const levels = new Map<number, PoolKey[]>();
     for (const row of deps.repo.all()) {
       const previous = byId.get(row.id);
-      const key: PoolKey = {
+      const fields: Omit<PoolKey, "inFlight" | "failures" | "probing"> = {
         id: row.id,
         name: row.name,
         level: row.level,
@@ -52,10 +52,12 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
         sleepReason: row.sleepReason as SleepReason | null,
         sleepUntil: row.sleepUntil,
         sleepCount: row.sleepCount,
-        inFlight: previous?.inFlight ?? 0,
-        failures: previous?.failures ?? 0,
-        probing: previous?.probing ?? false,
       };
+      // Calls in flight hold the key object they acquired and later release and report
+      // on it: update it in place so their release and verdict reach the pool's copy.
+      const key: PoolKey = previous
+        ? Object.assign(previous, fields)
+        : { ...fields, inFlight: 0, failures: 0, probing: false };
       next.set(key.id, key);
       const list = levels.get(key.level) ?? [];
       list.push(key);

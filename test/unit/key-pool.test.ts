@@ -1,0 +1,220 @@
+import { describe, expect, test } from "bun:test";
+import type { ProviderKeysRepository, SleepState } from "../../src/admin/provider-keys/repository.ts";
+import { createManualClock } from "../../src/core/clock.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { createKeyPool, type KeyPool } from "../../src/routing/key-pool.ts";
+import type { PoolKey } from "../../src/routing/pool-key.ts";
+import type { ProviderKeyRow } from "../../src/store/schema/provider-keys.ts";
+
+const T0 = Date.UTC(2026, 0, 1);
+const MINUTE = 60_000;
+
+/** Just what the pool reads and writes of the keys table, in memory. */
+function fakeRepository(rows: ProviderKeyRow[]) {
+  const sleeps: Array<{ id: number } & SleepState> = [];
+  const repo = {
+    rows,
+    sleeps,
+    all: () => rows.map((row) => ({ ...row })),
+    secretOf: (row: ProviderKeyRow) => `secret-of-${row.id}`,
+    setSleep(id: number, state: SleepState) {
+      sleeps.push({ id, ...state });
+      const row = rows.find((r) => r.id === id);
+      if (row) Object.assign(row, { sleeping: state.sleeping, sleepReason: state.reason, sleepUntil: state.until, sleepCount: state.count });
+    },
+  };
+  return repo;
+}
+
+function row(id: number, overrides: Partial<ProviderKeyRow> = {}): ProviderKeyRow {
+  return {
+    id,
+    name: `key ${id}`,
+    level: 1,
+    provider: `https://upstream-${id}.test/v1/`,
+    secretSealed: "sealed",
+    partialKey: "…",
+    noSleep: false,
+    status: true,
+    sleeping: false,
+    sleepReason: null,
+    sleepUntil: null,
+    sleepCount: 0,
+    config: '{"provider_type":"standard"}',
+    createdAt: T0,
+    updatedAt: T0,
+    ...overrides,
+  };
+}
+
+function pool(rows: ProviderKeyRow[]) {
+  const repo = fakeRepository(rows);
+  const clock = createManualClock(T0);
+  const keyPool = createKeyPool({ repo: repo as unknown as ProviderKeysRepository, clock, log: createLogger("error", () => {}) });
+  return { repo, clock, pool: keyPool };
+}
+
+const none = new Set<number>();
+const ids = (keys: Array<PoolKey | undefined>) => keys.map((k) => k?.id);
+/** Acquires and releases at once, n times: the choice with nothing in flight. */
+const choices = (keyPool: KeyPool, level: number, n: number, exclude: ReadonlySet<number> = none) =>
+  Array.from({ length: n }, () => {
+    const key = keyPool.acquire(level, exclude);
+    if (key) keyPool.release(key);
+    return key?.id;
+  });
+
+describe("key pool", () => {
+  test("loads keys by Level in id order, with the secret opened and the provider trimmed", () => {
+    const { pool: keyPool } = pool([row(1), row(2, { level: 2 }), row(3)]);
+    expect(ids([...keyPool.keysOf(1)])).toEqual([1, 3]);
+    expect(ids([...keyPool.keysOf(2)])).toEqual([2]);
+    expect(keyPool.keysOf(9)).toEqual([]);
+    expect(keyPool.get(2)).toMatchObject({ secret: "secret-of-2", provider: "https://upstream-2.test/v1", config: { provider_type: "standard" } });
+  });
+
+  test("round-robin on ties", () => {
+    const { pool: keyPool } = pool([row(1), row(2), row(3)]);
+    expect(choices(keyPool, 1, 7)).toEqual([1, 2, 3, 1, 2, 3, 1]);
+  });
+
+  test("the key with the fewest calls in flight wins", () => {
+    const { pool: keyPool } = pool([row(1), row(2), row(3)]);
+    const a = keyPool.acquire(1, none)!;
+    const b = keyPool.acquire(1, none)!;
+    const c = keyPool.acquire(1, none)!;
+    expect(ids([a, b, c])).toEqual([1, 2, 3]);
+    const d = keyPool.acquire(1, none)!; // all at 1: round-robin goes on to key 1
+    expect(d.id).toBe(1);
+    keyPool.release(b);
+    expect(keyPool.acquire(1, none)!.id).toBe(2);
+    keyPool.release(c);
+    // Key 3 has nothing in flight now; keys 1 and 2 have two and one.
+    expect(keyPool.acquire(1, none)!.id).toBe(3);
+    expect(keyPool.get(1)!.inFlight).toBe(2);
+    expect(keyPool.get(2)!.inFlight).toBe(1);
+    expect(keyPool.get(3)!.inFlight).toBe(1);
+  });
+
+  test("release never takes the in-flight count below zero", () => {
+    const { pool: keyPool } = pool([row(1)]);
+    const key = keyPool.acquire(1, none)!;
+    keyPool.release(key);
+    keyPool.release(key);
+    expect(keyPool.get(1)!.inFlight).toBe(0);
+  });
+
+  test("the exclude set skips keys already tried", () => {
+    const { pool: keyPool } = pool([row(1), row(2), row(3)]);
+    expect(choices(keyPool, 1, 4, new Set([1, 2]))).toEqual([3, 3, 3, 3]);
+    expect(choices(keyPool, 1, 2, new Set([2]))).toEqual([1, 3]);
+    expect(keyPool.acquire(1, new Set([1, 2, 3]))).toBeUndefined();
+    expect(keyPool.acquire(7, none)).toBeUndefined();
+  });
+
+  test("disabled and sleeping keys are skipped; hasUsable says whether any key could serve", () => {
+    const { pool: keyPool, clock } = pool([
+      row(1, { status: false }),
+      row(2, { sleeping: true, sleepReason: "manual" }),
+      row(3, { sleeping: true, sleepReason: "auth" }),
+      row(4, { sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 }),
+      row(5, { level: 2 }),
+    ]);
+    expect(keyPool.acquire(1, none)).toBeUndefined();
+    expect(keyPool.hasUsable(1)).toBe(false);
+    expect(keyPool.hasUsable(2)).toBe(true);
+    clock.advance(MINUTE);
+    expect(keyPool.hasUsable(1)).toBe(true);
+  });
+
+  test("a key due for its probe is chosen first, once, while its probe is out", () => {
+    const { pool: keyPool, clock } = pool([
+      row(1),
+      row(2, { sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 }),
+      row(3),
+    ]);
+    expect(choices(keyPool, 1, 3)).toEqual([1, 3, 1]);
+    clock.advance(MINUTE);
+    const probe = keyPool.acquire(1, none)!;
+    expect(probe.id).toBe(2);
+    expect(probe.probing).toBe(true);
+    // Nobody else gets the sleeping key while its probe is under way.
+    expect(choices(keyPool, 1, 4)).not.toContain(2);
+    // A probe that ended without a verdict lets the next call probe.
+    keyPool.release(probe);
+    expect(keyPool.acquire(1, none)!.id).toBe(2);
+  });
+
+  test("an excluded key is not probed", () => {
+    const { pool: keyPool, clock } = pool([row(1, { sleeping: true, sleepReason: "errors", sleepUntil: T0, sleepCount: 1 }), row(2)]);
+    clock.advance(1);
+    expect(keyPool.acquire(1, new Set([1]))!.id).toBe(2);
+  });
+
+  test("report persists sleep changes: three failures sleep a key, a successful probe wakes it", () => {
+    const { pool: keyPool, repo, clock } = pool([row(1), row(2)]);
+    const key = keyPool.get(1)!;
+    keyPool.report(key, { kind: "retryable" });
+    keyPool.report(key, { kind: "retryable" });
+    expect(repo.sleeps).toEqual([]);
+    keyPool.report(key, { kind: "retryable", retryAfterMs: 1000 });
+    expect(repo.sleeps).toEqual([{ id: 1, sleeping: true, reason: "errors", until: T0 + MINUTE, count: 1 }]);
+    expect(choices(keyPool, 1, 3)).toEqual([2, 2, 2]);
+
+    clock.advance(MINUTE);
+    const probe = keyPool.acquire(1, none)!;
+    expect(probe.id).toBe(1);
+    keyPool.report(probe, { kind: "success" });
+    keyPool.release(probe);
+    expect(repo.sleeps.at(-1)).toEqual({ id: 1, sleeping: false, reason: null, until: null, count: 0 });
+    expect(keyPool.get(1)).toMatchObject({ sleeping: false, sleepCount: 0 });
+  });
+
+  test("a credential failure is persisted as an auth sleep", () => {
+    const { pool: keyPool, repo } = pool([row(1)]);
+    keyPool.report(keyPool.get(1)!, { kind: "credential" });
+    expect(repo.sleeps).toEqual([{ id: 1, sleeping: true, reason: "auth", until: null, count: 0 }]);
+    expect(keyPool.acquire(1, none)).toBeUndefined();
+  });
+
+  test("manual sleep lasts until woken, whatever the clock does; waking resets the cool-down", () => {
+    const { pool: keyPool, repo, clock } = pool([row(1, { sleepCount: 3 })]);
+    keyPool.setManualSleep(1, true);
+    expect(repo.sleeps.at(-1)).toEqual({ id: 1, sleeping: true, reason: "manual", until: null, count: 3 });
+    clock.advance(365 * 24 * 60 * MINUTE);
+    expect(keyPool.acquire(1, none)).toBeUndefined();
+    keyPool.setManualSleep(1, false);
+    expect(repo.sleeps.at(-1)).toEqual({ id: 1, sleeping: false, reason: null, until: null, count: 0 });
+    expect(keyPool.acquire(1, none)!.id).toBe(1);
+  });
+
+  test("reload picks up changes and keeps in-flight counts", () => {
+    const { pool: keyPool, repo } = pool([row(1), row(2)]);
+    keyPool.acquire(1, none);
+    repo.rows.push(row(3));
+    repo.rows[1]!.level = 2;
+    keyPool.reload();
+    expect(ids([...keyPool.keysOf(1)])).toEqual([1, 3]);
+    expect(ids([...keyPool.keysOf(2)])).toEqual([2]);
+    expect(keyPool.get(1)!.inFlight).toBe(1);
+  });
+
+  test("a call that started before a reload releases the key the pool now holds", () => {
+    const { pool: keyPool } = pool([row(1), row(2)]);
+    const held = keyPool.acquire(1, none)!;
+    keyPool.reload(); // e.g. an owner edited another key meanwhile
+    keyPool.release(held);
+    expect(keyPool.get(1)!.inFlight).toBe(0);
+  });
+
+  test("a probe that started before a reload still wakes the key", () => {
+    const { pool: keyPool, clock } = pool([row(1, { sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 })]);
+    clock.advance(MINUTE);
+    const probe = keyPool.acquire(1, none)!;
+    keyPool.reload();
+    keyPool.report(probe, { kind: "success" });
+    keyPool.release(probe);
+    expect(keyPool.get(1)).toMatchObject({ sleeping: false, probing: false, inFlight: 0 });
+    expect(keyPool.acquire(1, none)?.id).toBe(1);
+  });
+});
