@@ -4,6 +4,8 @@ import { accountRoutes } from "./accounts/routes.ts";
 import { configRoutes } from "./admin/config/routes.ts";
 import { providerKeyRoutes } from "./admin/provider-keys/routes.ts";
 import { gatewayRoutes } from "./gateway/routes.ts";
+import { pricingRoutes } from "./metering/pricing-routes.ts";
+import { reportRoutes } from "./metering/report-routes.ts";
 import { HttpError, notFound, badRequest } from "./core/errors.ts";
 import type { Deps } from "./deps.ts";
 import { errorResponse } from "./http/envelopes.ts";
@@ -35,6 +37,8 @@ export function createApp(deps: Deps) {
     .use(accountRoutes(deps, deps.accountsService))
     .use(configRoutes(deps))
     .use(providerKeyRoutes(deps))
+    .use(pricingRoutes(deps))
+    .use(reportRoutes(deps))
     .use(gatewayRoutes(deps));
 }
 

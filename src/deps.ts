@@ -12,6 +12,11 @@ import { createClock, type Clock } from "./core/clock.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { createAuthenticator, type Authenticator } from "./http/auth.ts";
 import { createMemoryCounters, type Counters } from "./metering/counters.ts";
+import { createCreditBook, type CreditBook } from "./metering/credit.ts";
+import { createMeter, type Meter } from "./metering/meter.ts";
+import { createQuotas, type Quotas } from "./metering/quotas.ts";
+import { createMailer, type Mailer } from "./mail/mailer.ts";
+import { createSoftLimitNotifier } from "./mail/soft-limit.ts";
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
 import { createKeyPool, type KeyPool } from "./routing/key-pool.ts";
 import { createSwitchOver, type SwitchOver } from "./routing/switch-over.ts";
@@ -39,9 +44,13 @@ export interface Deps {
   readonly counters: Counters;
   readonly switchOver: SwitchOver;
   readonly adapters: Adapters;
-  /** Where completed calls are reported (metering wraps the recorder). */
+  /** Where completed calls are reported: the meter, which charges them and hands them to the recorder. */
   readonly usage: UsageSink;
   readonly usageRecorder: UsageRecorder;
+  readonly meter: Meter;
+  readonly credit: CreditBook;
+  readonly quotas: Quotas;
+  readonly mailer: Mailer;
   /** TLS options for upstream fetches: the public roots plus --upstream-ca-file. */
   readonly upstreamTls: { ca: string[] } | undefined;
   /** Drops every in-memory cache; called when another process changed the database. */
@@ -69,12 +78,28 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const upstreamTls = config.upstreamCaFile
     ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
     : undefined;
-  const settings = createConfigService({ store, clock });
+  const settings = createConfigService({ store, clock, sealer });
   const providerKeys = createProviderKeysRepository({ store, sealer, clock });
   const pool = createKeyPool({ repo: providerKeys, clock, log });
   const counters = createMemoryCounters();
   const oplog = createOperationLog({ store, clock });
   const usageRecorder = createUsageRecorder({ store, clock, log });
+  const credit = createCreditBook({ store, clock });
+  usageRecorder.onCharged((charged) => credit.flushed(charged));
+  const quotas = createQuotas({ store, counters });
+  const mailer = createMailer(settings);
+  const softLimit = createSoftLimitNotifier({ store, clock, log, quotas, mailer });
+  const meter = createMeter({
+    clock,
+    log,
+    prices: () => settings.prices(),
+    modelLimits: () => settings.modelLimits(),
+    credit,
+    counters,
+    quotas,
+    recorder: usageRecorder,
+    onSpend: (account) => softLimit.check(account),
+  });
   return {
     config,
     clock,
@@ -84,7 +109,13 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     accounts,
     principals,
     auth: createAuthenticator(principals),
-    accountsService: createAccountsService({ store, clock, principals, oplog }),
+    accountsService: createAccountsService({
+      store,
+      clock,
+      principals,
+      oplog,
+      onCreditChanged: (ids) => ids.forEach((id) => credit.invalidate(id)),
+    }),
     oplog,
     settings,
     providerKeys,
@@ -92,8 +123,12 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     counters,
     switchOver: createSwitchOver(counters),
     adapters: createAdapters(upstreamTls ? { tls: upstreamTls } : {}),
-    usage: usageRecorder,
+    usage: meter,
     usageRecorder,
+    meter,
+    credit,
+    quotas,
+    mailer,
     upstreamTls,
     invalidateCaches() {
       principals.clear();

@@ -54,6 +54,7 @@ export function runBatchCredit(service: AccountsService, actor: Actor, body: Rec
     }
     try {
       const applied = run((tx) => service.creditOne(tx, actor.account, String(id), credit, days));
+      if (!dryRun) service.creditChanged(actor.account.id, applied.target.id);
       callerChange += applied.outcome.callerChange;
       childrenChange += applied.outcome.targetChange;
       results.push({ ID: id, status: "applied", BalanceBefore: nanosToCredits(applied.before), BalanceAfter: nanosToCredits(applied.after) });
@@ -78,8 +79,17 @@ export function runBatchCredit(service: AccountsService, actor: Actor, body: Rec
     for (const id of ids) one(id, service.transaction);
   }
   if (!dryRun) {
-    const applied = results.filter((r) => r.status === "applied").map((r) => r.ID);
-    service.log.write({ actorId: actor.account.id, action: "account.batch_credit", details: { credit, days, applied, skipped: results.length - applied.length }, ip: actor.ip });
+    // One row per changed account, so the log names every target of the batch.
+    for (const r of results) {
+      if (r.status !== "applied") continue;
+      service.log.write({
+        actorId: actor.account.id,
+        action: "account.batch_credit",
+        targetId: r.ID,
+        details: { credit, days, balanceBefore: r.BalanceBefore, balanceAfter: r.BalanceAfter },
+        ip: actor.ip,
+      });
+    }
   }
   return {
     object: "batch_credit",

@@ -62,22 +62,23 @@ function list(body: Record<string, unknown>, field: string, check: (entry: strin
   return entries.join(",");
 }
 
-function modelLimits(value: unknown): ModelLimits | null | undefined {
+/** Model pattern → {rpm..tpd} non-negative integers; unknown members refused. `field` names the setting in errors. */
+export function parseModelLimits(value: unknown, field = "ModelLimits"): ModelLimits | null | undefined {
   if (value === undefined || value === null) return value;
-  if (typeof value !== "object" || Array.isArray(value)) throw badRequest("ModelLimits must be an object of model pattern → limits", "ModelLimits");
+  if (typeof value !== "object" || Array.isArray(value)) throw badRequest(`${field} must be an object of model pattern → limits`, field);
   const out: ModelLimits = {};
   for (const [pattern, limits] of Object.entries(value as Record<string, unknown>)) {
-    if (!pattern.trim()) throw badRequest("ModelLimits: an empty model pattern", "ModelLimits");
+    if (!pattern.trim()) throw badRequest(`${field}: an empty model pattern`, field);
     if (limits === null || typeof limits !== "object" || Array.isArray(limits)) {
-      throw badRequest(`ModelLimits["${pattern}"] must be an object of rpm, rph, rpd, tpm, tph, tpd`, "ModelLimits");
+      throw badRequest(`${field}["${pattern}"] must be an object of rpm, rph, rpd, tpm, tph, tpd`, field);
     }
     const entry: ModelLimit = {};
     for (const [member, n] of Object.entries(limits as Record<string, unknown>)) {
       if (!(MODEL_LIMIT_MEMBERS as readonly string[]).includes(member)) {
-        throw badRequest(`ModelLimits["${pattern}"]: unknown member "${member}" (allowed: ${MODEL_LIMIT_MEMBERS.join(", ")})`, "ModelLimits");
+        throw badRequest(`${field}["${pattern}"]: unknown member "${member}" (allowed: ${MODEL_LIMIT_MEMBERS.join(", ")})`, field);
       }
       if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) {
-        throw badRequest(`ModelLimits["${pattern}"].${member} must be a non-negative integer`, "ModelLimits");
+        throw badRequest(`${field}["${pattern}"].${member} must be a non-negative integer`, field);
       }
       entry[member as ModelLimitMember] = n;
     }
@@ -122,7 +123,7 @@ export function readAccountInput(body: Record<string, unknown>): AccountInput {
   }
   for (const field of RATE_FIELDS) if (body[field] !== undefined) input.limits[field] = number(body, field, true) ?? null;
   for (const field of SPEND_FIELDS) if (body[field] !== undefined) input.limits[field] = number(body, field, false) ?? null;
-  input.modelLimits = modelLimits(body.ModelLimits);
+  input.modelLimits = parseModelLimits(body.ModelLimits);
   input.allowIps = list(body, "AllowIPs", (e) => parseRange(e) !== undefined, "an IP address or CIDR range");
   input.allowModels = list(body, "AllowModels", isModelPattern, "a model pattern");
   input.resources = list(body, "Resources", isPathPattern, "an API path pattern (starting with /)");

@@ -12,12 +12,41 @@ export interface Piece {
   expiresAt: number | null;
 }
 
-const spendable = (accountId: number, now: number) =>
-  and(eq(creditGrants.accountId, accountId), gt(creditGrants.remaining, 0), or(isNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)));
+const unexpired = (accountId: number, now: number) =>
+  and(eq(creditGrants.accountId, accountId), or(isNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)));
+const spendable = (accountId: number, now: number) => and(unexpired(accountId, now), gt(creditGrants.remaining, 0));
 
-/** Unexpired credit of an account, in nano-credits. */
+/**
+ * Unexpired credit of an account, in nano-credits: the positive grants less any debt
+ * (a call that cost more than was left leaves a negative, non-expiring entry).
+ */
 export function balanceOf(tx: Tx, accountId: number, now: number): number {
-  return tx.select({ total: sql<number>`coalesce(sum(${creditGrants.remaining}), 0)` }).from(creditGrants).where(spendable(accountId, now)).get()?.total ?? 0;
+  return tx.select({ total: sql<number>`coalesce(sum(${creditGrants.remaining}), 0)` }).from(creditGrants).where(unexpired(accountId, now)).get()?.total ?? 0;
+}
+
+/**
+ * Charges consumption: draws from the grants that expire first; what the grants cannot
+ * cover becomes debt, settled by the next credit the account receives. Consumption is
+ * never refused here: admission already decided the call could run.
+ */
+export function consume(tx: Tx, accountId: number, amount: number, now: number): void {
+  if (amount <= 0) return;
+  const grants = tx
+    .select()
+    .from(creditGrants)
+    .where(spendable(accountId, now))
+    .orderBy(sql`${creditGrants.expiresAt} IS NULL`, asc(creditGrants.expiresAt), asc(creditGrants.id))
+    .all();
+  let left = amount;
+  for (const grant of grants) {
+    if (left <= 0) break;
+    const used = Math.min(grant.remaining, left);
+    tx.update(creditGrants).set({ remaining: grant.remaining - used }).where(eq(creditGrants.id, grant.id)).run();
+    left -= used;
+  }
+  if (left > 0) {
+    tx.insert(creditGrants).values({ accountId, amount: 0, remaining: -left, expiresAt: null, grantedBy: null, createdAt: now }).run();
+  }
 }
 
 /**
@@ -32,12 +61,14 @@ export function take(tx: Tx, accountId: number, amount: number, now: number): Pi
     .where(spendable(accountId, now))
     .orderBy(sql`${creditGrants.expiresAt} IS NULL`, asc(creditGrants.expiresAt), asc(creditGrants.id))
     .all();
-  const available = grants.reduce((sum, g) => sum + g.remaining, 0);
+  // Debt counts against what may be given away.
+  const available = Math.max(0, balanceOf(tx, accountId, now));
   if (amount !== Infinity && available < amount) {
     throw badRequest(`Insufficient credit: ${available / 1e9} available, ${amount / 1e9} needed`, "CreditGranted", "insufficient_credit");
   }
   const pieces: Piece[] = [];
   let left = amount === Infinity ? available : amount;
+  if (left <= 0) return pieces;
   for (const grant of grants) {
     if (left <= 0) break;
     const used = Math.min(grant.remaining, left);

@@ -53,7 +53,16 @@ export interface Actor {
 
 const DAY_MS = 86_400_000;
 
-export function createAccountsService(deps: { store: Store; clock: Clock; principals: PrincipalCache; oplog: OperationLog }) {
+export function createAccountsService(deps: {
+  store: Store;
+  clock: Clock;
+  principals: PrincipalCache;
+  oplog: OperationLog;
+  /** Told after a committed change of balances (e.g. so metering re-reads them). */
+  onCreditChanged?: (accountIds: number[]) => void;
+}) {
+  const creditChanged = (...ids: Array<number | null | undefined>) =>
+    deps.onCreditChanged?.(ids.filter((id): id is number => typeof id === "number"));
   const { db } = deps.store;
   const live = isNull(accounts.deletedAt);
 
@@ -166,6 +175,7 @@ export function createAccountsService(deps: { store: Store; clock: Clock; princi
         },
         { behavior: "immediate" },
       );
+      if (result.credit.targetChange !== 0) creditChanged(caller.id, result.account.id);
       deps.oplog.write({
         actorId: caller.id,
         action: "account.create",
@@ -194,6 +204,7 @@ export function createAccountsService(deps: { store: Store; clock: Clock; princi
         { behavior: "immediate" },
       );
       deps.principals.invalidateAccount(result.account.id);
+      if (result.credit) creditChanged(caller.id, result.account.id);
       deps.oplog.write({
         actorId: caller.id,
         action: "account.update",
@@ -224,6 +235,7 @@ export function createAccountsService(deps: { store: Store; clock: Clock; princi
         { behavior: "immediate" },
       );
       deps.principals.invalidateAccount(result.target.id);
+      creditChanged(result.target.id, result.target.parentId);
       deps.oplog.write({
         actorId: caller.id,
         action: "account.delete",
@@ -259,6 +271,7 @@ export function createAccountsService(deps: { store: Store; clock: Clock; princi
     },
 
     transaction: <T>(fn: (tx: Tx) => T) => db.transaction(fn, { behavior: "immediate" }),
+    creditChanged,
     log: deps.oplog,
   };
 }

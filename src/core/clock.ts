@@ -57,3 +57,26 @@ export function createManualClock(start: number, timeZone = "UTC"): Clock & { ad
     },
   });
 }
+
+/** Milliseconds from `now` until the business date changes (the next midnight in the clock's zone). */
+export function msUntilNextBusinessDay(clock: Clock, now = clock.now()): number {
+  const today = clock.businessDate(now);
+  let low = now;
+  let high = now + 3_600_000;
+  while (clock.businessDate(high) === today) high += 3_600_000;
+  // Binary search to the second: zone offsets are whole minutes.
+  while (high - low > 1000) {
+    const mid = low + Math.floor((high - low) / 2);
+    if (clock.businessDate(mid) === today) low = mid;
+    else high = mid;
+  }
+  return high - now;
+}
+
+/** Milliseconds from `now` until the business month changes. */
+export function msUntilNextBusinessMonth(clock: Clock, now = clock.now()): number {
+  const month = clock.businessMonth(now);
+  let at = now;
+  while (clock.businessMonth(at + msUntilNextBusinessDay(clock, at)) === month) at += msUntilNextBusinessDay(clock, at);
+  return at - now + msUntilNextBusinessDay(clock, at);
+}

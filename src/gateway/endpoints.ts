@@ -11,6 +11,8 @@ export interface Endpoint {
   idempotent: boolean;
   /** OpenAI chat-style streams need `stream_options.include_usage` to report usage. */
   injectStreamUsage?: boolean;
+  /** `free`: not priced or charged (token counting); default: token-billed by ChatPricing. */
+  billing?: "free";
 }
 
 export const OPENAI_ENDPOINTS: Record<string, Endpoint> = {
@@ -31,12 +33,12 @@ export const OPENAI_ALIASES: Record<string, string> = {
 
 export const ANTHROPIC_ENDPOINTS: Record<string, Endpoint> = {
   "/v1/messages": { family: "anthropic", path: "/v1/messages", model: "body", idempotent: true },
-  "/v1/messages/count_tokens": { family: "anthropic", path: "/v1/messages/count_tokens", model: "body", idempotent: true },
+  "/v1/messages/count_tokens": { family: "anthropic", path: "/v1/messages/count_tokens", model: "body", idempotent: true, billing: "free" },
 };
 
 /** Gemini methods served on `/v1beta/models/{model}:{method}` and `/v1/models/{model}:{method}`. */
 export const GEMINI_METHODS = new Set(["generateContent", "streamGenerateContent", "countTokens", "embedContent", "batchEmbedContents"]);
 
-export function geminiEndpoint(version: "v1" | "v1beta"): Endpoint {
-  return { family: "gemini", path: `/${version}/models`, model: "path", idempotent: true };
+export function geminiEndpoint(version: "v1" | "v1beta", method: string): Endpoint {
+  return { family: "gemini", path: `/${version}/models`, model: "path", idempotent: true, ...(method === "countTokens" && { billing: "free" as const }) };
 }

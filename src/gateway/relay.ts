@@ -5,7 +5,7 @@ import { errorResponse } from "../http/envelopes.ts";
 import { redact } from "../core/redact.ts";
 import { isCredentialStatus, isRetryableStatus, nextStep, type AttemptFailure } from "../routing/failover.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
-import { routeModel } from "../routing/route-model.ts";
+import type { ModelRoute } from "../routing/route-model.ts";
 import { adapterFor } from "../upstreams/index.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall, type ClientCall } from "./call.ts";
@@ -16,6 +16,10 @@ import { ZERO_USAGE, type Usage, type UsageSource } from "./usage/types.ts";
 
 export interface RelayInput {
   call: ClientCall;
+  /** Where routing sent the call (effective model and Level). */
+  route: ModelRoute;
+  /** Metering's admission, settled when the call ends. */
+  admission: unknown;
   principal: Principal;
   requestId: string;
   /** Fires when the client goes away. */
@@ -67,6 +71,7 @@ export function createRelay(deps: Deps) {
       source,
       latencyMs: clock.now() - started,
       at: started,
+      admission: input.admission,
     });
   };
 
@@ -94,7 +99,7 @@ export function createRelay(deps: Deps) {
   return async function relay(input: RelayInput): Promise<Response> {
     const started = clock.now();
     const { call } = input;
-    const route = routeModel(settings.routing(), call.requestedModel);
+    const route = input.route;
     const upstream = upstreamCall(call, route.effectiveModel);
     const tried = new Set<number>();
     let lastFailure: { response?: Response; failure: AttemptFailure; retryAfter?: number } | undefined;

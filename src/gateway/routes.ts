@@ -10,6 +10,7 @@ import { listAllows } from "../routing/patterns.ts";
 import { bodyCall, geminiCall, type ClientCall } from "./call.ts";
 import { ANTHROPIC_ENDPOINTS, GEMINI_METHODS, geminiEndpoint, OPENAI_ALIASES, OPENAI_ENDPOINTS, type Endpoint } from "./endpoints.ts";
 import { listModels } from "./models.ts";
+import { routeModel } from "../routing/route-model.ts";
 import { createRelay } from "./relay.ts";
 
 /** The model endpoints of the three families (spec 4.5, 9). */
@@ -26,7 +27,15 @@ export function gatewayRoutes(deps: Deps) {
     meta?.server?.timeout(request, 0);
     const call = read(await readBodyBytes(request, deps.config.maxBody));
     checkModel(principal, call.requestedModel);
-    return relay({ call, principal, requestId: meta?.id ?? "", clientSignal: request.signal });
+    const route = routeModel(deps.settings.routing(), call.requestedModel);
+    const admission = deps.meter.admit({
+      principal,
+      endpoint: call.endpoint,
+      effectiveModel: route.effectiveModel,
+      json: call.json,
+      bodyBytes: call.bytes.byteLength,
+    });
+    return relay({ call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal });
   };
 
   const base = new Elysia().use(authPlugin(deps));
@@ -38,13 +47,12 @@ export function gatewayRoutes(deps: Deps) {
     }) as unknown as Base;
 
   const gemini = (version: "v1" | "v1beta") => {
-    const endpoint = geminiEndpoint(version);
     return ({ request, principal, params }: { request: Request; principal: Principal; params: { spec: string } }) => {
       const method = params.spec.slice(params.spec.lastIndexOf(":") + 1);
       if (!params.spec.includes(":") || !GEMINI_METHODS.has(method)) {
         throw notFound(`No route for POST ${new URL(request.url).pathname}`);
       }
-      return serve(request, principal, (bytes) => geminiCall(endpoint, request, bytes, params.spec));
+      return serve(request, principal, (bytes) => geminiCall(geminiEndpoint(version, method), request, bytes, params.spec));
     };
   };
 

@@ -8,10 +8,25 @@ export interface Counters {
   add(key: string, amount: number, now: number, windowMs: number): void;
   /** Sum of series `key` over the last `windowMs` before `now`. */
   sum(key: string, now: number, windowMs: number): number;
+  /**
+   * Milliseconds until the window's sum drops below `limit` as old buckets slide out
+   * (0 when it already is): the Retry-After of a refused request.
+   */
+  retryAfterMs(key: string, now: number, windowMs: number, limit: number): number;
   clear(key: string): void;
+  /** A quota that resets with the business date: the count of `key` on `day`. */
+  daily(key: string, day: string): number;
+  addDaily(key: string, day: string, amount: number): void;
+  /** Whether `key` already has a value for `day` (else the caller may seed it from the database). */
+  hasDaily(key: string, day: string): boolean;
 }
 
-/** Buckets per window: the window slides in steps of windowMs/60 (1 s for a minute). */
+/**
+ * Buckets per window: the window slides in steps of windowMs/60 (1 s for a minute,
+ * 1 min for an hour). A bucket counts while any part of it lies inside the window,
+ * so a sum may include events up to one step older than the window: limits err on
+ * the side of refusing, by at most 1/60 of the window. Memory is fixed per counter.
+ */
 const BUCKETS = 60;
 
 interface Series {
@@ -23,6 +38,7 @@ interface Series {
 
 export function createMemoryCounters(): Counters {
   const series = new Map<string, Series>();
+  const days = new Map<string, { day: string; value: number }>();
 
   const get = (key: string, windowMs: number): Series => {
     let s = series.get(key);
@@ -56,8 +72,41 @@ export function createMemoryCounters(): Counters {
       }
       return total;
     },
+    retryAfterMs(key, now, windowMs, limit) {
+      const s = series.get(key);
+      if (!s) return 0;
+      const oldest = now - windowMs;
+      const live: Array<[number, number]> = [];
+      let total = 0;
+      for (let i = 0; i < BUCKETS; i++) {
+        if (s.starts[i]! + s.width > oldest && s.starts[i]! <= now) {
+          live.push([s.starts[i]!, s.amounts[i]!]);
+          total += s.amounts[i]!;
+        }
+      }
+      if (total < limit) return 0;
+      live.sort((a, b) => a[0] - b[0]);
+      for (const [start, amount] of live) {
+        total -= amount;
+        // This bucket stops counting once its end is a full window ago.
+        if (total < limit) return Math.max(0, start + s.width + windowMs - now);
+      }
+      return windowMs;
+    },
     clear(key) {
       series.delete(key);
+    },
+    daily(key, day) {
+      const entry = days.get(key);
+      return entry && entry.day === day ? entry.value : 0;
+    },
+    addDaily(key, day, amount) {
+      const entry = days.get(key);
+      if (entry && entry.day === day) entry.value += amount;
+      else days.set(key, { day, value: amount });
+    },
+    hasDaily(key, day) {
+      return days.get(key)?.day === day;
     },
   };
 }

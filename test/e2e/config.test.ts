@@ -10,7 +10,7 @@ let router: TestRouter;
 let memberKey: string;
 
 beforeAll(() => {
-  router = startRouter();
+  router = startRouter({ pricing: false });
   const issued = issueApiKey();
   const now = Date.now();
   router.deps.store.db

@@ -29,7 +29,16 @@ export interface StartOptions {
   clock?: Clock;
   /** Reuse a data directory (e.g. to restart on the same state). */
   dataDir?: string;
+  /**
+   * PRICING to start with. By default every model is priced at zero, so tests about
+   * routing can use any model name; `false` keeps the built-in catalog only (unpriced
+   * models refused), as a real deployment starts.
+   */
+  pricing?: Record<string, unknown> | false;
 }
+
+/** Prices every model at zero: for tests that are not about metering. */
+export const FREE_PRICING = { ChatPricing: { "*": { InputText: 0, OutputText: 0 } } };
 
 export function tempDir(prefix = "router-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -55,6 +64,8 @@ export function startRouter(options: StartOptions = {}): TestRouter {
   const logs: string[] = [];
   const deps = buildDeps(config, { clock: options.clock, log: createLogger(config.logLevel, (line) => logs.push(line)) });
   ensureInitialOwner(deps.accounts, dataDir, config.ownerEmail);
+  const pricing = options.pricing === undefined ? FREE_PRICING : options.pricing;
+  if (pricing && !options.dataDir) deps.settings.update({ PRICING: pricing });
   const ownerKey = readFileSync(join(dataDir, "initial-owner-key"), "utf8").trim();
   const server = startServer(deps);
   return {

@@ -1,4 +1,9 @@
 import { badRequest } from "../../core/errors.ts";
+import { isValidEmail } from "../../accounts/validation.ts";
+import { parsePricingTable } from "../../metering/pricing/schema.ts";
+import { parseModelLimits } from "../../accounts/input.ts";
+import type { SystemLimits } from "../../metering/limits.ts";
+import { compilePattern } from "../../routing/patterns.ts";
 import {
   parseLevelMapper,
   parseModelMapper,
@@ -17,6 +22,21 @@ export interface ConfigItemDef {
   normalise(value: unknown): string;
   /** The stored text in the form GET /x-config exports (which PUT accepts back). */
   exported(text: string): unknown;
+  /** Sealed at rest and masked on export (EMAIL_PASS). */
+  secret?: boolean;
+}
+
+/** What GET /x-config shows for a secret item; writing it back leaves the stored secret unchanged. */
+export const SECRET_MASK = "********";
+
+function plainString(item: string, max: number, check?: (value: string) => boolean, what?: string) {
+  return (value: unknown): string => {
+    if (typeof value !== "string") throw badRequest(`${item} must be a string`, item);
+    const text = value.trim();
+    if (text.length > max) throw badRequest(`${item} must be at most ${max} characters`, item);
+    if (text && check && !check(text)) throw badRequest(`${item}: "${text}" is not ${what}`, item);
+    return text;
+  };
 }
 
 function mapperExport(entries: Array<{ left: string; right: string }>): Record<string, string> {
@@ -39,7 +59,62 @@ export const CONFIG_ITEMS: Record<string, ConfigItemDef> = {
     normalise: (value) => writeMapperEntries(parseSwitchOver(value).entries),
     exported: (text) => mapperExport(parseSwitchOver(text).entries),
   },
+  PRICING: {
+    normalise: (value) => JSON.stringify(parsePricingTable(value)),
+    exported: (text) => JSON.parse(text) as unknown,
+  },
+  XAI_MAIL: {
+    normalise: plainString("XAI_MAIL", 254, (v) => isValidEmail(v), "an email address"),
+    exported: (text) => text,
+  },
+  EMAIL_SMTP: {
+    normalise: plainString("EMAIL_SMTP", 253, (v) => /^[A-Za-z0-9.-]+$|^\[?[0-9a-fA-F:.]+\]?$/.test(v), "a host name or address"),
+    exported: (text) => text,
+  },
+  EMAIL_PORT: {
+    normalise(value) {
+      const port = typeof value === "string" && /^\d+$/.test(value.trim()) ? Number(value) : value;
+      if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65535) {
+        throw badRequest("EMAIL_PORT must be a port number from 1 to 65535", "EMAIL_PORT");
+      }
+      return String(port);
+    },
+    exported: (text) => Number(text),
+  },
+  EMAIL_AUTH: { normalise: plainString("EMAIL_AUTH", 254), exported: (text) => text },
+  EMAIL_PASS: {
+    normalise(value) {
+      if (typeof value !== "string") throw badRequest("EMAIL_PASS must be a string", "EMAIL_PASS");
+      if (value.length > 1024) throw badRequest("EMAIL_PASS must be at most 1024 characters", "EMAIL_PASS");
+      return value;
+    },
+    exported: () => SECRET_MASK,
+    secret: true,
+  },
+  MODEL_LIMITS: {
+    normalise: (value) => JSON.stringify(parseModelLimits(readJson("MODEL_LIMITS", value), "MODEL_LIMITS") ?? {}),
+    exported: (text) => JSON.parse(text) as unknown,
+  },
 };
+
+/** JSON-valued items arrive as objects or as strings holding JSON. */
+function readJson(item: string, value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    throw badRequest(`${item} is not valid JSON`, item);
+  }
+}
+
+/** MODEL_LIMITS compiled for admission. */
+export function compileModelLimits(text: string | undefined): SystemLimits {
+  if (!text) return [];
+  return Object.entries(JSON.parse(text) as Record<string, Record<string, number>>).map(([source, limits]) => ({
+    pattern: compilePattern(source),
+    limits,
+  }));
+}
 
 export function itemDef(name: string): ConfigItemDef {
   const def = CONFIG_ITEMS[name];

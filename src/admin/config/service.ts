@@ -2,7 +2,11 @@ import { inArray } from "drizzle-orm";
 import type { Clock } from "../../core/clock.ts";
 import type { Store } from "../../store/db.ts";
 import { settings } from "../../store/schema/settings.ts";
-import { compileRouting, itemDef, type RoutingConfig } from "./items.ts";
+import { createPriceBook, type PriceBook } from "../../metering/pricing/price-book.ts";
+import { parsePricingTable } from "../../metering/pricing/schema.ts";
+import type { SystemLimits } from "../../metering/limits.ts";
+import type { Sealer } from "../../store/crypto.ts";
+import { compileModelLimits, compileRouting, itemDef, SECRET_MASK, type RoutingConfig } from "./items.ts";
 
 /** One changed item, for the operation log. */
 export interface ConfigChange {
@@ -18,7 +22,11 @@ export interface ConfigChange {
  */
 export interface ConfigService {
   routing(): RoutingConfig;
-  /** Stored text of an item, or undefined when unset. */
+  /** The catalog with PRICING merged in. */
+  prices(): PriceBook;
+  /** MODEL_LIMITS, compiled. */
+  modelLimits(): SystemLimits;
+  /** Value of an item as text (a secret item opened), or undefined when unset. */
   raw(item: string): string | undefined;
   /** Every set item in its exported form (`GET /x-config`). */
   exportAll(): Record<string, unknown>;
@@ -32,23 +40,33 @@ export interface ConfigService {
   onChange(listener: () => void): void;
 }
 
-export function createConfigService({ store, clock }: { store: Store; clock: Clock }): ConfigService {
+export function createConfigService({ store, clock, sealer }: { store: Store; clock: Clock; sealer: Sealer }): ConfigService {
   let raw = new Map<string, string>();
   let routing: RoutingConfig;
+  let prices: PriceBook;
+  let modelLimits: SystemLimits;
   const listeners: Array<() => void> = [];
 
   const rebuild = () => {
     routing = compileRouting(raw);
+    const pricing = raw.get("PRICING");
+    prices = createPriceBook(pricing ? parsePricingTable(pricing) : {});
+    modelLimits = compileModelLimits(raw.get("MODEL_LIMITS"));
     for (const listener of listeners) listener();
   };
+  // Secret items are sealed in the table and held open in memory.
+  const open = (item: string, text: string) => (itemDef(item).secret ? sealer.open(text) : text);
+  const sealed = (item: string, text: string) => (itemDef(item).secret ? sealer.seal(text) : text);
   const load = () => {
-    raw = new Map(store.db.select().from(settings).all().map((row) => [row.key, row.value]));
+    raw = new Map(store.db.select().from(settings).all().map((row) => [row.key, open(row.key, row.value)]));
     rebuild();
   };
   load();
 
   return {
     routing: () => routing,
+    prices: () => prices,
+    modelLimits: () => modelLimits,
     raw: (item) => raw.get(item),
     exportAll() {
       const out: Record<string, unknown> = {};
@@ -56,16 +74,20 @@ export function createConfigService({ store, clock }: { store: Store; clock: Clo
       return out;
     },
     update(values) {
-      const normalised = Object.entries(values).map(([item, value]) => [item, itemDef(item).normalise(value)] as const);
+      const normalised = Object.entries(values)
+        // A secret's mask, as exported, means "keep what is stored": exports import back.
+        .filter(([item, value]) => !(itemDef(item).secret && value === SECRET_MASK))
+        .map(([item, value]) => [item, itemDef(item).normalise(value)] as const);
       const now = clock.now();
       const changes: ConfigChange[] = [];
       store.db.transaction((tx) => {
         for (const [item, text] of normalised) {
           tx.insert(settings)
-            .values({ key: item, value: text, updatedAt: now })
-            .onConflictDoUpdate({ target: settings.key, set: { value: text, updatedAt: now } })
+            .values({ key: item, value: sealed(item, text), updatedAt: now })
+            .onConflictDoUpdate({ target: settings.key, set: { value: sealed(item, text), updatedAt: now } })
             .run();
-          changes.push({ item, before: raw.get(item) ?? null, after: text });
+          const shown = (value: string | null) => (value !== null && itemDef(item).secret ? SECRET_MASK : value);
+          changes.push({ item, before: shown(raw.get(item) ?? null), after: shown(text) });
         }
       });
       for (const [item, text] of normalised) raw.set(item, text);
@@ -74,7 +96,9 @@ export function createConfigService({ store, clock }: { store: Store; clock: Clo
     },
     reset(items) {
       for (const item of items) itemDef(item);
-      const changes = items.filter((item) => raw.has(item)).map((item) => ({ item, before: raw.get(item) ?? null, after: null }));
+      const changes = items
+        .filter((item) => raw.has(item))
+        .map((item) => ({ item, before: itemDef(item).secret ? SECRET_MASK : (raw.get(item) ?? null), after: null }));
       if (items.length > 0) store.db.delete(settings).where(inArray(settings.key, items)).run();
       for (const item of items) raw.delete(item);
       rebuild();

@@ -3,9 +3,13 @@ import type { Migration } from "../migrate.ts";
 import m0 from "./0000_accounts.sql" with { type: "text" };
 import m1 from "./0001_gateway.sql" with { type: "text" };
 import m2 from "./0002_operation_log.sql" with { type: "text" };
+import m3 from "./0003_usage_daily.sql" with { type: "text" };
+import m4 from "./0004_soft_limit_notices.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
   { name: "0001_gateway", sql: m1 },
   { name: "0002_operation_log", sql: m2 },
+  { name: "0003_usage_daily", sql: m3 },
+  { name: "0004_soft_limit_notices", sql: m4 },
 ];

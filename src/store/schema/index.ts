@@ -3,3 +3,4 @@ export * from "./provider-keys.ts";
 export * from "./settings.ts";
 export * from "./usage.ts";
 export * from "./operation-log.ts";
+export * from "./notices.ts";

@@ -1,4 +1,4 @@
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
  * One row per completed model call. Token columns follow `Usage` (src/gateway/usage/types.ts):
@@ -38,3 +38,27 @@ export const usageEvents = sqliteTable(
 
 export type UsageEventRow = typeof usageEvents.$inferSelect;
 export type NewUsageEventRow = typeof usageEvents.$inferInsert;
+
+/**
+ * Daily per-account per-model totals, maintained in the same transaction as the usage
+ * rows, so bills over months read a few thousand rows instead of millions. `model` is
+ * the effective model (the one served and priced).
+ */
+export const usageDaily = sqliteTable(
+  "usage_daily",
+  {
+    accountId: integer("account_id").notNull(),
+    day: text("day").notNull(),
+    model: text("model").notNull(),
+    requests: integer("requests").notNull().default(0),
+    promptTokens: integer("prompt_tokens").notNull().default(0),
+    completionTokens: integer("completion_tokens").notNull().default(0),
+    reasoningTokens: integer("reasoning_tokens").notNull().default(0),
+    cacheReadTokens: integer("cache_read_tokens").notNull().default(0),
+    cacheWriteTokens: integer("cache_write_tokens").notNull().default(0),
+    costNanos: integer("cost_nanos").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.day, t.model] }), index("usage_daily_day").on(t.day)],
+);
+
+export type UsageDailyRow = typeof usageDaily.$inferSelect;

@@ -1,0 +1,89 @@
+import { and, eq, gt, isNotNull, min } from "drizzle-orm";
+import { balanceOf } from "../accounts/ledger.ts";
+import type { Clock } from "../core/clock.ts";
+import type { Store } from "../store/db.ts";
+import { creditGrants } from "../store/schema/accounts.ts";
+
+interface CreditState {
+  /** Balance in the ledger when last read, less charges flushed since. */
+  stored: number;
+  /** Charges settled in memory and not yet written to the ledger. */
+  unflushed: number;
+  /** Worst-case costs of calls in flight. */
+  reserved: number;
+  /** When the earliest unexpired grant expires: the cached balance is stale from then on. */
+  staleAt: number;
+}
+
+/**
+ * Account balances in memory for admission: what the ledger holds, less charges not
+ * yet written and reservations of calls in flight. A call reserves its worst-case
+ * cost before it is forwarded and settles to the actual cost when it ends, so N
+ * concurrent calls can never together spend more than the balance plus one call's
+ * worst case.
+ */
+export interface CreditBook {
+  /** Spendable now (nano-credits). */
+  available(accountId: number): number;
+  reserve(accountId: number, amount: number): void;
+  /** Ends a reservation and charges the actual cost in its place. */
+  settle(accountId: number, reserved: number, charged: number): void;
+  /** Re-reads the ledger (credit was granted, deducted or returned). */
+  invalidate(accountId: number): void;
+  /** Called when charges reached the ledger. */
+  flushed(charged: ReadonlyMap<number, number>): void;
+}
+
+export function createCreditBook(deps: { store: Store; clock: Clock }): CreditBook {
+  const states = new Map<number, CreditState>();
+
+  const load = (accountId: number, previous?: CreditState): CreditState => {
+    const now = deps.clock.now();
+    const next = deps.store.db
+      .select({ at: min(creditGrants.expiresAt) })
+      .from(creditGrants)
+      .where(and(eq(creditGrants.accountId, accountId), gt(creditGrants.remaining, 0), isNotNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)))
+      .get()?.at;
+    const state: CreditState = {
+      stored: balanceOf(deps.store.db, accountId, now),
+      unflushed: previous?.unflushed ?? 0,
+      reserved: previous?.reserved ?? 0,
+      staleAt: next ?? Infinity,
+    };
+    states.set(accountId, state);
+    return state;
+  };
+
+  const stateOf = (accountId: number) => {
+    const state = states.get(accountId);
+    if (!state) return load(accountId);
+    return deps.clock.now() >= state.staleAt ? load(accountId, state) : state;
+  };
+
+  return {
+    available(accountId) {
+      const state = stateOf(accountId);
+      return state.stored - state.unflushed - state.reserved;
+    },
+    reserve(accountId, amount) {
+      stateOf(accountId).reserved += amount;
+    },
+    settle(accountId, reserved, charged) {
+      const state = stateOf(accountId);
+      state.reserved = Math.max(0, state.reserved - reserved);
+      state.unflushed += charged;
+    },
+    invalidate(accountId) {
+      const state = states.get(accountId);
+      if (state) load(accountId, state);
+    },
+    flushed(charged) {
+      for (const [accountId, amount] of charged) {
+        const state = states.get(accountId);
+        if (!state) continue;
+        state.stored -= amount;
+        state.unflushed = Math.max(0, state.unflushed - amount);
+      }
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import type { Usage } from "../../gateway/usage/types.ts";
+import type { ChatPrice } from "./schema.ts";
+
+/** Nano-credits per (token × USD-per-1M-tokens): 1e9 nanos per USD ÷ 1e6 tokens. */
+const NANOS_PER_TOKEN_PRICE = 1000;
+
+/**
+ * Cost of a token-billed call in nano-credits. Each token is priced once:
+ *
+ * - input: cache reads at CachedText, cache writes at CacheWrite, audio at InputAudio,
+ *   images at InputImage, the rest at InputText;
+ * - output: reasoning at ReasonText, audio at OutputAudio, images at OutputImage, the
+ *   rest at OutputText.
+ *
+ * A missing member falls back to the text price of its side (a cache read without
+ * CachedText costs InputText; reasoning without ReasonText costs OutputText). The
+ * account's Rates multiplies the whole.
+ */
+export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): number {
+  const input = price.InputText ?? 0;
+  const output = price.OutputText ?? 0;
+  const cacheRead = Math.max(0, usage.cacheRead);
+  const cacheWrite = Math.max(0, usage.cacheWrite);
+  const audioIn = Math.max(0, usage.audioPrompt ?? 0);
+  const imageIn = Math.max(0, usage.imagePrompt ?? 0);
+  const textIn = Math.max(0, usage.prompt - cacheRead - cacheWrite - audioIn - imageIn);
+  const reasoning = Math.max(0, usage.reasoning);
+  const audioOut = Math.max(0, usage.audioCompletion ?? 0);
+  const imageOut = Math.max(0, usage.imageCompletion ?? 0);
+  const textOut = Math.max(0, usage.completion - reasoning - audioOut - imageOut);
+  const usd1m =
+    textIn * input +
+    cacheRead * (price.CachedText ?? input) +
+    cacheWrite * (price.CacheWrite ?? input) +
+    audioIn * (price.InputAudio ?? input) +
+    imageIn * (price.InputImage ?? input) +
+    textOut * output +
+    reasoning * (price.ReasonText ?? output) +
+    audioOut * (price.OutputAudio ?? output) +
+    imageOut * (price.OutputImage ?? output);
+  return Math.round(usd1m * NANOS_PER_TOKEN_PRICE * rates);
+}
+
+/** Cost of a priced call (image, second of video, minute of audio) in nano-credits. */
+export function unitCostNanos(unitPriceUsd: number, units: number, rates: number): number {
+  return Math.round(unitPriceUsd * units * 1e9 * rates);
+}

@@ -1,0 +1,55 @@
+import { bestMatch, compilePattern, type CompiledPattern } from "../../routing/patterns.ts";
+import catalogJson from "./catalog.json" with { type: "json" };
+import { SECTIONS, type PricingTable, type Section } from "./schema.ts";
+
+/** The built-in catalog, embedded in the binary. */
+export const CATALOG = catalogJson as PricingTable;
+
+interface Entry<T> {
+  pattern: CompiledPattern;
+  price: T;
+}
+
+/** Prices in effect: the catalog with PRICING deltas merged in, compiled for lookup. */
+export interface PriceBook {
+  /** The merged table, as `GET /x-pricing` shows it. */
+  readonly table: PricingTable;
+  /** The price entry of a section that applies to a model (exact name, else the most specific pattern). */
+  lookup<S extends Section>(section: S, model: string): PricingTable[S][string] | undefined;
+}
+
+/**
+ * Merges PRICING over the catalog member by member: an override entry sets only the
+ * members it names, and adds the model when the catalog lacks it.
+ */
+export function createPriceBook(overrides: Partial<PricingTable> = {}): PriceBook {
+  const table = {} as PricingTable;
+  const compiled = {} as Record<Section, Entry<unknown>[]>;
+  for (const section of SECTIONS) {
+    const merged: Record<string, Record<string, unknown>> = {};
+    for (const [model, price] of Object.entries(CATALOG[section] ?? {})) merged[model] = { ...price };
+    for (const [model, price] of Object.entries(overrides[section] ?? {})) {
+      const base = merged[model] ?? {};
+      const next: Record<string, unknown> = { ...base, ...price };
+      if ("Sizes" in price && "Sizes" in base) next.Sizes = { ...(base.Sizes as object), ...(price as { Sizes: object }).Sizes };
+      merged[model] = next;
+    }
+    (table as unknown as Record<string, unknown>)[section] = merged;
+    compiled[section] = Object.entries(merged).map(([model, price]) => ({ pattern: compilePattern(model), price }));
+  }
+  return {
+    table,
+    lookup(section, model) {
+      return bestMatch(compiled[section], model)?.price as PricingTable[typeof section][string] | undefined;
+    },
+  };
+}
+
+/** Every price of a table multiplied by an account's Rates (`GET /x-pricing` with a key). */
+export function scaleTable(table: PricingTable, rates: number): PricingTable {
+  const scale = (value: unknown): unknown =>
+    typeof value === "number" ? Math.round(value * rates * 1e9) / 1e9 : value !== null && typeof value === "object"
+      ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scale(v)]))
+      : value;
+  return scale(table) as PricingTable;
+}

@@ -1,0 +1,116 @@
+import { badRequest } from "../../core/errors.ts";
+
+/** Token prices in USD per 1M tokens. Missing members fall back as `cost.ts` documents. */
+export interface ChatPrice {
+  InputText?: number;
+  OutputText?: number;
+  CachedText?: number;
+  CacheWrite?: number;
+  ReasonText?: number;
+  InputAudio?: number;
+  OutputAudio?: number;
+  InputImage?: number;
+  OutputImage?: number;
+}
+
+/** Per image, USD; a size entry beats `Call`. */
+export interface ImgPrice {
+  Call?: number;
+  Sizes?: Record<string, number>;
+}
+
+export interface AudioPrice {
+  PerMinute?: number;
+}
+export interface VideoPrice {
+  PerSecond?: number;
+}
+export interface CallPrice {
+  Call?: number;
+}
+
+/** The catalog and PRICING share this structure: section → model pattern → prices. */
+export interface PricingTable {
+  ChatPricing: Record<string, ChatPrice>;
+  ImgPricing: Record<string, ImgPrice>;
+  AudioPricing: Record<string, AudioPrice>;
+  VideoPricing: Record<string, VideoPrice>;
+  CallPricing: Record<string, CallPrice>;
+}
+
+export type Section = keyof PricingTable;
+
+const MEMBERS: Record<Section, readonly string[]> = {
+  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage"],
+  ImgPricing: ["Call", "Sizes"],
+  AudioPricing: ["PerMinute"],
+  VideoPricing: ["PerSecond"],
+  CallPricing: ["Call"],
+};
+
+export const SECTIONS = Object.keys(MEMBERS) as Section[];
+
+/** Limits of spec 8 for PRICING. */
+export const PRICING_MAX_BYTES = 128 * 1024;
+export const PRICING_MAX_ENTRIES = 1024;
+
+function price(where: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw badRequest(`PRICING: ${where} must be a finite, non-negative number`, "PRICING");
+  }
+  return value;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+
+/**
+ * Checks a pricing table (PRICING deltas or the catalog): known sections and members
+ * only, prices finite and non-negative, at most 1024 model entries and 128 KiB of
+ * JSON. Every failure is a 400 that names the entry.
+ */
+export function parsePricingTable(value: unknown): Partial<PricingTable> {
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  if (new TextEncoder().encode(text).byteLength > PRICING_MAX_BYTES) {
+    throw badRequest(`PRICING is larger than ${PRICING_MAX_BYTES / 1024} KiB`, "PRICING");
+  }
+  let table: unknown = value;
+  if (typeof value === "string") {
+    try {
+      table = JSON.parse(value);
+    } catch {
+      throw badRequest("PRICING is not valid JSON", "PRICING");
+    }
+  }
+  if (!isObject(table)) throw badRequest("PRICING must be a JSON object of pricing sections", "PRICING");
+  const out: Partial<PricingTable> = {};
+  let entries = 0;
+  for (const [section, models] of Object.entries(table)) {
+    if (!(section in MEMBERS)) throw badRequest(`PRICING: unknown section "${section}" (known: ${SECTIONS.join(", ")})`, "PRICING");
+    if (!isObject(models)) throw badRequest(`PRICING: ${section} must be an object of model pattern → prices`, "PRICING");
+    const checked: Record<string, Record<string, unknown>> = {};
+    for (const [model, prices] of Object.entries(models)) {
+      entries++;
+      if (!model.trim() || /[\s,]/.test(model)) throw badRequest(`PRICING: ${section} has an invalid model pattern "${model}"`, "PRICING");
+      if (!isObject(prices)) throw badRequest(`PRICING: ${section}["${model}"] must be an object`, "PRICING");
+      const entry: Record<string, unknown> = {};
+      for (const [member, n] of Object.entries(prices)) {
+        const where = `${section}["${model}"].${member}`;
+        if (!MEMBERS[section as Section].includes(member)) throw badRequest(`PRICING: unknown field ${where}`, "PRICING");
+        if (member === "Sizes") {
+          if (!isObject(n)) throw badRequest(`PRICING: ${where} must be an object of size → price`, "PRICING");
+          const sizes: Record<string, number> = {};
+          for (const [size, p] of Object.entries(n)) {
+            if (!/^\d+x\d+$/.test(size)) throw badRequest(`PRICING: ${where} has an invalid size "${size}" (use WIDTHxHEIGHT)`, "PRICING");
+            sizes[size] = price(`${where}["${size}"]`, p);
+          }
+          entry.Sizes = sizes;
+        } else entry[member] = price(where, n);
+      }
+      checked[model] = entry;
+    }
+    (out as Record<string, unknown>)[section] = checked;
+  }
+  if (entries > PRICING_MAX_ENTRIES) throw badRequest(`PRICING has ${entries} entries; at most ${PRICING_MAX_ENTRIES} are allowed`, "PRICING");
+  return out;
+}

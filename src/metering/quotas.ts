@@ -1,0 +1,50 @@
+import { and, eq, like, sql } from "drizzle-orm";
+import type { Store } from "../store/db.ts";
+import { usageDaily } from "../store/schema/usage.ts";
+import type { Counters } from "./counters.ts";
+
+/** What a day quota or spend total counts. */
+export type DailyMeasure = "requests" | "tokens" | "cost";
+
+/**
+ * Business-day and business-month totals (RPD, TPD, DailyLimit, HardLimit/SoftLimit)
+ * kept in the Counters' daily slots. The first touch of a key on a new day seeds it
+ * from the daily rollups, so a restart does not reset a quota.
+ */
+export function createQuotas(deps: { store: Store; counters: Counters }) {
+  const column = {
+    requests: sql<number>`coalesce(sum(${usageDaily.requests}), 0)`,
+    tokens: sql<number>`coalesce(sum(${usageDaily.promptTokens} + ${usageDaily.completionTokens}), 0)`,
+    cost: sql<number>`coalesce(sum(${usageDaily.costNanos}), 0)`,
+  };
+
+  /** Seeds from the rollups: `period` is a day (`YYYY-MM-DD`) or a month (`YYYY-MM`). */
+  const seed = (measure: DailyMeasure, period: string, accountId: number | undefined, model: string | undefined) => {
+    const parts = [period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period)];
+    if (accountId !== undefined) parts.push(eq(usageDaily.accountId, accountId));
+    if (model !== undefined) parts.push(eq(usageDaily.model, model));
+    return deps.store.db.select({ value: column[measure] }).from(usageDaily).where(and(...parts)).get()?.value ?? 0;
+  };
+
+  const keyOf = (measure: DailyMeasure, accountId: number | undefined, model: string | undefined) =>
+    `q:${measure}:${accountId ?? "*"}:${model ?? "*"}`;
+
+  const ensure = (measure: DailyMeasure, period: string, accountId?: number, model?: string) => {
+    const key = keyOf(measure, accountId, model);
+    if (!deps.counters.hasDaily(key, period)) deps.counters.addDaily(key, period, seed(measure, period, accountId, model));
+    return key;
+  };
+
+  return {
+    /** The total of `measure` in `period` for an account (and model), or for a model across all accounts. */
+    get(measure: DailyMeasure, period: string, accountId?: number, model?: string): number {
+      return deps.counters.daily(ensure(measure, period, accountId, model), period);
+    },
+    add(measure: DailyMeasure, period: string, amount: number, accountId?: number, model?: string): void {
+      if (amount === 0) return;
+      deps.counters.addDaily(ensure(measure, period, accountId, model), period, amount);
+    },
+  };
+}
+
+export type Quotas = ReturnType<typeof createQuotas>;

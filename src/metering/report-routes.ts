@@ -1,0 +1,81 @@
+import { Elysia } from "elysia";
+import { canManage } from "../accounts/access.ts";
+import type { Principal } from "../accounts/principal.ts";
+import { nanosToCredits } from "../accounts/records.ts";
+import { forbidden } from "../core/errors.ts";
+import type { Deps } from "../deps.ts";
+import { authPlugin } from "../http/plugins.ts";
+import { buildBill } from "./reports/bill.ts";
+import { parseBillRange } from "./reports/dates.ts";
+import { liveRanges, liveTotals } from "./reports/live.ts";
+import { rankUsers } from "./reports/ranking.ts";
+import { identities, sumsByAccountModel, sumsByDayModel, type Audience } from "./reports/usage-query.ts";
+
+/**
+ * Usage reports (spec 4.3, docs/reports.md): `/dashboard/live` and `/dashboard/bill`
+ * for the caller's own usage, `/x-bill` for its descendants. All read the daily
+ * rollups (usage_daily), never the raw usage rows.
+ */
+export function reportRoutes(deps: Deps) {
+  const { db } = deps.store;
+  const rangeOf = (request: Request) => parseBillRange(new URL(request.url).searchParams, deps.clock.businessDate());
+
+  return new Elysia()
+    .use(authPlugin(deps))
+    .get(
+      "/dashboard/live",
+      ({ principal }) => {
+        const account = principal.account;
+        const ranges = liveRanges(deps.clock);
+        return {
+          object: "live_usage",
+          account: {
+            id: account.id,
+            name: account.name,
+            email: account.email,
+            alias: account.alias,
+            level: account.depth,
+            isOwner: account.isOwner,
+            balance: nanosToCredits(deps.accountsService.balanceNanos(account.id)),
+          },
+          daily_usage: liveTotals(db, account.id, ranges.day),
+          monthly_usage: liveTotals(db, account.id, ranges.month),
+        };
+      },
+      { auth: true },
+    )
+    .get(
+      "/dashboard/bill",
+      ({ principal, request }) => {
+        const range = rangeOf(request);
+        return buildBill(sumsByDayModel(db, { accountId: principal.account.id }, range), range);
+      },
+      { auth: true },
+    )
+    .get(
+      "/x-bill",
+      ({ principal, request }) => {
+        const caller = managerOf(principal);
+        const range = rangeOf(request);
+        const user = new URL(request.url).searchParams.get("user");
+        // `user` selects that descendant and everything under it; otherwise every descendant, never the caller.
+        const audience: Audience = user
+          ? { path: deps.accountsService.resolve(caller, user, "subtree").path, includeRoot: true }
+          : { path: caller.path, includeRoot: false };
+        const perAccount = sumsByAccountModel(db, audience, range);
+        const names = identities(db, [...new Set(perAccount.map((row) => row.accountId))]);
+        return {
+          ...buildBill(sumsByDayModel(db, audience, range), range),
+          usage_users: rankUsers(perAccount, (id) => names.get(id)),
+        };
+      },
+      { auth: true },
+    );
+}
+
+function managerOf(principal: Principal) {
+  if (!canManage(principal.account)) {
+    throw forbidden("Bills of other accounts need account management access (Resources including /x-users)", "manage_not_allowed");
+  }
+  return principal.account;
+}

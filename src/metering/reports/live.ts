@@ -1,0 +1,43 @@
+import { nanosToCredits } from "../../accounts/records.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { Db } from "../../store/db.ts";
+import type { DateRange } from "./dates.ts";
+import { addSums, sumsByModel, ZERO_SUMS, type UsageSums } from "./usage-query.ts";
+
+export interface LiveModelUsage {
+  Requests: number;
+  Prompt: number;
+  Completion: number;
+  Reasoning: number;
+  CreditUsed: number;
+}
+
+/** `daily_usage` / `monthly_usage` of `/dashboard/live` (spec 2.3). */
+export interface LiveTotals extends LiveModelUsage {
+  ModelUsage: Record<string, LiveModelUsage>;
+}
+
+const record = (sums: UsageSums): LiveModelUsage => ({
+  Requests: sums.requests,
+  Prompt: sums.prompt,
+  Completion: sums.completion,
+  Reasoning: sums.reasoning,
+  CreditUsed: nanosToCredits(sums.costNanos),
+});
+
+/** One account's totals over the range, with a per-model breakdown (effective model, sorted by name). */
+export function liveTotals(db: Db, accountId: number, range: DateRange): LiveTotals {
+  const rows = sumsByModel(db, { accountId }, range);
+  const total = rows.reduce((sum, row) => addSums(sum, row), { ...ZERO_SUMS });
+  const ModelUsage: Record<string, LiveModelUsage> = {};
+  for (const row of rows) ModelUsage[row.model] = record(row);
+  return { ...record(total), ModelUsage };
+}
+
+/** The current business day and business month, in the clock's zone (a string range: `-31` bounds every month). */
+export function liveRanges(clock: Clock): { day: DateRange; month: DateRange } {
+  const now = clock.now();
+  const today = clock.businessDate(now);
+  const month = clock.businessMonth(now);
+  return { day: { start: today, end: today }, month: { start: `${month}-01`, end: `${month}-31` } };
+}
