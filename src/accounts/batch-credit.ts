@@ -59,7 +59,8 @@ export function runBatchCredit(service: AccountsService, actor: Actor, body: Rec
       childrenChange += applied.outcome.targetChange;
       results.push({ ID: id, status: "applied", BalanceBefore: nanosToCredits(applied.before), BalanceAfter: nanosToCredits(applied.after) });
     } catch (error) {
-      if (!(error instanceof HttpError)) throw error;
+      // A caller whose key stopped working meanwhile gets its 401, not a list of skips.
+      if (!(error instanceof HttpError) || error.kind === "authentication") throw error;
       const reason = error.kind === "not_found" ? "unknown account or not manageable by you" : error.code === "insufficient_credit" ? "insufficient credit" : error.message;
       results.push({ ID: id, status: "skipped", reason });
     }

@@ -38,16 +38,22 @@ export function normaliseAddress(address: string): string {
 export function parseRange(entry: string): IpRange | undefined {
   const [address, bits, extra] = entry.trim().split("/");
   if (!address || extra !== undefined) return undefined;
-  const clean = normaliseAddress(address);
-  const v6 = isIPv6(clean);
-  if (!v6 && !isIPv4(clean)) return undefined;
+  const v6 = isIPv6(address);
+  if (!v6 && !isIPv4(address)) return undefined;
   const width = v6 ? 128 : 32;
   if (bits !== undefined && !/^\d{1,3}$/.test(bits)) return undefined;
   const prefix = bits === undefined ? width : Number(bits);
   if (prefix > width) return undefined;
-  const value = v6 ? v6ToBig(clean) : v4ToBig(clean);
-  const mask = prefix === 0 ? 0n : ((1n << BigInt(prefix)) - 1n) << BigInt(width - prefix);
-  return { source: entry.trim(), v6, base: value & mask, prefix };
+  const value = v6 ? v6ToBig(address) : v4ToBig(address);
+  // IPv4-mapped IPv6 (::ffff:a.b.c.d, also as a range of /96 or narrower) is IPv4,
+  // which is how client addresses are compared.
+  if (v6 && prefix >= 96 && value >> 32n === 0xffffn) return masked(entry, false, value & 0xffffffffn, prefix - 96);
+  return masked(entry, v6, value, prefix);
+}
+
+function masked(entry: string, v6: boolean, value: bigint, prefix: number): IpRange {
+  const range = { source: entry.trim(), v6, base: value, prefix };
+  return { ...range, base: value & maskOf(range) };
 }
 
 function maskOf(range: IpRange): bigint {
@@ -60,8 +66,9 @@ export function rangeContains(outer: IpRange, inner: IpRange): boolean {
   return outer.v6 === inner.v6 && outer.prefix <= inner.prefix && (inner.base & maskOf(outer)) === outer.base;
 }
 
-/** True when the address belongs to one of the ranges. */
+/** True when the address (a single address, not a range) belongs to one of the ranges. */
 export function addressAllowed(ranges: readonly IpRange[], address: string): boolean {
+  if (address.includes("/")) return false;
   const single = parseRange(address);
   return single !== undefined && ranges.some((range) => rangeContains(range, single));
 }

@@ -37,7 +37,8 @@ export function accountRoutes(deps: Deps, service: AccountsService) {
     const query = new URL(request.url).searchParams;
     const { page, size } = pageParams(query);
     const order = query.get("order") || "id";
-    if (!ORDERS[order]) throw badRequest(`order must be one of ${Object.keys(ORDERS).join(", ")}`, "order");
+    // Own keys only: `constructor` or `toString` must not reach the query as an "order".
+    if (!Object.hasOwn(ORDERS, order)) throw badRequest(`order must be one of ${Object.keys(ORDERS).join(", ")}`, "order");
     const { rows, total } = service.list(caller, scope, {
       id: positiveIntParam(query, "id"),
       level: positiveIntParam(query, "level"),

@@ -51,15 +51,28 @@ function callerModelLimits(caller: AccountRow): ModelLimits {
 
 function checkModelLimits(caller: AccountRow, limits: ModelLimits): void {
   if (caller.isOwner) return;
-  const own = Object.entries(callerModelLimits(caller)).map(([source, limit]) => ({ pattern: compilePattern(source), limit }));
+  const ownLimits = callerModelLimits(caller);
+  // Without the caller's own entry, those models would be bound only by the child's
+  // account-level limits, which may be above the caller's model limit.
+  for (const [source, limit] of Object.entries(ownLimits)) {
+    if (Object.keys(limit).length > 0 && !Object.hasOwn(limits, source)) {
+      throw badRequest(`ModelLimits must keep your own entry "${source}" (with values not above yours)`, "ModelLimits");
+    }
+  }
+  const own = Object.entries(ownLimits).map(([source, limit]) => ({ pattern: compilePattern(source), limit }));
   for (const [pattern, limit] of Object.entries(limits)) {
     // The caller's entry that would govern this pattern's models, read as a model name.
     const governing = bestMatch(own, pattern)?.limit;
     for (const member of MODEL_LIMIT_MEMBERS) {
-      const cap = governing?.[member] ?? capOf(caller, MEMBER_FIELD[member]);
+      const modelCap = governing?.[member];
+      const cap = modelCap ?? capOf(caller, MEMBER_FIELD[member]);
       const value = limit[member];
       if (cap === null || cap === undefined) continue;
+      // Unset, the member falls back to the child's account-level limit: enough when the
+      // caller's own cap is account-level too (the child's is never above it), not when
+      // the caller has a model limit for it.
       if (value === undefined) {
+        if (modelCap === undefined) continue;
         throw badRequest(`ModelLimits["${pattern}"].${member} must be set: your own limit for it is ${cap}`, "ModelLimits");
       }
       if (value > cap) throw badRequest(`ModelLimits["${pattern}"].${member} ${value} exceeds your own ${cap}`, "ModelLimits");
@@ -143,9 +156,6 @@ export function columnsForUpdate(caller: AccountRow, input: AccountInput): Parti
   if (input.modelLimits !== undefined) {
     const limits = input.modelLimits ?? {};
     checkModelLimits(caller, limits);
-    if (!caller.isOwner && Object.keys(callerModelLimits(caller)).length > 0 && Object.keys(limits).length === 0) {
-      throw badRequest("ModelLimits cannot be cleared: your own account has model limits", "ModelLimits");
-    }
     columns.modelLimits = Object.keys(limits).length ? JSON.stringify(limits) : null;
   }
   if (input.allowModels !== undefined) {

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, isNull, like, ne, sql, type SQL } from "drizzle-orm";
 import type { OperationLog } from "../admin/oplog/writer.ts";
 import type { Clock } from "../core/clock.ts";
-import { badRequest, conflict, notFound } from "../core/errors.ts";
+import { badRequest, conflict, notFound, unauthorized } from "../core/errors.ts";
 import { randomBase62 } from "../core/ids.ts";
 import type { Store } from "../store/db.ts";
 import { accounts, type AccountRow } from "../store/schema/accounts.ts";
@@ -84,6 +84,18 @@ export function createAccountsService(deps: {
     return row;
   }
 
+  /**
+   * The caller as it is now, inside the write transaction: a request authenticated just
+   * before its key was rotated or its account deleted must not write anything (it would
+   * hand out a dead key, or create accounts under a deleted one). Scope checks use this
+   * fresh row, not the request's cached snapshot.
+   */
+  function current(tx: Tx, caller: AccountRow): AccountRow {
+    const row = tx.select().from(accounts).where(and(eq(accounts.id, caller.id), eq(accounts.keyHash, caller.keyHash), live)).get();
+    if (!row) throw unauthorized("Invalid API key", "invalid_api_key");
+    return row;
+  }
+
   function assertUnique(tx: Tx, field: "email" | "name", value: string, except?: number): void {
     const column = field === "email" ? accounts.email : accounts.name;
     const hit = tx.select({ id: accounts.id }).from(accounts).where(and(eq(column, value), live)).get();
@@ -144,11 +156,11 @@ export function createAccountsService(deps: {
       const caller = actor.account;
       if (!input.email) throw badRequest("Email is required", "Email");
       if (input.credit !== undefined && input.credit < 0) throw badRequest("CreditGranted must not be negative when creating an account", "CreditGranted");
-      const columns = columnsForCreate(caller, input);
       const issued = issueApiKey();
       const now = deps.clock.now();
       const result = db.transaction(
         (tx) => {
+          const columns = columnsForCreate(current(tx, caller), input);
           assertUnique(tx, "email", input.email!);
           if (input.name) assertUnique(tx, "name", input.name);
           const inserted = tx
@@ -188,9 +200,9 @@ export function createAccountsService(deps: {
 
     update(actor: Actor, identifier: string, input: AccountInput) {
       const caller = actor.account;
-      const columns = columnsForUpdate(caller, input);
       const result = db.transaction(
         (tx) => {
+          const columns = columnsForUpdate(current(tx, caller), input);
           const target = resolve(tx, caller, identifier, "subtree");
           if (input.email !== undefined) assertUnique(tx, "email", input.email, target.id);
           if (input.name !== undefined) assertUnique(tx, "name", input.name, target.id);
@@ -199,7 +211,7 @@ export function createAccountsService(deps: {
               ? tx.update(accounts).set({ ...columns, updatedAt: deps.clock.now() }).where(eq(accounts.id, target.id)).returning().get()
               : target;
           const credit = input.credit !== undefined ? applyCredit(tx, caller, account, input.credit, input.days) : undefined;
-          return { account, credit };
+          return { account, credit, columns };
         },
         { behavior: "immediate" },
       );
@@ -209,7 +221,7 @@ export function createAccountsService(deps: {
         actorId: caller.id,
         action: "account.update",
         targetId: result.account.id,
-        details: { fields: Object.keys(columns), credit: result.credit ? result.credit.targetChange / NANOS_PER_CREDIT : undefined, days: input.days },
+        details: { fields: Object.keys(result.columns), credit: result.credit ? result.credit.targetChange / NANOS_PER_CREDIT : undefined, days: input.days },
         ip: actor.ip,
       });
       return result.account;
@@ -220,6 +232,7 @@ export function createAccountsService(deps: {
       const now = deps.clock.now();
       const result = db.transaction(
         (tx) => {
+          current(tx, caller);
           const target = resolve(tx, caller, identifier, "subtree");
           const child = tx.select({ id: accounts.id }).from(accounts).where(and(eq(accounts.parentId, target.id), live)).get();
           if (child) throw conflict(`Account ${identifier} still has accounts under it; delete those first`, undefined, "has_descendants");
@@ -248,6 +261,7 @@ export function createAccountsService(deps: {
 
     /** Applies one credit change to one account in its own transaction (batch entries are atomic one by one). */
     creditOne(tx: Tx, caller: AccountRow, identifier: string, credits: number, days: number | undefined) {
+      current(tx, caller);
       const target = resolve(tx, caller, identifier, "subtree");
       const before = balanceOf(tx, target.id, deps.clock.now());
       const outcome = applyCredit(tx, caller, target, credits, days);
@@ -261,10 +275,15 @@ export function createAccountsService(deps: {
       }
       const issued = issueApiKey();
       const now = deps.clock.now();
-      db.update(accounts)
+      // Only the key this request authenticated with is replaced: a second rotation that
+      // was authenticated before the first one committed must not hand out a dead key.
+      const rotated = db
+        .update(accounts)
         .set({ keyHash: issued.hash, keyPrefix: issued.prefix, updatedAt: now })
-        .where(eq(accounts.id, actor.account.id))
-        .run();
+        .where(and(eq(accounts.id, actor.account.id), eq(accounts.keyHash, actor.account.keyHash), live))
+        .returning({ id: accounts.id })
+        .get();
+      if (!rotated) throw unauthorized("Invalid API key", "invalid_api_key");
       deps.principals.invalidateAccount(actor.account.id);
       deps.oplog.write({ actorId: actor.account.id, action: "account.rotate_key", targetId: actor.account.id, details: { keyPrefix: issued.prefix }, ip: actor.ip });
       return issued;
