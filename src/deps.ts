@@ -23,6 +23,7 @@ import { createSwitchOver, type SwitchOver } from "./routing/switch-over.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
 import { openStore, type Store } from "./store/db.ts";
 import { createAdapters, type Adapters } from "./upstreams/index.ts";
+import { createAffinity, type Affinity } from "./gateway/affinity.ts";
 
 /** The single wiring point: every long-lived object of the process, built once from the config. */
 export interface Deps {
@@ -44,6 +45,8 @@ export interface Deps {
   readonly counters: Counters;
   readonly switchOver: SwitchOver;
   readonly adapters: Adapters;
+  /** Which account and provider key each upstream object created through the router belongs to. */
+  readonly affinity: Affinity;
   /** Where completed calls are reported: the meter, which charges them and hands them to the recorder. */
   readonly usage: UsageSink;
   readonly usageRecorder: UsageRecorder;
@@ -123,6 +126,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     counters,
     switchOver: createSwitchOver(counters),
     adapters: createAdapters(upstreamTls ? { tls: upstreamTls } : {}),
+    affinity: createAffinity({ store, clock }),
     usage: meter,
     usageRecorder,
     meter,

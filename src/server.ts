@@ -5,7 +5,6 @@ import { requestId } from "./core/ids.ts";
 import { pathOnly } from "./core/redact.ts";
 import type { Deps } from "./deps.ts";
 import { errorResponse } from "./http/envelopes.ts";
-import { familyOf } from "./http/family.ts";
 import { attachMeta, type RequestMeta } from "./http/context.ts";
 
 export interface RunningServer {

@@ -4,10 +4,13 @@ import type { Family } from "../http/family.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import type { Endpoint } from "./endpoints.ts";
 import { forwardableRequestHeaders } from "./headers.ts";
+import type { SpooledForm } from "../http/multipart.ts";
 
 /** A client's model call, parsed once: what routing, admission and the relay need. */
 export interface ClientCall {
   endpoint: Endpoint;
+  /** HTTP method sent upstream (POST for model calls; object calls keep the client's). */
+  method: string;
   family: Family;
   requestedModel: string | undefined;
   stream: boolean;
@@ -16,13 +19,15 @@ export interface ClientCall {
   /** The body as received. */
   bytes: Uint8Array;
   /** Gemini: the method after the colon (`generateContent`). */
-  method?: string;
+  geminiMethod?: string;
   /** Gemini: API version segment of the client's path. */
   version?: "v1" | "v1beta";
   /** True when the router added `stream_options.include_usage` and must hide that chunk. */
   hideUsageChunk: boolean;
   headers: Headers;
   search: string;
+  /** A multipart body spooled to disk. */
+  form?: SpooledForm;
 }
 
 /** Query parameters kept when forwarding (credentials never are). */
@@ -38,14 +43,14 @@ function forwardedSearch(url: URL): string {
 /** Reads a JSON model call for an OpenAI or Anthropic endpoint. */
 export function bodyCall(endpoint: Endpoint, request: Request, bytes: Uint8Array): ClientCall {
   const json = parseJsonObject(bytes);
-  const model = json.model;
+  const model = json.model ?? endpoint.defaultModel;
   if (endpoint.model === "body" && (typeof model !== "string" || model.trim() === "")) {
-    // Moderations may omit the model (the upstream picks its default).
-    if (endpoint.path !== "/v1/moderations") throw badRequest("`model` is required and must be a string", "model");
+    throw badRequest("`model` is required and must be a string", "model");
   }
   const stream = json.stream === true;
   return {
     endpoint,
+    method: "POST",
     family: endpoint.family,
     requestedModel: typeof model === "string" && model ? model : undefined,
     stream,
@@ -54,6 +59,26 @@ export function bodyCall(endpoint: Endpoint, request: Request, bytes: Uint8Array
     hideUsageChunk: false,
     headers: forwardableRequestHeaders(request.headers),
     search: "",
+  };
+}
+
+/** A multipart call: the model (and stream flag) come from the form's text fields. */
+export function multipartCall(endpoint: Endpoint, request: Request, form: SpooledForm): ClientCall {
+  const model = form.fields.get("model")?.trim() || endpoint.defaultModel;
+  if (!model && endpoint.model === "body") throw badRequest("`model` is required", "model");
+  if (form.files === 0 && endpoint.path !== "/v1/files") throw badRequest("This endpoint needs a file part in the form", "file");
+  return {
+    endpoint,
+    method: "POST",
+    family: endpoint.family,
+    requestedModel: model,
+    stream: form.fields.get("stream") === "true",
+    json: undefined,
+    bytes: new Uint8Array(0),
+    hideUsageChunk: false,
+    headers: forwardableRequestHeaders(request.headers),
+    search: "",
+    form,
   };
 }
 
@@ -67,12 +92,13 @@ export function geminiCall(endpoint: Endpoint, request: Request, bytes: Uint8Arr
   const url = new URL(request.url);
   return {
     endpoint,
+    method: "POST",
     family: "gemini",
     requestedModel: model,
     stream: method === "streamGenerateContent",
     json,
     bytes,
-    method,
+    geminiMethod: method,
     version: endpoint.path.startsWith("/v1beta") ? "v1beta" : "v1",
     hideUsageChunk: false,
     headers: forwardableRequestHeaders(request.headers),
@@ -103,16 +129,17 @@ export function upstreamCall(call: ClientCall, effectiveModel: string | undefine
     }
   }
   const path =
-    call.family === "gemini" ? `/${call.version}/models/${encodeURIComponent(effectiveModel ?? "")}:${call.method}` : call.endpoint.path;
+    call.family === "gemini" ? `/${call.version}/models/${encodeURIComponent(effectiveModel ?? "")}:${call.geminiMethod}` : call.endpoint.path;
   return {
     family: call.family,
-    method: "POST",
+    method: call.method,
     path,
     search: call.search,
     model: effectiveModel,
     stream: call.stream,
     json,
     bytes: edited ? undefined : call.bytes,
+    file: call.form?.path,
     headers: call.headers,
   };
 }

@@ -11,17 +11,37 @@ export interface Endpoint {
   idempotent: boolean;
   /** OpenAI chat-style streams need `stream_options.include_usage` to report usage. */
   injectStreamUsage?: boolean;
-  /** `free`: not priced or charged (token counting); default: token-billed by ChatPricing. */
-  billing?: "free";
+  /**
+   * How the call is priced: default tokens by ChatPricing; `free` not charged (token
+   * counting); `image` per image by ImgPricing (or tokens when only ChatPricing has the
+   * model); `audio` per minute by AudioPricing (or tokens); `speech` per minute of the
+   * generated audio; `video` per second by VideoPricing.
+   */
+  billing?: "free" | "image" | "audio" | "speech" | "video";
+  /** The body is multipart/form-data (spooled to disk, model read from its fields). */
+  multipart?: boolean;
+  /** The answer is binary and streamed back untouched (speech audio). */
+  binary?: boolean;
+  /** The model the upstream assumes when the client names none (used for routing and pricing only). */
+  defaultModel?: string;
+  /** The call creates an upstream object whose id binds it to the key that served it. */
+  creates?: "response" | "video" | "file" | "thread" | "run";
 }
 
 export const OPENAI_ENDPOINTS: Record<string, Endpoint> = {
   "/v1/chat/completions": { family: "openai", path: "/v1/chat/completions", model: "body", idempotent: true, injectStreamUsage: true },
   "/v1/completions": { family: "openai", path: "/v1/completions", model: "body", idempotent: true, injectStreamUsage: true },
-  "/v1/responses": { family: "openai", path: "/v1/responses", model: "body", idempotent: true },
+  "/v1/responses": { family: "openai", path: "/v1/responses", model: "body", idempotent: true, creates: "response" },
   "/v1/responses/compact": { family: "openai", path: "/v1/responses/compact", model: "body", idempotent: true },
   "/v1/embeddings": { family: "openai", path: "/v1/embeddings", model: "body", idempotent: true },
-  "/v1/moderations": { family: "openai", path: "/v1/moderations", model: "body", idempotent: true },
+  "/v1/moderations": { family: "openai", path: "/v1/moderations", model: "body", idempotent: true, defaultModel: "omni-moderation-latest" },
+  "/v1/images/generations": { family: "openai", path: "/v1/images/generations", model: "body", idempotent: false, billing: "image", defaultModel: "dall-e-2" },
+  "/v1/images/edits": { family: "openai", path: "/v1/images/edits", model: "body", idempotent: false, billing: "image", multipart: true, defaultModel: "dall-e-2" },
+  "/v1/images/variations": { family: "openai", path: "/v1/images/variations", model: "body", idempotent: false, billing: "image", multipart: true, defaultModel: "dall-e-2" },
+  "/v1/audio/transcriptions": { family: "openai", path: "/v1/audio/transcriptions", model: "body", idempotent: true, billing: "audio", multipart: true },
+  "/v1/audio/translations": { family: "openai", path: "/v1/audio/translations", model: "body", idempotent: true, billing: "audio", multipart: true },
+  "/v1/audio/speech": { family: "openai", path: "/v1/audio/speech", model: "body", idempotent: true, billing: "speech", binary: true },
+  "/v1/videos/generations": { family: "openai", path: "/v1/videos/generations", model: "body", idempotent: false, billing: "video", creates: "video" },
 };
 
 /** Compatibility aliases (spec 9) for integrations that omit `/v1`. */

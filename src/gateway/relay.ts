@@ -10,9 +10,8 @@ import { adapterFor } from "../upstreams/index.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall, type ClientCall } from "./call.ts";
 import { clientResponseHeaders, retryAfterMs } from "./headers.ts";
-import { relayStream, type ReadResult } from "./stream.ts";
-import { usageFromJson } from "./usage/extract.ts";
-import { ZERO_USAGE, type Usage, type UsageSource } from "./usage/types.ts";
+import { ZERO_USAGE } from "./usage/types.ts";
+import { createDeliver, type PeekedStream, type RecordFn } from "./deliver.ts";
 
 export interface RelayInput {
   call: ClientCall;
@@ -20,6 +19,8 @@ export interface RelayInput {
   route: ModelRoute;
   /** Metering's admission, settled when the call ends. */
   admission: unknown;
+  /** A call on an existing upstream object: only the key that holds it may serve it. */
+  pinnedKeyId?: number;
   principal: Principal;
   requestId: string;
   /** Fires when the client goes away. */
@@ -34,18 +35,8 @@ interface Attempt {
 
 class AttemptTimeout extends Error {}
 
-/** An upstream stream whose first read the relay already awaited. */
-interface PeekedStream {
-  reader: ReadableStreamDefaultReader<Uint8Array>;
-  first: ReadResult;
-}
 
 const isEventStream = (response: Response) => (response.headers.get("content-type") ?? "").includes("text/event-stream");
-
-/** A rough token count for when the upstream reported none: about four bytes per token. */
-function estimateTokens(bytes: number): number {
-  return Math.ceil(bytes / 4);
-}
 
 /**
  * Sends a model call upstream: routes it to a Level, picks a key, retries on
@@ -55,8 +46,9 @@ function estimateTokens(bytes: number): number {
 export function createRelay(deps: Deps) {
   const { config, settings, clock, pool, switchOver, usage: sink, log } = deps;
   const fetchTls = deps.upstreamTls ? { tls: deps.upstreamTls } : {};
+  const deliver = createDeliver(deps, deps.affinity, (...args) => record(...args));
 
-  const record = (input: RelayInput, route: { effectiveModel?: string; level?: number; keyId?: number }, status: number, usage: Usage, source: UsageSource, started: number) => {
+  const record: RecordFn = (input, route, status, usage, source, started, extra) => {
     sink.record({
       requestId: input.requestId,
       accountId: input.principal.account.id,
@@ -71,6 +63,7 @@ export function createRelay(deps: Deps) {
       source,
       latencyMs: clock.now() - started,
       at: started,
+      extra,
       admission: input.admission,
     });
   };
@@ -96,6 +89,13 @@ export function createRelay(deps: Deps) {
     return undefined;
   };
 
+  /** The one key an object is bound to; never another, even when it fails. */
+  const pinned = (keyId: number, tried: Set<number>): Attempt | undefined => {
+    if (tried.has(keyId)) return undefined;
+    const key = pool.acquireById(keyId);
+    return key ? { key, level: key.level, probe: false } : undefined;
+  };
+
   return async function relay(input: RelayInput): Promise<Response> {
     const started = clock.now();
     const { call } = input;
@@ -106,8 +106,14 @@ export function createRelay(deps: Deps) {
     let credentialRefreshed = false;
 
     for (let attempt = 1; attempt <= config.maxAttempts; attempt++) {
-      const chosen = pick(route.level, tried, upstream);
-      if (!chosen) break;
+      const chosen = input.pinnedKeyId === undefined ? pick(route.level, tried, upstream) : pinned(input.pinnedKeyId, tried);
+      if (!chosen) {
+        if (input.pinnedKeyId !== undefined && !lastFailure) {
+          record(input, route, 503, ZERO_USAGE, "upstream", started);
+          return errorResponse(call.family, keyGone());
+        }
+        break;
+      }
       const { key } = chosen;
       const adapter = adapterFor(deps.adapters, key);
       const controller = new AbortController();
@@ -223,6 +229,12 @@ export function createRelay(deps: Deps) {
     return errorResponse(call.family, error);
   };
 
+  function keyGone(): HttpError {
+    return new HttpError("unavailable", "The provider key that holds this object was deleted or disabled; the object cannot be reached", {
+      code: "object_key_unavailable",
+    });
+  }
+
   function finalError(model: string | undefined, last: { failure: AttemptFailure; retryAfter?: number } | undefined): HttpError {
     if (!last) {
       return new HttpError("unavailable", `No upstream key is available for model ${model ?? "(none)"}; try again later`, {
@@ -240,72 +252,6 @@ export function createRelay(deps: Deps) {
       return new HttpError("timeout", "The upstream did not answer in time", { code: "upstream_timeout" });
     }
     return new HttpError("upstream", "The upstream failed; try again later", { code: "upstream_error" });
-  }
-
-  async function deliver(
-    input: RelayInput,
-    response: Response,
-    peeked: PeekedStream | undefined,
-    route: { effectiveModel?: string; level: number; keyId: number },
-    started: number,
-    attempt: { controller: AbortController; detach: () => void; release: () => void },
-  ): Promise<Response> {
-    const { controller, release } = attempt;
-    const { call } = input;
-    const headers = clientResponseHeaders(response.headers);
-    if (peeked) {
-      // From here on a client leaving must not cut the upstream: it is drained for its usage.
-      attempt.detach();
-      const body = relayStream(peeked.reader, peeked.first, {
-        family: call.family,
-        hideUsageChunk: call.hideUsageChunk,
-        idleMs: config.streamIdleTimeoutMs,
-        drainMs: config.drainTimeoutMs,
-        abortUpstream: () => controller.abort(),
-        onEnd(end) {
-          release();
-          const usage: Usage = end.usage ?? {
-            ...ZERO_USAGE,
-            prompt: estimateTokens(call.bytes.byteLength),
-            completion: estimateTokens(end.dataBytes),
-          };
-          const source: UsageSource = end.usage ? "upstream" : "estimated";
-          const status = end.ending === "complete" ? 200 : end.ending === "client_gone" ? 499 : end.ending === "timeout" ? 504 : 502;
-          record(input, route, status, usage, source, started);
-        },
-      });
-      return new Response(body, { status: response.status, headers });
-    }
-    let text: string;
-    try {
-      text = await response.text();
-    } catch {
-      release();
-      if (input.clientSignal.aborted) {
-        // The client left while the answer was arriving: its abort cut the upstream.
-        record(input, route, 499, ZERO_USAGE, "estimated", started);
-        return errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
-      }
-      record(input, route, 502, ZERO_USAGE, "estimated", started);
-      return errorResponse(call.family, new HttpError("upstream", "The upstream connection failed while answering", { code: "upstream_error" }));
-    }
-    release();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    const usage = usageFromJson(call.family, parsed);
-    record(
-      input,
-      route,
-      response.status,
-      usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: estimateTokens(text.length) },
-      usage ? "upstream" : "estimated",
-      started,
-    );
-    return new Response(text, { status: response.status, headers });
   }
 }
 

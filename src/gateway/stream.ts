@@ -24,6 +24,8 @@ export interface StreamOptions {
   /** Cuts the upstream connection. */
   abortUpstream(): void;
   onEnd(end: StreamEnd): void;
+  /** Sees every decoded event (e.g. to learn a created object's id). */
+  watch?: (event: SseEvent) => void;
 }
 
 const encoder = new TextEncoder();
@@ -62,6 +64,7 @@ export function relayStream(
   const decoder = createSseDecoder((event: SseEvent) => {
     dataBytes += event.data.length;
     tap.onEvent(event);
+    options.watch?.(event);
     if (options.hideUsageChunk) {
       if (isUsageOnlyChunk(event.data)) return;
       const head = event.event ? `event: ${event.event}\n` : "";

@@ -1,29 +1,27 @@
 import type { Principal } from "../accounts/principal.ts";
 import type { AccountRow } from "../store/schema/accounts.ts";
 import { msUntilNextBusinessDay, msUntilNextBusinessMonth, type Clock } from "../core/clock.ts";
-import { badRequest, HttpError } from "../core/errors.ts";
+import { HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { Endpoint } from "../gateway/endpoints.ts";
 import type { Usage } from "../gateway/usage/types.ts";
 import type { CreditBook } from "./credit.ts";
 import type { Counters } from "./counters.ts";
 import { checkWindows, countRequest, countTokens, type LimitScope, type SystemLimits } from "./limits.ts";
-import { tokenCostNanos } from "./pricing/cost.ts";
+import { planBilling, type BillingPlan } from "./billing.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
-import type { ChatPrice } from "./pricing/schema.ts";
 import type { Quotas } from "./quotas.ts";
 import type { UsageEvent, UsageRecorder, UsageSink } from "./usage-recorder.ts";
 
-/** Output tokens assumed for the worst case when a call sets no maximum. */
-export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
-/** Input tokens assumed per body byte for the worst case: generous, as images and JSON inflate bytes. */
-const INPUT_TOKENS_PER_BYTE = 1 / 3;
+export { DEFAULT_MAX_OUTPUT_TOKENS, worstCaseNanos } from "./billing.ts";
 
 export interface AdmitInput {
   principal: Principal;
   endpoint: Endpoint;
   effectiveModel: string | undefined;
   json: Record<string, unknown> | undefined;
+  /** Text fields of a multipart body (image size and count, …). */
+  fields?: ReadonlyMap<string, string>;
   bodyBytes: number;
 }
 
@@ -32,28 +30,14 @@ export interface Admission {
   account: Readonly<AccountRow>;
   accountId: number;
   rates: number;
-  price: ChatPrice | undefined;
+  plan: BillingPlan;
   reserved: number;
   scopes: LimitScope[];
 }
 
+const FREE_PLAN: BillingPlan = { reserve: 0, settle: () => 0 };
+
 const nanos = (credits: number | null) => (credits === null ? null : Math.round(credits * 1e9));
-
-function maxOutputTokens(json: Record<string, unknown> | undefined): number {
-  const config = json?.generationConfig as Record<string, unknown> | undefined;
-  for (const value of [json?.max_tokens, json?.max_completion_tokens, json?.max_output_tokens, config?.maxOutputTokens]) {
-    if (typeof value === "number" && Number.isFinite(value) && value > 0) return value;
-  }
-  return DEFAULT_MAX_OUTPUT_TOKENS;
-}
-
-/** The call's cost if every token were priced at the dearest rate of its side. */
-export function worstCaseNanos(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, rates: number): number {
-  const input = Math.max(price.InputText ?? 0, price.CacheWrite ?? 0, price.InputAudio ?? 0, price.InputImage ?? 0);
-  const output = Math.max(price.OutputText ?? 0, price.ReasonText ?? 0, price.OutputAudio ?? 0, price.OutputImage ?? 0);
-  const inputTokens = Math.ceil(bodyBytes * INPUT_TOKENS_PER_BYTE);
-  return Math.round((inputTokens * input + maxOutputTokens(json) * output) * 1000 * rates);
-}
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
@@ -88,19 +72,11 @@ export function createMeter(deps: {
     admit(input) {
       const account = input.principal.account;
       const model = input.effectiveModel;
-      let price: ChatPrice | undefined;
-      let reserve = 0;
-      if (input.endpoint.billing !== "free" && model !== undefined) {
-        price = deps.prices().lookup("ChatPricing", model);
-        if (!price) {
-          throw badRequest(
-            `Model ${model} has no price, so it cannot be served. An owner can price it with PUT /x-config {"PRICING":{"ChatPricing":{"${model}":{"InputText":<USD per 1M>,"OutputText":<USD per 1M>}}}}`,
-            "model",
-            "model_not_priced",
-          );
-        }
-        reserve = worstCaseNanos(price, input.json, input.bodyBytes, account.rates);
-      }
+      const plan =
+        model === undefined
+          ? FREE_PLAN
+          : planBilling({ endpoint: input.endpoint, model, prices: deps.prices(), json: input.json, fields: input.fields, bodyBytes: input.bodyBytes, rates: account.rates });
+      const reserve = plan.reserve;
       const now = clock.now();
       const day = clock.businessDate(now);
       const month = clock.businessMonth(now);
@@ -129,14 +105,14 @@ export function createMeter(deps: {
       // Spend limits count reservations too, so concurrent calls cannot overshoot them.
       quotas.add("cost", day, reserve, account.id);
       quotas.add("cost", month, reserve, account.id);
-      return { account, accountId: account.id, rates: account.rates, price, reserved: reserve, scopes };
+      return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, scopes };
     },
 
     record(event: UsageEvent) {
       const admission = event.admission as Admission | undefined;
       let cost = event.costNanos ?? 0;
       if (admission) {
-        if (admission.price) cost = tokenCostNanos(event.usage, admission.price, admission.rates);
+        cost = admission.plan.settle(event.usage, event.extra);
         const day = clock.businessDate(event.at);
         credit.settle(admission.accountId, admission.reserved, cost);
         quotas.add("cost", day, cost - admission.reserved, admission.accountId);

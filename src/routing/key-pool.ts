@@ -22,6 +22,11 @@ export interface KeyPool {
    * The chosen key counts as in flight until `release`.
    */
   acquire(level: number, exclude: ReadonlySet<number>): PoolKey | undefined;
+  /**
+   * A specific key, for calls on an object it holds: enabled keys only, sleeping or
+   * not (the object lives nowhere else). Counts as in flight until `release`.
+   */
+  acquireById(id: number): PoolKey | undefined;
   release(key: PoolKey): void;
   /** Records an attempt's outcome; persists a sleep change. */
   report(key: PoolKey, outcome: KeyOutcome): void;
@@ -88,6 +93,12 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     hasUsable(level) {
       const now = deps.clock.now();
       return (byLevel.get(level) ?? []).some((key) => availability(key, now) !== "unavailable");
+    },
+    acquireById(id) {
+      const key = byId.get(id);
+      if (!key || !key.status) return undefined;
+      key.inFlight++;
+      return key;
     },
     acquire(level, exclude) {
       const keys = byLevel.get(level);

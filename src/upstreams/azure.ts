@@ -22,13 +22,15 @@ function apiVersion(config: AzureConfig, model: string | undefined, env: NodeJS.
   return (model && config.api_versions?.[model]) || env.AZURE_OPENAI_API_VERSION || DEFAULT_AZURE_API_VERSION;
 }
 
-/** Azure OpenAI: deployment URLs with `api-version`, and the `api-key` header. */
+/**
+ * Azure OpenAI: model operations on deployment URLs, everything else (responses,
+ * files, threads, video jobs) under `/openai/…`, always with `api-version` and the
+ * `api-key` header.
+ */
 export function createAzureAdapter(env: NodeJS.ProcessEnv = process.env): UpstreamAdapter {
   return {
     supports(call) {
-      if (call.family !== "openai") return false;
-      const operation = operationOf(call.path);
-      return operation === "responses" || operation.startsWith("responses/") || DEPLOYMENT_OPERATIONS.has(operation);
+      return call.family === "openai";
     },
     async prepare(key: PoolKey, call: UpstreamCall) {
       const config = key.config as AzureConfig;
@@ -36,7 +38,8 @@ export function createAzureAdapter(env: NodeJS.ProcessEnv = process.env): Upstre
       const params = new URLSearchParams(call.search);
       params.set("api-version", apiVersion(config, call.model, env));
       let url: string;
-      if (operation === "responses" || operation.startsWith("responses/")) {
+      if (!DEPLOYMENT_OPERATIONS.has(operation)) {
+        // Responses, files, threads, videos: Azure serves them beside the deployments.
         url = `${key.provider}/openai/${operation}`;
       } else {
         const deployment = (call.model && config.deployments?.[call.model]) || call.model || "";

@@ -16,6 +16,8 @@ export interface UpstreamCall {
   json: Record<string, unknown> | undefined;
   /** The original body bytes when the router did not edit it: sent as they came. */
   bytes: Uint8Array | undefined;
+  /** A spooled multipart body on disk, streamed from there (its content-type header carries the boundary). */
+  file?: string;
   /** Client headers safe to forward (credentials and hop-by-hop already removed). */
   headers: Headers;
 }
@@ -23,7 +25,7 @@ export interface UpstreamCall {
 export interface PreparedRequest {
   url: string;
   headers: Headers;
-  body: Uint8Array | string | null;
+  body: Uint8Array | string | Blob | null;
 }
 
 /** One upstream scheme (standard, azure, vertex): where a call goes and how it authenticates. */
@@ -39,7 +41,8 @@ export interface UpstreamAdapter {
 }
 
 /** The body to send: the original bytes when unedited, else the edited JSON. */
-export function bodyOf(call: UpstreamCall): Uint8Array | string | null {
-  if (call.bytes) return call.bytes;
+export function bodyOf(call: UpstreamCall): Uint8Array | string | Blob | null {
+  if (call.file) return Bun.file(call.file);
+  if (call.bytes && call.bytes.byteLength > 0) return call.bytes;
   return call.json ? JSON.stringify(call.json) : null;
 }

@@ -1,7 +1,7 @@
 import type { PoolKey } from "../routing/pool-key.ts";
 import type { VertexConfig } from "../routing/provider-config.ts";
 import { createAccessTokenProvider, parseServiceAccount, vertexBaseUrl, type AccessTokenProvider } from "./google-auth.ts";
-import type { UpstreamAdapter, UpstreamCall } from "./types.ts";
+import type { UpstreamAdapter } from "./types.ts";
 
 /** The body Anthropic-on-Vertex expects in place of a `model` field. */
 const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";

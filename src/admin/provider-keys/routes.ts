@@ -84,10 +84,7 @@ export function providerKeyRoutes(deps: Deps) {
         const { page, size } = pageParams(q);
         const filter = { id: positiveIntParam(q, "id"), level: positiveIntParam(q, "level"), provider: q.get("provider") || undefined };
         const { rows, total } = repo.list(filter, page, size);
-        set.headers["x-total-count"] = String(total);
-        set.headers["x-total-pages"] = String(Math.ceil(total / size));
-        set.headers["x-page"] = String(page);
-        set.headers["x-per-page"] = String(size);
+        Object.assign(set.headers, paginationHeaders(total, page, size));
         return rows.map((row) => render(row, summary));
       },
       { owner: true },

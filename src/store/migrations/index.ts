@@ -5,6 +5,8 @@ import m1 from "./0001_gateway.sql" with { type: "text" };
 import m2 from "./0002_operation_log.sql" with { type: "text" };
 import m3 from "./0003_usage_daily.sql" with { type: "text" };
 import m4 from "./0004_soft_limit_notices.sql" with { type: "text" };
+import m5 from "./0005_notices.sql" with { type: "text" };
+import m6 from "./0006_upstream_objects.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -12,4 +14,6 @@ export const migrations: Migration[] = [
   { name: "0002_operation_log", sql: m2 },
   { name: "0003_usage_daily", sql: m3 },
   { name: "0004_soft_limit_notices", sql: m4 },
+  { name: "0005_notices", sql: m5 },
+  { name: "0006_upstream_objects", sql: m6 },
 ];

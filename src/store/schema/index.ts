@@ -4,3 +4,4 @@ export * from "./settings.ts";
 export * from "./usage.ts";
 export * from "./operation-log.ts";
 export * from "./notices.ts";
+export * from "./affinity.ts";

@@ -1,0 +1,138 @@
+import { HttpError } from "../core/errors.ts";
+import type { Deps } from "../deps.ts";
+import { errorResponse } from "../http/envelopes.ts";
+import type { Affinity } from "./affinity.ts";
+import { answerQuantities, createdObjects, streamedResponseId } from "./created-objects.ts";
+import { clientResponseHeaders } from "./headers.ts";
+import type { RelayInput } from "./relay.ts";
+import { relayStream, type ReadResult } from "./stream.ts";
+import { usageFromJson } from "./usage/extract.ts";
+import { ZERO_USAGE, type Usage, type UsageSource } from "./usage/types.ts";
+
+/** An upstream stream whose first read the relay already awaited. */
+export interface PeekedStream {
+  reader: ReadableStreamDefaultReader<Uint8Array>;
+  first: ReadResult;
+}
+
+export interface ServedRoute {
+  effectiveModel?: string;
+  level: number;
+  keyId: number;
+}
+
+export interface AttemptControl {
+  controller: AbortController;
+  /** Stops a client leaving from aborting the upstream (a stream is drained instead). */
+  detach(): void;
+  /** Gives the key back to the pool. */
+  release(): void;
+}
+
+export type RecordFn = (
+  input: RelayInput,
+  route: { effectiveModel?: string; level?: number; keyId?: number },
+  status: number,
+  usage: Usage,
+  source: UsageSource,
+  started: number,
+  extra?: Record<string, number>,
+) => void;
+
+/** A rough token count for when the upstream reported none: about four bytes per token. */
+export function estimateTokens(bytes: number): number {
+  return Math.ceil(bytes / 4);
+}
+
+const isJson = (response: Response) => /\bjson\b/i.test(response.headers.get("content-type") ?? "");
+
+/**
+ * Hands a successful upstream answer to the client and meters it: streams relayed as
+ * they arrive with usage read on the side; binary bodies (speech, file downloads)
+ * passed through untouched; JSON read whole for its usage, its priced quantities and
+ * the ids of objects it created (bound to the serving key and the calling account).
+ */
+export function createDeliver(deps: Pick<Deps, "config">, affinity: Affinity, record: RecordFn) {
+  const { config } = deps;
+  const remember = (input: RelayInput, route: ServedRoute, id: string, kind: Parameters<Affinity["remember"]>[1]) =>
+    affinity.remember(id, kind, input.principal.account.id, route.keyId);
+
+  return async function deliver(
+    input: RelayInput,
+    response: Response,
+    peeked: PeekedStream | undefined,
+    route: ServedRoute,
+    started: number,
+    attempt: AttemptControl,
+  ): Promise<Response> {
+    const { controller, release } = attempt;
+    const { call } = input;
+    const headers = clientResponseHeaders(response.headers);
+    if (peeked) {
+      // From here on a client leaving must not cut the upstream: it is drained for its usage.
+      attempt.detach();
+      let responseId: string | undefined;
+      const body = relayStream(peeked.reader, peeked.first, {
+        family: call.family,
+        hideUsageChunk: call.hideUsageChunk,
+        idleMs: config.streamIdleTimeoutMs,
+        drainMs: config.drainTimeoutMs,
+        abortUpstream: () => controller.abort(),
+        watch:
+          call.endpoint.creates === "response"
+            ? (event) => {
+                if (responseId) return;
+                responseId = streamedResponseId(event.data);
+                if (responseId) remember(input, route, responseId, "response");
+              }
+            : undefined,
+        onEnd(end) {
+          release();
+          const usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: estimateTokens(end.dataBytes) };
+          const source: UsageSource = end.usage ? "upstream" : "estimated";
+          const status = end.ending === "complete" ? 200 : end.ending === "client_gone" ? 499 : end.ending === "timeout" ? 504 : 502;
+          record(input, route, status, usage, source, started);
+        },
+      });
+      return new Response(body, { status: response.status, headers });
+    }
+    if (call.endpoint.binary || !isJson(response)) {
+      // Audio and file contents flow through untouched; their price does not depend on the bytes.
+      release();
+      record(input, route, response.status, ZERO_USAGE, call.endpoint.billing === "speech" ? "estimated" : "upstream", started);
+      return new Response(response.body, { status: response.status, headers });
+    }
+    let text: string;
+    try {
+      text = await response.text();
+    } catch {
+      release();
+      if (input.clientSignal.aborted) {
+        // The client left while the answer was arriving: its abort cut the upstream.
+        record(input, route, 499, ZERO_USAGE, "estimated", started);
+        return errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
+      }
+      record(input, route, 502, ZERO_USAGE, "estimated", started);
+      return errorResponse(call.family, new HttpError("upstream", "The upstream connection failed while answering", { code: "upstream_error" }));
+    }
+    release();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    for (const object of createdObjects(call.endpoint, parsed)) remember(input, route, object.id, object.kind);
+    const usage = usageFromJson(call.family, parsed);
+    const quantities = answerQuantities(parsed);
+    if (usage) record(input, route, response.status, usage, "upstream", started, quantities);
+    else if (call.endpoint.billing && call.endpoint.billing !== "free") {
+      // Priced per image, minute or second: no tokens to guess; the quantities are the usage.
+      record(input, route, response.status, ZERO_USAGE, quantities ? "upstream" : "estimated", started, quantities);
+    } else {
+      const estimate = { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: estimateTokens(text.length) };
+      record(input, route, response.status, estimate, "estimated", started, quantities);
+    }
+    return new Response(text, { status: response.status, headers });
+  };
+}

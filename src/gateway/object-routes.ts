@@ -1,0 +1,113 @@
+import { Elysia } from "elysia";
+import type { Principal } from "../accounts/principal.ts";
+import { notFound } from "../core/errors.ts";
+import type { Deps } from "../deps.ts";
+import { readBodyBytes, parseJsonObject } from "../http/body.ts";
+import { authPlugin } from "../http/plugins.ts";
+import type { ObjectKind } from "./affinity.ts";
+import type { ClientCall } from "./call.ts";
+import type { Dispatcher } from "./dispatch.ts";
+import type { Endpoint } from "./endpoints.ts";
+import { forwardableRequestHeaders } from "./headers.ts";
+
+/** Creation calls that carry no model: served by Level 1 (docs/api.md). */
+const FILE_UPLOAD: Endpoint = { family: "openai", path: "/v1/files", model: "none", idempotent: false, billing: "free", multipart: true, creates: "file" };
+const THREAD_CREATE: Endpoint = { family: "openai", path: "/v1/threads", model: "none", idempotent: true, billing: "free", creates: "thread" };
+const THREAD_RUN_CREATE: Endpoint = { family: "openai", path: "/v1/threads/runs", model: "none", idempotent: true, billing: "free", creates: "run" };
+
+const NOT_FOUND_NAME: Record<ObjectKind, string> = {
+  file: "File",
+  response: "Response",
+  thread: "Thread",
+  run: "Run",
+  video: "Video job",
+  client_secret: "Client secret",
+};
+
+/**
+ * Calls on upstream objects created through the router (files, threads and their
+ * messages and runs, stored responses, video jobs). Each goes to the provider key
+ * that holds the object; an object another account created does not exist for
+ * the caller (404), the same answer as an unknown id.
+ */
+export function objectRoutes(deps: Deps, dispatcher: Dispatcher) {
+  const owned = (principal: Principal, objectId: string, kind: ObjectKind) => {
+    const bound = deps.affinity.lookup(objectId);
+    if (!bound || bound.accountId !== principal.account.id) {
+      throw notFound(`No such ${NOT_FOUND_NAME[kind]}: ${objectId}`, "object_not_found");
+    }
+    return bound;
+  };
+
+  /** Forwards the client's call as it is (method, path, query, body) to the object's key. */
+  const onObject = async (request: Request, principal: Principal, objectId: string, kind: ObjectKind, creates?: Endpoint["creates"]) => {
+    const bound = owned(principal, objectId, kind);
+    const url = new URL(request.url);
+    const method = request.method;
+    const endpoint: Endpoint = { family: "openai", path: url.pathname, model: "none", idempotent: method !== "POST", billing: "free", creates };
+    const response = await dispatcher.dispatch(
+      request,
+      principal,
+      async () => {
+        const bytes = method === "GET" || method === "DELETE" ? new Uint8Array(0) : await readBodyBytes(request, deps.config.maxBody);
+        const json = bytes.byteLength > 0 ? parseJsonObject(bytes) : undefined;
+        const call: ClientCall = {
+          endpoint,
+          method,
+          family: "openai",
+          requestedModel: undefined,
+          stream: json?.stream === true,
+          json,
+          bytes,
+          hideUsageChunk: false,
+          headers: forwardableRequestHeaders(request.headers),
+          search: url.search,
+        };
+        return call;
+      },
+      { pinnedKeyId: bound.keyId },
+    );
+    // Deleting the object itself (not a sub-resource) ends its binding.
+    if (method === "DELETE" && response.ok && url.pathname.endsWith(`/${objectId}`)) deps.affinity.forget(objectId);
+    return response;
+  };
+
+  /** GET /v1/files: the caller's own files, gathered from the keys that hold them. */
+  const listFiles = async (request: Request, principal: Principal) => {
+    const mine = deps.affinity.ownedBy(principal.account.id, "file");
+    const ids = new Set(mine.map((row) => row.objectId));
+    const keys = [...new Set(mine.map((row) => row.keyId))];
+    const data: unknown[] = [];
+    for (const keyId of keys) {
+      const anyId = mine.find((row) => row.keyId === keyId)!.objectId;
+      const response = await onObject(new Request(request.url, { headers: request.headers, method: "GET", signal: request.signal }), principal, anyId, "file");
+      if (!response.ok) continue;
+      const page = (await response.json()) as { data?: Array<{ id?: string }> };
+      for (const file of page.data ?? []) if (file.id && ids.has(file.id)) data.push(file);
+    }
+    return { object: "list", data, has_more: false };
+  };
+
+  const objectCall = (kind: ObjectKind) => ({ request, principal, params }: { request: Request; principal: Principal; params: Record<string, string> }) =>
+    onObject(request, principal, params.id!, kind);
+
+  return new Elysia()
+    .use(authPlugin(deps))
+    .post("/v1/files", ({ request, principal }) => dispatcher.dispatch(request, principal, dispatcher.multipart(FILE_UPLOAD), { level: 1 }), { auth: true })
+    .get("/v1/files", ({ request, principal }) => listFiles(request, principal), { auth: true })
+    .get("/v1/files/:id", objectCall("file"), { auth: true })
+    .delete("/v1/files/:id", objectCall("file"), { auth: true })
+    .get("/v1/files/:id/content", objectCall("file"), { auth: true })
+    .post("/v1/threads", ({ request, principal }) => dispatcher.dispatch(request, principal, dispatcher.json(THREAD_CREATE), { level: 1 }), { auth: true })
+    .post("/v1/threads/runs", ({ request, principal }) => dispatcher.dispatch(request, principal, dispatcher.json(THREAD_RUN_CREATE), { level: 1 }), {
+      auth: true,
+    })
+    .all("/v1/threads/:id", objectCall("thread"), { auth: true })
+    .post("/v1/threads/:id/runs", ({ request, principal, params }) => onObject(request, principal, params.id, "thread", "run"), { auth: true })
+    .all("/v1/threads/:id/*", objectCall("thread"), { auth: true })
+    .get("/v1/responses/:id", objectCall("response"), { auth: true })
+    .delete("/v1/responses/:id", objectCall("response"), { auth: true })
+    .post("/v1/responses/:id/cancel", objectCall("response"), { auth: true })
+    .get("/v1/responses/:id/input_items", objectCall("response"), { auth: true })
+    .get("/v1/videos/:id", objectCall("video"), { auth: true });
+}

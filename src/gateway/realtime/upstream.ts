@@ -1,0 +1,63 @@
+import { DEFAULT_AZURE_API_VERSION, type AzureConfig } from "../../routing/provider-config.ts";
+import type { PoolKey } from "../../routing/pool-key.ts";
+import { joinProviderPath } from "../../upstreams/standard.ts";
+
+/** Where a realtime session goes upstream and how it authenticates there. */
+export interface RealtimeTarget {
+  url: string;
+  headers: Record<string, string>;
+}
+
+/** `https://…` → `wss://…` (and `http://` → `ws://` for plain test upstreams). */
+function toWebSocketUrl(url: string): string {
+  return url.replace(/^http(s?):\/\//i, (_, s: string) => `ws${s}://`);
+}
+
+/** Provider types with a realtime WebSocket endpoint (Vertex has none). */
+export function supportsRealtime(key: PoolKey): boolean {
+  const type = key.config.provider_type;
+  return type === "standard" || type === "azure";
+}
+
+/**
+ * The upstream realtime endpoint for a key and effective model:
+ * - standard: `wss://<provider host+path>/v1/realtime?model=<model>`, `Authorization: Bearer <secret>`;
+ * - azure: `wss://<host>/openai/realtime?api-version=<v>&deployment=<deployment>`, `api-key: <secret>`.
+ * `OpenAI-Beta` is sent only when the client asked for the beta protocol.
+ */
+export function realtimeTarget(
+  key: PoolKey,
+  model: string,
+  beta: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): RealtimeTarget {
+  const headers: Record<string, string> = {};
+  if (beta) headers["openai-beta"] = beta;
+  if (key.config.provider_type === "azure") {
+    const config = key.config as AzureConfig;
+    const params = new URLSearchParams({
+      "api-version": config.api_versions?.[model] || env.AZURE_OPENAI_API_VERSION || DEFAULT_AZURE_API_VERSION,
+      deployment: config.deployments?.[model] || model,
+    });
+    headers["api-key"] = key.secret;
+    return { url: `${toWebSocketUrl(key.provider)}/openai/realtime?${params}`, headers };
+  }
+  headers.authorization = `Bearer ${key.secret}`;
+  const base = toWebSocketUrl(joinProviderPath(key.provider, "/v1/realtime"));
+  return { url: `${base}?model=${encodeURIComponent(model)}`, headers };
+}
+
+/** How an upstream handshake failed, from Bun's error message (`Expected 101 status code: 401`). */
+export type HandshakeFailure =
+  | { kind: "credential"; status: number }
+  | { kind: "retryable"; status?: number }
+  | { kind: "client"; status: number };
+
+export function classifyHandshakeFailure(message: string | undefined): HandshakeFailure {
+  const status = Number(/Expected 101 status code: (\d{3})/.exec(message ?? "")?.[1] ?? NaN);
+  if (Number.isNaN(status)) return { kind: "retryable" };
+  if (status === 401 || status === 403) return { kind: "credential", status };
+  if (status === 408 || status === 429 || status >= 500) return { kind: "retryable", status };
+  // The upstream refused what the client asked for (unknown model, bad parameter).
+  return { kind: "client", status };
+}

@@ -1,0 +1,21 @@
+import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * Upstream objects created through the router (files, responses, threads, runs,
+ * video jobs, realtime client secrets): which account owns each and which provider
+ * key holds it. Later calls on the object go to that key, and only its owner finds it.
+ */
+export const upstreamObjects = sqliteTable(
+  "upstream_objects",
+  {
+    /** The upstream's id for the object (`file-…`, `resp_…`, `thread_…`, a video request_id). */
+    objectId: text("object_id").primaryKey(),
+    kind: text("kind").notNull(),
+    accountId: integer("account_id").notNull(),
+    keyId: integer("key_id").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("upstream_objects_account").on(t.accountId, t.kind)],
+);
+
+export type UpstreamObjectRow = typeof upstreamObjects.$inferSelect;
