@@ -2,6 +2,8 @@ import { Elysia } from "elysia";
 import { dashboardAccountRoutes } from "./accounts/dashboard-routes.ts";
 import { accountRoutes } from "./accounts/routes.ts";
 import { configRoutes } from "./admin/config/routes.ts";
+import { noticeRoutes } from "./admin/notices/routes.ts";
+import { operationLogRoutes } from "./admin/oplog/routes.ts";
 import { providerKeyRoutes } from "./admin/provider-keys/routes.ts";
 import { gatewayRoutes } from "./gateway/routes.ts";
 import { pricingRoutes } from "./metering/pricing-routes.ts";
@@ -39,6 +41,8 @@ export function createApp(deps: Deps) {
     .use(providerKeyRoutes(deps))
     .use(pricingRoutes(deps))
     .use(reportRoutes(deps))
+    .use(noticeRoutes(deps))
+    .use(operationLogRoutes(deps))
     .use(gatewayRoutes(deps));
 }
 

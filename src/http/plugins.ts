@@ -10,10 +10,10 @@ import { clientIp } from "./client-ip.ts";
  * `{ auth: true }` on a route resolves `principal` (401 otherwise);
  * `{ owner: true }` additionally requires a first-level owner account (403 otherwise).
  */
-export function authPlugin(deps: Pick<Deps, "auth" | "config">) {
+export function authPlugin(deps: Pick<Deps, "auth" | "config" | "settings">) {
   const admit = (request: Request, path: string): Principal => {
     const principal = deps.auth.require(request, familyOf(path));
-    checkAccess(principal, path, clientIp(request, deps.config.trustProxy));
+    checkAccess(principal, path, clientIp(request, deps.config.trustProxy), deps.settings.resources());
     return principal;
   };
   return new Elysia({ name: "auth" }).macro({

@@ -12,7 +12,7 @@ import { scaleTable } from "./pricing/price-book.ts";
 export function pricingRoutes(deps: Deps) {
   return new Elysia().get("/x-pricing", ({ request }) => {
     const principal = deps.auth.optional(request, "openai");
-    if (principal) checkAccess(principal, "/x-pricing", clientIp(request, deps.config.trustProxy));
+    if (principal) checkAccess(principal, "/x-pricing", clientIp(request, deps.config.trustProxy), deps.settings.resources());
     const table = deps.settings.prices().table;
     const rates = principal?.account.rates ?? 1;
     return {

@@ -3,7 +3,7 @@ import { isValidEmail } from "../../accounts/validation.ts";
 import { parsePricingTable } from "../../metering/pricing/schema.ts";
 import { parseModelLimits } from "../../accounts/input.ts";
 import type { SystemLimits } from "../../metering/limits.ts";
-import { compilePattern } from "../../routing/patterns.ts";
+import { compilePattern, splitList, type CompiledPattern } from "../../routing/patterns.ts";
 import {
   parseLevelMapper,
   parseModelMapper,
@@ -91,6 +91,10 @@ export const CONFIG_ITEMS: Record<string, ConfigItemDef> = {
     exported: () => SECRET_MASK,
     secret: true,
   },
+  RESOURCES: {
+    normalise: normaliseResources,
+    exported: (text) => text,
+  },
   MODEL_LIMITS: {
     normalise: (value) => JSON.stringify(parseModelLimits(readJson("MODEL_LIMITS", value), "MODEL_LIMITS") ?? {}),
     exported: (text) => JSON.parse(text) as unknown,
@@ -105,6 +109,36 @@ function readJson(item: string, value: unknown): unknown {
   } catch {
     throw badRequest(`${item} is not valid JSON`, item);
   }
+}
+
+/** A RESOURCES entry: an API path pattern starting with `/`, or `*`; no spaces. */
+const PATH_PATTERN = /^(\*|\/[^\s,]*)$/;
+const MAX_RESOURCES_LENGTH = 8192;
+
+/**
+ * RESOURCES: comma-separated API path patterns (string, or an array of strings),
+ * stored trimmed and without duplicates. An empty value means no system restriction.
+ */
+function normaliseResources(value: unknown): string {
+  const items: unknown[] = Array.isArray(value) ? (value as unknown[]) : [value];
+  const entries = items.filter((item): item is string => typeof item === "string");
+  if (entries.length !== items.length) {
+    throw badRequest("RESOURCES must be a comma-separated string of API path patterns", "RESOURCES");
+  }
+  const patterns: string[] = [];
+  for (const entry of entries.flatMap((e) => splitList(e))) {
+    if (!PATH_PATTERN.test(entry)) throw badRequest(`RESOURCES: "${entry}" is not an API path pattern (starting with /)`, "RESOURCES");
+    if (!patterns.includes(entry)) patterns.push(entry);
+  }
+  const text = patterns.join(",");
+  if (text.length > MAX_RESOURCES_LENGTH) throw badRequest(`RESOURCES must be at most ${MAX_RESOURCES_LENGTH} characters`, "RESOURCES");
+  return text;
+}
+
+/** RESOURCES compiled for the access check; null when unset or empty (no system restriction). */
+export function compileResources(text: string | undefined): readonly CompiledPattern[] | null {
+  const patterns = splitList(text).map(compilePattern);
+  return patterns.length > 0 ? patterns : null;
 }
 
 /** MODEL_LIMITS compiled for admission. */

@@ -3,8 +3,11 @@ import type { Principal } from "../../accounts/principal.ts";
 import { badRequest } from "../../core/errors.ts";
 import type { Deps } from "../../deps.ts";
 import { readBodyBytes, readJsonObject } from "../../http/body.ts";
+import { clientIp } from "../../http/client-ip.ts";
 import { authPlugin } from "../../http/plugins.ts";
+import { itemDef } from "./items.ts";
 import type { ConfigChange } from "./service.ts";
+import { sendTestMail } from "./test-mail.ts";
 
 /** What a body-less `DELETE /x-config` removes (spec 4.4: "Remove PRICING (restore defaults)"). */
 export const DEFAULT_RESET_ITEMS: readonly string[] = ["PRICING"];
@@ -19,10 +22,22 @@ export const DEFAULT_RESET_ITEMS: readonly string[] = ["PRICING"];
 export function configRoutes(deps: Deps) {
   const exported = () => ({ configs: deps.settings.exportAll() });
 
-  /** One log line per item whose stored value actually changed; never the value (EMAIL_PASS is secret). */
-  const logChanges = (changes: readonly ConfigChange[], principal: Principal) => {
+  /** In the form GET /x-config exports (objects for JSON items); secrets arrive masked from the service. */
+  const shown = (item: string, text: string | null): unknown => (text === null ? null : itemDef(item).exported(text));
+
+  /**
+   * Per item whose stored value changed: one operation-log row (`config.update` or
+   * `config.reset`, details `{item, before, after}`) and one log line without the value.
+   */
+  const logChanges = (action: "config.update" | "config.reset", changes: readonly ConfigChange[], principal: Principal, request: Request) => {
+    const ip = clientIp(request, deps.config.trustProxy) ?? null;
     for (const change of changes) {
-      if (change.before === change.after) continue;
+      deps.oplog.write({
+        actorId: principal.account.id,
+        action,
+        details: { item: change.item, before: shown(change.item, change.before), after: shown(change.item, change.after) },
+        ip,
+      });
       deps.log.info("config changed", { item: change.item, by: principal.account.id });
     }
   };
@@ -37,7 +52,7 @@ export function configRoutes(deps: Deps) {
         if (Object.keys(values).length === 0) {
           throw badRequest("Request body names no configuration item; send an object of item names to values");
         }
-        logChanges(deps.settings.update(values), principal);
+        logChanges("config.update", deps.settings.update(values), principal, request);
         return exported();
       },
       { owner: true, parse: "none" },
@@ -46,11 +61,12 @@ export function configRoutes(deps: Deps) {
       "/x-config",
       async ({ request, principal }) => {
         const items = await readResetItems(request, deps.config.maxBody);
-        logChanges(deps.settings.reset(items), principal);
+        logChanges("config.reset", deps.settings.reset(items), principal, request);
         return exported();
       },
       { owner: true, parse: "none" },
-    );
+    )
+    .post("/x-config/test-mail", ({ request, principal }) => sendTestMail(deps, request, principal), { owner: true, parse: "none" });
 }
 
 /**

@@ -6,9 +6,10 @@ import { createPriceBook, type PriceBook } from "../../metering/pricing/price-bo
 import { parsePricingTable } from "../../metering/pricing/schema.ts";
 import type { SystemLimits } from "../../metering/limits.ts";
 import type { Sealer } from "../../store/crypto.ts";
-import { compileModelLimits, compileRouting, itemDef, SECRET_MASK, type RoutingConfig } from "./items.ts";
+import type { CompiledPattern } from "../../routing/patterns.ts";
+import { compileModelLimits, compileResources, compileRouting, itemDef, SECRET_MASK, type RoutingConfig } from "./items.ts";
 
-/** One changed item, for the operation log. */
+/** One item whose stored value changed, for the operation log; a secret's values are masked. */
 export interface ConfigChange {
   item: string;
   before: string | null;
@@ -26,6 +27,8 @@ export interface ConfigService {
   prices(): PriceBook;
   /** MODEL_LIMITS, compiled. */
   modelLimits(): SystemLimits;
+  /** RESOURCES, compiled: the system-wide API path allowlist; null means no restriction. */
+  resources(): readonly CompiledPattern[] | null;
   /** Value of an item as text (a secret item opened), or undefined when unset. */
   raw(item: string): string | undefined;
   /** Every set item in its exported form (`GET /x-config`). */
@@ -45,6 +48,7 @@ export function createConfigService({ store, clock, sealer }: { store: Store; cl
   let routing: RoutingConfig;
   let prices: PriceBook;
   let modelLimits: SystemLimits;
+  let resources: readonly CompiledPattern[] | null;
   const listeners: Array<() => void> = [];
 
   const rebuild = () => {
@@ -52,6 +56,7 @@ export function createConfigService({ store, clock, sealer }: { store: Store; cl
     const pricing = raw.get("PRICING");
     prices = createPriceBook(pricing ? parsePricingTable(pricing) : {});
     modelLimits = compileModelLimits(raw.get("MODEL_LIMITS"));
+    resources = compileResources(raw.get("RESOURCES"));
     for (const listener of listeners) listener();
   };
   // Secret items are sealed in the table and held open in memory.
@@ -67,6 +72,7 @@ export function createConfigService({ store, clock, sealer }: { store: Store; cl
     routing: () => routing,
     prices: () => prices,
     modelLimits: () => modelLimits,
+    resources: () => resources,
     raw: (item) => raw.get(item),
     exportAll() {
       const out: Record<string, unknown> = {};
@@ -86,8 +92,10 @@ export function createConfigService({ store, clock, sealer }: { store: Store; cl
             .values({ key: item, value: sealed(item, text), updatedAt: now })
             .onConflictDoUpdate({ target: settings.key, set: { value: sealed(item, text), updatedAt: now } })
             .run();
+          const before = raw.get(item) ?? null;
+          if (before === text) continue;
           const shown = (value: string | null) => (value !== null && itemDef(item).secret ? SECRET_MASK : value);
-          changes.push({ item, before: shown(raw.get(item) ?? null), after: shown(text) });
+          changes.push({ item, before: shown(before), after: shown(text) });
         }
       });
       for (const [item, text] of normalised) raw.set(item, text);

@@ -5,6 +5,8 @@ import { readJsonObject } from "../../http/body.ts";
 import { pageParams, paginationHeaders, positiveIntParam } from "../../http/pagination.ts";
 import { metaOf } from "../../http/context.ts";
 import { authPlugin } from "../../http/plugins.ts";
+import { clientIp } from "../../http/client-ip.ts";
+import type { Principal } from "../../accounts/principal.ts";
 import type { ProviderConfig } from "../../routing/provider-config.ts";
 import type { ProviderKeyRow } from "../../store/schema/provider-keys.ts";
 import { fullRecord, summaryRecord } from "./records.ts";
@@ -65,12 +67,18 @@ export function providerKeyRoutes(deps: Deps) {
     );
   };
 
+  /** Every key write goes to the server log and the operation log: ids, Levels and field names, never a secret. */
+  const audit = (action: string, principal: Principal, request: Request, keyId: number, details: Record<string, string | number | boolean | undefined>) => {
+    deps.log.info(action, { key: keyId, ...details, by: principal.account.id });
+    deps.oplog.write({ actorId: principal.account.id, action, details: { key: keyId, ...details }, ip: clientIp(request, deps.config.trustProxy) });
+  };
+
   /** Manual sleep lasts until woken; waking also clears an automatic sleep and its back-off. */
-  const setSleep = (rawId: string, sleeping: boolean, by: number) => {
+  const setSleep = (rawId: string, sleeping: boolean, principal: Principal, request: Request) => {
     const row = existing(rawId);
     deps.pool.setManualSleep(row.id, sleeping);
     deps.pool.reload();
-    deps.log.info(sleeping ? "provider key put to sleep" : "provider key woken", { key: row.id, level: row.level, by });
+    audit(sleeping ? "key.sleep" : "key.wake", principal, request, row.id, { level: row.level });
     return render(repo.get(row.id)!, false);
   };
 
@@ -96,7 +104,7 @@ export function providerKeyRoutes(deps: Deps) {
         const input = await validateCreate(await readJsonObject(request, deps.config.maxBody), self(request));
         const row = repo.create(input);
         deps.pool.reload();
-        deps.log.info("provider key created", { key: row.id, level: row.level, type: input.config?.provider_type, by: principal.account.id });
+        audit("key.create", principal, request, row.id, { level: row.level, type: input.config?.provider_type ?? "standard" });
         set.status = 201;
         return render(row, false);
       },
@@ -111,12 +119,7 @@ export function providerKeyRoutes(deps: Deps) {
         const updated = repo.update(row.id, input);
         if (!updated) throw notFound(`Provider key ${row.id} does not exist`);
         deps.pool.reload();
-        deps.log.info("provider key updated", {
-          key: row.id,
-          level: updated.level,
-          fields: Object.keys(input).join(","),
-          by: principal.account.id,
-        });
+        audit("key.update", principal, request, row.id, { level: updated.level, fields: Object.keys(input).join(",") });
         return render(updated, false);
       },
       { owner: true, parse: "none" },
@@ -130,11 +133,11 @@ export function providerKeyRoutes(deps: Deps) {
         if (force !== "true") assertNotLastRouted(row);
         if (!repo.delete(row.id)) throw notFound(`Provider key ${row.id} does not exist`);
         deps.pool.reload();
-        deps.log.info("provider key deleted", { key: row.id, level: row.level, forced: force === "true", by: principal.account.id });
+        audit("key.delete", principal, request, row.id, { level: row.level, forced: force === "true" });
         return { id: row.id, object: "provider_key", deleted: true };
       },
       { owner: true, parse: "none" },
     )
-    .post("/x-keys/:id/sleep", ({ params, principal }) => setSleep(params.id, true, principal.account.id), { owner: true, parse: "none" })
-    .post("/x-keys/:id/wake", ({ params, principal }) => setSleep(params.id, false, principal.account.id), { owner: true, parse: "none" });
+    .post("/x-keys/:id/sleep", ({ params, principal, request }) => setSleep(params.id, true, principal, request), { owner: true, parse: "none" })
+    .post("/x-keys/:id/wake", ({ params, principal, request }) => setSleep(params.id, false, principal, request), { owner: true, parse: "none" });
 }

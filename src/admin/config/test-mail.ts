@@ -1,0 +1,79 @@
+import type { Principal } from "../../accounts/principal.ts";
+import { isValidEmail, normaliseEmail } from "../../accounts/validation.ts";
+import { badRequest, HttpError } from "../../core/errors.ts";
+import { redact } from "../../core/redact.ts";
+import type { Deps } from "../../deps.ts";
+import { parseJsonObject, readBodyBytes } from "../../http/body.ts";
+import { clientIp } from "../../http/client-ip.ts";
+import { SECRET_MASK } from "./items.ts";
+
+export interface TestMailResult {
+  object: "test_mail";
+  sent: true;
+  to: string;
+  /** The SMTP server's final answer, e.g. `250 OK: queued`. */
+  response: string;
+}
+
+/** The recipient: `{"to": "<email>"}`, or the caller's own address when the body is empty or has no `to`. */
+async function recipient(request: Request, limit: number, fallback: string): Promise<string> {
+  const bytes = await readBodyBytes(request, limit);
+  if (new TextDecoder().decode(bytes).trim() === "") return fallback;
+  const body = parseJsonObject(bytes);
+  for (const field of Object.keys(body)) {
+    if (field !== "to") throw badRequest(`Unknown field "${field}"; the body is {"to": "<email>"}`, field);
+  }
+  if (body.to === undefined || body.to === null) return fallback;
+  if (typeof body.to !== "string" || !isValidEmail(normaliseEmail(body.to))) {
+    throw badRequest("to must be a valid email address", "to");
+  }
+  return normaliseEmail(body.to);
+}
+
+/**
+ * A mail failure fit for a client: the transport's message (which carries the SMTP
+ * server's answer or the connection error), with the SMTP password removed in the
+ * forms it could take on the wire (plain, and base64 as AUTH LOGIN/PLAIN send it).
+ */
+export function mailFailure(error: unknown, pass: string | undefined): HttpError {
+  const code = error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : undefined;
+  let message = error instanceof Error ? error.message : String(error);
+  if (pass && pass.length >= 4) {
+    for (const form of [pass, Buffer.from(pass).toString("base64")]) message = message.split(form).join(SECRET_MASK);
+  }
+  message = redact(message).slice(0, 500);
+  return new HttpError("upstream", `Sending the test mail failed${code ? ` (${code})` : ""}: ${message}`, { code: "mail_failed" });
+}
+
+/**
+ * `POST /x-config/test-mail` (owner only): sends one mail through the current SMTP
+ * items and reports the server's answer. 400 when EMAIL_SMTP or XAI_MAIL is unset;
+ * 502 with the mail error when sending fails. Written to the operation log either way.
+ */
+export async function sendTestMail(deps: Deps, request: Request, principal: Principal): Promise<TestMailResult> {
+  const caller = principal.account;
+  const to = await recipient(request, deps.config.maxBody, caller.email);
+  if (!deps.mailer.configured()) {
+    throw badRequest("Mail is not configured: set EMAIL_SMTP and XAI_MAIL (and EMAIL_PORT, EMAIL_AUTH, EMAIL_PASS as the server needs)", "EMAIL_SMTP", "mail_not_configured");
+  }
+  const server = `${deps.settings.raw("EMAIL_SMTP")}:${deps.settings.raw("EMAIL_PORT") ?? 587}`;
+  const log = (sent: boolean) =>
+    deps.oplog.write({
+      actorId: caller.id,
+      action: "config.test_mail",
+      details: { to, server, sent },
+      ip: clientIp(request, deps.config.trustProxy) ?? null,
+    });
+  try {
+    const result = await deps.mailer.send({
+      to,
+      subject: "Router test mail",
+      text: `This is a test mail from the router, sent through ${server} at ${new Date(deps.clock.now()).toISOString()} at the request of account ${caller.name}.\n\nIf you can read this, mail delivery works.`,
+    });
+    log(true);
+    return { object: "test_mail", sent: true, to, response: result.response };
+  } catch (error) {
+    log(false);
+    throw mailFailure(error, deps.settings.raw("EMAIL_PASS"));
+  }
+}

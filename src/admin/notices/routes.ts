@@ -1,0 +1,172 @@
+import { Elysia } from "elysia";
+import { canManage } from "../../accounts/access.ts";
+import { normaliseEmail } from "../../accounts/validation.ts";
+import { badRequest, forbidden, notFound } from "../../core/errors.ts";
+import type { Deps } from "../../deps.ts";
+import { readJsonObject } from "../../http/body.ts";
+import { clientIp } from "../../http/client-ip.ts";
+import { pageParams, paginationHeaders } from "../../http/pagination.ts";
+import { authPlugin } from "../../http/plugins.ts";
+import type { AccountRow } from "../../store/schema/accounts.ts";
+import type { NoticeRow } from "../../store/schema/notices.ts";
+import { createNoticesRepository } from "./repository.ts";
+
+export const TITLE_MAX = 100;
+export const CONTENT_MAX = 1000;
+export const DEFAULT_DAYS = 30;
+export const MAX_DAYS = 365;
+const DAY_MS = 86_400_000;
+const FIELDS = new Set(["title", "content", "target", "days"]);
+
+export interface NoticeInput {
+  title: string;
+  content: string;
+  /** Account identifier (ID, name or email); undefined: system-wide. */
+  target: string | undefined;
+  days: number;
+}
+
+/** Length in characters (code points), so an emoji counts once. */
+const length = (text: string) => [...text].length;
+
+function requiredText(body: Record<string, unknown>, field: "title" | "content", max: number): string {
+  const value = body[field];
+  if (typeof value !== "string" || value.trim() === "") throw badRequest(`${field} is required (a non-empty string)`, field);
+  const text = value.trim();
+  if (length(text) > max) throw badRequest(`${field} must be at most ${max} characters (got ${length(text)})`, field);
+  return text;
+}
+
+/** Reads and checks a `POST /x-news` body; unknown fields are refused. */
+export function readNoticeInput(body: Record<string, unknown>): NoticeInput {
+  for (const field of Object.keys(body)) {
+    if (!FIELDS.has(field)) throw badRequest(`Unknown field "${field}"; allowed: title, content, target, days`, field);
+  }
+  const title = requiredText(body, "title", TITLE_MAX);
+  const content = requiredText(body, "content", CONTENT_MAX);
+  let target: string | undefined;
+  if (typeof body.target === "number" && Number.isSafeInteger(body.target) && body.target > 0) target = String(body.target);
+  else if (typeof body.target === "string" && body.target.trim() !== "") target = body.target.trim();
+  else if (body.target !== undefined && body.target !== null) throw badRequest("target must be an account ID, name or email", "target");
+  let days = DEFAULT_DAYS;
+  if (body.days !== undefined && body.days !== null) {
+    if (typeof body.days !== "number" || !Number.isInteger(body.days) || body.days < 1 || body.days > MAX_DAYS) {
+      throw badRequest(`days must be an integer from 1 to ${MAX_DAYS}`, "days");
+    }
+    days = body.days;
+  }
+  return { title, content, target, days };
+}
+
+export function noticeRecord(row: NoticeRow) {
+  return {
+    object: "notice",
+    id: row.id,
+    title: row.title,
+    content: row.content,
+    target_id: row.targetId,
+    author_id: row.authorId,
+    created_at: new Date(row.createdAt).toISOString(),
+    expires_at: new Date(row.expiresAt).toISOString(),
+  };
+}
+
+/** The caller itself, named by ID, email or name (a manager addressing its whole subtree). */
+function isSelf(caller: AccountRow, identifier: string): boolean {
+  if (/^\d+$/.test(identifier)) return Number(identifier) === caller.id;
+  if (identifier.includes("@")) return normaliseEmail(identifier) === caller.email;
+  return identifier === caller.name;
+}
+
+/** Ancestry of an account from its materialised path (`/1/4/9/` → 1, 4, 9), itself included. */
+export function ancestorsOf(account: Pick<AccountRow, "id" | "path">): number[] {
+  const ids = account.path.split("/").filter(Boolean).map(Number).filter(Number.isSafeInteger);
+  return ids.includes(account.id) ? ids : [...ids, account.id];
+}
+
+/**
+ * Broadcast notices (spec 2.5, 5 rule 6). System-wide notices (no `target`) are
+ * for owners only; a targeted notice needs management access and a target in the
+ * caller's subtree (or the caller itself), and reaches the target and everything
+ * under it. Authors and owners delete; every account reads its own feed.
+ */
+export function noticeRoutes(deps: Deps) {
+  const repo = createNoticesRepository(deps.store);
+  const ipOf = (request: Request) => clientIp(request, deps.config.trustProxy) ?? null;
+
+  const targetOf = (caller: AccountRow, identifier: string | undefined): AccountRow | null => {
+    if (identifier === undefined) {
+      if (!caller.isOwner) throw forbidden("Only owner accounts may publish system-wide notices; name a target account", "owner_only");
+      return null;
+    }
+    if (!canManage(caller)) {
+      throw forbidden("Publishing notices needs account management (this API key's Resources do not include /x-users)", "manage_not_allowed");
+    }
+    return isSelf(caller, identifier) ? caller : deps.accountsService.resolve(caller, identifier, "subtree");
+  };
+
+  return new Elysia()
+    .use(authPlugin(deps))
+    .post(
+      "/x-news",
+      async ({ principal, request, set }) => {
+        const caller = principal.account;
+        const input = readNoticeInput(await readJsonObject(request, deps.config.maxBody));
+        const target = targetOf(caller, input.target);
+        const now = deps.clock.now();
+        const row = repo.create({
+          title: input.title,
+          content: input.content,
+          authorId: caller.id,
+          targetId: target?.id ?? null,
+          createdAt: now,
+          expiresAt: now + input.days * DAY_MS,
+        });
+        deps.oplog.write({
+          actorId: caller.id,
+          action: "news.create",
+          targetId: row.targetId,
+          details: { id: row.id, title: row.title, target: row.targetId, days: input.days },
+          ip: ipOf(request),
+        });
+        set.status = 201;
+        return noticeRecord(row);
+      },
+      { auth: true, parse: "none" },
+    )
+    .get(
+      "/x-news",
+      ({ principal, request, set }) => {
+        const { page, size } = pageParams(new URL(request.url).searchParams);
+        const { rows, total } = repo.listManaged(principal.account.id, principal.account.isOwner, page, size);
+        Object.assign(set.headers, paginationHeaders(total, page, size));
+        return rows.map(noticeRecord);
+      },
+      { auth: true },
+    )
+    .delete(
+      "/x-news/:id",
+      ({ principal, request, params }) => {
+        const caller = principal.account;
+        const id = /^\d+$/.test(params.id) ? Number(params.id) : NaN;
+        const row = Number.isSafeInteger(id) ? repo.get(id) : undefined;
+        // Someone else's notice does not exist for a caller that may not delete it.
+        if (!row || !(row.authorId === caller.id || caller.isOwner)) throw notFound(`Notice ${params.id} not found`, "notice_not_found");
+        repo.remove(row.id);
+        deps.oplog.write({
+          actorId: caller.id,
+          action: "news.delete",
+          targetId: row.targetId,
+          details: { id: row.id, title: row.title, author: row.authorId },
+          ip: ipOf(request),
+        });
+        return { object: "notice", id: row.id, deleted: true };
+      },
+      { auth: true },
+    )
+    .get(
+      "/dashboard/news",
+      ({ principal }) => ({ object: "list", data: repo.feed(ancestorsOf(principal.account), deps.clock.now()).map(noticeRecord) }),
+      { auth: true },
+    );
+}
