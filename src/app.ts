@@ -6,6 +6,8 @@ import { noticeRoutes } from "./admin/notices/routes.ts";
 import { operationLogRoutes } from "./admin/oplog/routes.ts";
 import { providerKeyRoutes } from "./admin/provider-keys/routes.ts";
 import { gatewayRoutes } from "./gateway/routes.ts";
+import { metricsRoutes } from "./metrics/routes.ts";
+import { realtimeClientSecretRoutes } from "./gateway/realtime/client-secrets.ts";
 import { pricingRoutes } from "./metering/pricing-routes.ts";
 import { reportRoutes } from "./metering/report-routes.ts";
 import { HttpError, notFound, badRequest } from "./core/errors.ts";
@@ -22,7 +24,10 @@ export function createApp(deps: Deps) {
   return new Elysia()
     .onError({ as: "global" }, ({ error, code, request, path }) => {
       const family = familyOf(path);
-      if (error instanceof HttpError) return errorResponse(family, error);
+      if (error instanceof HttpError) {
+        if (error.status === 403 || error.status === 429) deps.metrics.refusals.inc({ code: error.code ?? error.kind });
+        return errorResponse(family, error);
+      }
       if (code === "NOT_FOUND") return errorResponse(family, notFound(`No route for ${request.method} ${path}`));
       // Framework parse/validation dumps (expected/found) never reach clients.
       if (code === "PARSE") return errorResponse(family, badRequest("Request body could not be parsed"));
@@ -35,6 +40,7 @@ export function createApp(deps: Deps) {
       return errorResponse(family, new HttpError("internal", "Internal error; see the server log for this request id"));
     })
     .get("/healthz", () => ({ status: "ok" }))
+    .use(metricsRoutes(deps))
     .use(dashboardAccountRoutes(deps))
     .use(accountRoutes(deps, deps.accountsService))
     .use(configRoutes(deps))
@@ -43,7 +49,8 @@ export function createApp(deps: Deps) {
     .use(reportRoutes(deps))
     .use(noticeRoutes(deps))
     .use(operationLogRoutes(deps))
-    .use(gatewayRoutes(deps));
+    .use(gatewayRoutes(deps))
+    .use(realtimeClientSecretRoutes(deps));
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -32,6 +32,8 @@ export interface ServeConfig {
   streamIdleTimeoutMs: number;
   /** After a client leaves a stream, how long the upstream is still read for its usage, ms. */
   drainTimeoutMs: number;
+  /** A bearer token that may read /metrics without being an owner key. */
+  metricsToken?: string;
 }
 
 export const DEFAULT_MAX_BODY = 64 * 1024 * 1024;

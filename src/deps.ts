@@ -24,6 +24,7 @@ import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto
 import { openStore, type Store } from "./store/db.ts";
 import { createAdapters, type Adapters } from "./upstreams/index.ts";
 import { createAffinity, type Affinity } from "./gateway/affinity.ts";
+import { createRouterMetrics, type RouterMetrics } from "./metrics/router-metrics.ts";
 
 /** The single wiring point: every long-lived object of the process, built once from the config. */
 export interface Deps {
@@ -56,6 +57,7 @@ export interface Deps {
   readonly mailer: Mailer;
   /** TLS options for upstream fetches: the public roots plus --upstream-ca-file. */
   readonly upstreamTls: { ca: string[] } | undefined;
+  readonly metrics: RouterMetrics;
   /** Drops every in-memory cache; called when another process changed the database. */
   invalidateCaches(): void;
   /** Work to finish before the store closes (e.g. flushing batched usage rows). */
@@ -87,6 +89,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const counters = createMemoryCounters();
   const oplog = createOperationLog({ store, clock });
   const usageRecorder = createUsageRecorder({ store, clock, log });
+  const metrics = createRouterMetrics();
   const credit = createCreditBook({ store, clock });
   usageRecorder.onCharged((charged) => credit.flushed(charged));
   const quotas = createQuotas({ store, counters });
@@ -101,8 +104,11 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     counters,
     quotas,
     recorder: usageRecorder,
+    metrics,
     onSpend: (account) => softLimit.check(account),
   });
+  const switchOver = createSwitchOver(counters);
+  registerStateGauges(metrics, pool, switchOver, settings);
   return {
     config,
     clock,
@@ -124,7 +130,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     providerKeys,
     pool,
     counters,
-    switchOver: createSwitchOver(counters),
+    switchOver,
     adapters: createAdapters(upstreamTls ? { tls: upstreamTls } : {}),
     affinity: createAffinity({ store, clock }),
     usage: meter,
@@ -133,6 +139,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     credit,
     quotas,
     mailer,
+    metrics,
     upstreamTls,
     invalidateCaches() {
       principals.clear();
@@ -141,4 +148,20 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     },
     beforeClose: [() => usageRecorder.stop()],
   };
+}
+
+/** Gauges read at scrape time from the pool and the switch-over state. */
+function registerStateGauges(metrics: RouterMetrics, pool: KeyPool, switchOver: SwitchOver, settings: ConfigService): void {
+  metrics.registry.gauge("router_provider_keys", "Provider keys by state (enabled, sleeping with its reason, disabled)", ["state"], () => {
+    const counts = new Map<string, number>();
+    for (const key of pool.all()) {
+      const state = !key.status ? "disabled" : key.sleeping ? `sleeping_${key.sleepReason ?? "manual"}` : "enabled";
+      counts.set(state, (counts.get(state) ?? 0) + 1);
+    }
+    return [...counts].map(([state, value]) => ({ labels: { state }, value }));
+  });
+  metrics.registry.gauge("router_level_switched", "1 while a Level's traffic goes to its SWITCH_OVER backup", ["level"], () =>
+    [...settings.routing().switchOver.keys()].map((level) => ({ labels: { level: String(level) }, value: switchOver.isSwitched(level) ? 1 : 0 })),
+  );
+  metrics.registry.gauge("router_streams_active", "Streams being relayed now", [], () => [{ labels: {}, value: metrics.activeStreams() }]);
 }

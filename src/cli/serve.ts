@@ -76,6 +76,11 @@ export const serveArgs = {
     description: `Seconds a stream's upstream is still read for usage after the client left (env ROUTER_DRAIN_TIMEOUT; default ${UPSTREAM_DEFAULTS.drainTimeoutMs / 1000})`,
     valueHint: "s",
   },
+  "metrics-token": {
+    type: "string",
+    description: "Bearer token that may read /metrics besides owner keys (env ROUTER_METRICS_TOKEN; prefer the env form)",
+    valueHint: "token",
+  },
 } as const satisfies ArgsDef;
 
 function requireReadable(flag: string, path: string | undefined): string | undefined {
@@ -125,6 +130,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     firstByteTimeoutMs: seconds("first-byte-timeout", UPSTREAM_DEFAULTS.firstByteTimeoutMs),
     streamIdleTimeoutMs: seconds("stream-idle-timeout", UPSTREAM_DEFAULTS.streamIdleTimeoutMs),
     drainTimeoutMs: seconds("drain-timeout", UPSTREAM_DEFAULTS.drainTimeoutMs),
+    metricsToken: get("metrics-token"),
   };
 }
 

@@ -52,8 +52,8 @@ const isJson = (response: Response) => /\bjson\b/i.test(response.headers.get("co
  * passed through untouched; JSON read whole for its usage, its priced quantities and
  * the ids of objects it created (bound to the serving key and the calling account).
  */
-export function createDeliver(deps: Pick<Deps, "config">, affinity: Affinity, record: RecordFn) {
-  const { config } = deps;
+export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: Affinity, record: RecordFn) {
+  const { config, metrics } = deps;
   const remember = (input: RelayInput, route: ServedRoute, id: string, kind: Parameters<Affinity["remember"]>[1]) =>
     affinity.remember(id, kind, input.principal.account.id, route.keyId);
 
@@ -71,6 +71,7 @@ export function createDeliver(deps: Pick<Deps, "config">, affinity: Affinity, re
     if (peeked) {
       // From here on a client leaving must not cut the upstream: it is drained for its usage.
       attempt.detach();
+      metrics.streamStarted();
       let responseId: string | undefined;
       const body = relayStream(peeked.reader, peeked.first, {
         family: call.family,
@@ -87,6 +88,7 @@ export function createDeliver(deps: Pick<Deps, "config">, affinity: Affinity, re
               }
             : undefined,
         onEnd(end) {
+          metrics.streamEnded();
           release();
           const usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: estimateTokens(end.dataBytes) };
           const source: UsageSource = end.usage ? "upstream" : "estimated";

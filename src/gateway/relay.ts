@@ -135,6 +135,7 @@ export function createRelay(deps: Deps) {
       const timer = setTimeout(() => controller.abort(new AttemptTimeout()), config.firstByteTimeoutMs);
       try {
         const prepared = await adapter.prepare(key, upstream);
+        const sentAt = performance.now();
         response = await fetch(prepared.url, {
           method: upstream.method,
           headers: prepared.headers,
@@ -144,6 +145,7 @@ export function createRelay(deps: Deps) {
           timeout: false,
           ...fetchTls,
         } as BunFetchRequestInit);
+        deps.metrics.ttfb.observe((performance.now() - sentAt) / 1000, { family: call.family });
         if (response.ok && response.body && isEventStream(response)) {
           // Providers send a stream's headers at once and its first event when the model
           // has started: the first-byte limit runs until that first chunk, and a stream

@@ -12,6 +12,8 @@ import { planBilling, type BillingPlan } from "./billing.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { Quotas } from "./quotas.ts";
 import type { UsageEvent, UsageRecorder, UsageSink } from "./usage-recorder.ts";
+import type { RouterMetrics } from "../metrics/router-metrics.ts";
+import { familyOf } from "../http/family.ts";
 
 export { DEFAULT_MAX_OUTPUT_TOKENS, worstCaseNanos } from "./billing.ts";
 
@@ -64,6 +66,7 @@ export function createMeter(deps: {
   counters: Counters;
   quotas: Quotas;
   recorder: UsageRecorder;
+  metrics?: RouterMetrics;
   onSpend?: (account: Readonly<AccountRow>) => void;
 }): Meter {
   const { clock, credit, quotas } = deps;
@@ -120,6 +123,7 @@ export function createMeter(deps: {
         countTokens(admission.scopes, deps.counters, quotas, day, clock.now(), totalTokens(event.usage));
         if (cost > 0) deps.onSpend?.(admission.account);
       }
+      observe(deps.metrics, event, cost);
       deps.recorder.record({ ...event, costNanos: cost, admission: undefined });
     },
   };
@@ -127,4 +131,20 @@ export function createMeter(deps: {
 
 function totalTokens(usage: Usage): number {
   return usage.prompt + usage.completion;
+}
+
+/** Counts a finished call in the metrics: a few map lookups. */
+function observe(metrics: RouterMetrics | undefined, event: UsageEvent, cost: number): void {
+  if (!metrics) return;
+  const family = familyOf(event.endpoint);
+  const model = event.effectiveModel ?? "";
+  metrics.requests.inc({ family, model, level: event.level === undefined ? "" : String(event.level), status: String(event.status) });
+  metrics.duration.observe(event.latencyMs / 1000, { family });
+  const { usage } = event;
+  if (usage.prompt) metrics.tokens.inc({ model, kind: "prompt" }, usage.prompt);
+  if (usage.completion) metrics.tokens.inc({ model, kind: "completion" }, usage.completion);
+  if (usage.cacheRead) metrics.tokens.inc({ model, kind: "cache_read" }, usage.cacheRead);
+  if (usage.cacheWrite) metrics.tokens.inc({ model, kind: "cache_write" }, usage.cacheWrite);
+  if (usage.reasoning) metrics.tokens.inc({ model, kind: "reasoning" }, usage.reasoning);
+  if (cost) metrics.credit.inc({ model }, cost / 1e9);
 }

@@ -14,6 +14,8 @@ export interface KeyPool {
   get(id: number): PoolKey | undefined;
   /** Keys of a Level, in id order. */
   keysOf(level: number): readonly PoolKey[];
+  /** Every key, for status listings and metrics. */
+  all(): readonly PoolKey[];
   /** True when the Level has a key that could serve a call now. */
   hasUsable(level: number): boolean;
   /**
@@ -90,6 +92,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     reload,
     get: (id) => byId.get(id),
     keysOf: (level) => byLevel.get(level) ?? [],
+    all: () => [...byId.values()],
     hasUsable(level) {
       const now = deps.clock.now();
       return (byLevel.get(level) ?? []).some((key) => availability(key, now) !== "unavailable");

@@ -1,0 +1,27 @@
+import { Elysia } from "elysia";
+import { timingSafeEqual } from "node:crypto";
+import { forbidden } from "../core/errors.ts";
+import type { Deps } from "../deps.ts";
+import { extractApiKey } from "../http/auth.ts";
+
+function sameSecret(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+/**
+ * `GET /metrics` in the Prometheus text format, for an owner key or the separate
+ * `--metrics-token` a scraper can hold without being an administrator.
+ */
+export function metricsRoutes(deps: Deps) {
+  return new Elysia().get("/metrics", ({ request }) => {
+    const presented = extractApiKey(request, "openai");
+    const token = deps.config.metricsToken;
+    if (!(token && presented && sameSecret(presented, token))) {
+      const principal = deps.auth.require(request, "openai");
+      if (!principal.account.isOwner) throw forbidden("Only owner accounts or the metrics token may read /metrics", "owner_only");
+    }
+    return new Response(deps.metrics.registry.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
+  });
+}
