@@ -24,6 +24,16 @@ export function balanceOf(tx: Tx, accountId: number, now: number): number {
   return tx.select({ total: sql<number>`coalesce(sum(${creditGrants.remaining}), 0)` }).from(creditGrants).where(unexpired(accountId, now)).get()?.total ?? 0;
 }
 
+/** Grants with credit left, in the order they are drawn: the earliest expiry first, grants without expiry last. */
+function spendableGrants(tx: Tx, accountId: number, now: number) {
+  return tx
+    .select()
+    .from(creditGrants)
+    .where(spendable(accountId, now))
+    .orderBy(sql`${creditGrants.expiresAt} IS NULL`, asc(creditGrants.expiresAt), asc(creditGrants.id))
+    .all();
+}
+
 /**
  * Charges consumption: draws from the grants that expire first; what the grants cannot
  * cover becomes debt, settled by the next credit the account receives. Consumption is
@@ -31,12 +41,7 @@ export function balanceOf(tx: Tx, accountId: number, now: number): number {
  */
 export function consume(tx: Tx, accountId: number, amount: number, now: number): void {
   if (amount <= 0) return;
-  const grants = tx
-    .select()
-    .from(creditGrants)
-    .where(spendable(accountId, now))
-    .orderBy(sql`${creditGrants.expiresAt} IS NULL`, asc(creditGrants.expiresAt), asc(creditGrants.id))
-    .all();
+  const grants = spendableGrants(tx, accountId, now);
   let left = amount;
   for (const grant of grants) {
     if (left <= 0) break;
@@ -55,12 +60,7 @@ export function consume(tx: Tx, accountId: number, amount: number, now: number):
  * the unexpired balance is smaller. `amount` Infinity takes everything.
  */
 export function take(tx: Tx, accountId: number, amount: number, now: number): Piece[] {
-  const grants = tx
-    .select()
-    .from(creditGrants)
-    .where(spendable(accountId, now))
-    .orderBy(sql`${creditGrants.expiresAt} IS NULL`, asc(creditGrants.expiresAt), asc(creditGrants.id))
-    .all();
+  const grants = spendableGrants(tx, accountId, now);
   // Debt counts against what may be given away.
   const available = Math.max(0, balanceOf(tx, accountId, now));
   if (amount !== Infinity && available < amount) {

@@ -1,11 +1,11 @@
 import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
 import type { Clock } from "../core/clock.ts";
-import { conflict, badRequest } from "../core/errors.ts";
-import { randomBase62 } from "../core/ids.ts";
+import { badRequest } from "../core/errors.ts";
 import type { Store } from "../store/db.ts";
 import { accounts, creditGrants, type AccountRow } from "../store/schema/accounts.ts";
 import { issueApiKey } from "./api-keys.ts";
-import { isValidAccountName, isValidEmail, nameFromEmail, normaliseEmail } from "./validation.ts";
+import { insertAccount } from "./insert.ts";
+import { isValidAccountName, isValidEmail, normaliseEmail } from "./validation.ts";
 
 export interface CreatedAccount {
   account: AccountRow;
@@ -32,18 +32,6 @@ export function createAccountsRepository({ store, clock }: { store: Store; clock
   const { db } = store;
   const live = isNull(accounts.deletedAt);
 
-  const emailTaken = (email: string) =>
-    db.select({ id: accounts.id }).from(accounts).where(and(eq(accounts.email, email), live)).get() !== undefined;
-  const nameTaken = (name: string) =>
-    db.select({ id: accounts.id }).from(accounts).where(and(eq(accounts.name, name), live)).get() !== undefined;
-
-  function uniqueName(email: string): string {
-    for (;;) {
-      const candidate = nameFromEmail(email, randomBase62(6).toLowerCase());
-      if (!nameTaken(candidate)) return candidate;
-    }
-  }
-
   return {
     createOwner(input) {
       const email = normaliseEmail(input.email);
@@ -53,33 +41,16 @@ export function createAccountsRepository({ store, clock }: { store: Store; clock
       }
       const issued = issueApiKey();
       const now = clock.now();
-      const account = db.transaction((tx) => {
-        // Checked inside the write transaction, so two concurrent creators cannot both pass.
-        if (emailTaken(email)) throw conflict(`Email ${email} is already used`, "Email", "email_taken");
-        if (input.name !== undefined && nameTaken(input.name)) {
-          throw conflict(`Name ${input.name} is already used`, "Name", "name_taken");
-        }
-        const inserted = tx
-          .insert(accounts)
-          .values({
-            depth: 1,
-            isOwner: true,
-            email,
-            name: input.name ?? uniqueName(email),
-            keyHash: issued.hash,
-            keyPrefix: issued.prefix,
-            createdAt: now,
-            updatedAt: now,
-          })
-          .returning()
-          .get();
-        return tx
-          .update(accounts)
-          .set({ path: `/${inserted.id}/` })
-          .where(eq(accounts.id, inserted.id))
-          .returning()
-          .get();
-      }, { behavior: "immediate" });
+      // Checked inside the write transaction, so two concurrent creators cannot both pass.
+      const account = db.transaction(
+        (tx) =>
+          insertAccount(
+            tx,
+            { depth: 1, isOwner: true, email, name: input.name, keyHash: issued.hash, keyPrefix: issued.prefix, createdAt: now, updatedAt: now },
+            "",
+          ),
+        { behavior: "immediate" },
+      );
       return { account, key: issued.key };
     },
 

@@ -8,10 +8,11 @@ import { accounts, type AccountRow } from "../store/schema/accounts.ts";
 import { issueApiKey } from "./api-keys.ts";
 import type { AccountInput } from "./input.ts";
 import { balanceOf, capExpiry, give, take, type Tx } from "./ledger.ts";
+import { assertUnique, insertAccount } from "./insert.ts";
 import type { PrincipalCache } from "./principal.ts";
 import { NANOS_PER_CREDIT } from "./records.ts";
 import { columnsForCreate, columnsForUpdate } from "./scope.ts";
-import { nameFromEmail, normaliseEmail } from "./validation.ts";
+import { normaliseEmail } from "./validation.ts";
 
 export type Scope = "direct" | "subtree";
 
@@ -96,14 +97,6 @@ export function createAccountsService(deps: {
     return row;
   }
 
-  function assertUnique(tx: Tx, field: "email" | "name", value: string, except?: number): void {
-    const column = field === "email" ? accounts.email : accounts.name;
-    const hit = tx.select({ id: accounts.id }).from(accounts).where(and(eq(column, value), live)).get();
-    if (hit && hit.id !== except) {
-      throw conflict(`${field === "email" ? "Email" : "Name"} ${value} is already used`, field === "email" ? "Email" : "Name", `${field}_taken`);
-    }
-  }
-
   /** Moves credit between caller and target inside the transaction (spec 4.2 credit rule). */
   function applyCredit(tx: Tx, caller: AccountRow, target: AccountRow, credits: number, days: number | undefined): CreditOutcome {
     const now = deps.clock.now();
@@ -121,12 +114,6 @@ export function createAccountsService(deps: {
     return { callerChange: -nanos, targetChange: nanos };
   }
 
-  const uniqueName = (tx: Tx, email: string) => {
-    for (;;) {
-      const candidate = nameFromEmail(email, randomBase62(6).toLowerCase());
-      if (!tx.select({ id: accounts.id }).from(accounts).where(and(eq(accounts.name, candidate), live)).get()) return candidate;
-    }
-  };
 
   return {
     resolve: (caller: AccountRow, identifier: string, scope: Scope) => resolve(db, caller, identifier, scope),
@@ -161,27 +148,24 @@ export function createAccountsService(deps: {
       const result = db.transaction(
         (tx) => {
           const columns = columnsForCreate(current(tx, caller), input);
-          assertUnique(tx, "email", input.email!);
-          if (input.name) assertUnique(tx, "name", input.name);
-          const inserted = tx
-            .insert(accounts)
-            .values({
+          const account = insertAccount(
+            tx,
+            {
               ...columns,
               parentId: caller.id,
               depth: caller.depth + 1,
               isOwner: false,
               email: input.email!,
-              name: input.name ?? uniqueName(tx, input.email!),
+              name: input.name,
               alias: input.alias ?? null,
               billingEmail: input.billingEmail ?? null,
               keyHash: issued.hash,
               keyPrefix: issued.prefix,
               createdAt: now,
               updatedAt: now,
-            })
-            .returning()
-            .get();
-          const account = tx.update(accounts).set({ path: `${caller.path}${inserted.id}/` }).where(eq(accounts.id, inserted.id)).returning().get();
+            },
+            caller.path,
+          );
           const credit = input.credit ? applyCredit(tx, caller, account, input.credit, input.days) : { callerChange: 0, targetChange: 0 };
           return { account, credit };
         },
