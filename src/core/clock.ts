@@ -64,8 +64,8 @@ export function msUntilNextBusinessDay(clock: Clock, now = clock.now()): number 
   let low = now;
   let high = now + 3_600_000;
   while (clock.businessDate(high) === today) high += 3_600_000;
-  // Binary search to the second: zone offsets are whole minutes.
-  while (high - low > 1000) {
+  // Binary search to the millisecond, so Retry-After is not a second too long.
+  while (high - low > 1) {
     const mid = low + Math.floor((high - low) / 2);
     if (clock.businessDate(mid) === today) low = mid;
     else high = mid;

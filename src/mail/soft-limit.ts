@@ -65,7 +65,8 @@ export function createSoftLimitNotifier(deps: {
       const month = deps.clock.businessMonth();
       const key = `${accountId}:${month}`;
       if (inFlight.has(key) || !deps.mailer.configured()) return;
-      const spent = deps.quotas.get("cost", month, accountId) / 1e9;
+      // Charged so far, without the reservations of calls still running.
+      const spent = deps.quotas.get("spent", month, accountId) / 1e9;
       if (spent < account.softLimit || alreadySent(accountId, month)) return;
       inFlight.add(key);
       const to = account.billingEmail ?? account.email;

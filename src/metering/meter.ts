@@ -120,6 +120,7 @@ export function createMeter(deps: {
         credit.settle(admission.accountId, admission.reserved, cost);
         quotas.add("cost", day, cost - admission.reserved, admission.accountId);
         quotas.add("cost", clock.businessMonth(event.at), cost - admission.reserved, admission.accountId);
+        quotas.add("spent", clock.businessMonth(event.at), cost, admission.accountId);
         countTokens(admission.scopes, deps.counters, quotas, day, clock.now(), totalTokens(event.usage));
         if (cost > 0) deps.onSpend?.(admission.account);
       }

@@ -3,8 +3,13 @@ import type { Store } from "../store/db.ts";
 import { usageDaily } from "../store/schema/usage.ts";
 import type { Counters } from "./counters.ts";
 
-/** What a day quota or spend total counts. */
-export type DailyMeasure = "requests" | "tokens" | "cost";
+/**
+ * What a day quota or spend total counts. `cost` includes the reservations of calls in
+ * flight (what DailyLimit and HardLimit are checked against, so concurrent calls cannot
+ * overshoot them); `spent` only what calls were actually charged (what SoftLimit is
+ * compared with, so a reservation alone never sends the warning).
+ */
+export type DailyMeasure = "requests" | "tokens" | "cost" | "spent";
 
 /**
  * Business-day and business-month totals (RPD, TPD, DailyLimit, HardLimit/SoftLimit)
@@ -16,6 +21,7 @@ export function createQuotas(deps: { store: Store; counters: Counters }) {
     requests: sql<number>`coalesce(sum(${usageDaily.requests}), 0)`,
     tokens: sql<number>`coalesce(sum(${usageDaily.promptTokens} + ${usageDaily.completionTokens}), 0)`,
     cost: sql<number>`coalesce(sum(${usageDaily.costNanos}), 0)`,
+    spent: sql<number>`coalesce(sum(${usageDaily.costNanos}), 0)`,
   };
 
   /** Seeds from the rollups: `period` is a day (`YYYY-MM-DD`) or a month (`YYYY-MM`). */
@@ -26,12 +32,21 @@ export function createQuotas(deps: { store: Store; counters: Counters }) {
     return deps.store.db.select({ value: column[measure] }).from(usageDaily).where(and(...parts)).get()?.value ?? 0;
   };
 
-  const keyOf = (measure: DailyMeasure, accountId: number | undefined, model: string | undefined) =>
-    `q:${measure}:${accountId ?? "*"}:${model ?? "*"}`;
+  // Day and month totals live in separate slots: a counter slot holds one period at a
+  // time, so sharing one between `2026-03-10` and `2026-03` re-seeded it from the
+  // database on every switch and lost the in-memory reservations and unflushed charges.
+  const keyOf = (measure: DailyMeasure, period: string, accountId: number | undefined, model: string | undefined) =>
+    `q:${measure}:${period.length === 7 ? "month" : "day"}:${accountId ?? "*"}:${model ?? "*"}`;
+
+  /** The period each slot was last seeded for. */
+  const held = new Map<string, string>();
 
   const ensure = (measure: DailyMeasure, period: string, accountId?: number, model?: string) => {
-    const key = keyOf(measure, accountId, model);
-    if (!deps.counters.hasDaily(key, period)) deps.counters.addDaily(key, period, seed(measure, period, accountId, model));
+    const key = keyOf(measure, period, accountId, model);
+    if (!deps.counters.hasDaily(key, period)) {
+      deps.counters.addDaily(key, period, seed(measure, period, accountId, model));
+      held.set(key, period);
+    }
     return key;
   };
 
@@ -42,6 +57,11 @@ export function createQuotas(deps: { store: Store; counters: Counters }) {
     },
     add(measure: DailyMeasure, period: string, amount: number, accountId?: number, model?: string): void {
       if (amount === 0) return;
+      // A call that began before midnight (or the month's end) and settles after it: the
+      // past period is no longer checked, and moving the slot back to it would drop the
+      // current period's in-memory total. Its row still reaches that day's rollup.
+      const key = keyOf(measure, period, accountId, model);
+      if (!deps.counters.hasDaily(key, period) && (held.get(key) ?? "") > period) return;
       deps.counters.addDaily(ensure(measure, period, accountId, model), period, amount);
     },
   };
