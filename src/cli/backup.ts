@@ -1,0 +1,188 @@
+/**
+ * `router backup --out FILE`: a consistent copy of the live database while the
+ * server runs. `VACUUM INTO` reads one snapshot of the database (WAL mode: the
+ * server keeps writing meanwhile, and the copy holds exactly what was committed when
+ * the copy began) and writes it compacted to a temporary file, which is checked
+ * (`PRAGMA integrity_check`) before it is renamed to FILE. The copy runs in a worker
+ * so a spinner can turn on a terminal.
+ */
+import { Database } from "bun:sqlite";
+import { defineCommand } from "citty";
+import { chmodSync, copyFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { databasePath } from "../deps.ts";
+import { dataArgs } from "./common-args.ts";
+import { flagOrEnv, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { formatBytes } from "./output.ts";
+import { runOrExit } from "./run.ts";
+
+const backupArgs = {
+  out: { type: "string", description: "File to write the backup to (required)", valueHint: "file" },
+  ...dataArgs,
+  force: { type: "boolean", description: "Overwrite FILE (and its secret key copy) if it exists" },
+  "with-secret-key": {
+    type: "boolean",
+    description: "Also copy the secret key next to the backup (FILE without .db + .secret.key, mode 0600)",
+  },
+} as const;
+
+/** `backup.db` → `backup.secret.key`; any other name gets `.secret.key` appended. */
+export function secretKeyCopyPath(out: string): string {
+  return (out.endsWith(".db") ? out.slice(0, -3) : out) + ".secret.key";
+}
+
+/** Runs `VACUUM INTO` on its own connection; in a worker this file's code is not loaded, so it is kept self-contained. */
+const WORKER_SOURCE = `
+import { Database } from "bun:sqlite";
+self.onmessage = (event) => {
+  const { source, target } = event.data;
+  try {
+    const db = new Database(source, { readwrite: true, create: false });
+    try {
+      db.run("PRAGMA busy_timeout = 10000");
+      db.query("VACUUM INTO ?").run(target);
+    } finally {
+      db.close();
+    }
+    postMessage({ ok: true });
+  } catch (error) {
+    postMessage({ ok: false, message: error && error.message ? error.message : String(error) });
+  }
+};
+`;
+
+function vacuumInto(source: string, target: string): void {
+  const db = new Database(source, { readwrite: true, create: false });
+  try {
+    db.run("PRAGMA busy_timeout = 10000");
+    db.query("VACUUM INTO ?").run(target);
+  } finally {
+    db.close();
+  }
+}
+
+/** The copy on a worker thread, so this thread can animate progress; in-thread if workers are unavailable. */
+async function copyDatabase(source: string, target: string): Promise<void> {
+  let worker: Worker;
+  try {
+    worker = new Worker(URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" })));
+  } catch {
+    vacuumInto(source, target);
+    return;
+  }
+  try {
+    await new Promise<void>((done, fail) => {
+      worker.onmessage = (event: MessageEvent<{ ok: boolean; message?: string }>) =>
+        event.data.ok ? done() : fail(new Error(`copying the database failed: ${event.data.message}`));
+      worker.onerror = (event) => fail(new Error(`copying the database failed: ${event.message}`));
+      worker.postMessage({ source, target });
+    });
+  } finally {
+    worker.terminate();
+  }
+}
+
+/** A spinner with the bytes written so far, on stderr when it is a terminal; nothing otherwise. */
+function startProgress(target: string, expected: number): () => void {
+  if (!process.stderr.isTTY) return () => {};
+  const frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+  let frame = 0;
+  const draw = () => {
+    let written = 0;
+    try {
+      written = statSync(target).size;
+    } catch {
+      // not created yet
+    }
+    const percent = expected > 0 ? ` (${Math.min(99, Math.floor((written / expected) * 100))}%)` : "";
+    process.stderr.write(`\r\x1b[K${frames[frame++ % frames.length]} copying the database: ${formatBytes(written)} of about ${formatBytes(expected)}${percent}`);
+  };
+  draw();
+  const timer = setInterval(draw, 100);
+  return () => {
+    clearInterval(timer);
+    process.stderr.write("\r\x1b[K");
+  };
+}
+
+/** Opens the copy on its own and checks every page; returns the problem, or undefined when sound. */
+function verify(path: string): string | undefined {
+  let db: Database | undefined;
+  try {
+    db = new Database(path, { readonly: true });
+    const rows = db.query<{ integrity_check: string }, []>("PRAGMA integrity_check").all();
+    const problems = rows.map((row) => row.integrity_check).filter((line) => line !== "ok");
+    if (problems.length > 0) return problems.slice(0, 5).join("; ");
+    db.query("SELECT count(*) FROM sqlite_schema").get();
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  } finally {
+    db?.close();
+  }
+}
+
+export const backupCommand = defineCommand({
+  meta: {
+    name: "backup",
+    description: "Copy the database consistently while the server runs, and check the copy",
+  },
+  args: backupArgs,
+  run: ({ args, rawArgs }) =>
+    runOrExit(async () => {
+      rejectUnknownFlags(rawArgs, backupArgs);
+      if (args._.length > 0) throw new UsageError(`unexpected argument "${args._[0]}"; see --help`);
+      if (!args.out) throw new UsageError("--out FILE is required; see --help");
+      const dataDir = flagOrEnv(args, "data") ?? "./data";
+      const source = resolve(databasePath(dataDir));
+      const out = resolve(args.out);
+      if (!existsSync(source)) throw new Error(`no database at ${source}; is --data right?`);
+      if ([source, `${source}-wal`, `${source}-shm`].includes(out)) throw new UsageError("--out must not be the live database");
+      if (existsSync(out) && !args.force) throw new Error(`${out} exists; repeat with --force to overwrite it`);
+
+      const withKey = args["with-secret-key"] === true;
+      const keySource = resolve(flagOrEnv(args, "secret-key-file") ?? join(dataDir, "secret.key"));
+      const keyTarget = secretKeyCopyPath(out);
+      if (withKey) {
+        if (!existsSync(keySource)) throw new Error(`no secret key at ${keySource}; give --secret-key-file`);
+        if (existsSync(keyTarget) && !args.force) throw new Error(`${keyTarget} exists; repeat with --force to overwrite it`);
+      }
+
+      // Written beside FILE and renamed only once checked: FILE is never a partial or broken copy.
+      const temporary = `${out}.partial-${process.pid}`;
+      rmSync(temporary, { force: true });
+      const expected = statSync(source).size + (existsSync(`${source}-wal`) ? statSync(`${source}-wal`).size : 0);
+      const stopProgress = startProgress(temporary, expected);
+      const started = performance.now();
+      try {
+        await copyDatabase(source, temporary);
+      } catch (error) {
+        rmSync(temporary, { force: true });
+        throw error;
+      } finally {
+        stopProgress();
+      }
+      if (process.stderr.isTTY) process.stderr.write("checking the copy (integrity_check)…");
+      const problem = verify(temporary);
+      if (process.stderr.isTTY) process.stderr.write("\r\x1b[K");
+      if (problem !== undefined) {
+        rmSync(temporary, { force: true });
+        throw new Error(`the copy failed its integrity check (${problem}); nothing was written to ${out}`);
+      }
+      chmodSync(temporary, 0o600);
+      renameSync(temporary, out);
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      process.stdout.write(`backup written to ${out} (${formatBytes(statSync(out).size)}, ${seconds} s); integrity check ok\n`);
+
+      if (withKey) {
+        copyFileSync(keySource, keyTarget);
+        chmodSync(keyTarget, 0o600);
+        process.stdout.write(`secret key copied to ${keyTarget} (mode 0600); store both together, and safely\n`);
+      } else {
+        process.stdout.write(
+          `keep ${basename(keySource)} (${keySource}) with this backup: without it the provider secrets in it cannot be opened ` +
+            "(or repeat with --with-secret-key)\n",
+        );
+      }
+    }),
+});

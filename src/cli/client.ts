@@ -1,0 +1,280 @@
+/**
+ * The admin commands that talk to a running router over HTTP (`router keys`,
+ * `accounts`, `config`, `usage`, `news`, `logs`): where the server is and which key
+ * to use, one request helper that turns the server's error envelope into exit code
+ * 1 with the server's own message, and the citty plumbing every such command shares
+ * (unknown flags and stray arguments are usage errors, exit code 2).
+ */
+import { defineCommand, type ArgsDef, type CommandDef } from "citty";
+import { readFileSync } from "node:fs";
+import { flagOrEnv, parseIntegerFlag, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { runOrExit } from "./run.ts";
+
+export const DEFAULT_URL = "http://127.0.0.1:8080";
+/** Management calls are quick; a server that does not answer within this is reported, not waited on forever. */
+const REQUEST_TIMEOUT_MS = 120_000;
+
+/** Flags of every command that talks to a server. */
+export const remoteArgs = {
+  url: {
+    type: "string",
+    description: `Base URL of the router (env ROUTER_URL; default ${DEFAULT_URL})`,
+    valueHint: "url",
+  },
+  key: {
+    type: "string",
+    description: "API key; prefer env ROUTER_KEY, a flag stays in your shell history",
+    valueHint: "key",
+  },
+  json: { type: "boolean", description: "Print the server's JSON instead of a table" },
+} as const satisfies ArgsDef;
+
+/** Parsed flags as citty hands them over; read through the helpers below. */
+export type Args = Record<string, unknown> & { _: string[] };
+
+/** The server answered with an error: its message is what the user sees (exit code 1). */
+export class RequestRefused extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface Reply<T> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface Client {
+  readonly baseUrl: string;
+  request<T = unknown>(method: string, path: string, options?: { query?: Record<string, string | number | undefined>; body?: unknown }): Promise<Reply<T>>;
+}
+
+function baseUrlOf(args: Args, env: NodeJS.ProcessEnv): string {
+  const raw = flagOrEnv(args, "url", env) ?? DEFAULT_URL;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`--url: "${raw}" is not a URL (e.g. ${DEFAULT_URL})`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`--url must be an http:// or https:// URL, got "${raw}"`);
+  if (url.username || url.password || url.search || url.hash) throw new UsageError("--url must be a plain base URL (no credentials, query or fragment)");
+  return url.href.replace(/\/+$/, "");
+}
+
+function keyOf(args: Args, env: NodeJS.ProcessEnv, warn: (line: string) => void): string {
+  const fromFlag = typeof args.key === "string" && args.key !== "";
+  const key = flagOrEnv(args, "key", env)?.trim();
+  if (!key) throw new UsageError("no API key: set ROUTER_KEY (or pass --key)");
+  if (/\s/.test(key)) throw new UsageError("the API key must not contain spaces or line breaks");
+  if (fromFlag) warn("router: warning: --key leaves the key in your shell history; prefer the ROUTER_KEY environment variable\n");
+  return key;
+}
+
+/** The message of an error envelope (OpenAI, Anthropic or Gemini shape), else a short description of the answer. */
+function refusalMessage(status: number, statusText: string, text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: unknown; message?: unknown };
+    const error = body.error;
+    if (error && typeof error === "object" && typeof (error as { message?: unknown }).message === "string") {
+      return (error as { message: string }).message;
+    }
+    if (typeof error === "string") return error;
+    if (typeof body.message === "string") return body.message;
+  } catch {
+    // not JSON: fall through
+  }
+  const snippet = text.replace(/\s+/g, " ").trim().slice(0, 200);
+  return `HTTP ${status} ${statusText}${snippet ? `: ${snippet}` : ""}`.trim();
+}
+
+function networkMessage(error: unknown): string {
+  if (error instanceof DOMException && (error.name === "TimeoutError" || error.name === "AbortError")) {
+    return `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`;
+  }
+  const e = error as { code?: unknown; message?: unknown };
+  const message = typeof e.message === "string" ? e.message : String(error);
+  return typeof e.code === "string" && !message.includes(e.code) ? `${e.code}: ${message}` : message;
+}
+
+/** A client for the server named by `--url`/ROUTER_URL, authenticated with `--key`/ROUTER_KEY. */
+export function createClient(args: Args, env: NodeJS.ProcessEnv = process.env, warn = (line: string) => void process.stderr.write(line)): Client {
+  const baseUrl = baseUrlOf(args, env);
+  const key = keyOf(args, env, warn);
+  return {
+    baseUrl,
+    async request<T>(method: string, path: string, options: { query?: Record<string, string | number | undefined>; body?: unknown } = {}) {
+      const url = new URL(baseUrl + path);
+      for (const [name, value] of Object.entries(options.query ?? {})) {
+        if (value !== undefined && value !== "") url.searchParams.set(name, String(value));
+      }
+      const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: "application/json" };
+      if (options.body !== undefined) headers["content-type"] = "application/json";
+      let response: Response;
+      try {
+        response = await fetch(url, {
+          method,
+          headers,
+          body: options.body === undefined ? undefined : JSON.stringify(options.body),
+          redirect: "manual",
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
+      } catch (error) {
+        throw new Error(`cannot reach the router at ${baseUrl}: ${networkMessage(error)}`);
+      }
+      const text = await response.text();
+      if (!response.ok) {
+        throw new RequestRefused(`${refusalMessage(response.status, response.statusText, text)} (HTTP ${response.status})`, response.status);
+      }
+      let body: T;
+      try {
+        body = JSON.parse(text) as T;
+      } catch {
+        throw new Error(`${baseUrl} answered ${method} ${path} with something that is not JSON; is --url the router?`);
+      }
+      return { status: response.status, headers: response.headers, body };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Reading flags
+// ---------------------------------------------------------------------------
+
+export function stringFlag(args: Args, name: string): string | undefined {
+  const value = args[name];
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+export function intFlag(args: Args, name: string, min = 1): number | undefined {
+  const value = stringFlag(args, name);
+  return value === undefined ? undefined : parseIntegerFlag(name, value, 0, min);
+}
+
+export function numberFlag(args: Args, name: string): number | undefined {
+  const value = stringFlag(args, name);
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got "${value}"`);
+  return n;
+}
+
+export function requireFlag(args: Args, name: string): string {
+  const value = stringFlag(args, name);
+  if (value === undefined) throw new UsageError(`--${name} is required; see --help`);
+  return value;
+}
+
+/** A positional argument the command cannot do without. */
+export function requirePositional(args: Args, name: string): string {
+  const value = args[name];
+  if (typeof value !== "string" || value === "") throw new UsageError(`missing argument ${name.toUpperCase()}; see --help`);
+  return value;
+}
+
+/** An id in a path: digits only, so nothing can be smuggled into the URL. */
+export function idArgument(args: Args, name = "id"): string {
+  const value = requirePositional(args, name);
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`${name.toUpperCase()} must be a positive integer, got "${value}"`);
+  return value;
+}
+
+/** Reads all of stdin (for `-` values: secrets and contents kept off the command line). */
+export function readStdin(): string {
+  return readFileSync(0, "utf8");
+}
+
+/** A JSON object given inline or as `@file`; anything else is a usage error. */
+export function jsonObjectFlag(args: Args, name: string): Record<string, unknown> | undefined {
+  const raw = stringFlag(args, name);
+  if (raw === undefined) return undefined;
+  let text = raw;
+  if (raw.startsWith("@")) {
+    try {
+      text = readFileSync(raw.slice(1), "utf8");
+    } catch (error) {
+      throw new UsageError(`--${name}: cannot read ${raw.slice(1)}: ${(error as Error).message}`);
+    }
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--${name} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new UsageError(`--${name} must be a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+// ---------------------------------------------------------------------------
+// Commands
+// ---------------------------------------------------------------------------
+
+/** Anything after the declared positionals is a mistake; a key there is called out (it would land in shell history). */
+function rejectStrayArguments(args: Args, defs: ArgsDef): void {
+  const declared = Object.values(defs).filter((def) => def.type === "positional").length;
+  if (args._.some((value) => /^sk-[A-Za-z0-9_-]{10,}/.test(value))) {
+    throw new UsageError(
+      "a key is never taken as an argument (it would stay in shell history): put your API key in ROUTER_KEY, a provider secret in --secret-file FILE or --secret -",
+    );
+  }
+  const stray = args._.slice(declared);
+  if (stray.length > 0) throw new UsageError(`unexpected argument "${stray[0]}"; see --help`);
+}
+
+export interface RemoteContext {
+  args: Args;
+  client: Client;
+  /** `--json`: print the server's JSON as is. */
+  json: boolean;
+}
+
+/**
+ * A command that talks to the server: its own flags plus --url, --key and --json;
+ * `check` validates the command line before anything is sent (or a key is asked for).
+ */
+export function remoteCommand(options: {
+  name: string;
+  description: string;
+  args: ArgsDef;
+  check?: (args: Args) => void;
+  run: (context: RemoteContext) => Promise<void>;
+}): CommandDef<ArgsDef> {
+  const defs: ArgsDef = { ...options.args, ...remoteArgs };
+  return defineCommand({
+    meta: { name: options.name, description: options.description },
+    args: defs,
+    run: ({ args, rawArgs }) =>
+      runOrExit(async () => {
+        const parsed = args as unknown as Args;
+        rejectUnknownFlags(rawArgs, defs);
+        rejectStrayArguments(parsed, defs);
+        options.check?.(parsed);
+        const client = createClient(parsed);
+        await options.run({ args: parsed, client, json: parsed.json === true });
+      }),
+  });
+}
+
+/**
+ * A command made of subcommands (`router keys list|add|…`). citty reports a missing
+ * or unknown subcommand with exit code 1; here it is a usage error (2).
+ */
+export function commandGroup(name: string, description: string, subCommands: Record<string, CommandDef<ArgsDef>>): CommandDef<ArgsDef> {
+  const names = Object.keys(subCommands).join("|");
+  return defineCommand({
+    meta: { name, description },
+    subCommands,
+    setup({ rawArgs }) {
+      const chosen = rawArgs.find((arg) => !arg.startsWith("-"));
+      if (chosen !== undefined && Object.hasOwn(subCommands, chosen)) return;
+      const why = chosen === undefined ? "missing command" : `unknown command "${chosen}"`;
+      process.stderr.write(`router: ${why}: router ${name} ${names}; see router ${name} --help\n`);
+      process.exit(2);
+    },
+  });
+}

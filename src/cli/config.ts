@@ -1,0 +1,177 @@
+/**
+ * `router config get|set|import|export`: the system configuration items
+ * (`/x-config`, owner only). `export` writes the `configs` object of
+ * `GET /x-config`, which `import` sends back with `PUT /x-config`, so a deployment
+ * can be copied (EMAIL_PASS travels as its mask and stays as stored).
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { UsageError } from "./flags.ts";
+import { commandGroup, readStdin, remoteCommand, requirePositional, stringFlag, type Args } from "./client.ts";
+import { cell, formatTable, print, printJson } from "./output.ts";
+
+interface ConfigExport {
+  configs: Record<string, unknown>;
+}
+
+const ITEM = /^[A-Z][A-Z0-9_]*$/;
+
+function itemArgument(args: Args): string {
+  const item = requirePositional(args, "item");
+  if (!ITEM.test(item)) throw new UsageError(`ITEM must be an item name such as MODEL_MAPPER, got "${item}"`);
+  return item;
+}
+
+const get = remoteCommand({
+  name: "get",
+  description: "Show every configuration item set, or one ITEM's value",
+  args: { item: { type: "positional", description: "One item, e.g. MODEL_MAPPER (default: all)", required: false } },
+  check: (args) => void (stringFlag(args, "item") !== undefined && itemArgument(args)),
+  async run({ args, client, json }) {
+    const { body } = await client.request<ConfigExport>("GET", "/x-config");
+    const item = stringFlag(args, "item");
+    if (item === undefined) {
+      if (json) return printJson(body);
+      const rows = Object.entries(body.configs);
+      print(
+        formatTable(
+          rows,
+          [
+            { header: "ITEM", value: ([name]) => name },
+            { header: "VALUE", value: ([, value]) => value, max: 100 },
+          ],
+          "no configuration item is set (defaults apply)",
+        ),
+      );
+      return;
+    }
+    const value = body.configs[item];
+    if (json) return printJson(value ?? null);
+    if (value === undefined) {
+      process.stderr.write(`router: ${item} is not set\n`);
+      return;
+    }
+    // One value alone: a string as is, anything else as readable JSON.
+    print(typeof value === "string" ? cell(value, Infinity) : JSON.stringify(value, null, 2));
+  },
+});
+
+/** A value as typed: JSON objects and arrays are sent as such, everything else as the string given. */
+function valueOf(text: string): unknown {
+  const trimmed = text.trim();
+  if (trimmed.startsWith("{") || trimmed.startsWith("[")) {
+    try {
+      return JSON.parse(trimmed) as unknown;
+    } catch {
+      // the server explains what it expects
+    }
+  }
+  return text;
+}
+
+const set = remoteCommand({
+  name: "set",
+  description: "Set one item: ITEM VALUE (VALUE - reads stdin; --file FILE reads a file)",
+  args: {
+    item: { type: "positional", description: "Item name, e.g. MODEL_MAPPER", required: false },
+    value: { type: "positional", description: "The value; - to read it from stdin", required: false },
+    file: { type: "string", description: "Read the value from this file", valueHint: "file" },
+  },
+  check(args) {
+    itemArgument(args);
+    const file = stringFlag(args, "file");
+    const value = stringFlag(args, "value");
+    if (file !== undefined && value !== undefined) throw new UsageError("give either VALUE or --file, not both");
+    if (file === undefined && value === undefined) throw new UsageError("missing argument VALUE (or --file FILE); see --help");
+  },
+  async run({ args, client, json }) {
+    const item = itemArgument(args);
+    const file = stringFlag(args, "file");
+    const inline = stringFlag(args, "value");
+    let text: string;
+    if (file !== undefined) {
+      try {
+        text = readFileSync(file, "utf8").replace(/[\r\n]+$/, "");
+      } catch (error) {
+        throw new UsageError(`--file: cannot read ${file}: ${(error as Error).message}`);
+      }
+    } else if (inline === "-") {
+      text = readStdin().replace(/[\r\n]+$/, "");
+    } else {
+      text = inline!;
+      if (item === "EMAIL_PASS") {
+        process.stderr.write("router: warning: a password on the command line stays in your shell history; prefer VALUE - (stdin)\n");
+      }
+    }
+    const { body } = await client.request<ConfigExport>("PUT", "/x-config", { body: { [item]: valueOf(text) } });
+    if (json) return printJson(body);
+    const stored = body.configs[item];
+    print(`${item} set${stored === undefined ? "" : `: ${cell(stored, 200)}`}`);
+  },
+});
+
+/** An export file: the `configs` object, or the whole `GET /x-config` answer. */
+function readExport(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = path === "-" ? readStdin() : readFileSync(path, "utf8");
+  } catch (error) {
+    throw new UsageError(`cannot read ${path}: ${(error as Error).message}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new UsageError(`${path} must hold a JSON object of item → value`);
+  const configs = (value as { configs?: unknown }).configs;
+  if (configs !== undefined && configs !== null && typeof configs === "object" && !Array.isArray(configs)) {
+    return configs as Record<string, unknown>;
+  }
+  return value as Record<string, unknown>;
+}
+
+const importCommand = remoteCommand({
+  name: "import",
+  description: "Apply a file written by `config export` (or - for stdin); items not in it are left as they are",
+  args: { file: { type: "positional", description: "JSON file of item → value", required: false } },
+  check: (args) => void requirePositional(args, "file"),
+  async run({ args, client, json }) {
+    const values = readExport(requirePositional(args, "file"));
+    const items = Object.keys(values);
+    if (items.length === 0) {
+      if (json) return printJson({ configs: {} });
+      print("nothing to import: the file names no item");
+      return;
+    }
+    const { body } = await client.request<ConfigExport>("PUT", "/x-config", { body: values });
+    if (json) return printJson(body);
+    print(`imported ${items.length} item${items.length === 1 ? "" : "s"}: ${items.join(", ")}`);
+  },
+});
+
+const exportCommand = remoteCommand({
+  name: "export",
+  description: "Write every item set as JSON (stdout, or --out FILE) for `config import`",
+  args: {
+    out: { type: "string", description: "Write to this file (mode 0600) instead of stdout", valueHint: "file" },
+    force: { type: "boolean", description: "Overwrite --out if it exists" },
+  },
+  async run({ args, client }) {
+    const { body } = await client.request<ConfigExport>("GET", "/x-config");
+    const text = JSON.stringify(body.configs, null, 2) + "\n";
+    const out = stringFlag(args, "out");
+    if (out === undefined) return void process.stdout.write(text);
+    if (existsSync(out) && args.force !== true) throw new Error(`${out} exists; repeat with --force to overwrite it`);
+    writeFileSync(out, text, { mode: 0o600 });
+    const count = Object.keys(body.configs).length;
+    print(`exported ${count} item${count === 1 ? "" : "s"} to ${out}`);
+  },
+});
+
+export const configCommand = commandGroup("config", "Read and change the system configuration (owner)", {
+  get,
+  set,
+  import: importCommand,
+  export: exportCommand,
+});

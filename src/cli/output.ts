@@ -1,0 +1,100 @@
+/**
+ * What the admin commands print: aligned tables and `label: value` records for
+ * people, the server's JSON as is for scripts (`--json`). Text that came from the
+ * server is cleaned of control characters, so a notice or an account alias cannot
+ * move the cursor or recolour the terminal.
+ */
+
+export interface Column<T> {
+  header: string;
+  value: (row: T) => unknown;
+  /** Numbers read best right-aligned. */
+  align?: "left" | "right";
+  /** Longer cells are cut with "…" (default 48 characters). */
+  max?: number;
+}
+
+const DEFAULT_MAX = 48;
+
+/** Width on a terminal: wide characters (CJK, emoji) take two columns. */
+const width = (text: string) => Bun.stringWidth(text);
+
+/** One line of printable text from any value: `-` for nothing, compact JSON for objects. */
+export function cell(value: unknown, max = DEFAULT_MAX): string {
+  let text: string;
+  if (value === null || value === undefined || value === "") text = "-";
+  else if (typeof value === "boolean") text = value ? "yes" : "no";
+  else if (typeof value === "object") text = JSON.stringify(value);
+  else text = String(value);
+  text = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ");
+  return truncate(text, max);
+}
+
+function truncate(text: string, max: number): string {
+  if (width(text) <= max) return text;
+  let out = "";
+  for (const char of text) {
+    if (width(out + char) > max - 1) break;
+    out += char;
+  }
+  return out + "…";
+}
+
+function pad(text: string, to: number, align: "left" | "right"): string {
+  const fill = " ".repeat(Math.max(0, to - width(text)));
+  return align === "right" ? fill + text : text + fill;
+}
+
+/** An aligned table with a header line; `empty` is printed instead when there are no rows. */
+export function formatTable<T>(rows: readonly T[], columns: ReadonlyArray<Column<T>>, empty = "(none)"): string {
+  if (rows.length === 0) return empty + "\n";
+  const cells = rows.map((row) => columns.map((column) => cell(column.value(row), column.max ?? DEFAULT_MAX)));
+  const widths = columns.map((column, i) => Math.max(width(column.header), ...cells.map((line) => width(line[i]!))));
+  const line = (values: readonly string[]) =>
+    values
+      .map((value, i) => pad(value, widths[i]!, columns[i]!.align ?? "left"))
+      .join("  ")
+      .trimEnd();
+  return [line(columns.map((column) => column.header)), ...cells.map(line)].join("\n") + "\n";
+}
+
+/** `label  value` lines, labels aligned: one record (an account, a key). */
+export function formatRecord(pairs: ReadonlyArray<readonly [string, unknown]>, max = 100): string {
+  const labelWidth = Math.max(...pairs.map(([label]) => width(label)));
+  return pairs.map(([label, value]) => `${pad(label, labelWidth, "left")}  ${cell(value, max)}`).join("\n") + "\n";
+}
+
+export function print(text: string): void {
+  process.stdout.write(text.endsWith("\n") ? text : text + "\n");
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(JSON.stringify(value, null, 2) + "\n");
+}
+
+/** `2025-03-01T12:00:00.000Z` → `2025-03-01 12:00:00` (UTC, as the server sends it). */
+export function time(iso: unknown): string | null {
+  if (typeof iso !== "string") return null;
+  return iso.replace("T", " ").replace(/\.\d+Z$|Z$/, "");
+}
+
+/** "page 2 of 5, 97 in all" from the list headers, when there is more than one page. */
+export function pageFooter(headers: Headers): string | undefined {
+  const total = Number(headers.get("x-total-count"));
+  const pages = Number(headers.get("x-total-pages"));
+  const page = Number(headers.get("x-page"));
+  if (!Number.isFinite(pages) || pages <= 1) return undefined;
+  const next = page < pages ? `; next: --page ${page + 1}` : "";
+  return `page ${page} of ${pages}, ${total} in all${next}`;
+}
+
+export function formatBytes(bytes: number): string {
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${bytes} bytes` : `${value.toFixed(1)} ${units[unit]}`;
+}

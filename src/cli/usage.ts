@@ -1,0 +1,122 @@
+/**
+ * `router usage live|bill`: the caller's own usage (`/dashboard/live`,
+ * `/dashboard/bill`). Dates are business dates in the server's time zone; the
+ * server checks them, the command only refuses combinations that cannot mean anything.
+ */
+import { UsageError } from "./flags.ts";
+import { commandGroup, intFlag, remoteCommand, stringFlag, type Args } from "./client.ts";
+import { formatTable, print, printJson } from "./output.ts";
+
+interface Totals {
+  Requests: number;
+  Prompt: number;
+  Completion: number;
+  Reasoning: number;
+  CreditUsed: number;
+  ModelUsage?: Record<string, Totals>;
+}
+
+interface Live {
+  account: { id: number; name: string; email: string; balance: number };
+  daily_usage: Totals;
+  monthly_usage: Totals;
+}
+
+interface ModelUsage {
+  requests: number;
+  prompt: number;
+  completion: number;
+  reasoning: number;
+  cached_input: number;
+  cache_write: number;
+}
+
+interface Bill {
+  daily_costs: Array<{ date: string; total_requests: number; total_prompt: number; total_completion: number; total_credit_used: number }>;
+  usage_summary: Record<string, ModelUsage & { cost: number }>;
+  total_requests: number;
+  total_prompt: number;
+  total_completion: number;
+  total_credit_used: number;
+}
+
+const live = remoteCommand({
+  name: "live",
+  description: "Your usage today and this month, by model",
+  args: {},
+  async run({ client, json }) {
+    const { body } = await client.request<Live>("GET", "/dashboard/live");
+    if (json) return printJson(body);
+    const a = body.account;
+    print(`account ${a.id} ${a.email} (${a.name}), balance ${a.balance} credits`);
+    const rows: Array<{ period: string; model: string; t: Totals }> = [];
+    for (const [period, totals] of [["today", body.daily_usage], ["month", body.monthly_usage]] as const) {
+      rows.push({ period, model: "(all)", t: totals });
+      for (const [model, t] of Object.entries(totals.ModelUsage ?? {})) rows.push({ period, model, t });
+    }
+    print(
+      formatTable(rows, [
+        { header: "PERIOD", value: (r) => r.period },
+        { header: "MODEL", value: (r) => r.model, max: 40 },
+        { header: "REQUESTS", value: (r) => r.t.Requests, align: "right" },
+        { header: "PROMPT", value: (r) => r.t.Prompt, align: "right" },
+        { header: "COMPLETION", value: (r) => r.t.Completion, align: "right" },
+        { header: "REASONING", value: (r) => r.t.Reasoning, align: "right" },
+        { header: "CREDIT", value: (r) => r.t.CreditUsed, align: "right" },
+      ]),
+    );
+  },
+});
+
+function checkRange(args: Args): void {
+  const has = (name: string) => stringFlag(args, name) !== undefined;
+  if (has("date") && (has("start") || has("end") || has("days"))) throw new UsageError("--date cannot be combined with --start, --end or --days");
+  if (has("days") && (has("start") || has("end"))) throw new UsageError("--days cannot be combined with --start or --end");
+  if (has("end") && !has("start")) throw new UsageError("--end needs --start");
+  intFlag(args, "days");
+}
+
+const bill = remoteCommand({
+  name: "bill",
+  description: "Your bill per day and model: today, --days N, --date D, or --start S [--end E]",
+  args: {
+    days: { type: "string", description: "The last N business days, today included", valueHint: "n" },
+    date: { type: "string", description: "One day", valueHint: "YYYY-MM-DD" },
+    start: { type: "string", description: "First day of a range", valueHint: "YYYY-MM-DD" },
+    end: { type: "string", description: "Last day of the range (default today)", valueHint: "YYYY-MM-DD" },
+  },
+  check: checkRange,
+  async run({ args, client, json }) {
+    const { body } = await client.request<Bill>("GET", "/dashboard/bill", {
+      query: { days: intFlag(args, "days"), date: stringFlag(args, "date"), start: stringFlag(args, "start"), end: stringFlag(args, "end") },
+    });
+    if (json) return printJson(body);
+    print(
+      formatTable(body.daily_costs, [
+        { header: "DATE", value: (d) => d.date },
+        { header: "REQUESTS", value: (d) => d.total_requests, align: "right" },
+        { header: "PROMPT", value: (d) => d.total_prompt, align: "right" },
+        { header: "COMPLETION", value: (d) => d.total_completion, align: "right" },
+        { header: "CREDIT", value: (d) => d.total_credit_used, align: "right" },
+      ]),
+    );
+    const models = Object.entries(body.usage_summary);
+    if (models.length > 0) {
+      print("");
+      print(
+        formatTable(models, [
+          { header: "MODEL", value: ([name]) => name, max: 40 },
+          { header: "REQUESTS", value: ([, m]) => m.requests, align: "right" },
+          { header: "PROMPT", value: ([, m]) => m.prompt, align: "right" },
+          { header: "CACHED", value: ([, m]) => m.cached_input, align: "right" },
+          { header: "COMPLETION", value: ([, m]) => m.completion, align: "right" },
+          { header: "REASONING", value: ([, m]) => m.reasoning, align: "right" },
+          { header: "COST", value: ([, m]) => m.cost, align: "right" },
+        ]),
+      );
+    }
+    print(`\ntotal: ${body.total_requests} requests, ${body.total_prompt} prompt and ${body.total_completion} completion tokens, ${body.total_credit_used} credits`);
+  },
+});
+
+export const usageCommand = commandGroup("usage", "Your usage and bill", { live, bill });
