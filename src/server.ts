@@ -6,6 +6,8 @@ import { pathOnly } from "./core/redact.ts";
 import type { Deps } from "./deps.ts";
 import { errorResponse } from "./http/envelopes.ts";
 import { attachMeta, type RequestMeta } from "./http/context.ts";
+import { createRealtimeBridge, type RealtimeSession } from "./gateway/realtime/bridge.ts";
+import { consoleRoutes } from "./console/routes.ts";
 
 export interface RunningServer {
   readonly server: Server<unknown>;
@@ -26,8 +28,10 @@ export class ServeError extends Error {}
 export function startServer(deps: Deps): RunningServer {
   const { config, log } = deps;
   const app = createApp(deps);
+  // GET /v1/realtime is upgraded to a WebSocket here, ahead of the HTTP app.
+  const realtime = createRealtimeBridge(deps);
 
-  const fetch = async (request: Request, server: Server<unknown>): Promise<Response> => {
+  const fetch = async (request: Request, server: Server<RealtimeSession>): Promise<Response | undefined> => {
     const meta: RequestMeta = {
       id: requestId(),
       startedAt: performance.now(),
@@ -35,7 +39,11 @@ export function startServer(deps: Deps): RunningServer {
       server,
     };
     attachMeta(request, meta);
-    let response = await app.handle(request);
+    let response = realtime.handles(request) ? realtime.upgrade(request, server) : await app.handle(request);
+    if (!response) {
+      if (log.enabled("info")) log.info("request", { method: request.method, path: pathOnly(request.url), status: 101, account: meta.accountId, req: meta.id });
+      return undefined;
+    }
     try {
       response.headers.set("x-request-id", meta.id);
     } catch {
@@ -56,7 +64,7 @@ export function startServer(deps: Deps): RunningServer {
     return response;
   };
 
-  let server: Server<unknown>;
+  let server: Server<RealtimeSession>;
   try {
     server = Bun.serve({
       hostname: config.host,
@@ -65,7 +73,12 @@ export function startServer(deps: Deps): RunningServer {
       maxRequestBodySize: BUN_BODY_CEILING,
       idleTimeout: IDLE_TIMEOUT_SECONDS,
       tls: config.tlsCert && config.tlsKey ? { cert: Bun.file(config.tlsCert), key: Bun.file(config.tlsKey) } : undefined,
+      // The console's pages and their bundled assets; every other path goes to fetch.
+      // Production mode: bundled once, minified, no hot-reload client in the pages.
+      development: false,
+      routes: consoleRoutes,
       fetch,
+      websocket: realtime.websocket,
       error(error) {
         log.error("request failed outside the app", { error: error.message });
         return errorResponse("openai", new HttpError("internal", "Internal error"));
@@ -96,6 +109,7 @@ export function startServer(deps: Deps): RunningServer {
     stop(graceSeconds = config.graceSeconds) {
       stopping ??= (async () => {
         clearInterval(watcher);
+        realtime.closeAll();
         let timer: ReturnType<typeof setTimeout> | undefined;
         const graceful = server.stop(false);
         const expired = new Promise<"expired">((resolve) => {

@@ -5,7 +5,7 @@ import { assertTimeZone, systemTimeZone } from "../core/clock.ts";
 import { LOG_LEVELS, type LogLevel } from "../core/log.ts";
 import { buildDeps } from "../deps.ts";
 import { startServer } from "../server.ts";
-import { prepareDataDir } from "../store/data-dir.ts";
+import { clearSpool, prepareDataDir } from "../store/data-dir.ts";
 import { existsSync } from "node:fs";
 import { dataArgs } from "./common-args.ts";
 import { flagOrEnv, parseBooleanFlag, parseIntegerFlag, rejectUnknownFlags, UsageError } from "./flags.ts";
@@ -142,6 +142,7 @@ export const serveCommand = defineCommand({
       rejectUnknownFlags(rawArgs, serveArgs);
       const config = resolveServeConfig(args);
       prepareDataDir(config.dataDir);
+      clearSpool(config.dataDir);
       const deps = buildDeps(config);
       const keyFile = ensureInitialOwner(deps.accounts, config.dataDir, config.ownerEmail);
       if (keyFile) process.stdout.write(`created owner ${config.ownerEmail}; its API key is in ${keyFile}\n`);

@@ -62,8 +62,15 @@ export function bodyCall(endpoint: Endpoint, request: Request, bytes: Uint8Array
   };
 }
 
+/** Form fields the router reads for routing, limits and pricing. */
+const ROUTED_FIELDS = ["model", "stream", "n", "size"] as const;
+
 /** A multipart call: the model (and stream flag) come from the form's text fields. */
 export function multipartCall(endpoint: Endpoint, request: Request, form: SpooledForm): ClientCall {
+  for (const name of ROUTED_FIELDS) {
+    // The upstream might read another occurrence than the router routed, priced and checked.
+    if (form.unclear.has(name)) throw badRequest(`The form field \`${name}\` must appear once and be at most 64 KiB`, name);
+  }
   const model = form.fields.get("model")?.trim() || endpoint.defaultModel;
   if (!model && endpoint.model === "body") throw badRequest("`model` is required", "model");
   if (form.files === 0 && endpoint.path !== "/v1/files") throw badRequest("This endpoint needs a file part in the form", "file");
@@ -115,7 +122,11 @@ export function geminiCall(endpoint: Endpoint, request: Request, bytes: Uint8Arr
 export function upstreamCall(call: ClientCall, effectiveModel: string | undefined): UpstreamCall {
   let json = call.json;
   let edited = false;
-  if (call.family !== "gemini" && json && effectiveModel !== undefined && json.model !== effectiveModel) {
+  // A call that names no model gets the endpoint's default for routing and pricing
+  // only: the body stays as sent (the upstream applies its own default) unless
+  // MODEL_MAPPER maps that default to another model.
+  const defaulted = json?.model === undefined && effectiveModel === call.requestedModel;
+  if (call.family !== "gemini" && json && effectiveModel !== undefined && json.model !== effectiveModel && !defaulted) {
     json = { ...json, model: effectiveModel };
     edited = true;
   }

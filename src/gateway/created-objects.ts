@@ -40,6 +40,33 @@ export function streamedResponseId(data: string): string | undefined {
   }
 }
 
+/**
+ * The objects one event of a creation call's stream announces: a Responses stream's
+ * `response.created`; an Assistants run stream's `thread.created` (create-and-run
+ * makes the thread too) and `thread.run.created` (the run and its thread).
+ */
+export function streamedObjects(endpoint: Endpoint, event: { event?: string; data: string }): Array<{ id: string; kind: ObjectKind }> {
+  if (endpoint.creates === "response") {
+    const id = streamedResponseId(event.data);
+    return id ? [{ id, kind: "response" }] : [];
+  }
+  if (endpoint.creates !== "run" && endpoint.creates !== "thread") return [];
+  if (event.event !== "thread.created" && event.event !== "thread.run.created") return [];
+  let body: unknown;
+  try {
+    body = JSON.parse(event.data);
+  } catch {
+    return [];
+  }
+  if (body === null || typeof body !== "object") return [];
+  const object = body as Record<string, unknown>;
+  if (event.event === "thread.created") {
+    const id = str(object.id);
+    return id ? [{ id, kind: "thread" }] : [];
+  }
+  return createdObjects({ ...endpoint, creates: "run" }, object);
+}
+
 /** Non-token quantities a priced answer reports: images made, seconds of audio. */
 export function answerQuantities(body: unknown): Record<string, number> | undefined {
   if (body === null || typeof body !== "object") return undefined;

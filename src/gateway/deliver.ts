@@ -2,7 +2,7 @@ import { HttpError } from "../core/errors.ts";
 import type { Deps } from "../deps.ts";
 import { errorResponse } from "../http/envelopes.ts";
 import type { Affinity } from "./affinity.ts";
-import { answerQuantities, createdObjects, streamedResponseId } from "./created-objects.ts";
+import { answerQuantities, createdObjects, streamedObjects } from "./created-objects.ts";
 import { clientResponseHeaders } from "./headers.ts";
 import type { RelayInput } from "./relay.ts";
 import { relayStream, type ReadResult } from "./stream.ts";
@@ -47,6 +47,17 @@ export function estimateTokens(bytes: number): number {
 const isJson = (response: Response) => /\bjson\b/i.test(response.headers.get("content-type") ?? "");
 
 /**
+ * The quantities recorded with an answered call. Calls priced per image, minute or
+ * second always carry them (empty when the answer reported none, so billing falls
+ * back to the request's own numbers): billing charges those units only for a call
+ * the upstream answered, never for a failed or refused one, which records none.
+ */
+function answered(call: RelayInput["call"], quantities: Record<string, number> | undefined): Record<string, number> | undefined {
+  const billing = call.endpoint.billing;
+  return billing && billing !== "free" ? { ...quantities } : quantities;
+}
+
+/**
  * Hands a successful upstream answer to the client and meters it: streams relayed as
  * they arrive with usage read on the side; binary bodies (speech, file downloads)
  * passed through untouched; JSON read whole for its usage, its priced quantities and
@@ -72,28 +83,25 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
       // From here on a client leaving must not cut the upstream: it is drained for its usage.
       attempt.detach();
       metrics.streamStarted();
-      let responseId: string | undefined;
+      const watch = call.endpoint.creates
+        ? (event: { event?: string; data: string }) => {
+            for (const object of streamedObjects(call.endpoint, event)) remember(input, route, object.id, object.kind);
+          }
+        : undefined;
       const body = relayStream(peeked.reader, peeked.first, {
         family: call.family,
         hideUsageChunk: call.hideUsageChunk,
         idleMs: config.streamIdleTimeoutMs,
         drainMs: config.drainTimeoutMs,
         abortUpstream: () => controller.abort(),
-        watch:
-          call.endpoint.creates === "response"
-            ? (event) => {
-                if (responseId) return;
-                responseId = streamedResponseId(event.data);
-                if (responseId) remember(input, route, responseId, "response");
-              }
-            : undefined,
+        watch,
         onEnd(end) {
           metrics.streamEnded();
           release();
           const usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: estimateTokens(end.dataBytes) };
           const source: UsageSource = end.usage ? "upstream" : "estimated";
           const status = end.ending === "complete" ? 200 : end.ending === "client_gone" ? 499 : end.ending === "timeout" ? 504 : 502;
-          record(input, route, status, usage, source, started);
+          record(input, route, status, usage, source, started, answered(call, undefined));
         },
       });
       return new Response(body, { status: response.status, headers });
@@ -101,7 +109,7 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
     if (call.endpoint.binary || !isJson(response)) {
       // Audio and file contents flow through untouched; their price does not depend on the bytes.
       release();
-      record(input, route, response.status, ZERO_USAGE, call.endpoint.billing === "speech" ? "estimated" : "upstream", started);
+      record(input, route, response.status, ZERO_USAGE, call.endpoint.billing === "speech" ? "estimated" : "upstream", started, answered(call, undefined));
       return new Response(response.body, { status: response.status, headers });
     }
     let text: string;
@@ -127,10 +135,10 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
     for (const object of createdObjects(call.endpoint, parsed)) remember(input, route, object.id, object.kind);
     const usage = usageFromJson(call.family, parsed);
     const quantities = answerQuantities(parsed);
-    if (usage) record(input, route, response.status, usage, "upstream", started, quantities);
+    if (usage) record(input, route, response.status, usage, "upstream", started, answered(call, quantities));
     else if (call.endpoint.billing && call.endpoint.billing !== "free") {
       // Priced per image, minute or second: no tokens to guess; the quantities are the usage.
-      record(input, route, response.status, ZERO_USAGE, quantities ? "upstream" : "estimated", started, quantities);
+      record(input, route, response.status, ZERO_USAGE, quantities ? "upstream" : "estimated", started, answered(call, quantities));
     } else {
       const estimate = { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: estimateTokens(text.length) };
       record(input, route, response.status, estimate, "estimated", started, quantities);

@@ -72,8 +72,16 @@ export function createDispatcher(deps: Deps) {
     /** A JSON call of an endpoint. */
     json: (endpoint: Endpoint): CallReader => async (request) => bodyCall(endpoint, request, await readBodyBytes(request, deps.config.maxBody)),
     /** A multipart call of an endpoint, spooled to disk. */
-    multipart: (endpoint: Endpoint): CallReader => async (request) =>
-      multipartCall(endpoint, request, await spoolMultipart(request, deps.config.maxBody, spoolDir)),
+    multipart: (endpoint: Endpoint): CallReader => async (request) => {
+      const form = await spoolMultipart(request, deps.config.maxBody, spoolDir);
+      try {
+        return multipartCall(endpoint, request, form);
+      } catch (error) {
+        // A form refused for its fields (no model, no file, a field given twice) leaves no spool file behind.
+        form.remove();
+        throw error;
+      }
+    },
   };
 }
 

@@ -13,7 +13,8 @@ import { forwardableRequestHeaders } from "./headers.ts";
 /** Creation calls that carry no model: served by Level 1 (docs/api.md). */
 const FILE_UPLOAD: Endpoint = { family: "openai", path: "/v1/files", model: "none", idempotent: false, billing: "free", multipart: true, creates: "file" };
 const THREAD_CREATE: Endpoint = { family: "openai", path: "/v1/threads", model: "none", idempotent: true, billing: "free", creates: "thread" };
-const THREAD_RUN_CREATE: Endpoint = { family: "openai", path: "/v1/threads/runs", model: "none", idempotent: true, billing: "free", creates: "run" };
+// A run spends model tokens upstream: never replayed on another key once sent.
+const THREAD_RUN_CREATE: Endpoint = { family: "openai", path: "/v1/threads/runs", model: "none", idempotent: false, billing: "free", creates: "run" };
 
 const NOT_FOUND_NAME: Record<ObjectKind, string> = {
   file: "File",

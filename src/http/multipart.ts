@@ -10,6 +10,11 @@ export interface SpooledForm {
   contentType: string;
   /** Text fields (parts without a filename), at most 64 KiB each. */
   fields: Map<string, string>;
+  /**
+   * Names of text fields the router cannot read unambiguously: given more than once
+   * (the upstream may take another occurrence than the router) or longer than 64 KiB.
+   */
+  unclear: Set<string>;
   /** Number of file parts. */
   files: number;
   remove(): void;
@@ -18,10 +23,58 @@ export interface SpooledForm {
 const MAX_FIELD = 64 * 1024;
 const CRLF2 = Buffer.from("\r\n\r\n");
 
+/**
+ * A header value split into its type and parameters (`form-data; name="a"; filename="b"`),
+ * names lower-cased, quotes honoured (a `name=` inside a quoted value is not a
+ * parameter). Quoted values are read as browsers write them (a `"` inside is sent as
+ * `%22`, a backslash as itself), so a backslash is literal. Two shapes are refused as
+ * ambiguous, since the router and the upstream might then read different fields: a
+ * parameter given twice, and a quoted value ending in a backslash (a parser that
+ * unescapes would not end the value there).
+ */
+export function headerParams(value: string): { type: string; params: Map<string, string> } {
+  const params = new Map<string, string>();
+  let at = value.indexOf(";");
+  const type = (at < 0 ? value : value.slice(0, at)).trim().toLowerCase();
+  if (at < 0) return { type, params };
+  const n = value.length;
+  while (at < n) {
+    while (at < n && (value[at] === ";" || value[at] === " " || value[at] === "\t")) at++;
+    if (at >= n) break;
+    let end = at;
+    while (end < n && value[end] !== "=" && value[end] !== ";") end++;
+    const name = value.slice(at, end).trim().toLowerCase();
+    at = end;
+    let param = "";
+    if (value[at] === "=") {
+      at++;
+      while (at < n && (value[at] === " " || value[at] === "\t")) at++;
+      if (value[at] === '"') {
+        at++;
+        end = value.indexOf('"', at);
+        if (end < 0) end = n;
+        param = value.slice(at, end);
+        at = end + 1;
+        if (param.endsWith("\\")) throw badRequest(`The header parameter "${name}" ends in a backslash, which parsers read differently`);
+      } else {
+        end = at;
+        while (end < n && value[end] !== ";") end++;
+        param = value.slice(at, end).trim();
+        at = end;
+      }
+    }
+    if (!name) continue;
+    if (params.has(name)) throw badRequest(`The header parameter "${name}" is given twice`);
+    params.set(name, param);
+  }
+  return { type, params };
+}
+
 function boundaryOf(contentType: string): string {
-  const match = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
-  const boundary = match?.[1] ?? match?.[2];
-  if (!/^multipart\/form-data/i.test(contentType) || !boundary) {
+  const { type, params } = headerParams(contentType);
+  const boundary = params.get("boundary");
+  // RFC 2046: 1 to 70 characters.
+  if (type !== "multipart/form-data" || !boundary || boundary.length > 70) {
     throw badRequest("This endpoint takes multipart/form-data with a boundary");
   }
   return boundary;
@@ -34,6 +87,7 @@ function boundaryOf(contentType: string): string {
 function createFieldScanner(boundary: string) {
   const delimiter = Buffer.from(`\r\n--${boundary}`);
   const fields = new Map<string, string>();
+  const unclear = new Set<string>();
   let files = 0;
   // The body starts with `--boundary`; prefixing CRLF lets one delimiter shape match every part.
   let pending: Buffer = Buffer.from("\r\n");
@@ -57,7 +111,10 @@ function createFieldScanner(boundary: string) {
       if (state === "value") {
         value.push(pending.subarray(0, at));
         valueSize += at;
-        if (valueSize <= MAX_FIELD) fields.set(name, Buffer.concat(value).toString("utf8"));
+        if (valueSize > MAX_FIELD || fields.has(name)) {
+          unclear.add(name);
+          fields.delete(name);
+        } else if (!unclear.has(name)) fields.set(name, Buffer.concat(value).toString("utf8"));
       }
       pending = pending.subarray(at + delimiter.length);
       state = "headers";
@@ -75,9 +132,9 @@ function createFieldScanner(boundary: string) {
       }
       const headers = pending.subarray(0, end).toString("utf8");
       pending = pending.subarray(end + CRLF2.length);
-      const disposition = /content-disposition:[^\r\n]*/i.exec(headers)?.[0] ?? "";
-      name = /\bname="([^"]*)"/i.exec(disposition)?.[1] ?? "";
-      const isFile = /\bfilename\*?=/i.test(disposition);
+      const disposition = headerParams(/^content-disposition:([^\r\n]*)/im.exec(headers)?.[1] ?? "").params;
+      name = disposition.get("name") ?? "";
+      const isFile = disposition.has("filename") || disposition.has("filename*");
       if (isFile) files++;
       state = isFile ? "skip" : "value";
       value = [];
@@ -93,6 +150,7 @@ function createFieldScanner(boundary: string) {
       while (step());
     },
     fields,
+    unclear,
     files: () => files,
   };
 }
@@ -128,5 +186,5 @@ export async function spoolMultipart(request: Request, limit: number, dir: strin
     remove();
     throw error;
   }
-  return { path, size, contentType, fields: scanner.fields, files: scanner.files(), remove };
+  return { path, size, contentType, fields: scanner.fields, unclear: scanner.unclear, files: scanner.files(), remove };
 }

@@ -22,7 +22,11 @@ export const DEFAULT_VIDEO_SECONDS = 5;
 export interface BillingPlan {
   /** Reserved before forwarding (nano-credits). */
   reserve: number;
-  /** The actual cost from what the call reported (nano-credits). */
+  /**
+   * The actual cost from what the call reported (nano-credits). `extra` holds the
+   * quantities of an answered call (images, seconds; possibly none); it is absent when
+   * the upstream never answered 2xx, and a call priced per unit then costs nothing.
+   */
   settle(usage: Usage, extra: Readonly<Record<string, number>> | undefined): number;
 }
 
@@ -106,7 +110,7 @@ export function planBilling(input: BillingInput): BillingPlan {
         const each = img.Sizes?.[size] ?? img.Call ?? 0;
         return {
           reserve: unitCostNanos(each, count, rates),
-          settle: (_usage, extra) => unitCostNanos(each, extra?.images ?? count, rates),
+          settle: (_usage, extra) => (extra ? unitCostNanos(each, extra.images ?? count, rates) : 0),
         };
       }
       const tokens = prices.lookup("ChatPricing", model);
@@ -121,7 +125,7 @@ export function planBilling(input: BillingInput): BillingPlan {
         return {
           // A reported duration may exceed the size estimate: reserve twice the estimate.
           reserve: unitCostNanos(perMinute, minutes * 2, rates),
-          settle: (_usage, extra) => unitCostNanos(perMinute, (extra?.seconds ?? minutes * 60) / 60, rates),
+          settle: (_usage, extra) => (extra ? unitCostNanos(perMinute, (extra.seconds ?? minutes * 60) / 60, rates) : 0),
         };
       }
       const tokens = prices.lookup("ChatPricing", model);
@@ -134,14 +138,14 @@ export function planBilling(input: BillingInput): BillingPlan {
       const text = String(param(input, "input") ?? "");
       const minutes = text.length / SPEECH_CHARS_PER_SECOND / 60;
       const cost = unitCostNanos(audio.PerMinute ?? 0, minutes, rates);
-      return { reserve: cost, settle: () => cost };
+      return { reserve: cost, settle: (_usage, extra) => (extra ? cost : 0) };
     }
     case "video": {
       const video = prices.lookup("VideoPricing", model);
       if (!video) unpriced(model, "VideoPricing", '{"PerSecond":<USD>}');
       const seconds = number(param(input, "seconds")) ?? number(param(input, "duration")) ?? DEFAULT_VIDEO_SECONDS;
       const cost = unitCostNanos(video.PerSecond ?? 0, seconds, rates);
-      return { reserve: cost, settle: () => cost };
+      return { reserve: cost, settle: (_usage, extra) => (extra ? cost : 0) };
     }
     default: {
       const price = prices.lookup("ChatPricing", model);

@@ -1,4 +1,5 @@
-import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
 
 /** Creates the data directory if needed and checks it is a writable directory; throws a one-line reason. */
 export function prepareDataDir(dir: string): void {
@@ -13,4 +14,9 @@ export function prepareDataDir(dir: string): void {
   } catch {
     throw new Error(`data directory ${dir} is not readable and writable by this user`);
   }
+}
+
+/** Removes multipart uploads a crash left half-spooled in `<data>/tmp`. */
+export function clearSpool(dataDir: string): void {
+  rmSync(join(dataDir, "tmp"), { recursive: true, force: true });
 }

@@ -1,6 +1,7 @@
 import type { Principal } from "../../accounts/principal.ts";
 import type { Authenticator } from "../../http/auth.ts";
 import { badRequest, HttpError } from "../../core/errors.ts";
+import type { CompiledPattern } from "../../routing/patterns.ts";
 import { checkAccess, checkModel } from "../../http/access.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { attachMeta, metaOf } from "../../http/context.ts";
@@ -45,9 +46,13 @@ export function isWebSocketUpgrade(request: Request): boolean {
 /**
  * Authenticates the upgrade request (Bearer header, or the browser subprotocol form;
  * a key in the URL is refused like everywhere), then runs the access checks
- * (AllowIPs, Resources, AllowModels). Throws an HttpError, answered before any upgrade.
+ * (AllowIPs, system RESOURCES and the account's Resources, AllowModels). Throws an
+ * HttpError, answered before any upgrade.
  */
-export function readHandshake(deps: { auth: Authenticator; trustProxy: boolean }, request: Request): Handshake {
+export function readHandshake(
+  deps: { auth: Authenticator; trustProxy: boolean; systemResources: readonly CompiledPattern[] | null },
+  request: Request,
+): Handshake {
   const offered = offeredProtocols(request);
   let authRequest = request;
   const keyProtocol = offered.find((p) => p.startsWith(KEY_PROTOCOL));
@@ -59,7 +64,7 @@ export function readHandshake(deps: { auth: Authenticator; trustProxy: boolean }
     if (meta) attachMeta(authRequest, meta);
   }
   const principal = deps.auth.require(authRequest, "openai");
-  checkAccess(principal, REALTIME_PATH, clientIp(request, deps.trustProxy));
+  checkAccess(principal, REALTIME_PATH, clientIp(request, deps.trustProxy), deps.systemResources);
 
   const url = new URL(request.url);
   const model = url.searchParams.get("model")?.trim();

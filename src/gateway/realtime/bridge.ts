@@ -1,0 +1,108 @@
+import type { Server, WebSocketHandler } from "bun";
+import { HttpError } from "../../core/errors.ts";
+import { requestId } from "../../core/ids.ts";
+import type { Deps } from "../../deps.ts";
+import { metaOf } from "../../http/context.ts";
+import { errorResponse } from "../../http/envelopes.ts";
+import { routeModel } from "../../routing/route-model.ts";
+import { ZERO_USAGE } from "../usage/types.ts";
+import { readHandshake, REALTIME_PATH } from "./handshake.ts";
+import { createLifecycle, type LifecycleOptions } from "./lifecycle.ts";
+import { pickRealtimeKey } from "./pick.ts";
+import { createSessionMeter, newSession, type RealtimeSession } from "./session.ts";
+
+export type { RealtimeSession } from "./session.ts";
+
+/** The realtime WebSocket bridge, hooked into the server ahead of the HTTP app. */
+export interface RealtimeBridge {
+  /** True for `GET /v1/realtime`, which the bridge answers instead of the app. */
+  handles(request: Request): boolean;
+  /**
+   * Authenticates, checks, routes and admits the session, picks a key, then upgrades.
+   * A refusal comes back as an error Response (before any upgrade); a successful
+   * upgrade as undefined.
+   */
+  upgrade(request: Request, server: Server<RealtimeSession>): Response | undefined;
+  /** The `websocket` handlers for Bun.serve. */
+  readonly websocket: WebSocketHandler<RealtimeSession>;
+  /** Sessions open now. */
+  size(): number;
+  /** Closes every session (shutdown). */
+  closeAll(code?: number, reason?: string): void;
+}
+
+export const REALTIME_DEFAULTS: LifecycleOptions = {
+  idleMs: 5 * 60_000,
+  pendingLimit: 1024 * 1024,
+  upstreamBufferLimit: 16 * 1024 * 1024,
+  connectTimeoutMs: 15_000,
+  drainMs: 10_000,
+};
+
+export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOptions> = {}): RealtimeBridge {
+  const options: LifecycleOptions = {
+    ...REALTIME_DEFAULTS,
+    connectTimeoutMs: Math.min(REALTIME_DEFAULTS.connectTimeoutMs, deps.config.firstByteTimeoutMs),
+    ...overrides,
+  };
+  const lifecycle = createLifecycle(deps, options);
+  const metering = createSessionMeter(deps);
+
+  const start = (request: Request, server: Server<RealtimeSession>): void => {
+    const handshake = readHandshake(
+      { auth: deps.auth, trustProxy: deps.config.trustProxy, systemResources: deps.settings.resources() },
+      request,
+    );
+    const route = routeModel(deps.settings.routing(), handshake.requestedModel);
+    const effectiveModel = route.effectiveModel ?? handshake.requestedModel;
+    const admission = metering.admit(handshake.principal, effectiveModel);
+    const now = deps.clock.now();
+    const id = metaOf(request)?.id ?? requestId();
+    const tried = new Set<number>();
+    const picked = pickRealtimeKey(deps, route.level, tried);
+    const session = newSession({
+      id,
+      principal: handshake.principal,
+      requestedModel: handshake.requestedModel,
+      effectiveModel,
+      level: route.level,
+      beta: handshake.beta,
+      picked,
+      tried,
+      admission,
+      now,
+    });
+    if (!picked) {
+      metering.settle(session, 503, ZERO_USAGE, "upstream", now);
+      throw new HttpError("unavailable", `No upstream key is available for model ${handshake.requestedModel}; try again later`, {
+        code: "no_available_key",
+      });
+    }
+    const headers: Record<string, string> = { "x-request-id": id };
+    if (handshake.protocol) headers["sec-websocket-protocol"] = handshake.protocol;
+    if (!server.upgrade(request, { data: session, headers })) {
+      metering.settle(session, 400, ZERO_USAGE, "estimated", now);
+      deps.pool.release(picked.key);
+      throw new HttpError("invalid_request", "The WebSocket upgrade request is not valid", { code: "invalid_upgrade" });
+    }
+  };
+
+  return {
+    handles(request) {
+      if (request.method !== "GET" || !request.url.includes(REALTIME_PATH)) return false;
+      return new URL(request.url).pathname === REALTIME_PATH;
+    },
+    upgrade(request, server) {
+      try {
+        start(request, server);
+        return undefined;
+      } catch (error) {
+        if (error instanceof HttpError) return errorResponse("openai", error);
+        throw error;
+      }
+    },
+    websocket: lifecycle.websocket,
+    size: lifecycle.size,
+    closeAll: lifecycle.closeAll,
+  };
+}

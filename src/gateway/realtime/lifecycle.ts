@@ -1,0 +1,229 @@
+import type { ServerWebSocket, WebSocketHandler } from "bun";
+import { HttpError } from "../../core/errors.ts";
+import type { Deps } from "../../deps.ts";
+import { redact } from "../../core/redact.ts";
+import { ZERO_USAGE } from "../usage/types.ts";
+import { dialUpstream, dropUpstream, type UpstreamEvents } from "./connect.ts";
+import { closeReason, errorEvent, refusalOf, sendableCloseCode } from "./events.ts";
+import { pickRealtimeKey } from "./pick.ts";
+import { createSessionMeter, type RealtimeSession } from "./session.ts";
+import { isResponseCreated, responseDoneOf } from "./usage.ts";
+
+export interface LifecycleOptions {
+  /** A session with no frame either way for this long is closed (1000 "idle"). */
+  idleMs: number;
+  /** Client bytes held while the upstream connects; more closes the session with 1009. */
+  pendingLimit: number;
+  /** Client bytes queued towards a slow upstream before the session is closed (1013). */
+  upstreamBufferLimit: number;
+  connectTimeoutMs: number;
+  /** After the client left, how long the upstream may take to close (its last `response.done` still counts). */
+  drainMs: number;
+}
+
+/**
+ * The life of bridged sessions: connecting upstream (with failover to another key
+ * before anything was exchanged), relaying frames both ways, charging each
+ * `response.done`, propagating closes, and cleaning up idle sessions.
+ */
+export function createLifecycle(deps: Deps, options: LifecycleOptions) {
+  const { clock, pool, switchOver, log } = deps;
+  const metering = createSessionMeter(deps);
+  const live = new Set<RealtimeSession>();
+  let sweeper: ReturnType<typeof setInterval> | undefined;
+  const dial = { tls: deps.upstreamTls, connectTimeoutMs: options.connectTimeoutMs };
+
+  const sweep = () => {
+    const now = clock.now();
+    for (const session of live) if (now - session.lastActivity >= options.idleMs) closeByRouter(session, 1000, "idle");
+  };
+
+  /** The router ends a session: the client gets `code`, the upstream a plain 1000. */
+  const closeByRouter = (session: RealtimeSession, code: number, reason: string) => {
+    session.end ??= { by: "router", code, reason };
+    if (session.client && !session.clientClosed) session.client.close(code, closeReason(reason));
+    else finish(session);
+  };
+
+  const sendToClient = (session: RealtimeSession, data: string | ArrayBuffer) => {
+    if (!session.client || session.clientClosed) return;
+    // 0: dropped past the backpressure limit; never lose a frame silently.
+    if (session.client.send(data) === 0) closeByRouter(session, 1013, "the client is not reading fast enough");
+  };
+
+  /** Ends a session for good: one closing usage row, the key released, every reference dropped. */
+  const finish = (session: RealtimeSession) => {
+    if (session.finished) return;
+    session.finished = true;
+    live.delete(session);
+    if (live.size === 0 && sweeper) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+    clearTimeout(session.timer);
+    session.timer = undefined;
+    const end = session.end;
+    dropUpstream(session, 1000, "session ended");
+    const inProgress = session.responseStartedAt !== undefined;
+    const status = session.failStatus ?? (inProgress ? (end?.by === "client" ? 499 : 502) : 200);
+    metering.settle(session, status, ZERO_USAGE, "estimated", session.responseStartedAt ?? session.admittedAt);
+    if (session.picked) pool.release(session.picked.key);
+    session.picked = undefined;
+    session.pending = [];
+    session.pendingBytes = 0;
+    session.client = undefined;
+    log.info("realtime session ended", {
+      req: session.id,
+      account: session.principal.account.id,
+      model: session.effectiveModel,
+      responses: session.responses,
+      by: end?.by,
+      code: end?.code,
+      seconds: Math.round((clock.now() - session.openedAt) / 1000),
+    });
+  };
+
+  const charge = (session: RealtimeSession, text: string): boolean => {
+    if (session.responseStartedAt === undefined && isResponseCreated(text)) session.responseStartedAt = clock.now();
+    const done = responseDoneOf(text);
+    if (!done) return false;
+    const at = session.responseStartedAt ?? session.admittedAt;
+    const status = done.status === "failed" ? 502 : 200;
+    metering.settle(session, status, done.usage ?? ZERO_USAGE, done.usage ? "upstream" : "estimated", at);
+    session.responses++;
+    session.responseStartedAt = undefined;
+    return true;
+  };
+
+  const readmit = (session: RealtimeSession) => {
+    try {
+      session.admission = metering.admit(session.principal, session.effectiveModel);
+      session.admittedAt = clock.now();
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      const refusal = refusalOf(error);
+      sendToClient(session, refusal.event);
+      closeByRouter(session, refusal.code, refusal.reason);
+    }
+  };
+
+  const events: UpstreamEvents = {
+    open(session) {
+      const { key, level, probe } = session.picked!;
+      pool.report(key, { kind: "success" });
+      switchOver.recordSuccess(level, probe);
+      for (const frame of session.pending) session.upstream!.send(frame);
+      session.pending = [];
+      session.pendingBytes = 0;
+    },
+    message(session, data) {
+      session.lastActivity = clock.now();
+      const done = typeof data === "string" && charge(session, data);
+      if (session.clientClosed) return;
+      sendToClient(session, data);
+      if (done) readmit(session);
+    },
+    closed(session, code, reason) {
+      if (session.clientClosed) return finish(session);
+      session.end ??= { by: "upstream", code, reason };
+      session.client?.close(sendableCloseCode(code), closeReason(reason));
+    },
+    failed(session, failure, message) {
+      const { key, level, probe } = session.picked!;
+      log.warn("realtime upstream did not connect", { req: session.id, key: key.id, level, failure: failure.kind, error: redact(message ?? "") });
+      if (failure.kind === "client") {
+        pool.report(key, { kind: "success" });
+        switchOver.recordSuccess(level, probe);
+      } else {
+        pool.report(key, failure.kind === "credential" ? { kind: "credential" } : { kind: "retryable" });
+        if (failure.kind === "retryable") switchOver.recordError(level, clock.now());
+        if (probe) switchOver.abandonProbe(level);
+      }
+      pool.release(key);
+      session.tried.add(key.id);
+      session.picked = undefined;
+      session.upstream = undefined;
+      if (session.clientClosed) return finish(session);
+      if (failure.kind === "client") {
+        session.failStatus = failure.status;
+        const text = `The upstream refused the realtime session (HTTP ${failure.status}); check the model and session parameters`;
+        sendToClient(session, errorEvent("invalid_request_error", "upstream_refused", text));
+        return closeByRouter(session, 1008, `upstream refused the session (HTTP ${failure.status})`);
+      }
+      const next = session.attempts < deps.config.maxAttempts ? pickRealtimeKey(deps, session.level, session.tried) : undefined;
+      if (next) {
+        session.picked = next;
+        session.attempts++;
+        return dialUpstream(session, dial, events);
+      }
+      session.failStatus = 502;
+      sendToClient(session, errorEvent("server_error", "upstream_unavailable", "No upstream realtime endpoint could be reached; try again later"));
+      closeByRouter(session, 1011, "upstream unavailable");
+    },
+  };
+
+  const websocket: WebSocketHandler<RealtimeSession> = {
+    // Half-open clients: Bun pings before this runs out and drops clients that do not answer.
+    idleTimeout: 120,
+    sendPings: true,
+    perMessageDeflate: false,
+    maxPayloadLength: 16 * 1024 * 1024,
+    open(ws: ServerWebSocket<RealtimeSession>) {
+      const session = ws.data;
+      session.client = ws;
+      session.lastActivity = clock.now();
+      live.add(session);
+      sweeper ??= setInterval(sweep, Math.max(50, Math.min(options.idleMs / 4, 30_000)));
+      sweeper.unref?.();
+      dialUpstream(session, dial, events);
+    },
+    message(ws, message) {
+      const session = ws.data;
+      if (session.clientClosed || session.finished) return;
+      session.lastActivity = clock.now();
+      const upstream = session.upstream;
+      if (upstream && session.upstreamOpen) {
+        upstream.send(message);
+        if (upstream.bufferedAmount > options.upstreamBufferLimit) closeByRouter(session, 1013, "the upstream is not reading fast enough");
+        return;
+      }
+      const frame = typeof message === "string" ? message : new Uint8Array(message);
+      session.pendingBytes += typeof frame === "string" ? Buffer.byteLength(frame) : frame.byteLength;
+      if (session.pendingBytes > options.pendingLimit) {
+        session.pending = [];
+        return closeByRouter(session, 1009, "too much data before the upstream connected");
+      }
+      session.pending.push(frame);
+    },
+    close(ws, code, reason) {
+      const session = ws.data;
+      session.clientClosed = true;
+      session.client = undefined;
+      session.pending = [];
+      session.end ??= { by: "client", code, reason };
+      const upstream = session.upstream;
+      if (!upstream || session.upstreamClosed || !session.upstreamOpen) return finish(session);
+      // The upstream's last frames are still read for their usage until it closes.
+      upstream.close(session.end.by === "client" ? sendableCloseCode(code) : 1000, closeReason(session.end.by === "client" ? reason : "session ended"));
+      session.timer = setTimeout(() => finish(session), options.drainMs);
+    },
+    error(error, ws) {
+      log.error("realtime session failed", { req: ws.data.id, error: redact(error.message) });
+    },
+  };
+
+  return {
+    websocket,
+    /** Sessions open now. */
+    size: () => live.size,
+    /** Closes every session now (shutdown), settling each without waiting for upstreams. */
+    closeAll(code = 1001, reason = "server shutting down") {
+      for (const session of [...live]) {
+        closeByRouter(session, code, reason);
+        finish(session);
+      }
+    },
+  };
+}
+
+export type Lifecycle = ReturnType<typeof createLifecycle>;

@@ -1,0 +1,129 @@
+import type { ServerWebSocket } from "bun";
+import type { Principal } from "../../accounts/principal.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { Admission, Meter } from "../../metering/meter.ts";
+import type { UsageSink } from "../../metering/usage-recorder.ts";
+import type { Endpoint } from "../endpoints.ts";
+import type { Usage, UsageSource } from "../usage/types.ts";
+import { REALTIME_PATH } from "./handshake.ts";
+import type { PickedKey } from "./pick.ts";
+
+/** Realtime sessions are token-billed by ChatPricing on the effective model, one admission per response. */
+export const REALTIME_ENDPOINT: Endpoint = { family: "openai", path: REALTIME_PATH, model: "none", idempotent: false };
+
+/** How a session ended first, and by whom. */
+export interface SessionEnd {
+  by: "client" | "upstream" | "router";
+  code: number;
+  reason: string;
+}
+
+/**
+ * Everything one bridged session holds; nothing is kept elsewhere per session, and
+ * all of it is dropped when the session ends.
+ */
+export interface RealtimeSession {
+  /** The upgrade request's id: every usage row of the session carries it. */
+  readonly id: string;
+  readonly principal: Principal;
+  readonly requestedModel: string;
+  readonly effectiveModel: string;
+  /** The Level the model routes to. */
+  readonly level: number;
+  readonly beta: string | undefined;
+  readonly openedAt: number;
+  /** The key in use (in flight in the pool) while connecting or connected. */
+  picked: PickedKey | undefined;
+  readonly tried: Set<number>;
+  attempts: number;
+  /** The reservation the next `response.done` settles. */
+  admission: Admission | undefined;
+  admittedAt: number;
+  /** When the response under way started (its `response.created`), if one is. */
+  responseStartedAt: number | undefined;
+  responses: number;
+  client: ServerWebSocket<RealtimeSession> | undefined;
+  upstream: WebSocket | undefined;
+  upstreamOpen: boolean;
+  upstreamClosed: boolean;
+  /** Client frames that arrived before the upstream was open. */
+  pending: Array<string | Uint8Array<ArrayBuffer>>;
+  pendingBytes: number;
+  lastActivity: number;
+  clientClosed: boolean;
+  end: SessionEnd | undefined;
+  /** Status for the closing usage row when the upstream refused the session. */
+  failStatus: number | undefined;
+  finished: boolean;
+  /** The connect timeout while connecting; the drain limit after the client left. */
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+export function newSession(fields: {
+  id: string;
+  principal: Principal;
+  requestedModel: string;
+  effectiveModel: string;
+  level: number;
+  beta: string | undefined;
+  picked: PickedKey | undefined;
+  tried: Set<number>;
+  admission: Admission;
+  now: number;
+}): RealtimeSession {
+  const { now, ...rest } = fields;
+  return {
+    ...rest,
+    openedAt: now,
+    attempts: 1,
+    admittedAt: now,
+    responseStartedAt: undefined,
+    responses: 0,
+    client: undefined,
+    upstream: undefined,
+    upstreamOpen: false,
+    upstreamClosed: false,
+    pending: [],
+    pendingBytes: 0,
+    lastActivity: now,
+    clientClosed: false,
+    end: undefined,
+    failStatus: undefined,
+    finished: false,
+    timer: undefined,
+  };
+}
+
+/** Admission and charging for sessions: every admission settles in exactly one usage row. */
+export function createSessionMeter(deps: { meter: Meter; usage: UsageSink; clock: Clock }) {
+  return {
+    /** A fresh reservation for the next response; throws the meter's HttpError when refused. */
+    admit(principal: Principal, effectiveModel: string): Admission {
+      return deps.meter.admit({ principal, endpoint: REALTIME_ENDPOINT, effectiveModel, json: undefined, bodyBytes: 0 });
+    },
+    /** Settles the session's current admission with one usage row. */
+    settle(session: RealtimeSession, status: number, usage: Usage, source: UsageSource, at: number): void {
+      const admission = session.admission;
+      if (!admission) return;
+      session.admission = undefined;
+      deps.usage.record({
+        requestId: session.id,
+        accountId: session.principal.account.id,
+        endpoint: REALTIME_PATH,
+        requestedModel: session.requestedModel,
+        effectiveModel: session.effectiveModel,
+        level: session.picked?.level ?? session.level,
+        keyId: session.picked?.key.id,
+        status,
+        stream: true,
+        usage,
+        source,
+        latencyMs: deps.clock.now() - at,
+        at,
+        admission,
+      });
+    },
+  };
+}
+
+export type SessionMeter = ReturnType<typeof createSessionMeter>;
