@@ -7,6 +7,7 @@ import { operationLogRoutes } from "./admin/oplog/routes.ts";
 import { providerKeyRoutes } from "./admin/provider-keys/routes.ts";
 import { gatewayRoutes } from "./gateway/routes.ts";
 import { metricsRoutes } from "./metrics/routes.ts";
+import { signupRoutes } from "./tenancy/signup-routes.ts";
 import { realtimeClientSecretRoutes } from "./gateway/realtime/client-secrets.ts";
 import { pricingRoutes } from "./metering/pricing-routes.ts";
 import { reportRoutes } from "./metering/report-routes.ts";
@@ -41,6 +42,7 @@ export function createApp(deps: Deps) {
     })
     .get("/healthz", () => ({ status: "ok" }))
     .use(metricsRoutes(deps))
+    .use(deps.config.signup ? signupRoutes(deps) : new Elysia())
     .use(dashboardAccountRoutes(deps))
     .use(accountRoutes(deps, deps.accountsService))
     .use(configRoutes(deps))

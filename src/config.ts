@@ -34,6 +34,14 @@ export interface ServeConfig {
   drainTimeoutMs: number;
   /** A bearer token that may read /metrics without being an owner key. */
   metricsToken?: string;
+  /** The BYOK (multi-tenant) deployment style: every owner runs its own tenant. */
+  byok?: boolean;
+  /** BYOK: first-level accounts may register themselves through POST /x-signup. */
+  signup?: boolean;
+  /** SMTP URL for sign-up confirmations (`smtp://user:pass@host:587`); without it sign-ups are immediate. */
+  signupSmtp?: string;
+  /** Sender address of sign-up confirmations. */
+  signupFrom?: string;
 }
 
 export const DEFAULT_MAX_BODY = 64 * 1024 * 1024;

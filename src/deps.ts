@@ -3,27 +3,24 @@ import { rootCertificates } from "node:tls";
 import { join } from "node:path";
 import { createAccountsRepository, type AccountsRepository } from "./accounts/repository.ts";
 import { createPrincipalCache, type PrincipalCache } from "./accounts/principal.ts";
-import { createConfigService, type ConfigService } from "./admin/config/service.ts";
 import { createOperationLog, type OperationLog } from "./admin/oplog/writer.ts";
 import { createAccountsService, type AccountsService } from "./accounts/service.ts";
-import { createProviderKeysRepository, type ProviderKeysRepository } from "./admin/provider-keys/repository.ts";
 import type { ServeConfig } from "./config.ts";
 import { createClock, type Clock } from "./core/clock.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { createAuthenticator, type Authenticator } from "./http/auth.ts";
 import { createMemoryCounters, type Counters } from "./metering/counters.ts";
 import { createCreditBook, type CreditBook } from "./metering/credit.ts";
-import { createMeter, type Meter } from "./metering/meter.ts";
+import { createMeter } from "./metering/meter.ts";
 import { createQuotas, type Quotas } from "./metering/quotas.ts";
-import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { createSoftLimitNotifier } from "./mail/soft-limit.ts";
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
-import { createKeyPool, type KeyPool } from "./routing/key-pool.ts";
-import { createSwitchOver, type SwitchOver } from "./routing/switch-over.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
 import { openStore, type Store } from "./store/db.ts";
 import { createAdapters, type Adapters } from "./upstreams/index.ts";
 import { createAffinity, type Affinity } from "./gateway/affinity.ts";
+import { createTenants, type Tenant, type Tenants } from "./tenancy/tenants.ts";
+import type { AccountRow } from "./store/schema/accounts.ts";
 import { createRouterMetrics, type RouterMetrics } from "./metrics/router-metrics.ts";
 
 /** The single wiring point: every long-lived object of the process, built once from the config. */
@@ -39,22 +36,17 @@ export interface Deps {
   /** Account management: hierarchy, credit ledger, key rotation. */
   readonly accountsService: AccountsService;
   readonly oplog: OperationLog;
-  /** System configuration items (spec 2.4), in memory. */
-  readonly settings: ConfigService;
-  readonly providerKeys: ProviderKeysRepository;
-  readonly pool: KeyPool;
   readonly counters: Counters;
-  readonly switchOver: SwitchOver;
   readonly adapters: Adapters;
+  /** Per-tenant state: provider keys, configuration, switch-over, meter (one tenant unless --byok). */
+  readonly tenants: Tenants;
+  /** The dependencies of the tenant an account belongs to. */
+  scope(account: Pick<AccountRow, "path">): TenantDeps;
   /** Which account and provider key each upstream object created through the router belongs to. */
   readonly affinity: Affinity;
-  /** Where completed calls are reported: the meter, which charges them and hands them to the recorder. */
-  readonly usage: UsageSink;
   readonly usageRecorder: UsageRecorder;
-  readonly meter: Meter;
   readonly credit: CreditBook;
   readonly quotas: Quotas;
-  readonly mailer: Mailer;
   /** TLS options for upstream fetches: the public roots plus --upstream-ca-file. */
   readonly upstreamTls: { ca: string[] } | undefined;
   readonly metrics: RouterMetrics;
@@ -62,6 +54,14 @@ export interface Deps {
   invalidateCaches(): void;
   /** Work to finish before the store closes (e.g. flushing batched usage rows). */
   readonly beforeClose: Array<() => void | Promise<void>>;
+}
+
+/**
+ * A tenant's view of the dependencies: the global ones plus its own configuration,
+ * keys, switch-over state and meter. `usage` is where its completed calls are reported.
+ */
+export interface TenantDeps extends Deps, Tenant {
+  readonly usage: UsageSink;
 }
 
 export interface DepsOverrides {
@@ -83,33 +83,43 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const upstreamTls = config.upstreamCaFile
     ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
     : undefined;
-  const settings = createConfigService({ store, clock, sealer });
-  const providerKeys = createProviderKeysRepository({ store, sealer, clock });
-  const pool = createKeyPool({ repo: providerKeys, clock, log });
   const counters = createMemoryCounters();
-  const oplog = createOperationLog({ store, clock });
+  const oplog = createOperationLog({
+    store,
+    clock,
+    // In the BYOK style a change belongs to its author's tenant: the root of its path.
+    tenantOf: config.byok ? (actorId) => Number(accounts.findLiveById(actorId)?.path.split("/")[1] ?? 0) : undefined,
+  });
   const usageRecorder = createUsageRecorder({ store, clock, log });
   const metrics = createRouterMetrics();
   const credit = createCreditBook({ store, clock });
   usageRecorder.onCharged((charged) => credit.flushed(charged));
   const quotas = createQuotas({ store, counters });
-  const mailer = createMailer(settings);
-  const softLimit = createSoftLimitNotifier({ store, clock, log, quotas, mailer });
-  const meter = createMeter({
+  const softLimit = createSoftLimitNotifier({ store, clock, log, quotas });
+  const tenants = createTenants(config.byok ?? false, {
+    store,
     clock,
     log,
-    prices: () => settings.prices(),
-    modelLimits: () => settings.modelLimits(),
-    credit,
+    sealer,
     counters,
-    quotas,
-    recorder: usageRecorder,
-    metrics,
-    onSpend: (account) => softLimit.check(account),
+    meterFor: (tenantId, settings, mailer) =>
+      createMeter({
+        clock,
+        log,
+        prices: () => settings.prices(),
+        modelLimits: () => settings.modelLimits(),
+        credit,
+        counters,
+        quotas,
+        recorder: usageRecorder,
+        metrics,
+        tenantRoot: config.byok ? tenantId : undefined,
+        onSpend: (account) => softLimit.check(account, mailer),
+      }),
   });
-  const switchOver = createSwitchOver(counters);
-  registerStateGauges(metrics, pool, switchOver, settings);
-  return {
+  registerStateGauges(metrics, tenants);
+  const scoped = new Map<number, TenantDeps>();
+  const deps: Deps = {
     config,
     clock,
     log,
@@ -126,42 +136,50 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
       onCreditChanged: (ids) => ids.forEach((id) => credit.invalidate(id)),
     }),
     oplog,
-    settings,
-    providerKeys,
-    pool,
     counters,
-    switchOver,
+    tenants,
+    scope(account) {
+      const tenantId = tenants.idOf(account);
+      let view = scoped.get(tenantId);
+      if (!view) {
+        const tenant = tenants.get(tenantId);
+        view = { ...deps, ...tenant, usage: tenant.meter };
+        scoped.set(tenantId, view);
+      }
+      return view;
+    },
     adapters: createAdapters(upstreamTls ? { tls: upstreamTls } : {}),
     affinity: createAffinity({ store, clock }),
-    usage: meter,
     usageRecorder,
-    meter,
     credit,
     quotas,
-    mailer,
     metrics,
     upstreamTls,
     invalidateCaches() {
       principals.clear();
-      settings.reload();
-      pool.reload();
+      tenants.reload();
     },
     beforeClose: [() => usageRecorder.stop()],
   };
+  return deps;
 }
 
-/** Gauges read at scrape time from the pool and the switch-over state. */
-function registerStateGauges(metrics: RouterMetrics, pool: KeyPool, switchOver: SwitchOver, settings: ConfigService): void {
+/** Gauges read at scrape time from every tenant's pool and switch-over state. */
+function registerStateGauges(metrics: RouterMetrics, tenants: Tenants): void {
   metrics.registry.gauge("router_provider_keys", "Provider keys by state (enabled, sleeping with its reason, disabled)", ["state"], () => {
     const counts = new Map<string, number>();
-    for (const key of pool.all()) {
-      const state = !key.status ? "disabled" : key.sleeping ? `sleeping_${key.sleepReason ?? "manual"}` : "enabled";
-      counts.set(state, (counts.get(state) ?? 0) + 1);
+    for (const tenant of tenants.all()) {
+      for (const key of tenant.pool.all()) {
+        const state = !key.status ? "disabled" : key.sleeping ? `sleeping_${key.sleepReason ?? "manual"}` : "enabled";
+        counts.set(state, (counts.get(state) ?? 0) + 1);
+      }
     }
     return [...counts].map(([state, value]) => ({ labels: { state }, value }));
   });
   metrics.registry.gauge("router_level_switched", "1 while a Level's traffic goes to its SWITCH_OVER backup", ["level"], () =>
-    [...settings.routing().switchOver.keys()].map((level) => ({ labels: { level: String(level) }, value: switchOver.isSwitched(level) ? 1 : 0 })),
+    tenants.all().flatMap((tenant) =>
+      [...tenant.settings.routing().switchOver.keys()].map((level) => ({ labels: { level: String(level) }, value: tenant.switchOver.isSwitched(level) ? 1 : 0 })),
+    ),
   );
   metrics.registry.gauge("router_streams_active", "Streams being relayed now", [], () => [{ labels: {}, value: metrics.activeStreams() }]);
 }

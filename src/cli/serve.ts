@@ -76,6 +76,20 @@ export const serveArgs = {
     description: `Seconds a stream's upstream is still read for usage after the client left (env ROUTER_DRAIN_TIMEOUT; default ${UPSTREAM_DEFAULTS.drainTimeoutMs / 1000})`,
     valueHint: "s",
   },
+  byok: {
+    type: "boolean",
+    description: "Multi-tenant BYOK style: every owner runs its own isolated tenant (env ROUTER_BYOK)",
+  },
+  signup: {
+    type: "boolean",
+    description: "BYOK: let owners register themselves through POST /x-signup (env ROUTER_SIGNUP)",
+  },
+  "signup-smtp": {
+    type: "string",
+    description: "SMTP URL for sign-up confirmation mail, smtp://user:pass@host:587 (env ROUTER_SIGNUP_SMTP; prefer the env form)",
+    valueHint: "url",
+  },
+  "signup-from": { type: "string", description: "Sender of sign-up confirmation mail (env ROUTER_SIGNUP_FROM)", valueHint: "email" },
   "metrics-token": {
     type: "string",
     description: "Bearer token that may read /metrics besides owner keys (env ROUTER_METRICS_TOKEN; prefer the env form)",
@@ -104,6 +118,9 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
   }
   const port = parseIntegerFlag("port", get("port"), 8080);
   if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
+  const byok = parseBooleanFlag("byok", get("byok"));
+  const signup = parseBooleanFlag("signup", get("signup"));
+  if (signup && !byok) throw new UsageError("--signup needs --byok: only BYOK owners register themselves");
   const baseUrl = get("base-url");
   if (baseUrl !== undefined && !URL.canParse(baseUrl)) throw new UsageError(`--base-url: "${baseUrl}" is not a URL`);
   const tlsCert = requireReadable("tls-cert", get("tls-cert"));
@@ -131,6 +148,10 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     streamIdleTimeoutMs: seconds("stream-idle-timeout", UPSTREAM_DEFAULTS.streamIdleTimeoutMs),
     drainTimeoutMs: seconds("drain-timeout", UPSTREAM_DEFAULTS.drainTimeoutMs),
     metricsToken: get("metrics-token"),
+    byok,
+    signup,
+    signupSmtp: get("signup-smtp"),
+    signupFrom: get("signup-from"),
   };
 }
 

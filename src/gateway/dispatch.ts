@@ -9,7 +9,7 @@ import { routeModel, type ModelRoute } from "../routing/route-model.ts";
 import { join } from "node:path";
 import { bodyCall, multipartCall, type ClientCall } from "./call.ts";
 import type { Endpoint } from "./endpoints.ts";
-import { createRelay } from "./relay.ts";
+import { tenantRelays } from "./relay.ts";
 
 /** Reads the client's call from the request (JSON, multipart or Gemini form). */
 export type CallReader = (request: Request) => Promise<ClientCall>;
@@ -21,7 +21,7 @@ export type CallReader = (request: Request) => Promise<ClientCall>;
  * the key that holds it (resource affinity).
  */
 export function createDispatcher(deps: Deps) {
-  const relay = createRelay(deps);
+  const relayFor = tenantRelays();
   const spoolDir = join(deps.config.dataDir, "tmp");
 
   /** The key a call must use when it continues an object (Responses `previous_response_id`). */
@@ -41,9 +41,10 @@ export function createDispatcher(deps: Deps) {
     // timers guard upstream silence, so Bun's connection idle limit must not.
     meta?.server?.timeout(request, 0);
     const call = await read(request);
+    const tenant = deps.scope(principal.account);
     try {
       checkModel(principal, call.requestedModel);
-      const routed = routeModel(deps.settings.routing(), call.requestedModel);
+      const routed = routeModel(tenant.settings.routing(), call.requestedModel);
       const route: ModelRoute = options.level === undefined ? routed : { ...routed, level: options.level };
       if (call.form && route.effectiveModel !== call.requestedModel) {
         throw badRequest(
@@ -52,7 +53,7 @@ export function createDispatcher(deps: Deps) {
         );
       }
       const pinnedKeyId = options.pinnedKeyId ?? continuation(principal, call);
-      const admission = deps.meter.admit({
+      const admission = tenant.meter.admit({
         principal,
         endpoint: call.endpoint,
         effectiveModel: route.effectiveModel,
@@ -60,7 +61,7 @@ export function createDispatcher(deps: Deps) {
         fields: call.form?.fields,
         bodyBytes: call.form?.size ?? call.bytes.byteLength,
       });
-      return await relay({ call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal, pinnedKeyId });
+      return await relayFor(tenant)({ call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal, pinnedKeyId });
     } finally {
       // The upstream has the body once its answer began; an unlinked file stays readable until closed.
       call.form?.remove();

@@ -1,6 +1,6 @@
 import type { Principal } from "../accounts/principal.ts";
 import { HttpError } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
+import type { TenantDeps } from "../deps.ts";
 import { errorResponse } from "../http/envelopes.ts";
 import { redact } from "../core/redact.ts";
 import { isCredentialStatus, isRetryableStatus, nextStep, type AttemptFailure } from "../routing/failover.ts";
@@ -43,7 +43,7 @@ const isEventStream = (response: Response) => (response.headers.get("content-typ
  * another key or the backup Level when an attempt fails before anything reached the
  * client, and relays the answer (streamed as it arrives), metering its usage.
  */
-export function createRelay(deps: Deps) {
+export function createRelay(deps: TenantDeps) {
   const { config, settings, clock, pool, switchOver, usage: sink, log } = deps;
   const fetchTls = deps.upstreamTls ? { tls: deps.upstreamTls } : {};
   const deliver = createDeliver(deps, deps.affinity, (...args) => record(...args));
@@ -258,3 +258,16 @@ export function createRelay(deps: Deps) {
 }
 
 export type Relay = ReturnType<typeof createRelay>;
+
+/** One relay per tenant, made on first use: each routes over its own keys, mappers and switch-over state. */
+export function tenantRelays(): (tenant: TenantDeps) => Relay {
+  const relays = new Map<number, Relay>();
+  return (tenant) => {
+    let relay = relays.get(tenant.tenantId);
+    if (!relay) {
+      relay = createRelay(tenant);
+      relays.set(tenant.tenantId, relay);
+    }
+    return relay;
+  };
+}

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { Principal } from "../accounts/principal.ts";
 import { notFound } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
+import type { Deps, TenantDeps } from "../deps.ts";
 import { readBodyBytes } from "../http/body.ts";
 import { authPlugin } from "../http/plugins.ts";
 import { listAllows } from "../routing/patterns.ts";
@@ -40,9 +40,9 @@ export function gatewayRoutes(deps: Deps) {
     };
   };
 
-  const models = ({ principal }: { principal: Principal }) => ({
+  const models = ({ principal, tenant }: { principal: Principal; tenant: TenantDeps }) => ({
     object: "list",
-    data: listModels(deps.settings.routing(), deps.pool, allowedModels(principal)),
+    data: listModels(tenant.settings.routing(), tenant.pool, allowedModels(principal)),
   });
 
   let app = base;
@@ -57,8 +57,8 @@ export function gatewayRoutes(deps: Deps) {
     .get("/models", models, { auth: true })
     .get(
       "/v1/models/:id",
-      ({ principal, params }) => {
-        const entry = listModels(deps.settings.routing(), deps.pool, allowedModels(principal)).find((m) => m.id === params.id);
+      ({ principal, tenant, params }) => {
+        const entry = listModels(tenant.settings.routing(), tenant.pool, allowedModels(principal)).find((m) => m.id === params.id);
         if (!entry) throw notFound(`The model ${params.id} does not exist or is not available to this key`, "model_not_found");
         return entry;
       },

@@ -1,32 +1,40 @@
 import { Elysia } from "elysia";
 import type { Principal } from "../accounts/principal.ts";
 import { forbidden } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
+import type { Deps, TenantDeps } from "../deps.ts";
 import { familyOf } from "./family.ts";
 import { checkAccess } from "./access.ts";
 import { clientIp } from "./client-ip.ts";
 
+/** What an authenticated route receives: the caller and its tenant's dependencies. */
+// A type alias, not an interface: Elysia's macro typing needs an index-compatible object type.
+export type Caller = {
+  principal: Principal;
+  tenant: TenantDeps;
+};
+
 /**
- * `{ auth: true }` on a route resolves `principal` (401 otherwise);
+ * `{ auth: true }` on a route resolves `principal` and its `tenant` (401 otherwise);
  * `{ owner: true }` additionally requires a first-level owner account (403 otherwise).
  */
-export function authPlugin(deps: Pick<Deps, "auth" | "config" | "settings">) {
-  const admit = (request: Request, path: string): Principal => {
+export function authPlugin(deps: Pick<Deps, "auth" | "config" | "scope">) {
+  const admit = (request: Request, path: string): Caller => {
     const principal = deps.auth.require(request, familyOf(path));
-    checkAccess(principal, path, clientIp(request, deps.config.trustProxy), deps.settings.resources());
-    return principal;
+    const tenant = deps.scope(principal.account);
+    checkAccess(principal, path, clientIp(request, deps.config.trustProxy), tenant.settings.resources());
+    return { principal, tenant };
   };
   return new Elysia({ name: "auth" }).macro({
     auth: {
-      resolve({ request, path }): { principal: Principal } {
-        return { principal: admit(request, path) };
+      resolve({ request, path }): Caller {
+        return admit(request, path);
       },
     },
     owner: {
-      resolve({ request, path }): { principal: Principal } {
-        const principal = admit(request, path);
-        if (!principal.account.isOwner) throw forbidden("Only owner accounts may use this endpoint", "owner_only");
-        return { principal };
+      resolve({ request, path }): Caller {
+        const caller = admit(request, path);
+        if (!caller.principal.account.isOwner) throw forbidden("Only owner accounts may use this endpoint", "owner_only");
+        return caller;
       },
     },
   });

@@ -21,7 +21,6 @@ export function createSoftLimitNotifier(deps: {
   clock: Clock;
   log: Logger;
   quotas: Quotas;
-  mailer: Mailer;
 }) {
   const inFlight = new Set<string>();
   const sent = new Set<string>();
@@ -38,10 +37,10 @@ export function createSoftLimitNotifier(deps: {
     return Boolean(row);
   };
 
-  const attempt = async (accountId: number, month: string, to: string, text: string, tries: number): Promise<void> => {
+  const attempt = async (mailer: Mailer, accountId: number, month: string, to: string, text: string, tries: number): Promise<void> => {
     const key = `${accountId}:${month}`;
     try {
-      const result = await deps.mailer.send({ to, subject: "Spending has reached your soft limit", text });
+      const result = await mailer.send({ to, subject: "Spending has reached your soft limit", text });
       deps.store.db.insert(softLimitNotices).values({ accountId, month, sentAt: deps.clock.now(), recipient: to }).onConflictDoNothing().run();
       sent.add(key);
       inFlight.delete(key);
@@ -53,18 +52,18 @@ export function createSoftLimitNotifier(deps: {
         inFlight.delete(key);
         return;
       }
-      setTimeout(() => void attempt(accountId, month, to, text, tries + 1), delay).unref();
+      setTimeout(() => void attempt(mailer, accountId, month, to, text, tries + 1), delay).unref();
     }
   };
 
   return {
     /** Called after an account was charged; cheap when nothing is due. */
-    check(account: Readonly<AccountRow>): void {
+    check(account: Readonly<AccountRow>, mailer: Mailer): void {
       if (account.softLimit === null) return;
       const accountId = account.id;
       const month = deps.clock.businessMonth();
       const key = `${accountId}:${month}`;
-      if (inFlight.has(key) || !deps.mailer.configured()) return;
+      if (inFlight.has(key) || !mailer.configured()) return;
       // Charged so far, without the reservations of calls still running.
       const spent = deps.quotas.get("spent", month, accountId) / 1e9;
       if (spent < account.softLimit || alreadySent(accountId, month)) return;
@@ -74,7 +73,7 @@ export function createSoftLimitNotifier(deps: {
         `Account ${account.name} (${account.email}) has used ${spent.toFixed(4)} credits in ${month}, ` +
         `reaching its soft limit of ${account.softLimit}.` +
         (account.hardLimit !== null ? ` Calls stop at the hard limit of ${account.hardLimit}.` : "");
-      void attempt(accountId, month, to, text, 0);
+      void attempt(mailer, accountId, month, to, text, 0);
     },
   };
 }

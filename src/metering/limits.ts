@@ -20,6 +20,8 @@ export interface LimitScope {
   /** Quota keys: the account (undefined for system model limits) and the model (undefined for account limits). */
   accountId: number | undefined;
   model: string | undefined;
+  /** For system model limits in a BYOK tenant: the tenant whose accounts share the counter. */
+  tenantRoot?: number;
   limits: WindowLimits;
 }
 
@@ -56,6 +58,8 @@ export function checkWindows(input: {
   quotas: Quotas;
   clock: Clock;
   system: SystemLimits;
+  /** The BYOK tenant (its owner's id); undefined in a single-tenant deployment. */
+  tenantRoot?: number;
 }): LimitScope[] {
   const { account, model, day, now, counters, quotas } = input;
   const scopes: LimitScope[] = [];
@@ -68,7 +72,8 @@ export function checkWindows(input: {
     }
     const system = bestMatch(input.system, model);
     if (system && hasAny(system.limits)) {
-      scopes.push({ label: `model ${model}`, key: `m:${model}`, accountId: undefined, model, limits: system.limits });
+      const tenantRoot = input.tenantRoot;
+      scopes.push({ label: `model ${model}`, key: `m:${tenantRoot ?? "*"}:${model}`, accountId: undefined, model, tenantRoot, limits: system.limits });
     }
   }
   for (const scope of scopes) {
@@ -85,7 +90,7 @@ export function checkWindows(input: {
     };
     const daily = (name: string, limit: number | null | undefined, measure: "requests" | "tokens") => {
       if (limit === null || limit === undefined) return;
-      if (quotas.get(measure, day, scope.accountId, scope.model) >= limit) refuse(name, limit, msUntilNextBusinessDay(input.clock, now));
+      if (quotas.get(measure, day, scope.accountId, scope.model, scope.tenantRoot) >= limit) refuse(name, limit, msUntilNextBusinessDay(input.clock, now));
     };
     windowed("RPM", limits.rpm, `${key}:r:m`, MINUTE);
     windowed("RPH", limits.rph, `${key}:r:h`, HOUR);
@@ -102,7 +107,7 @@ export function countRequest(scopes: LimitScope[], counters: Counters, quotas: Q
   for (const scope of scopes) {
     counters.add(`${scope.key}:r:m`, 1, now, MINUTE);
     counters.add(`${scope.key}:r:h`, 1, now, HOUR);
-    quotas.add("requests", day, 1, scope.accountId, scope.model);
+    quotas.add("requests", day, 1, scope.accountId, scope.model, scope.tenantRoot);
   }
 }
 
@@ -112,6 +117,6 @@ export function countTokens(scopes: LimitScope[], counters: Counters, quotas: Qu
   for (const scope of scopes) {
     counters.add(`${scope.key}:t:m`, tokens, now, MINUTE);
     counters.add(`${scope.key}:t:h`, tokens, now, HOUR);
-    quotas.add("tokens", day, tokens, scope.accountId, scope.model);
+    quotas.add("tokens", day, tokens, scope.accountId, scope.model, scope.tenantRoot);
   }
 }

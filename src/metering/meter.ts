@@ -67,6 +67,8 @@ export function createMeter(deps: {
   quotas: Quotas;
   recorder: UsageRecorder;
   metrics?: RouterMetrics;
+  /** The BYOK tenant this meter prices for; undefined in a single-tenant deployment. */
+  tenantRoot?: number;
   onSpend?: (account: Readonly<AccountRow>) => void;
 }): Meter {
   const { clock, credit, quotas } = deps;
@@ -102,7 +104,7 @@ export function createMeter(deps: {
           headers: { "retry-after": seconds(msUntilNextBusinessMonth(clock, now)) },
         });
       }
-      const scopes = checkWindows({ account, model, day, now, counters: deps.counters, quotas, clock, system: deps.modelLimits() });
+      const scopes = checkWindows({ account, model, day, now, counters: deps.counters, quotas, clock, system: deps.modelLimits(), tenantRoot: deps.tenantRoot });
       countRequest(scopes, deps.counters, quotas, day, now);
       credit.reserve(account.id, reserve);
       // Spend limits count reservations too, so concurrent calls cannot overshoot them.

@@ -2,7 +2,9 @@ import { Elysia } from "elysia";
 import type { Deps } from "../deps.ts";
 import { checkAccess } from "../http/access.ts";
 import { clientIp } from "../http/client-ip.ts";
-import { scaleTable } from "./pricing/price-book.ts";
+import { createPriceBook, scaleTable } from "./pricing/price-book.ts";
+
+const CATALOG_BOOK = createPriceBook();
 
 /**
  * `GET /x-pricing`: the public prices (catalog plus owner overrides) without a key;
@@ -12,8 +14,10 @@ import { scaleTable } from "./pricing/price-book.ts";
 export function pricingRoutes(deps: Deps) {
   return new Elysia().get("/x-pricing", ({ request }) => {
     const principal = deps.auth.optional(request, "openai");
-    if (principal) checkAccess(principal, "/x-pricing", clientIp(request, deps.config.trustProxy), deps.settings.resources());
-    const table = deps.settings.prices().table;
+    // Without a key: the deployment's prices; in the BYOK style no tenant is known, so the catalog alone.
+    const tenant = principal ? deps.scope(principal.account) : deps.tenants.byok ? undefined : deps.tenants.get(0);
+    if (principal) checkAccess(principal, "/x-pricing", clientIp(request, deps.config.trustProxy), tenant!.settings.resources());
+    const table = tenant ? tenant.settings.prices().table : CATALOG_BOOK.table;
     const rates = principal?.account.rates ?? 1;
     return {
       object: "pricing",

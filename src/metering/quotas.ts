@@ -1,4 +1,5 @@
-import { and, eq, like, sql } from "drizzle-orm";
+import { and, eq, inArray, like, sql } from "drizzle-orm";
+import { accounts } from "../store/schema/accounts.ts";
 import type { Store } from "../store/db.ts";
 import { usageDaily } from "../store/schema/usage.ts";
 import type { Counters } from "./counters.ts";
@@ -25,9 +26,14 @@ export function createQuotas(deps: { store: Store; counters: Counters }) {
   };
 
   /** Seeds from the rollups: `period` is a day (`YYYY-MM-DD`) or a month (`YYYY-MM`). */
-  const seed = (measure: DailyMeasure, period: string, accountId: number | undefined, model: string | undefined) => {
+  const seed = (measure: DailyMeasure, period: string, accountId: number | undefined, model: string | undefined, tenantRoot: number | undefined) => {
     const parts = [period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period)];
     if (accountId !== undefined) parts.push(eq(usageDaily.accountId, accountId));
+    else if (tenantRoot !== undefined) {
+      // A BYOK tenant's model totals count only its own accounts.
+      const members = deps.store.db.select({ id: accounts.id }).from(accounts).where(like(accounts.path, `/${tenantRoot}/%`));
+      parts.push(inArray(usageDaily.accountId, members));
+    }
     if (model !== undefined) parts.push(eq(usageDaily.model, model));
     return deps.store.db.select({ value: column[measure] }).from(usageDaily).where(and(...parts)).get()?.value ?? 0;
   };
@@ -35,34 +41,37 @@ export function createQuotas(deps: { store: Store; counters: Counters }) {
   // Day and month totals live in separate slots: a counter slot holds one period at a
   // time, so sharing one between `2026-03-10` and `2026-03` re-seeded it from the
   // database on every switch and lost the in-memory reservations and unflushed charges.
-  const keyOf = (measure: DailyMeasure, period: string, accountId: number | undefined, model: string | undefined) =>
-    `q:${measure}:${period.length === 7 ? "month" : "day"}:${accountId ?? "*"}:${model ?? "*"}`;
+  const keyOf = (measure: DailyMeasure, period: string, accountId: number | undefined, model: string | undefined, tenantRoot: number | undefined) =>
+    `q:${measure}:${period.length === 7 ? "month" : "day"}:${accountId ?? `t${tenantRoot ?? "*"}`}:${model ?? "*"}`;
 
   /** The period each slot was last seeded for. */
   const held = new Map<string, string>();
 
-  const ensure = (measure: DailyMeasure, period: string, accountId?: number, model?: string) => {
-    const key = keyOf(measure, period, accountId, model);
+  const ensure = (measure: DailyMeasure, period: string, accountId?: number, model?: string, tenantRoot?: number) => {
+    const key = keyOf(measure, period, accountId, model, tenantRoot);
     if (!deps.counters.hasDaily(key, period)) {
-      deps.counters.addDaily(key, period, seed(measure, period, accountId, model));
+      deps.counters.addDaily(key, period, seed(measure, period, accountId, model, tenantRoot));
       held.set(key, period);
     }
     return key;
   };
 
   return {
-    /** The total of `measure` in `period` for an account (and model), or for a model across all accounts. */
-    get(measure: DailyMeasure, period: string, accountId?: number, model?: string): number {
-      return deps.counters.daily(ensure(measure, period, accountId, model), period);
+    /**
+     * The total of `measure` in `period` for an account (and model), or for a model across
+     * all accounts (of one BYOK tenant when `tenantRoot` is given).
+     */
+    get(measure: DailyMeasure, period: string, accountId?: number, model?: string, tenantRoot?: number): number {
+      return deps.counters.daily(ensure(measure, period, accountId, model, tenantRoot), period);
     },
-    add(measure: DailyMeasure, period: string, amount: number, accountId?: number, model?: string): void {
+    add(measure: DailyMeasure, period: string, amount: number, accountId?: number, model?: string, tenantRoot?: number): void {
       if (amount === 0) return;
       // A call that began before midnight (or the month's end) and settles after it: the
       // past period is no longer checked, and moving the slot back to it would drop the
       // current period's in-memory total. Its row still reaches that day's rollup.
-      const key = keyOf(measure, period, accountId, model);
+      const key = keyOf(measure, period, accountId, model, tenantRoot);
       if (!deps.counters.hasDaily(key, period) && (held.get(key) ?? "") > period) return;
-      deps.counters.addDaily(ensure(measure, period, accountId, model), period, amount);
+      deps.counters.addDaily(ensure(measure, period, accountId, model, tenantRoot), period, amount);
     },
   };
 }

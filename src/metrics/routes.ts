@@ -19,6 +19,8 @@ export function metricsRoutes(deps: Deps) {
     const presented = extractApiKey(request, "openai");
     const token = deps.config.metricsToken;
     if (!(token && presented && sameSecret(presented, token))) {
+      // Metrics cover every tenant: in the BYOK style no owner may read them, only the token.
+      if (deps.tenants.byok) throw forbidden("In the BYOK style /metrics is readable with the metrics token only", "metrics_token_only");
       const principal = deps.auth.require(request, "openai");
       if (!principal.account.isOwner) throw forbidden("Only owner accounts or the metrics token may read /metrics", "owner_only");
     }

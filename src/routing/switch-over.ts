@@ -28,7 +28,8 @@ export interface SwitchOver {
   isSwitched(level: number): boolean;
 }
 
-export function createSwitchOver(counters: Counters): SwitchOver {
+/** `prefix` keeps tenants' error counts apart when they share one Counters. */
+export function createSwitchOver(counters: Counters, prefix = ""): SwitchOver {
   const states = new Map<number, LevelState>();
   const stateOf = (level: number) => {
     let state = states.get(level);
@@ -38,7 +39,7 @@ export function createSwitchOver(counters: Counters): SwitchOver {
     }
     return state;
   };
-  const keyOf = (level: number) => `switch:${level}`;
+  const keyOf = (level: number) => `switch:${prefix}${level}`;
 
   return {
     resolve(level, backups, now) {

@@ -5,7 +5,7 @@ import { ensureInitialOwner } from "../../src/accounts/bootstrap.ts";
 import { DEFAULT_MAX_BODY, UPSTREAM_DEFAULTS, type ServeConfig } from "../../src/config.ts";
 import type { Clock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
-import { buildDeps, type Deps } from "../../src/deps.ts";
+import { buildDeps, type TenantDeps } from "../../src/deps.ts";
 import { startServer, type RunningServer } from "../../src/server.ts";
 import { testCertificates } from "./tls.ts";
 
@@ -14,7 +14,8 @@ export interface TestRouter {
   readonly url: string;
   /** API key of the owner created on first start. */
   readonly ownerKey: string;
-  readonly deps: Deps;
+  /** The dependencies as the first owner's tenant sees them (the only tenant unless --byok). */
+  readonly deps: TenantDeps;
   readonly server: RunningServer;
   readonly dataDir: string;
   /** Every log line the router wrote, for assertions (e.g. that no secret leaks). */
@@ -62,8 +63,9 @@ export function startRouter(options: StartOptions = {}): TestRouter {
     ...options.config,
   };
   const logs: string[] = [];
-  const deps = buildDeps(config, { clock: options.clock, log: createLogger(config.logLevel, (line) => logs.push(line)) });
-  ensureInitialOwner(deps.accounts, dataDir, config.ownerEmail);
+  const global = buildDeps(config, { clock: options.clock, log: createLogger(config.logLevel, (line) => logs.push(line)) });
+  ensureInitialOwner(global.accounts, dataDir, config.ownerEmail);
+  const deps = global.scope(global.accounts.findLiveById(1)!);
   const pricing = options.pricing === undefined ? FREE_PRICING : options.pricing;
   if (pricing && !options.dataDir) deps.settings.update({ PRICING: pricing });
   const ownerKey = readFileSync(join(dataDir, "initial-owner-key"), "utf8").trim();

@@ -29,6 +29,7 @@ function fakeRepository(rows: ProviderKeyRow[]) {
 function row(id: number, overrides: Partial<ProviderKeyRow> = {}): ProviderKeyRow {
   return {
     id,
+    tenantId: 0,
     name: `key ${id}`,
     level: 1,
     provider: `https://upstream-${id}.test/v1/`,

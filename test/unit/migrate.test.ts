@@ -13,12 +13,15 @@ test("a database created by the first migration upgrades in place and keeps its 
   old.run(
     "INSERT INTO accounts (depth, is_owner, email, name, key_hash, key_prefix, created_at, updated_at, path) VALUES (1, 1, 'a@b.c', 'first', 'h', 'p', 1, 1, '/1/')",
   );
+  old.run("INSERT INTO settings (key, value, updated_at) VALUES ('LEVEL_MAPPER', 'gpt-*=2', 1)");
   old.close();
 
   const store = openStore(path);
   const applied = store.sqlite.query<{ name: string }, []>("SELECT name FROM schema_migrations ORDER BY name").all();
   expect(applied.map((row) => row.name)).toEqual(migrations.map((m) => m.name));
   expect(store.sqlite.query<{ email: string }, []>("SELECT email FROM accounts").get()?.email).toBe("a@b.c");
+  // Tables rebuilt by later migrations keep their rows (settings gained a tenant column).
+  expect(store.sqlite.query<{ tenant_id: number; value: string }, []>("SELECT tenant_id, value FROM settings").get()).toEqual({ tenant_id: 0, value: "gpt-*=2" });
   expect(migrate(store.sqlite, migrations)).toEqual([]); // idempotent
   store.close();
 });

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { Principal } from "../../accounts/principal.ts";
 import { badRequest } from "../../core/errors.ts";
-import type { Deps } from "../../deps.ts";
+import type { Deps, TenantDeps } from "../../deps.ts";
 import { readBodyBytes, readJsonObject } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { authPlugin } from "../../http/plugins.ts";
@@ -20,7 +20,7 @@ export const DEFAULT_RESET_ITEMS: readonly string[] = ["PRICING"];
  * visible to the next request because the service rebuilds its compiled forms.
  */
 export function configRoutes(deps: Deps) {
-  const exported = () => ({ configs: deps.settings.exportAll() });
+  const exported = (tenant: TenantDeps) => ({ configs: tenant.settings.exportAll() });
 
   /** In the form GET /x-config exports (objects for JSON items); secrets arrive masked from the service. */
   const shown = (item: string, text: string | null): unknown => (text === null ? null : itemDef(item).exported(text));
@@ -29,10 +29,11 @@ export function configRoutes(deps: Deps) {
    * Per item whose stored value changed: one operation-log row (`config.update` or
    * `config.reset`, details `{item, before, after}`) and one log line without the value.
    */
-  const logChanges = (action: "config.update" | "config.reset", changes: readonly ConfigChange[], principal: Principal, request: Request) => {
+  const logChanges = (action: "config.update" | "config.reset", changes: readonly ConfigChange[], principal: Principal, tenant: TenantDeps, request: Request) => {
     const ip = clientIp(request, deps.config.trustProxy) ?? null;
     for (const change of changes) {
       deps.oplog.write({
+        tenantId: tenant.tenantId,
         actorId: principal.account.id,
         action,
         details: { item: change.item, before: shown(change.item, change.before), after: shown(change.item, change.after) },
@@ -44,29 +45,29 @@ export function configRoutes(deps: Deps) {
 
   return new Elysia()
     .use(authPlugin(deps))
-    .get("/x-config", () => exported(), { owner: true })
+    .get("/x-config", ({ tenant }) => exported(tenant), { owner: true })
     .put(
       "/x-config",
-      async ({ request, principal }) => {
+      async ({ request, principal, tenant }) => {
         const values = await readJsonObject(request, deps.config.maxBody);
         if (Object.keys(values).length === 0) {
           throw badRequest("Request body names no configuration item; send an object of item names to values");
         }
-        logChanges("config.update", deps.settings.update(values), principal, request);
-        return exported();
+        logChanges("config.update", tenant.settings.update(values), principal, tenant, request);
+        return exported(tenant);
       },
       { owner: true, parse: "none" },
     )
     .delete(
       "/x-config",
-      async ({ request, principal }) => {
+      async ({ request, principal, tenant }) => {
         const items = await readResetItems(request, deps.config.maxBody);
-        logChanges("config.reset", deps.settings.reset(items), principal, request);
-        return exported();
+        logChanges("config.reset", tenant.settings.reset(items), principal, tenant, request);
+        return exported(tenant);
       },
       { owner: true, parse: "none" },
     )
-    .post("/x-config/test-mail", ({ request, principal }) => sendTestMail(deps, request, principal), { owner: true, parse: "none" });
+    .post("/x-config/test-mail", ({ request, principal, tenant }) => sendTestMail(tenant, request, principal), { owner: true, parse: "none" });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { inArray } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import type { Clock } from "../../core/clock.ts";
 import type { Store } from "../../store/db.ts";
 import { settings } from "../../store/schema/settings.ts";
@@ -43,7 +43,8 @@ export interface ConfigService {
   onChange(listener: () => void): void;
 }
 
-export function createConfigService({ store, clock, sealer }: { store: Store; clock: Clock; sealer: Sealer }): ConfigService {
+export function createConfigService({ store, clock, sealer, tenantId = 0 }: { store: Store; clock: Clock; sealer: Sealer; tenantId?: number }): ConfigService {
+  const mine = eq(settings.tenantId, tenantId);
   let raw = new Map<string, string>();
   let routing: RoutingConfig;
   let prices: PriceBook;
@@ -63,7 +64,7 @@ export function createConfigService({ store, clock, sealer }: { store: Store; cl
   const open = (item: string, text: string) => (itemDef(item).secret ? sealer.open(text) : text);
   const sealed = (item: string, text: string) => (itemDef(item).secret ? sealer.seal(text) : text);
   const load = () => {
-    raw = new Map(store.db.select().from(settings).all().map((row) => [row.key, open(row.key, row.value)]));
+    raw = new Map(store.db.select().from(settings).where(mine).all().map((row) => [row.key, open(row.key, row.value)]));
     rebuild();
   };
   load();
@@ -89,8 +90,8 @@ export function createConfigService({ store, clock, sealer }: { store: Store; cl
       store.db.transaction((tx) => {
         for (const [item, text] of normalised) {
           tx.insert(settings)
-            .values({ key: item, value: sealed(item, text), updatedAt: now })
-            .onConflictDoUpdate({ target: settings.key, set: { value: sealed(item, text), updatedAt: now } })
+            .values({ tenantId, key: item, value: sealed(item, text), updatedAt: now })
+            .onConflictDoUpdate({ target: [settings.tenantId, settings.key], set: { value: sealed(item, text), updatedAt: now } })
             .run();
           const before = raw.get(item) ?? null;
           if (before === text) continue;
@@ -107,7 +108,7 @@ export function createConfigService({ store, clock, sealer }: { store: Store; cl
       const changes = items
         .filter((item) => raw.has(item))
         .map((item) => ({ item, before: itemDef(item).secret ? SECRET_MASK : (raw.get(item) ?? null), after: null }));
-      if (items.length > 0) store.db.delete(settings).where(inArray(settings.key, items)).run();
+      if (items.length > 0) store.db.delete(settings).where(and(mine, inArray(settings.key, items))).run();
       for (const item of items) raw.delete(item);
       rebuild();
       return changes;

@@ -2,7 +2,7 @@ import type { Principal } from "../../accounts/principal.ts";
 import { isValidEmail, normaliseEmail } from "../../accounts/validation.ts";
 import { badRequest, HttpError } from "../../core/errors.ts";
 import { redact } from "../../core/redact.ts";
-import type { Deps } from "../../deps.ts";
+import type { TenantDeps } from "../../deps.ts";
 import { parseJsonObject, readBodyBytes } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { SECRET_MASK } from "./items.ts";
@@ -50,7 +50,7 @@ export function mailFailure(error: unknown, pass: string | undefined): HttpError
  * items and reports the server's answer. 400 when EMAIL_SMTP or XAI_MAIL is unset;
  * 502 with the mail error when sending fails. Written to the operation log either way.
  */
-export async function sendTestMail(deps: Deps, request: Request, principal: Principal): Promise<TestMailResult> {
+export async function sendTestMail(deps: TenantDeps, request: Request, principal: Principal): Promise<TestMailResult> {
   const caller = principal.account;
   const to = await recipient(request, deps.config.maxBody, caller.email);
   if (!deps.mailer.configured()) {
@@ -59,6 +59,7 @@ export async function sendTestMail(deps: Deps, request: Request, principal: Prin
   const server = `${deps.settings.raw("EMAIL_SMTP")}:${deps.settings.raw("EMAIL_PORT") ?? 587}`;
   const log = (sent: boolean) =>
     deps.oplog.write({
+      tenantId: deps.tenantId,
       actorId: caller.id,
       action: "config.test_mail",
       details: { to, server, sent },

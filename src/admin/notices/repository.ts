@@ -3,6 +3,7 @@ import type { Store } from "../../store/db.ts";
 import { notices, type NoticeRow } from "../../store/schema/notices.ts";
 
 export interface NewNotice {
+  tenantId: number;
   title: string;
   content: string;
   authorId: number;
@@ -18,12 +19,12 @@ export const MAX_FEED = 100;
 /** Storage of broadcast notices (spec 2.5); the HTTP layer decides who may do what. */
 export interface NoticesRepository {
   create(notice: NewNotice): NoticeRow;
-  get(id: number): NoticeRow | undefined;
+  get(tenantId: number, id: number): NoticeRow | undefined;
   remove(id: number): void;
   /** Notices `authorId` published, plus every system-wide one when `withSystem`; newest first, expired included. */
-  listManaged(authorId: number, withSystem: boolean, page: number, size: number): { rows: NoticeRow[]; total: number };
+  listManaged(tenantId: number, authorId: number, withSystem: boolean, page: number, size: number): { rows: NoticeRow[]; total: number };
   /** Unexpired notices addressed to an account with these ancestors (itself included): system-wide and targeted at any of them. */
-  feed(ancestorIds: readonly number[], now: number): NoticeRow[];
+  feed(tenantId: number, ancestorIds: readonly number[], now: number): NoticeRow[];
 }
 
 const newestFirst = [desc(notices.createdAt), desc(notices.id)];
@@ -32,12 +33,13 @@ export function createNoticesRepository(store: Store): NoticesRepository {
   const { db } = store;
   return {
     create: (notice) => db.insert(notices).values(notice).returning().get(),
-    get: (id) => db.select().from(notices).where(eq(notices.id, id)).get(),
+    get: (tenantId, id) => db.select().from(notices).where(and(eq(notices.tenantId, tenantId), eq(notices.id, id))).get(),
     remove(id) {
       db.delete(notices).where(eq(notices.id, id)).run();
     },
-    listManaged(authorId, withSystem, page, size) {
-      const where: SQL | undefined = withSystem ? or(eq(notices.authorId, authorId), isNull(notices.targetId)) : eq(notices.authorId, authorId);
+    listManaged(tenantId, authorId, withSystem, page, size) {
+      const mine = withSystem ? or(eq(notices.authorId, authorId), isNull(notices.targetId)) : eq(notices.authorId, authorId);
+      const where: SQL | undefined = and(eq(notices.tenantId, tenantId), mine);
       const total = db.select({ n: sql<number>`count(*)` }).from(notices).where(where).get()?.n ?? 0;
       const rows = db
         .select()
@@ -49,12 +51,12 @@ export function createNoticesRepository(store: Store): NoticesRepository {
         .all();
       return { rows, total };
     },
-    feed(ancestorIds, now) {
+    feed(tenantId, ancestorIds, now) {
       const addressed = ancestorIds.length > 0 ? or(isNull(notices.targetId), inArray(notices.targetId, [...ancestorIds])) : isNull(notices.targetId);
       return db
         .select()
         .from(notices)
-        .where(and(addressed, gt(notices.expiresAt, now)))
+        .where(and(eq(notices.tenantId, tenantId), addressed, gt(notices.expiresAt, now)))
         .orderBy(...newestFirst)
         .limit(MAX_FEED)
         .all();

@@ -109,12 +109,13 @@ export function noticeRoutes(deps: Deps) {
     .use(authPlugin(deps))
     .post(
       "/x-news",
-      async ({ principal, request, set }) => {
+      async ({ principal, tenant, request, set }) => {
         const caller = principal.account;
         const input = readNoticeInput(await readJsonObject(request, deps.config.maxBody));
         const target = targetOf(caller, input.target);
         const now = deps.clock.now();
         const row = repo.create({
+          tenantId: tenant.tenantId,
           title: input.title,
           content: input.content,
           authorId: caller.id,
@@ -123,6 +124,7 @@ export function noticeRoutes(deps: Deps) {
           expiresAt: now + input.days * DAY_MS,
         });
         deps.oplog.write({
+          tenantId: tenant.tenantId,
           actorId: caller.id,
           action: "news.create",
           targetId: row.targetId,
@@ -136,9 +138,9 @@ export function noticeRoutes(deps: Deps) {
     )
     .get(
       "/x-news",
-      ({ principal, request, set }) => {
+      ({ principal, tenant, request, set }) => {
         const { page, size } = pageParams(new URL(request.url).searchParams);
-        const { rows, total } = repo.listManaged(principal.account.id, principal.account.isOwner, page, size);
+        const { rows, total } = repo.listManaged(tenant.tenantId, principal.account.id, principal.account.isOwner, page, size);
         Object.assign(set.headers, paginationHeaders(total, page, size));
         return rows.map(noticeRecord);
       },
@@ -146,14 +148,15 @@ export function noticeRoutes(deps: Deps) {
     )
     .delete(
       "/x-news/:id",
-      ({ principal, request, params }) => {
+      ({ principal, tenant, request, params }) => {
         const caller = principal.account;
         const id = /^\d+$/.test(params.id) ? Number(params.id) : NaN;
-        const row = Number.isSafeInteger(id) ? repo.get(id) : undefined;
+        const row = Number.isSafeInteger(id) ? repo.get(tenant.tenantId, id) : undefined;
         // Someone else's notice does not exist for a caller that may not delete it.
         if (!row || !(row.authorId === caller.id || caller.isOwner)) throw notFound(`Notice ${params.id} not found`, "notice_not_found");
         repo.remove(row.id);
         deps.oplog.write({
+          tenantId: tenant.tenantId,
           actorId: caller.id,
           action: "news.delete",
           targetId: row.targetId,
@@ -166,7 +169,10 @@ export function noticeRoutes(deps: Deps) {
     )
     .get(
       "/dashboard/news",
-      ({ principal }) => ({ object: "list", data: repo.feed(ancestorsOf(principal.account), deps.clock.now()).map(noticeRecord) }),
+      ({ principal, tenant }) => ({
+        object: "list",
+        data: repo.feed(tenant.tenantId, ancestorsOf(principal.account), deps.clock.now()).map(noticeRecord),
+      }),
       { auth: true },
     );
 }

@@ -86,8 +86,8 @@ function globOf(pattern: string): string {
   return pattern.replace(/[?[]/g, (c) => `[${c}]`);
 }
 
-export function listOperations(store: Store, query: LogQuery): { rows: OperationLogRow[]; total: number } {
-  const parts: SQL[] = [];
+export function listOperations(store: Store, tenantId: number, query: LogQuery): { rows: OperationLogRow[]; total: number } {
+  const parts: SQL[] = [eq(operationLog.tenantId, tenantId)];
   if (query.action !== undefined) {
     parts.push(query.action.includes("*") ? sql`${operationLog.action} GLOB ${globOf(query.action)}` : eq(operationLog.action, query.action));
   }

@@ -33,9 +33,9 @@ export function operationRecord(row: OperationLogRow) {
 export function operationLogRoutes(deps: Deps) {
   return new Elysia().use(authPlugin(deps)).get(
     "/dashboard/logs",
-    ({ request }) => {
+    ({ request, tenant }) => {
       const query = readLogQuery(deps.clock, new URL(request.url).searchParams);
-      const { rows, total } = listOperations(deps.store, query);
+      const { rows, total } = listOperations(deps.store, tenant.tenantId, query);
       return {
         logs: rows.map(operationRecord),
         total,

@@ -4,6 +4,8 @@ import type { Store } from "../../store/db.ts";
 import { operationLog } from "../../store/schema/operation-log.ts";
 
 export interface OperationEntry {
+  /** The tenant the change belongs to (0 in a single-tenant deployment). */
+  tenantId?: number;
   actorId: number | null;
   action: string;
   targetId?: number | null;
@@ -16,12 +18,14 @@ export interface OperationLog {
   write(entry: OperationEntry): void;
 }
 
-export function createOperationLog(deps: { store: Store; clock: Clock }): OperationLog {
+export function createOperationLog(deps: { store: Store; clock: Clock; tenantOf?: (actorId: number) => number }): OperationLog {
   return {
     write(entry) {
       deps.store.db
         .insert(operationLog)
         .values({
+          // The actor's tenant unless the caller named one (0 in a single-tenant deployment).
+          tenantId: entry.tenantId ?? (entry.actorId !== null && deps.tenantOf ? deps.tenantOf(entry.actorId) : 0),
           at: deps.clock.now(),
           actorId: entry.actorId,
           action: entry.action,

@@ -48,14 +48,17 @@ export interface ProviderKeysRepository {
   secretOf(row: ProviderKeyRow): string;
 }
 
-export function createProviderKeysRepository(deps: { store: Store; sealer: Sealer; clock: Clock }): ProviderKeysRepository {
+export function createProviderKeysRepository(deps: { store: Store; sealer: Sealer; clock: Clock; tenantId?: number }): ProviderKeysRepository {
   const { db } = deps.store;
+  const tenantId = deps.tenantId ?? 0;
+  const mine = eq(providerKeys.tenantId, tenantId);
+  const byId = (id: number) => and(mine, eq(providerKeys.id, id));
   const where = (filter: ProviderKeyFilter): SQL | undefined => {
-    const parts: SQL[] = [];
+    const parts: SQL[] = [mine];
     if (filter.id !== undefined) parts.push(eq(providerKeys.id, filter.id));
     if (filter.level !== undefined) parts.push(eq(providerKeys.level, filter.level));
     if (filter.provider) parts.push(like(providerKeys.provider, `%${filter.provider.replace(/[%_]/g, "")}%`));
-    return parts.length ? and(...parts) : undefined;
+    return and(...parts);
   };
   const sealed = (input: ProviderKeyInput) => ({
     ...(input.name !== undefined && { name: input.name }),
@@ -84,8 +87,8 @@ export function createProviderKeysRepository(deps: { store: Store; sealer: Seale
         .all();
       return { rows, total };
     },
-    all: () => db.select().from(providerKeys).orderBy(providerKeys.id).all(),
-    get: (id) => db.select().from(providerKeys).where(eq(providerKeys.id, id)).get(),
+    all: () => db.select().from(providerKeys).where(mine).orderBy(providerKeys.id).all(),
+    get: (id) => db.select().from(providerKeys).where(byId(id)).get(),
     create(input) {
       const now = deps.clock.now();
       return db
@@ -99,6 +102,7 @@ export function createProviderKeysRepository(deps: { store: Store; sealer: Seale
           secretSealed: deps.sealer.seal(input.secret),
           partialKey: partialKey(input.secret),
           status: input.status,
+          tenantId,
           createdAt: now,
           updatedAt: now,
         })
@@ -109,15 +113,15 @@ export function createProviderKeysRepository(deps: { store: Store; sealer: Seale
       return db
         .update(providerKeys)
         .set({ ...sealed(input), updatedAt: deps.clock.now() })
-        .where(eq(providerKeys.id, id))
+        .where(byId(id))
         .returning()
         .get();
     },
-    delete: (id) => db.delete(providerKeys).where(eq(providerKeys.id, id)).returning({ id: providerKeys.id }).all().length > 0,
+    delete: (id) => db.delete(providerKeys).where(byId(id)).returning({ id: providerKeys.id }).all().length > 0,
     setSleep(id, state) {
       db.update(providerKeys)
         .set({ sleeping: state.sleeping, sleepReason: state.reason, sleepUntil: state.until, sleepCount: state.count })
-        .where(eq(providerKeys.id, id))
+        .where(byId(id))
         .run();
     },
     secretOf: (row) => deps.sealer.open(row.secretSealed),

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { badRequest, conflict, notFound } from "../../core/errors.ts";
-import type { Deps } from "../../deps.ts";
+import type { Deps, TenantDeps } from "../../deps.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { pageParams, paginationHeaders, positiveIntParam } from "../../http/pagination.ts";
 import { metaOf } from "../../http/context.ts";
@@ -36,11 +36,12 @@ function summaryWanted(query: URLSearchParams): boolean {
  * keys by id and Level only, never by secret.
  */
 export function providerKeyRoutes(deps: Deps) {
-  const repo = deps.providerKeys;
-  const render = (row: ProviderKeyRow, summary: boolean) => (summary ? summaryRecord(row) : fullRecord(row, repo.secretOf(row)));
-  const existing = (rawId: string): ProviderKeyRow => {
+  const render = (tenant: TenantDeps, row: ProviderKeyRow, summary: boolean) =>
+    summary ? summaryRecord(row) : fullRecord(row, tenant.providerKeys.secretOf(row));
+  // Another tenant's key id is as unknown as one that never existed.
+  const existing = (tenant: TenantDeps, rawId: string): ProviderKeyRow => {
     const id = idParam(rawId);
-    const row = repo.get(id);
+    const row = tenant.providerKeys.get(id);
     if (!row) throw notFound(`Provider key ${id} does not exist`);
     return row;
   };
@@ -53,11 +54,11 @@ export function providerKeyRoutes(deps: Deps) {
    * the default Level, or one a LEVEL_MAPPER rule names. Requests for its models
    * would otherwise fail until a key is added; `force` accepts that.
    */
-  const assertNotLastRouted = (row: ProviderKeyRow) => {
+  const assertNotLastRouted = (tenant: TenantDeps, row: ProviderKeyRow) => {
     if (!row.status) return;
-    const routed = row.level === DEFAULT_LEVEL || deps.settings.routing().levelMap.some((rule) => rule.level === row.level);
+    const routed = row.level === DEFAULT_LEVEL || tenant.settings.routing().levelMap.some((rule) => rule.level === row.level);
     if (!routed) return;
-    const othersEnabled = repo.all().some((key) => key.id !== row.id && key.level === row.level && key.status);
+    const othersEnabled = tenant.providerKeys.all().some((key) => key.id !== row.id && key.level === row.level && key.status);
     if (othersEnabled) return;
     const why = row.level === DEFAULT_LEVEL ? "Level 1 serves every model no LEVEL_MAPPER rule matches" : "LEVEL_MAPPER routes models to it";
     throw conflict(
@@ -68,76 +69,97 @@ export function providerKeyRoutes(deps: Deps) {
   };
 
   /** Every key write goes to the server log and the operation log: ids, Levels and field names, never a secret. */
-  const audit = (action: string, principal: Principal, request: Request, keyId: number, details: Record<string, string | number | boolean | undefined>) => {
+  const audit = (
+    tenant: TenantDeps,
+    action: string,
+    principal: Principal,
+    request: Request,
+    keyId: number,
+    details: Record<string, string | number | boolean | undefined>,
+  ) => {
     deps.log.info(action, { key: keyId, ...details, by: principal.account.id });
-    deps.oplog.write({ actorId: principal.account.id, action, details: { key: keyId, ...details }, ip: clientIp(request, deps.config.trustProxy) });
+    deps.oplog.write({
+      tenantId: tenant.tenantId,
+      actorId: principal.account.id,
+      action,
+      details: { key: keyId, ...details },
+      ip: clientIp(request, deps.config.trustProxy),
+    });
   };
 
   /** Manual sleep lasts until woken; waking also clears an automatic sleep and its back-off. */
-  const setSleep = (rawId: string, sleeping: boolean, principal: Principal, request: Request) => {
-    const row = existing(rawId);
-    deps.pool.setManualSleep(row.id, sleeping);
-    deps.pool.reload();
-    audit(sleeping ? "key.sleep" : "key.wake", principal, request, row.id, { level: row.level });
-    return render(repo.get(row.id)!, false);
+  const setSleep = (tenant: TenantDeps, rawId: string, sleeping: boolean, principal: Principal, request: Request) => {
+    const row = existing(tenant, rawId);
+    tenant.pool.setManualSleep(row.id, sleeping);
+    tenant.pool.reload();
+    audit(tenant, sleeping ? "key.sleep" : "key.wake", principal, request, row.id, { level: row.level });
+    return render(tenant, tenant.providerKeys.get(row.id)!, false);
   };
 
   return new Elysia()
     .use(authPlugin(deps))
     .get(
       "/x-keys",
-      ({ request, set }) => {
+      ({ request, set, tenant }) => {
         const q = query(request);
         const summary = summaryWanted(q);
         const { page, size } = pageParams(q);
         const filter = { id: positiveIntParam(q, "id"), level: positiveIntParam(q, "level"), provider: q.get("provider") || undefined };
-        const { rows, total } = repo.list(filter, page, size);
+        const { rows, total } = tenant.providerKeys.list(filter, page, size);
         Object.assign(set.headers, paginationHeaders(total, page, size));
-        return rows.map((row) => render(row, summary));
+        return rows.map((row) => render(tenant, row, summary));
       },
       { owner: true },
     )
-    .get("/x-keys/:id", ({ request, params }) => render(existing(params.id), summaryWanted(query(request))), { owner: true })
+    .get("/x-keys/:id", ({ request, params, tenant }) => render(tenant, existing(tenant, params.id), summaryWanted(query(request))), {
+      owner: true,
+    })
     .post(
       "/x-keys",
-      async ({ request, set, principal }) => {
+      async ({ request, set, principal, tenant }) => {
         const input = await validateCreate(await readJsonObject(request, deps.config.maxBody), self(request));
-        const row = repo.create(input);
-        deps.pool.reload();
-        audit("key.create", principal, request, row.id, { level: row.level, type: input.config?.provider_type ?? "standard" });
+        const row = tenant.providerKeys.create(input);
+        tenant.pool.reload();
+        audit(tenant, "key.create", principal, request, row.id, { level: row.level, type: input.config?.provider_type ?? "standard" });
         set.status = 201;
-        return render(row, false);
+        return render(tenant, row, false);
       },
       { owner: true, parse: "none" },
     )
     .put(
       "/x-keys/:id",
-      async ({ request, params, principal }) => {
-        const row = existing(params.id);
-        const current = { config: JSON.parse(row.config) as ProviderConfig, secret: repo.secretOf(row) };
+      async ({ request, params, principal, tenant }) => {
+        const row = existing(tenant, params.id);
+        const current = { config: JSON.parse(row.config) as ProviderConfig, secret: tenant.providerKeys.secretOf(row) };
         const input = await validateUpdate(await readJsonObject(request, deps.config.maxBody), current, self(request));
-        const updated = repo.update(row.id, input);
+        const updated = tenant.providerKeys.update(row.id, input);
         if (!updated) throw notFound(`Provider key ${row.id} does not exist`);
-        deps.pool.reload();
-        audit("key.update", principal, request, row.id, { level: updated.level, fields: Object.keys(input).join(",") });
-        return render(updated, false);
+        tenant.pool.reload();
+        audit(tenant, "key.update", principal, request, row.id, { level: updated.level, fields: Object.keys(input).join(",") });
+        return render(tenant, updated, false);
       },
       { owner: true, parse: "none" },
     )
     .delete(
       "/x-keys/:id",
-      ({ request, params, principal }) => {
-        const row = existing(params.id);
+      ({ request, params, principal, tenant }) => {
+        const row = existing(tenant, params.id);
         const force = query(request).get("force");
         if (force !== null && force !== "true" && force !== "false") throw badRequest('force must be "true" or "false"', "force");
-        if (force !== "true") assertNotLastRouted(row);
-        if (!repo.delete(row.id)) throw notFound(`Provider key ${row.id} does not exist`);
-        deps.pool.reload();
-        audit("key.delete", principal, request, row.id, { level: row.level, forced: force === "true" });
+        if (force !== "true") assertNotLastRouted(tenant, row);
+        if (!tenant.providerKeys.delete(row.id)) throw notFound(`Provider key ${row.id} does not exist`);
+        tenant.pool.reload();
+        audit(tenant, "key.delete", principal, request, row.id, { level: row.level, forced: force === "true" });
         return { id: row.id, object: "provider_key", deleted: true };
       },
       { owner: true, parse: "none" },
     )
-    .post("/x-keys/:id/sleep", ({ params, principal, request }) => setSleep(params.id, true, principal, request), { owner: true, parse: "none" })
-    .post("/x-keys/:id/wake", ({ params, principal, request }) => setSleep(params.id, false, principal, request), { owner: true, parse: "none" });
+    .post("/x-keys/:id/sleep", ({ params, principal, request, tenant }) => setSleep(tenant, params.id, true, principal, request), {
+      owner: true,
+      parse: "none",
+    })
+    .post("/x-keys/:id/wake", ({ params, principal, request, tenant }) => setSleep(tenant, params.id, false, principal, request), {
+      owner: true,
+      parse: "none",
+    });
 }

@@ -46,23 +46,25 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
     ...overrides,
   };
   const lifecycle = createLifecycle(deps, options);
-  const metering = createSessionMeter(deps);
 
   const start = (request: Request, server: Server<RealtimeSession>): void => {
     const handshake = readHandshake(
-      { auth: deps.auth, trustProxy: deps.config.trustProxy, systemResources: deps.settings.resources() },
+      { auth: deps.auth, trustProxy: deps.config.trustProxy, resourcesFor: (principal) => deps.scope(principal.account).settings.resources() },
       request,
     );
-    const route = routeModel(deps.settings.routing(), handshake.requestedModel);
+    const tenant = deps.scope(handshake.principal.account);
+    const metering = createSessionMeter(tenant);
+    const route = routeModel(tenant.settings.routing(), handshake.requestedModel);
     const effectiveModel = route.effectiveModel ?? handshake.requestedModel;
     const admission = metering.admit(handshake.principal, effectiveModel);
     const now = deps.clock.now();
     const id = metaOf(request)?.id ?? requestId();
     const tried = new Set<number>();
-    const picked = pickRealtimeKey(deps, route.level, tried);
+    const picked = pickRealtimeKey(tenant, route.level, tried);
     const session = newSession({
       id,
       principal: handshake.principal,
+      tenant,
       requestedModel: handshake.requestedModel,
       effectiveModel,
       level: route.level,
@@ -82,7 +84,7 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
     if (handshake.protocol) headers["sec-websocket-protocol"] = handshake.protocol;
     if (!server.upgrade(request, { data: session, headers })) {
       metering.settle(session, 400, ZERO_USAGE, "estimated", now);
-      deps.pool.release(picked.key);
+      tenant.pool.release(picked.key);
       throw new HttpError("invalid_request", "The WebSocket upgrade request is not valid", { code: "invalid_upgrade" });
     }
   };

@@ -8,7 +8,7 @@ import { routeModel } from "../../routing/route-model.ts";
 import type { ClientCall } from "../call.ts";
 import type { Endpoint } from "../endpoints.ts";
 import { forwardableRequestHeaders } from "../headers.ts";
-import { createRelay } from "../relay.ts";
+import { tenantRelays } from "../relay.ts";
 import { isObject } from "../usage/families.ts";
 
 export const CLIENT_SECRETS_PATH = "/v1/realtime/client_secrets";
@@ -28,18 +28,18 @@ export const CLIENT_SECRETS_ENDPOINT: Endpoint = {
  * only edit made to the body, so no top-level `model` is ever added.
  */
 export function realtimeClientSecretRoutes(deps: Deps) {
-  const relay = createRelay(deps);
+  const relayFor = tenantRelays();
   const encoder = new TextEncoder();
   return new Elysia().use(authPlugin(deps)).post(
     CLIENT_SECRETS_PATH,
-    async ({ request, principal }) => {
+    async ({ request, principal, tenant }) => {
       const meta = metaOf(request);
       const bytes = await readBodyBytes(request, deps.config.maxBody);
       const json = parseJsonObject(bytes);
       const session = isObject(json.session) ? json.session : undefined;
       const requested = typeof session?.model === "string" && session.model.trim() !== "" ? session.model : undefined;
       checkModel(principal, requested);
-      const route = routeModel(deps.settings.routing(), requested);
+      const route = routeModel(tenant.settings.routing(), requested);
       let body = bytes;
       let sent = json;
       if (session && requested !== undefined && route.effectiveModel !== requested) {
@@ -58,7 +58,7 @@ export function realtimeClientSecretRoutes(deps: Deps) {
         headers: forwardableRequestHeaders(request.headers),
         search: "",
       };
-      const admission = deps.meter.admit({
+      const admission = tenant.meter.admit({
         principal,
         endpoint: CLIENT_SECRETS_ENDPOINT,
         effectiveModel: route.effectiveModel,
@@ -67,7 +67,7 @@ export function realtimeClientSecretRoutes(deps: Deps) {
       });
       // The relay writes a route's effective model as a top-level `model`; here it is
       // already in `session.model`, so the relay gets the Level only.
-      return relay({
+      return relayFor(tenant)({
         call,
         route: { level: route.level, effectiveModel: undefined },
         admission,

@@ -50,7 +50,7 @@ export function isWebSocketUpgrade(request: Request): boolean {
  * HttpError, answered before any upgrade.
  */
 export function readHandshake(
-  deps: { auth: Authenticator; trustProxy: boolean; systemResources: readonly CompiledPattern[] | null },
+  deps: { auth: Authenticator; trustProxy: boolean; resourcesFor: (principal: Principal) => readonly CompiledPattern[] | null },
   request: Request,
 ): Handshake {
   const offered = offeredProtocols(request);
@@ -64,7 +64,7 @@ export function readHandshake(
     if (meta) attachMeta(authRequest, meta);
   }
   const principal = deps.auth.require(authRequest, "openai");
-  checkAccess(principal, REALTIME_PATH, clientIp(request, deps.trustProxy), deps.systemResources);
+  checkAccess(principal, REALTIME_PATH, clientIp(request, deps.trustProxy), deps.resourcesFor(principal));
 
   const url = new URL(request.url);
   const model = url.searchParams.get("model")?.trim();

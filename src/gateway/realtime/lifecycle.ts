@@ -26,9 +26,15 @@ export interface LifecycleOptions {
  * before anything was exchanged), relaying frames both ways, charging each
  * `response.done`, propagating closes, and cleaning up idle sessions.
  */
+type SettleRest = Parameters<ReturnType<typeof createSessionMeter>["settle"]> extends [unknown, ...infer Rest] ? Rest : never;
+
 export function createLifecycle(deps: Deps, options: LifecycleOptions) {
-  const { clock, pool, switchOver, log } = deps;
-  const metering = createSessionMeter(deps);
+  const { clock, log } = deps;
+  // Keys, switch-over state and meter belong to the session's tenant.
+  const metering = {
+    settle: (session: RealtimeSession, ...rest: SettleRest) => createSessionMeter(session.tenant).settle(session, ...rest),
+    admit: (session: RealtimeSession) => createSessionMeter(session.tenant).admit(session.principal, session.effectiveModel),
+  };
   const live = new Set<RealtimeSession>();
   let sweeper: ReturnType<typeof setInterval> | undefined;
   const dial = { tls: deps.upstreamTls, connectTimeoutMs: options.connectTimeoutMs };
@@ -67,7 +73,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
     const inProgress = session.responseStartedAt !== undefined;
     const status = session.failStatus ?? (inProgress ? (end?.by === "client" ? 499 : 502) : 200);
     metering.settle(session, status, ZERO_USAGE, "estimated", session.responseStartedAt ?? session.admittedAt);
-    if (session.picked) pool.release(session.picked.key);
+    if (session.picked) session.tenant.pool.release(session.picked.key);
     session.picked = undefined;
     session.pending = [];
     session.pendingBytes = 0;
@@ -97,7 +103,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
 
   const readmit = (session: RealtimeSession) => {
     try {
-      session.admission = metering.admit(session.principal, session.effectiveModel);
+      session.admission = metering.admit(session);
       session.admittedAt = clock.now();
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
@@ -110,6 +116,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
   const events: UpstreamEvents = {
     open(session) {
       const { key, level, probe } = session.picked!;
+      const { pool, switchOver } = session.tenant;
       pool.report(key, { kind: "success" });
       switchOver.recordSuccess(level, probe);
       for (const frame of session.pending) session.upstream!.send(frame);
@@ -130,6 +137,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
     },
     failed(session, failure, message) {
       const { key, level, probe } = session.picked!;
+      const { pool, switchOver } = session.tenant;
       log.warn("realtime upstream did not connect", { req: session.id, key: key.id, level, failure: failure.kind, error: redact(message ?? "") });
       if (failure.kind === "client") {
         pool.report(key, { kind: "success" });
@@ -150,7 +158,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
         sendToClient(session, errorEvent("invalid_request_error", "upstream_refused", text));
         return closeByRouter(session, 1008, `upstream refused the session (HTTP ${failure.status})`);
       }
-      const next = session.attempts < deps.config.maxAttempts ? pickRealtimeKey(deps, session.level, session.tried) : undefined;
+      const next = session.attempts < deps.config.maxAttempts ? pickRealtimeKey(session.tenant, session.level, session.tried) : undefined;
       if (next) {
         session.picked = next;
         session.attempts++;

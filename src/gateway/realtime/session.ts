@@ -1,4 +1,5 @@
 import type { ServerWebSocket } from "bun";
+import type { TenantDeps } from "../../deps.ts";
 import type { Principal } from "../../accounts/principal.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Admission, Meter } from "../../metering/meter.ts";
@@ -26,6 +27,8 @@ export interface RealtimeSession {
   /** The upgrade request's id: every usage row of the session carries it. */
   readonly id: string;
   readonly principal: Principal;
+  /** The principal's tenant: its keys, switch-over state and meter serve the session. */
+  readonly tenant: TenantDeps;
   readonly requestedModel: string;
   readonly effectiveModel: string;
   /** The Level the model routes to. */
@@ -62,6 +65,7 @@ export interface RealtimeSession {
 export function newSession(fields: {
   id: string;
   principal: Principal;
+  tenant: TenantDeps;
   requestedModel: string;
   effectiveModel: string;
   level: number;

@@ -7,6 +7,7 @@ import m3 from "./0003_usage_daily.sql" with { type: "text" };
 import m4 from "./0004_soft_limit_notices.sql" with { type: "text" };
 import m5 from "./0005_notices.sql" with { type: "text" };
 import m6 from "./0006_upstream_objects.sql" with { type: "text" };
+import m7 from "./0007_tenants.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -16,4 +17,5 @@ export const migrations: Migration[] = [
   { name: "0004_soft_limit_notices", sql: m4 },
   { name: "0005_notices", sql: m5 },
   { name: "0006_upstream_objects", sql: m6 },
+  { name: "0007_tenants", sql: m7 },
 ];

@@ -21,6 +21,8 @@ export const notices = sqliteTable(
   "notices",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
+    /** The tenant (0 in a single-tenant deployment; the owner's account id in the BYOK style). */
+    tenantId: integer("tenant_id").notNull().default(0),
     title: text("title").notNull(),
     content: text("content").notNull(),
     authorId: integer("author_id").notNull(),

@@ -5,6 +5,8 @@ export const operationLog = sqliteTable(
   "operation_log",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
+    /** The tenant (0 in a single-tenant deployment; the owner's account id in the BYOK style). */
+    tenantId: integer("tenant_id").notNull().default(0),
     at: integer("at").notNull(),
     /** The account that made the change; null for the CLI. */
     actorId: integer("actor_id"),

@@ -8,6 +8,8 @@ export const providerKeys = sqliteTable(
   "provider_keys",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
+    /** The tenant (0 in a single-tenant deployment; the owner's account id in the BYOK style). */
+    tenantId: integer("tenant_id").notNull().default(0),
     name: text("name").notNull().default(""),
     level: integer("level").notNull(),
     provider: text("provider").notNull(),

@@ -1,0 +1,95 @@
+import { Elysia } from "elysia";
+import { createHash, randomBytes } from "node:crypto";
+import nodemailer from "nodemailer";
+import { isValidEmail, normaliseEmail } from "../accounts/validation.ts";
+import { badRequest, HttpError, notFound } from "../core/errors.ts";
+import type { Deps } from "../deps.ts";
+import { readJsonObject } from "../http/body.ts";
+import { clientIp } from "../http/client-ip.ts";
+
+/** Sign-ups allowed per client address and hour. */
+export const SIGNUPS_PER_IP_HOUR = 5;
+/** How long a mailed confirmation link stays valid. */
+const CONFIRM_TTL_MS = 24 * 3_600_000;
+const HOUR_MS = 3_600_000;
+
+interface Pending {
+  email: string;
+  name: string | undefined;
+  expiresAt: number;
+}
+
+const hash = (token: string) => createHash("sha256").update(token).digest("hex");
+
+/**
+ * Self-registration of owners in the BYOK style (`--signup`): `POST /x-signup`
+ * creates the owner of a new, empty tenant and returns its key once. With
+ * `--signup-smtp` the key is only issued after the address is confirmed with the
+ * token mailed to it (`POST /x-signup/confirm`). Rate-limited per client address.
+ */
+export function signupRoutes(deps: Deps) {
+  const pending = new Map<string, Pending>();
+  const smtp = deps.config.signupSmtp;
+  const transport = smtp ? nodemailer.createTransport(smtp) : undefined;
+
+  const limit = (request: Request) => {
+    const ip = clientIp(request, deps.config.trustProxy) ?? "unknown";
+    const key = `signup:${ip}`;
+    const now = deps.clock.now();
+    if (deps.counters.sum(key, now, HOUR_MS) >= SIGNUPS_PER_IP_HOUR) {
+      const retry = deps.counters.retryAfterMs(key, now, HOUR_MS, SIGNUPS_PER_IP_HOUR);
+      throw new HttpError("rate_limit", "Too many sign-ups from this address; try again later", {
+        code: "signup_rate_limited",
+        headers: { "retry-after": String(Math.max(1, Math.ceil(retry / 1000))) },
+      });
+    }
+    deps.counters.add(key, 1, now, HOUR_MS);
+  };
+
+  const create = (email: string, name: string | undefined) => {
+    const { account, key } = deps.accounts.createOwner({ email, name });
+    deps.oplog.write({ actorId: account.id, tenantId: account.id, action: "tenant.signup", targetId: account.id, details: { email: account.email } });
+    return { object: "signup", ID: account.id, Email: account.email, Name: account.name, APIKey: key };
+  };
+
+  return new Elysia()
+    .post(
+      "/x-signup",
+      async ({ request, set }) => {
+        const body = await readJsonObject(request, deps.config.maxBody);
+        for (const field of Object.keys(body)) if (field !== "Email" && field !== "Name") throw badRequest(`Unknown field ${field}`, field);
+        const email = typeof body.Email === "string" ? normaliseEmail(body.Email) : "";
+        if (!isValidEmail(email)) throw badRequest("Email is required and must be a valid address", "Email");
+        const name = typeof body.Name === "string" ? body.Name : undefined;
+        limit(request);
+        if (!transport) {
+          set.status = 201;
+          return create(email, name);
+        }
+        const token = randomBytes(24).toString("base64url");
+        pending.set(hash(token), { email, name, expiresAt: deps.clock.now() + CONFIRM_TTL_MS });
+        await transport.sendMail({
+          from: deps.config.signupFrom ?? "router@localhost",
+          to: email,
+          subject: "Confirm your router account",
+          text: `To create your account, send this token to POST /x-signup/confirm as {"token":"${token}"}. It is valid for 24 hours.`,
+        });
+        set.status = 202;
+        return { object: "signup", status: "confirmation_sent", Email: email };
+      },
+      { parse: "none" },
+    )
+    .post(
+      "/x-signup/confirm",
+      async ({ request, set }) => {
+        const body = await readJsonObject(request, deps.config.maxBody);
+        const token = typeof body.token === "string" ? body.token : "";
+        const entry = pending.get(hash(token));
+        if (!entry || entry.expiresAt < deps.clock.now()) throw notFound("Unknown or expired confirmation token", "signup_token_invalid");
+        pending.delete(hash(token));
+        set.status = 201;
+        return create(entry.email, entry.name);
+      },
+      { parse: "none" },
+    );
+}
