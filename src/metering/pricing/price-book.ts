@@ -37,10 +37,16 @@ export function createPriceBook(overrides: Partial<PricingTable> = {}): PriceBoo
     (table as unknown as Record<string, unknown>)[section] = merged;
     compiled[section] = Object.entries(merged).map(([model, price]) => ({ pattern: compilePattern(model), price }));
   }
+  // Model names repeat call after call: remember each answer (the book is rebuilt on every PRICING change).
+  const memo = new Map<string, unknown>();
   return {
     table,
     lookup(section, model) {
-      return bestMatch(compiled[section], model)?.price as PricingTable[typeof section][string] | undefined;
+      const key = `${section}\u0000${model}`;
+      if (memo.has(key)) return memo.get(key) as PricingTable[typeof section][string] | undefined;
+      const price = bestMatch(compiled[section], model)?.price;
+      if (memo.size < 10_000) memo.set(key, price);
+      return price as PricingTable[typeof section][string] | undefined;
     },
   };
 }
