@@ -101,3 +101,17 @@ describe("request ids and logs", () => {
     expect(router.logs.join("\n")).not.toContain(router.ownerKey);
   });
 });
+
+describe("serving HTTPS", () => {
+  test("--tls-cert and --tls-key serve HTTPS (the listen URL says https)", async () => {
+    const certs = (await import("../helpers/tls.ts")).testCertificates();
+    const secure = startRouter({ config: { tlsCert: certs.certFile, tlsKey: certs.keyFile } });
+    try {
+      expect(secure.url.startsWith("https://127.0.0.1:")).toBe(true);
+      const res = await fetch(`${secure.url}/healthz`, { tls: { ca: certs.caPem } } as RequestInit);
+      expect(await res.json()).toEqual({ status: "ok" });
+    } finally {
+      await secure.stop();
+    }
+  });
+});

@@ -232,6 +232,18 @@ describe("Vertex AI keys", () => {
     expect(call.headers.get("anthropic-version")).toBeNull();
   });
 
+  test("OpenAI chat goes to Vertex's OpenAI-compatible endpoint with a publisher-prefixed model", async () => {
+    vertex.route("POST", "/v1/projects/proj-1/locations/us-east5/endpoints/openapi/chat/completions", (req) =>
+      json({ id: "x", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "vx-chat" }, finish_reason: "stop" }], usage: { prompt_tokens: 2, completion_tokens: 1, total_tokens: 3 } }),
+    );
+    const client = openaiV7Client(router.url, router.ownerKey);
+    const result = await client.chat.completions.create({ model: "vertex-chat", messages: [{ role: "user", content: "hi" }] });
+    expect(result.choices[0]!.message.content).toBe("vx-chat");
+    const call = vertex.requests.find((r) => r.path.endsWith("/chat/completions"))!;
+    expect(call.json.model).toBe("google/vertex-chat");
+    expect(call.headers.get("authorization")).toMatch(/^Bearer ya29\.token-/);
+  });
+
   test("an expired token (401) is refreshed once and the call succeeds on the same key", async () => {
     let first = true;
     vertex.route("POST", /vertex-retry:generateContent$/, () => {
