@@ -10,7 +10,8 @@ const root = join(import.meta.dir, "..");
 mkdirSync(join(root, "dist"), { recursive: true });
 const started = performance.now();
 const proc = Bun.spawnSync(
-  [process.execPath, "build", "--compile", "--minify", "src/main.ts", "--outfile", "dist/router"],
+  // --splitting: the three console pages share one copy of Preact, uPlot and the common UI.
+  [process.execPath, "build", "--compile", "--minify", "--splitting", "src/main.ts", "--outfile", "dist/router"],
   { cwd: root, stdout: "pipe", stderr: "inherit" },
 );
 if (proc.exitCode !== 0) {

@@ -1,0 +1,51 @@
+const integer = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+
+export const formatInt = (n: number | null | undefined) => (n === null || n === undefined ? "—" : integer.format(n));
+
+/** Credits (1 credit = 1 USD): enough digits for small per-call amounts. */
+export function formatCredit(n: number | null | undefined): string {
+  if (n === null || n === undefined) return "—";
+  const digits = n !== 0 && Math.abs(n) < 0.01 ? 6 : 4;
+  return n.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: digits });
+}
+
+export const formatLimit = (n: number | null | undefined) => (n === null || n === undefined ? "unlimited" : integer.format(n));
+
+export function formatTime(iso: string | null | undefined): string {
+  if (!iso) return "—";
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+}
+
+/** `YYYY-MM-DD` of a Date in UTC. */
+export const isoDay = (date: Date) => date.toISOString().slice(0, 10);
+
+/** The day `days` before `day` (`YYYY-MM-DD`). */
+export function shiftDay(day: string, days: number): string {
+  const date = new Date(`${day}T00:00:00Z`);
+  date.setUTCDate(date.getUTCDate() + days);
+  return isoDay(date);
+}
+
+/** A value for a CSV cell: quoted when it holds a separator, quote or line break. */
+export function csvCell(value: unknown): string {
+  const text = value === null || value === undefined ? "" : String(value);
+  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** Saves text as a file through a blob: URL (nothing leaves the browser). */
+export function download(name: string, text: string, type = "text/csv"): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/** Optional number from an input's text: "" is undefined, otherwise the number (NaN when not one). */
+export function numberOrEmpty(text: string): number | undefined {
+  return text.trim() === "" ? undefined : Number(text);
+}

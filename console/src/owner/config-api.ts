@@ -1,0 +1,30 @@
+import { api } from "../lib/api.ts";
+
+export type Configs = Record<string, unknown>;
+
+export async function loadConfig(): Promise<Configs> {
+  return (await api.get<{ configs: Configs }>("/x-config")).data.configs;
+}
+
+export async function putConfig(values: Configs): Promise<Configs> {
+  return (await api.put<{ configs: Configs }>("/x-config", values)).data.configs;
+}
+
+/** Removes items (back to their defaults); without names, PRICING. */
+export async function resetConfig(keys?: string[]): Promise<Configs> {
+  return (await api.del<{ configs: Configs }>("/x-config", keys ? { keys } : undefined)).data.configs;
+}
+
+/**
+ * Adds `<pattern>=<level>` to LEVEL_MAPPER, keeping the other entries and their order
+ * (an existing entry for the same pattern is replaced in place). Returns the Level the
+ * pattern had before, if any.
+ */
+export async function addLevelMapping(pattern: string, level: number): Promise<string | undefined> {
+  const current = (await loadConfig()).LEVEL_MAPPER;
+  const entries = current && typeof current === "object" ? { ...(current as Record<string, string | number>) } : {};
+  const before = entries[pattern];
+  entries[pattern] = String(level);
+  await putConfig({ LEVEL_MAPPER: entries });
+  return before === undefined ? undefined : String(before);
+}

@@ -1,0 +1,103 @@
+import { useState } from "preact/hooks";
+import { api, pagination, query } from "../lib/api.ts";
+import { formatTime } from "../lib/format.ts";
+import type { ProviderKey } from "../lib/types.ts";
+import { ErrorNote, Loading, Success } from "../ui/feedback.tsx";
+import { TextField } from "../ui/field.tsx";
+import { DataTable, Pager } from "../ui/table.tsx";
+import { useLoad } from "../ui/use-load.ts";
+import { KeyActions } from "./key-actions.tsx";
+import { KeyForm } from "./key-form.tsx";
+
+const SIZE = 20;
+
+/**
+ * The summary list, plus the full record of each sleeping key for its SleepReason
+ * and SleepUntil (only those: full records carry the opened secret, which this page
+ * never shows and keeps no longer than the request).
+ */
+async function loadKeys(level: string, provider: string, page: number) {
+  const { data, headers } = await api.get<ProviderKey[]>(`/x-keys${query({ fields: "summary", level, provider, page, size: SIZE })}`);
+  const rows = await Promise.all(
+    data.map(async (row) => {
+      if (!row.Sleeping) return row;
+      const full = (await api.get<ProviderKey>(`/x-keys/${row.ID}`)).data;
+      return { ...row, SleepReason: full.SleepReason ?? null, SleepUntil: full.SleepUntil ?? null };
+    }),
+  );
+  return { rows, ...pagination(headers) };
+}
+
+function sleepText(row: ProviderKey): string {
+  if (!row.Sleeping) return "Awake";
+  const reason = row.SleepReason ?? "unknown";
+  return row.SleepUntil ? `Asleep (${reason}) until ${formatTime(row.SleepUntil)}` : `Asleep (${reason}) until woken`;
+}
+
+export function KeysPanel() {
+  const [level, setLevel] = useState("");
+  const [provider, setProvider] = useState("");
+  const [page, setPage] = useState(1);
+  const [editing, setEditing] = useState<ProviderKey | "new" | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const levelFilter = /^\d+$/.test(level) ? level : "";
+  const keys = useLoad(() => loadKeys(levelFilter, provider.trim(), page), [levelFilter, provider, page]);
+  const changed = (text: string) => {
+    setMessage(text);
+    setError(null);
+    setEditing(null);
+    void keys.reload();
+  };
+  const edit = async (row: ProviderKey) => {
+    try {
+      setEditing((await api.get<ProviderKey>(`/x-keys/${row.ID}`)).data);
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return (
+    <div>
+      {editing ? (
+        <KeyForm record={editing === "new" ? undefined : editing} onDone={changed} onCancel={() => setEditing(null)} />
+      ) : (
+        <div class="toolbar">
+          <button type="button" class="primary" onClick={() => (setMessage(null), setEditing("new"))}>
+            + Add provider key
+          </button>
+        </div>
+      )}
+      {message && <Success>{message}</Success>}
+      <ErrorNote error={error} />
+      <div class="toolbar" role="search" aria-label="Filter keys">
+        <TextField label="Level" inputMode="numeric" value={level} onInput={(v) => (setLevel(v), setPage(1))} error={level && !levelFilter ? "A Level is a positive integer" : undefined} />
+        <TextField label="Provider contains" value={provider} onInput={(v) => (setProvider(v), setPage(1))} placeholder="openai.com" />
+      </div>
+      <ErrorNote error={keys.error} />
+      {keys.loading && !keys.data && <Loading />}
+      {keys.data && (
+        <>
+          <DataTable
+            caption="Provider keys"
+            rows={keys.data.rows}
+            rowKey={(r) => r.ID}
+            empty="No provider keys match. Add one to start serving models."
+            columns={[
+              { label: "ID", numeric: true, render: (r) => r.ID },
+              { label: "Name", render: (r) => r.Name || "—" },
+              { label: "Level", numeric: true, render: (r) => r.Level },
+              { label: "Provider", render: (r) => <span class="mono">{r.Provider}</span> },
+              { label: "Key", render: (r) => <span class="mono">{r.PartialKey}</span> },
+              { label: "Status", render: (r) => <span class={`badge ${r.Status ? "on" : "off"}`}>{r.Status ? "Enabled" : "Disabled"}</span> },
+              { label: "Sleeping", render: (r) => <span class={r.Sleeping ? "badge sleep" : undefined}>{sleepText(r)}</span> },
+              { label: "No sleep", render: (r) => (r.NoSleep ? "Yes" : "No") },
+              { label: "Created", render: (r) => formatTime(r.CreatedAt) },
+              { label: "Actions", render: (r) => <KeyActions row={r} onEdit={() => void edit(r)} onChanged={changed} onError={setError} /> },
+            ]}
+          />
+          <Pager label="Provider keys" page={page} pages={keys.data.pages} total={keys.data.total} onPage={setPage} />
+        </>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,177 @@
+import type { ComponentChildren } from "preact";
+import { render } from "preact";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { api, ApiError, LOGGED_OUT_EVENT } from "../lib/api.ts";
+import { allowedPages, landingPage, PAGES, WHY_NOT, type PageId } from "../lib/pages.ts";
+import { clearKey, storedKey } from "../lib/session.ts";
+import type { AccountStatus } from "../lib/types.ts";
+import { ErrorNote, Loading } from "../ui/feedback.tsx";
+import { StatusContext } from "./context.ts";
+import { Login } from "./login.tsx";
+
+export interface Tab {
+  id: string;
+  label: string;
+  render: () => ComponentChildren;
+}
+
+const currentTab = (tabs: Tab[]) => tabs.find((t) => `#${t.id}` === location.hash)?.id ?? tabs[0]!.id;
+
+/** Header with the pages this key may use, the account and the logout button; sections as in-page tabs. */
+function Frame(props: { page: PageId; title: string; status: AccountStatus; tabs: Tab[]; onLogout: () => void }) {
+  const [tab, setTab] = useState(() => currentTab(props.tabs));
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    // Other fragments (the skip link's #main) leave the section as it is.
+    const follow = () => {
+      if (!props.tabs.some((t) => `#${t.id}` === location.hash)) return;
+      setTab(currentTab(props.tabs));
+      heading.current?.focus();
+    };
+    addEventListener("hashchange", follow);
+    return () => removeEventListener("hashchange", follow);
+  }, [props.tabs]);
+  const active = props.tabs.find((t) => t.id === tab) ?? props.tabs[0]!;
+  const { status } = props;
+  return (
+    <>
+      <header class="top">
+        <a class="brand" href={PAGES[landingPage(status)].path}>
+          Router
+        </a>
+        <nav aria-label="Console pages">
+          <ul>
+            {allowedPages(status).map((id) => (
+              <li key={id}>
+                <a href={PAGES[id].path} aria-current={id === props.page ? "page" : undefined}>
+                  {PAGES[id].label}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <div class="who">
+          <span title={status.email}>
+            {status.alias || status.name}
+            {status.isOwner ? " (owner)" : ""}
+          </span>
+          <button type="button" onClick={props.onLogout}>
+            Log out
+          </button>
+        </div>
+      </header>
+      <nav class="tabs" aria-label={`${props.title} sections`}>
+        <ul>
+          {props.tabs.map((t) => (
+            <li key={t.id}>
+              <a href={`#${t.id}`} aria-current={t.id === active.id ? "true" : undefined}>
+                {t.label}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main id="main">
+        <h1 class="sr-only">{props.title}</h1>
+        <h2 ref={heading} tabIndex={-1} class="section-title">
+          {active.label}
+        </h2>
+        <div key={active.id}>{active.render()}</div>
+      </main>
+    </>
+  );
+}
+
+function NotAllowed({ page, status }: { page: PageId; status: AccountStatus }) {
+  return (
+    <main id="main" class="login">
+      <div class="card">
+        <h1>Not available for this key</h1>
+        <div class="note error" role="alert">
+          <strong>403:</strong> {WHY_NOT[page]}
+        </div>
+        <p>Pages you can use:</p>
+        <ul>
+          {allowedPages(status).map((id) => (
+            <li key={id}>
+              <a href={PAGES[id].path}>{PAGES[id].label}</a>
+            </li>
+          ))}
+        </ul>
+      </div>
+    </main>
+  );
+}
+
+/** Login state machine of every page: no key → login; key → status → page (or why not). */
+function Console(props: { page: PageId; title: string; tabs: Tab[] }) {
+  const [status, setStatus] = useState<AccountStatus | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [loggedOut, setLoggedOut] = useState<string | null>(null);
+  const [hasKey, setHasKey] = useState(() => storedKey() !== null);
+
+  const refreshStatus = useCallback(async () => {
+    try {
+      setStatus((await api.get<AccountStatus>("/dashboard/status")).data);
+      setError(null);
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 401)) setError(e);
+    }
+  }, []);
+
+  useEffect(() => {
+    const onLoggedOut = (event: Event) => {
+      setHasKey(false);
+      setStatus(null);
+      setLoggedOut(`The router refused the key (401: ${(event as CustomEvent<string>).detail}). Sign in again.`);
+    };
+    addEventListener(LOGGED_OUT_EVENT, onLoggedOut);
+    if (hasKey) void refreshStatus();
+    return () => removeEventListener(LOGGED_OUT_EVENT, onLoggedOut);
+  }, []);
+
+  const logout = () => {
+    clearKey();
+    setHasKey(false);
+    setStatus(null);
+    setLoggedOut("Logged out. The key was removed from this tab.");
+  };
+
+  if (!hasKey) {
+    return (
+      <Login
+        reason={loggedOut}
+        onLogin={(next) => {
+          const target = landingPage(next);
+          if (target !== props.page) return location.assign(PAGES[target].path);
+          setLoggedOut(null);
+          setStatus(next);
+          setHasKey(true);
+        }}
+      />
+    );
+  }
+  if (!status) {
+    return (
+      <main id="main" class="login">
+        {error ? <ErrorNote error={error} /> : <Loading what="Checking the key" />}
+        {error && (
+          <button type="button" onClick={() => void refreshStatus()}>
+            Try again
+          </button>
+        )}
+      </main>
+    );
+  }
+  if (!allowedPages(status).includes(props.page)) return <NotAllowed page={props.page} status={status} />;
+  return (
+    <StatusContext.Provider value={{ status, refreshStatus }}>
+      <Frame page={props.page} title={props.title} status={status} tabs={props.tabs} onLogout={logout} />
+    </StatusContext.Provider>
+  );
+}
+
+export function mountConsole(page: PageId, title: string, tabs: Tab[]): void {
+  document.title = `${title} · Router console`;
+  render(<Console page={page} title={title} tabs={tabs} />, document.getElementById("app")!);
+}

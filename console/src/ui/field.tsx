@@ -1,0 +1,117 @@
+import type { ComponentChildren } from "preact";
+import { useId } from "preact/hooks";
+
+interface Base {
+  label: string;
+  hint?: ComponentChildren;
+  error?: string;
+  required?: boolean;
+  class?: string;
+}
+
+/** Label, control, hint and error wired together with for/id and aria-describedby. */
+function Wrap(props: Base & { id: string; children: ComponentChildren }) {
+  return (
+    <div class={`field ${props.class ?? ""} ${props.error ? "invalid" : ""}`}>
+      <label for={props.id}>
+        {props.label}
+        {props.required && <span aria-hidden="true"> *</span>}
+      </label>
+      {props.children}
+      {props.hint && (
+        <div class="hint" id={`${props.id}-hint`}>
+          {props.hint}
+        </div>
+      )}
+      {props.error && (
+        <div class="error-text" id={`${props.id}-error`} role="alert">
+          {props.error}
+        </div>
+      )}
+    </div>
+  );
+}
+
+const describedBy = (id: string, props: Base) =>
+  [props.hint && `${id}-hint`, props.error && `${id}-error`].filter(Boolean).join(" ") || undefined;
+
+interface TextProps extends Base {
+  value: string;
+  onInput: (value: string) => void;
+  type?: "text" | "password" | "date" | "email" | "number" | "url" | "search" | "datetime-local";
+  placeholder?: string;
+  autoComplete?: string;
+  name?: string;
+  inputMode?: "numeric" | "decimal" | "text" | "email";
+  readOnly?: boolean;
+}
+
+export function TextField(props: TextProps) {
+  const id = useId();
+  return (
+    <Wrap {...props} id={id}>
+      <input
+        id={id}
+        name={props.name}
+        // Preact types narrow attributes per input type; the attributes used here suit every listed type.
+        type={(props.type ?? "text") as "text"}
+        value={props.value}
+        placeholder={props.placeholder}
+        autoComplete={props.autoComplete ?? "off"}
+        inputMode={props.inputMode}
+        required={props.required}
+        readOnly={props.readOnly}
+        spellcheck={false}
+        aria-invalid={props.error ? true : undefined}
+        aria-describedby={describedBy(id, props)}
+        onInput={(e) => props.onInput((e.currentTarget as HTMLInputElement).value)}
+      />
+    </Wrap>
+  );
+}
+
+export function TextArea(props: TextProps & { rows?: number }) {
+  const id = useId();
+  return (
+    <Wrap {...props} id={id}>
+      <textarea
+        id={id}
+        name={props.name}
+        rows={props.rows ?? 4}
+        value={props.value}
+        placeholder={props.placeholder}
+        required={props.required}
+        spellcheck={false}
+        aria-invalid={props.error ? true : undefined}
+        aria-describedby={describedBy(id, props)}
+        onInput={(e) => props.onInput((e.currentTarget as HTMLTextAreaElement).value)}
+      />
+    </Wrap>
+  );
+}
+
+export function SelectField(props: Base & { value: string; onChange: (value: string) => void; options: Array<[string, string]> }) {
+  const id = useId();
+  return (
+    <Wrap {...props} id={id}>
+      <select id={id} value={props.value} aria-describedby={describedBy(id, props)} onChange={(e) => props.onChange((e.currentTarget as HTMLSelectElement).value)}>
+        {props.options.map(([value, label]) => (
+          <option key={value} value={value}>
+            {label}
+          </option>
+        ))}
+      </select>
+    </Wrap>
+  );
+}
+
+export function CheckField(props: { label: string; checked: boolean; onChange: (checked: boolean) => void; hint?: string }) {
+  const id = useId();
+  return (
+    <div class="field check">
+      <input id={id} type="checkbox" checked={props.checked} onChange={(e) => props.onChange((e.currentTarget as HTMLInputElement).checked)} />
+      <label for={id}>{props.label}</label>
+      {props.hint && <div class="hint">{props.hint}</div>}
+    </div>
+  );
+}

@@ -1,0 +1,89 @@
+import { api } from "../lib/api.ts";
+import { formatCredit, formatLimit, formatTime } from "../lib/format.ts";
+import { RATE_FIELDS, SPEND_FIELDS, type AccountRecord } from "../lib/types.ts";
+import { useConsole } from "../shell/context.ts";
+import { ErrorNote, Loading } from "../ui/feedback.tsx";
+import { DataTable } from "../ui/table.tsx";
+import { useLoad } from "../ui/use-load.ts";
+import { Stat } from "./live.tsx";
+
+const LIMIT_HELP: Record<string, string> = {
+  RPM: "requests per minute",
+  RPH: "requests per hour",
+  RPD: "requests per day",
+  TPM: "tokens per minute",
+  TPH: "tokens per hour",
+  TPD: "tokens per day",
+  DailyLimit: "credits per day (hard)",
+  HardLimit: "credits per month (hard)",
+  SoftLimit: "credits per month (warning mail)",
+};
+
+/** Account configuration and limits (/dashboard/info) and the balance (/dashboard/status). */
+export function AccountPanel() {
+  const { status } = useConsole();
+  const info = useLoad(async () => (await api.get<AccountRecord>("/dashboard/info")).data, []);
+  if (!info.data) return info.error ? <ErrorNote error={info.error} /> : <Loading />;
+  const a = info.data;
+  const limits = [...RATE_FIELDS, ...SPEND_FIELDS].map((field) => ({ field, value: a[field] }));
+  const modelLimits = Object.entries(a.ModelLimits ?? {}).map(([pattern, l]) => ({ pattern, ...l }));
+  return (
+    <div>
+      <div class="stats">
+        <Stat label="Balance (credits)" value={formatCredit(status.balance)} hint="Unexpired credit; 1 credit = 1 USD" />
+        <Stat label="Price multiplier" value={String(a.Rates)} />
+        <Stat label="Account level" value={String(a.Level)} />
+      </div>
+      <section class="card" aria-labelledby="acct-h">
+        <h3 id="acct-h">Account</h3>
+        <dl class="info">
+          <dt>ID</dt>
+          <dd>{a.ID}</dd>
+          <dt>Name</dt>
+          <dd>{a.Name}</dd>
+          <dt>Email</dt>
+          <dd>{a.Email}</dd>
+          <dt>Alias</dt>
+          <dd>{a.Alias ?? "—"}</dd>
+          <dt>Billing email</dt>
+          <dd>{a.BillingEmail ?? "—"}</dd>
+          <dt>Key</dt>
+          <dd class="mono">{a.KeyPrefix}…</dd>
+          <dt>Allowed IPs</dt>
+          <dd>{a.AllowIPs || "any"}</dd>
+          <dt>Allowed models</dt>
+          <dd>{a.AllowModels || "any"}</dd>
+          <dt>Allowed API paths</dt>
+          <dd class="mono">{a.Resources}</dd>
+          <dt>Created</dt>
+          <dd>{formatTime(a.CreatedAt)}</dd>
+        </dl>
+      </section>
+      <section class="card" aria-labelledby="limits-h">
+        <h3 id="limits-h">Limits</h3>
+        <DataTable
+          caption="Account limits"
+          rows={limits}
+          rowKey={(r) => r.field}
+          empty="No limits."
+          columns={[
+            { label: "Limit", render: (r) => r.field },
+            { label: "Meaning", render: (r) => LIMIT_HELP[r.field] },
+            { label: "Value", numeric: true, render: (r) => (SPEND_FIELDS.includes(r.field as never) && r.value !== null ? formatCredit(r.value) : formatLimit(r.value)) },
+          ]}
+        />
+        <h3>Per-model limits</h3>
+        <DataTable
+          caption="Per-model limits"
+          rows={modelLimits}
+          rowKey={(r) => r.pattern}
+          empty="No per-model limits."
+          columns={[
+            { label: "Model pattern", render: (r) => <span class="mono">{r.pattern}</span> },
+            ...(["rpm", "rph", "rpd", "tpm", "tph", "tpd"] as const).map((m) => ({ label: m.toUpperCase(), numeric: true, render: (r: (typeof modelLimits)[number]) => formatLimit(r[m]) })),
+          ]}
+        />
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { generateKeyPairSync } from "node:crypto";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium, recordedPage, screenshot, signIn, type SeenRequest } from "../helpers/browser.ts";
+import { startRouter, type TestRouter } from "../helpers/router.ts";
+
+// The console's other management paths in chromium: key types and deletion with its
+// 409 explanation, notices, the operation log, mail settings, account edit and delete.
+let router: TestRouter;
+let browser: Browser;
+let page: Page;
+const seen: SeenRequest[] = [];
+const errors: string[] = [];
+
+beforeAll(async () => {
+  router = startRouter();
+  browser = await launchChromium();
+  page = (await recordedPage(browser, seen, errors)).page;
+  await signIn(page, `${router.url}/console/`, router.ownerKey);
+  await page.waitForURL(/\/console\/owner$/);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await router?.stop();
+});
+
+const keyForm = () => page.locator('form[aria-labelledby="key-form-h"]');
+
+describe("console management paths", () => {
+  test("a Vertex key from a pasted service-account file; deleting the last Level 1 key explains the 409 and forces", async () => {
+    await page.getByRole("button", { name: "+ Add provider key" }).click();
+    await keyForm().getByLabel("Provider type").selectOption("vertex");
+    await keyForm().getByLabel("Base URL").fill("https://vertex.invalid");
+    const secret = keyForm().getByLabel("Service-account key (JSON)");
+    await secret.fill("{not json");
+    await keyForm().getByText("Paste the service-account key file").waitFor();
+    const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const file = { type: "service_account", project_id: "demo-project", client_email: "sa@demo-project.iam.gserviceaccount.com", private_key: privateKey.export({ type: "pkcs8", format: "pem" }) };
+    await secret.fill(JSON.stringify(file));
+    await keyForm().getByText("Client email: sa@demo-project.iam.gserviceaccount.com").waitFor();
+    await keyForm().getByLabel("Location").fill("us-central1");
+    await keyForm().getByRole("button", { name: "Add key" }).click();
+    await page.getByText("Key 1 added to Level 1.").waitFor();
+    const stored = (await (await router.fetch("/x-keys/1")).json()) as Record<string, any>;
+    expect(stored.config).toEqual({ provider_type: "vertex", base_url: "https://vertex.invalid", location: "us-central1" });
+
+    await page.getByRole("button", { name: "Delete key 1" }).click();
+    await page.getByRole("dialog", { name: "Delete key 1?" }).getByRole("button", { name: "Delete key" }).click();
+    const force = page.getByRole("dialog", { name: "Delete key 1 anyway?" });
+    await force.getByText("last enabled key of Level 1").waitFor();
+    await force.getByRole("button", { name: "Delete anyway" }).click();
+    await page.getByText("Key 1 deleted.").waitFor();
+    await page.getByText("No provider keys match").waitFor();
+    expect(seen.some((r) => r.method === "DELETE" && r.url.endsWith("/x-keys/1?force=true"))).toBe(true);
+  }, 30_000);
+
+  test("a notice is published, listed and deleted; the operation log shows both", async () => {
+    await page.goto(`${router.url}/console/owner#notices`);
+    await page.getByLabel("Title").fill("Maintenance tonight");
+    await page.getByLabel("Content").fill("The router restarts at 22:00 UTC.");
+    await page.getByRole("button", { name: "Publish notice" }).click();
+    await page.getByText("Notice published to every account.").waitFor();
+    const news = (await (await router.fetch("/dashboard/news")).json()) as { data: Array<{ title: string }> };
+    expect(news.data.map((n) => n.title)).toEqual(["Maintenance tonight"]);
+    await page.getByRole("button", { name: "Delete notice Maintenance tonight" }).click();
+    await page.getByRole("dialog", { name: "Delete this notice?" }).getByRole("button", { name: "Delete notice" }).click();
+    await page.getByText('Notice "Maintenance tonight" deleted.').waitFor();
+    await page.getByText("No notices published yet.").waitFor();
+
+    await page.goto(`${router.url}/console/owner#log`);
+    await page.getByLabel("Action").fill("news.*");
+    const log = page.getByRole("region", { name: "Operation log" });
+    await log.getByText("key.create").waitFor({ state: "detached" });
+    await log.getByText("news.delete").waitFor();
+    await log.getByText("news.create").waitFor();
+    await page.getByLabel("Target account ID").fill("x");
+    await page.getByText("An account ID").waitFor();
+    await screenshot(page, "owner-log");
+  }, 30_000);
+
+  test("mail settings save, the password stays masked, and a failing test mail shows the server's reason", async () => {
+    await page.goto(`${router.url}/console/owner#system`);
+    await page.getByLabel("Sender address (XAI_MAIL)").fill("router@example.com");
+    await page.getByLabel("SMTP server (EMAIL_SMTP)").fill("127.0.0.1");
+    await page.getByLabel("Port (EMAIL_PORT)").fill("99999");
+    await page.getByText("A port from 1 to 65535").waitFor();
+    await page.getByLabel("Port (EMAIL_PORT)").fill("1");
+    await page.getByLabel("Password (EMAIL_PASS)").fill("smtp-secret-password");
+    await page.getByRole("button", { name: "Save mail settings" }).click();
+    await page.getByText("Saved XAI_MAIL, EMAIL_SMTP, EMAIL_PORT, EMAIL_PASS.").waitFor();
+    expect(await page.getByLabel("Password (EMAIL_PASS)").inputValue()).toBe("********");
+    await page.getByRole("button", { name: "Send test mail" }).click();
+    await page.getByText(/Error 502:.*Sending the test mail failed/).waitFor();
+    for (const request of seen) expect(request.url).not.toContain("smtp-secret-password");
+  }, 30_000);
+
+  test("an account is created with defaults, edited and deleted", async () => {
+    await page.goto(`${router.url}/console/accounts`);
+    await page.getByRole("button", { name: "+ Create account" }).click();
+    const form = page.locator('form[aria-labelledby="acct-form-h"]');
+    await form.getByLabel("Email").first().fill("bob@example.com");
+    await form.getByLabel("Requests per minute (RPM)").fill("1.5");
+    await form.getByText("Enter a whole number").waitFor();
+    await form.getByLabel("Requests per minute (RPM)").fill("");
+    await form.getByRole("button", { name: "Create account" }).click();
+    await page.getByLabel("The new account's API key.").waitFor();
+    await page.getByRole("button", { name: "Done" }).click();
+    expect(await page.getByLabel("The new account's API key.").count()).toBe(0);
+
+    await page.getByRole("button", { name: /^Edit bob/ }).click();
+    await form.getByLabel("Alias").fill("Bob's team");
+    await form.getByLabel("Allowed models").fill("gpt 4");
+    await form.getByRole("button", { name: "Save account" }).click();
+    await form.getByText("Fix the fields marked above.").waitFor();
+    await form.getByLabel("Allowed models").fill("gpt-4o*");
+    await form.getByRole("button", { name: "Save account" }).click();
+    await page.getByText(/Account bob.* saved\./).waitFor();
+    const bob = (await (await router.fetch("/x-users/bob@example.com")).json()) as Record<string, any>;
+    expect(bob).toMatchObject({ Alias: "Bob's team", AllowModels: "gpt-4o*" });
+
+    await page.getByRole("button", { name: /^Delete bob/ }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Delete account" }).click();
+    await page.getByText(/deleted; 0\.00 credits returned/).waitFor();
+    await page.getByText("No accounts yet.").waitFor();
+    expect(errors).toEqual([]);
+  }, 30_000);
+});
