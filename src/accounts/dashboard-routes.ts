@@ -3,6 +3,7 @@ import type { Deps } from "../deps.ts";
 import { authPlugin } from "../http/plugins.ts";
 import { canManage } from "./access.ts";
 import { accountRecord, nanosToCredits } from "./records.ts";
+import { grantsOf } from "./ledger.ts";
 
 /** `GET /dashboard/status` and `GET /dashboard/info`: who the caller is and what it may do. */
 export function dashboardAccountRoutes(deps: Deps) {
@@ -22,6 +23,24 @@ export function dashboardAccountRoutes(deps: Deps) {
           level: account.depth,
           balance: nanosToCredits(deps.accounts.balanceNanos(account.id)),
           manage: canManage(account),
+        };
+      },
+      { auth: true },
+    )
+    .get(
+      "/dashboard/credit",
+      ({ principal }) => {
+        const now = deps.clock.now();
+        const grants = grantsOf(deps.store.db, principal.account.id, now);
+        return {
+          object: "credit",
+          balance: nanosToCredits(grants.reduce((sum, g) => sum + g.remaining, 0)),
+          grants: grants.map((g) => ({
+            amount: nanosToCredits(g.amount),
+            remaining: nanosToCredits(g.remaining),
+            expires_at: g.expiresAt === null ? null : new Date(g.expiresAt).toISOString(),
+            created_at: new Date(g.createdAt).toISOString(),
+          })),
         };
       },
       { auth: true },

@@ -94,3 +94,13 @@ export function capExpiry(pieces: Piece[], latest: number | null): Piece[] {
   if (latest === null) return pieces;
   return pieces.map((p) => ({ amount: p.amount, expiresAt: p.expiresAt === null ? latest : Math.min(p.expiresAt, latest) }));
 }
+
+/** The grants that make up an account's balance: unexpired, with credit left or owed, soonest expiry first. */
+export function grantsOf(tx: Tx, accountId: number, now: number) {
+  return tx
+    .select()
+    .from(creditGrants)
+    .where(and(unexpired(accountId, now), sql`${creditGrants.remaining} != 0`))
+    .orderBy(sql`${creditGrants.expiresAt} IS NULL`, asc(creditGrants.expiresAt), asc(creditGrants.id))
+    .all();
+}

@@ -424,3 +424,20 @@ describe("concurrency: balances stay exact", () => {
     expect(ledger?.total).toBe(minted);
   });
 });
+
+test("GET /dashboard/credit lists the grants behind the balance, soonest expiry first", async () => {
+  const router = startRouter();
+  try {
+    const created = await router.fetch("/x-users", { method: "POST", body: JSON.stringify({ Email: "grants@example.com", CreditGranted: 2 }) });
+    const child = await created.json();
+    await router.fetch(`/x-users/${child.ID}`, { method: "PUT", body: JSON.stringify({ CreditGranted: 3, Days: 7 }) });
+    const credit = await (await router.fetch("/dashboard/credit", { key: child.APIKey })).json();
+    expect(credit.object).toBe("credit");
+    expect(credit.balance).toBe(5);
+    expect(credit.grants.map((g: { remaining: number }) => g.remaining)).toEqual([3, 2]);
+    expect(credit.grants[0].expires_at).not.toBeNull();
+    expect(credit.grants[1].expires_at).toBeNull();
+  } finally {
+    await router.stop();
+  }
+});

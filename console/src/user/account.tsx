@@ -7,6 +7,12 @@ import { DataTable } from "../ui/table.tsx";
 import { useLoad } from "../ui/use-load.ts";
 import { Stat } from "./live.tsx";
 
+/** GET /dashboard/credit */
+interface CreditGrants {
+  balance: number;
+  grants: Array<{ amount: number; remaining: number; expires_at: string | null; created_at: string }>;
+}
+
 const LIMIT_HELP: Record<string, string> = {
   RPM: "requests per minute",
   RPH: "requests per hour",
@@ -23,6 +29,7 @@ const LIMIT_HELP: Record<string, string> = {
 export function AccountPanel() {
   const { status } = useConsole();
   const info = useLoad(async () => (await api.get<AccountRecord>("/dashboard/info")).data, []);
+  const credit = useLoad(async () => (await api.get<CreditGrants>("/dashboard/credit")).data, []);
   if (!info.data) return info.error ? <ErrorNote error={info.error} /> : <Loading />;
   const a = info.data;
   const limits = [...RATE_FIELDS, ...SPEND_FIELDS].map((field) => ({ field, value: a[field] }));
@@ -58,6 +65,21 @@ export function AccountPanel() {
           <dt>Created</dt>
           <dd>{formatTime(a.CreatedAt)}</dd>
         </dl>
+      </section>
+      <section class="card" aria-labelledby="credit-h">
+        <h3 id="credit-h">Credit grants</h3>
+        <DataTable
+          caption="Credit grants, soonest expiry first"
+          rows={credit.data?.grants ?? []}
+          rowKey={(g) => `${g.created_at}-${g.expires_at}-${g.remaining}`}
+          empty="No credit."
+          columns={[
+            { label: "Granted", render: (g) => formatTime(g.created_at) },
+            { label: "Amount", numeric: true, render: (g) => formatCredit(g.amount) },
+            { label: "Left", numeric: true, render: (g) => formatCredit(g.remaining) },
+            { label: "Expires", render: (g) => (g.expires_at ? formatTime(g.expires_at) : "never") },
+          ]}
+        />
       </section>
       <section class="card" aria-labelledby="limits-h">
         <h3 id="limits-h">Limits</h3>
