@@ -175,6 +175,9 @@ export const serveCommand = defineCommand({
         throw error;
       }
       process.stdout.write(`router listening on ${running.url}\n`);
+      // Start-up garbage (migrations, bundling the console, parsing the catalog) is not
+      // needed again: collect it now rather than carry it until the heap fills.
+      Bun.gc(true);
       const shutdown = (signal: string) => {
         process.stdout.write(`router: ${signal} received, finishing in-flight requests\n`);
         running

@@ -1,3 +1,4 @@
+import { writeSync } from "node:fs";
 import { redact } from "./redact.ts";
 
 export type LogLevel = "error" | "warn" | "info" | "debug";
@@ -16,7 +17,42 @@ export interface Logger {
 
 export type LogSink = (line: string) => void;
 
-const stderrSink: LogSink = (line) => process.stderr.write(line + "\n");
+/**
+ * Lines to stderr in batches: one write every 50 ms (or per 64 KiB) instead of one per
+ * line, which at thousands of requests a second cost more than the request itself.
+ * Pending lines are written when the process exits.
+ */
+function createBatchedStderr(): LogSink {
+  let pending: string[] = [];
+  let size = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const flush = () => {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    if (pending.length === 0) return;
+    const text = pending.join("\n") + "\n";
+    pending = [];
+    size = 0;
+    try {
+      writeSync(2, text);
+    } catch {
+      // stderr closed: nothing useful left to do with a log line.
+    }
+  };
+  process.on("exit", flush);
+  return (line) => {
+    pending.push(line);
+    size += line.length;
+    if (size >= 65_536) flush();
+    else if (!timer) {
+      timer = setTimeout(flush, 50);
+      timer.unref();
+    }
+  };
+}
+
+let sharedStderr: LogSink | undefined;
+const stderrSink: LogSink = (line) => (sharedStderr ??= createBatchedStderr())(line);
 
 function formatValue(value: string | number | boolean | null): string {
   const text = String(value);

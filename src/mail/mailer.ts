@@ -1,4 +1,4 @@
-import nodemailer, { type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { ConfigService } from "../admin/config/service.ts";
 
 export interface Mail {
@@ -28,7 +28,9 @@ export interface Mailer {
 export function createMailer(settings: ConfigService): Mailer {
   let transport: Transporter | undefined;
   let signature = "";
-  const current = () => {
+  // nodemailer is loaded on the first mail: most processes never send one, and it weighs a few MB.
+  const current = async () => {
+    const nodemailer = (await import("nodemailer")).default;
     const host = settings.raw("EMAIL_SMTP");
     const port = Number(settings.raw("EMAIL_PORT") ?? 587);
     const user = settings.raw("EMAIL_AUTH");
@@ -54,7 +56,7 @@ export function createMailer(settings: ConfigService): Mailer {
     async send(mail) {
       const from = settings.raw("XAI_MAIL");
       if (!settings.raw("EMAIL_SMTP") || !from) throw new Error("mail is not configured (EMAIL_SMTP and XAI_MAIL are required)");
-      const info = (await current().sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text })) as { response: string; messageId: string };
+      const info = (await (await current()).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text })) as { response: string; messageId: string };
       return { response: info.response, messageId: info.messageId };
     },
   };

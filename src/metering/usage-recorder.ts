@@ -1,10 +1,9 @@
-import { sql } from "drizzle-orm";
 import { consume } from "../accounts/ledger.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import type { Usage, UsageSource } from "../gateway/usage/types.ts";
 import type { Store } from "../store/db.ts";
-import { usageDaily, usageEvents, type NewUsageEventRow } from "../store/schema/usage.ts";
+import type { NewUsageEventRow } from "../store/schema/usage.ts";
 
 /** What the gateway reports when a model call ends. */
 export interface UsageEvent {
@@ -54,8 +53,40 @@ export function isBillable(row: NewUsageEventRow): boolean {
  * in one transaction per short tick, so SQLite never sits between a client and its
  * response. A clean shutdown flushes; a crash loses at most the last tick (100 ms).
  */
+const EVENT_COLUMNS = [
+  "request_id", "account_id", "day", "created_at", "endpoint", "requested_model", "effective_model", "level", "key_id", "status",
+  "stream", "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "source",
+  "latency_ms", "cost_nanos", "extra",
+] as const;
+
+type SqlValue = string | number | null;
+
+function eventValues(row: NewUsageEventRow): SqlValue[] {
+  return [
+    row.requestId, row.accountId, row.day, row.createdAt, row.endpoint, row.requestedModel ?? null, row.effectiveModel ?? null,
+    row.level ?? null, row.keyId ?? null, row.status, row.stream ? 1 : 0, row.promptTokens ?? 0, row.completionTokens ?? 0,
+    row.cacheReadTokens ?? 0, row.cacheWriteTokens ?? 0, row.reasoningTokens ?? 0, row.source, row.latencyMs, row.costNanos ?? 0,
+    row.extra ?? null,
+  ];
+}
+
 export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Logger }): UsageRecorder {
   let pending: NewUsageEventRow[] = [];
+  const insertEvent = deps.store.sqlite.prepare<unknown, SqlValue[]>(
+    `INSERT INTO usage_events (${EVENT_COLUMNS.join(", ")}) VALUES (${EVENT_COLUMNS.map(() => "?").join(", ")})`,
+  );
+  const upsertRollup = deps.store.sqlite.prepare<unknown, SqlValue[]>(
+    `INSERT INTO usage_daily (account_id, day, model, requests, prompt_tokens, completion_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost_nanos)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (account_id, day, model) DO UPDATE SET
+       requests = requests + excluded.requests,
+       prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+       completion_tokens = completion_tokens + excluded.completion_tokens,
+       reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+       cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+       cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+       cost_nanos = cost_nanos + excluded.cost_nanos`,
+  );
   const listeners: Array<(charged: ReadonlyMap<number, number>) => void> = [];
 
   const write = (rows: NewUsageEventRow[]): Map<number, number> => {
@@ -77,38 +108,25 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       rollups.set(key, sum);
     }
     const now = deps.clock.now();
-    deps.store.db.transaction((tx) => {
-      for (let i = 0; i < rows.length; i += 100) tx.insert(usageEvents).values(rows.slice(i, i + 100)).run();
+    // Prepared statements on the raw connection: the query builder cost more per row than SQLite did.
+    deps.store.sqlite.transaction(() => {
+      for (const row of rows) insertEvent.run(...eventValues(row));
       for (const sum of rollups.values()) {
-        tx.insert(usageDaily)
-          .values({
-            accountId: sum.accountId,
-            day: sum.day,
-            model: sum.effectiveModel!,
-            requests: sum.requests,
-            promptTokens: sum.promptTokens,
-            completionTokens: sum.completionTokens,
-            reasoningTokens: sum.reasoningTokens,
-            cacheReadTokens: sum.cacheReadTokens,
-            cacheWriteTokens: sum.cacheWriteTokens,
-            costNanos: sum.costNanos,
-          })
-          .onConflictDoUpdate({
-            target: [usageDaily.accountId, usageDaily.day, usageDaily.model],
-            set: {
-              requests: sql`${usageDaily.requests} + excluded.requests`,
-              promptTokens: sql`${usageDaily.promptTokens} + excluded.prompt_tokens`,
-              completionTokens: sql`${usageDaily.completionTokens} + excluded.completion_tokens`,
-              reasoningTokens: sql`${usageDaily.reasoningTokens} + excluded.reasoning_tokens`,
-              cacheReadTokens: sql`${usageDaily.cacheReadTokens} + excluded.cache_read_tokens`,
-              cacheWriteTokens: sql`${usageDaily.cacheWriteTokens} + excluded.cache_write_tokens`,
-              costNanos: sql`${usageDaily.costNanos} + excluded.cost_nanos`,
-            },
-          })
-          .run();
+        upsertRollup.run(
+          sum.accountId,
+          sum.day,
+          sum.effectiveModel!,
+          sum.requests,
+          sum.promptTokens ?? 0,
+          sum.completionTokens ?? 0,
+          sum.reasoningTokens ?? 0,
+          sum.cacheReadTokens ?? 0,
+          sum.cacheWriteTokens ?? 0,
+          sum.costNanos ?? 0,
+        );
       }
-      for (const [accountId, amount] of charged) consume(tx, accountId, amount, now);
-    });
+      for (const [accountId, amount] of charged) consume(deps.store.db, accountId, amount, now);
+    })();
     return charged;
   };
 

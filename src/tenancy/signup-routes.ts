@@ -1,6 +1,5 @@
 import { Elysia } from "elysia";
 import { createHash, randomBytes } from "node:crypto";
-import nodemailer from "nodemailer";
 import { isValidEmail, normaliseEmail } from "../accounts/validation.ts";
 import { badRequest, HttpError, notFound } from "../core/errors.ts";
 import type { Deps } from "../deps.ts";
@@ -30,7 +29,7 @@ const hash = (token: string) => createHash("sha256").update(token).digest("hex")
 export function signupRoutes(deps: Deps) {
   const pending = new Map<string, Pending>();
   const smtp = deps.config.signupSmtp;
-  const transport = smtp ? nodemailer.createTransport(smtp) : undefined;
+  const transport = smtp ? import("nodemailer").then((m) => m.default.createTransport(smtp)) : undefined;
 
   const limit = (request: Request) => {
     const ip = clientIp(request, deps.config.trustProxy) ?? "unknown";
@@ -68,7 +67,7 @@ export function signupRoutes(deps: Deps) {
         }
         const token = randomBytes(24).toString("base64url");
         pending.set(hash(token), { email, name, expiresAt: deps.clock.now() + CONFIRM_TTL_MS });
-        await transport.sendMail({
+        await (await transport).sendMail({
           from: deps.config.signupFrom ?? "router@localhost",
           to: email,
           subject: "Confirm your router account",

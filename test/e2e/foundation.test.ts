@@ -79,7 +79,7 @@ describe("request ids and logs", () => {
     for (const path of ["/healthz", "/dashboard/status", "/nope"]) {
       const res = await router.fetch(path, { key: path === "/nope" ? null : undefined });
       const id = res.headers.get("x-request-id");
-      expect(id).toMatch(/^req_[0-9A-Za-z]{20}$/);
+      expect(id).toMatch(/^req_[0-9a-f]{32}$/);
       ids.add(id!);
     }
     expect(ids.size).toBe(3);
