@@ -17,6 +17,8 @@ export async function relaunchWithFetchLimit(): Promise<boolean> {
     env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: MAX_HTTP_REQUESTS },
     stdio: ["inherit", "inherit", "inherit"],
   });
+  // The child handles the signal (graceful stop); this process only passes it on and
+  // waits, so the exit code stays the child's.
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     process.on(signal, () => child.kill(signal));
   }

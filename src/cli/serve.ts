@@ -174,13 +174,15 @@ export const serveCommand = defineCommand({
         deps.store.close();
         throw error;
       }
-      process.stdout.write(`router listening on ${running.url}\n`);
-      // Start-up garbage (migrations, bundling the console, parsing the catalog) is not
-      // needed again: collect it now rather than carry it until the heap fills.
-      Bun.gc(true);
+      const server = running;
+      let stopping = false;
       const shutdown = (signal: string) => {
+        // A terminal's Ctrl-C reaches this process both directly and through the
+        // relaunching parent: the second signal must not cut the graceful stop short.
+        if (stopping) return;
+        stopping = true;
         process.stdout.write(`router: ${signal} received, finishing in-flight requests\n`);
-        running
+        server
           .stop()
           .then(() => process.exit(0))
           .catch((error: Error) => {
@@ -188,7 +190,12 @@ export const serveCommand = defineCommand({
             process.exit(1);
           });
       };
-      process.once("SIGTERM", () => shutdown("SIGTERM"));
-      process.once("SIGINT", () => shutdown("SIGINT"));
+      // Handlers first: a supervisor may signal as soon as it reads the listening line.
+      process.on("SIGTERM", () => shutdown("SIGTERM"));
+      process.on("SIGINT", () => shutdown("SIGINT"));
+      process.stdout.write(`router listening on ${running.url}\n`);
+      // Start-up garbage (migrations, bundling the console, parsing the catalog) is not
+      // needed again: collect it now rather than carry it until the heap fills.
+      Bun.gc(true);
     }),
 });
