@@ -9,7 +9,7 @@ import { buildBill } from "./reports/bill.ts";
 import { parseBillRange } from "./reports/dates.ts";
 import { liveRanges, liveTotals } from "./reports/live.ts";
 import { rankUsers } from "./reports/ranking.ts";
-import { identities, sumsByAccountModel, sumsByDayModel, type Audience } from "./reports/usage-query.ts";
+import { groupByAccountModel, groupByDayModel, identities, rollupRows, sumsByDayModel, type Audience } from "./reports/usage-query.ts";
 
 /**
  * Usage reports (spec 4.3, docs/reports.md): `/dashboard/live` and `/dashboard/bill`
@@ -62,10 +62,11 @@ export function reportRoutes(deps: Deps) {
         const audience: Audience = user
           ? { path: deps.accountsService.resolve(caller, user, "subtree").path, includeRoot: true }
           : { path: caller.path, includeRoot: false };
-        const perAccount = sumsByAccountModel(db, audience, range);
+        const rows = rollupRows(db, audience, range);
+        const perAccount = groupByAccountModel(rows);
         const names = identities(db, [...new Set(perAccount.map((row) => row.accountId))]);
         return {
-          ...buildBill(sumsByDayModel(db, audience, range), range),
+          ...buildBill(groupByDayModel(rows), range),
           usage_users: rankUsers(perAccount, (id) => names.get(id)),
         };
       },

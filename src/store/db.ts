@@ -4,7 +4,8 @@ import * as schema from "./schema/index.ts";
 import { migrations } from "./migrations/index.ts";
 import { migrate } from "./migrate.ts";
 
-export type Db = BunSQLiteDatabase<typeof schema>;
+/** drizzle over the connection; `$client` is the raw connection for prepared hot queries. */
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
 export interface Store {
   /** The raw connection, for pragmas and hand-tuned hot queries. */

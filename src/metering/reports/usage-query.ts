@@ -122,3 +122,63 @@ export function identities(db: Db, ids: number[]): Map<number, AccountIdentity> 
   }
   return found;
 }
+
+/** One rollup row: an account's totals for one business date and effective model. */
+export type RollupRow = UsageSums & { accountId: number; day: string; model: string };
+
+type RawRollup = [number, string, string, number, number, number, number, number, number, number];
+
+/**
+ * The rollup rows of an audience over a range, unaggregated: a report that needs
+ * several groupings (by day and model, by account and model) reads them once and
+ * sums in memory, which over months of data is cheaper than one GROUP BY per grouping.
+ */
+export function rollupRows(db: Db, audience: Audience, range: DateRange): RollupRow[] {
+  const columns =
+    "account_id, day, model, requests, prompt_tokens, completion_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost_nanos";
+  const byAccount = "accountId" in audience;
+  const sqlText = byAccount
+    ? `SELECT ${columns} FROM usage_daily WHERE account_id = ? AND day BETWEEN ? AND ?`
+    : `SELECT ${columns} FROM usage_daily WHERE account_id IN (SELECT id FROM accounts WHERE path ${audience.includeRoot ? ">=" : ">"} ? AND path < ?) AND day BETWEEN ? AND ?`;
+  const params = byAccount
+    ? [audience.accountId, range.start, range.end]
+    : [audience.path, `${audience.path.slice(0, -1)}0`, range.start, range.end];
+  const raw = db.$client.query<RawRollup, (string | number)[]>(sqlText).values(...params) as RawRollup[];
+  return raw.map(([accountId, day, model, requests, prompt, completion, reasoning, cacheRead, cacheWrite, costNanos]) => ({
+    accountId,
+    day,
+    model,
+    requests,
+    prompt,
+    completion,
+    reasoning,
+    cacheRead,
+    cacheWrite,
+    costNanos,
+  }));
+}
+
+/** Sums rollup rows under a key, keeping the first row's key fields. */
+function groupRows<K extends object>(rows: readonly RollupRow[], keyOf: (row: RollupRow) => string, pick: (row: RollupRow) => K): Array<UsageSums & K> {
+  const groups = new Map<string, UsageSums & K>();
+  for (const row of rows) {
+    const key = keyOf(row);
+    let group = groups.get(key);
+    if (!group) {
+      group = { ...ZERO_SUMS, ...pick(row) };
+      groups.set(key, group);
+    }
+    addSums(group, row);
+  }
+  return [...groups.values()];
+}
+
+export function groupByDayModel(rows: readonly RollupRow[]): Array<UsageSums & { day: string; model: string }> {
+  return groupRows(rows, (r) => `${r.day}\u0000${r.model}`, (r) => ({ day: r.day, model: r.model })).sort(
+    (a, b) => (a.day < b.day ? -1 : a.day > b.day ? 1 : a.model < b.model ? -1 : a.model > b.model ? 1 : 0),
+  );
+}
+
+export function groupByAccountModel(rows: readonly RollupRow[]): Array<UsageSums & { accountId: number; model: string }> {
+  return groupRows(rows, (r) => `${r.accountId}\u0000${r.model}`, (r) => ({ accountId: r.accountId, model: r.model }));
+}
