@@ -6,6 +6,7 @@
  * from a file or stdin, so they stay out of shell history.
  */
 import { readFileSync } from "node:fs";
+import type { ProviderKeySummary } from "../admin/provider-keys/records.ts";
 import { UsageError } from "./flags.ts";
 import {
   commandGroup,
@@ -19,16 +20,8 @@ import {
 } from "./client.ts";
 import { formatRecord, formatTable, pageFooter, print, printJson, time } from "./output.ts";
 
-interface KeySummary {
-  ID: number;
-  Name: string;
-  Level: number;
-  Provider: string;
-  PartialKey: string;
-  NoSleep: boolean;
-  Status: boolean;
-  Sleeping: boolean;
-  CreatedAt: string;
+/** A key as the server answers it: the summary, or a full record whose secret is dropped before printing. */
+interface KeySummary extends ProviderKeySummary {
   SleepReason?: string | null;
   SleepUntil?: string | null;
   config?: unknown;

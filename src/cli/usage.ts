@@ -4,6 +4,7 @@
  * server checks them, the command only refuses combinations that cannot mean anything.
  */
 import { UsageError } from "./flags.ts";
+import type { BillInfo } from "../metering/reports/bill.ts";
 import { commandGroup, intFlag, remoteCommand, stringFlag, type Args } from "./client.ts";
 import { formatTable, print, printJson } from "./output.ts";
 
@@ -20,24 +21,6 @@ interface Live {
   account: { id: number; name: string; email: string; balance: number };
   daily_usage: Totals;
   monthly_usage: Totals;
-}
-
-interface ModelUsage {
-  requests: number;
-  prompt: number;
-  completion: number;
-  reasoning: number;
-  cached_input: number;
-  cache_write: number;
-}
-
-interface Bill {
-  daily_costs: Array<{ date: string; total_requests: number; total_prompt: number; total_completion: number; total_credit_used: number }>;
-  usage_summary: Record<string, ModelUsage & { cost: number }>;
-  total_requests: number;
-  total_prompt: number;
-  total_completion: number;
-  total_credit_used: number;
 }
 
 const live = remoteCommand({
@@ -87,7 +70,7 @@ const bill = remoteCommand({
   },
   check: checkRange,
   async run({ args, client, json }) {
-    const { body } = await client.request<Bill>("GET", "/dashboard/bill", {
+    const { body } = await client.request<BillInfo>("GET", "/dashboard/bill", {
       query: { days: intFlag(args, "days"), date: stringFlag(args, "date"), start: stringFlag(args, "start"), end: stringFlag(args, "end") },
     });
     if (json) return printJson(body);
