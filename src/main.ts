@@ -27,7 +27,7 @@ const main = defineCommand({
 // `serve` needs fetch's concurrency limit raised before the runtime starts.
 if (process.argv.includes("serve") && !process.argv.includes("--help") && !process.argv.includes("-h")) {
   const { relaunchWithFetchLimit } = await import("./cli/relaunch.ts");
-  if (await relaunchWithFetchLimit()) process.exit(0);
+  relaunchWithFetchLimit();
 }
 
 await runMain(main);

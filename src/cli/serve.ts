@@ -177,8 +177,8 @@ export const serveCommand = defineCommand({
       const server = running;
       let stopping = false;
       const shutdown = (signal: string) => {
-        // A terminal's Ctrl-C reaches this process both directly and through the
-        // relaunching parent: the second signal must not cut the graceful stop short.
+        // A second signal (an impatient Ctrl-C, a supervisor repeating itself) must not
+        // cut the graceful stop short.
         if (stopping) return;
         stopping = true;
         process.stdout.write(`router: ${signal} received, finishing in-flight requests\n`);

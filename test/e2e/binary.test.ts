@@ -103,3 +103,45 @@ describe("dist/router alone in an empty directory", () => {
     }
   });
 });
+
+describe("the executable's fetch concurrency", () => {
+  test("serve raises Bun's 256-request fetch limit itself: 300 upstream calls are open at once", async () => {
+    const { startMockUpstream, json } = await import("../helpers/mock-upstream.ts");
+    const upstream = startMockUpstream();
+    let open = 0;
+    let peak = 0;
+    upstream.route("POST", "/v1/chat/completions", async () => {
+      open++;
+      peak = Math.max(peak, open);
+      await Bun.sleep(1500);
+      open--;
+      return json({ id: "c", object: "chat.completion", created: 1, model: "m", choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+    });
+    const server = await serveBinary(bin, ["--port", "0", "--data", "concurrency"], { cwd: dir });
+    running.push(server);
+    try {
+      const key = readFileSync(join(dir, "concurrency", "initial-owner-key"), "utf8").trim();
+      const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+      await fetch(`${server.url}/x-config`, { method: "PUT", headers: auth, body: JSON.stringify({ PRICING: { ChatPricing: { "*": { InputText: 0, OutputText: 0 } } } }) });
+      const added = await fetch(`${server.url}/x-keys`, {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({ Provider: `${upstream.url}/v1`, SecretKey: "concurrency-secret-0123456789", Level: 1, Status: true }),
+      });
+      expect(added.status).toBe(201);
+      // This test process is itself limited to 256 fetches; a client with the limit raised sends the 300.
+      const client = `const u=process.argv[1],k=process.argv[2];const r=await Promise.all(Array.from({length:300},()=>fetch(u,{method:"POST",headers:{authorization:"Bearer "+k},body:'{"model":"m","messages":[]}'}).then(x=>x.status)));console.log(r.filter(s=>s===200).length)`;
+      const proc = Bun.spawn([process.execPath, "-e", client, `${server.url}/v1/chat/completions`, key], {
+        env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "1000" },
+        stdout: "pipe",
+      });
+      const ok = Number((await new Response(proc.stdout).text()).trim());
+      expect(ok).toBe(300);
+      expect(peak).toBeGreaterThan(256);
+    } finally {
+      server.kill("SIGTERM");
+      await server.exited;
+      await upstream.stop();
+    }
+  }, 30_000);
+});
