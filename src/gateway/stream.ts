@@ -1,7 +1,7 @@
 import type { Family } from "../http/family.ts";
 import { createSseDecoder, type SseEvent } from "./sse/decoder.ts";
 import { streamBroken, streamErrorEvent, streamTimeout } from "./stream-events.ts";
-import { createStreamUsageTap } from "./usage/extract.ts";
+import { createStreamUsageTap, HAS_USAGE_OBJECT } from "./usage/extract.ts";
 import type { Usage } from "./usage/types.ts";
 
 /** How a relayed stream ended, for metering. */
@@ -32,7 +32,7 @@ const encoder = new TextEncoder();
 
 /** An OpenAI chunk that carries only usage (no choices): the one the client did not ask for. */
 function isUsageOnlyChunk(data: string): boolean {
-  if (!data.includes('"usage"')) return false;
+  if (!HAS_USAGE_OBJECT.test(data)) return false;
   try {
     const chunk = JSON.parse(data) as { choices?: unknown[]; usage?: unknown };
     return Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage != null;

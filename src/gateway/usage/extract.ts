@@ -103,12 +103,15 @@ export function createStreamUsageTap(family: UsageFamily): StreamUsageTap {
  * `response`, whose `usage` is set on `response.completed` / `.incomplete` / `.failed`.
  * Some OpenAI-compatible servers send cumulative usage on every chunk, so the latest wins.
  */
+/** Chunks carry `"usage":null` until the usage one: only an object is worth parsing. */
+export const HAS_USAGE_OBJECT = /"usage"\s*:\s*\{/;
+
 function openaiTap(): StreamUsageTap {
   let usage: Usage | undefined;
   let model: string | undefined;
   return {
     onEvent(event) {
-      if (model !== undefined && !event.data.includes('"usage"')) return;
+      if (model !== undefined && !HAS_USAGE_OBJECT.test(event.data)) return;
       const obj = parseObject(event.data);
       if (obj === undefined) return;
       const holder = isObject(obj.response) ? obj.response : obj;
