@@ -16,5 +16,9 @@ export function relaunchWithFetchLimit(): void {
   // Compiled: argv is [bun, /$bunfs/root/<name>, ...args]; from source: [bun, src/main.ts, ...args].
   const compiled = (process.argv[1] ?? "").startsWith("/$bunfs/");
   const args = compiled ? process.argv.slice(2) : process.argv.slice(1);
-  execve.call(process, process.execPath, [process.execPath, ...args], { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: MAX_HTTP_REQUESTS });
+  // Runtime flags (`bun --cpu-prof src/main.ts serve`) come along: they are in execArgv, not argv.
+  execve.call(process, process.execPath, [process.execPath, ...process.execArgv, ...args], {
+    ...process.env,
+    BUN_CONFIG_MAX_HTTP_REQUESTS: MAX_HTTP_REQUESTS,
+  });
 }
