@@ -173,6 +173,8 @@ describe("console in chromium", () => {
       expect(reply.choices[0]!.message.content).toBe("hello from the mock");
     }
     expect(mock.requests.filter((r) => r.path === "/v1/chat/completions").map((r) => r.json.model)).toEqual(["mock-gpt", "mock-gpt", "mock-gpt"]);
+    // Usage is written in batches: make all three calls visible before the page first polls.
+    router.deps.usageRecorder.flush();
 
     const alice = await freshPage();
     await signIn(alice, `${router.url}/console/owner`, aliceKey);
