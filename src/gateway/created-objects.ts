@@ -1,4 +1,13 @@
+import { createHash } from "node:crypto";
 import type { ObjectKind } from "./affinity.ts";
+
+/**
+ * The affinity id of a realtime client secret: a hash of its value, never the value
+ * (it is a credential). A WebSocket presenting the secret is found by the same hash.
+ */
+export function clientSecretId(value: string): string {
+  return `ek:${createHash("sha256").update(value).digest("hex")}`;
+}
 import type { Endpoint } from "./endpoints.ts";
 
 const str = (value: unknown) => (typeof value === "string" && value.length > 0 && value.length <= 256 ? value : undefined);
@@ -23,6 +32,11 @@ export function createdObjects(endpoint: Endpoint, body: unknown): Array<{ id: s
       add(str(answer.id), "run");
       add(str(answer.thread_id), "thread");
       break;
+    case "client_secret": {
+      const value = typeof answer.value === "string" ? answer.value : undefined;
+      add(value ? clientSecretId(value) : undefined, "client_secret");
+      break;
+    }
     default:
       add(str(answer.id), endpoint.creates);
   }

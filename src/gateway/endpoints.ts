@@ -25,7 +25,7 @@ export interface Endpoint {
   /** The model the upstream assumes when the client names none (used for routing and pricing only). */
   defaultModel?: string;
   /** The call creates an upstream object whose id binds it to the key that served it. */
-  creates?: "response" | "video" | "file" | "thread" | "run";
+  creates?: "response" | "video" | "file" | "thread" | "run" | "client_secret";
 }
 
 export const OPENAI_ENDPOINTS: Record<string, Endpoint> = {

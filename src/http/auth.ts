@@ -22,7 +22,8 @@ export function extractApiKey(request: Request, family: Family): string | undefi
   return undefined;
 }
 
-function refuseKeyInUrl(url: string): void {
+/** 401 when a key rides in the URL (`?key=`, `?api_key=`, …): URLs end up in logs and histories. */
+export function refuseKeyInUrl(url: string): void {
   const query = url.indexOf("?");
   if (query < 0) return;
   const params = new URLSearchParams(url.slice(query + 1));

@@ -342,6 +342,35 @@ describe("the realtime WebSocket bridge", () => {
   });
 });
 
+describe("client secrets", () => {
+  test("a client secret the router issued opens a session on its key, charged to its account; others are refused", async () => {
+    const created = await router.fetch("/v1/realtime/client_secrets", {
+      method: "POST",
+      body: JSON.stringify({ session: { type: "realtime", model: MODEL } }),
+    });
+    expect((await created.json()).value).toBe("ek_test_123");
+    const before = upstream.state.conns.length;
+    const client = connect(wsUrl(router), { protocols: ["realtime", "openai-insecure-api-key.ek_test_123"] });
+    await eventOf(client, "session.created");
+    expect(upstream.state.conns.length).toBe(before + 1);
+    // The secret itself goes upstream: it carries the session settings it was made with.
+    expect(lastConn().headers.get("authorization")).toBe("Bearer ek_test_123");
+    client.ws.send(JSON.stringify({ type: "response.create" }));
+    await eventOf(client, "response.done");
+    client.ws.close(1000, "done");
+    const row = await waitFor(() => usageRows(router).find((r) => r.endpoint === "/v1/realtime" && r.prompt_tokens === 1000 && r.account_id === 1));
+    expect(row!.key_id).toBeGreaterThan(0);
+    // Nothing about the secret is stored in clear.
+    const stored = router.deps.store.sqlite.query<{ object_id: string }, []>("SELECT object_id FROM upstream_objects WHERE kind = 'client_secret'").all();
+    expect(stored.length).toBe(1);
+    expect(stored[0]!.object_id).not.toContain("ek_test_123");
+
+    const unknown = connect(wsUrl(router), bearer("ek_never_issued"));
+    await waitFor(() => unknown.failed || unknown.closed);
+    expect(unknown.opened).toBe(false);
+  });
+});
+
 describe("idle sessions and failover", () => {
   test("a session without frames either way is closed with 1000 idle", async () => {
     const bridge = createRealtimeBridge(router.deps, { idleMs: 200 });

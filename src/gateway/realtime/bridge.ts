@@ -7,6 +7,8 @@ import { errorResponse } from "../../http/envelopes.ts";
 import { routeModel } from "../../routing/route-model.ts";
 import { ZERO_USAGE } from "../usage/types.ts";
 import { readHandshake, REALTIME_PATH } from "./handshake.ts";
+import { principalOf } from "../../accounts/principal.ts";
+import { clientSecretId } from "../created-objects.ts";
 import { createLifecycle, type LifecycleOptions } from "./lifecycle.ts";
 import { pickRealtimeKey } from "./pick.ts";
 import { createSessionMeter, newSession, type RealtimeSession } from "./session.ts";
@@ -49,7 +51,16 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
 
   const start = (request: Request, server: Server<RealtimeSession>): void => {
     const handshake = readHandshake(
-      { auth: deps.auth, trustProxy: deps.config.trustProxy, resourcesFor: (principal) => deps.scope(principal.account).settings.resources() },
+      {
+        auth: deps.auth,
+        trustProxy: deps.config.trustProxy,
+        resourcesFor: (principal) => deps.scope(principal.account).settings.resources(),
+        ephemeral: (token) => {
+          const bound = deps.affinity.lookup(clientSecretId(token));
+          const account = bound?.kind === "client_secret" ? deps.accounts.findLiveById(bound.accountId) : undefined;
+          return bound && account ? { principal: principalOf(account), keyId: bound.keyId } : undefined;
+        },
+      },
       request,
     );
     const tenant = deps.scope(handshake.principal.account);
@@ -60,11 +71,16 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
     const now = deps.clock.now();
     const id = metaOf(request)?.id ?? requestId();
     const tried = new Set<number>();
-    const picked = pickRealtimeKey(tenant, route.level, tried);
+    // A client secret lives on the key that issued it; a gone key means no key (503 below).
+    const pinned = handshake.ephemeral ? tenant.pool.acquireById(handshake.ephemeral.keyId) : undefined;
+    const picked = handshake.ephemeral
+      ? pinned && { key: pinned, level: pinned.level, probe: false }
+      : pickRealtimeKey(tenant, route.level, tried);
     const session = newSession({
       id,
       principal: handshake.principal,
       tenant,
+      ephemeral: handshake.ephemeral,
       requestedModel: handshake.requestedModel,
       effectiveModel,
       level: route.level,

@@ -20,6 +20,8 @@ export const CLIENT_SECRETS_ENDPOINT: Endpoint = {
   model: "body",
   idempotent: false,
   billing: "free",
+  // The secret is bound to the account and key, so a WebSocket presenting it comes back to both.
+  creates: "client_secret",
 };
 
 /**

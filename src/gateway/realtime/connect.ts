@@ -22,7 +22,7 @@ export interface DialOptions {
  */
 export function dialUpstream(session: RealtimeSession, options: DialOptions, events: UpstreamEvents): void {
   const picked = session.picked!;
-  const target = realtimeTarget(picked.key, session.effectiveModel, session.beta);
+  const target = realtimeTarget(picked.key, session.effectiveModel, session.beta, session.ephemeral?.token);
   let timedOut = false;
   let errorMessage: string | undefined;
   const init: Bun.WebSocketOptions = {

@@ -1,6 +1,6 @@
 import type { Principal } from "../../accounts/principal.ts";
-import type { Authenticator } from "../../http/auth.ts";
-import { badRequest, HttpError } from "../../core/errors.ts";
+import { extractApiKey, refuseKeyInUrl, type Authenticator } from "../../http/auth.ts";
+import { badRequest, HttpError, unauthorized } from "../../core/errors.ts";
 import type { CompiledPattern } from "../../routing/patterns.ts";
 import { checkAccess, checkModel } from "../../http/access.ts";
 import { clientIp } from "../../http/client-ip.ts";
@@ -19,8 +19,17 @@ const KEY_PROTOCOL = "openai-insecure-api-key.";
 const BETA_PROTOCOL = "openai-beta.realtime-v1";
 
 /** What the upgrade request of a realtime session asked for, once authenticated and checked. */
+/** A session opened with a realtime client secret (`ek_…`) the router issued. */
+export interface EphemeralGrant {
+  /** The provider key the secret was created on: the session may use no other. */
+  keyId: number;
+  /** The secret itself, presented upstream in place of the provider key (it carries the session's settings). */
+  token: string;
+}
+
 export interface Handshake {
   principal: Principal;
+  ephemeral?: EphemeralGrant;
   requestedModel: string;
   /** The subprotocol to answer with when the client offered any (always `realtime`). */
   protocol: string | undefined;
@@ -39,6 +48,9 @@ export function offeredProtocols(request: Request): string[] {
 }
 
 /** True when the request asks to be upgraded to a WebSocket. */
+/** Realtime client secrets as OpenAI issues them. */
+const EPHEMERAL_PREFIX = "ek_";
+
 export function isWebSocketUpgrade(request: Request): boolean {
   return (request.headers.get("upgrade") ?? "").toLowerCase() === "websocket";
 }
@@ -50,7 +62,13 @@ export function isWebSocketUpgrade(request: Request): boolean {
  * HttpError, answered before any upgrade.
  */
 export function readHandshake(
-  deps: { auth: Authenticator; trustProxy: boolean; resourcesFor: (principal: Principal) => readonly CompiledPattern[] | null },
+  deps: {
+    auth: Authenticator;
+    trustProxy: boolean;
+    resourcesFor: (principal: Principal) => readonly CompiledPattern[] | null;
+    /** Resolves a client secret the router handed out; undefined when unknown. */
+    ephemeral: (token: string) => { principal: Principal; keyId: number } | undefined;
+  },
   request: Request,
 ): Handshake {
   const offered = offeredProtocols(request);
@@ -63,7 +81,16 @@ export function readHandshake(
     const meta = metaOf(request);
     if (meta) attachMeta(authRequest, meta);
   }
-  const principal = deps.auth.require(authRequest, "openai");
+  refuseKeyInUrl(request.url);
+  const presented = extractApiKey(authRequest, "openai");
+  let ephemeral: EphemeralGrant | undefined;
+  let principal: Principal;
+  if (presented?.startsWith(EPHEMERAL_PREFIX)) {
+    const grant = deps.ephemeral(presented);
+    if (!grant) throw unauthorized("Unknown or expired realtime client secret", "invalid_client_secret");
+    principal = grant.principal;
+    ephemeral = { keyId: grant.keyId, token: presented };
+  } else principal = deps.auth.require(authRequest, "openai");
   checkAccess(principal, REALTIME_PATH, clientIp(request, deps.trustProxy), deps.resourcesFor(principal));
 
   const url = new URL(request.url);
@@ -85,5 +112,5 @@ export function readHandshake(
   }
   const betaHeader = request.headers.get("openai-beta") ?? undefined;
   const beta = betaHeader ?? (offered.includes(BETA_PROTOCOL) ? "realtime=v1" : undefined);
-  return { principal, requestedModel: model, protocol: offered.length > 0 ? REALTIME_PROTOCOL : undefined, beta };
+  return { principal, ephemeral, requestedModel: model, protocol: offered.length > 0 ? REALTIME_PROTOCOL : undefined, beta };
 }

@@ -158,7 +158,9 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
         sendToClient(session, errorEvent("invalid_request_error", "upstream_refused", text));
         return closeByRouter(session, 1008, `upstream refused the session (HTTP ${failure.status})`);
       }
-      const next = session.attempts < deps.config.maxAttempts ? pickRealtimeKey(session.tenant, session.level, session.tried) : undefined;
+      // A client-secret session lives on its key alone: no other key knows the secret.
+      const next =
+        !session.ephemeral && session.attempts < deps.config.maxAttempts ? pickRealtimeKey(session.tenant, session.level, session.tried) : undefined;
       if (next) {
         session.picked = next;
         session.attempts++;

@@ -1,5 +1,6 @@
 import type { ServerWebSocket } from "bun";
 import type { TenantDeps } from "../../deps.ts";
+import type { EphemeralGrant } from "./handshake.ts";
 import type { Principal } from "../../accounts/principal.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Admission, Meter } from "../../metering/meter.ts";
@@ -29,6 +30,8 @@ export interface RealtimeSession {
   readonly principal: Principal;
   /** The principal's tenant: its keys, switch-over state and meter serve the session. */
   readonly tenant: TenantDeps;
+  /** Opened with a client secret: only its key, with the secret as the credential. */
+  readonly ephemeral: EphemeralGrant | undefined;
   readonly requestedModel: string;
   readonly effectiveModel: string;
   /** The Level the model routes to. */
@@ -66,6 +69,7 @@ export function newSession(fields: {
   id: string;
   principal: Principal;
   tenant: TenantDeps;
+  ephemeral: EphemeralGrant | undefined;
   requestedModel: string;
   effectiveModel: string;
   level: number;

@@ -29,8 +29,11 @@ export function realtimeTarget(
   key: PoolKey,
   model: string,
   beta: string | undefined,
+  /** A realtime client secret to present instead of the key's own secret. */
+  credential?: string,
   env: NodeJS.ProcessEnv = process.env,
 ): RealtimeTarget {
+  const secret = credential ?? key.secret;
   const headers: Record<string, string> = {};
   if (beta) headers["openai-beta"] = beta;
   if (key.config.provider_type === "azure") {
@@ -39,10 +42,10 @@ export function realtimeTarget(
       "api-version": config.api_versions?.[model] || env.AZURE_OPENAI_API_VERSION || DEFAULT_AZURE_API_VERSION,
       deployment: config.deployments?.[model] || model,
     });
-    headers["api-key"] = key.secret;
+    headers["api-key"] = secret;
     return { url: `${toWebSocketUrl(key.provider)}/openai/realtime?${params}`, headers };
   }
-  headers.authorization = `Bearer ${key.secret}`;
+  headers.authorization = `Bearer ${secret}`;
   const base = toWebSocketUrl(joinProviderPath(key.provider, "/v1/realtime"));
   return { url: `${base}?model=${encodeURIComponent(model)}`, headers };
 }
