@@ -81,51 +81,15 @@ export interface LiveUsage {
   monthly_usage: UsageTotals;
 }
 
-export interface LineUsage {
-  requests: number;
-  prompt: number;
-  completion: number;
-  reasoning: number;
-  cached_input?: number;
-  cache_write?: number;
-}
+// Bill shapes are the server's own types (type-only imports: nothing of the server is bundled).
+import type { BillInfo as ServerBill, DailyCost, ModelUsageRecord } from "../../../src/metering/reports/bill.ts";
+import type { UsageUser } from "../../../src/metering/reports/ranking.ts";
 
-export interface BillDay {
-  date: string;
-  total_requests: number;
-  total_prompt: number;
-  total_completion: number;
-  total_credit_used: number;
-  line_items: Array<{ name: string; cost: number; usage: LineUsage }>;
-}
-
-export interface RankingEntry {
-  id: number;
-  name: string;
-  alias: string | null;
-  email: string;
-  top_cost_model: string | null;
-  top_request_model: string | null;
-  total_requests: number;
-  total_prompt: number;
-  total_completion: number;
-  total_reasoning: number;
-  total_credit_used: number;
-  usage_analysis: { request_percentage: number; cost_percentage: number };
-}
-
-export interface BillInfo {
-  object: "bill_info";
-  daily_costs: BillDay[];
-  usage_summary: Record<string, LineUsage & { cost: number }>;
-  total_requests: number;
-  total_prompt: number;
-  total_completion: number;
-  total_reasoning: number;
-  total_credit_used: number;
-  token_summary: Record<string, number>;
-  usage_users?: RankingEntry[];
-}
+export type LineUsage = ModelUsageRecord;
+export type BillDay = DailyCost;
+export type RankingEntry = UsageUser;
+/** `/dashboard/bill`; `/x-bill` adds `usage_users`. */
+export type BillInfo = ServerBill & { usage_users?: RankingEntry[] };
 
 export interface Notice {
   id: number;
