@@ -19,7 +19,7 @@ import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto
 import { openStore, type Store } from "./store/db.ts";
 import { createAdapters, type Adapters } from "./upstreams/index.ts";
 import { createAffinity, type Affinity } from "./gateway/affinity.ts";
-import { createTenants, type Tenant, type Tenants } from "./tenancy/tenants.ts";
+import { createTenants, tenantIdOf, type Tenant, type Tenants } from "./tenancy/tenants.ts";
 import type { AccountRow } from "./store/schema/accounts.ts";
 import { createRouterMetrics, type RouterMetrics } from "./metrics/router-metrics.ts";
 
@@ -88,7 +88,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     store,
     clock,
     // In the BYOK style a change belongs to its author's tenant: the root of its path.
-    tenantOf: config.byok ? (actorId) => Number(accounts.findLiveById(actorId)?.path.split("/")[1] ?? 0) : undefined,
+    tenantOf: config.byok ? (actorId) => tenantIdOf(true, accounts.findLiveById(actorId)?.path ?? "") : undefined,
   });
   const usageRecorder = createUsageRecorder({ store, clock, log });
   const metrics = createRouterMetrics();

@@ -27,6 +27,11 @@ export interface Tenant {
   readonly meter: Meter;
 }
 
+/** A tenant is named by the root of an account's path (its owner's id); 0 outside the BYOK style. */
+export function tenantIdOf(byok: boolean, path: string): number {
+  return byok ? Number(path.split("/")[1] ?? 0) : 0;
+}
+
 export interface Tenants {
   readonly byok: boolean;
   /** The tenant id an account belongs to: 0, or in the BYOK style its owner's id. */
@@ -68,7 +73,7 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
   };
   return {
     byok,
-    idOf: (account) => (byok ? Number(account.path.split("/")[1] ?? 0) : 0),
+    idOf: (account) => tenantIdOf(byok, account.path),
     get(tenantId) {
       let tenant = tenants.get(tenantId);
       if (!tenant) {
