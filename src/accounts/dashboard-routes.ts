@@ -21,7 +21,7 @@ export function dashboardAccountRoutes(deps: Deps) {
           alias: account.alias,
           isOwner: account.isOwner,
           level: account.depth,
-          balance: nanosToCredits(deps.accounts.balanceNanos(account.id)),
+          balance: nanosToCredits(deps.accountsService.balanceNanos(account.id)),
           manage: canManage(account),
         };
       },

@@ -1,8 +1,8 @@
-import { and, eq, gt, isNull, or, sql } from "drizzle-orm";
+import { and, eq, isNull, sql } from "drizzle-orm";
 import type { Clock } from "../core/clock.ts";
 import { badRequest } from "../core/errors.ts";
 import type { Store } from "../store/db.ts";
-import { accounts, creditGrants, type AccountRow } from "../store/schema/accounts.ts";
+import { accounts, type AccountRow } from "../store/schema/accounts.ts";
 import { issueApiKey } from "./api-keys.ts";
 import { insertAccount } from "./insert.ts";
 import { isValidAccountName, isValidEmail, normaliseEmail } from "./validation.ts";
@@ -24,8 +24,6 @@ export interface AccountsRepository {
   findLiveByKeyHash(hash: string): AccountRow | undefined;
   findLiveById(id: number): AccountRow | undefined;
   countLive(): number;
-  /** Unexpired credit in nano-credits. */
-  balanceNanos(accountId: number): number;
 }
 
 export function createAccountsRepository({ store, clock }: { store: Store; clock: Clock }): AccountsRepository {
@@ -64,20 +62,6 @@ export function createAccountsRepository({ store, clock }: { store: Store; clock
 
     countLive() {
       return db.select({ n: sql<number>`count(*)` }).from(accounts).where(live).get()?.n ?? 0;
-    },
-
-    balanceNanos(accountId) {
-      const row = db
-        .select({ total: sql<number>`coalesce(sum(${creditGrants.remaining}), 0)` })
-        .from(creditGrants)
-        .where(
-          and(
-            eq(creditGrants.accountId, accountId),
-            or(isNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, clock.now())),
-          ),
-        )
-        .get();
-      return row?.total ?? 0;
     },
   };
 }
