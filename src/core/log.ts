@@ -4,6 +4,8 @@ import { redact } from "./redact.ts";
 export type LogLevel = "error" | "warn" | "info" | "debug";
 export const LOG_LEVELS: readonly LogLevel[] = ["error", "warn", "info", "debug"];
 
+const RANK: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
+
 export type LogFields = Record<string, string | number | boolean | null | undefined>;
 
 export interface Logger {
@@ -54,9 +56,24 @@ function createBatchedStderr(): LogSink {
 let sharedStderr: LogSink | undefined;
 const stderrSink: LogSink = (line) => (sharedStderr ??= createBatchedStderr())(line);
 
+const BARE = /^[^\s"=]+$/;
+
 function formatValue(value: string | number | boolean | null): string {
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
   const text = String(value);
-  return /^[^\s"=]+$/.test(text) ? text : JSON.stringify(text);
+  return BARE.test(text) ? text : JSON.stringify(text);
+}
+
+/** The ISO time of the current millisecond, formatted once per millisecond: many lines share one. */
+let stampedAt = -1;
+let stamp = "";
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== stampedAt) {
+    stampedAt = now;
+    stamp = new Date(now).toISOString();
+  }
+  return stamp;
 }
 
 /**
@@ -65,10 +82,10 @@ function formatValue(value: string | number | boolean | null): string {
  */
 export function createLogger(level: LogLevel = "info", sink: LogSink = stderrSink): Logger {
   const threshold = LOG_LEVELS.indexOf(level);
-  const enabled = (at: LogLevel) => LOG_LEVELS.indexOf(at) <= threshold;
+  const enabled = (at: LogLevel) => RANK[at] <= threshold;
   const write = (at: LogLevel, message: string, fields?: LogFields) => {
     if (!enabled(at)) return;
-    let line = `time=${new Date().toISOString()} level=${at} msg=${formatValue(message)}`;
+    let line = `time=${isoNow()} level=${at} msg=${formatValue(message)}`;
     if (fields) {
       for (const key in fields) {
         const value = fields[key];

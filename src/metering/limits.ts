@@ -2,8 +2,8 @@ import { msUntilNextBusinessDay, type Clock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import { bestMatch, compilePattern, type CompiledPattern } from "../routing/patterns.ts";
 import type { AccountRow } from "../store/schema/accounts.ts";
-import type { Counters } from "./counters.ts";
-import type { Quotas } from "./quotas.ts";
+import type { Counters, Window } from "./counters.ts";
+import type { QuotaSlot, Quotas } from "./quotas.ts";
 
 /** rpm, rph, rpd, tpm, tph, tpd; absent or null means no limit. */
 export type WindowLimits = Partial<Record<"rpm" | "rph" | "rpd" | "tpm" | "tph" | "tpd", number | null>>;
@@ -23,6 +23,13 @@ export interface LimitScope {
   /** For system model limits in a BYOK tenant: the tenant whose accounts share the counter. */
   tenantRoot?: number;
   limits: WindowLimits;
+  /** The scope's counters, resolved when the scope is made. */
+  requestsPerMinute: Window;
+  requestsPerHour: Window;
+  tokensPerMinute: Window;
+  tokensPerHour: Window;
+  requestsPerDay: QuotaSlot;
+  tokensPerDay: QuotaSlot;
 }
 
 const MINUTE = 60_000;
@@ -43,6 +50,74 @@ export function accountModelLimits(account: AccountRow): SystemLimits {
 
 const hasAny = (limits: WindowLimits) => Object.values(limits).some((v) => v !== null && v !== undefined);
 
+function makeScope(
+  fields: Pick<LimitScope, "label" | "key" | "accountId" | "model" | "tenantRoot" | "limits">,
+  counters: Counters,
+  quotas: Quotas,
+): LimitScope {
+  const { key, accountId, model, tenantRoot } = fields;
+  return {
+    ...fields,
+    requestsPerMinute: counters.window(`${key}:r:m`, MINUTE),
+    requestsPerHour: counters.window(`${key}:r:h`, HOUR),
+    tokensPerMinute: counters.window(`${key}:t:m`, MINUTE),
+    tokensPerHour: counters.window(`${key}:t:h`, HOUR),
+    requestsPerDay: quotas.slot("requests", "day", accountId, model, tenantRoot),
+    tokensPerDay: quotas.slot("tokens", "day", accountId, model, tenantRoot),
+  };
+}
+
+/** The scopes of one account snapshot and model, made under one set of system limits. */
+interface CachedScopes {
+  system: SystemLimits;
+  quotas: Quotas;
+  tenantRoot: number | undefined;
+  scopes: LimitScope[];
+}
+
+/** Models remembered per account snapshot; past this the account's entries start afresh. */
+const MODELS_PER_ACCOUNT = 256;
+const scopeCache = new WeakMap<Counters, WeakMap<AccountRow, Map<string | undefined, CachedScopes>>>();
+
+/**
+ * The scopes whose limits apply to an account's call of a model: the account's own
+ * limits, its ModelLimits entry for the model, the system MODEL_LIMITS entry. Made once
+ * per account snapshot, model and MODEL_LIMITS (an edit of either replaces the object),
+ * so the request path matches no patterns and builds no keys.
+ */
+export function limitScopes(account: AccountRow, model: string | undefined, counters: Counters, quotas: Quotas, system: SystemLimits, tenantRoot?: number): LimitScope[] {
+  let byAccount = scopeCache.get(counters);
+  if (!byAccount) scopeCache.set(counters, (byAccount = new WeakMap()));
+  let byModel = byAccount.get(account);
+  if (!byModel) byAccount.set(account, (byModel = new Map()));
+  const cached = byModel.get(model);
+  if (cached && cached.system === system && cached.quotas === quotas && cached.tenantRoot === tenantRoot) return cached.scopes;
+
+  const scopes: LimitScope[] = [];
+  const accountLimits: WindowLimits = { rpm: account.rpm, rph: account.rph, rpd: account.rpd, tpm: account.tpm, tph: account.tph, tpd: account.tpd };
+  if (hasAny(accountLimits)) scopes.push(makeScope({ label: "account", key: `a:${account.id}`, accountId: account.id, model: undefined, limits: accountLimits }, counters, quotas));
+  if (model !== undefined) {
+    const own = bestMatch(accountModelLimits(account), model);
+    if (own && hasAny(own.limits)) {
+      scopes.push(makeScope({ label: `account model ${model}`, key: `am:${account.id}:${model}`, accountId: account.id, model, limits: own.limits }, counters, quotas));
+    }
+    const match = bestMatch(system, model);
+    if (match && hasAny(match.limits)) {
+      scopes.push(makeScope({ label: `model ${model}`, key: `m:${tenantRoot ?? "*"}:${model}`, accountId: undefined, model, tenantRoot, limits: match.limits }, counters, quotas));
+    }
+  }
+  if (byModel.size >= MODELS_PER_ACCOUNT) byModel.clear();
+  byModel.set(model, { system, quotas, tenantRoot, scopes });
+  return scopes;
+}
+
+function refuse(scope: LimitScope, name: string, limit: number, retryMs: number): never {
+  throw new HttpError("rate_limit", `${name} limit of ${limit} reached (${scope.label})`, {
+    code: `${name.toLowerCase()}_limit_reached`,
+    headers: { "retry-after": String(Math.max(1, Math.ceil(retryMs / 1000))) },
+  });
+}
+
 /**
  * Checks every window limit that applies to a call, account first, then the
  * account's model limit, then the system MODEL_LIMITS. Model limits count on the
@@ -61,62 +136,41 @@ export function checkWindows(input: {
   /** The BYOK tenant (its owner's id); undefined in a single-tenant deployment. */
   tenantRoot?: number;
 }): LimitScope[] {
-  const { account, model, day, now, counters, quotas } = input;
-  const scopes: LimitScope[] = [];
-  const accountLimits: WindowLimits = { rpm: account.rpm, rph: account.rph, rpd: account.rpd, tpm: account.tpm, tph: account.tph, tpd: account.tpd };
-  if (hasAny(accountLimits)) scopes.push({ label: "account", key: `a:${account.id}`, accountId: account.id, model: undefined, limits: accountLimits });
-  if (model !== undefined) {
-    const own = bestMatch(accountModelLimits(account), model);
-    if (own && hasAny(own.limits)) {
-      scopes.push({ label: `account model ${model}`, key: `am:${account.id}:${model}`, accountId: account.id, model, limits: own.limits });
-    }
-    const system = bestMatch(input.system, model);
-    if (system && hasAny(system.limits)) {
-      const tenantRoot = input.tenantRoot;
-      scopes.push({ label: `model ${model}`, key: `m:${tenantRoot ?? "*"}:${model}`, accountId: undefined, model, tenantRoot, limits: system.limits });
-    }
-  }
+  const { day, now } = input;
+  const scopes = limitScopes(input.account, input.model, input.counters, input.quotas, input.system, input.tenantRoot);
   for (const scope of scopes) {
-    const { limits, key } = scope;
-    const refuse = (name: string, limit: number, retryMs: number) => {
-      throw new HttpError("rate_limit", `${name} limit of ${limit} reached (${scope.label})`, {
-        code: `${name.toLowerCase()}_limit_reached`,
-        headers: { "retry-after": String(Math.max(1, Math.ceil(retryMs / 1000))) },
-      });
+    const { limits } = scope;
+    const windowed = (name: string, limit: number | null | undefined, window: Window) => {
+      if (limit !== null && limit !== undefined && window.sum(now) >= limit) refuse(scope, name, limit, window.retryAfterMs(now, limit));
     };
-    const windowed = (name: string, limit: number | null | undefined, series: string, windowMs: number) => {
-      if (limit === null || limit === undefined) return;
-      if (counters.sum(series, now, windowMs) >= limit) refuse(name, limit, counters.retryAfterMs(series, now, windowMs, limit));
+    const daily = (name: string, limit: number | null | undefined, slot: QuotaSlot) => {
+      if (limit !== null && limit !== undefined && slot.get(day) >= limit) refuse(scope, name, limit, msUntilNextBusinessDay(input.clock, now));
     };
-    const daily = (name: string, limit: number | null | undefined, measure: "requests" | "tokens") => {
-      if (limit === null || limit === undefined) return;
-      if (quotas.get(measure, day, scope.accountId, scope.model, scope.tenantRoot) >= limit) refuse(name, limit, msUntilNextBusinessDay(input.clock, now));
-    };
-    windowed("RPM", limits.rpm, `${key}:r:m`, MINUTE);
-    windowed("RPH", limits.rph, `${key}:r:h`, HOUR);
-    daily("RPD", limits.rpd, "requests");
-    windowed("TPM", limits.tpm, `${key}:t:m`, MINUTE);
-    windowed("TPH", limits.tph, `${key}:t:h`, HOUR);
-    daily("TPD", limits.tpd, "tokens");
+    windowed("RPM", limits.rpm, scope.requestsPerMinute);
+    windowed("RPH", limits.rph, scope.requestsPerHour);
+    daily("RPD", limits.rpd, scope.requestsPerDay);
+    windowed("TPM", limits.tpm, scope.tokensPerMinute);
+    windowed("TPH", limits.tph, scope.tokensPerHour);
+    daily("TPD", limits.tpd, scope.tokensPerDay);
   }
   return scopes;
 }
 
 /** Counts an admitted request in every scope's request windows and day quota. */
-export function countRequest(scopes: LimitScope[], counters: Counters, quotas: Quotas, day: string, now: number): void {
+export function countRequest(scopes: LimitScope[], day: string, now: number): void {
   for (const scope of scopes) {
-    counters.add(`${scope.key}:r:m`, 1, now, MINUTE);
-    counters.add(`${scope.key}:r:h`, 1, now, HOUR);
-    quotas.add("requests", day, 1, scope.accountId, scope.model, scope.tenantRoot);
+    scope.requestsPerMinute.add(1, now);
+    scope.requestsPerHour.add(1, now);
+    scope.requestsPerDay.add(day, 1);
   }
 }
 
 /** Adds a finished call's tokens to every scope's token windows and day quota. */
-export function countTokens(scopes: LimitScope[], counters: Counters, quotas: Quotas, day: string, now: number, tokens: number): void {
+export function countTokens(scopes: LimitScope[], day: string, now: number, tokens: number): void {
   if (tokens <= 0) return;
   for (const scope of scopes) {
-    counters.add(`${scope.key}:t:m`, tokens, now, MINUTE);
-    counters.add(`${scope.key}:t:h`, tokens, now, HOUR);
-    quotas.add("tokens", day, tokens, scope.accountId, scope.model, scope.tenantRoot);
+    scope.tokensPerMinute.add(tokens, now);
+    scope.tokensPerHour.add(tokens, now);
+    scope.tokensPerDay.add(day, tokens);
   }
 }

@@ -10,7 +10,7 @@ import type { Counters } from "./counters.ts";
 import { checkWindows, countRequest, countTokens, type LimitScope, type SystemLimits } from "./limits.ts";
 import { planBilling, type BillingPlan } from "./billing.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
-import type { Quotas } from "./quotas.ts";
+import type { QuotaSlot, Quotas } from "./quotas.ts";
 import type { UsageEvent, UsageRecorder, UsageSink } from "./usage-recorder.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import { familyOf } from "../http/family.ts";
@@ -35,6 +35,13 @@ export interface Admission {
   plan: BillingPlan;
   reserved: number;
   scopes: LimitScope[];
+}
+
+/** An account's spend totals: reservations and charges (`cost`, for DailyLimit and HardLimit) and charges alone (`spent`, for SoftLimit). */
+interface SpendSlots {
+  costToday: QuotaSlot;
+  costThisMonth: QuotaSlot;
+  spentThisMonth: QuotaSlot;
 }
 
 const FREE_PLAN: BillingPlan = { reserve: 0, settle: () => 0 };
@@ -72,6 +79,20 @@ export function createMeter(deps: {
   onSpend?: (account: Readonly<AccountRow>) => void;
 }): Meter {
   const { clock, credit, quotas } = deps;
+  /** Each account's spend slots, resolved once. */
+  const spendSlots = new Map<number, SpendSlots>();
+  const spendOf = (accountId: number): SpendSlots => {
+    let slots = spendSlots.get(accountId);
+    if (!slots) {
+      slots = {
+        costToday: quotas.slot("cost", "day", accountId),
+        costThisMonth: quotas.slot("cost", "month", accountId),
+        spentThisMonth: quotas.slot("spent", "month", accountId),
+      };
+      spendSlots.set(accountId, slots);
+    }
+    return slots;
+  };
 
   return {
     admit(input) {
@@ -90,26 +111,27 @@ export function createMeter(deps: {
           code: "insufficient_credit",
         });
       }
+      const spend = spendOf(account.id);
       const daily = nanos(account.dailyLimit);
-      if (daily !== null && quotas.get("cost", day, account.id) + reserve > daily) {
+      if (daily !== null && spend.costToday.get(day) + reserve > daily) {
         throw new HttpError("rate_limit", `DailyLimit of ${account.dailyLimit} credits reached for today`, {
           code: "daily_limit_reached",
           headers: { "retry-after": seconds(msUntilNextBusinessDay(clock, now)) },
         });
       }
       const hard = nanos(account.hardLimit);
-      if (hard !== null && quotas.get("cost", month, account.id) + reserve > hard) {
+      if (hard !== null && spend.costThisMonth.get(month) + reserve > hard) {
         throw new HttpError("rate_limit", `HardLimit of ${account.hardLimit} credits reached for this month`, {
           code: "hard_limit_reached",
           headers: { "retry-after": seconds(msUntilNextBusinessMonth(clock, now)) },
         });
       }
       const scopes = checkWindows({ account, model, day, now, counters: deps.counters, quotas, clock, system: deps.modelLimits(), tenantRoot: deps.tenantRoot });
-      countRequest(scopes, deps.counters, quotas, day, now);
+      countRequest(scopes, day, now);
       credit.reserve(account.id, reserve);
       // Spend limits count reservations too, so concurrent calls cannot overshoot them.
-      quotas.add("cost", day, reserve, account.id);
-      quotas.add("cost", month, reserve, account.id);
+      spend.costToday.add(day, reserve);
+      spend.costThisMonth.add(month, reserve);
       return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, scopes };
     },
 
@@ -119,11 +141,13 @@ export function createMeter(deps: {
       if (admission) {
         cost = admission.plan.settle(event.usage, event.extra);
         const day = clock.businessDate(event.at);
+        const month = day.slice(0, 7);
+        const spend = spendOf(admission.accountId);
         credit.settle(admission.accountId, admission.reserved, cost);
-        quotas.add("cost", day, cost - admission.reserved, admission.accountId);
-        quotas.add("cost", clock.businessMonth(event.at), cost - admission.reserved, admission.accountId);
-        quotas.add("spent", clock.businessMonth(event.at), cost, admission.accountId);
-        countTokens(admission.scopes, deps.counters, quotas, day, clock.now(), totalTokens(event.usage));
+        spend.costToday.add(day, cost - admission.reserved);
+        spend.costThisMonth.add(month, cost - admission.reserved);
+        spend.spentThisMonth.add(month, cost);
+        countTokens(admission.scopes, day, clock.now(), totalTokens(event.usage));
         if (cost > 0) deps.onSpend?.(admission.account);
       }
       observe(deps.metrics, event, cost);

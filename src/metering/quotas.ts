@@ -12,6 +12,19 @@ import type { Counters } from "./counters.ts";
  */
 export type DailyMeasure = "requests" | "tokens" | "cost" | "spent";
 
+/** Whether a slot counts business days (`YYYY-MM-DD`) or months (`YYYY-MM`). */
+export type PeriodKind = "day" | "month";
+
+/**
+ * One total, period after period: reading or adding to a new period starts it afresh
+ * from the daily rollups. The request path holds these handles instead of building
+ * keys per call.
+ */
+export interface QuotaSlot {
+  get(period: string): number;
+  add(period: string, amount: number): void;
+}
+
 /**
  * Business-day and business-month totals (RPD, TPD, DailyLimit, HardLimit/SoftLimit)
  * kept in the Counters' daily slots. The first touch of a key on a new day seeds it
@@ -41,37 +54,57 @@ export function createQuotas(deps: { store: Store; counters: Counters }) {
   // Day and month totals live in separate slots: a counter slot holds one period at a
   // time, so sharing one between `2026-03-10` and `2026-03` re-seeded it from the
   // database on every switch and lost the in-memory reservations and unflushed charges.
-  const keyOf = (measure: DailyMeasure, period: string, accountId: number | undefined, model: string | undefined, tenantRoot: number | undefined) =>
-    `q:${measure}:${period.length === 7 ? "month" : "day"}:${accountId ?? `t${tenantRoot ?? "*"}`}:${model ?? "*"}`;
+  const keyOf = (measure: DailyMeasure, kind: PeriodKind, accountId: number | undefined, model: string | undefined, tenantRoot: number | undefined) =>
+    `q:${measure}:${kind}:${accountId ?? `t${tenantRoot ?? "*"}`}:${model ?? "*"}`;
 
-  /** The period each slot was last seeded for. */
-  const held = new Map<string, string>();
+  const slots = new Map<string, QuotaSlot>();
 
-  const ensure = (measure: DailyMeasure, period: string, accountId?: number, model?: string, tenantRoot?: number) => {
-    const key = keyOf(measure, period, accountId, model, tenantRoot);
-    if (!deps.counters.hasDaily(key, period)) {
-      deps.counters.addDaily(key, period, seed(measure, period, accountId, model, tenantRoot));
-      held.set(key, period);
-    }
-    return key;
+  /** The total of one measure for one account (and model), or one model across accounts, period after period. */
+  const slot = (measure: DailyMeasure, kind: PeriodKind, accountId?: number, model?: string, tenantRoot?: number): QuotaSlot => {
+    const key = keyOf(measure, kind, accountId, model, tenantRoot);
+    let found = slots.get(key);
+    if (found) return found;
+    const cell = deps.counters.daySlot(key);
+    /** The period this slot was last seeded for. */
+    let held: string | undefined;
+    const ensure = (period: string) => {
+      if (cell.day === period) return;
+      cell.day = period;
+      cell.value = seed(measure, period, accountId, model, tenantRoot);
+      held = period;
+    };
+    found = {
+      get(period) {
+        ensure(period);
+        return cell.value;
+      },
+      add(period, amount) {
+        if (amount === 0) return;
+        // A call that began before midnight (or the month's end) and settles after it: the
+        // past period is no longer checked, and moving the slot back to it would drop the
+        // current period's in-memory total. Its row still reaches that day's rollup.
+        if (cell.day !== period && (held ?? "") > period) return;
+        ensure(period);
+        cell.value += amount;
+      },
+    };
+    slots.set(key, found);
+    return found;
   };
 
+  const kindOf = (period: string): PeriodKind => (period.length === 7 ? "month" : "day");
+
   return {
+    slot,
     /**
      * The total of `measure` in `period` for an account (and model), or for a model across
      * all accounts (of one BYOK tenant when `tenantRoot` is given).
      */
     get(measure: DailyMeasure, period: string, accountId?: number, model?: string, tenantRoot?: number): number {
-      return deps.counters.daily(ensure(measure, period, accountId, model, tenantRoot), period);
+      return slot(measure, kindOf(period), accountId, model, tenantRoot).get(period);
     },
     add(measure: DailyMeasure, period: string, amount: number, accountId?: number, model?: string, tenantRoot?: number): void {
-      if (amount === 0) return;
-      // A call that began before midnight (or the month's end) and settles after it: the
-      // past period is no longer checked, and moving the slot back to it would drop the
-      // current period's in-memory total. Its row still reaches that day's rollup.
-      const key = keyOf(measure, period, accountId, model, tenantRoot);
-      if (!deps.counters.hasDaily(key, period) && (held.get(key) ?? "") > period) return;
-      deps.counters.addDaily(ensure(measure, period, accountId, model, tenantRoot), period, amount);
+      slot(measure, kindOf(period), accountId, model, tenantRoot).add(period, amount);
     },
   };
 }

@@ -25,12 +25,25 @@ function labelText(names: readonly string[], values: readonly string[], extra = 
   return parts.length ? `{${parts.join(",")}}` : "";
 }
 
+/** The map key of a series: its label values in the family's order (no array on the hot path). */
+function seriesKey(names: readonly string[], labels: Labels): string {
+  let key = "";
+  for (let i = 0; i < names.length; i++) key += (i ? "\u0000" : "") + (labels[names[i]!] ?? "");
+  return key;
+}
+
 export class Counter {
   private readonly series = new Map<string, { values: string[]; value: number }>();
   constructor(readonly family: Family) {}
   inc(labels: Labels = {}, amount = 1): void {
+    const key0 = seriesKey(this.family.labelNames, labels);
+    const found = this.series.get(key0);
+    if (found) {
+      found.value += amount;
+      return;
+    }
     const values = this.family.labelNames.map((name) => labels[name] ?? "");
-    let key = values.join("\u0000");
+    let key = key0;
     if (!this.series.has(key) && this.series.size >= MAX_SERIES) {
       values.fill("other");
       key = values.join("\u0000");
@@ -51,11 +64,11 @@ export class Histogram {
     private readonly bounds: readonly number[],
   ) {}
   observe(value: number, labels: Labels = {}): void {
-    const values = this.family.labelNames.map((name) => labels[name] ?? "");
-    const key = values.join("\u0000");
+    const key = seriesKey(this.family.labelNames, labels);
     let entry = this.series.get(key);
     if (!entry) {
       if (this.series.size >= MAX_SERIES) return;
+      const values = this.family.labelNames.map((name) => labels[name] ?? "");
       entry = { values, buckets: new Array<number>(this.bounds.length).fill(0), sum: 0, count: 0 };
       this.series.set(key, entry);
     }

@@ -45,18 +45,20 @@ describe("memory counters", () => {
     const counters = createMemoryCounters();
     for (let i = 0; i < 180; i++) {
       counters.add("k", 1, T0 + i * 1000, MINUTE);
-      if (i >= 60) expect(counters.sum("k", T0 + i * 1000, MINUTE)).toBe(60);
+      // The current bucket and the 60 before it all overlap the last minute.
+      if (i >= 60) expect(counters.sum("k", T0 + i * 1000, MINUTE)).toBe(61);
     }
-    expect(counters.sum("k", T0 + 179_500, MINUTE)).toBe(60);
+    expect(counters.sum("k", T0 + 179_500, MINUTE)).toBe(61);
+    expect(counters.sum("k", T0 + 180_000, MINUTE)).toBe(60);
     expect(counters.sum("k", T0 + 179_000 + MINUTE + 1000, MINUTE)).toBe(0);
   });
 
   test("a gap longer than the window forgets old buckets that share a slot with new ones", () => {
     const counters = createMemoryCounters();
     counters.add("k", 5, T0, MINUTE);
-    // Exactly one ring later: same slot, a new bucket.
-    counters.add("k", 1, T0 + MINUTE, MINUTE);
-    expect(counters.sum("k", T0 + MINUTE, MINUTE)).toBe(1);
+    // Exactly one ring (61 buckets) later: same slot, a new bucket.
+    counters.add("k", 1, T0 + MINUTE + 1000, MINUTE);
+    expect(counters.sum("k", T0 + MINUTE + 1000, MINUTE)).toBe(1);
     counters.add("k", 7, T0 + 10 * MINUTE + 3000, MINUTE);
     expect(counters.sum("k", T0 + 10 * MINUTE + 3000, MINUTE)).toBe(7);
   });

@@ -57,11 +57,13 @@ function fakeQuotas() {
   const values = new Map<string, number>();
   const key = (measure: string, period: string, accountId?: number, model?: string) => `${measure}|${period}|${accountId ?? "*"}|${model ?? "*"}`;
   const quotas = {
-    get: (measure: string, period: string, accountId?: number, model?: string) => values.get(key(measure, period, accountId, model)) ?? 0,
-    add: (measure: string, period: string, amount: number, accountId?: number, model?: string) => {
-      const k = key(measure, period, accountId, model);
-      values.set(k, (values.get(k) ?? 0) + amount);
-    },
+    slot: (measure: string, _kind: string, accountId?: number, model?: string) => ({
+      get: (period: string) => values.get(key(measure, period, accountId, model)) ?? 0,
+      add: (period: string, amount: number) => {
+        const k = key(measure, period, accountId, model);
+        values.set(k, (values.get(k) ?? 0) + amount);
+      },
+    }),
   } as unknown as Quotas;
   return { quotas, values };
 }
@@ -78,11 +80,11 @@ function harness(acct: AccountRow, sys: SystemLimits = []) {
     const now = clock.now();
     const day = clock.businessDate(now);
     const scopes = checkWindows({ account: acct, model, day, now, counters, quotas, clock, system: sys });
-    countRequest(scopes, counters, quotas, day, now);
+    countRequest(scopes, day, now);
     return scopes;
   };
   const finish = (scopes: ReturnType<typeof admit>, tokens: number) =>
-    countTokens(scopes, counters, quotas, clock.businessDate(), clock.now(), tokens);
+    countTokens(scopes, clock.businessDate(), clock.now(), tokens);
   const refusal = (model: string | undefined = "m1"): HttpError => {
     try {
       admit(model);
@@ -119,6 +121,35 @@ describe("checkWindows and countRequest", () => {
     h.refusal();
     h.clock.advance(1 * SECOND);
     h.admit();
+  });
+
+  test("an edited account or MODEL_LIMITS applies at once, and what was counted still counts", () => {
+    const clock = createManualClock(T0);
+    const counters = createMemoryCounters();
+    const { quotas } = fakeQuotas();
+    const admit = (acct: AccountRow, sys: SystemLimits) => {
+      const now = clock.now();
+      const day = clock.businessDate(now);
+      countRequest(checkWindows({ account: acct, model: "acme-1", day, now, counters, quotas, clock, system: sys }), day, now);
+    };
+    const refused = (acct: AccountRow, sys: SystemLimits) => {
+      try {
+        admit(acct, sys);
+      } catch (error) {
+        return (error as HttpError).code;
+      }
+      return undefined;
+    };
+    // Scopes are remembered per account snapshot: an edit is a new snapshot of the same id.
+    const before = account({ id: 5, rpm: 10 });
+    for (let i = 0; i < 3; i++) admit(before, []);
+    expect(refused(account({ id: 5, rpm: 3 }), [])).toBe("rpm_limit_reached");
+    expect(refused(account({ id: 5, rpm: 4 }), [])).toBeUndefined();
+    // MODEL_LIMITS replaced: the new object takes effect on the next call.
+    const loose = system({ "acme-*": { rpm: 100 } });
+    admit(before, loose);
+    expect(refused(before, system({ "acme-*": { rpm: 1 } }))).toBe("rpm_limit_reached");
+    expect(refused(before, loose)).toBeUndefined();
   });
 
   test("a refused call is not counted", () => {
@@ -244,7 +275,7 @@ describe("checkWindows and countRequest", () => {
     const admit = (acct: AccountRow) => {
       const now = clock.now();
       const day = clock.businessDate(now);
-      countRequest(checkWindows({ account: acct, model: "acme-1", day, now, counters, quotas, clock, system: sys }), counters, quotas, day, now);
+      countRequest(checkWindows({ account: acct, model: "acme-1", day, now, counters, quotas, clock, system: sys }), day, now);
     };
     admit(account({ id: 1 }));
     admit(account({ id: 2 }));
