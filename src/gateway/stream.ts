@@ -43,6 +43,12 @@ function isUsageOnlyChunk(data: string): boolean {
 
 export type ReadResult = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>>;
 
+/** The writer side of Bun's `direct` ReadableStream (not in the DOM typings). */
+interface DirectController {
+  write(chunk: Uint8Array): number | Promise<number>;
+  close(error?: Error): void;
+}
+
 /**
  * Relays an upstream SSE body to the client chunk by chunk as it arrives, reading
  * usage on the side with a real SSE decoder. If the client leaves, the upstream is
@@ -52,6 +58,15 @@ export type ReadResult = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Arr
  * `first` is the body's first read, already awaited by the relay (under the
  * first-byte limit, so a stream that stalls before its first byte can be retried
  * elsewhere); the idle limit applies between chunks after it.
+ *
+ * Cost per chunk is what streaming throughput is made of, so:
+ * - the upstream's bytes are forwarded as they came; only when the router must cut the
+ *   usage chunk it asked for, a read that holds that chunk or ends inside an event is
+ *   re-encoded event by event;
+ * - one timer per stream bounds silence and then the drain, by cutting the upstream,
+ *   which ends the pending read; a chunk only notes its time;
+ * - a `direct` stream (Bun): one loop writes straight to the socket, with no queue and
+ *   no promise per chunk.
  */
 export function relayStream(
   reader: ReadableStreamDefaultReader<Uint8Array>,
@@ -59,17 +74,19 @@ export function relayStream(
   options: StreamOptions,
 ): ReadableStream<Uint8Array> {
   const tap = createStreamUsageTap(options.family);
+  const hide = options.hideUsageChunk;
   let dataBytes = 0;
-  let pending: Uint8Array[] = [];
+  /** With `hide`: the complete events of the current read, encoded only if the read cannot pass as it came. */
+  let events: SseEvent[] = [];
+  /** With `hide`: the current read held the usage-only chunk. */
+  let cut = false;
   const decoder = createSseDecoder((event: SseEvent) => {
     dataBytes += event.data.length;
     tap.onEvent(event);
     options.watch?.(event);
-    if (options.hideUsageChunk) {
-      if (isUsageOnlyChunk(event.data)) return;
-      const head = event.event ? `event: ${event.event}\n` : "";
-      pending.push(encoder.encode(`${head}data: ${event.data.replace(/\n/g, "\ndata: ")}\n\n`));
-    }
+    if (!hide) return;
+    if (isUsageOnlyChunk(event.data)) cut = true;
+    else events.push(event);
   });
   let ended = false;
   const finish = (ending: StreamEnd["ending"]) => {
@@ -79,99 +96,94 @@ export function relayStream(
     options.onEnd({ usage: tap.result(), ending, dataBytes });
   };
 
-  /** Set when the client went away: from then on only `drain` consumes the upstream. */
+  /** Set when the client went away: the upstream is read on for its usage, nothing is written. */
   let clientGone = false;
+  /** Set when the idle limit cut the upstream. */
+  let timedOut = false;
   /**
-   * The read under way. A wait that gives up (silence) leaves it here for the next
-   * wait instead of orphaning it, so no chunk is ever read and then dropped.
+   * One timer bounds silence: a chunk only notes the time, and the timer, when it
+   * fires early, waits out the rest. Cheaper than re-arming a timer per chunk.
    */
-  let inflight: Promise<ReadResult> | undefined = first ? Promise.resolve(first) : undefined;
+  let lastChunkAt = Date.now();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const watchIdle = (ms: number) => {
+    timer = setTimeout(() => {
+      const quiet = Date.now() - lastChunkAt;
+      if (quiet < options.idleMs) return watchIdle(options.idleMs - quiet);
+      timedOut = true;
+      options.abortUpstream();
+    }, ms);
+  };
+  watchIdle(options.idleMs);
 
-  /** Reads one chunk, or reports silence longer than `ms`. */
-  const readWithin = async (ms: number): Promise<ReadResult | "idle"> => {
-    const read = (inflight ??= reader.read());
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const idle = new Promise<"idle">((resolve) => {
-      timer = setTimeout(() => resolve("idle"), ms);
-    });
-    try {
-      const result = await Promise.race([read, idle]);
-      if (result !== "idle" && inflight === read) inflight = undefined;
-      return result;
-    } catch (error) {
-      if (inflight === read) inflight = undefined;
-      throw error;
-    } finally {
-      clearTimeout(timer);
-    }
+  /** With `hide`: what of one upstream read goes to the client (the read itself, or its events re-encoded). */
+  const edited = (bytes: Uint8Array): Uint8Array[] => {
+    const whole = decoder.atBoundary();
+    decoder.push(bytes);
+    const out = whole && !cut && decoder.atBoundary() ? [bytes] : events.map(encodeEvent);
+    events = [];
+    cut = false;
+    return out;
   };
 
-  const drain = async () => {
-    const deadline = Date.now() + options.drainMs;
-    try {
-      for (;;) {
-        const left = deadline - Date.now();
-        if (left <= 0) break;
-        const result = await readWithin(left);
-        if (result === "idle" || result.done) break;
-        decoder.push(result.value);
-      }
-    } catch {
-      // The upstream failed while draining: meter what was seen.
-    }
-    pending = [];
-    options.abortUpstream();
-    finish("client_gone");
-  };
-
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        try {
-          for (;;) {
-            const result = await readWithin(options.idleMs);
-            // The client left while this read was pending: `drain` shares the same read
-            // and meters it; nothing may be enqueued on the cancelled stream.
-            if (clientGone) return;
-            if (result === "idle") {
-              options.abortUpstream();
-              controller.enqueue(streamErrorEvent(options.family, streamTimeout(Math.round(options.idleMs / 1000))));
-              controller.close();
-              finish("timeout");
-              return;
+  const source = {
+    type: "direct",
+    async pull(controller: DirectController) {
+      let ending: StreamEnd["ending"] = "complete";
+      try {
+        let result = first ?? (await reader.read());
+        while (!result.done) {
+          if (clientGone) decoder.push(result.value);
+          else {
+            lastChunkAt = Date.now();
+            // A promise from write means the socket is backed up: wait, so a slow client holds no unbounded buffer.
+            if (!hide) {
+              decoder.push(result.value);
+              const written = controller.write(result.value);
+              if (typeof written !== "number") await written;
+            } else {
+              for (const chunk of edited(result.value)) {
+                const written = controller.write(chunk);
+                if (typeof written !== "number") await written;
+              }
             }
-            if (result.done) {
-              decoder.push(new Uint8Array(0));
-              for (const chunk of pending) controller.enqueue(chunk);
-              pending = [];
-              controller.close();
-              finish("complete");
-              return;
-            }
-            decoder.push(result.value);
-            if (!options.hideUsageChunk) {
-              controller.enqueue(result.value);
-              return;
-            }
-            if (pending.length > 0) {
-              for (const chunk of pending) controller.enqueue(chunk);
-              pending = [];
-              return;
-            }
-            // The chunk held no complete event yet: read on before yielding.
           }
-        } catch {
-          if (ended || clientGone) return;
-          controller.enqueue(streamErrorEvent(options.family, streamBroken()));
-          controller.close();
-          finish("broken");
+          result = await reader.read();
         }
-      },
-      cancel() {
-        clientGone = true;
-        if (!ended) void drain();
-      },
+      } catch {
+        ending = timedOut ? "timeout" : "broken";
+      } finally {
+        clearTimeout(timer);
+      }
+      if (clientGone) {
+        options.abortUpstream();
+        finish("client_gone");
+        return;
+      }
+      try {
+        if (ending !== "complete") {
+          options.abortUpstream();
+          controller.write(streamErrorEvent(options.family, ending === "timeout" ? streamTimeout(Math.round(options.idleMs / 1000)) : streamBroken()));
+        }
+        controller.close();
+      } catch {
+        // The client left while the last bytes were written.
+      }
+      finish(clientGone ? "client_gone" : ending);
     },
-    { highWaterMark: 0 },
-  );
+    cancel() {
+      if (ended || clientGone) return;
+      clientGone = true;
+      // From now on the timer is the drain's deadline.
+      clearTimeout(timer);
+      timer = setTimeout(() => options.abortUpstream(), options.drainMs);
+    },
+  };
+  return new ReadableStream(source as unknown as UnderlyingDefaultSource<Uint8Array>);
+}
+
+/** One event as SSE bytes (`event:` and `data:` lines). */
+function encodeEvent(event: SseEvent): Uint8Array {
+  const head = event.event ? `event: ${event.event}\n` : "";
+  return encoder.encode(`${head}data: ${event.data.replace(/\n/g, "\ndata: ")}\n\n`);
 }

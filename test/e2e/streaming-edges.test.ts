@@ -379,6 +379,48 @@ describe("client disconnect", () => {
   });
 });
 
+describe("the usage chunk the router asked for", () => {
+  /** An upstream that sends `text` in pieces cut at `cuts` (byte offsets), each piece its own write. */
+  function piecewise(text: string, cuts: number[]): Response {
+    const bytes = encoder.encode(text);
+    const edges = [0, ...cuts, bytes.byteLength];
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          for (let i = 0; i + 1 < edges.length; i++) {
+            controller.enqueue(bytes.slice(edges[i], edges[i + 1]));
+            await Bun.sleep(15);
+          }
+          controller.close();
+        },
+      }),
+      { headers: { "content-type": "text/event-stream" } },
+    );
+  }
+
+  test("is cut however the upstream's writes split events, and every other byte reaches the client as sent", async () => {
+    const content = ["Grüße", ", wörld ✓", "!"];
+    const events = [...content.map(chunk), usageChunk(9, 3)].map((e) => `data: ${JSON.stringify(e)}\n\n`);
+    const text = events.join("") + "data: [DONE]\n\n";
+    const at = (needle: string, plus = 0) => encoder.encode(text.slice(0, text.indexOf(needle))).byteLength + plus;
+    // Whole events; a cut inside a line; one inside a two-byte character; one inside the usage chunk.
+    const cuts = [encoder.encode(events[0]!).byteLength, at("wörld", 2), at("wörld", 5), at('"usage"', 3)].sort((a, b) => a - b);
+    const r = router();
+    const upstream = mock("/v1/chat/completions", (req) => {
+      expect(req.json.stream_options).toEqual({ include_usage: true });
+      return piecewise(text, cuts);
+    });
+    addKey(r, { provider: `${upstream.url}/v1` });
+    const res = await streamChat(r);
+    const received = await res.text();
+    // Exactly the upstream's stream without its usage event.
+    expect(received).toBe(text.replace(events[3]!, ""));
+    expect(parse(received)).toEqual({ content: content.join(""), error: undefined, done: true });
+    const row = await rowFor(r, 200);
+    expect(row).toMatchObject({ source: "upstream", prompt_tokens: 9, completion_tokens: 3 });
+  });
+});
+
 describe("graceful shutdown", () => {
   test("a stream in flight completes; stop resolves afterwards; new connections are refused", async () => {
     const r = startRouter({ config: { graceSeconds: 10 } });

@@ -26,6 +26,11 @@ export interface SseDecoder {
    * spec requires, because an upstream cut mid-event has not finished saying it.
    */
   end(): void;
+  /**
+   * Whether everything pushed so far ended exactly at an event's end (no partial line,
+   * field or event held back), so the next bytes begin a new event.
+   */
+  atBoundary(): boolean;
 }
 
 const LF = "\n";
@@ -48,6 +53,7 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
   let dataLines: string[] = [];
   let eventType = "";
   let lastEventId = "";
+  let asciiTail = true;
 
   function dispatch(): void {
     if (dataLines.length === 0) {
@@ -132,8 +138,13 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
 
   return {
     push(chunk: Uint8Array): void {
+      // A chunk ending in a non-ASCII byte may leave part of a character in the UTF-8 decoder.
+      if (chunk.byteLength > 0) asciiTail = chunk[chunk.byteLength - 1]! < 0x80;
       const text = utf8.decode(chunk, { stream: true });
       if (text.length > 0) scan(text);
+    },
+    atBoundary(): boolean {
+      return asciiTail && pending.length === 0 && dataLines.length === 0 && eventType === "" && !skipLf;
     },
     end(): void {
       utf8 = new TextDecoder("utf-8");
@@ -142,6 +153,7 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
       dataLines = [];
       eventType = "";
       lastEventId = "";
+      asciiTail = true;
     },
   };
 }
