@@ -5,7 +5,7 @@ import { configRoutes } from "./admin/config/routes.ts";
 import { noticeRoutes } from "./admin/notices/routes.ts";
 import { operationLogRoutes } from "./admin/oplog/routes.ts";
 import { providerKeyRoutes } from "./admin/provider-keys/routes.ts";
-import { gatewayRoutes } from "./gateway/routes.ts";
+import { gatewayRoutes, type HotRoutes } from "./gateway/routes.ts";
 import { metricsRoutes } from "./metrics/routes.ts";
 import { signupRoutes } from "./tenancy/signup-routes.ts";
 import { realtimeClientSecretRoutes } from "./gateway/realtime/client-secrets.ts";
@@ -15,30 +15,22 @@ import { HttpError, notFound, badRequest } from "./core/errors.ts";
 import type { Deps } from "./deps.ts";
 import { errorResponse } from "./http/envelopes.ts";
 import { familyOf } from "./http/family.ts";
-import { metaOf } from "./http/context.ts";
+import { thrownResponse } from "./http/error-response.ts";
 
 /**
  * Composes every route plugin into one Elysia app. No side effects: the server
  * (or a test) decides when and where it listens.
  */
-export function createApp(deps: Deps) {
+export function createApp(deps: Deps, hot?: HotRoutes) {
   return new Elysia()
     .onError({ as: "global" }, ({ error, code, request, path }) => {
       const family = familyOf(path);
-      if (error instanceof HttpError) {
-        if (error.status === 403 || error.status === 429) deps.metrics.refusals.inc({ code: error.code ?? error.kind });
-        return errorResponse(family, error);
-      }
+      if (error instanceof HttpError) return thrownResponse(deps, error, request, path);
       if (code === "NOT_FOUND") return errorResponse(family, notFound(`No route for ${request.method} ${path}`));
       // Framework parse/validation dumps (expected/found) never reach clients.
       if (code === "PARSE") return errorResponse(family, badRequest("Request body could not be parsed"));
       if (code === "VALIDATION") return errorResponse(family, badRequest("Request does not match the expected shape"));
-      deps.log.error("unhandled error", {
-        req: metaOf(request)?.id,
-        path,
-        error: error instanceof Error ? error.message : String(error),
-      });
-      return errorResponse(family, new HttpError("internal", "Internal error; see the server log for this request id"));
+      return thrownResponse(deps, error, request, path);
     })
     .get("/healthz", () => ({ status: "ok" }))
     .use(metricsRoutes(deps))
@@ -51,7 +43,7 @@ export function createApp(deps: Deps) {
     .use(reportRoutes(deps))
     .use(noticeRoutes(deps))
     .use(operationLogRoutes(deps))
-    .use(gatewayRoutes(deps))
+    .use(gatewayRoutes(deps, hot))
     .use(realtimeClientSecretRoutes(deps));
 }
 

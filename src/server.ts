@@ -8,6 +8,8 @@ import { errorResponse } from "./http/envelopes.ts";
 import { attachMeta, type RequestMeta } from "./http/context.ts";
 import { createRealtimeBridge, type RealtimeSession } from "./gateway/realtime/bridge.ts";
 import { consoleRoutes } from "./console/routes.ts";
+import type { HotRoutes } from "./gateway/routes.ts";
+import { thrownResponse } from "./http/error-response.ts";
 
 export interface RunningServer {
   readonly server: Server<unknown>;
@@ -27,21 +29,41 @@ export class ServeError extends Error {}
 
 export function startServer(deps: Deps): RunningServer {
   const { config, log } = deps;
-  const app = createApp(deps);
+  const hot: HotRoutes = new Map();
+  const app = createApp(deps, hot);
+  /** A model call by its exact path, ahead of Elysia's router. */
+  const handleHot = async (route: HotRoutes extends Map<string, infer R> ? R : never, request: Request, path: string): Promise<Response> => {
+    try {
+      return await route(request, path);
+    } catch (error) {
+      return thrownResponse(deps, error, request, path);
+    }
+  };
   // GET /v1/realtime is upgraded to a WebSocket here, ahead of the HTTP app.
   const realtime = createRealtimeBridge(deps);
 
   const fetch = async (request: Request, server: Server<RealtimeSession>): Promise<Response | undefined> => {
+    let peer: { address?: string } | null | undefined;
     const meta: RequestMeta = {
       id: requestId(),
       startedAt: performance.now(),
-      peerIp: server.requestIP(request)?.address,
+      // A system call per lookup: only AllowIPs, sign-up limits and realtime need it.
+      get peerIp() {
+        peer ??= server.requestIP(request);
+        return peer?.address;
+      },
       server,
     };
     attachMeta(request, meta);
-    let response = realtime.handles(request) ? realtime.upgrade(request, server) : await app.handle(request);
+    const path = pathOnly(request.url);
+    const route = request.method === "POST" ? hot.get(path) : undefined;
+    let response = route
+      ? await handleHot(route, request, path)
+      : realtime.handles(request)
+        ? realtime.upgrade(request, server)
+        : await app.handle(request);
     if (!response) {
-      if (log.enabled("info")) log.info("request", { method: request.method, path: pathOnly(request.url), status: 101, account: meta.accountId, req: meta.id });
+      if (log.enabled("info")) log.info("request", { method: request.method, path, status: 101, account: meta.accountId, req: meta.id });
       return undefined;
     }
     try {
@@ -54,7 +76,7 @@ export function startServer(deps: Deps): RunningServer {
     if (log.enabled("info")) {
       log.info("request", {
         method: request.method,
-        path: pathOnly(request.url),
+        path,
         status: response.status,
         ms: Math.round((performance.now() - meta.startedAt) * 100) / 100,
         account: meta.accountId,

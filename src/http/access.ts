@@ -20,11 +20,15 @@ export const OWNER_RECOVERY_PATHS: ReadonlySet<string> = new Set(["/x-config", "
 export function checkAccess(
   principal: Principal,
   path: string,
-  ip: string | undefined,
+  /** The client's address, asked for only when the key has AllowIPs. */
+  clientIp: () => string | undefined,
   system: readonly CompiledPattern[] | null,
 ): void {
-  if (principal.allowIps.length > 0 && (ip === undefined || !addressAllowed(principal.allowIps, ip))) {
-    throw forbidden(`Requests from ${ip ?? "this address"} are not allowed for this API key (AllowIPs)`, "ip_not_allowed");
+  if (principal.allowIps.length > 0) {
+    const ip = clientIp();
+    if (ip === undefined || !addressAllowed(principal.allowIps, ip)) {
+      throw forbidden(`Requests from ${ip ?? "this address"} are not allowed for this API key (AllowIPs)`, "ip_not_allowed");
+    }
   }
   if (system != null && !listAllows(system, path) && !(principal.account.isOwner && OWNER_RECOVERY_PATHS.has(path))) {
     throw forbidden(`${path} is not in the system RESOURCES allowlist of this router`, "resource_not_allowed");

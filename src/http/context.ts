@@ -7,7 +7,7 @@ import type { Server } from "bun";
 export interface RequestMeta {
   readonly id: string;
   readonly startedAt: number;
-  /** Socket peer address (before any X-Forwarded-For interpretation). */
+  /** Socket peer address (before any X-Forwarded-For interpretation), looked up on first use. */
   readonly peerIp: string | undefined;
   readonly server: Server<unknown> | undefined;
   accountId?: number;

@@ -13,17 +13,20 @@ export type Caller = {
   tenant: TenantDeps;
 };
 
+/** The caller of an authenticated route: key (401), then AllowIPs and Resources (403). */
+export function authenticate(deps: Pick<Deps, "auth" | "config" | "scope">, request: Request, path: string): Caller {
+  const principal = deps.auth.require(request, familyOf(path));
+  const tenant = deps.scope(principal.account);
+  checkAccess(principal, path, () => clientIp(request, deps.config.trustProxy), tenant.settings.resources());
+  return { principal, tenant };
+}
+
 /**
  * `{ auth: true }` on a route resolves `principal` and its `tenant` (401 otherwise);
  * `{ owner: true }` additionally requires a first-level owner account (403 otherwise).
  */
 export function authPlugin(deps: Pick<Deps, "auth" | "config" | "scope">) {
-  const admit = (request: Request, path: string): Caller => {
-    const principal = deps.auth.require(request, familyOf(path));
-    const tenant = deps.scope(principal.account);
-    checkAccess(principal, path, clientIp(request, deps.config.trustProxy), tenant.settings.resources());
-    return { principal, tenant };
-  };
+  const admit = (request: Request, path: string): Caller => authenticate(deps, request, path);
   return new Elysia({ name: "auth" }).macro({
     auth: {
       resolve({ request, path }): Caller {

@@ -16,7 +16,7 @@ export function pricingRoutes(deps: Deps) {
     const principal = deps.auth.optional(request, "openai");
     // Without a key: the deployment's prices; in the BYOK style no tenant is known, so the catalog alone.
     const tenant = principal ? deps.scope(principal.account) : deps.tenants.byok ? undefined : deps.tenants.get(0);
-    if (principal) checkAccess(principal, "/x-pricing", clientIp(request, deps.config.trustProxy), tenant!.settings.resources());
+    if (principal) checkAccess(principal, "/x-pricing", () => clientIp(request, deps.config.trustProxy), tenant!.settings.resources());
     const table = tenant ? tenant.settings.prices().table : CATALOG_BOOK.table;
     const rates = principal?.account.rates ?? 1;
     return {

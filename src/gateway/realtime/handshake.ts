@@ -91,7 +91,7 @@ export function readHandshake(
     principal = grant.principal;
     ephemeral = { keyId: grant.keyId, token: presented };
   } else principal = deps.auth.require(authRequest, "openai");
-  checkAccess(principal, REALTIME_PATH, clientIp(request, deps.trustProxy), deps.resourcesFor(principal));
+  checkAccess(principal, REALTIME_PATH, () => clientIp(request, deps.trustProxy), deps.resourcesFor(principal));
 
   const url = new URL(request.url);
   const model = url.searchParams.get("model")?.trim();
