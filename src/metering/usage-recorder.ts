@@ -62,20 +62,28 @@ const EVENT_COLUMNS = [
 
 type SqlValue = string | number | null;
 
-function eventValues(row: NewUsageEventRow): SqlValue[] {
-  return [
+/** Rows per multi-row INSERT (20 columns each, far below SQLite's limit of bound parameters). */
+const EVENTS_PER_STATEMENT = 32;
+
+function appendEventValues(out: SqlValue[], row: NewUsageEventRow): SqlValue[] {
+  out.push(
     row.requestId, row.accountId, row.day, row.createdAt, row.endpoint, row.requestedModel ?? null, row.effectiveModel ?? null,
     row.level ?? null, row.keyId ?? null, row.status, row.stream ? 1 : 0, row.promptTokens ?? 0, row.completionTokens ?? 0,
     row.cacheReadTokens ?? 0, row.cacheWriteTokens ?? 0, row.reasoningTokens ?? 0, row.source, row.latencyMs, row.costNanos ?? 0,
     row.extra ?? null,
-  ];
+  );
+  return out;
 }
 
 export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Logger }): UsageRecorder {
   let pending: NewUsageEventRow[] = [];
-  const insertEvent = deps.store.sqlite.prepare<unknown, SqlValue[]>(
-    `INSERT INTO usage_events (${EVENT_COLUMNS.join(", ")}) VALUES (${EVENT_COLUMNS.map(() => "?").join(", ")})`,
-  );
+  const insertEvents = (count: number) =>
+    deps.store.sqlite.prepare<unknown, SqlValue[]>(
+      `INSERT INTO usage_events (${EVENT_COLUMNS.join(", ")}) VALUES ${Array.from({ length: count }, () => `(${EVENT_COLUMNS.map(() => "?").join(", ")})`).join(", ")}`,
+    );
+  const insertEvent = insertEvents(1);
+  // Rows go in groups of EVENTS_PER_STATEMENT: one statement per group costs much less than one per row.
+  const insertGroup = insertEvents(EVENTS_PER_STATEMENT);
   const upsertRollup = deps.store.sqlite.prepare<unknown, SqlValue[]>(
     `INSERT INTO usage_daily (account_id, day, model, requests, prompt_tokens, completion_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost_nanos)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -111,7 +119,13 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     const now = deps.clock.now();
     // Prepared statements on the raw connection: the query builder cost more per row than SQLite did.
     deps.store.sqlite.transaction(() => {
-      for (const row of rows) insertEvent.run(...eventValues(row));
+      let i = 0;
+      for (; i + EVENTS_PER_STATEMENT <= rows.length; i += EVENTS_PER_STATEMENT) {
+        const values: SqlValue[] = [];
+        for (let j = i; j < i + EVENTS_PER_STATEMENT; j++) appendEventValues(values, rows[j]!);
+        insertGroup.run(...values);
+      }
+      for (; i < rows.length; i++) insertEvent.run(...appendEventValues([], rows[i]!));
       for (const sum of rollups.values()) {
         upsertRollup.run(
           sum.accountId,

@@ -8,6 +8,7 @@ import m4 from "./0004_soft_limit_notices.sql" with { type: "text" };
 import m5 from "./0005_notices.sql" with { type: "text" };
 import m6 from "./0006_upstream_objects.sql" with { type: "text" };
 import m7 from "./0007_tenants.sql" with { type: "text" };
+import m8 from "./0008_usage_events_one_index.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -18,4 +19,5 @@ export const migrations: Migration[] = [
   { name: "0005_notices", sql: m5 },
   { name: "0006_upstream_objects", sql: m6 },
   { name: "0007_tenants", sql: m7 },
+  { name: "0008_usage_events_one_index", sql: m8 },
 ];

@@ -33,7 +33,9 @@ export const usageEvents = sqliteTable(
     /** Non-token quantities (images, seconds of audio/video) as JSON, for non-token pricing. */
     extra: text("extra"),
   },
-  (t) => [index("usage_events_account_day").on(t.accountId, t.day), index("usage_events_day").on(t.day)],
+  // Reports read the daily rollups; one index serves per-account lookups of raw rows. Every
+  // index is paid on each insert, and rows are inserted once per call.
+  (t) => [index("usage_events_account_day").on(t.accountId, t.day)],
 );
 
 export type UsageEventRow = typeof usageEvents.$inferSelect;
