@@ -26,6 +26,26 @@ test("a database created by the first migration upgrades in place and keeps its 
   store.close();
 });
 
+test("daily rollups survive the rebuild into a clustered (WITHOUT ROWID) table", () => {
+  const path = join(tempDir(), "router.db");
+  const old = new Database(path, { create: true, strict: true });
+  const before = migrations.findIndex((m) => m.name === "0009_usage_daily_clustered");
+  migrate(old, migrations.slice(0, before));
+  old.run("INSERT INTO usage_daily (account_id, day, model, requests, prompt_tokens, completion_tokens, cost_nanos) VALUES (3, '2026-11-01', 'm', 2, 10, 5, 700)");
+  old.close();
+
+  const store = openStore(path);
+  expect(store.sqlite.query("SELECT account_id, day, model, requests, prompt_tokens, completion_tokens, cost_nanos FROM usage_daily").all()).toEqual([
+    { account_id: 3, day: "2026-11-01", model: "m", requests: 2, prompt_tokens: 10, completion_tokens: 5, cost_nanos: 700 },
+  ]);
+  const ddl = store.sqlite.query<{ sql: string }, []>("SELECT sql FROM sqlite_master WHERE name = 'usage_daily'").get()?.sql ?? "";
+  expect(ddl).toContain("WITHOUT ROWID");
+  // The rollup upsert still finds its row by the primary key.
+  store.sqlite.run("INSERT INTO usage_daily (account_id, day, model, requests) VALUES (3, '2026-11-01', 'm', 1) ON CONFLICT (account_id, day, model) DO UPDATE SET requests = requests + excluded.requests");
+  expect(store.sqlite.query<{ requests: number }, []>("SELECT requests FROM usage_daily").get()?.requests).toBe(3);
+  store.close();
+});
+
 test("a database migrated by a newer router is refused rather than damaged", () => {
   const sqlite = new Database(":memory:");
   migrate(sqlite, migrations);

@@ -9,6 +9,7 @@ import m5 from "./0005_notices.sql" with { type: "text" };
 import m6 from "./0006_upstream_objects.sql" with { type: "text" };
 import m7 from "./0007_tenants.sql" with { type: "text" };
 import m8 from "./0008_usage_events_one_index.sql" with { type: "text" };
+import m9 from "./0009_usage_daily_clustered.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -20,4 +21,5 @@ export const migrations: Migration[] = [
   { name: "0006_upstream_objects", sql: m6 },
   { name: "0007_tenants", sql: m7 },
   { name: "0008_usage_events_one_index", sql: m8 },
+  { name: "0009_usage_daily_clustered", sql: m9 },
 ];

@@ -45,6 +45,10 @@ export type NewUsageEventRow = typeof usageEvents.$inferInsert;
  * Daily per-account per-model totals, maintained in the same transaction as the usage
  * rows, so bills over months read a few thousand rows instead of millions. `model` is
  * the effective model (the one served and priced).
+ *
+ * The table is WITHOUT ROWID (migration 0009; drizzle cannot declare it): rows are
+ * stored in primary-key order, so a bill scans them instead of looking each one up.
+ * A generated migration that rebuilds this table must keep that clause.
  */
 export const usageDaily = sqliteTable(
   "usage_daily",
