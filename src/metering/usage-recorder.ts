@@ -43,6 +43,8 @@ export interface UsageRecorder extends UsageSink {
 /** Short ticks keep each batch small, so one write never holds the event loop for long. */
 const FLUSH_INTERVAL_MS = 50;
 const MAX_PENDING = 500;
+/** Rows per transaction when a tick writes: about 0.15 ms of work each. */
+const SLICE_ROWS = 64;
 
 /** A call counts in bills when it was answered or cost something (a failed attempt costs nothing and is not a request). */
 export function isBillable(row: NewUsageEventRow): boolean {
@@ -145,22 +147,55 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     return charged;
   };
 
-  const flush = () => {
-    if (pending.length === 0) return;
-    const rows = pending;
-    pending = [];
+  /** Writes `rows` in one transaction; on failure they go back to the front of the queue. */
+  const writeRows = (rows: NewUsageEventRow[]): boolean => {
     let charged: Map<number, number>;
     try {
       charged = write(rows);
     } catch (error) {
       deps.log.error("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: (error as Error).message });
       pending = rows.concat(pending);
-      return;
+      return false;
     }
     for (const listener of listeners) listener(charged);
+    return true;
   };
-  let flushQueued = false;
-  const timer = setInterval(flush, FLUSH_INTERVAL_MS);
+
+  /** Everything pending, now, in one transaction (shutdown, tests). */
+  const flush = () => {
+    if (pending.length === 0) return;
+    const rows = pending;
+    pending = [];
+    writeRows(rows);
+  };
+
+  /**
+   * The tick's write, in slices of SLICE_ROWS rows with the event loop let through
+   * between them: one transaction of a tick's rows held every request behind it for
+   * as long (0.7 ms at 6,700 calls a second), which showed in the 99th percentile.
+   * A backlog beyond a few slices is written in bigger ones, so the queue cannot grow.
+   */
+  let slicing = false;
+  const writeSlice = () => {
+    if (pending.length === 0) {
+      slicing = false;
+      return;
+    }
+    const size = Math.max(SLICE_ROWS, Math.ceil(pending.length / 4));
+    const rows = pending.length <= size ? pending : pending.slice(0, size);
+    pending = pending.length <= size ? [] : pending.slice(size);
+    if (!writeRows(rows)) {
+      slicing = false;
+      return;
+    }
+    setImmediate(writeSlice);
+  };
+  const tick = () => {
+    if (slicing || pending.length === 0) return;
+    slicing = true;
+    writeSlice();
+  };
+  const timer = setInterval(tick, FLUSH_INTERVAL_MS);
   timer.unref();
   return {
     record(event) {
@@ -187,12 +222,9 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
         extra: event.extra ? JSON.stringify(event.extra) : null,
       });
       // A full batch is written right after the current request's work, not inside it.
-      if (pending.length >= MAX_PENDING && !flushQueued) {
-        flushQueued = true;
-        setImmediate(() => {
-          flushQueued = false;
-          flush();
-        });
+      if (pending.length >= MAX_PENDING && !slicing) {
+        slicing = true;
+        setImmediate(writeSlice);
       }
     },
     flush,
