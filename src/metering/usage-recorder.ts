@@ -1,4 +1,4 @@
-import { consume } from "../accounts/ledger.ts";
+import { createConsumer } from "../accounts/ledger.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import type { Usage, UsageSource } from "../gateway/usage/types.ts";
@@ -98,6 +98,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
        cost_nanos = cost_nanos + excluded.cost_nanos`,
   );
+  const consume = createConsumer(deps.store.sqlite);
   const listeners: Array<(charged: ReadonlyMap<number, number>) => void> = [];
 
   const write = (rows: NewUsageEventRow[]): Map<number, number> => {
@@ -118,9 +119,13 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       sum.costNanos! += row.costNanos ?? 0;
       rollups.set(key, sum);
     }
-    const now = deps.clock.now();
-    // Prepared statements on the raw connection: the query builder cost more per row than SQLite did.
-    deps.store.sqlite.transaction(() => {
+    writeAll(rows, rollups.values(), charged, deps.clock.now());
+    return charged;
+  };
+  // Prepared statements on the raw connection: the query builder cost more per row than SQLite did.
+  // The transaction function is made once: making one per batch showed in the profile.
+  const writeAll = deps.store.sqlite.transaction(
+    (rows: NewUsageEventRow[], rollups: Iterable<NewUsageEventRow & { requests: number }>, charged: Map<number, number>, now: number) => {
       let i = 0;
       for (; i + EVENTS_PER_STATEMENT <= rows.length; i += EVENTS_PER_STATEMENT) {
         const values: SqlValue[] = [];
@@ -128,7 +133,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
         insertGroup.run(...values);
       }
       for (; i < rows.length; i++) insertEvent.run(...appendEventValues([], rows[i]!));
-      for (const sum of rollups.values()) {
+      for (const sum of rollups) {
         upsertRollup.run(
           sum.accountId,
           sum.day,
@@ -142,10 +147,9 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
           sum.costNanos ?? 0,
         );
       }
-      for (const [accountId, amount] of charged) consume(deps.store.db, accountId, amount, now);
-    })();
-    return charged;
-  };
+      for (const [accountId, amount] of charged) consume(accountId, amount, now);
+    },
+  );
 
   /** Writes `rows` in one transaction; on failure they go back to the front of the queue. */
   const writeRows = (rows: NewUsageEventRow[]): boolean => {
