@@ -11,7 +11,8 @@ mkdirSync(join(root, "dist"), { recursive: true });
 const started = performance.now();
 const proc = Bun.spawnSync(
   // --splitting: the three console pages share one copy of Preact, uPlot and the common UI.
-  [process.execPath, "build", "--compile", "--minify", "--splitting", "src/main.ts", "--outfile", "dist/router"],
+  // The checkpoint worker is an entrypoint of its own: a Worker in an executable loads a bundled entry.
+  [process.execPath, "build", "--compile", "--minify", "--splitting", "src/main.ts", "src/store/checkpoint-worker.ts", "--outfile", "dist/router"],
   { cwd: root, stdout: "pipe", stderr: "inherit" },
 );
 if (proc.exitCode !== 0) {

@@ -3,7 +3,8 @@ import { ensureInitialOwner } from "../accounts/bootstrap.ts";
 import { DEFAULT_MAX_BODY, UPSTREAM_DEFAULTS, type ServeConfig } from "../config.ts";
 import { assertTimeZone, systemTimeZone } from "../core/clock.ts";
 import { LOG_LEVELS, type LogLevel } from "../core/log.ts";
-import { buildDeps } from "../deps.ts";
+import { buildDeps, databasePath } from "../deps.ts";
+import { startCheckpointer } from "../store/checkpointer.ts";
 import { startServer } from "../server.ts";
 import { clearSpool, prepareDataDir } from "../store/data-dir.ts";
 import { existsSync } from "node:fs";
@@ -175,6 +176,8 @@ export const serveCommand = defineCommand({
         throw error;
       }
       const server = running;
+      const checkpointer = startCheckpointer(deps.store.sqlite, databasePath(config.dataDir), deps.log);
+      deps.beforeClose.push(() => checkpointer.stop());
       let stopping = false;
       const shutdown = (signal: string) => {
         // A second signal (an impatient Ctrl-C, a supervisor repeating itself) must not

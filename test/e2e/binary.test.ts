@@ -78,6 +78,31 @@ describe("dist/router alone in an empty directory", () => {
     expect(await server.exited).toBe(0);
   });
 
+  test("WAL checkpoints run on the executable's own worker thread, and what was written survives a restart", async () => {
+    const server = await serveBinary(bin, ["--port", "0", "--data", "ckdata", "--log-level", "debug"], { cwd: dir });
+    running.push(server);
+    const key = readFileSync(join(dir, "ckdata", "initial-owner-key"), "utf8").trim();
+    // Writes after start-up go to the WAL; the worker copies them into the database file.
+    const saved = await fetch(`${server.url}/x-config`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ MODEL_MAPPER: { "wal-*": "wal-model" } }),
+    });
+    expect(saved.status).toBe(200);
+    const deadline = Date.now() + 5000;
+    while (!server.stderr().includes("WAL checkpoints run on their own thread") && Date.now() < deadline) await Bun.sleep(50);
+    expect(server.stderr()).toContain("WAL checkpoints run on their own thread");
+    expect(server.stderr()).not.toContain("back on the serving thread");
+    server.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+    const again = await serveBinary(bin, ["--port", "0", "--data", "ckdata"], { cwd: dir });
+    running.push(again);
+    const config = await fetch(`${again.url}/x-config`, { headers: { authorization: `Bearer ${key}` } });
+    expect(JSON.stringify(await config.json())).toContain("wal-model");
+    again.kill("SIGTERM");
+    expect(await again.exited).toBe(0);
+  });
+
   test("migrate applies the embedded migrations", () => {
     const first = run(bin, ["migrate", "--data", "migrated"], { cwd: dir });
     expect(first.exitCode).toBe(0);
