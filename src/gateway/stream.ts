@@ -78,15 +78,18 @@ export function relayStream(
   let dataBytes = 0;
   /** With `hide`: the complete events of the current read, encoded only if the read cannot pass as it came. */
   let events: SseEvent[] = [];
-  /** With `hide`: the current read held the usage-only chunk. */
-  let cut = false;
+  /** With `hide`: how many usage-only chunks the current read held, and where the last one lies in its text. */
+  let cut = 0;
+  let cutSpan: [number, number] | undefined;
   const decoder = createSseDecoder((event: SseEvent) => {
     dataBytes += event.data.length;
     tap.onEvent(event);
     options.watch?.(event);
     if (!hide) return;
-    if (isUsageOnlyChunk(event.data)) cut = true;
-    else events.push(event);
+    if (isUsageOnlyChunk(event.data)) {
+      cut++;
+      cutSpan = decoder.span();
+    } else events.push(event);
   });
   let ended = false;
   const finish = (ending: StreamEnd["ending"]) => {
@@ -116,15 +119,33 @@ export function relayStream(
   };
   watchIdle(options.idleMs);
 
-  /** With `hide`: what of one upstream read goes to the client (the read itself, or its events re-encoded). */
+  /**
+   * With `hide`: what of one upstream read goes to the client. A read of whole events
+   * goes as it came, less the bytes of the usage-only event when it holds that one;
+   * a read that ends inside an event is re-encoded event by event.
+   */
   const edited = (bytes: Uint8Array): Uint8Array[] => {
     const whole = decoder.atBoundary();
     decoder.push(bytes);
-    const out = whole && !cut && decoder.atBoundary() ? [bytes] : events.map(encodeEvent);
+    let out: Uint8Array[] | undefined;
+    if (whole && decoder.atBoundary()) {
+      if (cut === 0) out = [bytes];
+      else if (cut === 1 && cutSpan) out = without(bytes, decoder.text(), cutSpan);
+    }
+    out ??= events.map(encodeEvent);
     events = [];
-    cut = false;
+    cut = 0;
+    cutSpan = undefined;
     return out;
   };
+
+  /**
+   * A read that can pass without decoding: the decoder is between events, the read ends
+   * with a blank line (so it holds whole events), nothing watches every event, and the
+   * tap needs none of them (with `hide`, that also rules out the usage chunk).
+   */
+  const skippable = (bytes: Uint8Array): boolean =>
+    options.watch === undefined && endsBlock(bytes) && decoder.atBoundary() && !tap.mayNeed(bytes);
 
   const source = {
     type: "direct",
@@ -133,16 +154,25 @@ export function relayStream(
       try {
         let result = first ?? (await reader.read());
         while (!result.done) {
-          if (clientGone) decoder.push(result.value);
+          const bytes = result.value;
+          if (skippable(bytes)) {
+            // Whole events that hold nothing the tap needs: counted, not decoded.
+            dataBytes += bytes.byteLength;
+            if (!clientGone) {
+              lastChunkAt = Date.now();
+              const written = controller.write(bytes);
+              if (typeof written !== "number") await written;
+            }
+          } else if (clientGone) decoder.push(bytes);
           else {
             lastChunkAt = Date.now();
             // A promise from write means the socket is backed up: wait, so a slow client holds no unbounded buffer.
             if (!hide) {
-              decoder.push(result.value);
-              const written = controller.write(result.value);
+              decoder.push(bytes);
+              const written = controller.write(bytes);
               if (typeof written !== "number") await written;
             } else {
-              for (const chunk of edited(result.value)) {
+              for (const chunk of edited(bytes)) {
                 const written = controller.write(chunk);
                 if (typeof written !== "number") await written;
               }
@@ -180,6 +210,27 @@ export function relayStream(
     },
   };
   return new ReadableStream(source as unknown as UnderlyingDefaultSource<Uint8Array>);
+}
+
+const utf8 = new TextDecoder();
+
+/** Whether bytes end with the blank line that closes an event (`\n\n` or `\r\n\r\n`). */
+function endsBlock(bytes: Uint8Array): boolean {
+  const n = bytes.byteLength;
+  if (n < 2 || bytes[n - 1] !== 0x0a) return false;
+  if (bytes[n - 2] === 0x0a) return true;
+  return n >= 4 && bytes[n - 2] === 0x0d && bytes[n - 3] === 0x0a && bytes[n - 4] === 0x0d;
+}
+
+/**
+ * `bytes` without the block at [start, end) of their decoded `text`; undefined when the
+ * byte offsets do not match the text (a byte-order mark the decoder dropped).
+ */
+function without(bytes: Uint8Array, text: string, [start, end]: [number, number]): Uint8Array[] | undefined {
+  const from = Buffer.byteLength(text.slice(0, start));
+  const to = from + Buffer.byteLength(text.slice(start, end));
+  if (to > bytes.byteLength || utf8.decode(bytes.subarray(from, to)) !== text.slice(start, end)) return undefined;
+  return [bytes.subarray(0, from), bytes.subarray(to)].filter((part) => part.byteLength > 0);
 }
 
 /** One event as SSE bytes (`event:` and `data:` lines). */

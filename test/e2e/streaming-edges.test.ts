@@ -419,6 +419,19 @@ describe("the usage chunk the router asked for", () => {
     const row = await rowFor(r, 200);
     expect(row).toMatchObject({ source: "upstream", prompt_tokens: 9, completion_tokens: 3 });
   });
+
+  test("is cut out of a write that holds the whole stream, the other bytes untouched", async () => {
+    const content = ["Grüße", ", wörld ✓"];
+    // A comment and an `id:` line: fields a re-encoding would drop, so they show the bytes passed as they came.
+    const events = [...content.map(chunk), usageChunk(4, 2)].map((e, i) => `: note ${i}\nid: ${i}\ndata: ${JSON.stringify(e)}\n\n`);
+    const text = events.join("") + "data: [DONE]\n\n";
+    const r = router();
+    const upstream = mock("/v1/chat/completions", () => piecewise(text, []));
+    addKey(r, { provider: `${upstream.url}/v1` });
+    const received = await (await streamChat(r)).text();
+    expect(received).toBe(text.replace(events[2]!, ""));
+    expect(await rowFor(r, 200)).toMatchObject({ source: "upstream", prompt_tokens: 4, completion_tokens: 2 });
+  });
 });
 
 describe("graceful shutdown", () => {

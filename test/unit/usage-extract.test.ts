@@ -355,3 +355,39 @@ test("result() returns a copy the caller may change", () => {
   if (first) first.prompt = 999;
   expect(tap.result()?.prompt).toBe(3);
 });
+
+describe("mayNeed: which raw reads a stream tap must see decoded", () => {
+  const bytes = (text: string) => new TextEncoder().encode(text);
+  const seenModel = (family: UsageFamily, first: string): StreamUsageTap => {
+    const tap = createStreamUsageTap(family);
+    tap.onEvent({ event: undefined, data: first });
+    return tap;
+  };
+
+  test("openai: every read until the model is known, then only reads with a usage object", () => {
+    const fresh = createStreamUsageTap("openai");
+    expect(fresh.mayNeed(bytes('data: {"choices":[],"usage":null}\n\n'))).toBe(true);
+    const tap = seenModel("openai", '{"model":"gpt-x","choices":[]}');
+    expect(tap.mayNeed(bytes('data: {"model":"gpt-x","choices":[{"delta":{"content":"hi"}}],"usage":null}\n\n'))).toBe(false);
+    expect(tap.mayNeed(bytes('data: {"choices":[],"usage":{"prompt_tokens":1}}\n\n'))).toBe(true);
+    expect(tap.mayNeed(bytes('data: {"choices":[],"usage" : \t{"prompt_tokens":1}}\n\n'))).toBe(true);
+    // The key is the last thing of the read: its value may be an object.
+    expect(tap.mayNeed(bytes('data: {"choices":[],"usage":'))).toBe(true);
+    // Content that merely talks about usage, with a null usage field.
+    expect(tap.mayNeed(bytes('data: {"choices":[{"delta":{"content":"\\"usage\\" is a word"}}],"usage":null}\n\n'))).toBe(false);
+  });
+
+  test("anthropic: reads with usage or message_start", () => {
+    const tap = createStreamUsageTap("anthropic");
+    expect(tap.mayNeed(bytes('event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"hi"}}\n\n'))).toBe(false);
+    expect(tap.mayNeed(bytes('event: message_start\ndata: {"type":"message_start","message":{}}\n\n'))).toBe(true);
+    expect(tap.mayNeed(bytes('event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":3}}\n\n'))).toBe(true);
+  });
+
+  test("gemini: every read until the model is known, then reads with usageMetadata", () => {
+    expect(createStreamUsageTap("gemini").mayNeed(bytes('data: {"candidates":[]}\r\n\r\n'))).toBe(true);
+    const tap = seenModel("gemini", '{"modelVersion":"gemini-x","candidates":[]}');
+    expect(tap.mayNeed(bytes('data: {"candidates":[{"content":{}}]}\r\n\r\n'))).toBe(false);
+    expect(tap.mayNeed(bytes('data: {"candidates":[],"usageMetadata":{"promptTokenCount":2}}\r\n\r\n'))).toBe(true);
+  });
+});

@@ -31,6 +31,14 @@ export interface SseDecoder {
    * field or event held back), so the next bytes begin a new event.
    */
   atBoundary(): boolean;
+  /**
+   * During `onEvent`: where the event's block (its lines up to and including the blank
+   * line that ended it) lies in the text of the current `push`, as [start, end) offsets
+   * into `text()`; undefined when the block began in an earlier push.
+   */
+  span(): [number, number] | undefined;
+  /** The decoded text of the current (or last) `push`. */
+  text(): string;
 }
 
 const LF = "\n";
@@ -54,6 +62,11 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
   let eventType = "";
   let lastEventId = "";
   let asciiTail = true;
+  /** The current push's text, where the current block began in it (-1: in an earlier push), and where the line being processed ends. */
+  let current = "";
+  let blockStart = 0;
+  let lineEnd = 0;
+  let eventSpan: [number, number] | undefined;
 
   function dispatch(): void {
     if (dataLines.length === 0) {
@@ -66,12 +79,16 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
     // decoder consistent for the next event.
     dataLines = [];
     eventType = "";
+    eventSpan = blockStart >= 0 ? [blockStart, lineEnd] : undefined;
     onEvent(event);
+    eventSpan = undefined;
   }
 
   function processLine(line: string): void {
     if (line.length === 0) {
       dispatch();
+      // The next block starts after this blank line.
+      blockStart = lineEnd;
       return;
     }
     const colon = line.indexOf(":");
@@ -131,6 +148,7 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
         if (pos === len) skipLf = true;
         else if (text.charCodeAt(pos) === 0x0a) pos++;
       }
+      lineEnd = pos;
       processLine(line);
     }
     if (pos < len) pending.push(text.slice(pos));
@@ -138,10 +156,20 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
 
   return {
     push(chunk: Uint8Array): void {
+      const asciiTailBefore = asciiTail;
       // A chunk ending in a non-ASCII byte may leave part of a character in the UTF-8 decoder.
       if (chunk.byteLength > 0) asciiTail = chunk[chunk.byteLength - 1]! < 0x80;
       const text = utf8.decode(chunk, { stream: true });
+      // A block begins in this push only if the previous push ended exactly between blocks.
+      blockStart = asciiTailBefore && pending.length === 0 && dataLines.length === 0 && eventType === "" && !skipLf ? 0 : -1;
+      current = text;
       if (text.length > 0) scan(text);
+    },
+    span() {
+      return eventSpan;
+    },
+    text() {
+      return current;
     },
     atBoundary(): boolean {
       return asciiTail && pending.length === 0 && dataLines.length === 0 && eventType === "" && !skipLf;

@@ -26,6 +26,26 @@ export interface StreamUsageTap {
   result(): Usage | undefined;
   /** the response model name reported by the upstream, if seen */
   model(): string | undefined;
+  /**
+   * Whether raw stream bytes may hold an event this tap still needs. When not, the
+   * relay forwards them without decoding: most reads of a stream are content deltas.
+   * A false positive only costs the decoding.
+   */
+  mayNeed(bytes: Uint8Array): boolean;
+}
+
+const asBuffer = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
+/** Whether `bytes` hold `"<key>"` whose value is an object (`"usage":null` is not). */
+function holdsObjectKey(bytes: Uint8Array, quotedKey: string): boolean {
+  const buf = asBuffer(bytes);
+  for (let at = buf.indexOf(quotedKey); at !== -1; at = buf.indexOf(quotedKey, at + 1)) {
+    let i = at + quotedKey.length;
+    while (i < buf.length && (buf[i] === 0x20 || buf[i] === 0x09 || buf[i] === 0x3a || buf[i] === 0x0d || buf[i] === 0x0a)) i++;
+    // Cut off before the value (end of this read): say yes, the decoder will know.
+    if (i >= buf.length || buf[i] === 0x7b) return true;
+  }
+  return false;
 }
 
 /**
@@ -120,6 +140,7 @@ function openaiTap(): StreamUsageTap {
     },
     result: () => (usage === undefined ? undefined : { ...usage }),
     model: () => model,
+    mayNeed: (bytes) => model === undefined || holdsObjectKey(bytes, '"usage"'),
   };
 }
 
@@ -152,6 +173,10 @@ function anthropicTap(): StreamUsageTap {
     },
     result: () => (seen ? anthropicUsage(counts) : undefined),
     model: () => model,
+    mayNeed: (bytes) => {
+      const buf = asBuffer(bytes);
+      return buf.includes('"usage"') || buf.includes("message_start");
+    },
   };
 }
 
@@ -172,5 +197,6 @@ function geminiTap(): StreamUsageTap {
     },
     result: () => (usage === undefined ? undefined : { ...usage }),
     model: () => model,
+    mayNeed: (bytes) => model === undefined || asBuffer(bytes).includes('"usageMetadata"'),
   };
 }
