@@ -140,12 +140,16 @@ export function relayStream(
   };
 
   /**
-   * A read that can pass without decoding: the decoder is between events, the read ends
-   * with a blank line (so it holds whole events), nothing watches every event, and the
-   * tap needs none of them (with `hide`, that also rules out the usage chunk).
+   * How much of a read can pass without decoding: when the decoder is between events,
+   * the read ends with a blank line (so it holds whole events) and nothing watches every
+   * event, the whole events before the first one the tap may need (with `hide`, that
+   * also rules out the usage chunk). 0 when the read must be decoded from its start.
    */
-  const skippable = (bytes: Uint8Array): boolean =>
-    options.watch === undefined && endsBlock(bytes) && decoder.atBoundary() && !tap.mayNeed(bytes);
+  const passable = (bytes: Uint8Array): number => {
+    if (options.watch !== undefined || !endsBlock(bytes) || !decoder.atBoundary()) return 0;
+    const needed = tap.firstNeeded(bytes);
+    return needed === -1 ? bytes.byteLength : blockStartBefore(bytes, needed);
+  };
 
   const source = {
     type: "direct",
@@ -154,16 +158,23 @@ export function relayStream(
       try {
         let result = first ?? (await reader.read());
         while (!result.done) {
-          const bytes = result.value;
-          if (skippable(bytes)) {
+          let bytes = result.value;
+          const pass = passable(bytes);
+          if (pass > 0) {
             // Whole events that hold nothing the tap needs: counted, not decoded.
-            dataBytes += bytes.byteLength;
+            dataBytes += pass;
             if (!clientGone) {
               lastChunkAt = Date.now();
-              const written = controller.write(bytes);
+              const written = controller.write(pass === bytes.byteLength ? bytes : bytes.subarray(0, pass));
               if (typeof written !== "number") await written;
             }
-          } else if (clientGone) decoder.push(bytes);
+            if (pass === bytes.byteLength) {
+              result = await reader.read();
+              continue;
+            }
+            bytes = bytes.subarray(pass);
+          }
+          if (clientGone) decoder.push(bytes);
           else {
             lastChunkAt = Date.now();
             // A promise from write means the socket is backed up: wait, so a slow client holds no unbounded buffer.
@@ -213,6 +224,17 @@ export function relayStream(
 }
 
 const utf8 = new TextDecoder();
+
+/**
+ * Where the event holding offset `at` begins: just after the last blank line before it
+ * (`\n\n` or `\r\n\r\n`), or 0.
+ */
+function blockStartBefore(bytes: Uint8Array, at: number): number {
+  for (let i = at - 1; i >= 1; i--) {
+    if (bytes[i] === 0x0a && (bytes[i - 1] === 0x0a || (i >= 3 && bytes[i - 1] === 0x0d && bytes[i - 2] === 0x0a && bytes[i - 3] === 0x0d))) return i + 1;
+  }
+  return 0;
+}
 
 /** Whether bytes end with the blank line that closes an event (`\n\n` or `\r\n\r\n`). */
 function endsBlock(bytes: Uint8Array): boolean {

@@ -24,29 +24,30 @@ export interface StreamUsageTap {
   onEvent(event: SseEvent): void;
   /** undefined if no usage was seen */
   result(): Usage | undefined;
-  /** the response model name reported by the upstream, if seen */
-  model(): string | undefined;
   /**
-   * Whether raw stream bytes may hold an event this tap still needs. When not, the
-   * relay forwards them without decoding: most reads of a stream are content deltas.
-   * A false positive only costs the decoding.
+   * Where in raw stream bytes the first event this tap needs may be (the offset of its
+   * key), or -1. The relay forwards what comes before it without decoding: most of a
+   * stream is content deltas. A false positive only costs the decoding.
    */
-  mayNeed(bytes: Uint8Array): boolean;
+  firstNeeded(bytes: Uint8Array): number;
 }
 
 const asBuffer = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
-/** Whether `bytes` hold `"<key>"` whose value is an object (`"usage":null` is not). */
-function holdsObjectKey(bytes: Uint8Array, quotedKey: string): boolean {
+/** The offset of the first `"<key>"` in `bytes` whose value is an object (`"usage":null` is not), or -1. */
+function objectKeyAt(bytes: Uint8Array, quotedKey: string): number {
   const buf = asBuffer(bytes);
   for (let at = buf.indexOf(quotedKey); at !== -1; at = buf.indexOf(quotedKey, at + 1)) {
     let i = at + quotedKey.length;
     while (i < buf.length && (buf[i] === 0x20 || buf[i] === 0x09 || buf[i] === 0x3a || buf[i] === 0x0d || buf[i] === 0x0a)) i++;
     // Cut off before the value (end of this read): say yes, the decoder will know.
-    if (i >= buf.length || buf[i] === 0x7b) return true;
+    if (i >= buf.length || buf[i] === 0x7b) return at;
   }
-  return false;
+  return -1;
 }
+
+/** The smaller of two offsets where -1 means none. */
+const earliest = (a: number, b: number) => (a === -1 ? b : b === -1 ? a : Math.min(a, b));
 
 /**
  * Usage from a complete (non-streaming) JSON response body; undefined if the body has none.
@@ -103,8 +104,8 @@ function parseObject(data: string): JsonObject | undefined {
 
 /**
  * Creates a tap for one stream. Most events of a stream are content deltas that carry
- * neither usage nor model, so the taps check for the key in the raw data before
- * paying for `JSON.parse`; a false positive only costs the parse.
+ * no usage, so the taps check for the key in the raw data before paying for
+ * `JSON.parse`; a false positive only costs the parse.
  */
 export function createStreamUsageTap(family: UsageFamily): StreamUsageTap {
   switch (family) {
@@ -118,8 +119,8 @@ export function createStreamUsageTap(family: UsageFamily): StreamUsageTap {
 }
 
 /**
- * Chat completion chunks carry `model` and, with `stream_options.include_usage`, a
- * final `usage` (null before it); Responses API events wrap the response object as
+ * Chat completion chunks carry, with `stream_options.include_usage`, a final `usage`
+ * (null before it); Responses API events wrap the response object as
  * `response`, whose `usage` is set on `response.completed` / `.incomplete` / `.failed`.
  * Some OpenAI-compatible servers send cumulative usage on every chunk, so the latest wins.
  */
@@ -128,19 +129,16 @@ export const HAS_USAGE_OBJECT = /"usage"\s*:\s*\{/;
 
 function openaiTap(): StreamUsageTap {
   let usage: Usage | undefined;
-  let model: string | undefined;
   return {
     onEvent(event) {
-      if (model !== undefined && !HAS_USAGE_OBJECT.test(event.data)) return;
+      if (!HAS_USAGE_OBJECT.test(event.data)) return;
       const obj = parseObject(event.data);
       if (obj === undefined) return;
       const holder = isObject(obj.response) ? obj.response : obj;
-      if (typeof holder.model === "string" && holder.model !== "") model = holder.model;
       if (isObject(holder.usage)) usage = openaiUsage(holder.usage) ?? usage;
     },
     result: () => (usage === undefined ? undefined : { ...usage }),
-    model: () => model,
-    mayNeed: (bytes) => model === undefined || holdsObjectKey(bytes, '"usage"'),
+    firstNeeded: (bytes) => objectKeyAt(bytes, '"usage"'),
   };
 }
 
@@ -152,7 +150,6 @@ function openaiTap(): StreamUsageTap {
 function anthropicTap(): StreamUsageTap {
   const counts: AnthropicCounts = {};
   let seen = false;
-  let model: string | undefined;
   return {
     onEvent(event) {
       const data = event.data;
@@ -161,7 +158,6 @@ function anthropicTap(): StreamUsageTap {
       if (obj === undefined) return;
       if (obj.type === "message_start" && isObject(obj.message)) {
         const message = obj.message;
-        if (typeof message.model === "string" && message.model !== "") model = message.model;
         if (isObject(message.usage)) {
           mergeAnthropicCounts(counts, message.usage);
           seen = true;
@@ -172,10 +168,9 @@ function anthropicTap(): StreamUsageTap {
       }
     },
     result: () => (seen ? anthropicUsage(counts) : undefined),
-    model: () => model,
-    mayNeed: (bytes) => {
+    firstNeeded: (bytes) => {
       const buf = asBuffer(bytes);
-      return buf.includes('"usage"') || buf.includes("message_start");
+      return earliest(buf.indexOf('"usage"'), buf.indexOf("message_start"));
     },
   };
 }
@@ -186,17 +181,14 @@ function anthropicTap(): StreamUsageTap {
  */
 function geminiTap(): StreamUsageTap {
   let usage: Usage | undefined;
-  let model: string | undefined;
   return {
     onEvent(event) {
-      if (model !== undefined && !event.data.includes('"usageMetadata"')) return;
+      if (!event.data.includes('"usageMetadata"')) return;
       const obj = parseObject(event.data);
       if (obj === undefined) return;
-      if (typeof obj.modelVersion === "string" && obj.modelVersion !== "") model = obj.modelVersion;
       if (isObject(obj.usageMetadata)) usage = geminiUsage(obj.usageMetadata);
     },
     result: () => (usage === undefined ? undefined : { ...usage }),
-    model: () => model,
-    mayNeed: (bytes) => model === undefined || asBuffer(bytes).includes('"usageMetadata"'),
+    firstNeeded: (bytes) => asBuffer(bytes).indexOf('"usageMetadata"'),
   };
 }
