@@ -60,9 +60,10 @@ interface DirectController {
  * elsewhere); the idle limit applies between chunks after it.
  *
  * Cost per chunk is what streaming throughput is made of, so:
- * - the upstream's bytes are forwarded as they came; only when the router must cut the
- *   usage chunk it asked for, a read that holds that chunk or ends inside an event is
- *   re-encoded event by event;
+ * - the upstream's bytes are forwarded as they came, and decoded only from the first
+ *   event the usage tap may need; the usage chunk the router asked for is cut out by
+ *   its byte span; only a read that ends inside an event, when that chunk must be cut,
+ *   is re-encoded event by event;
  * - one timer per stream bounds silence and then the drain, by cutting the upstream,
  *   which ends the pending read; a chunk only notes its time;
  * - a `direct` stream (Bun): one loop writes straight to the socket, with no queue and
