@@ -7,12 +7,14 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
 const root = join(import.meta.dir, "..");
+/** Every module started with `new Worker(workerUrl(…))`. */
+const WORKERS = ["src/store/checkpoint-worker.ts", "src/cli/backup-worker.ts"];
 mkdirSync(join(root, "dist"), { recursive: true });
 const started = performance.now();
 const proc = Bun.spawnSync(
   // --splitting: the three console pages share one copy of Preact, uPlot and the common UI.
-  // The checkpoint worker is an entrypoint of its own: a Worker in an executable loads a bundled entry.
-  [process.execPath, "build", "--compile", "--minify", "--splitting", "src/main.ts", "src/store/checkpoint-worker.ts", "--outfile", "dist/router"],
+  // Workers are entrypoints of their own: a Worker in an executable loads a bundled entry (src/core/worker-url.ts).
+  [process.execPath, "build", "--compile", "--minify", "--splitting", "src/main.ts", ...WORKERS, "--outfile", "dist/router"],
   { cwd: root, stdout: "pipe", stderr: "inherit" },
 );
 if (proc.exitCode !== 0) {

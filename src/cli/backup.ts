@@ -10,7 +10,9 @@ import { Database } from "bun:sqlite";
 import { defineCommand } from "citty";
 import { chmodSync, copyFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
+import { workerUrl } from "../core/worker-url.ts";
 import { databasePath } from "../deps.ts";
+import { vacuumInto } from "../store/vacuum.ts";
 import { dataArgs } from "./common-args.ts";
 import { flagOrEnv, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { formatBytes } from "./output.ts";
@@ -31,41 +33,11 @@ export function secretKeyCopyPath(out: string): string {
   return (out.endsWith(".db") ? out.slice(0, -3) : out) + ".secret.key";
 }
 
-/** Runs `VACUUM INTO` on its own connection; in a worker this file's code is not loaded, so it is kept self-contained. */
-const WORKER_SOURCE = `
-import { Database } from "bun:sqlite";
-self.onmessage = (event) => {
-  const { source, target } = event.data;
-  try {
-    const db = new Database(source, { readwrite: true, create: false });
-    try {
-      db.run("PRAGMA busy_timeout = 10000");
-      db.query("VACUUM INTO ?").run(target);
-    } finally {
-      db.close();
-    }
-    postMessage({ ok: true });
-  } catch (error) {
-    postMessage({ ok: false, message: error && error.message ? error.message : String(error) });
-  }
-};
-`;
-
-function vacuumInto(source: string, target: string): void {
-  const db = new Database(source, { readwrite: true, create: false });
-  try {
-    db.run("PRAGMA busy_timeout = 10000");
-    db.query("VACUUM INTO ?").run(target);
-  } finally {
-    db.close();
-  }
-}
-
 /** The copy on a worker thread, so this thread can animate progress; in-thread if workers are unavailable. */
 async function copyDatabase(source: string, target: string): Promise<void> {
   let worker: Worker;
   try {
-    worker = new Worker(URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" })));
+    worker = new Worker(workerUrl("cli/backup-worker.ts"));
   } catch {
     vacuumInto(source, target);
     return;

@@ -1,19 +1,12 @@
 import type { Database } from "bun:sqlite";
 import type { Logger } from "../core/log.ts";
+import { workerUrl } from "../core/worker-url.ts";
 import type { CheckpointerMessage, CheckpointerReport } from "./checkpoint-worker.ts";
 
 /** How often the worker checkpoints. Under load the WAL grows a few MB between rounds. */
 const CHECKPOINT_EVERY_MS = 1000;
 /** SQLite's default: back to it whenever the worker is not doing the job. */
 const AUTOCHECKPOINT_PAGES = 1000;
-
-/**
- * The worker's entry: next to this file when running from source; in the executable,
- * under its embedded root, where each entrypoint keeps its path below src/.
- */
-function workerEntry(): string {
-  return import.meta.url.startsWith("file:///$bunfs/") ? "/$bunfs/root/store/checkpoint-worker.ts" : new URL("./checkpoint-worker.ts", import.meta.url).href;
-}
 
 export interface Checkpointer {
   stop(): Promise<void>;
@@ -28,7 +21,7 @@ export interface Checkpointer {
  * worker is running; if it fails, automatic checkpoints come back.
  */
 export function startCheckpointer(sqlite: Database, path: string, log: Logger): Checkpointer {
-  const worker = new Worker(workerEntry());
+  const worker = new Worker(workerUrl("store/checkpoint-worker.ts"));
   let stopped: (() => void) | undefined;
   const autoCheckpoint = (pages: number) => sqlite.run(`PRAGMA wal_autocheckpoint = ${pages}`);
   worker.onmessage = (event: MessageEvent<CheckpointerReport>) => {

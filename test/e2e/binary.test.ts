@@ -1,3 +1,4 @@
+import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -108,6 +109,16 @@ describe("dist/router alone in an empty directory", () => {
     expect(first.exitCode).toBe(0);
     expect(first.stdout).toContain("applied 0000_");
     expect(run(bin, ["migrate", "--data", "migrated"], { cwd: dir }).stdout).toContain("up to date");
+  });
+
+  test("backup copies the database on the executable's own worker thread", () => {
+    expect(run(bin, ["migrate", "--data", "tobackup"], { cwd: dir }).exitCode).toBe(0);
+    const result = run(bin, ["backup", "--data", "tobackup", "--out", "copy.db"], { cwd: dir });
+    expect(result.stderr).not.toContain("failed");
+    expect(result.exitCode).toBe(0);
+    const copy = new Database(join(dir, "copy.db"), { readonly: true });
+    expect(copy.query<{ n: number }, []>("SELECT count(*) AS n FROM schema_migrations").get()?.n).toBeGreaterThan(0);
+    copy.close();
   });
 
   test("bad input exits non-zero with one clear line and no stack trace", () => {
