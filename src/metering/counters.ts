@@ -23,11 +23,6 @@ export interface Counters {
   clear(key: string): void;
   /** The slot of a quota that resets with a period (a business day or month): the same object for the same key. */
   daySlot(key: string): DaySlot;
-  /** A quota that resets with the business date: the count of `key` on `day`. */
-  daily(key: string, day: string): number;
-  addDaily(key: string, day: string, amount: number): void;
-  /** Whether `key` already has a value for `day` (else the caller may seed it from the database). */
-  hasDaily(key: string, day: string): boolean;
 }
 
 /** One sliding-window series. */
@@ -179,20 +174,5 @@ export function createMemoryCounters(): Counters {
       series.get(key)?.clear();
     },
     daySlot,
-    daily(key, day) {
-      const slot = days.get(key);
-      return slot && slot.day === day ? slot.value : 0;
-    },
-    addDaily(key, day, amount) {
-      const slot = daySlot(key);
-      if (slot.day === day) slot.value += amount;
-      else {
-        slot.day = day;
-        slot.value = amount;
-      }
-    },
-    hasDaily(key, day) {
-      return days.get(key)?.day === day;
-    },
   };
 }

@@ -92,16 +92,6 @@ export function sumsByModel(db: Db, audience: Audience, range: DateRange): Array
     .all();
 }
 
-/** Totals per account and effective model over the range. */
-export function sumsByAccountModel(db: Db, audience: Audience, range: DateRange): Array<UsageSums & { accountId: number; model: string }> {
-  return db
-    .select({ accountId: usageDaily.accountId, model: usageDaily.model, ...SUMS })
-    .from(usageDaily)
-    .where(where(db, audience, range))
-    .groupBy(usageDaily.accountId, usageDaily.model)
-    .all();
-}
-
 export interface AccountIdentity {
   id: number;
   name: string;
