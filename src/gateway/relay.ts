@@ -3,7 +3,7 @@ import { HttpError } from "../core/errors.ts";
 import type { TenantDeps } from "../deps.ts";
 import { errorResponse } from "../http/envelopes.ts";
 import { redact } from "../core/redact.ts";
-import { isCredentialStatus, isRetryableStatus, nextStep, type AttemptFailure } from "../routing/failover.ts";
+import { isCredentialStatus, isRedirectStatus, isRetryableStatus, nextStep, type AttemptFailure } from "../routing/failover.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
 import type { ModelRoute } from "../routing/route-model.ts";
 import { adapterFor } from "../upstreams/index.ts";
@@ -141,6 +141,8 @@ export function createRelay(deps: TenantDeps) {
           headers: prepared.headers,
           body: prepared.body,
           signal: controller.signal,
+          // Never follow a redirect: fetch would re-send the key's secret headers to the new host.
+          redirect: "manual",
           // Our own timers bound the wait; Bun's socket idle limit must not cut a slow first token.
           timeout: false,
           ...fetchTls,
@@ -198,7 +200,7 @@ export function createRelay(deps: TenantDeps) {
           attempt--;
           continue;
         }
-        if (!isRetryableStatus(status) && !isCredentialStatus(status)) {
+        if (!isRetryableStatus(status) && !isCredentialStatus(status) && !isRedirectStatus(status)) {
           // The client's own mistake (400, 404, 413, 422…): pass the upstream's answer on.
           pool.report(key, { kind: "success" });
           switchOver.recordSuccess(chosen.level, chosen.probe);
@@ -210,6 +212,7 @@ export function createRelay(deps: TenantDeps) {
         failure = { kind: "status", status };
         retryAfter = retryAfterMs(response.headers, clock.now());
         await response.body?.cancel().catch(() => {});
+        // The Location is not logged: a redirect may carry anything in its URL.
         log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status });
       }
 

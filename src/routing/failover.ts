@@ -8,7 +8,7 @@ export type AttemptFailure =
   /** Network failure or timeout after the request may have reached the upstream. */
   | { kind: "network" }
   | { kind: "timeout" }
-  /** The upstream answered with this status (429 or 5xx, or 401/403 for a bad credential). */
+  /** The upstream answered with this status (3xx, 429 or 5xx, or 401/403 for a bad credential). */
   | { kind: "status"; status: number };
 
 export type Verdict = "retry" | "give_up";
@@ -16,6 +16,14 @@ export type Verdict = "retry" | "give_up";
 /** Statuses that blame the upstream (or our key), not the client's request. */
 export function isRetryableStatus(status: number): boolean {
   return status === 429 || status >= 500;
+}
+
+/**
+ * A redirect is never followed (it would take the key's secret to another host): it is
+ * a failure of the key's upstream, retried elsewhere like a 5xx.
+ */
+export function isRedirectStatus(status: number): boolean {
+  return status >= 300 && status < 400;
 }
 
 export function isCredentialStatus(status: number): boolean {

@@ -236,6 +236,8 @@ export function createAccessTokenProvider(options: TokenProviderOptions): Access
         method: "POST",
         headers,
         body,
+        // A redirect would carry the signed assertion to another host: never follow one.
+        redirect: "manual",
       });
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);

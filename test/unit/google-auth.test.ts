@@ -332,3 +332,17 @@ test("vertexBaseUrl maps global and regional locations", () => {
   expect(vertexBaseUrl("europe-west4")).toBe("https://europe-west4-aiplatform.googleapis.com");
   expect(() => vertexBaseUrl("evil.example/")).toThrow(/location/);
 });
+
+test("the token exchange never follows a redirect: it asks fetch for manual redirects and fails on a 3xx", async () => {
+  const inits: RequestInit[] = [];
+  const fetchImpl = (async (_url: string, init: RequestInit) => {
+    inits.push(init);
+    return new Response(null, { status: 307, headers: { location: "http://169.254.169.254/steal" } });
+  }) as unknown as typeof fetch;
+  const provider = createAccessTokenProvider({ account: account(), fetch: fetchImpl });
+  const error = await provider.token().catch((e: unknown) => e as Error);
+  expect(error).toBeInstanceOf(Error);
+  expect((error as Error).message).toContain("HTTP 307");
+  expect((error as Error).message).not.toContain("169.254");
+  expect(inits[0]!.redirect).toBe("manual");
+});
