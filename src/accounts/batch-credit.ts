@@ -1,4 +1,5 @@
 import { badRequest, HttpError } from "../core/errors.ts";
+import { onlyFields } from "../http/body.ts";
 import type { Tx } from "./ledger.ts";
 import { NANOS_PER_CREDIT, nanosToCredits } from "./records.ts";
 import type { AccountsService, Actor } from "./service.ts";
@@ -15,9 +16,7 @@ export interface BatchEntryResult {
 }
 
 function readBody(body: Record<string, unknown>) {
-  for (const field of Object.keys(body)) {
-    if (!["IDs", "CreditGranted", "Days", "DryRun"].includes(field)) throw badRequest(`Unknown field ${field}`, field);
-  }
+  onlyFields(body, ["IDs", "CreditGranted", "Days", "DryRun"]);
   const ids = body.IDs;
   if (!Array.isArray(ids) || ids.length === 0 || ids.length > 1000) throw badRequest("IDs must be an array of 1 to 1000 account IDs", "IDs");
   for (const id of ids) if (!Number.isSafeInteger(id) || (id as number) < 1) throw badRequest(`IDs: ${JSON.stringify(id)} is not an account ID`, "IDs");

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { badRequest, forbidden } from "../core/errors.ts";
 import type { Deps } from "../deps.ts";
-import { readJsonObject } from "../http/body.ts";
+import { onlyFields, readJsonObject } from "../http/body.ts";
 import { clientIp } from "../http/client-ip.ts";
 import { pageParams, paginationHeaders, positiveIntParam } from "../http/pagination.ts";
 import { authPlugin } from "../http/plugins.ts";
@@ -103,6 +103,7 @@ export function accountRoutes(deps: Deps, service: AccountsService) {
       "/x-self",
       async ({ principal, request }) => {
         const body = await readJsonObject(request, deps.config.maxBody);
+        onlyFields(body, ["confirm"]);
         const issued = service.rotateKey(actor(principal, request), body.confirm);
         return { object: "api_key", ID: principal.account.id, APIKey: issued.key, KeyPrefix: issued.prefix };
       },

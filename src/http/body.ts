@@ -54,6 +54,16 @@ export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
+/**
+ * Refuses a body with a field outside `allowed` (400 naming the field): a misspelt
+ * field must not be silently ignored while the call goes ahead.
+ */
+export function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
+  for (const field of Object.keys(body)) {
+    if (!allowed.includes(field)) throw badRequest(`Unknown field "${field}"; accepted fields: ${allowed.join(", ") || "none"}`, field);
+  }
+}
+
 /** Reads and parses a JSON object body within the size limit. */
 export async function readJsonObject(request: Request, limit: number): Promise<Record<string, unknown>> {
   return parseJsonObject(await readBodyBytes(request, limit));

@@ -3,7 +3,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { isValidEmail, normaliseEmail } from "../accounts/validation.ts";
 import { badRequest, HttpError, notFound } from "../core/errors.ts";
 import type { Deps } from "../deps.ts";
-import { readJsonObject } from "../http/body.ts";
+import { onlyFields, readJsonObject } from "../http/body.ts";
 import { clientIp } from "../http/client-ip.ts";
 
 /** Sign-ups allowed per client address and hour. */
@@ -56,7 +56,7 @@ export function signupRoutes(deps: Deps) {
       "/x-signup",
       async ({ request, set }) => {
         const body = await readJsonObject(request, deps.config.maxBody);
-        for (const field of Object.keys(body)) if (field !== "Email" && field !== "Name") throw badRequest(`Unknown field ${field}`, field);
+        onlyFields(body, ["Email", "Name"]);
         const email = typeof body.Email === "string" ? normaliseEmail(body.Email) : "";
         if (!isValidEmail(email)) throw badRequest("Email is required and must be a valid address", "Email");
         const name = typeof body.Name === "string" ? body.Name : undefined;
@@ -82,6 +82,7 @@ export function signupRoutes(deps: Deps) {
       "/x-signup/confirm",
       async ({ request, set }) => {
         const body = await readJsonObject(request, deps.config.maxBody);
+        onlyFields(body, ["token"]);
         const token = typeof body.token === "string" ? body.token : "";
         const entry = pending.get(hash(token));
         if (!entry || entry.expiresAt < deps.clock.now()) throw notFound("Unknown or expired confirmation token", "signup_token_invalid");

@@ -151,7 +151,8 @@ export function compileModelLimits(text: string | undefined): SystemLimits {
 }
 
 export function itemDef(name: string): ConfigItemDef {
-  const def = CONFIG_ITEMS[name];
+  // An own property only: "toString", "constructor" or "__proto__" must not find Object.prototype's.
+  const def = Object.hasOwn(CONFIG_ITEMS, name) ? CONFIG_ITEMS[name] : undefined;
   if (!def) {
     throw badRequest(`Unknown configuration item "${name}"; known items: ${Object.keys(CONFIG_ITEMS).join(", ")}`, name);
   }

@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Principal } from "../../accounts/principal.ts";
 import { badRequest } from "../../core/errors.ts";
 import type { Deps, TenantDeps } from "../../deps.ts";
-import { readBodyBytes, readJsonObject } from "../../http/body.ts";
+import { onlyFields, readBodyBytes, readJsonObject } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { authPlugin } from "../../http/plugins.ts";
 import { itemDef } from "./items.ts";
@@ -87,9 +87,7 @@ async function readResetItems(request: Request, limit: number): Promise<string[]
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw badRequest('Request body must be a JSON object: {"keys": [<item name>, ...]}');
   }
-  for (const field of Object.keys(body)) {
-    if (field !== "keys") throw badRequest(`Unknown field "${field}"; the body is {"keys": [<item name>, ...]}`, field);
-  }
+  onlyFields(body as Record<string, unknown>, ["keys"]);
   const keys = (body as { keys?: unknown }).keys;
   if (!Array.isArray(keys) || keys.length === 0) {
     throw badRequest('"keys" must be a non-empty array of configuration item names', "keys");

@@ -3,7 +3,7 @@ import { isValidEmail, normaliseEmail } from "../../accounts/validation.ts";
 import { badRequest, HttpError } from "../../core/errors.ts";
 import { redact } from "../../core/redact.ts";
 import type { TenantDeps } from "../../deps.ts";
-import { parseJsonObject, readBodyBytes } from "../../http/body.ts";
+import { onlyFields, parseJsonObject, readBodyBytes } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { SECRET_MASK } from "./items.ts";
 
@@ -20,9 +20,7 @@ async function recipient(request: Request, limit: number, fallback: string): Pro
   const bytes = await readBodyBytes(request, limit);
   if (new TextDecoder().decode(bytes).trim() === "") return fallback;
   const body = parseJsonObject(bytes);
-  for (const field of Object.keys(body)) {
-    if (field !== "to") throw badRequest(`Unknown field "${field}"; the body is {"to": "<email>"}`, field);
-  }
+  onlyFields(body, ["to"]);
   if (body.to === undefined || body.to === null) return fallback;
   if (typeof body.to !== "string" || !isValidEmail(normaliseEmail(body.to))) {
     throw badRequest("to must be a valid email address", "to");

@@ -149,7 +149,7 @@ function stringMap(value: unknown, param: string): Record<string, string> {
 function parseConfig(value: unknown): ProviderConfig {
   if (!isObject(value)) throw badRequest("config must be an object", "config");
   const type = value.provider_type ?? "standard";
-  if (typeof type !== "string" || !(type in CONFIG_MEMBERS)) {
+  if (typeof type !== "string" || !Object.hasOwn(CONFIG_MEMBERS, type)) {
     throw badRequest(`config.provider_type must be one of ${Object.keys(CONFIG_MEMBERS).join(", ")}`, "config.provider_type");
   }
   const providerType = type as ProviderType;

@@ -26,7 +26,8 @@ export function createPriceBook(overrides: Partial<PricingTable> = {}): PriceBoo
   const table = {} as PricingTable;
   const compiled = {} as Record<Section, Entry<unknown>[]>;
   for (const section of SECTIONS) {
-    const merged: Record<string, Record<string, unknown>> = {};
+    // No prototype: a model named "toString", "constructor" or "__proto__" is just a name.
+    const merged: Record<string, Record<string, unknown>> = Object.create(null);
     for (const [model, price] of Object.entries(CATALOG[section] ?? {})) merged[model] = { ...price };
     for (const [model, price] of Object.entries(overrides[section] ?? {})) {
       const base = merged[model] ?? {};

@@ -86,9 +86,9 @@ export function parsePricingTable(value: unknown): Partial<PricingTable> {
   const out: Partial<PricingTable> = {};
   let entries = 0;
   for (const [section, models] of Object.entries(table)) {
-    if (!(section in MEMBERS)) throw badRequest(`PRICING: unknown section "${section}" (known: ${SECTIONS.join(", ")})`, "PRICING");
+    if (!Object.hasOwn(MEMBERS, section)) throw badRequest(`PRICING: unknown section "${section}" (known: ${SECTIONS.join(", ")})`, "PRICING");
     if (!isObject(models)) throw badRequest(`PRICING: ${section} must be an object of model pattern → prices`, "PRICING");
-    const checked: Record<string, Record<string, unknown>> = {};
+    const checked: Record<string, Record<string, unknown>> = Object.create(null); // a model may be named "__proto__"
     for (const [model, prices] of Object.entries(models)) {
       entries++;
       if (!model.trim() || /[\s,]/.test(model)) throw badRequest(`PRICING: ${section} has an invalid model pattern "${model}"`, "PRICING");
@@ -99,7 +99,7 @@ export function parsePricingTable(value: unknown): Partial<PricingTable> {
         if (!MEMBERS[section as Section].includes(member)) throw badRequest(`PRICING: unknown field ${where}`, "PRICING");
         if (member === "Sizes") {
           if (!isObject(n)) throw badRequest(`PRICING: ${where} must be an object of size → price`, "PRICING");
-          const sizes: Record<string, number> = {};
+          const sizes: Record<string, number> = Object.create(null);
           for (const [size, p] of Object.entries(n)) {
             if (!/^\d+x\d+$/.test(size)) throw badRequest(`PRICING: ${where} has an invalid size "${size}" (use WIDTHxHEIGHT)`, "PRICING");
             sizes[size] = price(`${where}["${size}"]`, p);
