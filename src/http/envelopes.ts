@@ -47,5 +47,7 @@ export function errorBody(family: Family, error: HttpError): unknown {
 
 export function errorResponse(family: Family, error: HttpError): Response {
   const headers: Record<string, string> = { "content-type": "application/json", ...error.headers };
+  // An account, model, IP or path not allowed: waiting changes nothing, so SDKs must not retry.
+  if (error.status === 403) headers["x-should-retry"] = "false";
   return new Response(JSON.stringify(errorBody(family, error)), { status: error.status, headers });
 }

@@ -18,13 +18,15 @@ interface CreditState {
 /**
  * Account balances in memory for admission: what the ledger holds, less charges not
  * yet written and reservations of calls in flight. A call reserves its worst-case
- * cost before it is forwarded and settles to the actual cost when it ends, so N
- * concurrent calls can never together spend more than the balance plus one call's
- * worst case.
+ * cost before it is forwarded and settles to the actual cost when it ends. A call is
+ * admitted while something is left after the reservations in flight, so N concurrent
+ * calls can never together overspend the balance by more than one call.
  */
 export interface CreditBook {
-  /** Spendable now (nano-credits). */
+  /** Spendable now (nano-credits): the balance less unwritten charges and reservations in flight. */
   available(accountId: number): number;
+  /** Worst-case costs of the account's calls in flight (nano-credits). */
+  reserved(accountId: number): number;
   reserve(accountId: number, amount: number): void;
   /** Ends a reservation and charges the actual cost in its place. */
   settle(accountId: number, reserved: number, charged: number): void;
@@ -64,6 +66,9 @@ export function createCreditBook(deps: { store: Store; clock: Clock }): CreditBo
     available(accountId) {
       const state = stateOf(accountId);
       return state.stored - state.unflushed - state.reserved;
+    },
+    reserved(accountId) {
+      return states.get(accountId)?.reserved ?? 0;
     },
     reserve(accountId, amount) {
       stateOf(accountId).reserved += amount;

@@ -48,6 +48,11 @@ const FREE_PLAN: BillingPlan = { reserve: 0, settle: () => 0 };
 
 const nanos = (credits: number | null) => (credits === null ? null : Math.round(credits * 1e9));
 
+/** A refusal waiting cannot cure: the official SDKs read this and do not retry. */
+const NO_RETRY = { "x-should-retry": "false" } as const;
+/** A refusal only calls in flight cause: they end within moments, so retry soon. */
+const RETRY_SOON = { "retry-after": "1" } as const;
+
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
 export interface Meter extends UsageSink {
@@ -106,24 +111,32 @@ export function createMeter(deps: {
       const now = clock.now();
       const day = clock.businessDate(now);
       const month = clock.businessMonth(now);
+      // Reservations of calls in flight are what waiting can free: a refusal they alone
+      // cause is worth a retry in a moment; one the settled spend causes is not.
+      const inFlight = credit.reserved(account.id);
       if (!account.isOwner && reserve > 0 && credit.available(account.id) < reserve) {
-        throw new HttpError("rate_limit", `Insufficient credit for this call (it may cost up to ${reserve / 1e9} credits)`, {
-          code: "insufficient_credit",
-        });
+        throw credit.available(account.id) + inFlight < reserve
+          ? new HttpError("rate_limit", `Insufficient credit for this call (it may cost up to ${reserve / 1e9} credits)`, { code: "insufficient_credit", headers: NO_RETRY })
+          : new HttpError("rate_limit", "Insufficient credit while other calls of this account are in flight; retry when they end", {
+              code: "insufficient_credit",
+              headers: RETRY_SOON,
+            });
       }
       const spend = spendOf(account.id);
       const daily = nanos(account.dailyLimit);
       if (daily !== null && spend.costToday.get(day) + reserve > daily) {
-        throw new HttpError("rate_limit", `DailyLimit of ${account.dailyLimit} credits reached for today`, {
+        const settled = spend.costToday.get(day) - inFlight + reserve > daily;
+        throw new HttpError("rate_limit", `DailyLimit of ${account.dailyLimit} credits reached for today${settled ? "" : " with the calls in flight"}`, {
           code: "daily_limit_reached",
-          headers: { "retry-after": seconds(msUntilNextBusinessDay(clock, now)) },
+          headers: settled ? { "retry-after": seconds(msUntilNextBusinessDay(clock, now)) } : RETRY_SOON,
         });
       }
       const hard = nanos(account.hardLimit);
       if (hard !== null && spend.costThisMonth.get(month) + reserve > hard) {
-        throw new HttpError("rate_limit", `HardLimit of ${account.hardLimit} credits reached for this month`, {
+        const settled = spend.costThisMonth.get(month) - inFlight + reserve > hard;
+        throw new HttpError("rate_limit", `HardLimit of ${account.hardLimit} credits reached for this month${settled ? "" : " with the calls in flight"}`, {
           code: "hard_limit_reached",
-          headers: { "retry-after": seconds(msUntilNextBusinessMonth(clock, now)) },
+          headers: settled ? { "retry-after": seconds(msUntilNextBusinessMonth(clock, now)), ...NO_RETRY } : RETRY_SOON,
         });
       }
       const scopes = checkWindows({ account, model, day, now, counters: deps.counters, quotas, clock, system: deps.modelLimits(), tenantRoot: deps.tenantRoot });
