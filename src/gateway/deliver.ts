@@ -133,14 +133,16 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
       parsed = undefined;
     }
     for (const object of createdObjects(call.endpoint, parsed)) remember(input, route, object.id, object.kind);
-    const usage = usageFromJson(call.family, parsed);
+    const reported = usageFromJson(call.family, parsed);
+    const usage = reported && call.endpoint.embedding ? { ...reported, completion: 0, reasoning: 0 } : reported;
     const quantities = answerQuantities(parsed);
     if (usage) record(input, route, response.status, usage, "upstream", started, answered(call, quantities));
     else if (call.endpoint.billing && call.endpoint.billing !== "free") {
       // Priced per image, minute or second: no tokens to guess; the quantities are the usage.
       record(input, route, response.status, ZERO_USAGE, quantities ? "upstream" : "estimated", started, answered(call, quantities));
     } else {
-      const estimate = { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: estimateTokens(text.length) };
+      // An embedding's vectors are not generated text: only its input is estimated.
+      const estimate = { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: call.endpoint.embedding ? 0 : estimateTokens(text.length) };
       record(input, route, response.status, estimate, "estimated", started, quantities);
     }
     return new Response(text, { status: response.status, headers });

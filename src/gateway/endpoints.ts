@@ -18,6 +18,13 @@ export interface Endpoint {
    * generated audio; `video` per second by VideoPricing.
    */
   billing?: "free" | "image" | "audio" | "speech" | "video";
+  /**
+   * A token count (`count_tokens`, `countTokens`): not usage. It obeys access rules and
+   * request windows, never credit, spend or token limits, and leaves no usage row.
+   */
+  counting?: true;
+  /** An embedding: its answer is vectors, never completion tokens (not even estimated ones). */
+  embedding?: true;
   /** The body is multipart/form-data (spooled to disk, model read from its fields). */
   multipart?: boolean;
   /** The answer is binary and streamed back untouched (speech audio). */
@@ -33,7 +40,7 @@ export const OPENAI_ENDPOINTS: Record<string, Endpoint> = {
   "/v1/completions": { family: "openai", path: "/v1/completions", model: "body", idempotent: true, injectStreamUsage: true },
   "/v1/responses": { family: "openai", path: "/v1/responses", model: "body", idempotent: true, creates: "response" },
   "/v1/responses/compact": { family: "openai", path: "/v1/responses/compact", model: "body", idempotent: true },
-  "/v1/embeddings": { family: "openai", path: "/v1/embeddings", model: "body", idempotent: true },
+  "/v1/embeddings": { family: "openai", path: "/v1/embeddings", model: "body", idempotent: true, embedding: true },
   "/v1/moderations": { family: "openai", path: "/v1/moderations", model: "body", idempotent: true, defaultModel: "omni-moderation-latest" },
   "/v1/images/generations": { family: "openai", path: "/v1/images/generations", model: "body", idempotent: false, billing: "image", defaultModel: "dall-e-2" },
   "/v1/images/edits": { family: "openai", path: "/v1/images/edits", model: "body", idempotent: false, billing: "image", multipart: true, defaultModel: "dall-e-2" },
@@ -53,12 +60,19 @@ export const OPENAI_ALIASES: Record<string, string> = {
 
 export const ANTHROPIC_ENDPOINTS: Record<string, Endpoint> = {
   "/v1/messages": { family: "anthropic", path: "/v1/messages", model: "body", idempotent: true },
-  "/v1/messages/count_tokens": { family: "anthropic", path: "/v1/messages/count_tokens", model: "body", idempotent: true, billing: "free" },
+  "/v1/messages/count_tokens": { family: "anthropic", path: "/v1/messages/count_tokens", model: "body", idempotent: true, billing: "free", counting: true },
 };
 
 /** Gemini methods served on `/v1beta/models/{model}:{method}` and `/v1/models/{model}:{method}`. */
 export const GEMINI_METHODS = new Set(["generateContent", "streamGenerateContent", "countTokens", "embedContent", "batchEmbedContents"]);
 
 export function geminiEndpoint(version: "v1" | "v1beta", method: string): Endpoint {
-  return { family: "gemini", path: `/${version}/models`, model: "path", idempotent: true, ...(method === "countTokens" && { billing: "free" as const }) };
+  return {
+    family: "gemini",
+    path: `/${version}/models`,
+    model: "path",
+    idempotent: true,
+    ...(method === "countTokens" && { billing: "free" as const, counting: true as const }),
+    ...((method === "embedContent" || method === "batchEmbedContents") && { embedding: true as const }),
+  };
 }

@@ -65,6 +65,7 @@ export function createRelay(deps: TenantDeps) {
       at: started,
       extra,
       admission: input.admission,
+      notUsage: input.call.endpoint.counting,
     });
   };
 

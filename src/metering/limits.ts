@@ -135,6 +135,8 @@ export function checkWindows(input: {
   system: SystemLimits;
   /** The BYOK tenant (its owner's id); undefined in a single-tenant deployment. */
   tenantRoot?: number;
+  /** Check the request windows only (a token count uses no tokens). */
+  requestsOnly?: boolean;
 }): LimitScope[] {
   const { day, now } = input;
   const scopes = limitScopes(input.account, input.model, input.counters, input.quotas, input.system, input.tenantRoot);
@@ -149,6 +151,7 @@ export function checkWindows(input: {
     windowed("RPM", limits.rpm, scope.requestsPerMinute);
     windowed("RPH", limits.rph, scope.requestsPerHour);
     daily("RPD", limits.rpd, scope.requestsPerDay);
+    if (input.requestsOnly) continue;
     windowed("TPM", limits.tpm, scope.tokensPerMinute);
     windowed("TPH", limits.tph, scope.tokensPerHour);
     daily("TPD", limits.tpd, scope.tokensPerDay);

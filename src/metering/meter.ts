@@ -62,6 +62,11 @@ export interface Meter extends UsageSink {
    * refused call is not forwarded and not charged.
    */
   admit(input: AdmitInput): Admission;
+  /**
+   * Ends an admission that was never used, with no usage row: a realtime session that
+   * closes between responses held a reservation for a response that never came.
+   */
+  release(admission: Admission): void;
 }
 
 /**
@@ -123,7 +128,9 @@ export function createMeter(deps: {
             });
       }
       const spend = spendOf(account.id);
-      const daily = nanos(account.dailyLimit);
+      // A token count spends nothing: only access rules (checked before) and request windows apply.
+      const counting = input.endpoint.counting === true;
+      const daily = counting ? null : nanos(account.dailyLimit);
       if (daily !== null && spend.costToday.get(day) + reserve > daily) {
         const settled = spend.costToday.get(day) - inFlight + reserve > daily;
         throw new HttpError("rate_limit", `DailyLimit of ${account.dailyLimit} credits reached for today${settled ? "" : " with the calls in flight"}`, {
@@ -131,7 +138,7 @@ export function createMeter(deps: {
           headers: settled ? { "retry-after": seconds(msUntilNextBusinessDay(clock, now)) } : RETRY_SOON,
         });
       }
-      const hard = nanos(account.hardLimit);
+      const hard = counting ? null : nanos(account.hardLimit);
       if (hard !== null && spend.costThisMonth.get(month) + reserve > hard) {
         const settled = spend.costThisMonth.get(month) - inFlight + reserve > hard;
         throw new HttpError("rate_limit", `HardLimit of ${account.hardLimit} credits reached for this month${settled ? "" : " with the calls in flight"}`, {
@@ -139,13 +146,22 @@ export function createMeter(deps: {
           headers: settled ? { "retry-after": seconds(msUntilNextBusinessMonth(clock, now)), ...NO_RETRY } : RETRY_SOON,
         });
       }
-      const scopes = checkWindows({ account, model, day, now, counters: deps.counters, quotas, clock, system: deps.modelLimits(), tenantRoot: deps.tenantRoot });
+      const scopes = checkWindows({ account, model, day, now, counters: deps.counters, quotas, clock, system: deps.modelLimits(), tenantRoot: deps.tenantRoot, requestsOnly: counting });
       countRequest(scopes, day, now);
       credit.reserve(account.id, reserve);
       // Spend limits count reservations too, so concurrent calls cannot overshoot them.
       spend.costToday.add(day, reserve);
       spend.costThisMonth.add(month, reserve);
       return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, scopes };
+    },
+
+    release(admission) {
+      const now = clock.now();
+      const day = clock.businessDate(now);
+      const spend = spendOf(admission.accountId);
+      credit.settle(admission.accountId, admission.reserved, 0);
+      spend.costToday.add(day, -admission.reserved);
+      spend.costThisMonth.add(day.slice(0, 7), -admission.reserved);
     },
 
     record(event: UsageEvent) {
@@ -160,10 +176,11 @@ export function createMeter(deps: {
         spend.costToday.add(day, cost - admission.reserved);
         spend.costThisMonth.add(month, cost - admission.reserved);
         spend.spentThisMonth.add(month, cost);
-        countTokens(admission.scopes, day, clock.now(), totalTokens(event.usage));
+        if (!event.notUsage) countTokens(admission.scopes, day, clock.now(), totalTokens(event.usage));
         if (cost > 0) deps.onSpend?.(admission.account);
       }
       observe(deps.metrics, event, cost);
+      if (event.notUsage) return;
       deps.recorder.record({ ...event, costNanos: cost, admission: undefined });
     },
   };

@@ -23,6 +23,8 @@ export interface UsageEvent {
   at: number;
   costNanos?: number;
   extra?: Record<string, number>;
+  /** A token count (`count_tokens`): settled and seen in metrics, but not usage, so never stored. */
+  notUsage?: boolean;
   /** Opaque admission state the meter settles (reservation, window keys). */
   admission?: unknown;
 }

@@ -251,10 +251,12 @@ describe("the realtime WebSocket bridge", () => {
     expect(rows[0]!.request_id).toBe(rows[1]!.request_id);
 
     client.ws.close(1000);
-    // The reservation for a third response is released by a closing row without tokens or cost.
-    const closing = await waitFor(() => usageRows(router).filter((r) => r.account_id === account.id)[2]);
-    expect(closing).toMatchObject({ status: 200, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 });
-    expect(router.deps.credit.available(account.id)).toBe(100e9 - 2 * COST_NANOS);
+    // The close releases the reservation held for a third response, with no row: Requests
+    // counts one per response.done, never the close (issue 13, item 16).
+    await waitFor(() => router.deps.credit.available(account.id) === 100e9 - 2 * COST_NANOS);
+    expect(usageRows(router).filter((r) => r.account_id === account.id)).toHaveLength(2);
+    const daily = router.deps.store.sqlite.query<{ requests: number }, [number]>("SELECT sum(requests) AS requests FROM usage_daily WHERE account_id = ?").get(account.id);
+    expect(daily?.requests).toBe(2);
   });
 
   test("running out of credit mid-session: the response is delivered, then an error event and close 1008", async () => {

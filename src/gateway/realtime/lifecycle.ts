@@ -33,6 +33,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
   // Keys, switch-over state and meter belong to the session's tenant.
   const metering = {
     settle: (session: RealtimeSession, ...rest: SettleRest) => createSessionMeter(session.tenant).settle(session, ...rest),
+    release: (session: RealtimeSession) => createSessionMeter(session.tenant).release(session),
     admit: (session: RealtimeSession) => createSessionMeter(session.tenant).admit(session.principal, session.effectiveModel),
   };
   const live = new Set<RealtimeSession>();
@@ -71,8 +72,10 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
     const end = session.end;
     dropUpstream(session, 1000, "session ended");
     const inProgress = session.responseStartedAt !== undefined;
-    const status = session.failStatus ?? (inProgress ? (end?.by === "client" ? 499 : 502) : 200);
-    metering.settle(session, status, ZERO_USAGE, "estimated", session.responseStartedAt ?? session.admittedAt);
+    // Requests count responses: a close between responses writes no row, it only frees
+    // the reservation held for the next one. A response cut short still leaves its row.
+    if (session.failStatus === undefined && !inProgress) metering.release(session);
+    else metering.settle(session, session.failStatus ?? (end?.by === "client" ? 499 : 502), ZERO_USAGE, "estimated", session.responseStartedAt ?? session.admittedAt);
     if (session.picked) session.tenant.pool.release(session.picked.key);
     session.picked = undefined;
     session.pending = [];

@@ -109,6 +109,13 @@ export function createSessionMeter(deps: { meter: Meter; usage: UsageSink; clock
     admit(principal: Principal, effectiveModel: string): Admission {
       return deps.meter.admit({ principal, endpoint: REALTIME_ENDPOINT, effectiveModel, json: undefined, bodyBytes: 0 });
     },
+    /** Lets go of the current admission without a usage row: no response used it. */
+    release(session: RealtimeSession): void {
+      const admission = session.admission;
+      if (!admission) return;
+      session.admission = undefined;
+      deps.meter.release(admission);
+    },
     /** Settles the session's current admission with one usage row. */
     settle(session: RealtimeSession, status: number, usage: Usage, source: UsageSource, at: number): void {
       const admission = session.admission;
