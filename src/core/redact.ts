@@ -30,6 +30,40 @@ export function redact(text: string): string {
   return out;
 }
 
+/**
+ * The spellings of one known secret an upstream may echo back: as sent, JSON-escaped,
+ * URL-encoded, and base64 (standard and URL-safe, with and without padding, also of
+ * `Bearer <secret>` and of `<secret>:` as in Basic credentials). Only the aligned base64
+ * forms are findable: a secret encoded in the middle of a longer value shifts by the
+ * bytes before it, so those three offsets are covered too.
+ */
+export function secretSpellings(secret: string): string[] {
+  if (secret.length < 8) return [secret];
+  const spellings = new Set<string>([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)]);
+  for (const wrapped of [secret, `Bearer ${secret}`, `${secret}:`]) {
+    for (const offset of [0, 1, 2]) {
+      const bytes = Buffer.from(" ".repeat(offset) + wrapped);
+      // Drop the characters that mix in the prefix, and the last group that mixes with what follows.
+      const full = bytes.toString("base64");
+      const start = offset === 0 ? 0 : 4;
+      const core = full.slice(start).replace(/=+$/, "");
+      const stable = core.slice(0, core.length - (core.length % 4 === 0 ? 0 : core.length % 4));
+      if (stable.length >= 12) {
+        spellings.add(stable);
+        spellings.add(stable.replace(/\+/g, "-").replace(/\//g, "_"));
+      }
+    }
+  }
+  return [...spellings].sort((a, b) => b.length - a.length);
+}
+
+/** `text` without any spelling of `secret` (an upstream error body relayed to a client). */
+export function redactSecret(text: string, secret: string): string {
+  let out = text;
+  for (const spelling of secretSpellings(secret)) if (out.includes(spelling)) out = out.split(spelling).join("[redacted]");
+  return out;
+}
+
 /** The path of a URL with any query string dropped: what request logs show. */
 export function pathOnly(url: string): string {
   const start = url.indexOf("/", url.indexOf("//") + 2);

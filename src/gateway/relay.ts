@@ -2,7 +2,7 @@ import type { Principal } from "../accounts/principal.ts";
 import { HttpError } from "../core/errors.ts";
 import type { TenantDeps } from "../deps.ts";
 import { errorResponse } from "../http/envelopes.ts";
-import { redact } from "../core/redact.ts";
+import { redact, redactSecret } from "../core/redact.ts";
 import { isCredentialStatus, isRedirectStatus, isRetryableStatus, nextStep, type AttemptFailure } from "../routing/failover.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
 import type { ModelRoute } from "../routing/route-model.ts";
@@ -205,7 +205,8 @@ export function createRelay(deps: TenantDeps) {
           // The client's own mistake (400, 404, 413, 422…): pass the upstream's answer on.
           pool.report(key, { kind: "success" });
           switchOver.recordSuccess(chosen.level, chosen.probe);
-          const text = redact(await response.text());
+          // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
+          const text = redact(redactSecret(await response.text(), key.secret));
           release();
           record(input, { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, status, ZERO_USAGE, "upstream", started);
           return new Response(text, { status, headers: clientResponseHeaders(response.headers) });

@@ -1,6 +1,6 @@
-import { expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createLogger } from "../../src/core/log.ts";
-import { pathOnly, redact } from "../../src/core/redact.ts";
+import { pathOnly, redact, redactSecret } from "../../src/core/redact.ts";
 
 test("redaction removes key shapes, bearer values, URL keys and private keys", () => {
   expect(redact("auth Bearer abcdefghijklmnop")).toBe("auth Bearer [redacted]");
@@ -22,4 +22,30 @@ test("log lines pass through redaction and respect the level", () => {
 test("request paths are logged without their query string", () => {
   expect(pathOnly("http://h:1/v1beta/models/m:generateContent?key=secret")).toBe("/v1beta/models/m:generateContent");
   expect(pathOnly("http://h:1")).toBe("/");
+});
+
+describe("redactSecret: a known secret in the spellings an upstream may echo", () => {
+  const secret = "sk-ant-api03-Zx9/Q+r_7~abc.def";
+  const spellings = (s: string) => [
+    s,
+    JSON.stringify(s).slice(1, -1),
+    encodeURIComponent(s),
+    Buffer.from(s).toString("base64"),
+    Buffer.from(s).toString("base64url"),
+    Buffer.from(`Bearer ${s}`).toString("base64"),
+    Buffer.from(`${s}:`).toString("base64"),
+    // Encoded inside a longer value, at each of the three byte offsets.
+    Buffer.from(`user=${s}&x=1`).toString("base64"),
+    Buffer.from(`u=${s}&x=1`).toString("base64"),
+    Buffer.from(`id=${s}&x=1`).toString("base64"),
+  ];
+  test.each(spellings(secret))("%p is gone", (spelled) => {
+    const out = redactSecret(`{"error":{"message":"bad key ${spelled} given"}}`, secret);
+    expect(out).toContain("[redacted]");
+    for (const form of [secret, encodeURIComponent(secret), Buffer.from(secret).toString("base64").slice(0, 16)]) expect(out).not.toContain(form);
+  });
+
+  test("text without the secret is unchanged", () => {
+    expect(redactSecret('{"error":"model not found"}', secret)).toBe('{"error":"model not found"}');
+  });
 });
