@@ -43,6 +43,11 @@ function text(body: Record<string, unknown>, field: string, max = 200): string |
   return value;
 }
 
+/** Largest Rates multiplier: with prices at most MAX_PRICE, costs stay exact integers of nano-credits. */
+export const MAX_RATES = 1000;
+/** Largest spend limit (credits): in nano-credits still an exact integer. */
+export const MAX_SPEND_LIMIT = 1e6;
+
 function number(body: Record<string, unknown>, field: string, integer: boolean): number | null | undefined {
   const value = body[field];
   if (value === undefined || value === null) return value;
@@ -119,10 +124,16 @@ export function readAccountInput(body: Record<string, unknown>): AccountInput {
   if (rates === null) throw badRequest("Rates must be a number", "Rates");
   if (rates !== undefined) {
     if (rates <= 0) throw badRequest("Rates must be greater than 0", "Rates");
+    if (rates > MAX_RATES) throw badRequest(`Rates must be at most ${MAX_RATES}`, "Rates");
     input.rates = rates;
   }
   for (const field of RATE_FIELDS) if (body[field] !== undefined) input.limits[field] = number(body, field, true) ?? null;
-  for (const field of SPEND_FIELDS) if (body[field] !== undefined) input.limits[field] = number(body, field, false) ?? null;
+  for (const field of SPEND_FIELDS) {
+    if (body[field] === undefined) continue;
+    const limit = number(body, field, false) ?? null;
+    if (limit !== null && limit > MAX_SPEND_LIMIT) throw badRequest(`${field} must be at most ${MAX_SPEND_LIMIT} credits`, field);
+    input.limits[field] = limit;
+  }
   input.modelLimits = parseModelLimits(body.ModelLimits);
   input.allowIps = list(body, "AllowIPs", (e) => parseRange(e) !== undefined, "an IP address or CIDR range");
   input.allowModels = list(body, "AllowModels", isModelPattern, "a model pattern");

@@ -2,9 +2,12 @@
 
 const EMAIL = /^[^\s@<>(),;:"\[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$/;
 
-/** A deliverable-looking address; `owner@localhost` is allowed (the first-start default). */
+/** C0 and C1 controls, DEL and the Unicode line separators: never part of an address, and they forge header and log lines. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/** A deliverable-looking address of at most 254 characters; `owner@localhost` is allowed (the first-start default). */
 export function isValidEmail(email: string): boolean {
-  return email.length <= 254 && EMAIL.test(email) && !email.includes("..");
+  return email.length <= 254 && !CONTROL.test(email) && EMAIL.test(email) && !email.includes("..");
 }
 
 export function normaliseEmail(email: string): string {

@@ -11,6 +11,7 @@ import type { ProviderConfig, ProviderType, VertexConfig } from "../../routing/p
 import { parseServiceAccount } from "../../upstreams/google-auth.ts";
 import type { ProviderKeyInput } from "./repository.ts";
 
+const MAX_SECRET_BYTES = 65_536;
 const FIELDS = ["Provider", "SecretKey", "Name", "Level", "Status", "NoSleep", "config"] as const;
 const REQUIRED_ON_CREATE = ["Provider", "SecretKey", "Level", "Status"] as const;
 const MIN_SECRET = 20;
@@ -216,6 +217,8 @@ function readFields(body: Record<string, unknown>): ProviderKeyInput {
   if (body.SecretKey !== undefined) {
     if (typeof body.SecretKey !== "string") throw badRequest("SecretKey must be a string", "SecretKey");
     if (body.SecretKey.length < MIN_SECRET) throw badRequest(`SecretKey must be at least ${MIN_SECRET} characters`, "SecretKey");
+    // A Vertex service-account file is about 2.4 KiB; nothing a provider issues comes near this.
+    if (Buffer.byteLength(body.SecretKey) > MAX_SECRET_BYTES) throw badRequest(`SecretKey must be at most ${MAX_SECRET_BYTES} bytes (64 KiB)`, "SecretKey");
     out.secret = body.SecretKey;
   }
   if (body.Level !== undefined) {

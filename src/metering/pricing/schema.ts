@@ -54,10 +54,18 @@ export const SECTIONS = Object.keys(MEMBERS) as Section[];
 export const PRICING_MAX_BYTES = 128 * 1024;
 export const PRICING_MAX_ENTRIES = 1024;
 
+/**
+ * The dearest price accepted (USD per 1M tokens, per image, minute or second): far above
+ * any real model, and low enough that a cost stays an exact integer of nano-credits
+ * (with Rates at most 1000, a million tokens cost at most 1e16 nano-credits).
+ */
+export const MAX_PRICE = 10_000;
+
 function price(where: string, value: unknown): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
     throw badRequest(`PRICING: ${where} must be a finite, non-negative number`, "PRICING");
   }
+  if (value > MAX_PRICE) throw badRequest(`PRICING: ${where} must be at most ${MAX_PRICE}`, "PRICING");
   return value;
 }
 
