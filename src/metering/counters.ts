@@ -39,10 +39,12 @@ export interface DaySlot {
 }
 
 /**
- * Buckets per window: the window slides in steps of windowMs/60 (1 s for a minute,
- * 1 min for an hour). A bucket counts while any part of it lies inside the window,
- * so a sum may include events up to one step older than the window: limits err on
- * the side of refusing, by at most 1/60 of the window. Memory is fixed per counter.
+ * Buckets per window: events are grouped in steps of windowMs/60 (1 s for a minute,
+ * 1 min for an hour), and a bucket counts until its newest event is a full window old.
+ * So an event never counts for longer than the window (a refusal's Retry-After is at
+ * most the window: 60 s for a minute), and older events of the same bucket may count up
+ * to one step past their time: limits err on the side of refusing, by at most 1/60 of
+ * the window. Memory is fixed per counter.
  */
 const BUCKETS = 60;
 /** A window of 60 steps overlaps 61 buckets when `now` is not on a bucket edge. */
@@ -50,19 +52,22 @@ const SLOTS = BUCKETS + 1;
 
 /**
  * A ring of buckets with a running total. Moving to a newer bucket empties the slots
- * it passes (subtracting them from the total), so a sum at the newest time is one
- * read, not a loop over the buckets: the request path checks up to a dozen windows
- * per call.
+ * it passes (subtracting them from the total), so a sum at the newest time is a read or
+ * two, not a loop over the buckets: the request path checks up to a dozen windows per
+ * call. An amount may be added to an earlier bucket still in the ring (a token
+ * reservation settled to its real count is corrected where it was made).
  */
 class RingWindow implements Window {
   readonly width: number;
   private readonly starts = new Float64Array(SLOTS).fill(-Infinity);
+  /** Time of each bucket's newest event: the bucket counts until this is a window old. */
+  private readonly latest = new Float64Array(SLOTS).fill(-Infinity);
   private readonly amounts = new Float64Array(SLOTS);
   /** Start of the newest bucket; every slot holds one of the 61 buckets up to it. */
   private head = -Infinity;
   /** Sum of all slots. */
   private total = 0;
-  /** Whether the ring spans exactly the window, so that the running total is the window's sum. */
+  /** Whether the ring spans exactly the window, so that the running total less the oldest bucket is the window's sum. */
   private readonly exact: boolean;
 
   constructor(readonly windowMs: number) {
@@ -81,55 +86,63 @@ class RingWindow implements Window {
       this.total -= this.amounts[slot]!;
       this.amounts[slot] = 0;
       this.starts[slot] = s;
+      this.latest[slot] = -Infinity;
     }
     this.head = start;
+  }
+
+  /** Whether slot `i` holds events inside the window that ends at `now`. */
+  private counts(i: number, now: number): boolean {
+    return this.starts[i]! <= now && this.latest[i]! > now - this.windowMs;
   }
 
   add(amount: number, now: number): void {
     this.advance(now);
     const start = Math.floor(now / this.width) * this.width;
     const slot = Math.floor(now / this.width) % SLOTS;
-    // Older than the ring (a clock step back): it could not count any more anyway.
+    // Older than the ring (a clock step back, or a reservation made over a window ago):
+    // it could not count any more anyway.
     if (this.starts[slot] !== start) return;
     this.amounts[slot]! += amount;
     this.total += amount;
+    if (amount > 0 && now > this.latest[slot]!) this.latest[slot] = now;
   }
 
   sum(now: number): number {
-    // Within the newest bucket the running total is the window's sum. A sum never moves
+    // Within the newest bucket the ring spans the window plus the oldest bucket, which
+    // counts only while its newest event is younger than a window. A sum never moves
     // the ring, so asking about an earlier moment afterwards still sees its buckets.
-    if (this.exact && now >= this.head && now < this.head + this.width) return this.total;
-    const oldest = now - this.windowMs;
-    let total = 0;
-    for (let i = 0; i < SLOTS; i++) {
-      // A bucket counts while any part of it lies inside the window.
-      if (this.starts[i]! + this.width > oldest && this.starts[i]! <= now) total += this.amounts[i]!;
+    if (this.exact && now >= this.head && now < this.head + this.width) {
+      const oldest = Math.floor((this.head - BUCKETS * this.width) / this.width) % SLOTS;
+      return this.counts(oldest, now) ? this.total : this.total - this.amounts[oldest]!;
     }
+    let total = 0;
+    for (let i = 0; i < SLOTS; i++) if (this.counts(i, now)) total += this.amounts[i]!;
     return total;
   }
 
   retryAfterMs(now: number, limit: number): number {
-    const oldest = now - this.windowMs;
     const live: Array<[number, number]> = [];
     let total = 0;
     for (let i = 0; i < SLOTS; i++) {
-      if (this.starts[i]! + this.width > oldest && this.starts[i]! <= now) {
-        live.push([this.starts[i]!, this.amounts[i]!]);
+      if (this.counts(i, now)) {
+        live.push([this.latest[i]!, this.amounts[i]!]);
         total += this.amounts[i]!;
       }
     }
     if (total < limit) return 0;
     live.sort((a, b) => a[0] - b[0]);
-    for (const [start, amount] of live) {
+    for (const [latest, amount] of live) {
       total -= amount;
-      // This bucket stops counting once its end is a full window ago.
-      if (total < limit) return Math.max(0, start + this.width + this.windowMs - now);
+      // This bucket stops counting once its newest event is a full window ago.
+      if (total < limit) return Math.max(0, latest + this.windowMs - now);
     }
     return this.windowMs;
   }
 
   clear(): void {
     this.starts.fill(-Infinity);
+    this.latest.fill(-Infinity);
     this.amounts.fill(0);
     this.head = -Infinity;
     this.total = 0;

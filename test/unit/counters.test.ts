@@ -27,30 +27,56 @@ describe("memory counters", () => {
     counters.add("k", 10, T0 + 1000, MINUTE);
     expect(counters.sum("k", T0 + 1000, MINUTE)).toBe(11);
     expect(counters.sum("k", T0 + 59_999, MINUTE)).toBe(11);
-    // The first bucket leaves the window one minute after it ended; the second a second later.
-    expect(counters.sum("k", T0 + MINUTE + 1000, MINUTE)).toBe(10);
-    expect(counters.sum("k", T0 + MINUTE + 2000, MINUTE)).toBe(0);
+    // Each bucket leaves the window one minute after its newest event.
+    expect(counters.sum("k", T0 + 999 + MINUTE - 1, MINUTE)).toBe(11);
+    expect(counters.sum("k", T0 + 999 + MINUTE, MINUTE)).toBe(10);
+    expect(counters.sum("k", T0 + 1000 + MINUTE, MINUTE)).toBe(0);
   });
 
-  test("an amount never counts for longer than the window plus one bucket", () => {
+  test("an amount counts for exactly the window after it was added, wherever it falls in its bucket", () => {
     for (let offset = 0; offset < 5000; offset += 137) {
       const c = createMemoryCounters();
       c.add("k", 1, T0 + offset, MINUTE);
-      expect(c.sum("k", T0 + offset + MINUTE - 1000, MINUTE)).toBe(1);
-      expect(c.sum("k", T0 + offset + MINUTE + 1000, MINUTE)).toBe(0);
+      expect(c.sum("k", T0 + offset + MINUTE - 1, MINUTE)).toBe(1);
+      expect(c.sum("k", T0 + offset + MINUTE, MINUTE)).toBe(0);
+      // So a refusal right after it never says to wait longer than the window.
+      expect(c.retryAfterMs("k", T0 + offset, MINUTE, 1)).toBeLessThanOrEqual(MINUTE);
+      expect(c.retryAfterMs("k", T0 + offset, MINUTE, 1)).toBe(MINUTE);
     }
+  });
+
+  test("older events of a bucket count until its newest one leaves: limits err on refusing", () => {
+    const c = createMemoryCounters();
+    c.add("k", 1, T0 + 100, MINUTE);
+    c.add("k", 1, T0 + 900, MINUTE);
+    expect(c.sum("k", T0 + 100 + MINUTE, MINUTE)).toBe(2);
+    expect(c.sum("k", T0 + 900 + MINUTE, MINUTE)).toBe(0);
+    expect(c.retryAfterMs("k", T0 + 900, MINUTE, 1)).toBe(MINUTE);
+  });
+
+  test("an amount added to an earlier bucket still in the ring corrects it (a settled reservation)", () => {
+    const c = createMemoryCounters();
+    c.add("k", 500, T0 + 1000, MINUTE);
+    c.add("k", 1, T0 + 20_000, MINUTE);
+    c.add("k", -400, T0 + 1000, MINUTE);
+    expect(c.sum("k", T0 + 20_000, MINUTE)).toBe(101);
+    expect(c.sum("k", T0 + 1000 + MINUTE, MINUTE)).toBe(1);
+    // A correction for a bucket already out of the ring changes nothing.
+    c.add("k", 7, T0 + 3 * MINUTE, MINUTE);
+    c.add("k", -5, T0 + 1000, MINUTE);
+    expect(c.sum("k", T0 + 3 * MINUTE, MINUTE)).toBe(7);
   });
 
   test("a steady stream over several minutes keeps one window's worth (ring reuse)", () => {
     const counters = createMemoryCounters();
     for (let i = 0; i < 180; i++) {
       counters.add("k", 1, T0 + i * 1000, MINUTE);
-      // The current bucket and the 60 before it all overlap the last minute.
-      if (i >= 60) expect(counters.sum("k", T0 + i * 1000, MINUTE)).toBe(61);
+      // The events of the last minute: the current one and the 59 before it.
+      if (i >= 60) expect(counters.sum("k", T0 + i * 1000, MINUTE)).toBe(60);
     }
-    expect(counters.sum("k", T0 + 179_500, MINUTE)).toBe(61);
-    expect(counters.sum("k", T0 + 180_000, MINUTE)).toBe(60);
-    expect(counters.sum("k", T0 + 179_000 + MINUTE + 1000, MINUTE)).toBe(0);
+    expect(counters.sum("k", T0 + 179_500, MINUTE)).toBe(60);
+    expect(counters.sum("k", T0 + 180_000, MINUTE)).toBe(59);
+    expect(counters.sum("k", T0 + 179_000 + MINUTE, MINUTE)).toBe(0);
   });
 
   test("a gap longer than the window forgets old buckets that share a slot with new ones", () => {
