@@ -14,6 +14,7 @@ import { createCreditBook, type CreditBook } from "./metering/credit.ts";
 import { createMeter } from "./metering/meter.ts";
 import { createQuotas, type Quotas } from "./metering/quotas.ts";
 import { createSoftLimitNotifier } from "./mail/soft-limit.ts";
+import { createAccountChains } from "./accounts/chain.ts";
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
 import { openStore, type Store } from "./store/db.ts";
@@ -79,7 +80,11 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const sealer = createSealer(loadOrCreateSecretKey(config.secretKeyFile ?? join(config.dataDir, "secret.key")));
   const store = openStore(databasePath(config.dataDir));
   const accounts = createAccountsRepository({ store, clock });
-  const principals = createPrincipalCache((hash) => accounts.findLiveByKeyHash(hash));
+  const chains = createAccountChains((id) => accounts.findLiveById(id));
+  const principals = createPrincipalCache(
+    (hash) => accounts.findLiveByKeyHash(hash),
+    () => chains.clear(),
+  );
   const upstreamTls = config.upstreamCaFile
     ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
     : undefined;
@@ -95,7 +100,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const credit = createCreditBook({ store, clock });
   usageRecorder.onCharged((charged) => credit.flushed(charged));
   const quotas = createQuotas({ store, counters });
-  const softLimit = createSoftLimitNotifier({ store, clock, log, quotas });
+  const softLimit = createSoftLimitNotifier({ store, clock, log });
   const tenants = createTenants(config.byok ?? false, {
     store,
     clock,
@@ -114,7 +119,8 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
         recorder: usageRecorder,
         metrics,
         tenantRoot: config.byok ? tenantId : undefined,
-        onSpend: (account) => softLimit.check(account, mailer),
+        chainOf: (account) => chains.of(account),
+        onSpend: (account, subtreeSpent) => softLimit.check(account, mailer, subtreeSpent),
       }),
   });
   registerStateGauges(metrics, tenants);

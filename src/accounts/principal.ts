@@ -38,7 +38,8 @@ export interface PrincipalCache {
   clear(): void;
 }
 
-export function createPrincipalCache(load: (keyHash: string) => AccountRow | undefined): PrincipalCache {
+/** `onChange` hears every invalidation: caches derived from accounts (their ancestor chains) follow it. */
+export function createPrincipalCache(load: (keyHash: string) => AccountRow | undefined, onChange?: () => void): PrincipalCache {
   const byHash = new Map<string, Principal>();
   const hashOf = new Map<number, string>();
   return {
@@ -55,12 +56,14 @@ export function createPrincipalCache(load: (keyHash: string) => AccountRow | und
       return principal;
     },
     invalidateAccount(accountId) {
+      onChange?.();
       const hash = hashOf.get(accountId);
       if (hash === undefined) return;
       byHash.delete(hash);
       hashOf.delete(accountId);
     },
     clear() {
+      onChange?.();
       byHash.clear();
       hashOf.clear();
     },

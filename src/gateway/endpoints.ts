@@ -23,6 +23,8 @@ export interface Endpoint {
    * request windows, never credit, spend or token limits, and leaves no usage row.
    */
   counting?: true;
+  /** The input is held upstream (a realtime session's conversation): reserved as the model's whole context window. */
+  statefulInput?: true;
   /** An embedding: its answer is vectors, never completion tokens (not even estimated ones). */
   embedding?: true;
   /** The body is multipart/form-data (spooled to disk, model read from its fields). */

@@ -2,7 +2,6 @@ import { and, eq } from "drizzle-orm";
 import type { AccountRow } from "../store/schema/accounts.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
-import type { Quotas } from "../metering/quotas.ts";
 import type { Store } from "../store/db.ts";
 import { softLimitNotices } from "../store/schema/notices.ts";
 import type { Mailer } from "./mailer.ts";
@@ -20,7 +19,6 @@ export function createSoftLimitNotifier(deps: {
   store: Store;
   clock: Clock;
   log: Logger;
-  quotas: Quotas;
 }) {
   const inFlight = new Set<string>();
   const sent = new Set<string>();
@@ -57,20 +55,24 @@ export function createSoftLimitNotifier(deps: {
   };
 
   return {
-    /** Called after an account was charged; cheap when nothing is due. */
-    check(account: Readonly<AccountRow>, mailer: Mailer): void {
+    /**
+     * Called after a charge for each account whose subtree spent it (the account and its
+     * ancestors: SoftLimit, like DailyLimit and HardLimit, bounds a whole subtree);
+     * `subtreeSpent` reads the charges of a month. Cheap when nothing is due.
+     */
+    check(account: Readonly<AccountRow>, mailer: Mailer, subtreeSpent: (month: string) => number): void {
       if (account.softLimit === null) return;
       const accountId = account.id;
       const month = deps.clock.businessMonth();
       const key = `${accountId}:${month}`;
       if (inFlight.has(key) || !mailer.configured()) return;
       // Charged so far, without the reservations of calls still running.
-      const spent = deps.quotas.get("spent", month, accountId) / 1e9;
+      const spent = subtreeSpent(month) / 1e9;
       if (spent < account.softLimit || alreadySent(accountId, month)) return;
       inFlight.add(key);
       const to = account.billingEmail ?? account.email;
       const text =
-        `Account ${account.name} (${account.email}) has used ${spent.toFixed(4)} credits in ${month}, ` +
+        `Account ${account.name} (${account.email}) and the accounts under it have used ${spent.toFixed(4)} credits in ${month}, ` +
         `reaching its soft limit of ${account.softLimit}.` +
         (account.hardLimit !== null ? ` Calls stop at the hard limit of ${account.hardLimit}.` : "");
       void attempt(mailer, accountId, month, to, text, 0);

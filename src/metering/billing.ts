@@ -4,11 +4,20 @@ import type { Usage } from "../gateway/usage/types.ts";
 import { tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { ChatPrice, Section } from "./pricing/schema.ts";
+import { inputIsUnsized } from "./unsized-input.ts";
 
-/** Output tokens assumed for the worst case when a call sets no maximum. */
-export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
-/** Input tokens assumed per body byte for the worst case: generous, as images and JSON inflate bytes. */
-const INPUT_TOKENS_PER_BYTE = 1 / 3;
+/** A model's maximum output when neither the catalog nor PRICING names it (`MaxOutput`). */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768;
+/** A model's context window when neither the catalog nor PRICING names it (`ContextWindow`). */
+export const DEFAULT_CONTEXT_WINDOW = 200_000;
+/**
+ * Input tokens a provider may add to what the body holds (the system prompt that comes
+ * with tool use, chat templates). A token spans at least one byte in every provider's
+ * tokenizer, so body bytes plus this bound the input of a body that holds its content.
+ */
+export const PROVIDER_INPUT_OVERHEAD = 1_024;
+/** Answers one call may ask for (`n`, `candidateCount`) counted in its worst case, at most. */
+const MAX_CHOICES = 128;
 /** Output tokens assumed per generated image when an image model is priced by tokens. */
 const TOKENS_PER_IMAGE = 8192;
 /** Seconds of audio per body byte when a transcription reports no duration (about 128 kbit/s). */
@@ -22,6 +31,8 @@ export const DEFAULT_VIDEO_SECONDS = 5;
 export interface BillingPlan {
   /** Reserved before forwarding (nano-credits). */
   reserve: number;
+  /** Tokens reserved in the token windows (TPM, TPH, TPD) before forwarding: the call's most. */
+  tokens: number;
   /**
    * The actual cost from what the call reported (nano-credits). `extra` holds the
    * quantities of an answered call (images, seconds; possibly none); it is absent when
@@ -41,7 +52,7 @@ export interface BillingInput {
   rates: number;
 }
 
-const FREE: BillingPlan = { reserve: 0, settle: () => 0 };
+const FREE: BillingPlan = { reserve: 0, tokens: 0, settle: () => 0 };
 
 function unpriced(model: string, section: Section, example: string): never {
   throw badRequest(
@@ -56,37 +67,64 @@ function number(value: unknown): number | undefined {
   return typeof n === "number" && Number.isFinite(n) && n > 0 ? n : undefined;
 }
 
-function maxOutputTokens(json: Record<string, unknown> | undefined): number {
+/** The output limit a request sets (max_tokens or its family's equivalent), if any. */
+function requestedOutput(json: Record<string, unknown> | undefined): number | undefined {
   const config = json?.generationConfig as Record<string, unknown> | undefined;
   for (const value of [json?.max_tokens, json?.max_completion_tokens, json?.max_output_tokens, config?.maxOutputTokens]) {
     const n = number(value);
-    if (n !== undefined) return n;
+    if (n !== undefined) return Math.ceil(n);
   }
-  return DEFAULT_MAX_OUTPUT_TOKENS;
+  return undefined;
 }
 
-/** Tokens at the dearest rate of each side: the most a call of this size can cost. */
-function dearestNanos(price: ChatPrice, inputTokens: number, outputTokens: number, rates: number): number {
-  const input = Math.max(price.InputText ?? 0, price.CacheWrite ?? 0, price.InputAudio ?? 0, price.InputImage ?? 0);
-  const output = Math.max(price.OutputText ?? 0, price.ReasonText ?? 0, price.OutputAudio ?? 0, price.OutputImage ?? 0);
-  return Math.round((inputTokens * input + outputTokens * output) * 1000 * rates);
+/** Answers asked for in one call (OpenAI `n`, Gemini `candidateCount`): each may reach the output limit. */
+function choices(json: Record<string, unknown> | undefined): number {
+  const config = json?.generationConfig as Record<string, unknown> | undefined;
+  const n = number(json?.n) ?? number(config?.candidateCount) ?? 1;
+  return Math.min(MAX_CHOICES, Math.max(1, Math.floor(n)));
+}
+
+/** The most tokens a call can use on each side (docs/api.md, "Reservation"). */
+export interface TokenBound {
+  input: number;
+  output: number;
 }
 
 /**
- * The reservation rule for token-priced calls: ceil(body bytes ÷ 3) input tokens at the
- * dearest input price, plus max_tokens (or its family's equivalent, else 4096) output
- * tokens at the dearest output price, times Rates.
+ * A call's worst case in tokens. Input: body bytes plus the provider's overhead, at
+ * most the context window; the whole context window when the body points at content
+ * it does not hold (`unsized`). Output: the request's max_tokens (or its family's
+ * equivalent) else the model's maximum output, times the answers asked for.
  */
-export function worstCaseNanos(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, rates: number): number {
-  return dearestNanos(price, Math.ceil(bodyBytes * INPUT_TOKENS_PER_BYTE), maxOutputTokens(json), rates);
+export function tokenBound(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, unsized: boolean): TokenBound {
+  const context = price.ContextWindow ?? DEFAULT_CONTEXT_WINDOW;
+  const input = unsized ? context : Math.min(context, bodyBytes + PROVIDER_INPUT_OVERHEAD);
+  const output = (requestedOutput(json) ?? price.MaxOutput ?? DEFAULT_MAX_OUTPUT_TOKENS) * choices(json);
+  return { input, output };
 }
 
-function tokenPlan(price: ChatPrice, input: BillingInput, outputTokens: number): BillingPlan {
+/** Tokens at the dearest rate of each side: the most a call of this size can cost. */
+function dearestNanos(price: ChatPrice, bound: TokenBound, rates: number): number {
+  const input = Math.max(price.InputText ?? 0, price.CacheWrite ?? 0, price.InputAudio ?? 0, price.InputImage ?? 0);
+  const output = Math.max(price.OutputText ?? 0, price.ReasonText ?? 0, price.OutputAudio ?? 0, price.OutputImage ?? 0);
+  return Math.round((bound.input * input + bound.output * output) * 1000 * rates);
+}
+
+/** The reservation of a token-priced call: its token bound at the dearest price of each side, × Rates. */
+export function worstCaseNanos(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, rates: number, unsized = false): number {
+  return dearestNanos(price, tokenBound(price, json, bodyBytes, unsized), rates);
+}
+
+function tokenPlan(price: ChatPrice, input: BillingInput, bound: TokenBound): BillingPlan {
   return {
-    reserve: dearestNanos(price, Math.ceil(input.bodyBytes * INPUT_TOKENS_PER_BYTE), outputTokens, input.rates),
+    reserve: dearestNanos(price, bound, input.rates),
+    tokens: bound.input + bound.output,
     settle: (usage) => tokenCostNanos(usage, price, input.rates),
   };
 }
+
+/** Whether the call's input is held upstream or referenced rather than in its body. */
+const unsized = (input: BillingInput) => input.endpoint.statefulInput === true || inputIsUnsized(input.json);
 
 const param = (input: BillingInput, name: string) => input.json?.[name] ?? input.fields?.get(name);
 
@@ -110,12 +148,14 @@ export function planBilling(input: BillingInput): BillingPlan {
         const each = img.Sizes?.[size] ?? img.Call ?? 0;
         return {
           reserve: unitCostNanos(each, count, rates),
+          tokens: 0,
           settle: (_usage, extra) => (extra ? unitCostNanos(each, extra.images ?? count, rates) : 0),
         };
       }
       const tokens = prices.lookup("ChatPricing", model);
       if (!tokens) unpriced(model, "ImgPricing", '{"Call":<USD per image>}');
-      return tokenPlan(tokens, input, TOKENS_PER_IMAGE * count);
+      const bound = tokenBound(tokens, input.json, input.bodyBytes, unsized(input));
+      return tokenPlan(tokens, input, { input: bound.input, output: TOKENS_PER_IMAGE * count });
     }
     case "audio": {
       const audio = prices.lookup("AudioPricing", model);
@@ -125,12 +165,13 @@ export function planBilling(input: BillingInput): BillingPlan {
         return {
           // A reported duration may exceed the size estimate: reserve twice the estimate.
           reserve: unitCostNanos(perMinute, minutes * 2, rates),
+          tokens: 0,
           settle: (_usage, extra) => (extra ? unitCostNanos(perMinute, (extra.seconds ?? minutes * 60) / 60, rates) : 0),
         };
       }
       const tokens = prices.lookup("ChatPricing", model);
       if (!tokens) unpriced(model, "AudioPricing", '{"PerMinute":<USD>}');
-      return tokenPlan(tokens, input, maxOutputTokens(input.json));
+      return tokenPlan(tokens, input, tokenBound(tokens, input.json, input.bodyBytes, false));
     }
     case "speech": {
       const audio = prices.lookup("AudioPricing", model);
@@ -138,19 +179,21 @@ export function planBilling(input: BillingInput): BillingPlan {
       const text = String(param(input, "input") ?? "");
       const minutes = text.length / SPEECH_CHARS_PER_SECOND / 60;
       const cost = unitCostNanos(audio.PerMinute ?? 0, minutes, rates);
-      return { reserve: cost, settle: (_usage, extra) => (extra ? cost : 0) };
+      return { reserve: cost, tokens: 0, settle: (_usage, extra) => (extra ? cost : 0) };
     }
     case "video": {
       const video = prices.lookup("VideoPricing", model);
       if (!video) unpriced(model, "VideoPricing", '{"PerSecond":<USD>}');
       const seconds = number(param(input, "seconds")) ?? number(param(input, "duration")) ?? DEFAULT_VIDEO_SECONDS;
       const cost = unitCostNanos(video.PerSecond ?? 0, seconds, rates);
-      return { reserve: cost, settle: (_usage, extra) => (extra ? cost : 0) };
+      return { reserve: cost, tokens: 0, settle: (_usage, extra) => (extra ? cost : 0) };
     }
     default: {
       const price = prices.lookup("ChatPricing", model);
       if (!price) unpriced(model, "ChatPricing", '{"InputText":<USD per 1M>,"OutputText":<USD per 1M>}');
-      return tokenPlan(price, input, maxOutputTokens(input.json));
+      const bound = tokenBound(price, input.json, input.bodyBytes, unsized(input));
+      // An embedding answers with vectors: it has no output to bound.
+      return tokenPlan(price, input, endpoint.embedding ? { input: bound.input, output: 0 } : bound);
     }
   }
 }

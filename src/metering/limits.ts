@@ -2,7 +2,7 @@ import { msUntilNextBusinessDay, type Clock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import { bestMatch, compilePattern, type CompiledPattern } from "../routing/patterns.ts";
 import type { AccountRow } from "../store/schema/accounts.ts";
-import type { Counters, Window } from "./counters.ts";
+import type { Counters, DaySlot, Window } from "./counters.ts";
 import type { QuotaSlot, Quotas } from "./quotas.ts";
 
 /** rpm, rph, rpd, tpm, tph, tpd; absent or null means no limit. */
@@ -30,6 +30,8 @@ export interface LimitScope {
   tokensPerHour: Window;
   requestsPerDay: QuotaSlot;
   tokensPerDay: QuotaSlot;
+  /** Tokens reserved by the scope's calls in flight (its `value`; the period is unused). */
+  tokensInFlight: DaySlot;
 }
 
 const MINUTE = 60_000;
@@ -64,6 +66,7 @@ function makeScope(
     tokensPerHour: counters.window(`${key}:t:h`, HOUR),
     requestsPerDay: quotas.slot("requests", "day", accountId, model, tenantRoot),
     tokensPerDay: quotas.slot("tokens", "day", accountId, model, tenantRoot),
+    tokensInFlight: counters.daySlot(`${key}:t:reserved`),
   };
 }
 
@@ -111,12 +114,15 @@ export function limitScopes(account: AccountRow, model: string | undefined, coun
   return scopes;
 }
 
-function refuse(scope: LimitScope, name: string, limit: number, retryMs: number): never {
-  throw new HttpError("rate_limit", `${name} limit of ${limit} reached (${scope.label})`, {
+function refuse(scope: LimitScope, name: string, limit: number, retryMs: number, byCallsInFlight = false): never {
+  throw new HttpError("rate_limit", `${name} limit of ${limit} reached (${scope.label})${byCallsInFlight ? " with the tokens reserved by calls in flight" : ""}`, {
     code: `${name.toLowerCase()}_limit_reached`,
     headers: { "retry-after": String(Math.max(1, Math.ceil(retryMs / 1000))) },
   });
 }
+
+/** A call in flight ends within moments, settling its reservation to what it used. */
+const CALLS_IN_FLIGHT_RETRY_MS = 1000;
 
 /**
  * Checks every window limit that applies to a call, account first, then the
@@ -148,13 +154,20 @@ export function checkWindows(input: {
     const daily = (name: string, limit: number | null | undefined, slot: QuotaSlot) => {
       if (limit !== null && limit !== undefined && slot.get(day) >= limit) refuse(scope, name, limit, msUntilNextBusinessDay(input.clock, now));
     };
+    // Token windows hold settled counts plus the reservations of calls in flight: when
+    // the reservations alone make the difference, the wait is for those calls to end.
+    const tokens = (name: string, limit: number | null | undefined, used: number, retryMs: () => number) => {
+      if (limit === null || limit === undefined || used < limit) return;
+      if (used - scope.tokensInFlight.value < limit) refuse(scope, name, limit, CALLS_IN_FLIGHT_RETRY_MS, true);
+      refuse(scope, name, limit, retryMs());
+    };
     windowed("RPM", limits.rpm, scope.requestsPerMinute);
     windowed("RPH", limits.rph, scope.requestsPerHour);
     daily("RPD", limits.rpd, scope.requestsPerDay);
     if (input.requestsOnly) continue;
-    windowed("TPM", limits.tpm, scope.tokensPerMinute);
-    windowed("TPH", limits.tph, scope.tokensPerHour);
-    daily("TPD", limits.tpd, scope.tokensPerDay);
+    tokens("TPM", limits.tpm, scope.tokensPerMinute.sum(now), () => scope.tokensPerMinute.retryAfterMs(now, limits.tpm!));
+    tokens("TPH", limits.tph, scope.tokensPerHour.sum(now), () => scope.tokensPerHour.retryAfterMs(now, limits.tph!));
+    tokens("TPD", limits.tpd, scope.tokensPerDay.get(day), () => msUntilNextBusinessDay(input.clock, now));
   }
   return scopes;
 }
@@ -168,12 +181,32 @@ export function countRequest(scopes: LimitScope[], day: string, now: number): vo
   }
 }
 
-/** Adds a finished call's tokens to every scope's token windows and day quota. */
-export function countTokens(scopes: LimitScope[], day: string, now: number, tokens: number): void {
+/**
+ * Reserves an admitted call's token bound in every scope's token windows and day quota,
+ * so calls admitted together cannot together pass a token limit by more than one call.
+ */
+export function reserveTokens(scopes: LimitScope[], day: string, now: number, tokens: number): void {
   if (tokens <= 0) return;
   for (const scope of scopes) {
     scope.tokensPerMinute.add(tokens, now);
     scope.tokensPerHour.add(tokens, now);
     scope.tokensPerDay.add(day, tokens);
+    scope.tokensInFlight.value += tokens;
+  }
+}
+
+/**
+ * Replaces a call's token reservation with the tokens it used, where the reservation was
+ * made (the admission's moment and day): the windows then hold what really happened.
+ */
+export function settleTokens(scopes: LimitScope[], day: string, admittedAt: number, reserved: number, used: number): void {
+  const change = used - reserved;
+  for (const scope of scopes) {
+    if (change !== 0) {
+      scope.tokensPerMinute.add(change, admittedAt);
+      scope.tokensPerHour.add(change, admittedAt);
+      scope.tokensPerDay.add(day, change);
+    }
+    if (reserved > 0) scope.tokensInFlight.value = Math.max(0, scope.tokensInFlight.value - reserved);
   }
 }

@@ -7,7 +7,7 @@ import type { Endpoint } from "../gateway/endpoints.ts";
 import type { Usage } from "../gateway/usage/types.ts";
 import type { CreditBook } from "./credit.ts";
 import type { Counters } from "./counters.ts";
-import { checkWindows, countRequest, countTokens, type LimitScope, type SystemLimits } from "./limits.ts";
+import { checkWindows, countRequest, reserveTokens, settleTokens, type LimitScope, type SystemLimits } from "./limits.ts";
 import { planBilling, type BillingPlan } from "./billing.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { QuotaSlot, Quotas } from "./quotas.ts";
@@ -35,16 +35,27 @@ export interface Admission {
   plan: BillingPlan;
   reserved: number;
   scopes: LimitScope[];
+  /** The subtree totals the call spends against: its account's and every ancestor's. */
+  spend: readonly SubtreeSpend[];
+  /** When and on which business day the call was admitted: where its token reservation sits. */
+  admittedAt: number;
+  day: string;
 }
 
-/** An account's spend totals: reservations and charges (`cost`, for DailyLimit and HardLimit) and charges alone (`spent`, for SoftLimit). */
-interface SpendSlots {
+/**
+ * One account's spend over its whole subtree: reservations and charges (`cost`, for
+ * DailyLimit and HardLimit) and charges alone (`spent`, for SoftLimit), with the
+ * reservations of the subtree's calls in flight (to tell whether waiting helps).
+ */
+interface SubtreeSpend {
+  account: Readonly<AccountRow>;
   costToday: QuotaSlot;
   costThisMonth: QuotaSlot;
   spentThisMonth: QuotaSlot;
+  inFlight: { value: number };
 }
 
-const FREE_PLAN: BillingPlan = { reserve: 0, settle: () => 0 };
+const FREE_PLAN: BillingPlan = { reserve: 0, tokens: 0, settle: () => 0 };
 
 const nanos = (credits: number | null) => (credits === null ? null : Math.round(credits * 1e9));
 
@@ -55,11 +66,15 @@ const RETRY_SOON = { "retry-after": "1" } as const;
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
+/** Whose limit a refusal is: the caller's own, or an ancestor's that bounds its subtree. */
+const whose = (spend: SubtreeSpend, caller: Readonly<AccountRow>) =>
+  spend.account.id === caller.id ? "" : ` of account ${spend.account.name} (shared by its subtree)`;
+
 export interface Meter extends UsageSink {
   /**
-   * Admission after authentication and the allowlists: price, credit, spend limits,
-   * account windows, account model limits, system model limits — in that order. A
-   * refused call is not forwarded and not charged.
+   * Admission after authentication and the allowlists: price, credit, spend limits of
+   * the account and its ancestors, account windows, account model limits, system model
+   * limits — in that order. A refused call is not forwarded and not charged.
    */
   admit(input: AdmitInput): Admission;
   /**
@@ -73,6 +88,12 @@ export interface Meter extends UsageSink {
  * Admits, prices and charges model calls. Usage events pass through here on their
  * way to the recorder: the cost is computed from the reported tokens, the
  * reservation is released, spend and token windows are updated.
+ *
+ * The admission rule (docs/api.md, "Reservation"): a call is admitted while something
+ * is left once the reservations of calls in flight are set aside (credit, and each
+ * DailyLimit and HardLimit over its subtree), whatever the call's own worst case; then
+ * its worst case is reserved. So a large worst case never locks an account out, and
+ * calls admitted together overspend by at most one call.
  */
 export function createMeter(deps: {
   clock: Clock;
@@ -86,82 +107,122 @@ export function createMeter(deps: {
   metrics?: RouterMetrics;
   /** The BYOK tenant this meter prices for; undefined in a single-tenant deployment. */
   tenantRoot?: number;
-  onSpend?: (account: Readonly<AccountRow>) => void;
+  /** An account and its ancestors, nearest first (default: the account alone). */
+  chainOf?: (account: Readonly<AccountRow>) => readonly Readonly<AccountRow>[];
+  /** Told after a charge, for each account whose subtree spent it. */
+  onSpend?: (account: Readonly<AccountRow>, subtreeSpent: (month: string) => number) => void;
 }): Meter {
   const { clock, credit, quotas } = deps;
-  /** Each account's spend slots, resolved once. */
-  const spendSlots = new Map<number, SpendSlots>();
-  const spendOf = (accountId: number): SpendSlots => {
-    let slots = spendSlots.get(accountId);
-    if (!slots) {
-      slots = {
-        costToday: quotas.slot("cost", "day", accountId),
-        costThisMonth: quotas.slot("cost", "month", accountId),
-        spentThisMonth: quotas.slot("spent", "month", accountId),
+  const chainOf = deps.chainOf ?? ((account: Readonly<AccountRow>) => [account]);
+  /** Subtree totals per account, resolved once; the row is refreshed when the account changes. */
+  const subtrees = new Map<number, SubtreeSpend>();
+  const subtreeOf = (account: Readonly<AccountRow>): SubtreeSpend => {
+    let spend = subtrees.get(account.id);
+    if (!spend) {
+      spend = {
+        account,
+        costToday: quotas.subtreeSlot("cost", "day", account),
+        costThisMonth: quotas.subtreeSlot("cost", "month", account),
+        spentThisMonth: quotas.subtreeSlot("spent", "month", account),
+        inFlight: { value: 0 },
       };
-      spendSlots.set(accountId, slots);
+      subtrees.set(account.id, spend);
     }
-    return slots;
+    spend.account = account;
+    return spend;
+  };
+  const spendCache = new WeakMap<readonly Readonly<AccountRow>[], readonly SubtreeSpend[]>();
+  const spendOf = (account: Readonly<AccountRow>): readonly SubtreeSpend[] => {
+    const chain = chainOf(account);
+    let spend = spendCache.get(chain);
+    if (!spend) spendCache.set(chain, (spend = chain.map(subtreeOf)));
+    return spend;
+  };
+
+  /** Refuses when the settled spend plus reservations already reach a spend limit of the call's subtrees. */
+  const checkSpend = (account: Readonly<AccountRow>, spend: readonly SubtreeSpend[], day: string, month: string, now: number) => {
+    for (const entry of spend) {
+      const limits = entry.account;
+      const daily = nanos(limits.dailyLimit);
+      if (daily !== null) {
+        const used = entry.costToday.get(day);
+        if (used >= daily) {
+          const settled = used - entry.inFlight.value >= daily;
+          throw new HttpError("rate_limit", `DailyLimit of ${limits.dailyLimit} credits${whose(entry, account)} reached for today${settled ? "" : " with the calls in flight"}`, {
+            code: "daily_limit_reached",
+            headers: settled ? { "retry-after": seconds(msUntilNextBusinessDay(clock, now)) } : RETRY_SOON,
+          });
+        }
+      }
+      const hard = nanos(limits.hardLimit);
+      if (hard !== null) {
+        const used = entry.costThisMonth.get(month);
+        if (used >= hard) {
+          const settled = used - entry.inFlight.value >= hard;
+          throw new HttpError("rate_limit", `HardLimit of ${limits.hardLimit} credits${whose(entry, account)} reached for this month${settled ? "" : " with the calls in flight"}`, {
+            code: "hard_limit_reached",
+            headers: settled ? { "retry-after": seconds(msUntilNextBusinessMonth(clock, now)), ...NO_RETRY } : RETRY_SOON,
+          });
+        }
+      }
+    }
+  };
+
+  /** Moves a call's spend from its reservation to its cost (0 releases it). */
+  const settleSpend = (admission: Admission, cost: number, at: number) => {
+    const day = clock.businessDate(at);
+    const month = day.slice(0, 7);
+    credit.settle(admission.accountId, admission.reserved, cost);
+    for (const entry of admission.spend) {
+      entry.costToday.add(day, cost - admission.reserved);
+      entry.costThisMonth.add(month, cost - admission.reserved);
+      entry.spentThisMonth.add(month, cost);
+      entry.inFlight.value = Math.max(0, entry.inFlight.value - admission.reserved);
+    }
   };
 
   return {
     admit(input) {
       const account = input.principal.account;
       const model = input.effectiveModel;
+      // A token count spends nothing: only access rules (checked before) and request windows apply.
+      const counting = input.endpoint.counting === true;
       const plan =
-        model === undefined
+        model === undefined || counting
           ? FREE_PLAN
           : planBilling({ endpoint: input.endpoint, model, prices: deps.prices(), json: input.json, fields: input.fields, bodyBytes: input.bodyBytes, rates: account.rates });
       const reserve = plan.reserve;
       const now = clock.now();
       const day = clock.businessDate(now);
       const month = clock.businessMonth(now);
-      // Reservations of calls in flight are what waiting can free: a refusal they alone
-      // cause is worth a retry in a moment; one the settled spend causes is not.
-      const inFlight = credit.reserved(account.id);
-      if (!account.isOwner && reserve > 0 && credit.available(account.id) < reserve) {
-        throw credit.available(account.id) + inFlight < reserve
-          ? new HttpError("rate_limit", `Insufficient credit for this call (it may cost up to ${reserve / 1e9} credits)`, { code: "insufficient_credit", headers: NO_RETRY })
+      if (!account.isOwner && reserve > 0 && credit.available(account.id) <= 0) {
+        // Reservations of calls in flight are what waiting can free: a refusal they alone
+        // cause is worth a retry in a moment; one the settled balance causes is not.
+        throw credit.available(account.id) + credit.reserved(account.id) <= 0
+          ? new HttpError("rate_limit", "Insufficient credit: the balance is used up", { code: "insufficient_credit", headers: NO_RETRY })
           : new HttpError("rate_limit", "Insufficient credit while other calls of this account are in flight; retry when they end", {
               code: "insufficient_credit",
               headers: RETRY_SOON,
             });
       }
-      const spend = spendOf(account.id);
-      // A token count spends nothing: only access rules (checked before) and request windows apply.
-      const counting = input.endpoint.counting === true;
-      const daily = counting ? null : nanos(account.dailyLimit);
-      if (daily !== null && spend.costToday.get(day) + reserve > daily) {
-        const settled = spend.costToday.get(day) - inFlight + reserve > daily;
-        throw new HttpError("rate_limit", `DailyLimit of ${account.dailyLimit} credits reached for today${settled ? "" : " with the calls in flight"}`, {
-          code: "daily_limit_reached",
-          headers: settled ? { "retry-after": seconds(msUntilNextBusinessDay(clock, now)) } : RETRY_SOON,
-        });
-      }
-      const hard = counting ? null : nanos(account.hardLimit);
-      if (hard !== null && spend.costThisMonth.get(month) + reserve > hard) {
-        const settled = spend.costThisMonth.get(month) - inFlight + reserve > hard;
-        throw new HttpError("rate_limit", `HardLimit of ${account.hardLimit} credits reached for this month${settled ? "" : " with the calls in flight"}`, {
-          code: "hard_limit_reached",
-          headers: settled ? { "retry-after": seconds(msUntilNextBusinessMonth(clock, now)), ...NO_RETRY } : RETRY_SOON,
-        });
-      }
+      const spend = counting ? [] : spendOf(account);
+      checkSpend(account, spend, day, month, now);
       const scopes = checkWindows({ account, model, day, now, counters: deps.counters, quotas, clock, system: deps.modelLimits(), tenantRoot: deps.tenantRoot, requestsOnly: counting });
       countRequest(scopes, day, now);
+      reserveTokens(scopes, day, now, plan.tokens);
       credit.reserve(account.id, reserve);
       // Spend limits count reservations too, so concurrent calls cannot overshoot them.
-      spend.costToday.add(day, reserve);
-      spend.costThisMonth.add(month, reserve);
-      return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, scopes };
+      for (const entry of spend) {
+        entry.costToday.add(day, reserve);
+        entry.costThisMonth.add(month, reserve);
+        entry.inFlight.value += reserve;
+      }
+      return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, scopes, spend, admittedAt: now, day };
     },
 
     release(admission) {
-      const now = clock.now();
-      const day = clock.businessDate(now);
-      const spend = spendOf(admission.accountId);
-      credit.settle(admission.accountId, admission.reserved, 0);
-      spend.costToday.add(day, -admission.reserved);
-      spend.costThisMonth.add(day.slice(0, 7), -admission.reserved);
+      settleSpend(admission, 0, clock.now());
+      settleTokens(admission.scopes, admission.day, admission.admittedAt, admission.plan.tokens, 0);
     },
 
     record(event: UsageEvent) {
@@ -169,15 +230,9 @@ export function createMeter(deps: {
       let cost = event.costNanos ?? 0;
       if (admission) {
         cost = admission.plan.settle(event.usage, event.extra);
-        const day = clock.businessDate(event.at);
-        const month = day.slice(0, 7);
-        const spend = spendOf(admission.accountId);
-        credit.settle(admission.accountId, admission.reserved, cost);
-        spend.costToday.add(day, cost - admission.reserved);
-        spend.costThisMonth.add(month, cost - admission.reserved);
-        spend.spentThisMonth.add(month, cost);
-        if (!event.notUsage) countTokens(admission.scopes, day, clock.now(), totalTokens(event.usage));
-        if (cost > 0) deps.onSpend?.(admission.account);
+        settleSpend(admission, cost, event.at);
+        settleTokens(admission.scopes, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage));
+        if (cost > 0 && deps.onSpend) for (const entry of admission.spend) deps.onSpend(entry.account, (month) => entry.spentThisMonth.get(month));
       }
       observe(deps.metrics, event, cost);
       if (event.notUsage) return;

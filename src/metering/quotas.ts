@@ -57,11 +57,17 @@ export function createQuotas(deps: { store: Store; counters: Counters }) {
   const keyOf = (measure: DailyMeasure, kind: PeriodKind, accountId: number | undefined, model: string | undefined, tenantRoot: number | undefined) =>
     `q:${measure}:${kind}:${accountId ?? `t${tenantRoot ?? "*"}`}:${model ?? "*"}`;
 
+  /** A subtree's total: every account whose path starts with the root's, deleted ones included. */
+  const seedSubtree = (measure: DailyMeasure, period: string, path: string) => {
+    const members = deps.store.db.select({ id: accounts.id }).from(accounts).where(like(accounts.path, `${path}%`));
+    const day = period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period);
+    return deps.store.db.select({ value: column[measure] }).from(usageDaily).where(and(day, inArray(usageDaily.accountId, members))).get()?.value ?? 0;
+  };
+
   const slots = new Map<string, QuotaSlot>();
 
-  /** The total of one measure for one account (and model), or one model across accounts, period after period. */
-  const slot = (measure: DailyMeasure, kind: PeriodKind, accountId?: number, model?: string, tenantRoot?: number): QuotaSlot => {
-    const key = keyOf(measure, kind, accountId, model, tenantRoot);
+  /** The slot under `key`, seeded by `seedFor` whenever it moves to a new period. */
+  const slotAt = (key: string, seedFor: (period: string) => number): QuotaSlot => {
     let found = slots.get(key);
     if (found) return found;
     const cell = deps.counters.daySlot(key);
@@ -70,7 +76,7 @@ export function createQuotas(deps: { store: Store; counters: Counters }) {
     const ensure = (period: string) => {
       if (cell.day === period) return;
       cell.day = period;
-      cell.value = seed(measure, period, accountId, model, tenantRoot);
+      cell.value = seedFor(period);
       held = period;
     };
     found = {
@@ -92,10 +98,22 @@ export function createQuotas(deps: { store: Store; counters: Counters }) {
     return found;
   };
 
+  /** The total of one measure for one account (and model), or one model across accounts, period after period. */
+  const slot = (measure: DailyMeasure, kind: PeriodKind, accountId?: number, model?: string, tenantRoot?: number): QuotaSlot =>
+    slotAt(keyOf(measure, kind, accountId, model, tenantRoot), (period) => seed(measure, period, accountId, model, tenantRoot));
+
+  /**
+   * The total of one measure over an account's whole subtree (its own calls and every
+   * descendant's), period after period: what its DailyLimit, HardLimit and SoftLimit bound.
+   */
+  const subtreeSlot = (measure: DailyMeasure, kind: PeriodKind, root: { id: number; path: string }): QuotaSlot =>
+    slotAt(`q:${measure}:${kind}:s${root.id}`, (period) => seedSubtree(measure, period, root.path));
+
   const kindOf = (period: string): PeriodKind => (period.length === 7 ? "month" : "day");
 
   return {
     slot,
+    subtreeSlot,
     /**
      * The total of `measure` in `period` for an account (and model), or for a model across
      * all accounts (of one BYOK tenant when `tenantRoot` is given).

@@ -30,8 +30,6 @@ const TOKENS_PER_CALL = 60;
 /** (30 × 2 + 30 × 8) × 1000 at Rates 1. */
 const COST = 300_000;
 const BODY = (model = "acme-chat") => JSON.stringify({ model, max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
-/** The reservation of BODY(): ceil(bytes / 3) × 2 + 100 × 8, × 1000. */
-const worstCase = (model = "acme-chat") => (Math.ceil(BODY(model).length / 3) * 2 + 100 * 8) * 1000;
 
 let upstream: MockUpstream;
 let router: TestRouter;
@@ -123,12 +121,11 @@ function charges(accountId: number) {
 }
 
 describe("spend limits", () => {
-  test("DailyLimit: refused once today's spend plus the call's worst case would pass it; resets at midnight in the business zone", async () => {
+  test("DailyLimit: refused once today's spend reached it; resets at midnight in the business zone", async () => {
     // 08:00 in Tokyo is 23:00 UTC of the previous day.
     clock.set(tokyo(2026, 3, 10, 8));
-    const W = worstCase();
-    const acct = await createAccount({ DailyLimit: (W + 2 * COST) / 1e9 });
-    // Three calls fit (spent 0, then 1 × COST, then 2 × COST, each plus W); no flush in between.
+    const acct = await createAccount({ DailyLimit: (2.5 * COST) / 1e9 });
+    // Three calls run (spent 0, then 1 × COST, then 2 × COST: each time something is left); no flush in between.
     for (let i = 0; i < 3; i++) expect((await chat(acct.key)).status).toBe(200);
     const seconds = refusal(await chat(acct.key), "daily_limit_reached", "DailyLimit");
     // Until midnight in Tokyo: 16 hours.
@@ -147,8 +144,9 @@ describe("spend limits", () => {
 
   test("DailyLimit holds under concurrency: reservations count against it", async () => {
     const body = JSON.stringify({ model: "acme-chat", max_tokens: 100, stream: true, messages: [{ role: "user", content: "hi" }] });
-    const W = (Math.ceil(body.length / 3) * 2 + 100 * 8) * 1000;
-    const limit = 3 * W + 1000;
+    // The documented worst case: body bytes + 1024 input tokens at 2, 100 output tokens at 8.
+    const W = ((body.length + 1024) * 2 + 100 * 8) * 1000;
+    const limit = 3 * W;
     const acct = await createAccount({ DailyLimit: limit / 1e9 });
     const statuses = await Promise.all(
       Array.from({ length: 12 }, async () => {
@@ -176,8 +174,7 @@ describe("spend limits", () => {
 
   test("HardLimit: per business month, not reset by a new day, reset by a new month", async () => {
     clock.set(tokyo(2026, 3, 30, 12));
-    const W = worstCase();
-    const acct = await createAccount({ HardLimit: (W + COST) / 1e9 });
+    const acct = await createAccount({ HardLimit: (1.5 * COST) / 1e9 });
     expect((await chat(acct.key)).status).toBe(200);
     expect((await chat(acct.key)).status).toBe(200);
     const seconds = refusal(await chat(acct.key), "hard_limit_reached", "HardLimit");
@@ -191,9 +188,8 @@ describe("spend limits", () => {
   });
 
   test("DailyLimit and HardLimit together: each sees the spend of its own period", async () => {
-    const W = worstCase();
     // The day allows two calls, the month three.
-    const acct = await createAccount({ DailyLimit: (W + COST) / 1e9, HardLimit: (W + 2 * COST) / 1e9 });
+    const acct = await createAccount({ DailyLimit: (1.5 * COST) / 1e9, HardLimit: (2.5 * COST) / 1e9 });
     expect((await chat(acct.key)).status).toBe(200);
     expect((await chat(acct.key)).status).toBe(200);
     refusal(await chat(acct.key), "daily_limit_reached");
@@ -209,11 +205,11 @@ describe("request windows", () => {
   test("RPM: the 4th call in a minute is refused with Retry-After; once it has passed the call goes through", async () => {
     const acct = await createAccount({ RPM: 3 });
     for (let i = 0; i < 3; i++) expect((await chat(acct.key)).status).toBe(200);
+    clock.advance(400);
     const res = await chat(acct.key);
     const seconds = refusal(res, "rpm_limit_reached", "RPM limit of 3", "account");
-    // A minute window in one-second buckets: at most the window plus one bucket.
-    expect(seconds).toBeGreaterThanOrEqual(60);
-    expect(seconds).toBeLessThanOrEqual(61);
+    // Never more than the window: the calls leave it 59.6 s from now.
+    expect(seconds).toBe(60);
     // Not forwarded, not charged.
     expect(upstream.requests).toHaveLength(3);
     expect(charges(acct.id)).toEqual({ rows: 3, cost: 3 * COST });
@@ -280,21 +276,39 @@ describe("token windows", () => {
     // 60 recorded < 120
     expect((await chat(acct.key)).status).toBe(200);
     const seconds = refusal(await chat(acct.key), "tpm_limit_reached", "TPM limit of 120", "account");
-    expect(seconds).toBeLessThanOrEqual(61);
+    expect(seconds).toBeLessThanOrEqual(60);
     expect(upstream.requests).toHaveLength(2);
     clock.advance(seconds * SECOND);
     expect((await chat(acct.key)).status).toBe(200);
   });
 
-  test("TPM: calls in flight are admitted until their tokens are recorded", async () => {
+  test("TPM: a call in flight reserves its most tokens, so a concurrent call waits for it (Retry-After 1)", async () => {
     const acct = await createAccount({ TPM: 1 });
     const stream = () =>
-      router.fetch("/v1/chat/completions", { method: "POST", key: acct.key, body: JSON.stringify({ model: "acme-chat", stream: true, messages: [] }) });
+      router.fetch("/v1/chat/completions", { method: "POST", key: acct.key, body: JSON.stringify({ model: "acme-chat", stream: true, max_tokens: 100, messages: [] }) });
     const [a, b] = await Promise.all([stream(), stream()]);
-    expect([a.status, b.status]).toEqual([200, 200]);
-    await Promise.all([a.text(), b.text()]);
-    await waitFor(() => charges(acct.id).rows === 2);
+    expect([a.status, b.status].sort()).toEqual([200, 429]);
+    const refused = a.status === 429 ? a : b;
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect((await refused.json()).error.message).toContain("calls in flight");
+    await Promise.all([a.text(), b.text()].map((p) => p.catch(() => "")));
+    await waitFor(() => charges(acct.id).rows === 1);
+    // Settled to the 60 tokens it used: the window's own wait, at most a minute.
+    const seconds = refusal(await chat(acct.key), "tpm_limit_reached");
+    expect(seconds).toBeLessThanOrEqual(60);
+    expect(upstream.requests).toHaveLength(1);
+  });
+
+  test("TPM holds under concurrency: 20 calls at once against two calls' worth run one at a time", async () => {
+    const acct = await createAccount({ TPM: 2 * TOKENS_PER_CALL });
+    const statuses = await Promise.all(Array.from({ length: 20 }, async () => (await chat(acct.key)).status));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(19);
+    await waitFor(() => charges(acct.id).rows === 1);
+    // The window now holds the 60 tokens really used: one more call fits, then the limit holds.
+    expect((await chat(acct.key)).status).toBe(200);
     refusal(await chat(acct.key), "tpm_limit_reached");
+    expect(upstream.requests).toHaveLength(2);
   });
 
   test("TPH refuses at its boundary with Retry-After", async () => {
@@ -389,21 +403,19 @@ describe("admission order", () => {
   });
 
   test("credit comes before the spend limits and the windows", async () => {
-    const W = worstCase();
-    const acct = await createAccount({ CreditGranted: (W + COST) / 1e9, RPM: 2, DailyLimit: (W + COST) / 1e9 });
+    const acct = await createAccount({ CreditGranted: (1.5 * COST) / 1e9, RPM: 2, DailyLimit: (1.5 * COST) / 1e9 });
     expect((await chat(acct.key)).status).toBe(200);
-    // Balance W and today's spend COST: the second call still fits all three checks.
+    // Balance 0.5 × COST and today's spend COST: the second call still passes all three checks.
     expect((await chat(acct.key)).status).toBe(200);
-    // Balance W − COST (short of a worst case), DailyLimit reached, RPM reached: credit answers first.
+    // Balance below zero, DailyLimit reached, RPM reached: credit answers first.
     refusal(await chat(acct.key), "insufficient_credit", "credit");
   });
 
   test("DailyLimit before HardLimit, spend limits before the windows", async () => {
-    const W = worstCase();
-    const acct = await createAccount({ DailyLimit: W / 1e9, HardLimit: W / 1e9, RPM: 1 });
+    const acct = await createAccount({ DailyLimit: COST / 2e9, HardLimit: COST / 2e9, RPM: 1 });
     expect((await chat(acct.key)).status).toBe(200);
     refusal(await chat(acct.key), "daily_limit_reached");
-    const monthly = await createAccount({ HardLimit: W / 1e9, RPM: 1 });
+    const monthly = await createAccount({ HardLimit: COST / 2e9, RPM: 1 });
     expect((await chat(monthly.key)).status).toBe(200);
     refusal(await chat(monthly.key), "hard_limit_reached");
   });

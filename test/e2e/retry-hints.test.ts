@@ -66,7 +66,9 @@ describe("refusals waiting cannot cure: x-should-retry false, the SDKs stop at o
   test("HardLimit spent: x-should-retry false", async () => {
     const { router, upstream } = await start();
     upstream.route("POST", "/v1/chat/completions", () => json(completion));
+    // The first call spends exactly the limit (10 × 2 + 10 × 8 = 100,000 nano-credits).
     const capped = await createAccount(router, { CreditGranted: 100, HardLimit: 0.0001 });
+    expect((await api(router, "/v1/chat/completions", { key: capped.key, body: BODY })).status).toBe(200);
     const res = await api(router, "/v1/chat/completions", { key: capped.key, body: BODY });
     expect(res.status).toBe(429);
     expect(res.body.error.code).toBe("hard_limit_reached");
@@ -95,7 +97,7 @@ describe("refusals only calls in flight cause: retryable, Retry-After 1", () => 
       }
       return json(completion);
     });
-    // Room for one worst case and a little more, not two.
+    // Less than one worst case: the first call's reservation holds more than the balance.
     const account = await createAccount(router, { CreditGranted: 0.0015 });
     const slow = api(router, "/v1/chat/completions", { key: account.key, body: BODY });
     await waitFor(() => upstream.requests.length === 1);

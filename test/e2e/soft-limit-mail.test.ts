@@ -6,6 +6,7 @@ import { SMTPServer } from "smtp-server";
 import { createManualClock } from "../../src/core/clock.ts";
 import { addKey, usageRows } from "../helpers/keys.ts";
 import { json, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { DEFAULT_RESOURCES } from "../helpers/owner-ops.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 
 /**
@@ -96,7 +97,7 @@ async function createAccount(fields: Record<string, unknown>) {
   return { id: res.body.ID as number, key: res.body.APIKey as string, email: res.body.Email as string };
 }
 
-/** One chat call whose upstream reports `usage`; no max_tokens, so it reserves 4096 output tokens (~0.033). */
+/** One chat call whose upstream reports `usage`; no max_tokens, so it reserves the default maximum output (32,768 tokens, ~0.26). */
 async function call(key: string, usage: unknown): Promise<{ status: number; ms: number }> {
   upstream.once((req) =>
     json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage }),
@@ -156,10 +157,25 @@ describe("soft-limit mail", () => {
     expect(mailsTo("billing@example.com")[1]!.data).toContain("2026-06");
   });
 
+  test("a manager's SoftLimit counts its whole subtree: its children's charges send the manager's mail", async () => {
+    const manager = await createAccount({ SoftLimit: 0.015, BillingEmail: "team-billing@example.com", Resources: `${DEFAULT_RESOURCES},/x-users*` });
+    const child = await api("/x-users", { key: manager.key, body: { Email: `soft${++emails}@example.com`, CreditGranted: 1, SoftLimit: 0.015 } });
+    expect(child.status).toBe(201);
+    const other = await api("/x-users", { key: manager.key, body: { Email: `soft${++emails}@example.com`, CreditGranted: 1, SoftLimit: 0.015 } });
+    // Each child spends 0.01, below its own 0.015; together 0.02, past the manager's.
+    expect((await call(child.body.APIKey, LARGE)).status).toBe(200);
+    expect(mailsTo("team-billing@example.com")).toHaveLength(0);
+    expect((await call(other.body.APIKey, LARGE)).status).toBe(200);
+    const [mail] = (await waitFor(() => (mailsTo("team-billing@example.com").length > 0 ? mailsTo("team-billing@example.com") : undefined), 5000, "the manager's mail"))!;
+    expect(mail!.data).toContain("accounts under it");
+    expect(mail!.data).toContain("0.0200");
+    expect(mailsTo(child.body.Email)).toHaveLength(0);
+  });
+
   test("a reservation alone does not cross SoftLimit: only what calls were charged counts", async () => {
     const acct = await createAccount({ SoftLimit: 0.01 });
     const witness = await createAccount({ SoftLimit: 0.001 });
-    // A slow stream reserves its worst case (~0.033, above the limit) and will cost 0.0001.
+    // A slow stream reserves its worst case (~0.26, above the limit) and will cost 0.0001.
     upstream.once(() =>
       sse(
         [

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { HttpError } from "../../src/core/errors.ts";
 import { OPENAI_ENDPOINTS, type Endpoint } from "../../src/gateway/endpoints.ts";
 import { ZERO_USAGE, type Usage } from "../../src/gateway/usage/types.ts";
-import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_VIDEO_SECONDS, planBilling, type BillingInput } from "../../src/metering/billing.ts";
+import { DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_VIDEO_SECONDS, planBilling, type BillingInput } from "../../src/metering/billing.ts";
 import { createPriceBook } from "../../src/metering/pricing/price-book.ts";
 
 /** How each kind of call is priced: its reservation up front and its charge at the end. */
@@ -39,11 +39,17 @@ function refusal(run: () => unknown): HttpError {
 }
 
 describe("token-priced calls (ChatPricing)", () => {
-  test("reserve: ceil(bytes ÷ 3) input at the dearest input price + max_tokens at the dearest output price, × Rates", () => {
+  test("reserve: body bytes + 1024 input at the dearest input price + max_tokens at the dearest output price, × Rates; the same tokens in the token windows", () => {
     const p = plan(ep("/v1/chat/completions"), "acme-chat", { json: { max_tokens: 100 }, bodyBytes: 301 });
-    expect(p.reserve).toBe(Math.round((101 * 2 + 100 * 12) * 1000 * RATES));
-    // No maximum named: 4096 output tokens.
-    expect(plan(ep("/v1/chat/completions"), "acme-chat", { json: {}, bodyBytes: 0 }).reserve).toBe(Math.round(DEFAULT_MAX_OUTPUT_TOKENS * 12 * 1000 * RATES));
+    expect(p.reserve).toBe(Math.round((1325 * 2 + 100 * 12) * 1000 * RATES));
+    expect(p.tokens).toBe(1325 + 100);
+    // No maximum named: the model's maximum output, else the default.
+    expect(plan(ep("/v1/chat/completions"), "acme-chat", { json: {}, bodyBytes: 0 }).reserve).toBe(Math.round((1024 * 2 + DEFAULT_MAX_OUTPUT_TOKENS * 12) * 1000 * RATES));
+    // An image by URL cannot be sized: the input bound is the context window.
+    const byUrl = { max_tokens: 100, messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://example.com/a.png" } }] }] };
+    expect(plan(ep("/v1/chat/completions"), "acme-chat", { json: byUrl, bodyBytes: 120 }).tokens).toBe(DEFAULT_CONTEXT_WINDOW + 100);
+    // Embeddings have no output.
+    expect(plan(ep("/v1/embeddings"), "acme-chat", { json: { input: "hi" }, bodyBytes: 30 }).tokens).toBe(30 + 1024);
   });
 
   test("settle: the reported tokens at their prices × Rates; a failure (no tokens) costs nothing", () => {
@@ -93,7 +99,7 @@ describe("images", () => {
 
   test("a model only ChatPricing prices (gpt-image-1 style) is charged its reported tokens; reserve 8192 output tokens per image", () => {
     const p = plan(generations, "acme-image-tokens", { json: { n: 2 }, bodyBytes: 30 });
-    expect(p.reserve).toBe(Math.round((10 * 10 + 2 * 8192 * 40) * 1000 * RATES));
+    expect(p.reserve).toBe(Math.round((1054 * 10 + 2 * 8192 * 40) * 1000 * RATES));
     const usage = tokens(50, 4000, { imagePrompt: 10 });
     expect(p.settle(usage, { images: 2 })).toBe(Math.round((40 * 5 + 10 * 10 + 4000 * 40) * 1000 * RATES));
     expect(p.settle(ZERO_USAGE, undefined)).toBe(0);

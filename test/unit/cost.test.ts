@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Usage } from "../../src/gateway/usage/types.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS, worstCaseNanos } from "../../src/metering/meter.ts";
+import { DEFAULT_CONTEXT_WINDOW, PROVIDER_INPUT_OVERHEAD } from "../../src/metering/billing.ts";
 import { tokenCostNanos, unitCostNanos } from "../../src/metering/pricing/cost.ts";
 import type { ChatPrice } from "../../src/metering/pricing/schema.ts";
 
@@ -105,31 +106,39 @@ describe("unitCostNanos", () => {
 describe("worstCaseNanos (the reservation rule)", () => {
   const price: ChatPrice = { InputText: 2, CachedText: 0.5, CacheWrite: 2.5, OutputText: 8, ReasonText: 12 };
 
-  test("ceil(body bytes / 3) input tokens at the dearest input price + max output tokens at the dearest output price, × Rates", () => {
-    // 100 input tokens × 2.5 (CacheWrite) + 100 × 12 (ReasonText) = 1450 USD/1M·tokens
-    expect(worstCaseNanos(price, { max_tokens: 100 }, 300, 1)).toBe(1_450_000);
-    expect(worstCaseNanos(price, { max_tokens: 100 }, 300, 1.5)).toBe(2_175_000);
-    // 301 bytes → 101 tokens
-    expect(worstCaseNanos(price, { max_tokens: 100 }, 301, 1)).toBe(1_452_500);
+  test("body bytes + 1024 input tokens (at most the context window) at the dearest input price + max output tokens at the dearest output price, × Rates", () => {
+    // (300 + 1024) input tokens × 2.5 (CacheWrite) + 100 × 12 (ReasonText)
+    expect(PROVIDER_INPUT_OVERHEAD).toBe(1024);
+    expect(worstCaseNanos(price, { max_tokens: 100 }, 300, 1)).toBe((1324 * 2.5 + 1200) * 1000);
+    expect(worstCaseNanos(price, { max_tokens: 100 }, 300, 1.5)).toBe((1324 * 2.5 + 1200) * 1500);
+    // The context window caps the input; a body that points at content it does not hold reserves all of it.
+    const small: ChatPrice = { ...price, ContextWindow: 500 };
+    expect(worstCaseNanos(small, { max_tokens: 100 }, 300, 1)).toBe((500 * 2.5 + 1200) * 1000);
+    expect(worstCaseNanos(small, { max_tokens: 100 }, 3, 1, true)).toBe((500 * 2.5 + 1200) * 1000);
+    expect(worstCaseNanos(price, { max_tokens: 100 }, 3, 1, true)).toBe((DEFAULT_CONTEXT_WINDOW * 2.5 + 1200) * 1000);
   });
 
-  test("the output maximum is read from each family's field, else the documented default", () => {
-    const cost = (json: Record<string, unknown> | undefined) => worstCaseNanos({ OutputText: 1 }, json, 0, 1);
+  test("the output maximum is read from each family's field, else the model's MaxOutput, else the documented default; times the answers asked for", () => {
+    const cost = (json: Record<string, unknown> | undefined, price: ChatPrice = { OutputText: 1 }) => worstCaseNanos(price, json, 0, 1);
     expect(cost({ max_tokens: 10 })).toBe(10_000);
     expect(cost({ max_completion_tokens: 20 })).toBe(20_000);
     expect(cost({ max_output_tokens: 30 })).toBe(30_000);
     expect(cost({ generationConfig: { maxOutputTokens: 40 } })).toBe(40_000);
-    expect(DEFAULT_MAX_OUTPUT_TOKENS).toBe(4096);
-    expect(cost({})).toBe(4096_000);
-    expect(cost(undefined)).toBe(4096_000);
+    expect(DEFAULT_MAX_OUTPUT_TOKENS).toBe(32_768);
+    expect(cost({})).toBe(32_768_000);
+    expect(cost(undefined)).toBe(32_768_000);
+    expect(cost({}, { OutputText: 1, MaxOutput: 500 })).toBe(500_000);
     // Nonsense maxima fall back to the default rather than reserving nothing.
-    expect(cost({ max_tokens: 0 })).toBe(4096_000);
-    expect(cost({ max_tokens: -5 })).toBe(4096_000);
+    expect(cost({ max_tokens: 0 })).toBe(32_768_000);
+    expect(cost({ max_tokens: -5 })).toBe(32_768_000);
+    // Each of n answers (Gemini: candidateCount) may reach the maximum.
+    expect(cost({ max_tokens: 10, n: 3 })).toBe(30_000);
+    expect(cost({ generationConfig: { maxOutputTokens: 10, candidateCount: 2 } })).toBe(20_000);
   });
 
   test("audio and image members count when they are the dearest", () => {
-    expect(worstCaseNanos({ InputText: 1, InputAudio: 40, OutputText: 2, OutputAudio: 80 }, { max_tokens: 1 }, 3, 1)).toBe((40 + 80) * 1000);
-    expect(worstCaseNanos({ InputText: 1, InputImage: 10, OutputText: 2, OutputImage: 40 }, { max_tokens: 1 }, 3, 1)).toBe((10 + 40) * 1000);
+    expect(worstCaseNanos({ InputText: 1, InputAudio: 40, OutputText: 2, OutputAudio: 80, ContextWindow: 1 }, { max_tokens: 1 }, 3, 1)).toBe((40 + 80) * 1000);
+    expect(worstCaseNanos({ InputText: 1, InputImage: 10, OutputText: 2, OutputImage: 40, ContextWindow: 1 }, { max_tokens: 1 }, 3, 1)).toBe((10 + 40) * 1000);
   });
 
   test("the worst case is never below the actual cost of a call within its bounds", () => {

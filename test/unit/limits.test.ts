@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { createManualClock } from "../../src/core/clock.ts";
 import { HttpError } from "../../src/core/errors.ts";
 import { createMemoryCounters } from "../../src/metering/counters.ts";
-import { checkWindows, countRequest, countTokens, type SystemLimits, type WindowLimits } from "../../src/metering/limits.ts";
+import { checkWindows, countRequest, settleTokens, type SystemLimits, type WindowLimits } from "../../src/metering/limits.ts";
 import { createQuotas, type Quotas } from "../../src/metering/quotas.ts";
 import { openStore } from "../../src/store/db.ts";
 import { usageDaily } from "../../src/store/schema/usage.ts";
@@ -84,7 +84,7 @@ function harness(acct: AccountRow, sys: SystemLimits = []) {
     return scopes;
   };
   const finish = (scopes: ReturnType<typeof admit>, tokens: number) =>
-    countTokens(scopes, clock.businessDate(), clock.now(), tokens);
+    settleTokens(scopes, clock.businessDate(), clock.now(), 0, tokens);
   const refusal = (model: string | undefined = "m1"): HttpError => {
     try {
       admit(model);
@@ -320,28 +320,29 @@ describe("counters.retryAfterMs", () => {
     c.add("k", 1, T0 + 20 * SECOND, MINUTE);
     const now = T0 + 30 * SECOND;
     expect(c.retryAfterMs("k", now, MINUTE, 4)).toBe(0);
-    // Dropping below 3 needs the first bucket (T0..T0+1s) to leave: at T0 + 61 s.
-    expect(c.retryAfterMs("k", now, MINUTE, 3)).toBe(31 * SECOND);
-    expect(c.sum("k", now + 31 * SECOND - 1, MINUTE)).toBe(3);
-    expect(c.sum("k", now + 31 * SECOND, MINUTE)).toBe(1);
+    // Dropping below 3 needs the first event (at T0) to leave: at T0 + 60 s.
+    expect(c.retryAfterMs("k", now, MINUTE, 3)).toBe(30 * SECOND);
+    expect(c.sum("k", now + 30 * SECOND - 1, MINUTE)).toBe(3);
+    expect(c.sum("k", now + 30 * SECOND, MINUTE)).toBe(1);
     // Dropping below 1 needs both to leave.
-    expect(c.retryAfterMs("k", now, MINUTE, 1)).toBe(51 * SECOND);
-    expect(c.sum("k", now + 51 * SECOND, MINUTE)).toBe(0);
+    expect(c.retryAfterMs("k", now, MINUTE, 1)).toBe(50 * SECOND);
+    expect(c.sum("k", now + 50 * SECOND, MINUTE)).toBe(0);
   });
 
-  test("the wait never exceeds the window plus one bucket, and the window admits right after it", () => {
+  test("the wait never exceeds the window (60 s for a minute), and the window admits right after it", () => {
     for (let offset = 0; offset < 3000; offset += 250) {
       const c = createMemoryCounters();
       c.add("k", 1, T0 + offset, MINUTE);
-      const wait = c.retryAfterMs("k", T0 + offset, MINUTE, 1);
-      expect(wait).toBeGreaterThan(MINUTE - 1);
-      expect(wait).toBeLessThanOrEqual(MINUTE + SECOND);
-      expect(c.sum("k", T0 + offset + wait, MINUTE)).toBe(0);
-      expect(c.sum("k", T0 + offset + wait - 1, MINUTE)).toBe(1);
+      for (const later of [0, 400, 999]) {
+        const wait = c.retryAfterMs("k", T0 + offset + later, MINUTE, 1);
+        expect(wait).toBe(MINUTE - later);
+        expect(c.sum("k", T0 + offset + later + wait, MINUTE)).toBe(0);
+        expect(c.sum("k", T0 + offset + later + wait - 1, MINUTE)).toBe(1);
+      }
     }
     const hour = createMemoryCounters();
     hour.add("h", 1, T0, HOUR);
-    expect(hour.retryAfterMs("h", T0, HOUR, 1)).toBe(HOUR + MINUTE);
+    expect(hour.retryAfterMs("h", T0, HOUR, 1)).toBe(HOUR);
   });
 });
 

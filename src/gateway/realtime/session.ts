@@ -11,7 +11,7 @@ import { REALTIME_PATH } from "./handshake.ts";
 import type { PickedKey } from "./pick.ts";
 
 /** Realtime sessions are token-billed by ChatPricing on the effective model, one admission per response. */
-export const REALTIME_ENDPOINT: Endpoint = { family: "openai", path: REALTIME_PATH, model: "none", idempotent: false };
+export const REALTIME_ENDPOINT: Endpoint = { family: "openai", path: REALTIME_PATH, model: "none", idempotent: false, statefulInput: true };
 
 /** How a session ended first, and by whom. */
 export interface SessionEnd {

@@ -1,6 +1,9 @@
 import { bestMatch, compilePattern, type CompiledPattern } from "../../routing/patterns.ts";
 import catalogJson from "./catalog.json" with { type: "json" };
-import { SECTIONS, type PricingTable, type Section } from "./schema.ts";
+import { SECTIONS, TOKEN_LIMIT_MEMBERS, type PricingTable, type Section } from "./schema.ts";
+
+/** Context windows and output limits are token counts: Rates does not scale them. */
+const isTokenLimit = (member: string) => (TOKEN_LIMIT_MEMBERS as readonly string[]).includes(member);
 
 /** The built-in catalog, embedded in the binary. */
 export const CATALOG = catalogJson as PricingTable;
@@ -56,7 +59,7 @@ export function createPriceBook(overrides: Partial<PricingTable> = {}): PriceBoo
 export function scaleTable(table: PricingTable, rates: number): PricingTable {
   const scale = (value: unknown): unknown =>
     typeof value === "number" ? Math.round(value * rates * 1e9) / 1e9 : value !== null && typeof value === "object"
-      ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scale(v)]))
+      ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, isTokenLimit(k) ? v : scale(v)]))
       : value;
   return scale(table) as PricingTable;
 }

@@ -11,6 +11,10 @@ export interface ChatPrice {
   OutputAudio?: number;
   InputImage?: number;
   OutputImage?: number;
+  /** Tokens of input and output together the model accepts: bounds a call's input in its reservation. */
+  ContextWindow?: number;
+  /** Most output tokens one answer can have: a call's output bound when it sets no max_tokens. */
+  MaxOutput?: number;
 }
 
 /** Per image, USD; a size entry beats `Call`. */
@@ -40,8 +44,14 @@ export interface PricingTable {
 
 export type Section = keyof PricingTable;
 
+/** ChatPricing members that are token counts, not prices: never scaled by Rates. */
+export const TOKEN_LIMIT_MEMBERS = ["ContextWindow", "MaxOutput"] as const;
+
+/** The largest context window or output accepted (tokens): far above any model's. */
+export const MAX_TOKEN_LIMIT = 100_000_000;
+
 const MEMBERS: Record<Section, readonly string[]> = {
-  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage"],
+  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", ...TOKEN_LIMIT_MEMBERS],
   ImgPricing: ["Call", "Sizes"],
   AudioPricing: ["PerMinute"],
   VideoPricing: ["PerSecond"],
@@ -66,6 +76,13 @@ function price(where: string, value: unknown): number {
     throw badRequest(`PRICING: ${where} must be a finite, non-negative number`, "PRICING");
   }
   if (value > MAX_PRICE) throw badRequest(`PRICING: ${where} must be at most ${MAX_PRICE}`, "PRICING");
+  return value;
+}
+
+function tokenLimit(where: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > MAX_TOKEN_LIMIT) {
+    throw badRequest(`PRICING: ${where} must be a whole number of tokens from 1 to ${MAX_TOKEN_LIMIT}`, "PRICING");
+  }
   return value;
 }
 
@@ -113,7 +130,8 @@ export function parsePricingTable(value: unknown): Partial<PricingTable> {
             sizes[size] = price(`${where}["${size}"]`, p);
           }
           entry.Sizes = sizes;
-        } else entry[member] = price(where, n);
+        } else if ((TOKEN_LIMIT_MEMBERS as readonly string[]).includes(member)) entry[member] = tokenLimit(where, n);
+        else entry[member] = price(where, n);
       }
       checked[model] = entry;
     }
