@@ -15,6 +15,7 @@ import { createMeter } from "./metering/meter.ts";
 import { createQuotas, type Quotas } from "./metering/quotas.ts";
 import { createSoftLimitNotifier } from "./mail/soft-limit.ts";
 import { createAccountChains } from "./accounts/chain.ts";
+import { createRetiredCreditSweeper } from "./accounts/retired-credit.ts";
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
 import { openStore, type Store } from "./store/db.ts";
@@ -98,6 +99,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const usageRecorder = createUsageRecorder({ store, clock, log });
   const metrics = createRouterMetrics();
   const credit = createCreditBook({ store, clock });
+  const sweepRetiredCredit = createRetiredCreditSweeper({ store, clock });
   usageRecorder.onCharged((charged) => credit.flushed(charged));
   const quotas = createQuotas({ store, counters });
   const softLimit = createSoftLimitNotifier({ store, clock, log });
@@ -140,6 +142,12 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
       principals,
       oplog,
       onCreditChanged: (ids) => ids.forEach((id) => credit.invalidate(id)),
+      heldCredit: (id) => credit.held(id),
+      onDeleted: (id) =>
+        credit.retire(id, () => {
+          const heir = sweepRetiredCredit(id);
+          if (heir !== undefined) credit.invalidate(heir);
+        }),
     }),
     oplog,
     counters,

@@ -61,6 +61,10 @@ export function createAccountsService(deps: {
   oplog: OperationLog;
   /** Told after a committed change of balances (e.g. so metering re-reads them). */
   onCreditChanged?: (accountIds: number[]) => void;
+  /** Credit an account's calls hold back from its balance: reservations in flight and unwritten charges. */
+  heldCredit?: (accountId: number) => number;
+  /** Told after an account was deleted (what its calls held back follows when they end). */
+  onDeleted?: (accountId: number) => void;
 }) {
   const creditChanged = (...ids: Array<number | null | undefined>) =>
     deps.onCreditChanged?.(ids.filter((id): id is number => typeof id === "number"));
@@ -220,8 +224,11 @@ export function createAccountsService(deps: {
           const target = resolve(tx, caller, identifier, "subtree");
           const child = tx.select({ id: accounts.id }).from(accounts).where(and(eq(accounts.parentId, target.id), live)).get();
           if (child) throw conflict(`Account ${identifier} still has accounts under it; delete those first`, undefined, "has_descendants");
-          // The remaining unexpired credit goes back to the parent, expiries kept.
-          const pieces = take(tx, target.id, Infinity, now);
+          // What is really left goes back to the parent, expiries kept: the balance less
+          // what calls in flight reserved and charges not yet written, which stay to pay
+          // for them (the rest follows when they end: `onDeleted`).
+          const left = Math.max(0, balanceOf(tx, target.id, now) - (deps.heldCredit?.(target.id) ?? 0));
+          const pieces = left > 0 ? take(tx, target.id, left, now) : [];
           give(tx, target.parentId!, pieces, target.id, now);
           tx.update(accounts)
             .set({ deletedAt: now, updatedAt: now, keyHash: `deleted:${target.id}:${randomBase62(16)}` })
@@ -233,6 +240,7 @@ export function createAccountsService(deps: {
       );
       deps.principals.invalidateAccount(result.target.id);
       creditChanged(result.target.id, result.target.parentId);
+      deps.onDeleted?.(result.target.id);
       deps.oplog.write({
         actorId: caller.id,
         action: "account.delete",

@@ -34,10 +34,31 @@ export interface CreditBook {
   invalidate(accountId: number): void;
   /** Called when charges reached the ledger. */
   flushed(charged: ReadonlyMap<number, number>): void;
+  /** What the account's calls hold back from its ledger balance: reservations in flight and unwritten charges. */
+  held(accountId: number): number;
+  /**
+   * The account was deleted: `settled` runs once nothing is held any more (at once when
+   * nothing is), so what is left can go to its parent after its last call's charge is
+   * written.
+   */
+  retire(accountId: number, settled: () => void): void;
 }
 
 export function createCreditBook(deps: { store: Store; clock: Clock }): CreditBook {
   const states = new Map<number, CreditState>();
+  /** Deleted accounts whose calls still hold credit, and what to do when they no longer do. */
+  const retired = new Map<number, () => void>();
+  const held = (accountId: number) => {
+    const state = states.get(accountId);
+    return state ? state.reserved + state.unflushed : 0;
+  };
+  const settleRetired = (accountId: number) => {
+    const settled = retired.get(accountId);
+    if (!settled || held(accountId) > 0) return;
+    retired.delete(accountId);
+    states.delete(accountId);
+    settled();
+  };
 
   const load = (accountId: number, previous?: CreditState): CreditState => {
     const now = deps.clock.now();
@@ -77,6 +98,7 @@ export function createCreditBook(deps: { store: Store; clock: Clock }): CreditBo
       const state = stateOf(accountId);
       state.reserved = Math.max(0, state.reserved - reserved);
       state.unflushed += charged;
+      if (retired.size > 0) settleRetired(accountId);
     },
     invalidate(accountId) {
       const state = states.get(accountId);
@@ -88,7 +110,13 @@ export function createCreditBook(deps: { store: Store; clock: Clock }): CreditBo
         if (!state) continue;
         state.stored -= amount;
         state.unflushed = Math.max(0, state.unflushed - amount);
+        if (retired.size > 0) settleRetired(accountId);
       }
+    },
+    held,
+    retire(accountId, settled) {
+      retired.set(accountId, settled);
+      settleRetired(accountId);
     },
   };
 }
