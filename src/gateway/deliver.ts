@@ -6,6 +6,7 @@ import { answerQuantities, createdObjects, streamedObjects } from "./created-obj
 import { clientResponseHeaders } from "./headers.ts";
 import type { RelayInput } from "./relay.ts";
 import { relayStream, type ReadResult } from "./stream.ts";
+import { countContent } from "./usage/content-count.ts";
 import { usageFromJson } from "./usage/extract.ts";
 import { ZERO_USAGE, type Usage, type UsageSource } from "./usage/types.ts";
 
@@ -21,12 +22,25 @@ export interface ServedRoute {
   keyId: number;
 }
 
+/** A JSON answer the relay already read whole (and judged to be an answer). */
+export interface ReadAnswer {
+  text: string;
+  parsed: unknown;
+}
+
 export interface AttemptControl {
   controller: AbortController;
-  /** Stops a client leaving from aborting the upstream (a stream is drained instead). */
+  /** Stops a client leaving from draining the upstream on the relay's timer (a stream is drained by its relay instead). */
   detach(): void;
   /** Gives the key back to the pool. */
   release(): void;
+  /** The answer's JSON body, read by the relay. */
+  read?: ReadAnswer;
+  /**
+   * The client left before the answer arrived: nobody receives it, but the upstream
+   * worked, so its usage is read (within the drain time) and charged, recorded as 499.
+   */
+  clientLeft: boolean;
 }
 
 export type RecordFn = (
@@ -45,6 +59,18 @@ export function estimateTokens(bytes: number): number {
 }
 
 const isJson = (response: Response) => /\bjson\b/i.test(response.headers.get("content-type") ?? "");
+
+const clientClosed = (family: RelayInput["call"]["family"]) => errorResponse(family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
+
+/** Reads a relayed stream nobody receives to its end, so its usage is metered. */
+async function drainUnread(body: ReadableStream<Uint8Array>): Promise<void> {
+  const reader = body.getReader();
+  try {
+    while (!(await reader.read()).done);
+  } catch {
+    // The relay ended the stream (drain deadline): its end is recorded there.
+  }
+}
 
 /**
  * The quantities recorded with an answered call. Calls priced per image, minute or
@@ -76,7 +102,7 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
     started: number,
     attempt: AttemptControl,
   ): Promise<Response> {
-    const { controller, release } = attempt;
+    const { controller, release, clientLeft } = attempt;
     const { call } = input;
     const headers = clientResponseHeaders(response.headers);
     if (peeked) {
@@ -98,53 +124,64 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
         onEnd(end) {
           metrics.streamEnded();
           release();
-          const usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: estimateTokens(end.dataBytes) };
+          // Estimated when the upstream reported nothing: the body's bytes in, the delivered content out.
+          const usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: call.endpoint.embedding ? 0 : estimateTokens(end.contentBytes) };
           const source: UsageSource = end.usage ? "upstream" : "estimated";
-          const status = end.ending === "complete" ? 200 : end.ending === "client_gone" ? 499 : end.ending === "timeout" ? 504 : 502;
+          const status = clientLeft || end.ending === "client_gone" ? 499 : end.ending === "complete" ? 200 : end.ending === "timeout" ? 504 : 502;
           record(input, route, status, usage, source, started, answered(call, undefined));
         },
       });
+      if (clientLeft) {
+        void drainUnread(body);
+        return clientClosed(call.family);
+      }
       return new Response(body, { status: response.status, headers });
     }
     if (call.endpoint.binary || !isJson(response)) {
       // Audio and file contents flow through untouched; their price does not depend on the bytes.
       release();
-      record(input, route, response.status, ZERO_USAGE, call.endpoint.billing === "speech" ? "estimated" : "upstream", started, answered(call, undefined));
+      record(input, route, clientLeft ? 499 : response.status, ZERO_USAGE, call.endpoint.billing === "speech" ? "estimated" : "upstream", started, answered(call, undefined));
+      if (clientLeft) {
+        await response.body?.cancel().catch(() => {});
+        return clientClosed(call.family);
+      }
       return new Response(response.body, { status: response.status, headers });
     }
     let text: string;
-    try {
-      text = await response.text();
-    } catch {
-      release();
-      if (input.clientSignal.aborted) {
-        // The client left while the answer was arriving: its abort cut the upstream.
-        record(input, route, 499, ZERO_USAGE, "estimated", started);
-        return errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
+    let parsed: unknown;
+    if (attempt.read) ({ text, parsed } = attempt.read);
+    else {
+      try {
+        text = await response.text();
+      } catch {
+        release();
+        record(input, route, input.clientSignal.aborted ? 499 : 502, ZERO_USAGE, "estimated", started);
+        if (input.clientSignal.aborted) return clientClosed(call.family);
+        return errorResponse(call.family, new HttpError("upstream", "The upstream connection failed while answering", { code: "upstream_error" }));
       }
-      record(input, route, 502, ZERO_USAGE, "estimated", started);
-      return errorResponse(call.family, new HttpError("upstream", "The upstream connection failed while answering", { code: "upstream_error" }));
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
     }
     release();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
+    const status = clientLeft ? 499 : response.status;
     for (const object of createdObjects(call.endpoint, parsed)) remember(input, route, object.id, object.kind);
     const reported = usageFromJson(call.family, parsed);
     const usage = reported && call.endpoint.embedding ? { ...reported, completion: 0, reasoning: 0 } : reported;
     const quantities = answerQuantities(parsed);
-    if (usage) record(input, route, response.status, usage, "upstream", started, answered(call, quantities));
+    if (usage) record(input, route, status, usage, "upstream", started, answered(call, quantities));
     else if (call.endpoint.billing && call.endpoint.billing !== "free") {
       // Priced per image, minute or second: no tokens to guess; the quantities are the usage.
-      record(input, route, response.status, ZERO_USAGE, quantities ? "upstream" : "estimated", started, answered(call, quantities));
+      record(input, route, status, ZERO_USAGE, quantities ? "upstream" : "estimated", started, answered(call, quantities));
     } else {
-      // An embedding's vectors are not generated text: only its input is estimated.
-      const estimate = { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: call.endpoint.embedding ? 0 : estimateTokens(text.length) };
-      record(input, route, response.status, estimate, "estimated", started, quantities);
+      // Estimated: the body's bytes in, the answer's content (not its JSON) out; an
+      // embedding's vectors are not generated text, so only its input counts.
+      const completion = call.endpoint.embedding ? 0 : estimateTokens(countContent(new TextEncoder().encode(text)));
+      record(input, route, status, { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion }, "estimated", started, quantities);
     }
+    if (clientLeft) return clientClosed(call.family);
     return new Response(text, { status: response.status, headers });
   };
 }

@@ -3,7 +3,7 @@ import { HttpError } from "../core/errors.ts";
 import type { TenantDeps } from "../deps.ts";
 import { errorResponse } from "../http/envelopes.ts";
 import { redact, redactSecret } from "../core/redact.ts";
-import { isCredentialStatus, isRedirectStatus, isRetryableStatus, nextStep, type AttemptFailure } from "../routing/failover.ts";
+import { isCredentialStatus, isRedirectStatus, isRetryableStatus, nextStep, sameKeyBackoffMs, sameKeyMayRetry, type AttemptFailure } from "../routing/failover.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
 import type { ModelRoute } from "../routing/route-model.ts";
 import { adapterFor } from "../upstreams/index.ts";
@@ -11,7 +11,8 @@ import type { UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall, type ClientCall } from "./call.ts";
 import { clientResponseHeaders, retryAfterMs } from "./headers.ts";
 import { ZERO_USAGE } from "./usage/types.ts";
-import { createDeliver, type PeekedStream, type RecordFn } from "./deliver.ts";
+import { createDeliver, type PeekedStream, type ReadAnswer, type RecordFn } from "./deliver.ts";
+import { judgeJson, readFirstEvent } from "./answer-check.ts";
 
 export interface RelayInput {
   call: ClientCall;
@@ -37,6 +38,20 @@ class AttemptTimeout extends Error {}
 
 
 const isEventStream = (response: Response) => (response.headers.get("content-type") ?? "").includes("text/event-stream");
+
+/** Waits `ms`, or less when the client goes away meanwhile. */
+function waitUnlessClientLeaves(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
+}
 
 /**
  * Sends a model call upstream: routes it to a Level, picks a key, retries on
@@ -103,11 +118,28 @@ export function createRelay(deps: TenantDeps) {
     const route = input.route;
     const upstream = upstreamCall(call, route.effectiveModel);
     const tried = new Set<number>();
+    /** Keys whose last attempt may be repeated on them when no other key can take the call. */
+    const retrySameKey = new Set<number>();
+    let sameKeyRetries = 0;
     let lastFailure: { response?: Response; failure: AttemptFailure; retryAfter?: number } | undefined;
     let credentialRefreshed = false;
+    const choose = () => (input.pinnedKeyId === undefined ? pick(route.level, tried, upstream) : pinned(input.pinnedKeyId, tried));
+    const clientClosed = (keyId?: number) => {
+      record(input, { ...route, keyId }, 499, ZERO_USAGE, "estimated", started);
+      return errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
+    };
 
     for (let attempt = 1; attempt <= config.maxAttempts; attempt++) {
-      const chosen = input.pinnedKeyId === undefined ? pick(route.level, tried, upstream) : pinned(input.pinnedKeyId, tried);
+      let chosen = choose();
+      if (!chosen && retrySameKey.size > 0) {
+        // No other key can take the call: the key that failed transiently gets another
+        // try after a short wait (a restarting upstream, a connection pool hiccup).
+        await waitUnlessClientLeaves(sameKeyBackoffMs(sameKeyRetries++), input.clientSignal);
+        if (input.clientSignal.aborted) return clientClosed();
+        for (const id of retrySameKey) tried.delete(id);
+        retrySameKey.clear();
+        chosen = choose();
+      }
       if (!chosen) {
         if (input.pinnedKeyId !== undefined && !lastFailure) {
           record(input, route, 503, ZERO_USAGE, "upstream", started);
@@ -118,12 +150,21 @@ export function createRelay(deps: TenantDeps) {
       const { key } = chosen;
       const adapter = adapterFor(deps.adapters, key);
       const controller = new AbortController();
-      const onClientGone = () => controller.abort();
+      /**
+       * A client that leaves before the answer does not cut the upstream, which may
+       * already be generating (and charging): it is read on for at most the drain time,
+       * and what it used is charged (item 9 of issue 13).
+       */
+      let drainTimer: ReturnType<typeof setTimeout> | undefined;
+      const onClientGone = () => {
+        drainTimer ??= setTimeout(() => controller.abort(), config.drainTimeoutMs);
+      };
       input.clientSignal.addEventListener("abort", onClientGone);
       const detach = () => input.clientSignal.removeEventListener("abort", onClientGone);
       let released = false;
       const release = () => {
         detach();
+        clearTimeout(drainTimer);
         if (released) return;
         released = true;
         pool.release(key);
@@ -133,6 +174,8 @@ export function createRelay(deps: TenantDeps) {
       /** This attempt's own Retry-After: an earlier key's must not lengthen this key's sleep. */
       let retryAfter: number | undefined;
       let peeked: PeekedStream | undefined;
+      /** Why a 2xx was not an answer, when it was not. */
+      let nonAnswer: string | undefined;
       const timer = setTimeout(() => controller.abort(new AttemptTimeout()), config.firstByteTimeoutMs);
       try {
         const prepared = await adapter.prepare(key, upstream);
@@ -151,10 +194,16 @@ export function createRelay(deps: TenantDeps) {
         deps.metrics.ttfb.observe((performance.now() - sentAt) / 1000, { family: call.family });
         if (response.ok && response.body && isEventStream(response)) {
           // Providers send a stream's headers at once and its first event when the model
-          // has started: the first-byte limit runs until that first chunk, and a stream
-          // that stalls or drops before it is retried like an upstream that never answered.
+          // has started: the first-byte limit runs until that first event, which must be
+          // an answer. A stream that stalls, drops or errs before it is retried like an
+          // upstream that never answered, before the client has seen anything.
           const reader = response.body.getReader();
-          peeked = { reader, first: await reader.read() };
+          const first = await readFirstEvent(reader);
+          if (first.judgement.answer) peeked = { reader, first: first.bytes.byteLength > 0 ? { done: false, value: first.bytes } : { done: true, value: undefined } };
+          else {
+            nonAnswer = first.judgement.why;
+            reader.cancel().catch(() => {});
+          }
         }
       } catch (error) {
         // Nothing of this attempt reached the client: a stream that failed before its
@@ -164,8 +213,7 @@ export function createRelay(deps: TenantDeps) {
           release();
           // No verdict on the primary: the next call may probe it.
           if (chosen.probe) switchOver.abandonProbe(chosen.level);
-          record(input, { ...route, keyId: key.id }, 499, ZERO_USAGE, "estimated", started);
-          return errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
+          return clientClosed(key.id);
         }
         const code = (error as { code?: string }).code;
         failure =
@@ -179,17 +227,46 @@ export function createRelay(deps: TenantDeps) {
         clearTimeout(timer);
       }
 
-      if (response && response.ok) {
+      /** A JSON answer read whole before anything goes to the client, so a 2xx error object can still fail over. */
+      let read: ReadAnswer | undefined;
+      if (response?.ok && !peeked && !nonAnswer && !call.endpoint.binary) {
+        const type = response.headers.get("content-type") ?? "";
+        if (/\bjson\b/i.test(type)) {
+          try {
+            const text = await response.text();
+            const judged = judgeJson(text);
+            if (judged.answer) read = { text, parsed: judged.parsed };
+            else nonAnswer = judged.why;
+          } catch (error) {
+            response = undefined;
+            if (input.clientSignal.aborted) {
+              release();
+              if (chosen.probe) switchOver.abandonProbe(chosen.level);
+              return clientClosed(key.id);
+            }
+            failure = { kind: "network" };
+            log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
+          }
+        } else if (/\btext\/html\b/i.test(type)) nonAnswer = "an HTML page";
+      }
+
+      if (response && response.ok && !nonAnswer) {
         pool.report(key, { kind: "success" });
         switchOver.recordSuccess(chosen.level, chosen.probe);
         return deliver(input, response, peeked, { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, started, {
           controller,
           detach,
           release,
+          read,
+          clientLeft: input.clientSignal.aborted,
         });
       }
 
-      if (response) {
+      if (response && nonAnswer) {
+        failure = { kind: "non_answer" };
+        await response.body?.cancel().catch(() => {});
+        log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status: response.status, failure: `2xx with ${nonAnswer}` });
+      } else if (response) {
         const status = response.status;
         if (isCredentialStatus(status) && adapter.refreshCredentials && !credentialRefreshed && adapter.refreshCredentials(key)) {
           // A stale access token, not a bad key: one more try with a fresh one.
@@ -227,7 +304,10 @@ export function createRelay(deps: TenantDeps) {
       if (chosen.probe) switchOver.abandonProbe(chosen.level);
       lastFailure = { failure: failure!, retryAfter };
       tried.add(key.id);
+      if (sameKeyMayRetry(failure!, call.endpoint.idempotent)) retrySameKey.add(key.id);
       release();
+      // Nobody is waiting for another attempt.
+      if (input.clientSignal.aborted) return clientClosed(key.id);
       if (nextStep(failure!, call.endpoint.idempotent, attempt, config.maxAttempts) === "give_up") break;
     }
 
@@ -257,6 +337,9 @@ export function createRelay(deps: TenantDeps) {
     }
     if (last.failure.kind === "timeout") {
       return new HttpError("timeout", "The upstream did not answer in time", { code: "upstream_timeout" });
+    }
+    if (last.failure.kind === "non_answer") {
+      return new HttpError("upstream", "The upstream answered without an answer (an error object or an unreadable body); try again later", { code: "upstream_error" });
     }
     return new HttpError("upstream", "The upstream failed; try again later", { code: "upstream_error" });
   }

@@ -1,6 +1,7 @@
 import type { Family } from "../http/family.ts";
 import { createSseDecoder, type SseEvent } from "./sse/decoder.ts";
 import { streamBroken, streamErrorEvent, streamTimeout } from "./stream-events.ts";
+import { countContent } from "./usage/content-count.ts";
 import { createStreamUsageTap, HAS_USAGE_OBJECT } from "./usage/extract.ts";
 import type { Usage } from "./usage/types.ts";
 
@@ -9,8 +10,10 @@ export interface StreamEnd {
   usage: Usage | undefined;
   /** `complete`: the upstream finished; `client_gone`: the client left (upstream drained); `timeout`/`broken`: ended by an error event. */
   ending: "complete" | "client_gone" | "timeout" | "broken";
-  /** Bytes of event data seen, for estimating usage the upstream did not report. */
+  /** Bytes of event data seen. */
   dataBytes: number;
+  /** Bytes of generated content seen (text, tool arguments, reasoning; not the framing), for estimating usage the upstream did not report. */
+  contentBytes: number;
 }
 
 export interface StreamOptions {
@@ -77,6 +80,7 @@ export function relayStream(
   const tap = createStreamUsageTap(options.family);
   const hide = options.hideUsageChunk;
   let dataBytes = 0;
+  let contentBytes = 0;
   /** With `hide`: the complete events of the current read, encoded only if the read cannot pass as it came. */
   let events: SseEvent[] = [];
   /** With `hide`: how many usage-only chunks the current read held, and where the last one lies in its text. */
@@ -97,7 +101,7 @@ export function relayStream(
     if (ended) return;
     ended = true;
     decoder.end();
-    options.onEnd({ usage: tap.result(), ending, dataBytes });
+    options.onEnd({ usage: tap.result(), ending, dataBytes, contentBytes });
   };
 
   /** Set when the client went away: the upstream is read on for its usage, nothing is written. */
@@ -160,6 +164,7 @@ export function relayStream(
         let result = first ?? (await reader.read());
         while (!result.done) {
           let bytes = result.value;
+          contentBytes += countContent(bytes);
           const pass = passable(bytes);
           if (pass > 0) {
             // Whole events that hold nothing the tap needs: counted, not decoded.

@@ -33,6 +33,8 @@ export interface BillingPlan {
   reserve: number;
   /** Tokens reserved in the token windows (TPM, TPH, TPD) before forwarding: the call's most. */
   tokens: number;
+  /** A token-priced call's most tokens on each side: an estimate never exceeds them. */
+  bound?: TokenBound;
   /**
    * The actual cost from what the call reported (nano-credits). `extra` holds the
    * quantities of an answered call (images, seconds; possibly none); it is absent when
@@ -119,6 +121,7 @@ function tokenPlan(price: ChatPrice, input: BillingInput, bound: TokenBound): Bi
   return {
     reserve: dearestNanos(price, bound, input.rates),
     tokens: bound.input + bound.output,
+    bound,
     settle: (usage) => tokenCostNanos(usage, price, input.rates),
   };
 }

@@ -225,11 +225,14 @@ export function createMeter(deps: {
       settleTokens(admission.scopes, admission.day, admission.admittedAt, admission.plan.tokens, 0);
     },
 
-    record(event: UsageEvent) {
-      const admission = event.admission as Admission | undefined;
+    record(incoming: UsageEvent) {
+      const admission = incoming.admission as Admission | undefined;
+      const event = admission && incoming.source === "estimated" ? capEstimate(incoming, admission) : incoming;
       let cost = event.costNanos ?? 0;
       if (admission) {
         cost = admission.plan.settle(event.usage, event.extra);
+        // An estimate never exceeds what could have happened: the call's reservation.
+        if (event.source === "estimated") cost = Math.min(cost, admission.reserved);
         settleSpend(admission, cost, event.at);
         settleTokens(admission.scopes, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage));
         if (cost > 0 && deps.onSpend) for (const entry of admission.spend) deps.onSpend(entry.account, (month) => entry.spentThisMonth.get(month));
@@ -239,6 +242,20 @@ export function createMeter(deps: {
       deps.recorder.record({ ...event, costNanos: cost, admission: undefined });
     },
   };
+}
+
+/**
+ * An estimated usage within what the call could have used: input within its input
+ * bound (the body, or the context window), output within max_tokens (or the model's
+ * maximum output) times the answers asked for.
+ */
+function capEstimate(event: UsageEvent, admission: Admission): UsageEvent {
+  const bound = admission.plan.bound;
+  if (!bound) return event;
+  const { usage } = event;
+  if (usage.prompt <= bound.input && usage.completion <= bound.output) return event;
+  const completion = Math.min(usage.completion, bound.output);
+  return { ...event, usage: { ...usage, prompt: Math.min(usage.prompt, bound.input), completion, reasoning: Math.min(usage.reasoning, completion) } };
 }
 
 function totalTokens(usage: Usage): number {

@@ -9,7 +9,9 @@ export type AttemptFailure =
   | { kind: "network" }
   | { kind: "timeout" }
   /** The upstream answered with this status (3xx, 429 or 5xx, or 401/403 for a bad credential). */
-  | { kind: "status"; status: number };
+  | { kind: "status"; status: number }
+  /** The upstream said 2xx but sent no answer: an error object, cut-short or unreadable JSON, a stream whose first event is an error. */
+  | { kind: "non_answer" };
 
 export type Verdict = "retry" | "give_up";
 
@@ -28,6 +30,20 @@ export function isRedirectStatus(status: number): boolean {
 
 export function isCredentialStatus(status: number): boolean {
   return status === 401 || status === 403;
+}
+
+/**
+ * Whether a failed attempt may be tried again on the same key when no other key can
+ * take the call: a refused connection (nothing was sent) on any endpoint, a connection
+ * lost after sending only on endpoints that are replayed anyway.
+ */
+export function sameKeyMayRetry(failure: AttemptFailure, idempotent: boolean): boolean {
+  return failure.kind === "refused" || (failure.kind === "network" && idempotent);
+}
+
+/** Wait before trying the same key again: 100 ms, doubling, at most 1.6 s. */
+export function sameKeyBackoffMs(retries: number): number {
+  return Math.min(1600, 100 * 2 ** retries);
 }
 
 /**

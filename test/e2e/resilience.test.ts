@@ -203,7 +203,8 @@ describe("exhaustion", () => {
 describe("SWITCH_OVER", () => {
   /** Level 1 (NoSleep, scripted by `mode`) backed by Level 2 (always fine). */
   function setup(switchOver = "1=2") {
-    const { router: r, clock } = manualRouter();
+    // A client that leaves lets the upstream run on for the drain time: short here.
+    const { router: r, clock } = manualRouter({ drainTimeoutMs: 200 });
     r.deps.settings.update({ LEVEL_MAPPER: "gpt-x=1", SWITCH_OVER: switchOver });
     const state = { mode: "fail" as "fail" | "ok" | "hold" | "hang" | "client-error", held: deferred<void>() };
     const primary = mock(async () => {
