@@ -22,7 +22,7 @@ export function pricingRoutes(deps: Deps) {
     return {
       object: "pricing",
       Currency: "USD",
-      Units: { ChatPricing: "per 1M tokens", ImgPricing: "per image", AudioPricing: "per minute", VideoPricing: "per second", CallPricing: "per call" },
+      Units: { ChatPricing: "per 1M tokens (ContextWindow and MaxOutput: tokens)", ImgPricing: "per image", AudioPricing: "per minute", VideoPricing: "per second", CallPricing: "per call" },
       Rates: rates,
       ...(principal ? scaleTable(table, rates) : table),
     };

@@ -8,12 +8,15 @@ import { PriceTable } from "../user/prices.tsx";
 import { loadConfig, putConfig, resetConfig } from "./config-api.ts";
 
 const MEMBERS: Record<PricingSection, string[]> = {
-  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage"],
+  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "ContextWindow", "MaxOutput"],
   ImgPricing: ["Call", "Sizes.1024x1024", "Sizes.1024x1536", "Sizes.1536x1024", "Sizes.1792x1024"],
   AudioPricing: ["PerMinute"],
   VideoPricing: ["PerSecond"],
   CallPricing: ["Call"],
 };
+
+/** ChatPricing members that are token counts (the model's limits), not prices. */
+const TOKEN_LIMITS = ["ContextWindow", "MaxOutput"];
 
 interface PriceRow {
   section: PricingSection;
@@ -50,6 +53,10 @@ function rowError(r: PriceRow): string | undefined {
   const p = patternError(r.model);
   if (p) return p;
   if (!MEMBERS[r.section].includes(r.member) && !(r.section === "ImgPricing" && /^Sizes\.\d+x\d+$/.test(r.member))) return `Choose a ${r.section} member`;
+  if (TOKEN_LIMITS.includes(r.member)) {
+    const n = Number(r.value);
+    return Number.isInteger(n) && n >= 1 && n <= 100_000_000 ? undefined : "A token count is a whole number from 1 to 100,000,000";
+  }
   if (r.value.trim() === "" || !Number.isFinite(Number(r.value)) || Number(r.value) < 0) return "A price is a number ≥ 0";
   return undefined;
 }
@@ -81,7 +88,10 @@ function OverridesEditor({ initial, onSaved }: { initial: PriceRow[]; onSaved: (
       <h3 id="ovr-h">
         Price overrides <code class="mono">PRICING</code>
       </h3>
-      <p class="hint">USD per 1M tokens (chat), per image, per minute (audio), per second (video) or per call. A row for a model the catalog lacks adds it.</p>
+      <p class="hint">
+        USD per 1M tokens (chat), per image, per minute (audio), per second (video) or per call. A row for a model the catalog lacks adds it. <code>ContextWindow</code> and{" "}
+        <code>MaxOutput</code> are the model's limits in tokens: they bound what a call reserves.
+      </p>
       <datalist id="price-members">{[...new Set(Object.values(MEMBERS).flat())].map((m) => <option key={m} value={m} />)}</datalist>
       {rows.map((r, i) => (
         <div class="price-row grid" key={i}>
@@ -100,7 +110,7 @@ function OverridesEditor({ initial, onSaved }: { initial: PriceRow[]; onSaved: (
             <input id={`pr-p-${i}`} list="price-members" value={r.member} placeholder={MEMBERS[r.section][0]} onInput={(e) => set(i, { member: (e.currentTarget as HTMLInputElement).value })} />
           </div>
           <div class="field">
-            <label for={`pr-v-${i}`}>Price (USD), row {i + 1}</label>
+            <label for={`pr-v-${i}`}>{TOKEN_LIMITS.includes(r.member) ? "Tokens" : "Price (USD)"}, row {i + 1}</label>
             <input id={`pr-v-${i}`} inputMode="decimal" value={r.value} onInput={(e) => set(i, { value: (e.currentTarget as HTMLInputElement).value })} />
           </div>
           <div class="actions">
