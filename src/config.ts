@@ -36,6 +36,8 @@ export interface ServeConfig {
   metricsToken?: string;
   /** The BYOK (multi-tenant) deployment style: every owner runs its own tenant. */
   byok?: boolean;
+  /** BYOK: tenants' provider URLs may point at private and loopback networks too. */
+  allowPrivateUpstreams?: boolean;
   /** BYOK: first-level accounts may register themselves through POST /x-signup. */
   signup?: boolean;
   /** SMTP URL for sign-up confirmations (`smtp://user:pass@host:587`); without it sign-ups are immediate. */

@@ -15,6 +15,7 @@ import { createMeter } from "./metering/meter.ts";
 import { createQuotas, type Quotas } from "./metering/quotas.ts";
 import { createSoftLimitNotifier } from "./mail/soft-limit.ts";
 import { createAccountChains } from "./accounts/chain.ts";
+import { createAddressGuard, type AddressGuard, type Resolve } from "./upstreams/address-policy.ts";
 import { createRetiredCreditSweeper } from "./accounts/retired-credit.ts";
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
@@ -51,6 +52,8 @@ export interface Deps {
   readonly quotas: Quotas;
   /** TLS options for upstream fetches: the public roots plus --upstream-ca-file. */
   readonly upstreamTls: { ca: string[] } | undefined;
+  /** Where provider secrets may be sent: checked when a URL is saved and before each upstream connection. */
+  readonly addressGuard: AddressGuard;
   readonly metrics: RouterMetrics;
   /** Drops every in-memory cache; called when another process changed the database. */
   invalidateCaches(): void;
@@ -69,6 +72,8 @@ export interface TenantDeps extends Deps, Tenant {
 export interface DepsOverrides {
   clock?: Clock;
   log?: Logger;
+  /** How upstream host names are resolved for the address policy (tests). */
+  resolve?: Resolve;
 }
 
 export function databasePath(dataDir: string): string {
@@ -99,6 +104,8 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const usageRecorder = createUsageRecorder({ store, clock, log });
   const metrics = createRouterMetrics();
   const credit = createCreditBook({ store, clock });
+  // Single-tenant owners run their own network; BYOK tenants may not reach it unless allowed.
+  const addressGuard = createAddressGuard({ allowPrivate: !config.byok || config.allowPrivateUpstreams === true }, overrides.resolve, () => clock.now());
   const sweepRetiredCredit = createRetiredCreditSweeper({ store, clock });
   usageRecorder.onCharged((charged) => credit.flushed(charged));
   const quotas = createQuotas({ store, counters });
@@ -162,7 +169,8 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
       }
       return view;
     },
-    adapters: createAdapters(upstreamTls ? { tls: upstreamTls } : {}),
+    adapters: createAdapters(upstreamTls ? { tls: upstreamTls } : {}, (url) => addressGuard.check(url)),
+    addressGuard,
     affinity: createAffinity({ store, clock }),
     usageRecorder,
     credit,

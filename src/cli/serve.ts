@@ -81,6 +81,10 @@ export const serveArgs = {
     type: "boolean",
     description: "Multi-tenant BYOK style: every owner runs its own isolated tenant (env ROUTER_BYOK)",
   },
+  "allow-private-upstreams": {
+    type: "boolean",
+    description: "BYOK: let tenants point provider keys at private and loopback addresses (env ROUTER_ALLOW_PRIVATE_UPSTREAMS)",
+  },
   signup: {
     type: "boolean",
     description: "BYOK: let owners register themselves through POST /x-signup (env ROUTER_SIGNUP)",
@@ -150,6 +154,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     drainTimeoutMs: seconds("drain-timeout", UPSTREAM_DEFAULTS.drainTimeoutMs),
     metricsToken: get("metrics-token"),
     byok,
+    allowPrivateUpstreams: parseBooleanFlag("allow-private-upstreams", get("allow-private-upstreams")),
     signup,
     signupSmtp: get("signup-smtp"),
     signupFrom: get("signup-from"),

@@ -13,6 +13,7 @@ import { clientResponseHeaders, retryAfterMs } from "./headers.ts";
 import { ZERO_USAGE } from "./usage/types.ts";
 import { createDeliver, type PeekedStream, type ReadAnswer, type RecordFn } from "./deliver.ts";
 import { judgeJson, readFirstEvent } from "./answer-check.ts";
+import { AddressRefusedError } from "../upstreams/address-policy.ts";
 
 export interface RelayInput {
   call: ClientCall;
@@ -179,6 +180,10 @@ export function createRelay(deps: TenantDeps) {
       const timer = setTimeout(() => controller.abort(new AttemptTimeout()), config.firstByteTimeoutMs);
       try {
         const prepared = await adapter.prepare(key, upstream);
+        // The secret goes only where the address policy allows, checked again at each
+        // connection: a name may resolve elsewhere since the URL was saved.
+        const refusal = await deps.addressGuard.check(prepared.url);
+        if (refusal) throw new AddressRefusedError(refusal);
         const sentAt = performance.now();
         response = await fetch(prepared.url, {
           method: upstream.method,
@@ -217,7 +222,9 @@ export function createRelay(deps: TenantDeps) {
         }
         const code = (error as { code?: string }).code;
         failure =
-          controller.signal.reason instanceof AttemptTimeout
+          error instanceof AddressRefusedError
+            ? { kind: "blocked", reason: error.reason }
+            : controller.signal.reason instanceof AttemptTimeout
             ? { kind: "timeout" }
             : code === "ConnectionRefused" || code === "ECONNREFUSED"
               ? { kind: "refused" }
@@ -295,7 +302,9 @@ export function createRelay(deps: TenantDeps) {
         log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status });
       }
 
-      if (failure!.kind === "status" && isCredentialStatus((failure as { status: number }).status)) {
+      if (failure!.kind === "blocked") {
+        pool.markUnusable(key, failure!.reason);
+      } else if (failure!.kind === "status" && isCredentialStatus((failure as { status: number }).status)) {
         pool.report(key, { kind: "credential" });
       } else {
         pool.report(key, { kind: "retryable", retryAfterMs: retryAfter });

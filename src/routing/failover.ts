@@ -10,6 +10,8 @@ export type AttemptFailure =
   | { kind: "timeout" }
   /** The upstream answered with this status (3xx, 429 or 5xx, or 401/403 for a bad credential). */
   | { kind: "status"; status: number }
+  /** The key's URL reaches an address the upstream policy refuses: nothing was sent. */
+  | { kind: "blocked"; reason: string }
   /** The upstream said 2xx but sent no answer: an error object, cut-short or unreadable JSON, a stream whose first event is an error. */
   | { kind: "non_answer" };
 
@@ -52,7 +54,7 @@ export function sameKeyBackoffMs(retries: number): number {
  */
 export function nextStep(failure: AttemptFailure, idempotent: boolean, attempt: number, maxAttempts: number): Verdict {
   if (attempt >= maxAttempts) return "give_up";
-  if (failure.kind === "refused") return "retry";
+  if (failure.kind === "refused" || failure.kind === "blocked") return "retry";
   if (failure.kind === "status" && isCredentialStatus(failure.status)) return "retry";
   return idempotent ? "retry" : "give_up";
 }

@@ -32,6 +32,11 @@ export interface KeyPool {
   release(key: PoolKey): void;
   /** Records an attempt's outcome; persists a sleep change. */
   report(key: PoolKey, outcome: KeyOutcome): void;
+  /**
+   * Takes a key out of rotation because its URL reaches an address the upstream policy
+   * refuses, NoSleep notwithstanding: until woken or until its URL changes.
+   */
+  markUnusable(key: PoolKey, reason: string): void;
   /** Manual sleep/wake from /x-keys/{id}/sleep|wake. */
   setManualSleep(id: number, sleeping: boolean): void;
 }
@@ -132,6 +137,15 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     },
     report(key, outcome) {
       persist(key, applyOutcome(key, outcome, deps.clock.now()));
+    },
+    markUnusable(key, reason) {
+      const change = { sleeping: true, reason: "address" as const, until: null, count: key.sleepCount };
+      key.sleeping = true;
+      key.sleepReason = "address";
+      key.sleepUntil = null;
+      key.failures = 0;
+      deps.repo.setSleep(key.id, change);
+      deps.log.warn("provider key unusable: its upstream address is refused", { key: key.id, level: key.level, reason });
     },
     setManualSleep(id, sleeping) {
       const key = byId.get(id);

@@ -1,7 +1,11 @@
 import type { ProviderConfig } from "./provider-config.ts";
 
-/** Why a key sleeps. `manual` and `auth` last until woken; `errors` ends after its cool-down. */
-export type SleepReason = "manual" | "auth" | "errors";
+/**
+ * Why a key sleeps. `manual` and `auth` last until woken; `errors` ends after its
+ * cool-down; `address` (its URL reaches an address the upstream policy refuses) lasts
+ * until woken or until its URL is changed.
+ */
+export type SleepReason = "manual" | "auth" | "errors" | "address";
 
 /** A Provider Key as the request path holds it: secret opened, health in memory. */
 export interface PoolKey {

@@ -8,6 +8,7 @@
  *
  * Neither the private key nor the signed assertion ever appears in an error message.
  */
+import { AddressRefusedError } from "./address-policy.ts";
 import { createPrivateKey, sign, type KeyObject } from "node:crypto";
 
 export interface ServiceAccount {
@@ -35,6 +36,8 @@ export interface TokenProviderOptions {
   now?: () => number;
   /** Extra fetch options, e.g. { tls: { ca: [...] } } for a test CA. */
   fetchInit?: BunFetchRequestInit;
+  /** The upstream address policy: why the token URI's host may not be reached, or undefined. */
+  checkUrl?: (url: string) => Promise<string | undefined>;
 }
 
 export const DEFAULT_TOKEN_URI = "https://oauth2.googleapis.com/token";
@@ -228,6 +231,9 @@ export function createAccessTokenProvider(options: TokenProviderOptions): Access
     headers.set("accept", "application/json");
     const body = new URLSearchParams({ grant_type: JWT_BEARER_GRANT, assertion }).toString();
 
+    // The signed assertion goes to the token URI: only where the address policy allows.
+    const refusal = await options.checkUrl?.(tokenUri);
+    if (refusal) throw new AddressRefusedError(`token_uri: ${refusal}`);
     let response: Response;
     try {
       response = await fetchImpl(tokenUri, {

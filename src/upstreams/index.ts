@@ -8,8 +8,9 @@ import { createVertexAdapter } from "./vertex.ts";
 export type Adapters = Record<ProviderType, UpstreamAdapter>;
 
 /** The adapter table: one entry per provider type, chosen by lookup, never by a switch. */
-export function createAdapters(fetchInit: BunFetchRequestInit = {}): Adapters {
-  return { standard: standardAdapter, azure: createAzureAdapter(), vertex: createVertexAdapter(fetchInit) };
+/** `checkUrl` is the upstream address policy, applied to URLs an adapter fetches itself (a Vertex token exchange). */
+export function createAdapters(fetchInit: BunFetchRequestInit = {}, checkUrl?: (url: string) => Promise<string | undefined>): Adapters {
+  return { standard: standardAdapter, azure: createAzureAdapter(), vertex: createVertexAdapter(fetchInit, checkUrl) };
 }
 
 export function adapterFor(adapters: Adapters, key: PoolKey): UpstreamAdapter {

@@ -19,7 +19,7 @@ interface Credentials {
  * Anthropic publisher models, and the OpenAI-compatible chat endpoint, all with an
  * OAuth access token exchanged from a signed JWT.
  */
-export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}): UpstreamAdapter {
+export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUrl?: (url: string) => Promise<string | undefined>): UpstreamAdapter {
   const credentials = new Map<number, Credentials>();
 
   const credentialsOf = (key: PoolKey): Credentials => {
@@ -29,7 +29,7 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}): Upstre
     const account = parseServiceAccount(key.secret);
     const fresh: Credentials = {
       secret: key.secret,
-      tokens: createAccessTokenProvider({ account, tokenUri: config.token_uri ?? account.token_uri, fetchInit }),
+      tokens: createAccessTokenProvider({ account, tokenUri: config.token_uri ?? account.token_uri, fetchInit, checkUrl }),
       projectId: account.project_id,
     };
     credentials.set(key.id, fresh);

@@ -23,7 +23,8 @@ beforeAll(async () => {
   upstreamB = startMockUpstream();
   upstreamA.route("POST", "/v1/chat/completions", (req) => json(chat(req.json.model)));
   upstreamB.route("POST", "/v1/chat/completions", (req) => json(chat(req.json.model)));
-  router = startRouter({ config: { byok: true, signup: true, metricsToken: "byok-metrics-token-000" } });
+  // The mocks listen on 127.0.0.1: a BYOK router refuses loopback upstreams unless its operator allows them.
+  router = startRouter({ config: { byok: true, signup: true, metricsToken: "byok-metrics-token-000", allowPrivateUpstreams: true } });
   keyA = router.ownerKey;
   const signup = await router.fetch("/x-signup", { method: "POST", key: null, body: JSON.stringify({ Email: "b@tenant-b.example" }) });
   expect(signup.status).toBe(201);

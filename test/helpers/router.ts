@@ -36,6 +36,8 @@ export interface StartOptions {
    * models refused), as a real deployment starts.
    */
   pricing?: Record<string, unknown> | false;
+  /** How upstream host names resolve for the address policy (default: the system resolver). */
+  resolve?: (host: string) => Promise<string[]>;
 }
 
 /** Prices every model at zero: for tests that are not about metering. */
@@ -63,7 +65,7 @@ export function startRouter(options: StartOptions = {}): TestRouter {
     ...options.config,
   };
   const logs: string[] = [];
-  const global = buildDeps(config, { clock: options.clock, log: createLogger(config.logLevel, (line) => logs.push(line)) });
+  const global = buildDeps(config, { clock: options.clock, log: createLogger(config.logLevel, (line) => logs.push(line)), resolve: options.resolve });
   ensureInitialOwner(global.accounts, dataDir, config.ownerEmail);
   const deps = global.scope(global.accounts.findLiveById(1)!);
   const pricing = options.pricing === undefined ? FREE_PRICING : options.pricing;

@@ -6,6 +6,7 @@ import {
   vertexBaseUrl,
   type ServiceAccount,
 } from "../../src/upstreams/google-auth.ts";
+import { AddressRefusedError } from "../../src/upstreams/address-policy.ts";
 
 const { privateKey, publicKey } = generateKeyPairSync("rsa", {
   modulusLength: 2048,
@@ -345,4 +346,26 @@ test("the token exchange never follows a redirect: it asks fetch for manual redi
   expect((error as Error).message).toContain("HTTP 307");
   expect((error as Error).message).not.toContain("169.254");
   expect(inits[0]!.redirect).toBe("manual");
+});
+
+test("the token exchange asks the upstream address policy first: a refused token URI gets nothing, not even a connection", async () => {
+  let fetched = 0;
+  const fetchImpl = (async () => {
+    fetched++;
+    return Response.json({ access_token: "t", expires_in: 3600, token_type: "Bearer" });
+  }) as unknown as typeof fetch;
+  const checked: string[] = [];
+  const provider = createAccessTokenProvider({
+    account: account(),
+    tokenUri: "https://metadata.google.internal/token",
+    fetch: fetchImpl,
+    checkUrl: async (url) => {
+      checked.push(url);
+      return "metadata.google.internal is a cloud metadata service, which is never an upstream";
+    },
+  });
+  const error = await provider.token().catch((e: unknown) => e as Error);
+  expect(error).toBeInstanceOf(AddressRefusedError);
+  expect(checked).toEqual(["https://metadata.google.internal/token"]);
+  expect(fetched).toBe(0);
 });

@@ -46,7 +46,7 @@ export function providerKeyRoutes(deps: Deps) {
     return row;
   };
   // The bound port from the serving socket covers `--port 0`, where config.port says 0.
-  const self = (request: Request) => selfAddress(deps.config, metaOf(request)?.server?.port);
+  const checks = (request: Request) => ({ self: selfAddress(deps.config, metaOf(request)?.server?.port), guard: deps.addressGuard });
   const query = (request: Request) => new URL(request.url).searchParams;
 
   /**
@@ -117,7 +117,7 @@ export function providerKeyRoutes(deps: Deps) {
     .post(
       "/x-keys",
       async ({ request, set, principal, tenant }) => {
-        const input = await validateCreate(await readJsonObject(request, deps.config.maxBody), self(request));
+        const input = await validateCreate(await readJsonObject(request, deps.config.maxBody), checks(request));
         const row = tenant.providerKeys.create(input);
         tenant.pool.reload();
         audit(tenant, "key.create", principal, request, row.id, { level: row.level, type: input.config?.provider_type ?? "standard" });
@@ -131,9 +131,13 @@ export function providerKeyRoutes(deps: Deps) {
       async ({ request, params, principal, tenant }) => {
         const row = existing(tenant, params.id);
         const current = { config: JSON.parse(row.config) as ProviderConfig, secret: tenant.providerKeys.secretOf(row) };
-        const input = await validateUpdate(await readJsonObject(request, deps.config.maxBody), current, self(request));
+        const input = await validateUpdate(await readJsonObject(request, deps.config.maxBody), current, checks(request));
         const updated = tenant.providerKeys.update(row.id, input);
         if (!updated) throw notFound(`Provider key ${row.id} does not exist`);
+        // A key taken out for its address comes back once its URLs are changed (and passed the policy above).
+        if (row.sleepReason === "address" && (input.provider !== undefined || input.config !== undefined || input.secret !== undefined)) {
+          tenant.pool.setManualSleep(row.id, false);
+        }
         tenant.pool.reload();
         audit(tenant, "key.update", principal, request, row.id, { level: updated.level, fields: Object.keys(input).join(",") });
         return render(tenant, updated, false);

@@ -9,6 +9,7 @@ import { networkInterfaces } from "node:os";
 import { badRequest } from "../../core/errors.ts";
 import type { ProviderConfig, ProviderType, VertexConfig } from "../../routing/provider-config.ts";
 import { parseServiceAccount } from "../../upstreams/google-auth.ts";
+import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import type { ProviderKeyInput } from "./repository.ts";
 
 const MAX_SECRET_BYTES = 65_536;
@@ -238,21 +239,46 @@ function readFields(body: Record<string, unknown>): ProviderKeyInput {
   return out;
 }
 
-/** URLs of the input that requests (or token exchanges) would be sent to. */
-async function assertUrlsNotSelf(input: ProviderKeyInput, self: SelfAddress): Promise<void> {
-  if (input.provider) await assertNotSelf(new URL(input.provider), "Provider", self);
+/** Where a key's secret may go: not back to this router, and only where the upstream address policy allows. */
+export interface UrlChecks {
+  self: SelfAddress;
+  guard: AddressGuard;
+}
+
+/** Refuses a URL the upstream address policy forbids (docs/api.md, "Upstream address policy"). */
+async function assertAllowedAddress(url: URL, param: string, guard: AddressGuard): Promise<void> {
+  const refusal = await guard.check(url);
+  if (refusal) throw badRequest(`${param} may not be used: ${refusal}`, param);
+}
+
+/**
+ * URLs of the input that requests (or token exchanges) would be sent to: the provider,
+ * a Vertex key's base_url and token_uri (config or, when the secret is given, the key file's).
+ */
+async function assertUrlsAllowed(input: ProviderKeyInput, checks: UrlChecks, config: ProviderConfig | undefined): Promise<void> {
+  const urls: Array<[string, string]> = [];
+  if (input.provider) urls.push([input.provider, "Provider"]);
   if (input.config?.provider_type === "vertex") {
-    if (input.config.base_url) await assertNotSelf(new URL(input.config.base_url), "config.base_url", self);
-    if (input.config.token_uri) await assertNotSelf(new URL(input.config.token_uri), "config.token_uri", self);
+    if (input.config.base_url) urls.push([input.config.base_url, "config.base_url"]);
+    if (input.config.token_uri) urls.push([input.config.token_uri, "config.token_uri"]);
+  }
+  if (input.secret !== undefined && config?.provider_type === "vertex") {
+    const fileTokenUri = parseServiceAccount(input.secret).token_uri;
+    if (fileTokenUri) urls.push([fileTokenUri, "SecretKey"]);
+  }
+  for (const [value, param] of urls) {
+    const url = new URL(value);
+    await assertNotSelf(url, param, checks.self);
+    await assertAllowedAddress(url, param, checks.guard);
   }
 }
 
-export async function validateCreate(body: Record<string, unknown>, self: SelfAddress): Promise<CreateInput> {
+export async function validateCreate(body: Record<string, unknown>, checks: UrlChecks): Promise<CreateInput> {
   for (const field of REQUIRED_ON_CREATE) if (body[field] === undefined) throw badRequest(`${field} is required`, field);
   const input = readFields(body);
   const config = input.config ?? { provider_type: "standard" };
   checkSecret(input.secret!, config, false);
-  await assertUrlsNotSelf(input, self);
+  await assertUrlsAllowed(input, checks, config);
   return { ...input, config, level: input.level!, provider: input.provider!, secret: input.secret!, status: input.status! };
 }
 
@@ -260,7 +286,7 @@ export async function validateCreate(body: Record<string, unknown>, self: SelfAd
 export async function validateUpdate(
   body: Record<string, unknown>,
   current: { config: ProviderConfig; secret: string },
-  self: SelfAddress,
+  checks: UrlChecks,
 ): Promise<ProviderKeyInput> {
   if (Object.keys(body).length === 0) throw badRequest(`Request body names no field; send any of ${FIELDS.join(", ")}`);
   const input = readFields(body);
@@ -268,6 +294,6 @@ export async function validateUpdate(
   if (input.config !== undefined || input.secret !== undefined) {
     checkSecret(input.secret ?? current.secret, input.config ?? current.config, input.secret === undefined);
   }
-  await assertUrlsNotSelf(input, self);
+  await assertUrlsAllowed(input, checks, input.config ?? current.config);
   return input;
 }

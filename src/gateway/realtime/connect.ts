@@ -14,6 +14,8 @@ export interface UpstreamEvents {
 export interface DialOptions {
   tls: { ca: string[] } | undefined;
   connectTimeoutMs: number;
+  /** The upstream address policy: why the URL's host may not be reached, or undefined. */
+  checkUrl(url: string): Promise<string | undefined>;
 }
 
 /**
@@ -23,6 +25,16 @@ export interface DialOptions {
 export function dialUpstream(session: RealtimeSession, options: DialOptions, events: UpstreamEvents): void {
   const picked = session.picked!;
   const target = realtimeTarget(picked.key, session.effectiveModel, session.beta, session.ephemeral?.token);
+  // The key's secret goes in the upgrade's headers: only where the address policy allows.
+  void options.checkUrl(target.url).then((refusal) => {
+    // The client left, or the session moved on, while the name was being resolved.
+    if (session.clientClosed || session.finished || session.picked !== picked) return;
+    if (refusal) events.failed(session, { kind: "blocked", reason: refusal }, refusal);
+    else openSocket(session, target, options, events);
+  });
+}
+
+function openSocket(session: RealtimeSession, target: ReturnType<typeof realtimeTarget>, options: DialOptions, events: UpstreamEvents): void {
   let timedOut = false;
   let errorMessage: string | undefined;
   const init: Bun.WebSocketOptions = {

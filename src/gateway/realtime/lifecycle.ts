@@ -38,7 +38,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
   };
   const live = new Set<RealtimeSession>();
   let sweeper: ReturnType<typeof setInterval> | undefined;
-  const dial = { tls: deps.upstreamTls, connectTimeoutMs: options.connectTimeoutMs };
+  const dial = { tls: deps.upstreamTls, connectTimeoutMs: options.connectTimeoutMs, checkUrl: (url: string) => deps.addressGuard.check(url) };
 
   const sweep = () => {
     const now = clock.now();
@@ -142,7 +142,10 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
       const { key, level, probe } = session.picked!;
       const { pool, switchOver } = session.tenant;
       log.warn("realtime upstream did not connect", { req: session.id, key: key.id, level, failure: failure.kind, error: redact(message ?? "") });
-      if (failure.kind === "client") {
+      if (failure.kind === "blocked") {
+        pool.markUnusable(key, failure.reason);
+        if (probe) switchOver.abandonProbe(level);
+      } else if (failure.kind === "client") {
         pool.report(key, { kind: "success" });
         switchOver.recordSuccess(level, probe);
       } else {

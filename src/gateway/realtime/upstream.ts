@@ -52,6 +52,8 @@ export function realtimeTarget(
 
 /** How an upstream handshake failed, from Bun's error message (`Expected 101 status code: 401`). */
 export type HandshakeFailure =
+  /** The key's URL reaches an address the upstream policy refuses: nothing was sent. */
+  | { kind: "blocked"; reason: string }
   | { kind: "credential"; status: number }
   | { kind: "retryable"; status?: number }
   | { kind: "client"; status: number };

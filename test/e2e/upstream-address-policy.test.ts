@@ -1,0 +1,143 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { generateKeyPairSync } from "node:crypto";
+import { createManualClock } from "../../src/core/clock.ts";
+import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { api } from "../helpers/owner-ops.ts";
+import { startRouter, type StartOptions, type TestRouter } from "../helpers/router.ts";
+
+/**
+ * Issue 13, item 2: provider URLs whose host is or resolves to a metadata, link-local or
+ * unspecified address are refused always; private and loopback ones in the BYOK style
+ * unless --allow-private-upstreams. Checked when saved and again before each upstream
+ * connection, where a refusal fails the call over and takes the key out of rotation.
+ */
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function router(options: StartOptions = {}): TestRouter {
+  const r = startRouter(options);
+  cleanups.push(() => r.stop());
+  return r;
+}
+
+function upstream(): MockUpstream {
+  const u = startMockUpstream();
+  cleanups.push(() => u.stop());
+  return u;
+}
+
+const SECRET = "sk-address-policy-test-0123456789abcdef";
+const key = (Provider: string, extra: Record<string, unknown> = {}) => ({ Provider, SecretKey: SECRET, Level: 1, Status: true, ...extra });
+const completion = { id: "c", object: "chat.completion", created: 1, model: "gpt-x", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } };
+
+async function keyCount(r: TestRouter): Promise<number> {
+  return (await api(r, "/x-keys")).body.length;
+}
+
+describe("checked when a URL is saved", () => {
+  test.each([
+    ["https://169.254.169.254/v1", "metadata"],
+    ["https://169.254.10.10/v1", "link-local"],
+    ["https://[fe80::1]/v1", "link-local"],
+    ["https://[::ffff:169.254.169.254]/v1", "metadata"],
+    ["https://[64:ff9b::a9fe:a9fe]/v1", "metadata"],
+    ["https://0.0.0.0:8443/v1", "unspecified"],
+    ["https://metadata.google.internal/v1", "metadata"],
+  ])("%s is refused with 400 naming Provider, nothing written", async (url, why) => {
+    const r = router();
+    const before = await keyCount(r);
+    const res = await api(r, "/x-keys", { body: key(url) });
+    expect(res.status).toBe(400);
+    expect(res.body.error.param).toBe("Provider");
+    expect(res.body.error.message).toContain(why);
+    expect(res.body.error.message).not.toContain(SECRET);
+    expect(await keyCount(r)).toBe(before);
+  });
+
+  test("a single-tenant owner may point keys at its own private network", async () => {
+    const r = router();
+    expect((await api(r, "/x-keys", { body: key("https://10.20.30.40/v1") })).status).toBe(201);
+    expect((await api(r, "/x-keys", { body: key("https://[fd12::5]/v1") })).status).toBe(201);
+  });
+
+  test("an update to a refused URL is refused and changes nothing", async () => {
+    const r = router();
+    const created = await api(r, "/x-keys", { body: key("https://10.20.30.40/v1") });
+    const res = await api(r, `/x-keys/${created.body.ID}`, { method: "PUT", body: { Provider: "https://169.254.169.254/v1" } });
+    expect(res.status).toBe(400);
+    expect((await api(r, `/x-keys/${created.body.ID}`)).body.Provider).toBe("https://10.20.30.40/v1");
+  });
+
+  test("a Vertex key's token_uri, in config or in its key file, is checked too", async () => {
+    const r = router();
+    const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, privateKeyEncoding: { type: "pkcs8", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } });
+    const file = (tokenUri: string) =>
+      JSON.stringify({ type: "service_account", project_id: "p", private_key_id: "k", private_key: privateKey, client_email: "r@p.iam.gserviceaccount.com", token_uri: tokenUri });
+    const vertex = { Provider: "https://us-central1-aiplatform.googleapis.com", Level: 1, Status: true };
+    const inConfig = await api(r, "/x-keys", { body: { ...vertex, SecretKey: file("https://oauth2.googleapis.com/token"), config: { provider_type: "vertex", location: "us-central1", token_uri: "https://169.254.169.254/token" } } });
+    expect(inConfig.status).toBe(400);
+    expect(inConfig.body.error.param).toBe("config.token_uri");
+    const inFile = await api(r, "/x-keys", { body: { ...vertex, SecretKey: file("https://169.254.169.254/token"), config: { provider_type: "vertex", location: "us-central1" } } });
+    expect(inFile.status).toBe(400);
+    expect(inFile.body.error.param).toBe("SecretKey");
+    expect(inFile.body.error.message).not.toContain("PRIVATE KEY");
+  });
+
+  test("BYOK: private and loopback addresses are refused unless the operator allows them", async () => {
+    const strict = router({ config: { byok: true } });
+    for (const url of ["https://127.0.0.1:9443/v1", "https://10.0.0.8/v1", "https://[::1]/v1", "https://localhost/v1"]) {
+      const res = await api(strict, "/x-keys", { body: key(url) });
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toContain("--allow-private-upstreams");
+    }
+    const allowing = router({ config: { byok: true, allowPrivateUpstreams: true } });
+    expect((await api(allowing, "/x-keys", { body: key("https://10.0.0.8/v1") })).status).toBe(201);
+    // Metadata stays refused even then.
+    expect((await api(allowing, "/x-keys", { body: key("https://169.254.169.254/v1") })).status).toBe(400);
+  });
+});
+
+describe("checked again before each upstream connection", () => {
+  test("a name that starts resolving to a metadata address: the call fails over, the key leaves rotation (NoSleep notwithstanding) until its URL changes", async () => {
+    const clock = createManualClock(Date.UTC(2026, 5, 1, 12));
+    const table: Record<string, string[]> = { "flaky.example.com": ["8.8.8.8"] };
+    const r = router({ clock, resolve: async (host) => table[host] ?? [] });
+    const good = upstream().route("POST", "/v1/chat/completions", () => json(completion));
+    const flaky = await api(r, "/x-keys", { body: key("https://flaky.example.com/v1", { NoSleep: true, Name: "flaky" }) });
+    expect(flaky.status).toBe(201);
+    expect((await api(r, "/x-keys", { body: key(`${good.url}/v1`, { SecretKey: "sk-good-key-0123456789abcdef0000" }) })).status).toBe(201);
+
+    // The name moves; once the saved resolution is older than 30 s the router sees it.
+    table["flaky.example.com"] = ["169.254.169.254"];
+    clock.advance(31_000);
+    for (let i = 0; i < 3; i++) {
+      const res = await api(r, "/v1/chat/completions", { body: { model: "gpt-x", messages: [{ role: "user", content: "hi" }] } });
+      expect(res.status).toBe(200);
+    }
+    expect(good.requests).toHaveLength(3);
+    const record = (await api(r, `/x-keys/${flaky.body.ID}`)).body;
+    expect(record).toMatchObject({ Sleeping: true, SleepReason: "address", NoSleep: true });
+    expect(r.logs.some((line) => line.includes("upstream address is refused") && line.includes("169.254.169.254"))).toBe(true);
+    expect(r.logs.some((line) => line.includes(SECRET))).toBe(false);
+
+    // Fixing the URL brings it back.
+    const fixed = await api(r, `/x-keys/${flaky.body.ID}`, { method: "PUT", body: { Provider: `${good.url}/v1` } });
+    expect(fixed.status).toBe(200);
+    expect((await api(r, `/x-keys/${flaky.body.ID}`)).body).toMatchObject({ Sleeping: false, SleepReason: null });
+  });
+
+  test("when no key may be reached: 502 in the caller's envelope, nothing sent anywhere", async () => {
+    const clock = createManualClock(Date.UTC(2026, 5, 1, 12));
+    const table: Record<string, string[]> = { "moving.example.com": ["8.8.8.8"] };
+    const r = router({ clock, resolve: async (host) => table[host] ?? [] });
+    expect((await api(r, "/x-keys", { body: key("https://moving.example.com/v1") })).status).toBe(201);
+    table["moving.example.com"] = ["fd00:ec2::254"];
+    clock.advance(31_000);
+    const res = await r.fetch("/v1/messages", { method: "POST", body: JSON.stringify({ model: "claude-x", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }) });
+    expect(res.status).toBe(502);
+    expect((await res.json()).type).toBe("error");
+  });
+});
