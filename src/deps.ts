@@ -57,6 +57,11 @@ export interface Deps {
   readonly metrics: RouterMetrics;
   /** Drops every in-memory cache; called when another process changed the database. */
   invalidateCaches(): void;
+  /**
+   * Hears every account change after it is written (rotation, update, deletion), with
+   * the account's id, or none when every account may have changed (another process).
+   */
+  onAccountChange(listener: (accountId?: number) => void): void;
   /** Work to finish before the store closes (e.g. flushing batched usage rows). */
   readonly beforeClose: Array<() => void | Promise<void>>;
 }
@@ -87,9 +92,13 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const store = openStore(databasePath(config.dataDir));
   const accounts = createAccountsRepository({ store, clock });
   const chains = createAccountChains((id) => accounts.findLiveById(id));
+  const accountListeners: Array<(accountId?: number) => void> = [];
   const principals = createPrincipalCache(
     (hash) => accounts.findLiveByKeyHash(hash),
-    () => chains.clear(),
+    (accountId) => {
+      chains.clear();
+      for (const listener of accountListeners) listener(accountId);
+    },
   );
   const upstreamTls = config.upstreamCaFile
     ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
@@ -177,6 +186,9 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     quotas,
     metrics,
     upstreamTls,
+    onAccountChange(listener) {
+      accountListeners.push(listener);
+    },
     invalidateCaches() {
       principals.clear();
       tenants.reload();

@@ -38,8 +38,11 @@ export interface PrincipalCache {
   clear(): void;
 }
 
-/** `onChange` hears every invalidation: caches derived from accounts (their ancestor chains) follow it. */
-export function createPrincipalCache(load: (keyHash: string) => AccountRow | undefined, onChange?: () => void): PrincipalCache {
+/**
+ * `onChange` hears every invalidation, with the account's id (none when everything was
+ * dropped): caches derived from accounts (ancestor chains) and live sessions follow it.
+ */
+export function createPrincipalCache(load: (keyHash: string) => AccountRow | undefined, onChange?: (accountId?: number) => void): PrincipalCache {
   const byHash = new Map<string, Principal>();
   const hashOf = new Map<number, string>();
   return {
@@ -56,7 +59,7 @@ export function createPrincipalCache(load: (keyHash: string) => AccountRow | und
       return principal;
     },
     invalidateAccount(accountId) {
-      onChange?.();
+      onChange?.(accountId);
       const hash = hashOf.get(accountId);
       if (hash === undefined) return;
       byHash.delete(hash);

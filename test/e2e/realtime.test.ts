@@ -488,3 +488,94 @@ describe("the official SDK", () => {
     expect(row).toMatchObject({ status: 200, requested_model: MODEL, cost_nanos: 0 });
   });
 });
+
+describe("a live session dies with its key and its access", () => {
+  const api = async (path: string, init: { method?: string; body?: unknown; key?: string } = {}) => {
+    const res = await router.fetch(path, { method: init.method ?? "POST", key: init.key, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+    return { status: res.status, body: await res.json().catch(() => undefined) };
+  };
+
+  /** An account with an open session, ready for the change under test. */
+  async function openSession(credit = 100) {
+    const account = await createAccount(credit);
+    const client = connect(wsUrl(router), bearer(account.key));
+    await eventOf(client, "session.created");
+    return { account, client, conn: lastConn() };
+  }
+
+  /** The session got a realtime `error` event saying why, then close 1008; the upstream socket closed too. */
+  async function expectRevoked(opened: Awaited<ReturnType<typeof openSession>>, why: string) {
+    await waitFor(() => opened.client.closed, 5000, "the revoked session to close");
+    expect(opened.client.closed!.code).toBe(1008);
+    const error = opened.client.events().find((e) => e.type === "error");
+    expect(error.error).toMatchObject({ type: "invalid_request_error", code: "session_revoked" });
+    expect(error.error.message).toContain(why);
+    await waitFor(() => opened.conn.closed, 5000, "the upstream socket to close");
+  }
+
+  test("rotating the key (POST /x-self) closes the session opened with it at once", async () => {
+    const opened = await openSession();
+    const confirm = `${router.deps.clock.businessDate()}-ROTATE-SELF`;
+    expect((await api("/x-self", { key: opened.account.key, body: { confirm } })).status).toBe(200);
+    await expectRevoked(opened, "rotated");
+  });
+
+  test("deleting the account closes its session; a response in progress is still metered", async () => {
+    const opened = await openSession();
+    opened.client.ws.send(JSON.stringify({ type: "response.create" }));
+    await eventOf(opened.client, "response.done");
+    expect((await api(`/x-users/${opened.account.id}`, { method: "DELETE" })).status).toBe(200);
+    await expectRevoked(opened, "deleted");
+    const rows = await waitFor(() => {
+      const mine = usageRows(router).filter((r) => r.account_id === opened.account.id);
+      return mine.length > 0 ? mine : undefined;
+    });
+    expect(rows!.map((r) => [r.status, r.cost_nanos])).toEqual([[200, COST_NANOS]]);
+  });
+
+  test.each([
+    ["Resources", { Resources: "/v1/chat/completions,/dashboard/*" }, "Resources"],
+    ["AllowModels", { AllowModels: "gpt-4o*" }, "AllowModels"],
+    ["AllowIPs", { AllowIPs: "10.0.0.0/8" }, "AllowIPs"],
+  ])("an update of %s that no longer allows the session closes it", async (_name, change, why) => {
+    const opened = await openSession();
+    expect((await api(`/x-users/${opened.account.id}`, { method: "PUT", body: change })).status).toBe(200);
+    await expectRevoked(opened, why);
+  });
+
+  test("a system RESOURCES change that no longer allows realtime closes non-owner sessions", async () => {
+    const opened = await openSession();
+    const owner = connect(wsUrl(router), bearer(router.ownerKey));
+    await eventOf(owner, "session.created");
+    try {
+      expect((await api("/x-config", { method: "PUT", body: { RESOURCES: "/v1/chat/*,/dashboard/*,/x-*" } })).status).toBe(200);
+      await expectRevoked(opened, "RESOURCES");
+    } finally {
+      expect((await api("/x-config", { method: "DELETE", body: { keys: ["RESOURCES"] } })).status).toBe(200);
+    }
+    owner.ws.close(1000);
+  });
+
+  test("a session opened with a client secret dies when the key of the account that minted it is rotated", async () => {
+    const account = await createAccount(100);
+    const minted = await api("/v1/realtime/client_secrets", { key: account.key, body: { session: { type: "realtime", model: MODEL } } });
+    expect(minted.body.value).toBe("ek_test_123");
+    const client = connect(wsUrl(router), { protocols: ["realtime", "openai-insecure-api-key.ek_test_123"] });
+    await eventOf(client, "session.created");
+    const conn = lastConn();
+    const confirm = `${router.deps.clock.businessDate()}-ROTATE-SELF`;
+    expect((await api("/x-self", { key: account.key, body: { confirm } })).status).toBe(200);
+    await expectRevoked({ account, client, conn }, "rotated");
+  });
+
+  test("a change that still allows the session, or another account's change, leaves it alone", async () => {
+    const opened = await openSession();
+    const other = await createAccount(1);
+    expect((await api(`/x-users/${other.id}`, { method: "PUT", body: { AllowModels: "nothing-*" } })).status).toBe(200);
+    expect((await api(`/x-users/${opened.account.id}`, { method: "PUT", body: { AllowModels: "gpt-realtime*", RPM: 100 } })).status).toBe(200);
+    opened.client.ws.send(JSON.stringify({ type: "ping.test" }));
+    expect((await eventOf(opened.client, "echo")).event.type).toBe("ping.test");
+    expect(opened.client.closed).toBeUndefined();
+    opened.client.ws.close(1000);
+  });
+});

@@ -3,6 +3,7 @@ import { HttpError } from "../../core/errors.ts";
 import { requestId } from "../../core/ids.ts";
 import type { Deps } from "../../deps.ts";
 import { metaOf } from "../../http/context.ts";
+import { clientIp } from "../../http/client-ip.ts";
 import { errorResponse } from "../../http/envelopes.ts";
 import { routeModel } from "../../routing/route-model.ts";
 import { ZERO_USAGE } from "../usage/types.ts";
@@ -85,6 +86,7 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
       effectiveModel,
       level: route.level,
       beta: handshake.beta,
+      clientIp: clientIp(request, deps.config.trustProxy),
       picked,
       tried,
       admission,

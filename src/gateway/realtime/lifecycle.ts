@@ -7,6 +7,7 @@ import { dialUpstream, dropUpstream, type UpstreamEvents } from "./connect.ts";
 import { closeReason, errorEvent, refusalOf, sendableCloseCode } from "./events.ts";
 import { pickRealtimeKey } from "./pick.ts";
 import { createSessionMeter, type RealtimeSession } from "./session.ts";
+import { revocationOf } from "./revocation.ts";
 import { isResponseCreated, responseDoneOf } from "./usage.ts";
 
 export interface LifecycleOptions {
@@ -39,6 +40,32 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
   const live = new Set<RealtimeSession>();
   let sweeper: ReturnType<typeof setInterval> | undefined;
   const dial = { tls: deps.upstreamTls, connectTimeoutMs: options.connectTimeoutMs, checkUrl: (url: string) => deps.addressGuard.check(url) };
+
+  /**
+   * Re-checks live sessions after a change (docs/api.md, "Realtime"): those of `accountId`
+   * and its subtree, or of `tenant`, or all. A session its key or access no longer allows
+   * gets an `error` event and is closed with 1008; what it used is metered as it ends.
+   */
+  const recheck = (filter: { accountId?: number; tenant?: RealtimeSession["tenant"] }) => {
+    for (const session of [...live]) {
+      if (session.finished || session.clientClosed) continue;
+      if (filter.accountId !== undefined && !session.principal.account.path.includes(`/${filter.accountId}/`)) continue;
+      if (filter.tenant !== undefined && session.tenant !== filter.tenant) continue;
+      const why = revocationOf(session, (id) => deps.accounts.findLiveById(id));
+      if (!why) continue;
+      log.info("realtime session revoked", { req: session.id, account: session.principal.account.id, why });
+      sendToClient(session, errorEvent("invalid_request_error", "session_revoked", `The session was closed: ${why}`));
+      closeByRouter(session, 1008, closeReason(why));
+    }
+  };
+  deps.onAccountChange((accountId) => recheck({ accountId }));
+  /** Tenants whose configuration changes (RESOURCES) already re-check their sessions. */
+  const watched = new WeakSet<RealtimeSession["tenant"]>();
+  const watchTenant = (tenant: RealtimeSession["tenant"]) => {
+    if (watched.has(tenant)) return;
+    watched.add(tenant);
+    tenant.settings.onChange(() => recheck({ tenant }));
+  };
 
   const sweep = () => {
     const now = clock.now();
@@ -189,6 +216,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
       session.client = ws;
       session.lastActivity = clock.now();
       live.add(session);
+      watchTenant(session.tenant);
       sweeper ??= setInterval(sweep, Math.max(50, Math.min(options.idleMs / 4, 30_000)));
       sweeper.unref?.();
       dialUpstream(session, dial, events);

@@ -37,6 +37,8 @@ export interface RealtimeSession {
   /** The Level the model routes to. */
   readonly level: number;
   readonly beta: string | undefined;
+  /** The client's address at the upgrade: AllowIPs is checked again against it when the account changes. */
+  readonly clientIp: string | undefined;
   readonly openedAt: number;
   /** The key in use (in flight in the pool) while connecting or connected. */
   picked: PickedKey | undefined;
@@ -74,6 +76,7 @@ export function newSession(fields: {
   effectiveModel: string;
   level: number;
   beta: string | undefined;
+  clientIp: string | undefined;
   picked: PickedKey | undefined;
   tried: Set<number>;
   admission: Admission;
