@@ -14,7 +14,7 @@ import { reportRoutes } from "./metering/report-routes.ts";
 import { HttpError, notFound, badRequest } from "./core/errors.ts";
 import type { Deps } from "./deps.ts";
 import { errorResponse } from "./http/envelopes.ts";
-import { familyOf } from "./http/family.ts";
+import { familyOfRequest } from "./http/family.ts";
 import { thrownResponse } from "./http/error-response.ts";
 
 /**
@@ -24,7 +24,7 @@ import { thrownResponse } from "./http/error-response.ts";
 export function createApp(deps: Deps, hot?: HotRoutes) {
   return new Elysia()
     .onError({ as: "global" }, ({ error, code, request, path }) => {
-      const family = familyOf(path);
+      const family = familyOfRequest(request.headers, path);
       if (error instanceof HttpError) return thrownResponse(deps, error, request, path);
       if (code === "NOT_FOUND") return errorResponse(family, notFound(`No route for ${request.method} ${path}`));
       // Framework parse/validation dumps (expected/found) never reach clients.

@@ -1,15 +1,14 @@
 import { Elysia } from "elysia";
 import type { Principal } from "../accounts/principal.ts";
 import { notFound } from "../core/errors.ts";
-import type { Deps, TenantDeps } from "../deps.ts";
+import type { Deps } from "../deps.ts";
 import { readBodyBytes } from "../http/body.ts";
 import { authenticate, authPlugin } from "../http/plugins.ts";
-import { listAllows } from "../routing/patterns.ts";
 import { geminiCall } from "./call.ts";
 import { createDispatcher } from "./dispatch.ts";
 import { objectRoutes } from "./object-routes.ts";
 import { ANTHROPIC_ENDPOINTS, GEMINI_METHODS, geminiEndpoint, OPENAI_ALIASES, OPENAI_ENDPOINTS, type Endpoint } from "./endpoints.ts";
-import { listModels } from "./models.ts";
+import { modelListRoutes } from "./model-list-routes.ts";
 
 
 /**
@@ -23,9 +22,6 @@ export type HotRoutes = Map<string, (request: Request, path: string) => Promise<
 export function gatewayRoutes(deps: Deps, hot: HotRoutes = new Map()) {
   const dispatcher = createDispatcher(deps);
   const { dispatch } = dispatcher;
-
-  const allowedModels = (principal: Principal) => (model: string) =>
-    principal.allowModels.length === 0 || listAllows(principal.allowModels, model);
 
   const base = new Elysia().use(authPlugin(deps));
   type Base = typeof base;
@@ -48,11 +44,6 @@ export function gatewayRoutes(deps: Deps, hot: HotRoutes = new Map()) {
     };
   };
 
-  const models = ({ principal, tenant }: { principal: Principal; tenant: TenantDeps }) => ({
-    object: "list",
-    data: listModels(tenant.settings.routing(), tenant.pool, allowedModels(principal)),
-  });
-
   let app = base;
   for (const [path, endpoint] of Object.entries(OPENAI_ENDPOINTS)) app = post(app, path, endpoint);
   for (const [alias, path] of Object.entries(OPENAI_ALIASES)) app = post(app, alias, OPENAI_ENDPOINTS[path]!);
@@ -61,15 +52,5 @@ export function gatewayRoutes(deps: Deps, hot: HotRoutes = new Map()) {
     .use(objectRoutes(deps, dispatcher))
     .post("/v1beta/models/:spec", gemini("v1beta"), { auth: true })
     .post("/v1/models/:spec", gemini("v1"), { auth: true })
-    .get("/v1/models", models, { auth: true })
-    .get("/models", models, { auth: true })
-    .get(
-      "/v1/models/:id",
-      ({ principal, tenant, params }) => {
-        const entry = listModels(tenant.settings.routing(), tenant.pool, allowedModels(principal)).find((m) => m.id === params.id);
-        if (!entry) throw notFound(`The model ${params.id} does not exist or is not available to this key`, "model_not_found");
-        return entry;
-      },
-      { auth: true },
-    );
+    .use(modelListRoutes(deps));
 }

@@ -1,7 +1,7 @@
 import { HttpError } from "../core/errors.ts";
 import type { Deps } from "../deps.ts";
 import { errorResponse } from "./envelopes.ts";
-import { familyOf } from "./family.ts";
+import { familyOfRequest } from "./family.ts";
 import { metaOf } from "./context.ts";
 
 /**
@@ -10,7 +10,7 @@ import { metaOf } from "./context.ts";
  * request id, never the error itself.
  */
 export function thrownResponse(deps: Pick<Deps, "metrics" | "log">, error: unknown, request: Request, path: string): Response {
-  const family = familyOf(path);
+  const family = familyOfRequest(request.headers, path);
   if (error instanceof HttpError) {
     if (error.status === 403 || error.status === 429) deps.metrics.refusals.inc({ code: error.code ?? error.kind });
     return errorResponse(family, error);

@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Principal } from "../accounts/principal.ts";
 import { forbidden } from "../core/errors.ts";
 import type { Deps, TenantDeps } from "../deps.ts";
-import { familyOf } from "./family.ts";
+import { familyOfRequest } from "./family.ts";
 import { checkAccess } from "./access.ts";
 import { clientIp } from "./client-ip.ts";
 
@@ -15,7 +15,7 @@ export type Caller = {
 
 /** The caller of an authenticated route: key (401), then AllowIPs and Resources (403). */
 export function authenticate(deps: Pick<Deps, "auth" | "config" | "scope">, request: Request, path: string): Caller {
-  const principal = deps.auth.require(request, familyOf(path));
+  const principal = deps.auth.require(request, familyOfRequest(request.headers, path));
   const tenant = deps.scope(principal.account);
   checkAccess(principal, path, () => clientIp(request, deps.config.trustProxy), tenant.settings.resources());
   return { principal, tenant };

@@ -1,11 +1,20 @@
 /** `config` of a Provider Key: which upstream scheme it speaks, and that scheme's options. */
 export type ProviderConfig = StandardConfig | AzureConfig | VertexConfig;
 
-export interface StandardConfig {
+/** Members every provider type may have. */
+export interface CommonConfig {
+  /**
+   * Model names and patterns the key serves, for model lists; when absent, what its
+   * upstream's own model list says.
+   */
+  models?: string[];
+}
+
+export interface StandardConfig extends CommonConfig {
   provider_type: "standard";
 }
 
-export interface AzureConfig {
+export interface AzureConfig extends CommonConfig {
   provider_type: "azure";
   /** model → deployment name; a model without an entry uses its own name as the deployment. */
   deployments?: Record<string, string>;
@@ -13,7 +22,7 @@ export interface AzureConfig {
   api_versions?: Record<string, string>;
 }
 
-export interface VertexConfig {
+export interface VertexConfig extends CommonConfig {
   provider_type: "vertex";
   project_id?: string;
   /** Default `global`. */

@@ -24,10 +24,13 @@ const DNS_CACHE_MS = 30_000;
 const VERTEX_LOCATION = /^[a-z][a-z0-9-]*[a-z0-9]$/;
 const PROJECT_ID = /^[a-z0-9][a-z0-9.:-]*$/;
 const CONFIG_MEMBERS: Record<ProviderType, readonly string[]> = {
-  standard: [],
-  azure: ["deployments", "api_versions"],
-  vertex: ["project_id", "location", "base_url", "token_uri"],
+  standard: ["models"],
+  azure: ["models", "deployments", "api_versions"],
+  vertex: ["models", "project_id", "location", "base_url", "token_uri"],
 };
+/** `config.models`: at most this many entries of at most MAX_MODEL_NAME characters. */
+const MAX_MODELS = 1000;
+const MAX_MODEL_NAME = 200;
 
 export type CreateInput = Required<Pick<ProviderKeyInput, "level" | "provider" | "secret" | "status">> & ProviderKeyInput;
 
@@ -147,6 +150,21 @@ function stringMap(value: unknown, param: string): Record<string, string> {
   return { ...(value as Record<string, string>) };
 }
 
+/** `config.models`: model names and patterns (`*`, `?`), as MODEL_MAPPER and LEVEL_MAPPER write them. */
+function modelList(value: unknown): string[] {
+  const param = "config.models";
+  if (!Array.isArray(value)) throw badRequest(`${param} must be an array of model names or patterns`, param);
+  if (value.length > MAX_MODELS) throw badRequest(`${param} may hold at most ${MAX_MODELS} entries`, param);
+  const out: string[] = [];
+  for (const [i, entry] of value.entries()) {
+    if (typeof entry !== "string" || entry.trim() === "" || entry.length > MAX_MODEL_NAME || /[\s,]/.test(entry)) {
+      throw badRequest(`${param}[${i}] must be a model name or pattern of 1 to ${MAX_MODEL_NAME} characters without spaces or commas`, param);
+    }
+    if (!out.includes(entry)) out.push(entry);
+  }
+  return out;
+}
+
 /** The structure of `config`; checks that need the secret come later (checkSecret). */
 function parseConfig(value: unknown): ProviderConfig {
   if (!isObject(value)) throw badRequest("config must be an object", "config");
@@ -160,15 +178,17 @@ function parseConfig(value: unknown): ProviderConfig {
     const allowed = CONFIG_MEMBERS[providerType].join(", ") || "none";
     throw badRequest(`config has unknown member(s) ${unknown.join(", ")} for provider_type ${providerType} (allowed: ${allowed})`, `config.${unknown[0]}`);
   }
-  if (providerType === "standard") return { provider_type: "standard" };
+  const models = value.models === undefined ? {} : { models: modelList(value.models) };
+  if (providerType === "standard") return { provider_type: "standard", ...models };
   if (providerType === "azure") {
     return {
       provider_type: "azure",
+      ...models,
       ...(value.deployments !== undefined && { deployments: stringMap(value.deployments, "config.deployments") }),
       ...(value.api_versions !== undefined && { api_versions: stringMap(value.api_versions, "config.api_versions") }),
     };
   }
-  const out: VertexConfig = { provider_type: "vertex" };
+  const out: VertexConfig = { provider_type: "vertex", ...models };
   for (const member of ["project_id", "location", "base_url", "token_uri"] as const) {
     const v = value[member];
     if (v === undefined) continue;
