@@ -1,4 +1,4 @@
-import { createSseDecoder, type SseEvent } from "./sse/decoder.ts";
+import type { SseEvent } from "./sse/decoder.ts";
 
 /**
  * Whether a 2xx upstream body is an answer. An upstream (or a proxy in front of it) may
@@ -60,28 +60,77 @@ export interface FirstEvent {
 }
 
 /**
+ * Where the event block that starts at `from` (a line start) ends: just past its blank
+ * line (any of LF, CRLF, CR line ends), or -1 when the bytes hold no complete block.
+ */
+function blockEnd(bytes: Uint8Array, from: number): number {
+  let lineStart = from;
+  for (let i = from; i < bytes.byteLength; i++) {
+    const b = bytes[i];
+    if (b !== 0x0a && b !== 0x0d) continue;
+    const next = b === 0x0d && bytes[i + 1] === 0x0a ? i + 2 : i + 1;
+    // A CR at the very end may be half of a CRLF still on its way.
+    if (b === 0x0d && i + 1 === bytes.byteLength) return -1;
+    if (i === lineStart) return next;
+    lineStart = next;
+    i = next - 1;
+  }
+  return -1;
+}
+
+const utf8 = new TextDecoder();
+
+/**
+ * The event a complete block dispatches (WHATWG event stream interpretation: `event:`
+ * and `data:` fields, one leading space dropped, comments and other fields ignored,
+ * data lines joined by LF), or undefined when it dispatches none (no data line).
+ */
+function eventOfBlock(block: Uint8Array, first: boolean): SseEvent | undefined {
+  let text = utf8.decode(block);
+  if (first && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  let event: string | undefined;
+  let data: string | undefined;
+  for (const line of text.split(/\r\n|\r|\n/)) {
+    if (line === "" || line.charCodeAt(0) === 0x3a) continue;
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.charCodeAt(0) === 0x20) value = value.slice(1);
+    if (field === "event") event = value;
+    else if (field === "data") data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data === undefined ? undefined : { event: event || undefined, data };
+}
+
+/**
  * Reads a stream until its first event is complete (comments and blank lines before it
  * are kept for the client), without passing anything on: the relay decides from it
- * whether the stream is an answer. The caller's first-byte limit bounds the wait.
+ * whether the stream is an answer. Only the blocks up to the first event are decoded,
+ * however much else the reads brought. The caller's first-byte limit bounds the wait.
  */
 export async function readFirstEvent(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<FirstEvent> {
   let first: SseEvent | undefined;
-  const decoder = createSseDecoder((event) => {
-    first ??= event;
-  });
   const parts: Uint8Array[] = [];
   let size = 0;
+  /** The bytes read so far, joined once per read that does not finish the first event. */
+  let joined: Uint8Array = new Uint8Array(0);
+  /** Where the next block starts in `joined`. */
+  let next = 0;
   for (;;) {
     const result = await reader.read();
     if (result.done) {
-      decoder.end();
+      // An event not ended by a blank line is discarded, as the SSE rules say.
       const bytes = concat(parts, size);
       return { judgement: first ? judgeFirstEvent(first) : { answer: false, why: "a stream that ended before its first event" }, bytes, done: true };
     }
     parts.push(result.value);
     size += result.value.byteLength;
-    decoder.push(result.value);
-    if (first) return { judgement: judgeFirstEvent(first), bytes: concat(parts, size), done: false };
+    joined = parts.length === 1 ? result.value : concat(parts, size);
+    for (let end = blockEnd(joined, next); end !== -1 && !first; end = blockEnd(joined, next)) {
+      first = eventOfBlock(joined.subarray(next, end), next === 0);
+      next = end;
+    }
+    if (first) return { judgement: judgeFirstEvent(first), bytes: joined, done: false };
   }
 }
 

@@ -194,14 +194,20 @@ export function createAddressGuard(policy: AddressPolicy, resolve: Resolve = sys
     return undefined;
   };
   return {
-    async check(url) {
-      const host = hostOf(url);
-      const hit = verdicts.get(host);
-      if (hit && now() - hit.at < RESOLUTION_CACHE_MS) return hit.refusal;
-      const refusal = await judge(host);
-      if (verdicts.size > 1000) verdicts.clear();
-      verdicts.set(host, { at: now(), refusal });
-      return refusal;
+    check(url) {
+      // Verdicts are kept by the URL's raw authority: a hit costs a slice and a lookup.
+      const text = typeof url === "string" ? url : url.href;
+      const from = text.indexOf("//") + 2;
+      let to = from;
+      while (to < text.length && text.charCodeAt(to) !== 0x2f && text.charCodeAt(to) !== 0x3f && text.charCodeAt(to) !== 0x23) to++;
+      const authority = text.slice(from, to);
+      const hit = verdicts.get(authority);
+      if (hit && now() - hit.at < RESOLUTION_CACHE_MS) return Promise.resolve(hit.refusal);
+      return judge(hostOf(url)).then((refusal) => {
+        if (verdicts.size > 1000) verdicts.clear();
+        verdicts.set(authority, { at: now(), refusal });
+        return refusal;
+      });
     },
   };
 }

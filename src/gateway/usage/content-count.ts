@@ -3,26 +3,33 @@
  * tokens when the upstream reported none: the string values of the members that carry
  * text, tool arguments and reasoning in the three families' answers and deltas, not
  * the JSON and SSE framing around them (a chunk of one token carries about 150 bytes of
- * framing). One pass of `indexOf` over the bytes, no parse: it runs on every chunk of
- * every stream, since whether usage will come is known only at the end.
+ * framing). Native substring searches over the bytes, no parse: it runs on every chunk
+ * of every stream, since whether usage will come is known only at the end.
  */
 
 const CONTENT_KEYS = ["content", "text", "delta", "arguments", "partial_json", "thinking", "refusal", "reasoning_content", "transcript"].map((key) =>
   new TextEncoder().encode(key),
 );
 
+/** The content keys by their last byte: most member names are ruled out by one comparison. */
+const KEYS_BY_LAST_BYTE = new Map<number, Uint8Array[]>();
+for (const key of CONTENT_KEYS) {
+  const last = key[key.byteLength - 1]!;
+  KEYS_BY_LAST_BYTE.set(last, [...(KEYS_BY_LAST_BYTE.get(last) ?? []), key]);
+}
+
 const QUOTE = 0x22;
-const COLON = 0x3a;
-const SPACE = 0x20;
 const BACKSLASH = 0x5c;
 
 /** Whether the member name that ends with the quote at `close` is one of the content keys. */
 function isContentKey(bytes: Uint8Array, close: number): boolean {
-  for (const key of CONTENT_KEYS) {
+  const candidates = KEYS_BY_LAST_BYTE.get(bytes[close - 1]!);
+  if (!candidates) return false;
+  for (const key of candidates) {
     const start = close - key.byteLength;
     if (start < 1 || bytes[start - 1] !== QUOTE) continue;
     let same = true;
-    for (let k = 0; k < key.byteLength; k++) {
+    for (let k = key.byteLength - 2; k >= 0; k--) {
       if (bytes[start + k] !== key[k]) {
         same = false;
         break;
@@ -45,21 +52,26 @@ function stringEnd(bytes: Uint8Array, from: number): number {
   return bytes.byteLength;
 }
 
+/** Where a string member's value starts: the key's closing quote, a colon, (a space,) an opening quote. */
+const VALUE_STARTS = [Buffer.from('":"'), Buffer.from('": "')];
+
 export function countContent(bytes: Uint8Array): number {
+  // Native substring search finds only string members (a few per chunk); the JS loop
+  // then runs per member, not per byte or per colon.
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let total = 0;
-  let colon = bytes.indexOf(COLON);
-  while (colon !== -1) {
-    let next = colon + 1;
-    if (colon > 0 && bytes[colon - 1] === QUOTE) {
-      let value = colon + 1;
-      while (bytes[value] === SPACE) value++;
-      if (bytes[value] === QUOTE && isContentKey(bytes, colon - 1)) {
-        const end = stringEnd(bytes, value + 1);
-        total += end - (value + 1);
-        next = end + 1;
-      }
+  for (const needle of VALUE_STARTS) {
+    // A producer writes one style: compact JSON (OpenAI, Anthropic) never needs the spaced search.
+    if (total > 0) break;
+    let at = buffer.indexOf(needle);
+    while (at !== -1) {
+      const value = at + needle.byteLength;
+      if (isContentKey(bytes, at)) {
+        const end = stringEnd(bytes, value);
+        total += end - value;
+        at = buffer.indexOf(needle, end + 1);
+      } else at = buffer.indexOf(needle, value);
     }
-    colon = bytes.indexOf(COLON, next);
   }
   return total;
 }
