@@ -360,6 +360,17 @@ describe("model limits", () => {
     refusal(await chat(acct.key, "acme-t"), "tpm_limit_reached", "account model acme-t");
   });
 
+  test("token limits of ModelLimits and MODEL_LIMITS hold under concurrency too: calls of several accounts reserve their tokens", async () => {
+    expect((await api("/x-config", { method: "PUT", body: { MODEL_LIMITS: { "acme-shared": { tpm: 2 * TOKENS_PER_CALL } } } })).status).toBe(200);
+    const accounts = await Promise.all([createAccount({}), createAccount({}), createAccount({})]);
+    const statuses = await Promise.all(accounts.flatMap((a) => Array.from({ length: 5 }, async () => (await chat(a.key, "acme-shared")).status)));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(upstream.requests).toHaveLength(1);
+    const own = await createAccount({ ModelLimits: { "acme-own": { tpm: 2 * TOKENS_PER_CALL } } });
+    const mine = await Promise.all(Array.from({ length: 10 }, async () => (await chat(own.key, "acme-own")).status));
+    expect(mine.filter((s) => s === 200)).toHaveLength(1);
+  });
+
   test("system MODEL_LIMITS (PUT /x-config) are shared by all accounts and merged onto the effective model", async () => {
     const put = await api("/x-config", { method: "PUT", body: { MODEL_LIMITS: { "acme-sys*": { rpm: 3 } }, MODEL_MAPPER: "alias-sys=acme-sys" } });
     expect(put.status).toBe(200);
