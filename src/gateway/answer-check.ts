@@ -1,3 +1,4 @@
+import { concatBytes } from "../core/bytes.ts";
 import type { SseEvent } from "./sse/decoder.ts";
 
 /**
@@ -120,27 +121,16 @@ export async function readFirstEvent(reader: ReadableStreamDefaultReader<Uint8Ar
     const result = await reader.read();
     if (result.done) {
       // An event not ended by a blank line is discarded, as the SSE rules say.
-      const bytes = concat(parts, size);
+      const bytes = concatBytes(parts, size);
       return { judgement: first ? judgeFirstEvent(first) : { answer: false, why: "a stream that ended before its first event" }, bytes, done: true };
     }
     parts.push(result.value);
     size += result.value.byteLength;
-    joined = parts.length === 1 ? result.value : concat(parts, size);
+    joined = parts.length === 1 ? result.value : concatBytes(parts, size);
     for (let end = blockEnd(joined, next); end !== -1 && !first; end = blockEnd(joined, next)) {
       first = eventOfBlock(joined.subarray(next, end), next === 0);
       next = end;
     }
     if (first) return { judgement: judgeFirstEvent(first), bytes: joined, done: false };
   }
-}
-
-function concat(parts: Uint8Array[], size: number): Uint8Array {
-  if (parts.length === 1) return parts[0]!;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
 }

@@ -177,6 +177,8 @@ export function createRelay(deps: TenantDeps) {
       let peeked: PeekedStream | undefined;
       /** Why a 2xx was not an answer, when it was not. */
       let nonAnswer: string | undefined;
+      /** A JSON answer, read and judged. */
+      let read: ReadAnswer | undefined;
       const timer = setTimeout(() => controller.abort(new AttemptTimeout()), config.firstByteTimeoutMs);
       try {
         const prepared = await adapter.prepare(key, upstream);
@@ -209,6 +211,17 @@ export function createRelay(deps: TenantDeps) {
             nonAnswer = first.judgement.why;
             reader.cancel().catch(() => {});
           }
+        } else if (response.ok && !call.endpoint.binary) {
+          // A JSON answer is read whole before anything goes to the client, so a 2xx
+          // error object can still fail over. Its headers were its first byte.
+          const type = response.headers.get("content-type") ?? "";
+          if (/\bjson\b/i.test(type)) {
+            clearTimeout(timer);
+            const text = await response.text();
+            const judged = judgeJson(text);
+            if (judged.answer) read = { text, parsed: judged.parsed };
+            else nonAnswer = judged.why;
+          } else if (/\btext\/html\b/i.test(type)) nonAnswer = "an HTML page";
         }
       } catch (error) {
         // Nothing of this attempt reached the client: a stream that failed before its
@@ -232,29 +245,6 @@ export function createRelay(deps: TenantDeps) {
         log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
       } finally {
         clearTimeout(timer);
-      }
-
-      /** A JSON answer read whole before anything goes to the client, so a 2xx error object can still fail over. */
-      let read: ReadAnswer | undefined;
-      if (response?.ok && !peeked && !nonAnswer && !call.endpoint.binary) {
-        const type = response.headers.get("content-type") ?? "";
-        if (/\bjson\b/i.test(type)) {
-          try {
-            const text = await response.text();
-            const judged = judgeJson(text);
-            if (judged.answer) read = { text, parsed: judged.parsed };
-            else nonAnswer = judged.why;
-          } catch (error) {
-            response = undefined;
-            if (input.clientSignal.aborted) {
-              release();
-              if (chosen.probe) switchOver.abandonProbe(chosen.level);
-              return clientClosed(key.id);
-            }
-            failure = { kind: "network" };
-            log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
-          }
-        } else if (/\btext\/html\b/i.test(type)) nonAnswer = "an HTML page";
       }
 
       if (response && response.ok && !nonAnswer) {

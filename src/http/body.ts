@@ -1,4 +1,5 @@
 import { badRequest, tooLarge } from "../core/errors.ts";
+import { concatBytes } from "../core/bytes.ts";
 
 const utf8 = new TextDecoder();
 
@@ -26,14 +27,7 @@ export async function readBodyBytes(request: Request, limit: number): Promise<Ui
     }
     chunks.push(value);
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
+  return concatBytes(chunks, size);
 }
 
 /**

@@ -1,8 +1,9 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { json, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, sse, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
-import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { waitFor, type TestRouter } from "../helpers/router.ts";
+import { perTest } from "../helpers/scoped.ts";
 
 /**
  * Issue 13, item 14: deleting an account returns only what is really left (its balance
@@ -17,15 +18,11 @@ const COST = 300_000;
 const BODY = { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
 const GRANT = 1_000_000_000;
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const upstream = startMockUpstream();
-  const router = startRouter({ pricing: PRICING });
-  cleanups.push(() => router.stop(), () => upstream.stop());
+  const upstream = scope.upstream();
+  const router = scope.router({ pricing: PRICING });
   addKey(router, { provider: upstream.url });
   return { router, upstream };
 }

@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
-import { startRouter, type TestRouter } from "../helpers/router.ts";
+import type { TestRouter } from "../helpers/router.ts";
 import { anthropicClient, geminiClient } from "../helpers/sdk.ts";
+import { perTest } from "../helpers/scoped.ts";
 
 /**
  * Issue 13, item 15: token counts are not usage (no request, no tokens, no charge), obey
@@ -13,15 +14,11 @@ import { anthropicClient, geminiClient } from "../helpers/sdk.ts";
 
 const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const upstream = startMockUpstream();
-  const router = startRouter();
-  cleanups.push(() => router.stop(), () => upstream.stop());
+  const upstream = scope.upstream();
+  const router = scope.router();
   addKey(router, { provider: upstream.url });
   expect((await api(router, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
   upstream.route("POST", "/v1/messages/count_tokens", () => json({ input_tokens: 14 }));

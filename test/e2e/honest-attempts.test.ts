@@ -1,12 +1,13 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createServer } from "node:net";
 import type { Server } from "bun";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { json, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, sse, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { startDroppingUpstream } from "../helpers/raw-upstream.ts";
-import { startRouter, waitFor, type StartOptions, type TestRouter } from "../helpers/router.ts";
+import { waitFor, type StartOptions, type TestRouter } from "../helpers/router.ts";
 import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
 import { testCertificates } from "../helpers/tls.ts";
+import { perTest } from "../helpers/scoped.ts";
 
 /**
  * Issue 13, items 8, 9, 10 and 18: a 2xx that is not an answer fails over and is never
@@ -21,22 +22,10 @@ const COST = (30 * 2 + 30 * 8) * 1000;
 const completion = (content = "ok") => ({ id: "c", object: "chat.completion", created: 1, model: "acme-chat", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }], usage: USAGE });
 const chunk = (content: string | null, usage?: unknown) => ({ id: "c", object: "chat.completion.chunk", created: 1, model: "acme-chat", choices: content === null ? [] : [{ index: 0, delta: { content }, finish_reason: null }], ...(usage ? { usage } : {}) });
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const scope = perTest();
 
-function router(config: StartOptions["config"] = {}): TestRouter {
-  const r = startRouter({ pricing: PRICING, config });
-  cleanups.push(() => r.stop());
-  return r;
-}
-
-function upstream(): MockUpstream {
-  const u = startMockUpstream();
-  cleanups.push(() => u.stop());
-  return u;
-}
+const router = (config: StartOptions["config"] = {}): TestRouter => scope.router({ pricing: PRICING, config });
+const upstream = (): MockUpstream => scope.upstream();
 
 /** A router with two keys on one upstream: whichever key gets the first attempt, the other gets the second. */
 function twoKeys() {
@@ -223,7 +212,7 @@ describe("a Level with one key survives a transient fault", () => {
     const { id } = addKey(r, { provider: `https://127.0.0.1:${port}` });
     const certs = testCertificates();
     let server: Server<unknown> | undefined;
-    cleanups.push(() => server?.stop(true));
+    scope.later(() => server?.stop(true));
     const call = post(r, "/v1/chat/completions", { model: "acme-chat", messages: [{ role: "user", content: "hi" }] });
     // The first attempt was refused: bring the upstream up before the retry.
     await waitFor(() => r.deps.pool.get(id)!.failures === 1 || undefined, 5000, "the refused attempt");
@@ -237,7 +226,7 @@ describe("a Level with one key survives a transient fault", () => {
   test("a connection reset after the request was sent: chat is retried on the same key, image generation never", async () => {
     const r = router();
     const dropping = await startDroppingUpstream();
-    cleanups.push(() => dropping.stop());
+    scope.later(() => dropping.stop());
     // NoSleep: the three failures of the chat call must not put the key to sleep before the image call.
     addKey(r, { provider: dropping.url, noSleep: true });
     const chat = await post(r, "/v1/chat/completions", { model: "acme-chat", messages: [{ role: "user", content: "hi" }] });

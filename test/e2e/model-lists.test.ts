@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { addKey } from "../helpers/keys.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
-import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { waitFor, type TestRouter } from "../helpers/router.ts";
 import { anthropicClient, anthropicV0Client, geminiClient, geminiV3Client, openaiClient } from "../helpers/sdk.ts";
+import { perTest } from "../helpers/scoped.ts";
 
 /**
  * Issue 13, item 19: the model lists tell the truth: the models the caller can use,
@@ -11,22 +12,13 @@ import { anthropicClient, anthropicV0Client, geminiClient, geminiV3Client, opena
  * upstream's own list), in each family's shape, never a pattern.
  */
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const scope = perTest();
 
-function router(): TestRouter {
-  const r = startRouter();
-  cleanups.push(() => r.stop());
-  return r;
-}
+const router = (): TestRouter => scope.router();
 
 /** An upstream whose own OpenAI-style model list holds `ids`. */
 function listing(ids: string[]): MockUpstream {
-  const u = startMockUpstream().route("GET", "/v1/models", () => json({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 1, owned_by: "x" })) }));
-  cleanups.push(() => u.stop());
-  return u;
+  return scope.upstream().route("GET", "/v1/models", () => json({ object: "list", data: ids.map((id) => ({ id, object: "model", created: 1, owned_by: "x" })) }));
 }
 
 const ids = async (r: TestRouter, key?: string) => {
@@ -98,8 +90,7 @@ describe("what a key serves", () => {
 
   test("an upstream without a model list (a host the router does not know) lists nothing beyond mappers and config.models", async () => {
     const r = router();
-    const u = startMockUpstream();
-    cleanups.push(() => u.stop());
+    const u = scope.upstream();
     addKey(r, { provider: `${u.url}/v1` });
     r.deps.settings.update({ LEVEL_MAPPER: "named-model=1" });
     expect(await ids(r)).toEqual(["named-model"]);
@@ -111,8 +102,7 @@ describe("what a key serves", () => {
 
   test("an Azure key serves its deployment map without asking", async () => {
     const r = router();
-    const u = startMockUpstream();
-    cleanups.push(() => u.stop());
+    const u = scope.upstream();
     addKey(r, { provider: u.url, config: { provider_type: "azure", deployments: { "gpt-4o": "prod-4o", "gpt-4.1": "prod-41" } } });
     expect(await ids(r)).toEqual(["gpt-4.1", "gpt-4o"]);
     expect(u.requests).toHaveLength(0);

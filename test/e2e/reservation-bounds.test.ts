@@ -1,8 +1,9 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
-import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { waitFor, type TestRouter } from "../helpers/router.ts";
+import { perTest } from "../helpers/scoped.ts";
 
 /**
  * Issue 13, item 11: a call's reservation is its true worst case (output bounded by
@@ -16,15 +17,11 @@ const CONTEXT = 8000;
 const MAX_OUTPUT = 2000;
 const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8, ContextWindow: CONTEXT, MaxOutput: MAX_OUTPUT } } };
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const upstream = startMockUpstream();
-  const router = startRouter({ pricing: PRICING });
-  cleanups.push(() => router.stop(), () => upstream.stop());
+  const upstream = scope.upstream();
+  const router = scope.router({ pricing: PRICING });
   addKey(router, { provider: upstream.url });
   return { router, upstream };
 }

@@ -1,17 +1,9 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { api, createAccount } from "../helpers/owner-ops.ts";
-import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { perTest } from "../helpers/scoped.ts";
 
-const routers: TestRouter[] = [];
-afterEach(async () => {
-  for (const router of routers.splice(0)) await router.stop();
-});
-
-function router(): TestRouter {
-  const started = startRouter();
-  routers.push(started);
-  return started;
-}
+const scope = perTest();
+const router = () => scope.router();
 
 /** Names that exist on every plain object through Object.prototype. */
 const PROTOTYPE_NAMES = ["toString", "hasOwnProperty", "valueOf", "constructor", "__proto__", "isPrototypeOf", "propertyIsEnumerable"];

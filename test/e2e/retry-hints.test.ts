@@ -1,10 +1,11 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { addKey } from "../helpers/keys.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
-import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { waitFor, type TestRouter } from "../helpers/router.ts";
+import { perTest } from "../helpers/scoped.ts";
 
 /**
  * Issue 13, item 17: a refusal that waiting cannot cure says so (`x-should-retry:
@@ -16,15 +17,11 @@ const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
 const completion = { id: "c", object: "chat.completion", created: 1, model: "acme-chat", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 } };
 const BODY = { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const upstream = startMockUpstream();
-  const router = startRouter();
-  cleanups.push(() => router.stop(), () => upstream.stop());
+  const upstream = scope.upstream();
+  const router = scope.router();
   addKey(router, { provider: upstream.url });
   expect((await api(router, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
   return { router, upstream };

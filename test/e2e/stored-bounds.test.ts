@@ -1,19 +1,11 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { api, createAccount } from "../helpers/owner-ops.ts";
-import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { perTest } from "../helpers/scoped.ts";
 
 /** Issue 13, item 6: bounds on stored values; a refusal is a 400 naming the field, with nothing written. */
 
-const routers: TestRouter[] = [];
-afterEach(async () => {
-  for (const router of routers.splice(0)) await router.stop();
-});
-
-function router(): TestRouter {
-  const started = startRouter();
-  routers.push(started);
-  return started;
-}
+const scope = perTest();
+const router = () => scope.router();
 
 describe("Email", () => {
   test.each([

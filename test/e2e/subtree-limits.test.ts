@@ -1,8 +1,9 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
-import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { waitFor, type TestRouter } from "../helpers/router.ts";
+import { perTest } from "../helpers/scoped.ts";
 
 /**
  * Issue 13, item 13: an account's DailyLimit and HardLimit bound the spending of its
@@ -16,15 +17,11 @@ const USAGE = { prompt_tokens: 30, completion_tokens: 30, total_tokens: 60 };
 const COST = 300_000;
 const BODY = { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const scope = perTest();
 
 async function start(delayMs = 0): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const upstream = startMockUpstream();
-  const router = startRouter({ pricing: PRICING });
-  cleanups.push(() => router.stop(), () => upstream.stop());
+  const upstream = scope.upstream();
+  const router = scope.router({ pricing: PRICING });
   addKey(router, { provider: upstream.url });
   upstream.route("POST", "/v1/chat/completions", async (req) => {
     if (delayMs) await Bun.sleep(delayMs);

@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import { createManualClock } from "../../src/core/clock.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api } from "../helpers/owner-ops.ts";
-import { startRouter, type StartOptions, type TestRouter } from "../helpers/router.ts";
+import type { StartOptions, TestRouter } from "../helpers/router.ts";
+import { perTest } from "../helpers/scoped.ts";
 
 /**
  * Issue 13, item 2: provider URLs whose host is or resolves to a metadata, link-local or
@@ -12,22 +13,10 @@ import { startRouter, type StartOptions, type TestRouter } from "../helpers/rout
  * connection, where a refusal fails the call over and takes the key out of rotation.
  */
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const scope = perTest();
 
-function router(options: StartOptions = {}): TestRouter {
-  const r = startRouter(options);
-  cleanups.push(() => r.stop());
-  return r;
-}
-
-function upstream(): MockUpstream {
-  const u = startMockUpstream();
-  cleanups.push(() => u.stop());
-  return u;
-}
+const router = (options: StartOptions = {}): TestRouter => scope.router(options);
+const upstream = (): MockUpstream => scope.upstream();
 
 const SECRET = "sk-address-policy-test-0123456789abcdef";
 const key = (Provider: string, extra: Record<string, unknown> = {}) => ({ Provider, SecretKey: SECRET, Level: 1, Status: true, ...extra });

@@ -8,31 +8,10 @@ import {
   FAILURES_BEFORE_SLEEP,
   MAX_COOLDOWN_MS,
 } from "../../src/routing/health.ts";
-import type { PoolKey } from "../../src/routing/pool-key.ts";
+import { poolKey } from "../helpers/pool-key.ts";
 
 const NOW = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
-
-function poolKey(overrides: Partial<PoolKey> = {}): PoolKey {
-  return {
-    id: 1,
-    name: "",
-    level: 1,
-    provider: "https://upstream.test/v1",
-    secret: "sk-test-0123456789abcdefghij",
-    config: { provider_type: "standard" },
-    noSleep: false,
-    status: true,
-    sleeping: false,
-    sleepReason: null,
-    sleepUntil: null,
-    sleepCount: 0,
-    inFlight: 0,
-    failures: 0,
-    probing: false,
-    ...overrides,
-  };
-}
 
 const retryable = { kind: "retryable" } as const;
 

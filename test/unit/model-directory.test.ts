@@ -4,24 +4,10 @@ import { catalogModels, createModelDirectory, knownProvider } from "../../src/ga
 import { CATALOG } from "../../src/metering/pricing/price-book.ts";
 import type { PoolKey } from "../../src/routing/pool-key.ts";
 import type { ProviderConfig } from "../../src/routing/provider-config.ts";
+import { poolKey } from "../helpers/pool-key.ts";
 
-const key = (id: number, provider: string, config: ProviderConfig = { provider_type: "standard" }): PoolKey => ({
-  id,
-  name: "",
-  level: 1,
-  provider,
-  secret: `secret-${id}-0123456789`,
-  config,
-  noSleep: false,
-  status: true,
-  sleeping: false,
-  sleepReason: null,
-  sleepUntil: null,
-  sleepCount: 0,
-  inFlight: 0,
-  failures: 0,
-  probing: false,
-});
+const key = (id: number, provider: string, config: ProviderConfig = { provider_type: "standard" }): PoolKey =>
+  poolKey({ id, provider, config, secret: `secret-${id}-0123456789` });
 
 function directory(answer: (url: string, init: RequestInit) => Response | Promise<Response>, refuse?: string) {
   const calls: Array<{ url: string; init: RequestInit }> = [];

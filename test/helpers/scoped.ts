@@ -1,0 +1,30 @@
+import { afterEach } from "bun:test";
+import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
+import { startRouter, type StartOptions, type TestRouter } from "./router.ts";
+
+/**
+ * Routers and mock upstreams that live for one test: each is stopped after the test
+ * that started it (newest first), whatever the test's outcome. Call once per file.
+ */
+export function perTest() {
+  const cleanups: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return {
+    /** Runs `cleanup` after the current test. */
+    later(cleanup: () => Promise<void> | void) {
+      cleanups.push(cleanup);
+    },
+    router(options: StartOptions = {}): TestRouter {
+      const router = startRouter(options);
+      cleanups.push(() => router.stop());
+      return router;
+    },
+    upstream(): MockUpstream {
+      const upstream = startMockUpstream();
+      cleanups.push(() => upstream.stop());
+      return upstream;
+    },
+  };
+}
