@@ -16,6 +16,7 @@ import { createQuotas, type Quotas } from "./metering/quotas.ts";
 import { createSoftLimitNotifier } from "./mail/soft-limit.ts";
 import { createAccountChains } from "./accounts/chain.ts";
 import { createAddressGuard, type AddressGuard, type Resolve } from "./upstreams/address-policy.ts";
+import { createLocalBus, type InvalidationBus } from "./core/invalidation.ts";
 import { createRetiredCreditSweeper } from "./accounts/retired-credit.ts";
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
@@ -55,13 +56,8 @@ export interface Deps {
   /** Where provider secrets may be sent: checked when a URL is saved and before each upstream connection. */
   readonly addressGuard: AddressGuard;
   readonly metrics: RouterMetrics;
-  /** Drops every in-memory cache; called when another process changed the database. */
-  invalidateCaches(): void;
-  /**
-   * Hears every account change after it is written (rotation, update, deletion), with
-   * the account's id, or none when every account may have changed (another process).
-   */
-  onAccountChange(listener: (accountId?: number) => void): void;
+  /** Tells caches and live sessions what a write changed (docs/architecture.md, "Seams"). */
+  readonly bus: InvalidationBus;
   /** Work to finish before the store closes (e.g. flushing batched usage rows). */
   readonly beforeClose: Array<() => void | Promise<void>>;
 }
@@ -92,14 +88,8 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const store = openStore(databasePath(config.dataDir));
   const accounts = createAccountsRepository({ store, clock });
   const chains = createAccountChains((id) => accounts.findLiveById(id));
-  const accountListeners: Array<(accountId?: number) => void> = [];
-  const principals = createPrincipalCache(
-    (hash) => accounts.findLiveByKeyHash(hash),
-    (accountId) => {
-      chains.clear();
-      for (const listener of accountListeners) listener(accountId);
-    },
-  );
+  const bus = createLocalBus((error, event) => log.error("a cache could not follow a change", { change: event.kind, error: (error as Error).message }));
+  const principals = createPrincipalCache((hash) => accounts.findLiveByKeyHash(hash), () => clock.now());
   const upstreamTls = config.upstreamCaFile
     ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
     : undefined;
@@ -142,6 +132,24 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
       }),
   });
   registerStateGauges(metrics, tenants);
+  // The caches built here follow every change they hear of.
+  bus.subscribe((event) => {
+    switch (event.kind) {
+      case "account":
+        principals.invalidateAccount(event.accountId);
+        chains.clear();
+        return;
+      case "keys":
+        tenants.get(event.tenantId).pool.reload();
+        return;
+      case "config":
+        return;
+      case "everything":
+        principals.clear();
+        chains.clear();
+        tenants.reload();
+    }
+  });
   const scoped = new Map<number, TenantDeps>();
   const deps: Deps = {
     config,
@@ -155,7 +163,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     accountsService: createAccountsService({
       store,
       clock,
-      principals,
+      bus,
       oplog,
       onCreditChanged: (ids) => ids.forEach((id) => credit.invalidate(id)),
       heldCredit: (id) => credit.held(id),
@@ -186,13 +194,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     quotas,
     metrics,
     upstreamTls,
-    onAccountChange(listener) {
-      accountListeners.push(listener);
-    },
-    invalidateCaches() {
-      principals.clear();
-      tenants.reload();
-    },
+    bus,
     beforeClose: [() => usageRecorder.stop()],
   };
   return deps;

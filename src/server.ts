@@ -113,9 +113,10 @@ export function startServer(deps: Deps): RunningServer {
     throw new ServeError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
 
-  // Another process (the CLI) may change accounts or config; drop caches when it does.
+  // Another process (the CLI) may change accounts, keys or config: what it changed is
+  // not known here, so every cache and live session hears "everything".
   const watcher = setInterval(() => {
-    if (deps.store.changedElsewhere()) deps.invalidateCaches();
+    if (deps.store.changedElsewhere()) deps.bus.publish({ kind: "everything" });
   }, 1000);
   watcher.unref();
 

@@ -38,35 +38,40 @@ export interface PrincipalCache {
   clear(): void;
 }
 
+/** How long a cached principal is trusted without any invalidation: a backstop if one was missed. */
+export const PRINCIPAL_TTL_MS = 60_000;
+
 /**
- * `onChange` hears every invalidation, with the account's id (none when everything was
- * dropped): caches derived from accounts (ancestor chains) and live sessions follow it.
+ * Principals by key hash. Writes drop what they change through the invalidation bus
+ * (deps.ts subscribes this cache); entries also expire after PRINCIPAL_TTL_MS, so a
+ * missed message cannot keep a rotated key or an old allowlist alive for longer.
  */
-export function createPrincipalCache(load: (keyHash: string) => AccountRow | undefined, onChange?: (accountId?: number) => void): PrincipalCache {
-  const byHash = new Map<string, Principal>();
+export function createPrincipalCache(load: (keyHash: string) => AccountRow | undefined, now: () => number = Date.now): PrincipalCache {
+  const byHash = new Map<string, { principal: Principal; until: number }>();
   const hashOf = new Map<number, string>();
   return {
     get(keyHash) {
       const hit = byHash.get(keyHash);
-      if (hit) return hit;
+      if (hit && now() < hit.until) return hit.principal;
       // Unknown keys are not cached, so a key created by another process
       // (`router owner create`) works on its very first request.
       const account = load(keyHash);
-      if (!account) return undefined;
+      if (!account) {
+        if (hit) byHash.delete(keyHash);
+        return undefined;
+      }
       const principal = principalOf(account);
-      byHash.set(keyHash, principal);
+      byHash.set(keyHash, { principal, until: now() + PRINCIPAL_TTL_MS });
       hashOf.set(account.id, keyHash);
       return principal;
     },
     invalidateAccount(accountId) {
-      onChange?.(accountId);
       const hash = hashOf.get(accountId);
       if (hash === undefined) return;
       byHash.delete(hash);
       hashOf.delete(accountId);
     },
     clear() {
-      onChange?.();
       byHash.clear();
       hashOf.clear();
     },

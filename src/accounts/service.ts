@@ -9,7 +9,7 @@ import { issueApiKey } from "./api-keys.ts";
 import type { AccountInput } from "./input.ts";
 import { balanceOf, capExpiry, give, take, type Tx } from "./ledger.ts";
 import { assertUnique, insertAccount } from "./insert.ts";
-import type { PrincipalCache } from "./principal.ts";
+import type { InvalidationBus } from "../core/invalidation.ts";
 import { NANOS_PER_CREDIT } from "./records.ts";
 import { columnsForCreate, columnsForUpdate } from "./scope.ts";
 import { normaliseEmail } from "./validation.ts";
@@ -57,7 +57,8 @@ const DAY_MS = 86_400_000;
 export function createAccountsService(deps: {
   store: Store;
   clock: Clock;
-  principals: PrincipalCache;
+  /** Where committed account changes are announced (principal cache, live sessions, ancestor chains). */
+  bus: InvalidationBus;
   oplog: OperationLog;
   /** Told after a committed change of balances (e.g. so metering re-reads them). */
   onCreditChanged?: (accountIds: number[]) => void;
@@ -203,7 +204,7 @@ export function createAccountsService(deps: {
         },
         { behavior: "immediate" },
       );
-      deps.principals.invalidateAccount(result.account.id);
+      deps.bus.publish({ kind: "account", accountId: result.account.id });
       if (result.credit) creditChanged(caller.id, result.account.id);
       deps.oplog.write({
         actorId: caller.id,
@@ -238,7 +239,7 @@ export function createAccountsService(deps: {
         },
         { behavior: "immediate" },
       );
-      deps.principals.invalidateAccount(result.target.id);
+      deps.bus.publish({ kind: "account", accountId: result.target.id });
       creditChanged(result.target.id, result.target.parentId);
       deps.onDeleted?.(result.target.id);
       deps.oplog.write({
@@ -276,7 +277,7 @@ export function createAccountsService(deps: {
         .returning({ id: accounts.id })
         .get();
       if (!rotated) throw unauthorized("Invalid API key", "invalid_api_key");
-      deps.principals.invalidateAccount(actor.account.id);
+      deps.bus.publish({ kind: "account", accountId: actor.account.id });
       deps.oplog.write({ actorId: actor.account.id, action: "account.rotate_key", targetId: actor.account.id, details: { keyPrefix: issued.prefix }, ip: actor.ip });
       return issued;
     },

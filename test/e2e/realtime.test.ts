@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import type { Server, ServerWebSocket } from "bun";
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
 import OpenAI from "openai";
 import { createRealtimeBridge, type RealtimeSession } from "../../src/gateway/realtime/bridge.ts";
 import { addKey, usageRows } from "../helpers/keys.ts";
@@ -566,6 +568,18 @@ describe("a live session dies with its key and its access", () => {
     const confirm = `${router.deps.clock.businessDate()}-ROTATE-SELF`;
     expect((await api("/x-self", { key: account.key, body: { confirm } })).status).toBe(200);
     await expectRevoked({ account, client, conn }, "rotated");
+  });
+
+  test("a change made by another process (the CLI, another instance on the file) reaches live sessions too", async () => {
+    const opened = await openSession();
+    // Another connection to the same database: what it changed is not known, so every session is checked.
+    const other = new Database(join(router.dataDir, "router.db"));
+    try {
+      other.run("UPDATE accounts SET allow_models = 'gpt-4o*' WHERE id = ?", [opened.account.id]);
+    } finally {
+      other.close();
+    }
+    await expectRevoked(opened, "AllowModels");
   });
 
   test("a change that still allows the session, or another account's change, leaves it alone", async () => {

@@ -54,6 +54,7 @@ export function configRoutes(deps: Deps) {
           throw badRequest("Request body names no configuration item; send an object of item names to values");
         }
         logChanges("config.update", tenant.settings.update(values), principal, tenant, request);
+        deps.bus.publish({ kind: "config", tenantId: tenant.tenantId });
         return exported(tenant);
       },
       { owner: true, parse: "none" },
@@ -63,6 +64,7 @@ export function configRoutes(deps: Deps) {
       async ({ request, principal, tenant }) => {
         const items = await readResetItems(request, deps.config.maxBody);
         logChanges("config.reset", tenant.settings.reset(items), principal, tenant, request);
+        deps.bus.publish({ kind: "config", tenantId: tenant.tenantId });
         return exported(tenant);
       },
       { owner: true, parse: "none" },

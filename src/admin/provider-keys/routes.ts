@@ -91,7 +91,7 @@ export function providerKeyRoutes(deps: Deps) {
   const setSleep = (tenant: TenantDeps, rawId: string, sleeping: boolean, principal: Principal, request: Request) => {
     const row = existing(tenant, rawId);
     tenant.pool.setManualSleep(row.id, sleeping);
-    tenant.pool.reload();
+    deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
     audit(tenant, sleeping ? "key.sleep" : "key.wake", principal, request, row.id, { level: row.level });
     return render(tenant, tenant.providerKeys.get(row.id)!, false);
   };
@@ -119,7 +119,7 @@ export function providerKeyRoutes(deps: Deps) {
       async ({ request, set, principal, tenant }) => {
         const input = await validateCreate(await readJsonObject(request, deps.config.maxBody), checks(request));
         const row = tenant.providerKeys.create(input);
-        tenant.pool.reload();
+        deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
         audit(tenant, "key.create", principal, request, row.id, { level: row.level, type: input.config?.provider_type ?? "standard" });
         set.status = 201;
         return render(tenant, row, false);
@@ -138,7 +138,7 @@ export function providerKeyRoutes(deps: Deps) {
         if (row.sleepReason === "address" && (input.provider !== undefined || input.config !== undefined || input.secret !== undefined)) {
           tenant.pool.setManualSleep(row.id, false);
         }
-        tenant.pool.reload();
+        deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
         audit(tenant, "key.update", principal, request, row.id, { level: updated.level, fields: Object.keys(input).join(",") });
         return render(tenant, updated, false);
       },
@@ -152,7 +152,7 @@ export function providerKeyRoutes(deps: Deps) {
         if (force !== null && force !== "true" && force !== "false") throw badRequest('force must be "true" or "false"', "force");
         if (force !== "true") assertNotLastRouted(tenant, row);
         if (!tenant.providerKeys.delete(row.id)) throw notFound(`Provider key ${row.id} does not exist`);
-        tenant.pool.reload();
+        deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
         audit(tenant, "key.delete", principal, request, row.id, { level: row.level, forced: force === "true" });
         return { id: row.id, object: "provider_key", deleted: true };
       },

@@ -43,14 +43,14 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
 
   /**
    * Re-checks live sessions after a change (docs/api.md, "Realtime"): those of `accountId`
-   * and its subtree, or of `tenant`, or all. A session its key or access no longer allows
+   * and its subtree, or of a tenant, or all. A session its key or access no longer allows
    * gets an `error` event and is closed with 1008; what it used is metered as it ends.
    */
-  const recheck = (filter: { accountId?: number; tenant?: RealtimeSession["tenant"] }) => {
+  const recheck = (filter: { accountId?: number; tenantId?: number }) => {
     for (const session of [...live]) {
       if (session.finished || session.clientClosed) continue;
       if (filter.accountId !== undefined && !session.principal.account.path.includes(`/${filter.accountId}/`)) continue;
-      if (filter.tenant !== undefined && session.tenant !== filter.tenant) continue;
+      if (filter.tenantId !== undefined && session.tenant.tenantId !== filter.tenantId) continue;
       const why = revocationOf(session, (id) => deps.accounts.findLiveById(id));
       if (!why) continue;
       log.info("realtime session revoked", { req: session.id, account: session.principal.account.id, why });
@@ -58,14 +58,11 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
       closeByRouter(session, 1008, closeReason(why));
     }
   };
-  deps.onAccountChange((accountId) => recheck({ accountId }));
-  /** Tenants whose configuration changes (RESOURCES) already re-check their sessions. */
-  const watched = new WeakSet<RealtimeSession["tenant"]>();
-  const watchTenant = (tenant: RealtimeSession["tenant"]) => {
-    if (watched.has(tenant)) return;
-    watched.add(tenant);
-    tenant.settings.onChange(() => recheck({ tenant }));
-  };
+  deps.bus.subscribe((event) => {
+    if (event.kind === "account") recheck({ accountId: event.accountId });
+    else if (event.kind === "config") recheck({ tenantId: event.tenantId });
+    else if (event.kind === "everything") recheck({});
+  });
 
   const sweep = () => {
     const now = clock.now();
@@ -216,7 +213,6 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
       session.client = ws;
       session.lastActivity = clock.now();
       live.add(session);
-      watchTenant(session.tenant);
       sweeper ??= setInterval(sweep, Math.max(50, Math.min(options.idleMs / 4, 30_000)));
       sweeper.unref?.();
       dialUpstream(session, dial, events);
