@@ -27,6 +27,24 @@ const IDLE_TIMEOUT_SECONDS = 120;
 
 export class ServeError extends Error {}
 
+/**
+ * Fails with the same message `startServer` would when the address cannot be listened
+ * on, before anything is created: `serve` asks this first, so a port in use leaves no
+ * database and no initial-owner-key behind. (Port 0 always works.)
+ */
+export function assertCanListen(host: string, port: number): void {
+  if (port === 0) return;
+  try {
+    const probe = Bun.listen({ hostname: host, port, socket: { data() {} } });
+    probe.stop(true);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "EADDRINUSE") throw new ServeError(`port ${port} on ${host} is already in use`);
+    if (code === "EACCES") throw new ServeError(`not allowed to listen on ${host}:${port}`);
+    throw new ServeError(`cannot listen on ${host}:${port}: ${(error as Error).message}`);
+  }
+}
+
 export function startServer(deps: Deps): RunningServer {
   const { config, log } = deps;
   const hot: HotRoutes = new Map();

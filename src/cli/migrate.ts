@@ -18,7 +18,8 @@ export const migrateCommand = defineCommand({
     runOrExit(() => {
       rejectUnknownFlags(rawArgs, migrateArgs);
       const dataDir = flagOrEnv(args, "data") ?? "./data";
-      prepareDataDir(dataDir);
+      const notice = prepareDataDir(dataDir);
+      if (notice) process.stderr.write(`router: ${notice}\n`);
       const sqlite = new Database(databasePath(dataDir), { create: true, strict: true });
       try {
         sqlite.run("PRAGMA busy_timeout = 5000");

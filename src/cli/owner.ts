@@ -25,7 +25,8 @@ const createCommand = defineCommand({
       rejectUnknownFlags(rawArgs, createArgs);
       if (!args.email) throw new UsageError("--email is required");
       const dataDir = flagOrEnv(args, "data") ?? "./data";
-      prepareDataDir(dataDir);
+      const notice = prepareDataDir(dataDir);
+      if (notice) process.stderr.write(`router: ${notice}\n`);
       // Safe while a server runs on the same data dir: WAL plus a busy timeout, and
       // the server looks unknown keys up in the database, so it accepts this key at once.
       const store = openStore(databasePath(dataDir));

@@ -5,7 +5,7 @@ import { assertTimeZone, systemTimeZone } from "../core/clock.ts";
 import { LOG_LEVELS, type LogLevel } from "../core/log.ts";
 import { buildDeps, databasePath } from "../deps.ts";
 import { startCheckpointer } from "../store/checkpointer.ts";
-import { startServer } from "../server.ts";
+import { assertCanListen, startServer } from "../server.ts";
 import { clearSpool, prepareDataDir } from "../store/data-dir.ts";
 import { existsSync } from "node:fs";
 import { dataArgs } from "./common-args.ts";
@@ -168,7 +168,10 @@ export const serveCommand = defineCommand({
     runOrExit(async () => {
       rejectUnknownFlags(rawArgs, serveArgs);
       const config = resolveServeConfig(args);
-      prepareDataDir(config.dataDir);
+      // A port in use fails here, before a database or an owner key is created.
+      assertCanListen(config.host, config.port);
+      const notice = prepareDataDir(config.dataDir);
+      if (notice) process.stdout.write(`router: ${notice}\n`);
       clearSpool(config.dataDir);
       const deps = buildDeps(config);
       const keyFile = ensureInitialOwner(deps.accounts, config.dataDir, config.ownerEmail);
@@ -201,7 +204,7 @@ export const serveCommand = defineCommand({
       // Handlers first: a supervisor may signal as soon as it reads the listening line.
       process.on("SIGTERM", () => shutdown("SIGTERM"));
       process.on("SIGINT", () => shutdown("SIGINT"));
-      process.stdout.write(`router listening on ${running.url}\n`);
+      process.stdout.write(`router listening on ${running.url} (console: ${running.url}/console/)\n`);
       // Start-up garbage (migrations, bundling the console, parsing the catalog) is not
       // needed again: collect it now rather than carry it until the heap fills.
       Bun.gc(true);

@@ -12,6 +12,8 @@ import userPage from "../../console/index.html";
 export const CONSOLE_BASE = "/console";
 
 export const consoleRoutes = {
+  // A browser opening the router's address lands on the console.
+  "/": { GET: () => new Response(null, { status: 302, headers: { location: `${CONSOLE_BASE}/` } }) },
   [CONSOLE_BASE]: () => new Response(null, { status: 308, headers: { location: `${CONSOLE_BASE}/` } }),
   [`${CONSOLE_BASE}/`]: userPage,
   [`${CONSOLE_BASE}/owner`]: ownerPage,

@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isolatedBinary, run, serveBinary, type ServingBinary } from "../helpers/binary.ts";
 import pkg from "../../package.json" with { type: "json" };
@@ -40,6 +40,12 @@ describe("dist/router alone in an empty directory", () => {
 
     const health = await fetch(`${server.url}/healthz`);
     expect(await health.json()).toEqual({ status: "ok" });
+    // The start line names the console too, and a browser opening the address lands on it.
+    expect(server.stdout()).toContain(`router listening on ${server.url} (console: ${server.url}/console/)`);
+    const root = await fetch(`${server.url}/`, { redirect: "manual" });
+    expect(root.status).toBe(302);
+    expect(root.headers.get("location")).toBe("/console/");
+    expect((await fetch(`${server.url}/`)).headers.get("content-type")).toContain("text/html");
     const status = await fetch(`${server.url}/dashboard/status`, { headers: { authorization: `Bearer ${key}` } });
     expect((await status.json()).isOwner).toBe(true);
 
@@ -66,15 +72,23 @@ describe("dist/router alone in an empty directory", () => {
     expect(clash.exitCode).not.toBe(0);
     expect(clash.stderr).toContain("already in use");
     expect(clash.stderr).not.toContain("    at ");
+    // It failed before creating anything: no database, no owner key.
+    expect(existsSync(join(dir, "data2", "router.db"))).toBe(false);
+    expect(existsSync(join(dir, "data2", "initial-owner-key"))).toBe(false);
 
     server.kill("SIGTERM");
     expect(await server.exited).toBe(0);
   });
 
-  test("ROUTER_* environment variables configure serve", async () => {
+  test("ROUTER_* environment variables configure serve; a data directory others may read is tightened, with a notice", async () => {
+    // A clone leaves data/ at 0755 (umask 022).
+    mkdirSync(join(dir, "envdata"), { mode: 0o755 });
+    chmodSync(join(dir, "envdata"), 0o755);
     const server = await serveBinary(bin, [], { cwd: dir, env: { ROUTER_PORT: "0", ROUTER_DATA: "envdata" } });
     running.push(server);
     expect(statSync(join(dir, "envdata", "router.db")).isFile()).toBe(true);
+    expect(statSync(join(dir, "envdata")).mode & 0o777).toBe(0o700);
+    expect(server.stdout()).toContain("tightened to 700");
     server.kill("SIGINT");
     expect(await server.exited).toBe(0);
   });
