@@ -67,6 +67,13 @@ describe("router CLI: help and usage errors", () => {
     expect(add).toContain("--secret-file");
   });
 
+  test("usable from the checkout right after npm install, as the README says: npm run router -- <command>", async () => {
+    const proc = Bun.spawn(["npm", "run", "--silent", "router", "--", "version"], { cwd: ROOT, stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+    const [stdout, exitCode] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    expect(exitCode).toBe(0);
+    expect(stdout.trim()).toMatch(/^router \d+\.\d+\.\d+/);
+  });
+
   test("unknown flag, missing argument, missing subcommand: exit 2 with one line", async () => {
     const flag = await cli(["accounts", "list", "--colour"]);
     expect(flag.exitCode).toBe(2);
