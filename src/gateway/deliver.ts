@@ -4,7 +4,7 @@ import { errorResponse } from "../http/envelopes.ts";
 import type { Affinity } from "./affinity.ts";
 import { answerQuantities, createdObjects, streamedObjects } from "./created-objects.ts";
 import { clientResponseHeaders } from "./headers.ts";
-import type { RelayInput } from "./relay.ts";
+import type { RelayInput, Settle } from "./call-outcome.ts";
 import { relayStream, type ReadResult } from "./stream.ts";
 import { countContent } from "./usage/content-count.ts";
 import { usageFromJson } from "./usage/extract.ts";
@@ -43,15 +43,6 @@ export interface AttemptControl {
   clientLeft: boolean;
 }
 
-export type RecordFn = (
-  input: RelayInput,
-  route: { effectiveModel?: string; level?: number; keyId?: number },
-  status: number,
-  usage: Usage,
-  source: UsageSource,
-  started: number,
-  extra?: Record<string, number>,
-) => void;
 
 /** A rough token count for when the upstream reported none: about four bytes per token. */
 export function estimateTokens(bytes: number): number {
@@ -89,7 +80,7 @@ function answered(call: RelayInput["call"], quantities: Record<string, number> |
  * passed through untouched; JSON read whole for its usage, its priced quantities and
  * the ids of objects it created (bound to the serving key and the calling account).
  */
-export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: Affinity, record: RecordFn) {
+export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: Affinity, settle: Settle) {
   const { config, metrics } = deps;
   const remember = (input: RelayInput, route: ServedRoute, id: string, kind: Parameters<Affinity["remember"]>[1]) =>
     affinity.remember(id, kind, input.principal.account.id, route.keyId);
@@ -128,7 +119,7 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
           const usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: call.endpoint.embedding ? 0 : estimateTokens(end.contentBytes) };
           const source: UsageSource = end.usage ? "upstream" : "estimated";
           const status = clientLeft || end.ending === "client_gone" ? 499 : end.ending === "complete" ? 200 : end.ending === "timeout" ? 504 : 502;
-          record(input, route, status, usage, source, started, answered(call, undefined));
+          settle(input, { route, status, usage, source, started, extra: answered(call, undefined) });
         },
       });
       if (clientLeft) {
@@ -140,7 +131,7 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
     if (call.endpoint.binary || !isJson(response)) {
       // Audio and file contents flow through untouched; their price does not depend on the bytes.
       release();
-      record(input, route, clientLeft ? 499 : response.status, ZERO_USAGE, call.endpoint.billing === "speech" ? "estimated" : "upstream", started, answered(call, undefined));
+      settle(input, { route, status: clientLeft ? 499 : response.status, usage: ZERO_USAGE, source: call.endpoint.billing === "speech" ? "estimated" : "upstream", started, extra: answered(call, undefined) });
       if (clientLeft) {
         await response.body?.cancel().catch(() => {});
         return clientClosed(call.family);
@@ -155,7 +146,7 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
         text = await response.text();
       } catch {
         release();
-        record(input, route, input.clientSignal.aborted ? 499 : 502, ZERO_USAGE, "estimated", started);
+        settle(input, { route, status: input.clientSignal.aborted ? 499 : 502, usage: ZERO_USAGE, source: "estimated", started });
         if (input.clientSignal.aborted) return clientClosed(call.family);
         return errorResponse(call.family, new HttpError("upstream", "The upstream connection failed while answering", { code: "upstream_error" }));
       }
@@ -171,15 +162,15 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
     const reported = usageFromJson(call.family, parsed);
     const usage = reported && call.endpoint.embedding ? { ...reported, completion: 0, reasoning: 0 } : reported;
     const quantities = answerQuantities(parsed);
-    if (usage) record(input, route, status, usage, "upstream", started, answered(call, quantities));
+    if (usage) settle(input, { route, status, usage, source: "upstream", started, extra: answered(call, quantities) });
     else if (call.endpoint.billing && call.endpoint.billing !== "free") {
       // Priced per image, minute or second: no tokens to guess; the quantities are the usage.
-      record(input, route, status, ZERO_USAGE, quantities ? "upstream" : "estimated", started, answered(call, quantities));
+      settle(input, { route, status, usage: ZERO_USAGE, source: quantities ? "upstream" : "estimated", started, extra: answered(call, quantities) });
     } else {
       // Estimated: the body's bytes in, the answer's content (not its JSON) out; an
       // embedding's vectors are not generated text, so only its input counts.
       const completion = call.endpoint.embedding ? 0 : estimateTokens(countContent(new TextEncoder().encode(text)));
-      record(input, route, status, { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion }, "estimated", started, quantities);
+      settle(input, { route, status, usage: { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion }, source: "estimated", started, extra: quantities });
     }
     if (clientLeft) return clientClosed(call.family);
     return new Response(text, { status: response.status, headers });

@@ -1,33 +1,20 @@
-import type { Principal } from "../accounts/principal.ts";
 import { HttpError } from "../core/errors.ts";
 import type { TenantDeps } from "../deps.ts";
 import { errorResponse } from "../http/envelopes.ts";
 import { redact, redactSecret } from "../core/redact.ts";
 import { isCredentialStatus, isRedirectStatus, isRetryableStatus, nextStep, sameKeyBackoffMs, sameKeyMayRetry, type AttemptFailure } from "../routing/failover.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
-import type { ModelRoute } from "../routing/route-model.ts";
 import { adapterFor } from "../upstreams/index.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
-import { upstreamCall, type ClientCall } from "./call.ts";
+import { upstreamCall } from "./call.ts";
 import { clientResponseHeaders, retryAfterMs } from "./headers.ts";
 import { ZERO_USAGE } from "./usage/types.ts";
-import { createDeliver, type PeekedStream, type ReadAnswer, type RecordFn } from "./deliver.ts";
+import { createDeliver, type PeekedStream, type ReadAnswer } from "./deliver.ts";
+import type { RelayInput, Settle } from "./call-outcome.ts";
 import { judgeJson, readFirstEvent } from "./answer-check.ts";
 import { AddressRefusedError } from "../upstreams/address-policy.ts";
 
-export interface RelayInput {
-  call: ClientCall;
-  /** Where routing sent the call (effective model and Level). */
-  route: ModelRoute;
-  /** Metering's admission, settled when the call ends. */
-  admission: unknown;
-  /** A call on an existing upstream object: only the key that holds it may serve it. */
-  pinnedKeyId?: number;
-  principal: Principal;
-  requestId: string;
-  /** Fires when the client goes away. */
-  clientSignal: AbortSignal;
-}
+
 
 interface Attempt {
   key: PoolKey;
@@ -62,9 +49,7 @@ function waitUnlessClientLeaves(ms: number, signal: AbortSignal): Promise<void> 
 export function createRelay(deps: TenantDeps) {
   const { config, settings, clock, pool, switchOver, usage: sink, log } = deps;
   const fetchTls = deps.upstreamTls ? { tls: deps.upstreamTls } : {};
-  const deliver = createDeliver(deps, deps.affinity, (...args) => record(...args));
-
-  const record: RecordFn = (input, route, status, usage, source, started, extra) => {
+  const settle: Settle = (input, { route, status, usage, source, started, extra }) => {
     sink.record({
       requestId: input.requestId,
       accountId: input.principal.account.id,
@@ -84,6 +69,7 @@ export function createRelay(deps: TenantDeps) {
       notUsage: input.call.endpoint.counting,
     });
   };
+  const deliver = createDeliver(deps, deps.affinity, settle);
 
   /** Picks the next key: the resolved Level first, then down its SWITCH_OVER chain. */
   const pick = (level: number, tried: Set<number>, call: UpstreamCall): Attempt | undefined => {
@@ -126,7 +112,7 @@ export function createRelay(deps: TenantDeps) {
     let credentialRefreshed = false;
     const choose = () => (input.pinnedKeyId === undefined ? pick(route.level, tried, upstream) : pinned(input.pinnedKeyId, tried));
     const clientClosed = (keyId?: number) => {
-      record(input, { ...route, keyId }, 499, ZERO_USAGE, "estimated", started);
+      settle(input, { route: { ...route, keyId }, status: 499, usage: ZERO_USAGE, source: "estimated", started });
       return errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
     };
 
@@ -143,7 +129,7 @@ export function createRelay(deps: TenantDeps) {
       }
       if (!chosen) {
         if (input.pinnedKeyId !== undefined && !lastFailure) {
-          record(input, route, 503, ZERO_USAGE, "upstream", started);
+          settle(input, { route, status: 503, usage: ZERO_USAGE, source: "upstream", started });
           return errorResponse(call.family, keyGone());
         }
         break;
@@ -282,7 +268,7 @@ export function createRelay(deps: TenantDeps) {
           // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
           const text = redact(redactSecret(await response.text(), key.secret));
           release();
-          record(input, { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, status, ZERO_USAGE, "upstream", started);
+          settle(input, { route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, status, usage: ZERO_USAGE, source: "upstream", started });
           return new Response(text, { status, headers: clientResponseHeaders(response.headers) });
         }
         failure = { kind: "status", status };
@@ -311,7 +297,7 @@ export function createRelay(deps: TenantDeps) {
     }
 
     const error = finalError(call.requestedModel, lastFailure);
-    record(input, route, error.status, ZERO_USAGE, "upstream", started);
+    settle(input, { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
     return errorResponse(call.family, error);
   };
 

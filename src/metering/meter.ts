@@ -10,7 +10,8 @@ import type { Counters } from "./counters.ts";
 import { checkWindows, countRequest, reserveTokens, settleTokens, type LimitScope, type SystemLimits } from "./limits.ts";
 import { planBilling, type BillingPlan } from "./billing.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
-import type { QuotaSlot, Quotas } from "./quotas.ts";
+import type { Quotas } from "./quotas.ts";
+import type { Admission, SubtreeSpend } from "./admission.ts";
 import type { UsageEvent, UsageRecorder, UsageSink } from "./usage-recorder.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import { familyOf } from "../http/family.ts";
@@ -27,33 +28,7 @@ export interface AdmitInput {
   bodyBytes: number;
 }
 
-/** What admission decided, settled when the call ends. */
-export interface Admission {
-  account: Readonly<AccountRow>;
-  accountId: number;
-  rates: number;
-  plan: BillingPlan;
-  reserved: number;
-  scopes: LimitScope[];
-  /** The subtree totals the call spends against: its account's and every ancestor's. */
-  spend: readonly SubtreeSpend[];
-  /** When and on which business day the call was admitted: where its token reservation sits. */
-  admittedAt: number;
-  day: string;
-}
-
-/**
- * One account's spend over its whole subtree: reservations and charges (`cost`, for
- * DailyLimit and HardLimit) and charges alone (`spent`, for SoftLimit), with the
- * reservations of the subtree's calls in flight (to tell whether waiting helps).
- */
-interface SubtreeSpend {
-  account: Readonly<AccountRow>;
-  costToday: QuotaSlot;
-  costThisMonth: QuotaSlot;
-  spentThisMonth: QuotaSlot;
-  inFlight: { value: number };
-}
+export type { Admission } from "./admission.ts";
 
 const FREE_PLAN: BillingPlan = { reserve: 0, tokens: 0, settle: () => 0 };
 
@@ -226,7 +201,7 @@ export function createMeter(deps: {
     },
 
     record(incoming: UsageEvent) {
-      const admission = incoming.admission as Admission | undefined;
+      const admission = incoming.admission;
       const event = admission && incoming.source === "estimated" ? capEstimate(incoming, admission) : incoming;
       let cost = event.costNanos ?? 0;
       if (admission) {

@@ -1,6 +1,7 @@
 import { createConsumer } from "../accounts/ledger.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
+import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../gateway/usage/types.ts";
 import type { Store } from "../store/db.ts";
 import type { NewUsageEventRow } from "../store/schema/usage.ts";
@@ -25,8 +26,8 @@ export interface UsageEvent {
   extra?: Record<string, number>;
   /** A token count (`count_tokens`): settled and seen in metrics, but not usage, so never stored. */
   notUsage?: boolean;
-  /** Opaque admission state the meter settles (reservation, window keys). */
-  admission?: unknown;
+  /** What admission decided for the call: the meter settles it (reservations, windows, spend). */
+  admission?: Admission;
 }
 
 /** Receives every completed call; metering charges it, then it is stored. */

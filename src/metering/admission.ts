@@ -1,0 +1,32 @@
+import type { AccountRow } from "../store/schema/accounts.ts";
+import type { BillingPlan } from "./billing.ts";
+import type { LimitScope } from "./limits.ts";
+import type { QuotaSlot } from "./quotas.ts";
+
+/** What admission decided, settled when the call ends. */
+export interface Admission {
+  account: Readonly<AccountRow>;
+  accountId: number;
+  rates: number;
+  plan: BillingPlan;
+  reserved: number;
+  scopes: LimitScope[];
+  /** The subtree totals the call spends against: its account's and every ancestor's. */
+  spend: readonly SubtreeSpend[];
+  /** When and on which business day the call was admitted: where its token reservation sits. */
+  admittedAt: number;
+  day: string;
+}
+
+/**
+ * One account's spend over its whole subtree: reservations and charges (`cost`, for
+ * DailyLimit and HardLimit) and charges alone (`spent`, for SoftLimit), with the
+ * reservations of the subtree's calls in flight (to tell whether waiting helps).
+ */
+export interface SubtreeSpend {
+  account: Readonly<AccountRow>;
+  costToday: QuotaSlot;
+  costThisMonth: QuotaSlot;
+  spentThisMonth: QuotaSlot;
+  inFlight: { value: number };
+}
