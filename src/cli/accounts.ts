@@ -15,6 +15,7 @@ import {
   type Args,
 } from "./client.ts";
 import { formatRecord, formatTable, pageFooter, print, printJson, time } from "./output.ts";
+import { confirmDeletion, yesArg } from "./confirm.ts";
 
 interface AccountRecord {
   ID: number;
@@ -273,9 +274,10 @@ const signed = (n: number) => (n > 0 ? `+${n}` : String(n));
 const rm = remoteCommand({
   name: "rm",
   description: "Delete an account (its credit returns to its parent)",
-  args: accountArg,
+  args: { ...accountArg, ...yesArg },
   check: (args) => void requirePositional(args, "account"),
   async run({ args, client, json }) {
+    await confirmDeletion(`account ${String(args.account)}`, args);
     const { body } = await client.request<{ ID: number; CreditReturned: number }>("DELETE", accountPath(args));
     if (json) return printJson(body);
     print(`deleted account ${body.ID}; ${body.CreditReturned} credits returned to its parent`);

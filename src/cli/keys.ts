@@ -19,6 +19,7 @@ import {
   type Args,
 } from "./client.ts";
 import { formatRecord, formatTable, pageFooter, print, printJson, time } from "./output.ts";
+import { confirmDeletion, yesArg } from "./confirm.ts";
 
 /** A key as the server answers it: the summary, or a full record whose secret is dropped before printing. */
 interface KeySummary extends ProviderKeySummary {
@@ -216,10 +217,11 @@ const update = remoteCommand({
 const rm = remoteCommand({
   name: "rm",
   description: "Delete a provider key",
-  args: { ...idArg, force: { type: "boolean", description: "Delete even the last enabled key of a Level that models are routed to" } },
+  args: { ...idArg, force: { type: "boolean", description: "Delete even the last enabled key of a Level that models are routed to" }, ...yesArg },
   check: (args) => void idArgument(args),
   async run({ args, client, json }) {
     const id = idArgument(args);
+    await confirmDeletion(`provider key ${id}`, args);
     const { body } = await client.request<{ id: number }>("DELETE", `/x-keys/${id}`, { query: { force: args.force === true ? "true" : undefined } });
     if (json) return printJson(body);
     print(`deleted provider key ${body.id}`);

@@ -6,6 +6,7 @@
 import { UsageError } from "./flags.ts";
 import { commandGroup, idArgument, intFlag, readStdin, remoteCommand, stringFlag } from "./client.ts";
 import { formatRecord, formatTable, pageFooter, print, printJson, time } from "./output.ts";
+import { confirmDeletion, yesArg } from "./confirm.ts";
 
 interface Notice {
   id: number;
@@ -83,9 +84,10 @@ const send = remoteCommand({
 const rm = remoteCommand({
   name: "rm",
   description: "Delete a notice (its author or an owner)",
-  args: { id: { type: "positional", description: "Notice ID", required: false } },
+  args: { id: { type: "positional", description: "Notice ID", required: false }, ...yesArg },
   check: (args) => void idArgument(args),
   async run({ args, client, json }) {
+    await confirmDeletion(`notice ${idArgument(args)}`, args);
     const { body } = await client.request<{ id: number }>("DELETE", `/x-news/${idArgument(args)}`);
     if (json) return printJson(body);
     print(`deleted notice ${body.id}`);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir, startRouter, type TestRouter } from "../helpers/router.ts";
+import { api } from "../helpers/owner-ops.ts";
 
 // The admin CLI (src/main.ts keys|accounts|config|usage|news|logs) against an
 // in-process router. Each call is a real `bun src/main.ts …` process; it is spawned
@@ -108,6 +109,36 @@ describe("router CLI: help and usage errors", () => {
   });
 });
 
+describe("deletions on a terminal", () => {
+  /** Runs the CLI on a pseudo-terminal (util-linux `script`), typing `typed` into it. */
+  async function onTerminal(args: string[], typed: string): Promise<{ exitCode: number; output: string }> {
+    const command = [process.execPath, "src/main.ts", ...args].map((part) => `'${part.replace(/'/g, "'\\''")}'`).join(" ");
+    const proc = Bun.spawn(["script", "-qec", command, "/dev/null"], {
+      cwd: ROOT,
+      env: { ...process.env, NO_COLOR: "1", ROUTER_URL: router.url, ROUTER_KEY: router.ownerKey },
+      stdin: new Blob([typed]),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [output, exitCode] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+    return { exitCode, output };
+  }
+
+  test("ask before deleting: n keeps the key (exit 1), y deletes it", async () => {
+    const created = await api(router, "/x-keys", { body: { Provider: "https://203.0.113.9/v1", SecretKey: "sk-terminal-0123456789abcdef", Level: 7, Status: true } });
+    expect(created.status).toBe(201);
+    const no = await onTerminal(["keys", "rm", String(created.body.ID)], "n\n");
+    expect(no.output).toContain(`Delete provider key ${created.body.ID}? [y/N]`);
+    expect(no.exitCode).toBe(1);
+    expect(no.output).toContain("nothing was deleted");
+    expect((await api(router, `/x-keys/${created.body.ID}`)).status).toBe(200);
+    const yes = await onTerminal(["keys", "rm", String(created.body.ID)], "y\n");
+    expect(yes.exitCode).toBe(0);
+    expect(yes.output).toContain(`deleted provider key ${created.body.ID}`);
+    expect((await api(router, `/x-keys/${created.body.ID}`)).status).toBe(404);
+  });
+});
+
 describe("router keys", () => {
   test("add, list, sleep, wake, update, rm; the secret is never printed", async () => {
     const secretFile = join(dir, "provider.secret");
@@ -155,7 +186,11 @@ describe("router keys", () => {
     const after = await (await router.fetch(`/x-keys/${second.ID}`)).json();
     expect(after).toMatchObject({ Name: "standby", Status: false, SecretKey: PROVIDER_SECRET + "-2" });
 
-    expect(ok(await cli(["keys", "rm", String(second.ID)]))).toContain(`deleted provider key ${second.ID}`);
+    // Not a terminal: a deletion needs --yes, and without it nothing is deleted.
+    const unasked = await cli(["keys", "rm", String(second.ID)]);
+    expect(unasked.exitCode).toBe(2);
+    expect(unasked.stderr).toContain("--yes");
+    expect(ok(await cli(["keys", "rm", String(second.ID), "--yes"]))).toContain(`deleted provider key ${second.ID}`);
     expect((await router.fetch(`/x-keys/${second.ID}`)).status).toBe(404);
   });
 });
@@ -204,7 +239,8 @@ describe("router accounts", () => {
     const listed = JSON.parse(ok(await cli(["accounts", "list", "--all", "--json"])));
     expect(listed.find((a: { ID: number }) => a.ID === childId).Balance).toBe(15); // the dry run changed nothing
 
-    expect(ok(await cli(["accounts", "rm", String(childId)]))).toContain(`deleted account ${childId}; 15 credits returned`);
+    expect((await cli(["accounts", "rm", String(childId)])).exitCode).toBe(2);
+    expect(ok(await cli(["accounts", "rm", String(childId), "-y"]))).toContain(`deleted account ${childId}; 15 credits returned`);
   });
 });
 
@@ -291,7 +327,8 @@ describe("router usage, news and logs", () => {
     expect(tooLong.exitCode).toBe(1);
     expect(tooLong.stderr).toContain("title must be at most 100 characters");
 
-    expect(ok(await cli(["news", "rm", String(sent.id)]))).toContain(`deleted notice ${sent.id}`);
+    expect((await cli(["news", "rm", String(sent.id)])).exitCode).toBe(2);
+    expect(ok(await cli(["news", "rm", String(sent.id), "--yes"]))).toContain(`deleted notice ${sent.id}`);
   });
 
   test("logs: a table with filters, and the server's page as JSON", async () => {
