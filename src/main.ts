@@ -1,4 +1,6 @@
 #!/usr/bin/env bun
+// First: it decides about colour before citty is loaded.
+import "./cli/colour.ts";
 import { defineCommand, runMain } from "citty";
 import { VERSION } from "./version.ts";
 

@@ -45,11 +45,41 @@ function pad(text: string, to: number, align: "left" | "right"): string {
   return align === "right" ? fill + text : text + fill;
 }
 
-/** An aligned table with a header line; `empty` is printed instead when there are no rows. */
-export function formatTable<T>(rows: readonly T[], columns: ReadonlyArray<Column<T>>, empty = "(none)"): string {
+/** The narrowest a column is squeezed to when a table is wider than the terminal. */
+const MIN_SQUEEZED = 6;
+
+/** The terminal's width when printing to one; tables are not cut when printing to a pipe or a file. */
+const terminalColumns = () => (process.stdout.isTTY ? process.stdout.columns : undefined);
+
+/**
+ * Narrows the widest columns, one character at a time, until a line fits `limit`
+ * (columns are joined by two spaces); no column goes below MIN_SQUEEZED or its header.
+ */
+function squeeze(widths: number[], headers: readonly string[], limit: number): void {
+  const total = () => widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1);
+  while (total() > limit) {
+    let widest = -1;
+    for (let i = 0; i < widths.length; i++) {
+      const floor = Math.max(MIN_SQUEEZED, width(headers[i]!));
+      if (widths[i]! > floor && (widest === -1 || widths[i]! > widths[widest]!)) widest = i;
+    }
+    if (widest === -1) return;
+    widths[widest]!--;
+  }
+}
+
+/**
+ * An aligned table with a header line; `empty` is printed instead when there are no
+ * rows. On a terminal narrower than the table, the widest columns are cut to fit.
+ */
+export function formatTable<T>(rows: readonly T[], columns: ReadonlyArray<Column<T>>, empty = "(none)", maxWidth = terminalColumns()): string {
   if (rows.length === 0) return empty + "\n";
-  const cells = rows.map((row) => columns.map((column) => cell(column.value(row), column.max ?? DEFAULT_MAX)));
+  let cells = rows.map((row) => columns.map((column) => cell(column.value(row), column.max ?? DEFAULT_MAX)));
   const widths = columns.map((column, i) => Math.max(width(column.header), ...cells.map((line) => width(line[i]!))));
+  if (maxWidth !== undefined && maxWidth > 0) {
+    squeeze(widths, columns.map((column) => column.header), maxWidth);
+    cells = cells.map((line) => line.map((text, i) => truncate(text, widths[i]!)));
+  }
   const line = (values: readonly string[]) =>
     values
       .map((value, i) => pad(value, widths[i]!, columns[i]!.align ?? "left"))

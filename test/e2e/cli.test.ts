@@ -344,3 +344,16 @@ describe("router usage, news and logs", () => {
     expect(JSON.stringify(page)).not.toContain(PROVIDER_SECRET);
   });
 });
+
+describe("colour", () => {
+  test("no colour codes when stdout is not a terminal, or when NO_COLOR is set to anything", async () => {
+    const piped = Bun.spawn([process.execPath, "src/main.ts", "keys", "add", "--help"], { cwd: ROOT, env: { ...process.env, NO_COLOR: "" }, stdout: "pipe" });
+    expect(await new Response(piped.stdout).text()).not.toContain("\u001b[");
+    const terminal = (env: Record<string, string>) =>
+      Bun.spawn(["script", "-qec", `'${process.execPath}' src/main.ts version --help`, "/dev/null"], { cwd: ROOT, env: { ...process.env, ...env }, stdin: "ignore", stdout: "pipe" });
+    const plain = terminal({ NO_COLOR: "yes" });
+    expect(await new Response(plain.stdout).text()).not.toContain("\u001b[");
+    const coloured = terminal({ NO_COLOR: "", TERM: "xterm", CI: "", TEST: "" });
+    expect(await new Response(coloured.stdout).text()).toContain("\u001b[");
+  });
+});

@@ -1,0 +1,35 @@
+import { describe, expect, test } from "bun:test";
+import { formatTable } from "../../src/cli/output.ts";
+
+const rows = [
+  { id: 1, provider: "https://a-very-long-upstream-host.example.com/v1/with/a/path", name: "primary" },
+  { id: 22, provider: "https://short.example", name: "a rather long descriptive name" },
+];
+const columns = [
+  { header: "ID", value: (r: (typeof rows)[number]) => r.id, align: "right" as const },
+  { header: "PROVIDER", value: (r: (typeof rows)[number]) => r.provider },
+  { header: "NAME", value: (r: (typeof rows)[number]) => r.name },
+];
+
+describe("CLI tables", () => {
+  test("printed to a pipe, columns keep their full (capped) width", () => {
+    const lines = formatTable(rows, columns, "(none)", undefined).trimEnd().split("\n");
+    // Cut only at the 48-character cap of a cell.
+    expect(lines[1]).toContain("https://a-very-long-upstream-host.example.com/v…");
+    expect(lines[2]).toContain("a rather long descriptive name");
+  });
+
+  test("on a narrow terminal the widest columns are cut to fit, headers kept", () => {
+    for (const limit of [60, 40]) {
+      const lines = formatTable(rows, columns, "(none)", limit).trimEnd().split("\n");
+      for (const line of lines) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(limit);
+      expect(lines[0]).toContain("PROVIDER");
+      expect(lines[1]).toContain("…");
+    }
+  });
+
+  test("a terminal too narrow for even the squeezed columns still gets every column", () => {
+    const lines = formatTable(rows, columns, "(none)", 10).trimEnd().split("\n");
+    expect(lines[0]!.split(/\s{2,}/)).toEqual(["ID", "PROVIDER", "NAME"]);
+  });
+});
