@@ -248,7 +248,8 @@ const credit = remoteCommand({
       print(
         formatTable(body.results, [
           { header: "ID", value: (r) => r.ID, align: "right" },
-          { header: "STATUS", value: (r) => r.status },
+          // A dry run changes nothing: its rows say what would happen.
+          { header: "STATUS", value: (r) => (body.DryRun ? (r.status === "applied" ? "would apply" : r.status === "skipped" ? "would skip" : r.status) : r.status) },
           { header: "BEFORE", value: (r) => r.BalanceBefore, align: "right" },
           { header: "AFTER", value: (r) => r.BalanceAfter, align: "right" },
           { header: "REASON", value: (r) => r.reason, max: 60 },

@@ -1,12 +1,12 @@
 /**
- * `router config get|set|import|export`: the system configuration items
+ * `router config get|set|add|rm|import|export`: the system configuration items
  * (`/x-config`, owner only). `export` writes the `configs` object of
  * `GET /x-config`, which `import` sends back with `PUT /x-config`, so a deployment
  * can be copied (EMAIL_PASS travels as its mask and stays as stored).
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { UsageError } from "./flags.ts";
-import { commandGroup, readStdin, remoteCommand, requirePositional, stringFlag, type Args } from "./client.ts";
+import { commandGroup, readStdin, remoteCommand, requirePositional, stringFlag, type Args, type RemoteContext } from "./client.ts";
 import { cell, formatTable, print, printJson } from "./output.ts";
 
 interface ConfigExport {
@@ -70,7 +70,7 @@ function valueOf(text: string): unknown {
 
 const set = remoteCommand({
   name: "set",
-  description: "Set one item: ITEM VALUE (VALUE - reads stdin; --file FILE reads a file)",
+  description: "Set one item: ITEM VALUE, replacing its whole value (VALUE - reads stdin; --file FILE reads a file; one mapper entry: config add/rm)",
   args: {
     item: { type: "positional", description: "Item name, e.g. MODEL_MAPPER", required: false },
     value: { type: "positional", description: "The value; - to read it from stdin", required: false },
@@ -106,6 +106,82 @@ const set = remoteCommand({
     if (json) return printJson(body);
     const stored = body.configs[item];
     print(`${item} set${stored === undefined ? "" : `: ${cell(stored, 200)}`}`);
+  },
+});
+
+/** The items whose value is a list of `pattern=value` entries, changed one entry at a time by add and rm. */
+const ENTRY_ITEMS = ["MODEL_MAPPER", "LEVEL_MAPPER", "SWITCH_OVER"];
+
+function entryItem(args: Args): string {
+  const item = itemArgument(args);
+  if (!ENTRY_ITEMS.includes(item)) throw new UsageError(`ITEM must be one of ${ENTRY_ITEMS.join(", ")} (other items: config set)`);
+  return item;
+}
+
+/** The entries of a mapper item as `GET /x-config` exports them (pattern → value, in order); none when unset. */
+async function entriesOf(client: RemoteContext["client"], item: string): Promise<Record<string, unknown>> {
+  const { body } = await client.request<ConfigExport>("GET", "/x-config");
+  const value = body.configs[item];
+  return value !== null && typeof value === "object" && !Array.isArray(value) ? { ...(value as Record<string, unknown>) } : {};
+}
+
+/**
+ * Reads, changes one entry and writes the item back. Two owners changing the same item
+ * at the same moment may overwrite each other's entry: the last write wins.
+ */
+const add = remoteCommand({
+  name: "add",
+  description: "Add or change one entry of MODEL_MAPPER, LEVEL_MAPPER or SWITCH_OVER: ITEM 'pattern=value'; the other entries stay",
+  args: {
+    item: { type: "positional", description: "MODEL_MAPPER, LEVEL_MAPPER or SWITCH_OVER (required)", required: false },
+    entry: { type: "positional", description: "pattern=value, e.g. 'gpt-4*=gpt-4o' or 'claude-*=2' (required)", required: false },
+  },
+  check(args) {
+    entryItem(args);
+    const entry = requirePositional(args, "entry");
+    const at = entry.indexOf("=");
+    if (at <= 0 || at === entry.length - 1) throw new UsageError(`ENTRY must be pattern=value, got "${entry}"`);
+  },
+  async run({ args, client, json }) {
+    const item = entryItem(args);
+    const entry = requirePositional(args, "entry");
+    const at = entry.indexOf("=");
+    const [pattern, value] = [entry.slice(0, at).trim(), entry.slice(at + 1).trim()];
+    const entries = await entriesOf(client, item);
+    const changed = Object.hasOwn(entries, pattern);
+    entries[pattern] = value;
+    const { body } = await client.request<ConfigExport>("PUT", "/x-config", { body: { [item]: entries } });
+    if (json) return printJson(body);
+    const count = Object.keys(entries).length;
+    print(`${item}: ${changed ? "changed" : "added"} ${pattern}=${value} (${count} entr${count === 1 ? "y" : "ies"})`);
+  },
+});
+
+const rm = remoteCommand({
+  name: "rm",
+  description: "Remove one entry of MODEL_MAPPER, LEVEL_MAPPER or SWITCH_OVER by its pattern: ITEM PATTERN; the other entries stay",
+  args: {
+    item: { type: "positional", description: "MODEL_MAPPER, LEVEL_MAPPER or SWITCH_OVER (required)", required: false },
+    pattern: { type: "positional", description: "The entry's pattern, as `config get ITEM` shows it (required)", required: false },
+  },
+  check(args) {
+    entryItem(args);
+    requirePositional(args, "pattern");
+  },
+  async run({ args, client, json }) {
+    const item = entryItem(args);
+    const pattern = requirePositional(args, "pattern");
+    const entries = await entriesOf(client, item);
+    if (!Object.hasOwn(entries, pattern)) throw new Error(`${item} has no entry for ${pattern}; see router config get ${item}`);
+    delete entries[pattern];
+    const count = Object.keys(entries).length;
+    // The last entry gone: the item is reset rather than set to nothing.
+    const { body } =
+      count === 0
+        ? await client.request<ConfigExport>("DELETE", "/x-config", { body: { keys: [item] } })
+        : await client.request<ConfigExport>("PUT", "/x-config", { body: { [item]: entries } });
+    if (json) return printJson(body);
+    print(`${item}: removed ${pattern} (${count} entr${count === 1 ? "y" : "ies"} left)`);
   },
 });
 
@@ -172,6 +248,8 @@ const exportCommand = remoteCommand({
 export const configCommand = commandGroup("config", "Read and change the system configuration (owner)", {
   get,
   set,
+  add,
+  rm,
   import: importCommand,
   export: exportCommand,
 });

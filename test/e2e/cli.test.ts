@@ -227,6 +227,10 @@ describe("router accounts", () => {
     expect(updated).toMatchObject({ object: "account", ID: childId, Alias: "Alice A.", RPM: 60 });
 
     expect(ok(await cli(["accounts", "credit", String(childId), "--amount", "5", "--days", "30"]))).toContain("balance now 15");
+    const preview = ok(await cli(["accounts", "credit", "--ids", `${childId},9999`, "--amount", "-2", "--dry-run"]));
+    expect(preview).toContain("would apply");
+    expect(preview).toContain("would skip");
+    expect(preview).not.toMatch(/\bapplied\s{2}/);
     const batch = JSON.parse(ok(await cli(["accounts", "credit", "--ids", `${childId},9999`, "--amount", "-2", "--dry-run", "--json"])));
     expect(batch).toMatchObject({
       object: "batch_credit",
@@ -280,6 +284,30 @@ describe("router config", () => {
     expect(bad.exitCode).toBe(1);
     expect(bad.stderr).toContain("SWITCH_OVER");
     expect(bad.stderr).toContain("(HTTP 400)");
+  });
+
+  test("config add and rm change one mapper entry and keep the rest; set says it replaces", async () => {
+    ok(await cli(["config", "set", "LEVEL_MAPPER", "gpt-4o*=2,claude-*=3"]));
+    expect(ok(await cli(["config", "add", "LEVEL_MAPPER", "gemini-*=4"]))).toContain("LEVEL_MAPPER: added gemini-*=4 (3 entries)");
+    expect(ok(await cli(["config", "add", "LEVEL_MAPPER", "claude-*=5"]))).toContain("changed claude-*=5");
+    expect(JSON.parse(ok(await cli(["config", "get", "LEVEL_MAPPER", "--json"])))).toEqual({ "gpt-4o*": "2", "claude-*": "5", "gemini-*": "4" });
+    expect(ok(await cli(["config", "rm", "LEVEL_MAPPER", "gpt-4o*"]))).toContain("removed gpt-4o* (2 entries left)");
+    const missing = await cli(["config", "rm", "LEVEL_MAPPER", "nope-*"]);
+    expect(missing.exitCode).toBe(1);
+    expect(missing.stderr).toContain("no entry for nope-*");
+    ok(await cli(["config", "rm", "LEVEL_MAPPER", "claude-*"]));
+    ok(await cli(["config", "rm", "LEVEL_MAPPER", "gemini-*"]));
+    // The last entry gone, the item is unset.
+    expect((await cli(["config", "get", "LEVEL_MAPPER"])).stderr).toContain("LEVEL_MAPPER is not set");
+    // A cycle is still refused by the server, naming the item.
+    ok(await cli(["config", "add", "SWITCH_OVER", "1=2"]));
+    const cycle = await cli(["config", "add", "SWITCH_OVER", "2=1"]);
+    expect(cycle.exitCode).toBe(1);
+    expect(cycle.stderr).toContain("SWITCH_OVER");
+    // Usage errors: an item that has no entries, an entry without '='.
+    expect((await cli(["config", "add", "PRICING", "a=b"])).exitCode).toBe(2);
+    expect((await cli(["config", "add", "MODEL_MAPPER", "just-a-name"])).exitCode).toBe(2);
+    expect(ok(await cli(["config", "set", "--help"]))).toContain("replacing its whole value");
   });
 });
 
