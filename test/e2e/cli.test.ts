@@ -344,6 +344,36 @@ describe("router usage, news and logs", () => {
     expect(conflict.exitCode).toBe(2);
   });
 
+  test("usage bill --account and usage ranking read the accounts under the caller", async () => {
+    const created = await api(router, "/x-users", { body: { Email: "ranked@example.com", Name: "ranked-one", CreditGranted: 5 } });
+    expect(created.status).toBe(201);
+    const id = created.body.ID as number;
+    router.deps.usageRecorder.record({
+      requestId: "req-cli-ranked",
+      accountId: id,
+      endpoint: "/v1/chat/completions",
+      requestedModel: "gpt-4o-mini",
+      effectiveModel: "gpt-4o-mini",
+      level: 1,
+      keyId: 1,
+      status: 200,
+      stream: false,
+      usage: { prompt: 100, completion: 50, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+      source: "upstream",
+      latencyMs: 5,
+      at: Date.now(),
+      costNanos: 1_250_000_000,
+    });
+    router.deps.usageRecorder.flush();
+    const theirs = JSON.parse(ok(await cli(["usage", "bill", "--account", "ranked@example.com", "--json"])));
+    expect(theirs).toMatchObject({ total_requests: 1, total_credit_used: 1.25 });
+    const ranking = ok(await cli(["usage", "ranking"]));
+    const line = rows(ranking).find((row) => row[0] === String(id));
+    expect(line).toEqual([String(id), "ranked-one", "ranked@example.com", "1", "1.25", "100", "gpt-4o-mini"]);
+    const outside = await cli(["usage", "bill", "--account", "nobody@example.com"]);
+    expect(outside.exitCode).toBe(1);
+  });
+
   test("news send, list, rm", async () => {
     const sent = JSON.parse(ok(await cli(["news", "send", "--title", "Maintenance", "--content", "-", "--days", "2", "--json"], { stdin: "Down at 02:00 UTC" })));
     expect(sent).toMatchObject({ object: "notice", title: "Maintenance", content: "Down at 02:00 UTC", target_id: null });
