@@ -3,6 +3,7 @@
 import "./cli/colour.ts";
 import { defineCommand, runMain } from "citty";
 import { VERSION } from "./version.ts";
+import { showUsage } from "./cli/usage-screen.ts";
 
 // Everything the router writes (database, key files) is for its own user only.
 process.umask(0o077);
@@ -32,4 +33,4 @@ if (process.argv.includes("serve") && !process.argv.includes("--help") && !proce
   relaunchWithFetchLimit();
 }
 
-await runMain(main);
+await runMain(main, { showUsage });

@@ -48,7 +48,7 @@ interface BatchResult {
   summary: { applied: number; skipped: number; ParentCreditChange: number; ChildrenCreditChange: number };
 }
 
-const accountArg = { account: { type: "positional", description: "Account ID, email or name", required: false } } as const;
+const accountArg = { account: { type: "positional", description: "Account ID, email or name (required)", required: false } } as const;
 
 const accountPath = (args: Args) => `/x-users/${encodeURIComponent(requirePositional(args, "account"))}`;
 

@@ -72,7 +72,7 @@ const set = remoteCommand({
   name: "set",
   description: "Set one item: ITEM VALUE, replacing its whole value (VALUE - reads stdin; --file FILE reads a file; one mapper entry: config add/rm)",
   args: {
-    item: { type: "positional", description: "Item name, e.g. MODEL_MAPPER", required: false },
+    item: { type: "positional", description: "Item name, e.g. MODEL_MAPPER (required)", required: false },
     value: { type: "positional", description: "The value; - to read it from stdin", required: false },
     file: { type: "string", description: "Read the value from this file", valueHint: "file" },
   },
@@ -210,7 +210,7 @@ function readExport(path: string): Record<string, unknown> {
 const importCommand = remoteCommand({
   name: "import",
   description: "Apply a file written by `config export` (or - for stdin); items not in it are left as they are",
-  args: { file: { type: "positional", description: "JSON file of item → value", required: false } },
+  args: { file: { type: "positional", description: "JSON file of item → value, or - for stdin (required)", required: false } },
   check: (args) => void requirePositional(args, "file"),
   async run({ args, client, json }) {
     const values = readExport(requirePositional(args, "file"));

@@ -29,7 +29,7 @@ interface KeySummary extends ProviderKeySummary {
   SecretKey?: string;
 }
 
-const idArg = { id: { type: "positional", description: "Provider key ID", required: false } } as const;
+const idArg = { id: { type: "positional", description: "Provider key ID (required)", required: false } } as const;
 
 /** The record without its secret: what every command shows. */
 function withoutSecret(record: KeySummary): KeySummary {

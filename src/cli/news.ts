@@ -84,7 +84,7 @@ const send = remoteCommand({
 const rm = remoteCommand({
   name: "rm",
   description: "Delete a notice (its author or an owner)",
-  args: { id: { type: "positional", description: "Notice ID", required: false }, ...yesArg },
+  args: { id: { type: "positional", description: "Notice ID (required)", required: false }, ...yesArg },
   check: (args) => void idArgument(args),
   async run({ args, client, json }) {
     await confirmDeletion(`notice ${idArgument(args)}`, args);

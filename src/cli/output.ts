@@ -102,10 +102,21 @@ export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + "\n");
 }
 
-/** `2025-03-01T12:00:00.000Z` → `2025-03-01 12:00:00` (UTC, as the server sends it). */
+const two = (n: number) => String(n).padStart(2, "0");
+
+/**
+ * A server time (ISO, UTC) in this terminal's local time, with its offset so it cannot
+ * be misread: `2025-03-01T12:00:00.000Z` → `2025-03-01 13:00:00 +01:00` in Paris,
+ * `2025-03-01 12:00:00 +00:00` where the zone is UTC.
+ */
 export function time(iso: unknown): string | null {
   if (typeof iso !== "string") return null;
-  return iso.replace("T", " ").replace(/\.\d+Z$|Z$/, "");
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  const offset = -date.getTimezoneOffset();
+  const sign = offset < 0 ? "-" : "+";
+  const zone = `${sign}${two(Math.floor(Math.abs(offset) / 60))}:${two(Math.abs(offset) % 60)}`;
+  return `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())} ${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())} ${zone}`;
 }
 
 /** "page 2 of 5, 97 in all" from the list headers, when there is more than one page. */

@@ -64,8 +64,13 @@ describe("router CLI: help and usage errors", () => {
     const top = ok(await cli(["--help"]));
     for (const name of ["keys", "accounts", "config", "usage", "news", "logs", "backup"]) expect(top).toContain(name);
     const add = ok(await cli(["keys", "add", "--help"]));
-    expect(add).toContain("USAGE");
+    expect(add).toContain("USAGE router keys add");
     expect(add).toContain("--secret-file");
+    // Needed positional arguments are shown as required; optional ones in brackets.
+    expect(ok(await cli(["keys", "rm", "--help"]))).toContain("USAGE router keys rm [OPTIONS] <ID>");
+    expect(ok(await cli(["config", "get", "--help"]))).toContain("[ITEM]");
+    expect(ok(await cli(["config", "add", "--help"]))).toContain("<ITEM> <ENTRY>");
+    expect(ok(await cli(["version", "--help"]))).toContain("USAGE router version");
   });
 
   test("usable from the checkout right after npm install, as the README says: npm run router -- <command>", async () => {

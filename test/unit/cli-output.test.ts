@@ -33,3 +33,14 @@ describe("CLI tables", () => {
     expect(lines[0]!.split(/\s{2,}/)).toEqual(["ID", "PROVIDER", "NAME"]);
   });
 });
+
+describe("CLI times", () => {
+  test("a server time is shown in the terminal's zone, with its offset", () => {
+    const run = (tz: string) =>
+      Bun.spawnSync([process.execPath, "-e", `import { time } from "./src/cli/output.ts"; console.log(time("2025-03-01T12:00:00.000Z"))`], { env: { ...process.env, TZ: tz } }).stdout.toString().trim();
+    expect(run("UTC")).toBe("2025-03-01 12:00:00 +00:00");
+    expect(run("Europe/Paris")).toBe("2025-03-01 13:00:00 +01:00");
+    expect(run("America/New_York")).toBe("2025-03-01 07:00:00 -05:00");
+    expect(run("Asia/Kolkata")).toBe("2025-03-01 17:30:00 +05:30");
+  });
+});
