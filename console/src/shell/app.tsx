@@ -4,6 +4,7 @@ import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError, LOGGED_OUT_EVENT } from "../lib/api.ts";
 import { allowedPages, landingPage, PAGES, WHY_NOT, type PageId } from "../lib/pages.ts";
 import { clearKey, storedKey } from "../lib/session.ts";
+import { applyTheme, nextTheme, storedTheme, themeLabel, type Theme } from "../lib/theme.ts";
 import type { AccountStatus } from "../lib/types.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { StatusContext } from "./context.ts";
@@ -16,6 +17,46 @@ export interface Tab {
 }
 
 const currentTab = (tabs: Tab[]) => tabs.find((t) => `#${t.id}` === location.hash)?.id ?? tabs[0]!.id;
+
+/** The bar on every signed-in page: the pages this key may use, the account, the theme and Log out. */
+function TopBar({ page, status, onLogout }: { page: PageId; status: AccountStatus; onLogout: () => void }) {
+  const [theme, setTheme] = useState<Theme>(storedTheme);
+  const cycle = () => {
+    const next = nextTheme(theme);
+    applyTheme(next);
+    setTheme(next);
+  };
+  return (
+    <header class="top">
+      <a class="brand" href={PAGES[landingPage(status)].path}>
+        Router
+      </a>
+      <nav aria-label="Console pages">
+        <ul>
+          {allowedPages(status).map((id) => (
+            <li key={id}>
+              <a href={PAGES[id].path} aria-current={id === page ? "page" : undefined}>
+                {PAGES[id].label}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <div class="who">
+        <span title={status.email}>
+          {status.alias || status.name}
+          {status.isOwner ? " (owner)" : ""}
+        </span>
+        <button type="button" onClick={cycle} title="Auto follows your system's light or dark setting">
+          {themeLabel(theme)}
+        </button>
+        <button type="button" onClick={onLogout}>
+          Log out
+        </button>
+      </div>
+    </header>
+  );
+}
 
 /** Header with the pages this key may use, the account and the logout button; sections as in-page tabs. */
 function Frame(props: { page: PageId; title: string; status: AccountStatus; tabs: Tab[]; onLogout: () => void }) {
@@ -35,31 +76,7 @@ function Frame(props: { page: PageId; title: string; status: AccountStatus; tabs
   const { status } = props;
   return (
     <>
-      <header class="top">
-        <a class="brand" href={PAGES[landingPage(status)].path}>
-          Router
-        </a>
-        <nav aria-label="Console pages">
-          <ul>
-            {allowedPages(status).map((id) => (
-              <li key={id}>
-                <a href={PAGES[id].path} aria-current={id === props.page ? "page" : undefined}>
-                  {PAGES[id].label}
-                </a>
-              </li>
-            ))}
-          </ul>
-        </nav>
-        <div class="who">
-          <span title={status.email}>
-            {status.alias || status.name}
-            {status.isOwner ? " (owner)" : ""}
-          </span>
-          <button type="button" onClick={props.onLogout}>
-            Log out
-          </button>
-        </div>
-      </header>
+      <TopBar page={props.page} status={status} onLogout={props.onLogout} />
       <nav class="tabs" aria-label={`${props.title} sections`}>
         <ul>
           {props.tabs.map((t) => (
@@ -82,8 +99,10 @@ function Frame(props: { page: PageId; title: string; status: AccountStatus; tabs
   );
 }
 
-function NotAllowed({ page, status }: { page: PageId; status: AccountStatus }) {
+function NotAllowed({ page, status, onLogout }: { page: PageId; status: AccountStatus; onLogout: () => void }) {
   return (
+    <>
+    <TopBar page={page} status={status} onLogout={onLogout} />
     <main id="main" class="login">
       <div class="card">
         <h1>Not available for this key</h1>
@@ -100,6 +119,7 @@ function NotAllowed({ page, status }: { page: PageId; status: AccountStatus }) {
         </ul>
       </div>
     </main>
+    </>
   );
 }
 
@@ -163,7 +183,7 @@ function Console(props: { page: PageId; title: string; tabs: Tab[] }) {
       </main>
     );
   }
-  if (!allowedPages(status).includes(props.page)) return <NotAllowed page={props.page} status={status} />;
+  if (!allowedPages(status).includes(props.page)) return <NotAllowed page={props.page} status={status} onLogout={logout} />;
   return (
     <StatusContext.Provider value={{ status, refreshStatus }}>
       <Frame page={props.page} title={props.title} status={status} tabs={props.tabs} onLogout={logout} />
@@ -173,5 +193,6 @@ function Console(props: { page: PageId; title: string; tabs: Tab[] }) {
 
 export function mountConsole(page: PageId, title: string, tabs: Tab[]): void {
   document.title = `${title} · Router console`;
+  applyTheme(storedTheme());
   render(<Console page={page} title={title} tabs={tabs} />, document.getElementById("app")!);
 }

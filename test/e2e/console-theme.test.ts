@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Browser } from "playwright-core";
+import { launchChromium, recordedPage, signIn, type SeenRequest } from "../helpers/browser.ts";
+import { createAccount } from "../helpers/owner-ops.ts";
+import { startRouter, type TestRouter } from "../helpers/router.ts";
+
+// Issue 18 (console): a dark theme that follows prefers-color-scheme with a toggle that
+// is remembered; the 403 page keeps the header and its Log out button.
+let router: TestRouter;
+let browser: Browser;
+const seen: SeenRequest[] = [];
+const errors: string[] = [];
+
+beforeAll(async () => {
+  router = startRouter();
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await router?.stop();
+});
+
+/** The page's background colour, as the browser computed it. */
+const background = (page: import("playwright-core").Page) => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+const isDark = (rgb: string) => {
+  const [r, g, b] = (rgb.match(/\d+/g) ?? []).map(Number);
+  return (r! + g! + b!) / 3 < 80;
+};
+
+describe("console theme", () => {
+  test("follows the system's dark setting; the toggle overrides it and is remembered", async () => {
+    const { context, page } = await recordedPage(browser, seen, errors);
+    await page.emulateMedia({ colorScheme: "dark" });
+    await signIn(page, `${router.url}/console/`, router.ownerKey);
+    await page.waitForURL(/\/console\/owner$/);
+    expect(isDark(await background(page))).toBe(true);
+
+    const toggle = page.getByRole("button", { name: /^Theme:/ });
+    await expect(toggle.textContent()).resolves.toBe("Theme: auto");
+    await toggle.click(); // dark
+    await toggle.click(); // light: overrides the system's dark
+    await expect(toggle.textContent()).resolves.toBe("Theme: light");
+    expect(isDark(await background(page))).toBe(false);
+    await page.reload();
+    await page.waitForSelector("header.top");
+    expect(isDark(await background(page))).toBe(false);
+    expect(await page.getByRole("button", { name: /^Theme:/ }).textContent()).toBe("Theme: light");
+
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.getByRole("button", { name: /^Theme:/ }).click(); // auto again: light here
+    expect(await page.evaluate(() => document.documentElement.dataset.theme ?? "auto")).toBe("auto");
+    await page.getByRole("button", { name: /^Theme:/ }).click(); // dark, whatever the system says
+    expect(isDark(await background(page))).toBe(true);
+    expect(errors).toEqual([]);
+    await context.close();
+  });
+});
+
+describe("the 403 page", () => {
+  test("keeps the header with the pages the key may use and Log out", async () => {
+    const plain = await createAccount(router, { CreditGranted: 1 });
+    const { context, page } = await recordedPage(browser, seen, errors);
+    await signIn(page, `${router.url}/console/`, plain.key);
+    await page.waitForSelector("header.top");
+    await page.goto(`${router.url}/console/owner`);
+    await page.getByRole("heading", { name: "Not available for this key" }).waitFor();
+    const header = page.locator("header.top");
+    expect(await header.isVisible()).toBe(true);
+    expect(await header.getByRole("link", { name: "Router" }).isVisible()).toBe(true);
+    await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByLabel("API key").waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await context.close();
+  });
+});
