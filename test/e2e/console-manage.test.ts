@@ -121,7 +121,7 @@ describe("console management paths", () => {
 
     await page.getByRole("button", { name: /^Delete bob/ }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Delete account" }).click();
-    await page.getByText(/deleted; 0\.00 credits returned/).waitFor();
+    await page.getByText(/deleted; 0\.0000 credits returned/).waitFor();
     await page.getByText("No accounts yet.").waitFor();
     expect(errors).toEqual([]);
   }, 30_000);

@@ -74,3 +74,32 @@ describe("the 403 page", () => {
     await context.close();
   });
 });
+
+describe("money figures", () => {
+  test("the balance has a unit and fixed decimals; an owner's balance below zero is explained", async () => {
+    router.deps.usageRecorder.record({
+      requestId: "req-negative-owner",
+      accountId: 1,
+      endpoint: "/v1/chat/completions",
+      requestedModel: "m",
+      effectiveModel: "m",
+      level: 1,
+      keyId: 1,
+      status: 200,
+      stream: false,
+      usage: { prompt: 10, completion: 10, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+      source: "upstream",
+      latencyMs: 1,
+      at: Date.now(),
+      costNanos: 1_500_000_000,
+    });
+    router.deps.usageRecorder.flush();
+    const { context, page } = await recordedPage(browser, seen, errors);
+    await signIn(page, `${router.url}/console/`, router.ownerKey);
+    await page.waitForURL(/\/console\/owner$/);
+    await page.goto(`${router.url}/console/#account`);
+    await page.getByText("-1.5000 credits").waitFor();
+    await page.getByText(/owners are never refused for balance/).waitFor();
+    await context.close();
+  });
+});

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
-import { formatCredit } from "../lib/format.ts";
+import { formatCredit, formatCredits } from "../lib/format.ts";
 import { useConsole } from "../shell/context.ts";
 import { ErrorNote, Success } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
@@ -22,7 +22,7 @@ function Results({ result }: { result: BatchResult }) {
       <h3 id="batch-res-h">{result.DryRun ? "Preview (nothing changed yet)" : "Applied"}</h3>
       <p>
         {result.summary.applied} {result.DryRun ? "would be applied" : "applied"}, {result.summary.skipped} skipped. Your credit change:{" "}
-        {formatCredit(result.summary.ParentCreditChange)}; accounts' change: {formatCredit(result.summary.ChildrenCreditChange)}.
+        {formatCredits(result.summary.ParentCreditChange)}; accounts' change: {formatCredits(result.summary.ChildrenCreditChange)}.
       </p>
       <DataTable
         caption={result.DryRun ? "Batch credit preview" : "Batch credit results"}

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { api, ApiError, pagination, query } from "../lib/api.ts";
-import { formatCredit, formatLimit } from "../lib/format.ts";
+import { formatCredit, formatCredits, formatLimit } from "../lib/format.ts";
 import type { AccountRecord } from "../lib/types.ts";
 import { ConfirmDialog } from "../ui/confirm.tsx";
 import { ErrorNote, Loading, Success } from "../ui/feedback.tsx";
@@ -49,7 +49,7 @@ export function AccountsPanel(props: { bounds: AccountRecord }) {
     setDeleting(null);
     try {
       const { data } = await api.del<{ CreditReturned: number }>(`/x-users/${account.ID}`);
-      done(`Account ${account.Name} deleted; ${formatCredit(data.CreditReturned)} credits returned to its parent.`);
+      done(`Account ${account.Name} deleted; ${formatCredits(data.CreditReturned)} returned to its parent.`);
     } catch (e) {
       setError(e instanceof ApiError && e.code === "has_descendants" ? new Error(`${account.Name} still has accounts under it: delete or move those first. (${e.message})`) : e);
     }

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, query } from "../lib/api.ts";
-import { formatCredit, formatInt } from "../lib/format.ts";
+import { formatCredit, formatCredits, formatInt } from "../lib/format.ts";
 import { serverToday } from "../lib/server-date.ts";
 import type { BillInfo } from "../lib/types.ts";
 import { BarChart, TimeChart } from "../ui/chart.tsx";
@@ -43,7 +43,7 @@ export function UsagePanel() {
       {data && (
         <>
           <p>
-            {formatInt(data.total_requests)} requests, {formatInt(data.total_prompt + data.total_completion)} tokens, {formatCredit(data.total_credit_used)} credits
+            {formatInt(data.total_requests)} requests, {formatInt(data.total_prompt + data.total_completion)} tokens, {formatCredits(data.total_credit_used)}
             {applied ? ` for ${applied} and below` : " for all your descendants"}.
           </p>
           <div class="charts">

@@ -2,12 +2,23 @@ const integer = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 
 export const formatInt = (n: number | null | undefined) => (n === null || n === undefined ? "—" : integer.format(n));
 
-/** Credits (1 credit = 1 USD): enough digits for small per-call amounts. */
+/** Decimals of every money figure: a hundredth of a cent, enough for one call's cost. */
+export const CREDIT_DECIMALS = 4;
+
+/**
+ * Credits (1 credit = 1 USD) with a fixed number of decimals, so figures line up and
+ * compare at a glance; an amount too small to show is "< 0.0001" rather than zero.
+ * The unit is the column's or the label's (or use formatCredits).
+ */
 export function formatCredit(n: number | null | undefined): string {
   if (n === null || n === undefined) return "—";
-  const digits = n !== 0 && Math.abs(n) < 0.01 ? 6 : 4;
-  return n.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: digits });
+  const smallest = 10 ** -CREDIT_DECIMALS;
+  if (n !== 0 && Math.abs(n) < smallest / 2) return n > 0 ? `< ${smallest.toFixed(CREDIT_DECIMALS)}` : `> -${smallest.toFixed(CREDIT_DECIMALS)}`;
+  return n.toLocaleString("en-US", { minimumFractionDigits: CREDIT_DECIMALS, maximumFractionDigits: CREDIT_DECIMALS });
 }
+
+/** A money figure standing alone, with its unit: `12.3400 credits`. */
+export const formatCredits = (n: number | null | undefined) => (n === null || n === undefined ? "—" : `${formatCredit(n)} credits`);
 
 export const formatLimit = (n: number | null | undefined) => (n === null || n === undefined ? "unlimited" : integer.format(n));
 

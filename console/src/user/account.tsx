@@ -1,5 +1,5 @@
 import { api } from "../lib/api.ts";
-import { formatCredit, formatLimit, formatTime } from "../lib/format.ts";
+import { formatCredit, formatCredits, formatLimit, formatTime } from "../lib/format.ts";
 import { RATE_FIELDS, SPEND_FIELDS, type AccountRecord } from "../lib/types.ts";
 import { useConsole } from "../shell/context.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
@@ -37,7 +37,15 @@ export function AccountPanel() {
   return (
     <div>
       <div class="stats">
-        <Stat label="Balance (credits)" value={formatCredit(status.balance)} hint="Unexpired credit; 1 credit = 1 USD" />
+        <Stat
+          label="Balance"
+          value={formatCredits(status.balance)}
+          hint={
+            status.isOwner && status.balance < 0
+              ? "Below zero: owners are never refused for balance, so this is what calls cost beyond the credit granted to this owner. 1 credit = 1 USD."
+              : "Unexpired credit; 1 credit = 1 USD"
+          }
+        />
         <Stat label="Price multiplier" value={String(a.Rates)} />
         <Stat label="Account level" value={String(a.Level)} />
       </div>

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, query } from "../lib/api.ts";
 import { billModels, lineRows, lineRowsCsv, perModelSeries } from "../lib/bill-data.ts";
-import { download, formatCredit, formatInt } from "../lib/format.ts";
+import { download, formatCredit, formatCredits, formatInt } from "../lib/format.ts";
 import { serverToday } from "../lib/server-date.ts";
 import type { BillInfo } from "../lib/types.ts";
 import { TimeChart } from "../ui/chart.tsx";
@@ -43,7 +43,7 @@ export function BillPanel() {
             <Stat label="Requests" value={formatInt(data.total_requests)} />
             <Stat label="Input tokens" value={formatInt(data.total_prompt)} />
             <Stat label="Output tokens" value={formatInt(data.total_completion)} />
-            <Stat label="Credits used" value={formatCredit(data.total_credit_used)} />
+            <Stat label="Credits used" value={formatCredits(data.total_credit_used)} />
           </div>
           <div class="charts">
             <TimeChart

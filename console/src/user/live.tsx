@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
-import { formatCredit, formatInt } from "../lib/format.ts";
+import { formatCredit, formatCredits, formatInt } from "../lib/format.ts";
 import type { LiveUsage, UsageTotals } from "../lib/types.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { DataTable } from "../ui/table.tsx";
@@ -16,7 +16,7 @@ function Totals({ title, totals, id }: { title: string; totals: UsageTotals; id:
         <Stat label="Requests" value={formatInt(totals.Requests)} />
         <Stat label="Tokens" value={formatInt(totals.Prompt + totals.Completion)} hint={`${formatInt(totals.Prompt)} in, ${formatInt(totals.Completion)} out`} />
         <Stat label="Reasoning tokens" value={formatInt(totals.Reasoning)} />
-        <Stat label="Credits used" value={formatCredit(totals.CreditUsed)} />
+        <Stat label="Credits used" value={formatCredits(totals.CreditUsed)} />
       </div>
       <DataTable
         caption={`${title} per model`}
@@ -74,7 +74,7 @@ export function LivePanel() {
   return (
     <div>
       <p class="hint">
-        Balance <strong>{formatCredit(live.account.balance)}</strong> credits · refreshed every 5 s
+        Balance <strong>{formatCredits(live.account.balance)}</strong> · refreshed every 5 s
         {updated && ` · last update ${updated.toLocaleTimeString()}`}
       </p>
       <ErrorNote error={error} />
