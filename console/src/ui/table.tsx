@@ -1,4 +1,5 @@
-import type { ComponentChildren } from "preact";
+import type { ComponentChildren, VNode } from "preact";
+import { useState } from "preact/hooks";
 import { Empty } from "./feedback.tsx";
 
 export interface Column<T> {
@@ -6,30 +7,91 @@ export interface Column<T> {
   /** Cell content; default: the row's member of the same name. */
   render?: (row: T) => ComponentChildren;
   numeric?: boolean;
+  /** What the column sorts by; default: the cell's text (numbers as numbers in numeric columns). */
+  sortValue?: (row: T) => string | number | null | undefined;
+  /** False for columns that make no sense to sort (actions). */
+  sortable?: boolean;
 }
 
-/** A table in a horizontally scrolling region, with a caption for screen readers and an empty state. */
+/** The text a rendered cell shows, read from its virtual nodes (strings, numbers, nested children). */
+export function textOf(node: ComponentChildren): string {
+  if (node === null || node === undefined || typeof node === "boolean") return "";
+  if (typeof node === "string" || typeof node === "number" || typeof node === "bigint") return String(node);
+  if (Array.isArray(node)) return node.map(textOf).join("");
+  const props = (node as VNode<{ children?: ComponentChildren }>).props;
+  return props && "children" in props ? textOf(props.children) : "";
+}
+
+/** A number from a cell's text ("1,234.5", "-0.0300", "< 0.0001"); undefined when it holds none. */
+const numberIn = (text: string): number | undefined => {
+  const match = /-?[\d,]*\.?\d+/.exec(text);
+  if (!match) return undefined;
+  const n = Number(match[0].replace(/,/g, ""));
+  return Number.isFinite(n) ? n : undefined;
+};
+
+type Direction = "ascending" | "descending";
+
+/**
+ * A table in a horizontally scrolling region, with a caption for screen readers and an
+ * empty state. Clicking a column's header sorts the rows shown by it (again: the other
+ * way); a paged list sorts the page it shows.
+ */
 export function DataTable<T>(props: { caption: string; columns: Column<T>[]; rows: T[]; empty: ComponentChildren; rowKey: (row: T) => string | number }) {
+  const [sort, setSort] = useState<{ label: string; direction: Direction } | undefined>(undefined);
   if (props.rows.length === 0) return <Empty>{props.empty}</Empty>;
+  const cellOf = (c: Column<T>, row: T) => (c.render ? c.render(row) : String((row as Record<string, unknown>)[c.label] ?? ""));
+  const sortable = (c: Column<T>) => c.sortable !== false && c.label !== "Actions";
+  const keyOf = (c: Column<T>, row: T): string | number | undefined => {
+    if (c.sortValue) return c.sortValue(row) ?? undefined;
+    const text = textOf(cellOf(c, row)).trim();
+    return c.numeric ? numberIn(text) : text.toLowerCase();
+  };
+  let rows = props.rows;
+  const column = sort && props.columns.find((c) => c.label === sort.label);
+  if (sort && column) {
+    const sign = sort.direction === "ascending" ? 1 : -1;
+    const keyed = props.rows.map((row, index) => ({ row, index, key: keyOf(column, row) }));
+    keyed.sort((a, b) => {
+      // Empty cells last, whichever way; ties keep the server's order.
+      if (a.key === undefined || a.key === "") return b.key === undefined || b.key === "" ? a.index - b.index : 1;
+      if (b.key === undefined || b.key === "") return -1;
+      const order = typeof a.key === "number" && typeof b.key === "number" ? a.key - b.key : String(a.key).localeCompare(String(b.key));
+      return order === 0 ? a.index - b.index : sign * order;
+    });
+    rows = keyed.map((k) => k.row);
+  }
+  const toggle = (label: string) =>
+    setSort(sort?.label === label ? { label, direction: sort.direction === "ascending" ? "descending" : "ascending" } : { label, direction: "ascending" });
   return (
     <div class="table-wrap" role="region" aria-label={props.caption} tabIndex={0}>
       <table>
         <caption class="sr-only">{props.caption}</caption>
         <thead>
           <tr>
-            {props.columns.map((c) => (
-              <th scope="col" class={c.numeric ? "num" : undefined} key={c.label}>
-                {c.label}
-              </th>
-            ))}
+            {props.columns.map((c) => {
+              const current = sort?.label === c.label ? sort.direction : undefined;
+              return (
+                <th scope="col" class={c.numeric ? "num" : undefined} key={c.label} aria-sort={sortable(c) ? (current ?? "none") : undefined}>
+                  {sortable(c) ? (
+                    <button type="button" class="sort" onClick={() => toggle(c.label)}>
+                      {c.label}
+                      <span aria-hidden="true">{current === "ascending" ? " ▲" : current === "descending" ? " ▼" : ""}</span>
+                    </button>
+                  ) : (
+                    c.label
+                  )}
+                </th>
+              );
+            })}
           </tr>
         </thead>
         <tbody>
-          {props.rows.map((row) => (
+          {rows.map((row) => (
             <tr key={props.rowKey(row)}>
               {props.columns.map((c) => (
                 <td class={c.numeric ? "num" : undefined} data-label={c.label} key={c.label}>
-                  {c.render ? c.render(row) : String((row as Record<string, unknown>)[c.label] ?? "")}
+                  {cellOf(c, row)}
                 </td>
               ))}
             </tr>

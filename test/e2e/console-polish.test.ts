@@ -4,8 +4,9 @@ import { launchChromium, recordedPage, signIn, type SeenRequest } from "../helpe
 import { createAccount } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
-// Issue 18 (console): a dark theme that follows prefers-color-scheme with a toggle that
-// is remembered; the 403 page keeps the header and its Log out button.
+// Issue 18 (console): a dark theme that follows prefers-color-scheme with a remembered
+// toggle; the 403 page keeps the header and Log out; money figures with fixed decimals
+// and a unit; tables that sort by their headers.
 let router: TestRouter;
 let browser: Browser;
 const seen: SeenRequest[] = [];
@@ -100,6 +101,35 @@ describe("money figures", () => {
     await page.goto(`${router.url}/console/#account`);
     await page.getByText("-1.5000 credits").waitFor();
     await page.getByText(/owners are never refused for balance/).waitFor();
+    await context.close();
+  });
+});
+
+describe("tables", () => {
+  test("a column sorts by clicking its header, the other way on a second click; aria-sort says which", async () => {
+    const { api } = await import("../helpers/owner-ops.ts");
+    for (const [level, name] of [[3, "charlie"], [1, "alpha"], [2, "bravo"]] as const) {
+      const res = await api(router, "/x-keys", { body: { Provider: `https://10.0.0.${level}/v1`, SecretKey: `sk-sort-${name}-0123456789abcdef`, Level: level, Status: true, Name: name } });
+      expect(res.status).toBe(201);
+    }
+    const { context, page } = await recordedPage(browser, seen, errors);
+    await signIn(page, `${router.url}/console/`, router.ownerKey);
+    await page.waitForURL(/\/console\/owner$/);
+    const table = page.getByRole("region", { name: "Provider keys" });
+    await table.waitFor();
+    const names = () => table.locator("tbody tr td[data-label='Name']").allTextContents();
+    const header = table.getByRole("columnheader", { name: "Level" });
+    expect(await header.getAttribute("aria-sort")).toBe("none");
+    await header.getByRole("button").click();
+    expect(await header.getAttribute("aria-sort")).toBe("ascending");
+    expect(await names()).toEqual(["alpha", "bravo", "charlie"]);
+    await header.getByRole("button").click();
+    expect(await header.getAttribute("aria-sort")).toBe("descending");
+    expect(await names()).toEqual(["charlie", "bravo", "alpha"]);
+    await table.getByRole("columnheader", { name: "Name" }).getByRole("button").click();
+    expect(await names()).toEqual(["alpha", "bravo", "charlie"]);
+    // The actions column does not sort.
+    expect(await table.getByRole("columnheader", { name: "Actions" }).getAttribute("aria-sort")).toBeNull();
     await context.close();
   });
 });
