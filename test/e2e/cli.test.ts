@@ -3,6 +3,7 @@ import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir, startRouter, type TestRouter } from "../helpers/router.ts";
 import { api } from "../helpers/owner-ops.ts";
+import { recordUsage } from "../helpers/keys.ts";
 
 // The admin CLI (src/main.ts keys|accounts|config|usage|news|logs) against an
 // in-process router. Each call is a real `bun src/main.ts …` process; it is spawned
@@ -318,23 +319,7 @@ describe("router config", () => {
 
 describe("router usage, news and logs", () => {
   test("usage live and bill read the owner's own usage", async () => {
-    router.deps.usageRecorder.record({
-      requestId: "req-cli-1",
-      accountId: 1,
-      endpoint: "/v1/chat/completions",
-      requestedModel: "gpt-4o",
-      effectiveModel: "gpt-4o",
-      level: 1,
-      keyId: 1,
-      status: 200,
-      stream: false,
-      usage: { prompt: 1200, completion: 300, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
-      source: "upstream",
-      latencyMs: 5,
-      at: Date.now(),
-      costNanos: 2_500_000_000,
-    });
-    router.deps.usageRecorder.flush();
+    recordUsage(router, { accountId: 1, costNanos: 2_500_000_000, model: "gpt-4o", prompt: 1200, completion: 300 });
 
     const live = ok(await cli(["usage", "live"]));
     expect(live).toContain("account 1 owner@localhost");
@@ -353,23 +338,7 @@ describe("router usage, news and logs", () => {
     const created = await api(router, "/x-users", { body: { Email: "ranked@example.com", Name: "ranked-one", CreditGranted: 5 } });
     expect(created.status).toBe(201);
     const id = created.body.ID as number;
-    router.deps.usageRecorder.record({
-      requestId: "req-cli-ranked",
-      accountId: id,
-      endpoint: "/v1/chat/completions",
-      requestedModel: "gpt-4o-mini",
-      effectiveModel: "gpt-4o-mini",
-      level: 1,
-      keyId: 1,
-      status: 200,
-      stream: false,
-      usage: { prompt: 100, completion: 50, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
-      source: "upstream",
-      latencyMs: 5,
-      at: Date.now(),
-      costNanos: 1_250_000_000,
-    });
-    router.deps.usageRecorder.flush();
+    recordUsage(router, { accountId: id, costNanos: 1_250_000_000, model: "gpt-4o-mini", prompt: 100, completion: 50 });
     const theirs = JSON.parse(ok(await cli(["usage", "bill", "--account", "ranked@example.com", "--json"])));
     expect(theirs).toMatchObject({ total_requests: 1, total_credit_used: 1.25 });
     const ranking = ok(await cli(["usage", "ranking"]));

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { launchChromium, recordedPage, signIn, type SeenRequest } from "../helpers/browser.ts";
+import { recordUsage } from "../helpers/keys.ts";
 import { createAccount } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
@@ -50,7 +51,13 @@ describe("console theme", () => {
 
     await page.emulateMedia({ colorScheme: "light" });
     await page.getByRole("button", { name: /^Theme:/ }).click(); // auto again: light here
-    expect(await page.evaluate(() => document.documentElement.dataset.theme ?? "auto")).toBe("auto");
+    expect(await page.getByRole("button", { name: /^Theme:/ }).textContent()).toBe("Theme: auto");
+    expect(isDark(await background(page))).toBe(false);
+    // In auto the page follows the system when it changes.
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.waitForFunction(() => document.documentElement.dataset.theme === "dark");
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.waitForFunction(() => document.documentElement.dataset.theme === "light");
     await page.getByRole("button", { name: /^Theme:/ }).click(); // dark, whatever the system says
     expect(isDark(await background(page))).toBe(true);
     expect(errors).toEqual([]);
@@ -78,23 +85,7 @@ describe("the 403 page", () => {
 
 describe("money figures", () => {
   test("the balance has a unit and fixed decimals; an owner's balance below zero is explained", async () => {
-    router.deps.usageRecorder.record({
-      requestId: "req-negative-owner",
-      accountId: 1,
-      endpoint: "/v1/chat/completions",
-      requestedModel: "m",
-      effectiveModel: "m",
-      level: 1,
-      keyId: 1,
-      status: 200,
-      stream: false,
-      usage: { prompt: 10, completion: 10, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
-      source: "upstream",
-      latencyMs: 1,
-      at: Date.now(),
-      costNanos: 1_500_000_000,
-    });
-    router.deps.usageRecorder.flush();
+    recordUsage(router, { accountId: 1, costNanos: 1_500_000_000 });
     const { context, page } = await recordedPage(browser, seen, errors);
     await signIn(page, `${router.url}/console/`, router.ownerKey);
     await page.waitForURL(/\/console\/owner$/);

@@ -29,3 +29,27 @@ export function usageRows(router: TestRouter) {
     .query<Record<string, any>, []>("SELECT * FROM usage_events ORDER BY id")
     .all();
 }
+
+/** Records one finished call as metering would, and writes it (with its charge) at once. */
+export function recordUsage(
+  router: TestRouter,
+  call: { accountId: number; costNanos: number; model?: string; requestId?: string; prompt?: number; completion?: number },
+): void {
+  router.deps.usageRecorder.record({
+    requestId: call.requestId ?? `req-${call.accountId}-${Math.random().toString(36).slice(2)}`,
+    accountId: call.accountId,
+    endpoint: "/v1/chat/completions",
+    requestedModel: call.model ?? "m",
+    effectiveModel: call.model ?? "m",
+    level: 1,
+    keyId: 1,
+    status: 200,
+    stream: false,
+    usage: { prompt: call.prompt ?? 10, completion: call.completion ?? 10, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+    source: "upstream",
+    latencyMs: 1,
+    at: Date.now(),
+    costNanos: call.costNanos,
+  });
+  router.deps.usageRecorder.flush();
+}

@@ -16,10 +16,26 @@ export function storedTheme(): Theme {
   }
 }
 
-/** Sets the theme on the page (the stylesheet reads `data-theme`) and remembers it. */
+const systemDark = () => typeof matchMedia === "function" && matchMedia("(prefers-color-scheme: dark)").matches;
+let following: MediaQueryList | undefined;
+const followSystem = () => {
+  document.documentElement.dataset.theme = systemDark() ? "dark" : "light";
+};
+
+/**
+ * Sets the theme on the page (the stylesheet reads `data-theme`) and remembers it; in
+ * auto the page follows the system's setting, also when it changes.
+ */
 export function applyTheme(theme: Theme): void {
-  if (theme === "auto") delete document.documentElement.dataset.theme;
-  else document.documentElement.dataset.theme = theme;
+  following?.removeEventListener("change", followSystem);
+  following = undefined;
+  if (theme === "auto") {
+    followSystem();
+    if (typeof matchMedia === "function") {
+      following = matchMedia("(prefers-color-scheme: dark)");
+      following.addEventListener("change", followSystem);
+    }
+  } else document.documentElement.dataset.theme = theme;
   try {
     if (theme === "auto") localStorage.removeItem(KEY);
     else localStorage.setItem(KEY, theme);
