@@ -74,6 +74,10 @@ describe("console management paths", () => {
     await log.getByText("key.create").waitFor({ state: "detached" });
     await log.getByText("news.delete").waitFor();
     await log.getByText("news.create").waitFor();
+    // Who did it, by name; the details in words, not JSON.
+    await log.getByRole("cell", { name: /owner@localhost/ }).first().waitFor();
+    await log.getByText(/title Maintenance tonight/).first().waitFor();
+    expect(await log.getByText(/\{"/).count()).toBe(0);
     await page.getByLabel("Target account ID").fill("x");
     await page.getByText("An account ID").waitFor();
     await screenshot(page, "owner-log");

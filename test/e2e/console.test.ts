@@ -157,6 +157,8 @@ describe("console in chromium", () => {
     expect(await owner.getByRole("button", { name: "Apply" }).isDisabled()).toBe(true);
     await owner.getByRole("button", { name: "Preview (dry run)" }).click();
     await owner.getByTestId("batch-preview").getByText("would apply").waitFor();
+    // The preview names the account, not only its ID.
+    await owner.getByTestId("batch-preview").getByRole("cell", { name: "alice-team" }).waitFor();
     expect(((await (await router.fetch(`/x-users/${aliceId}`)).json()) as any).Balance).toBe(0);
     await owner.getByRole("button", { name: "Apply" }).click();
     await owner.getByTestId("batch-applied").waitFor();

@@ -10,11 +10,30 @@ import { useSelection } from "./selection.ts";
 
 interface BatchResult {
   DryRun: boolean;
-  results: Array<{ ID: number; status: "applied" | "skipped"; BalanceBefore?: number; BalanceAfter?: number; reason?: string }>;
+  results: Array<{ ID: number; Name?: string; Email?: string; status: "applied" | "skipped"; BalanceBefore?: number; BalanceAfter?: number; reason?: string }>;
   summary: { applied: number; skipped: number; ParentCreditChange: number; ChildrenCreditChange: number };
 }
 
 const parseIds = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+
+/**
+ * The names and emails of the accounts a batch changes, so a preview can be read before
+ * it is applied: one look-up per applied entry (skipped ones may be unknown, and stay bare).
+ */
+async function withNames(result: BatchResult): Promise<BatchResult> {
+  const named = await Promise.all(
+    result.results.map(async (entry) => {
+      if (entry.status !== "applied") return entry;
+      try {
+        const { data } = await api.get<{ Name: string; Email: string }>(`/x-dna/${entry.ID}`);
+        return { ...entry, Name: data.Name, Email: data.Email };
+      } catch {
+        return entry;
+      }
+    }),
+  );
+  return { ...result, results: named };
+}
 
 function Results({ result }: { result: BatchResult }) {
   return (
@@ -31,6 +50,8 @@ function Results({ result }: { result: BatchResult }) {
         empty="No accounts."
         columns={[
           { label: "Account ID", numeric: true, render: (r) => r.ID },
+          { label: "Name", render: (r) => r.Name ?? "—" },
+          { label: "Email", render: (r) => r.Email ?? "—" },
           { label: "Result", render: (r) => <span class={`badge ${r.status === "applied" ? "on" : "off"}`}>{result.DryRun && r.status === "applied" ? "would apply" : r.status}</span> },
           { label: "Balance before", numeric: true, render: (r) => formatCredit(r.BalanceBefore) },
           { label: "Balance after", numeric: true, render: (r) => formatCredit(r.BalanceAfter) },
@@ -66,12 +87,12 @@ export function BatchCreditPanel() {
     action.run(async () => {
       setApplied(null);
       const { data } = await api.post<BatchResult>("/x-users/batch-credit", body(true));
-      setPreview({ input: inputKey, result: data });
+      setPreview({ input: inputKey, result: await withNames(data) });
     });
   const apply = () =>
     action.run(async () => {
       const { data } = await api.post<BatchResult>("/x-users/batch-credit", body(false));
-      setApplied(data);
+      setApplied(await withNames(data));
       setPreview(null);
       await refreshStatus();
       return `Batch credit applied: ${data.summary.applied} accounts changed, ${data.summary.skipped} skipped.`;

@@ -6,8 +6,38 @@ import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
 import { useLoad } from "../ui/use-load.ts";
+import { useConsole } from "../shell/context.ts";
 
 const SIZE = 24;
+
+/** A log row's details as words: `email a@x.com · credit 5 · fields Name, RPM`. */
+export function readableDetails(details: unknown): string {
+  if (details === null || details === undefined) return "—";
+  if (typeof details !== "object") return String(details);
+  const parts: string[] = [];
+  for (const [name, value] of Object.entries(details as Record<string, unknown>)) {
+    if (value === null || value === undefined) continue;
+    const shown = Array.isArray(value) ? value.join(", ") : typeof value === "object" ? readableDetails(value) : String(value);
+    parts.push(`${name.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase()} ${shown}`);
+  }
+  return parts.length > 0 ? parts.join(" · ") : "—";
+}
+
+/** Account names by ID, looked up once per page of the log (the log stores IDs); `self` is the caller. */
+async function namesOf(ids: number[], self: { id: number; name: string; email: string }): Promise<Map<number, string>> {
+  const names = new Map<number, string>([[self.id, `${self.name} (${self.email})`]]);
+  await Promise.all(
+    [...new Set(ids)].filter((id) => id !== self.id).map(async (id) => {
+      try {
+        const { data } = await api.get<{ Name: string; Email: string }>(`/x-dna/${id}`);
+        names.set(id, `${data.Name} (${data.Email})`);
+      } catch {
+        // Deleted or outside the caller's subtree: the ID alone.
+      }
+    }),
+  );
+  return names;
+}
 
 interface LogPage {
   logs: LogRow[];
@@ -18,6 +48,7 @@ interface LogPage {
 
 /** The operation log, newest first, 24 rows a page, filtered by action, target account and dates. */
 export function OplogPanel() {
+  const { status } = useConsole();
   const [action, setAction] = useState("");
   const [target, setTarget] = useState("");
   const [since, setSince] = useState("");
@@ -27,10 +58,18 @@ export function OplogPanel() {
   const rangeError = since && until && since > until ? "Since is after until" : undefined;
   const filters = { action: action.trim(), target: targetError ? "" : target, since, until: rangeError ? "" : until };
   const logs = useLoad(
-    async () => (await api.get<LogPage>(`/dashboard/logs${query({ ...filters, page, size: SIZE })}`)).data,
+    async () => {
+      const { data } = await api.get<LogPage>(`/dashboard/logs${query({ ...filters, page, size: SIZE })}`);
+      const ids = data.logs.flatMap((r) => [r.operator_id, r.target_id]).filter((id): id is number => typeof id === "number");
+      return { ...data, names: await namesOf(ids, status) };
+    },
     [filters.action, filters.target, filters.since, filters.until, page],
   );
   const reset = (set: (v: string) => void) => (v: string) => (set(v), setPage(1));
+  const named = (id: number) => {
+    const name = logs.data?.names.get(id);
+    return name ? `${name} #${id}` : `#${id}`;
+  };
   return (
     <div>
       <div class="toolbar" role="search" aria-label="Filter the operation log">
@@ -43,6 +82,7 @@ export function OplogPanel() {
       {logs.loading && !logs.data && <Loading />}
       {logs.data && (
         <>
+          {/* The log stores IDs; names are shown where the account can still be read. */}
           <DataTable
             caption="Operation log"
             rows={logs.data.logs}
@@ -51,9 +91,9 @@ export function OplogPanel() {
             columns={[
               { label: "Time", render: (r) => formatTime(r.time) },
               { label: "Action", render: (r) => <span class="mono">{r.action}</span> },
-              { label: "By", numeric: true, render: (r) => r.operator_id ?? "CLI" },
-              { label: "Target", numeric: true, render: (r) => r.target_id ?? "—" },
-              { label: "Details", render: (r) => <code class="mono">{JSON.stringify(r.details)}</code> },
+              { label: "By", render: (r) => (r.operator_id === null ? "CLI" : named(r.operator_id)) },
+              { label: "Target", render: (r) => (r.target_id === null ? "—" : named(r.target_id)) },
+              { label: "Details", render: (r) => readableDetails(r.details) },
               { label: "IP", render: (r) => r.ip ?? "—" },
             ]}
           />
