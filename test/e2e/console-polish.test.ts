@@ -124,3 +124,24 @@ describe("tables", () => {
     await context.close();
   });
 });
+
+describe("errors in words, next to their field", () => {
+  test("a Provider URL the server refuses shows its reason under that field, with no status code", async () => {
+    const { context, page } = await recordedPage(browser, seen, errors);
+    await signIn(page, `${router.url}/console/`, router.ownerKey);
+    await page.waitForURL(/\/console\/owner$/);
+    await page.getByRole("button", { name: "+ Add provider key" }).click();
+    const form = page.locator('form[aria-labelledby="key-form-h"]');
+    await form.getByLabel("Provider URL").fill("https://169.254.169.254/v1");
+    await form.getByLabel("Secret key").fill("sk-refused-address-0123456789abcdef");
+    await form.getByLabel(/^Level/).fill("1");
+    await form.getByRole("button", { name: "Add key" }).click();
+    const field = form.locator(".field", { has: page.getByLabel("Provider URL") });
+    await field.getByText(/metadata/).waitFor();
+    // Only the field's own message: no note repeating it above the buttons.
+    expect(await form.locator(".note.error").count()).toBe(0);
+    expect(await form.getByRole("alert").count()).toBe(1);
+    expect(await page.getByText(/Error \d{3}|\(field /).count()).toBe(0);
+    await context.close();
+  });
+});

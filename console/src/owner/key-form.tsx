@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
 import type { ProviderConfig, ProviderKey, ProviderType } from "../lib/types.ts";
 import { levelError, objectToRows, patternError, rowsToObject } from "../lib/validate.ts";
-import { ErrorNote } from "../ui/feedback.tsx";
+import { ErrorNote, serverFieldError } from "../ui/feedback.tsx";
 import { CheckField, SelectField, TextField } from "../ui/field.tsx";
 import { useAction } from "../ui/use-load.ts";
 import { addLevelMapping } from "./config-api.ts";
@@ -108,8 +108,8 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
           ]}
         />
         <TextField label="Name" value={name} onInput={setName} placeholder="e.g. openai-main" />
-        <TextField label={type === "vertex" ? "Base URL" : "Provider URL"} required value={provider} onInput={setProvider} placeholder={type === "vertex" ? "https://aiplatform.googleapis.com" : "https://api.openai.com/v1"} error={show(errors.provider) ?? (provider ? errors.provider : undefined)} />
-        <TextField label="Level" required inputMode="numeric" value={level} onInput={setLevel} error={errors.level} hint="The key group that serves the models mapped to it" />
+        <TextField label={type === "vertex" ? "Base URL" : "Provider URL"} required value={provider} onInput={setProvider} placeholder={type === "vertex" ? "https://aiplatform.googleapis.com" : "https://api.openai.com/v1"} error={show(errors.provider) ?? (provider ? errors.provider : undefined) ?? serverFieldError(action.error, "Provider")} />
+        <TextField label="Level" required inputMode="numeric" value={level} onInput={setLevel} error={errors.level ?? serverFieldError(action.error, "Level")} hint="The key group that serves the models mapped to it" />
       </div>
       {type !== "vertex" && (
         <TextField
@@ -120,7 +120,7 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
           onInput={setSecret}
           autoComplete="new-password"
           hint={r ? `Stored: ${r.PartialKey}. Leave empty to keep it; a new value rotates the upstream credential.` : "The upstream credential; stored sealed, shown only masked."}
-          error={show(errors.secret) ?? (secret ? errors.secret : undefined)}
+          error={show(errors.secret) ?? (secret ? errors.secret : undefined) ?? serverFieldError(action.error, "SecretKey")}
         />
       )}
       {type === "azure" && <AzureFields value={azure} onChange={setAzure} />}
@@ -144,7 +144,7 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
           Fix the fields marked above.
         </p>
       )}
-      <ErrorNote error={action.error} />
+      <ErrorNote error={action.error} attached={["Provider", "Level", "SecretKey"]} />
       <div class="actions">
         <button type="submit" class="primary" disabled={action.busy}>
           {r ? "Save key" : "Add key"}

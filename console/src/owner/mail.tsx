@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
 import { isEmail } from "../lib/validate.ts";
-import { ErrorNote, Success } from "../ui/feedback.tsx";
+import { ErrorNote, serverFieldError, Success } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
 import { useAction } from "../ui/use-load.ts";
 import { putConfig, resetConfig, type Configs } from "./config-api.ts";
@@ -56,9 +56,9 @@ export function MailSettings({ configs }: { configs: Configs }) {
       <h3 id="mail-h">Mail settings</h3>
       <form onSubmit={submit} noValidate>
         <div class="grid">
-          <TextField label="Sender address (XAI_MAIL)" type="email" value={values.XAI_MAIL} onInput={set("XAI_MAIL")} error={errors.XAI_MAIL} />
-          <TextField label="SMTP server (EMAIL_SMTP)" value={values.EMAIL_SMTP} onInput={set("EMAIL_SMTP")} placeholder="smtp.example.com" error={errors.EMAIL_SMTP} />
-          <TextField label="Port (EMAIL_PORT)" inputMode="numeric" value={values.EMAIL_PORT} onInput={set("EMAIL_PORT")} placeholder="587" hint="465: TLS from the start; others use STARTTLS when offered" error={errors.EMAIL_PORT} />
+          <TextField label="Sender address (XAI_MAIL)" type="email" value={values.XAI_MAIL} onInput={set("XAI_MAIL")} error={errors.XAI_MAIL ?? serverFieldError(save.error, "XAI_MAIL")} />
+          <TextField label="SMTP server (EMAIL_SMTP)" value={values.EMAIL_SMTP} onInput={set("EMAIL_SMTP")} placeholder="smtp.example.com" error={errors.EMAIL_SMTP ?? serverFieldError(save.error, "EMAIL_SMTP")} />
+          <TextField label="Port (EMAIL_PORT)" inputMode="numeric" value={values.EMAIL_PORT} onInput={set("EMAIL_PORT")} placeholder="587" hint="465: TLS from the start; others use STARTTLS when offered" error={errors.EMAIL_PORT ?? serverFieldError(save.error, "EMAIL_PORT")} />
           <TextField label="Login (EMAIL_AUTH)" value={values.EMAIL_AUTH} onInput={set("EMAIL_AUTH")} autoComplete="off" />
           <TextField
             label="Password (EMAIL_PASS)"
@@ -69,7 +69,7 @@ export function MailSettings({ configs }: { configs: Configs }) {
             hint={saved.EMAIL_PASS === MASK ? `A password is stored; it shows as ${MASK}. Type a new one to replace it.` : "Stored sealed; never shown again."}
           />
         </div>
-        <ErrorNote error={save.error} />
+        <ErrorNote error={save.error} attached={ITEMS} />
         {save.done && <Success>{save.done}</Success>}
         <button type="submit" class="primary" disabled={changed.length === 0 || Object.entries(errors).some(([k, e]) => k !== "to" && e) || save.busy}>
           Save mail settings

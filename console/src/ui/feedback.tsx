@@ -10,15 +10,29 @@ export function describeError(error: unknown): string {
     return `Too many requests: ${error.message}.${when}`;
   }
   if (error.status === 0) return error.message;
-  return `${error.message}${error.param ? ` (field ${error.param})` : ""}`;
+  if (error.status >= 500) return `The router could not do it: ${error.message}`;
+  return error.message;
 }
 
-export function ErrorNote({ error }: { error: unknown }) {
+/**
+ * The server's refusal of one field, for the form to show next to that field: its
+ * message when the error names `param` (the server's `param`), else undefined.
+ */
+export function serverFieldError(error: unknown, param: string): string | undefined {
+  return error instanceof ApiError && error.param === param ? error.message : undefined;
+}
+
+/**
+ * A failure in words, with no status code or field name in brackets. Errors a form
+ * shows next to their field (`attached`: the params it has fields for) are not
+ * repeated here.
+ */
+export function ErrorNote({ error, attached = [] }: { error: unknown; attached?: readonly string[] }) {
   if (!error) return null;
-  const status = error instanceof ApiError && error.status ? ` ${error.status}` : "";
+  if (error instanceof ApiError && error.param && attached.includes(error.param)) return null;
   return (
     <div class="note error" role="alert">
-      <strong>Error{status}:</strong> {describeError(error)}
+      {describeError(error)}
     </div>
   );
 }
