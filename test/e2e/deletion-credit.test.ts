@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { addKey, usageRows } from "../helpers/keys.ts";
+import { usageRows } from "../helpers/keys.ts";
 import { json, sse, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
@@ -21,9 +21,7 @@ const GRANT = 1_000_000_000;
 const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const upstream = scope.upstream();
-  const router = scope.router({ pricing: PRICING });
-  addKey(router, { provider: upstream.url });
+  const { router, upstream } = scope.gateway({ pricing: PRICING });
   return { router, upstream };
 }
 

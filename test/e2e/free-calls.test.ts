@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { addKey, usageRows } from "../helpers/keys.ts";
+import { usageRows } from "../helpers/keys.ts";
 import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import type { TestRouter } from "../helpers/router.ts";
@@ -17,9 +17,7 @@ const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
 const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const upstream = scope.upstream();
-  const router = scope.router();
-  addKey(router, { provider: upstream.url });
+  const { router, upstream } = scope.gateway();
   expect((await api(router, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
   upstream.route("POST", "/v1/messages/count_tokens", () => json({ input_tokens: 14 }));
   upstream.route("POST", /countTokens$/, () => json({ totalTokens: 9 }));

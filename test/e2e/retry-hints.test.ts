@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
-import { addKey } from "../helpers/keys.ts";
 import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
@@ -20,9 +19,7 @@ const BODY = { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", c
 const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const upstream = scope.upstream();
-  const router = scope.router();
-  addKey(router, { provider: upstream.url });
+  const { router, upstream } = scope.gateway();
   expect((await api(router, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
   return { router, upstream };
 }

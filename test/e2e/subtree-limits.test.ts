@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { addKey, usageRows } from "../helpers/keys.ts";
+import { usageRows } from "../helpers/keys.ts";
 import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
@@ -20,9 +20,7 @@ const BODY = { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", c
 const scope = perTest();
 
 async function start(delayMs = 0): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const upstream = scope.upstream();
-  const router = scope.router({ pricing: PRICING });
-  addKey(router, { provider: upstream.url });
+  const { router, upstream } = scope.gateway({ pricing: PRICING });
   upstream.route("POST", "/v1/chat/completions", async (req) => {
     if (delayMs) await Bun.sleep(delayMs);
     return json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE });

@@ -1,4 +1,5 @@
 import { afterEach } from "bun:test";
+import { addKey } from "./keys.ts";
 import { startMockUpstream, type MockUpstream } from "./mock-upstream.ts";
 import { startRouter, type StartOptions, type TestRouter } from "./router.ts";
 
@@ -25,6 +26,13 @@ export function perTest() {
       const upstream = startMockUpstream();
       cleanups.push(() => upstream.stop());
       return upstream;
+    },
+    /** A router with one provider key on Level 1 pointing at a fresh mock upstream. */
+    gateway(options: StartOptions = {}): { router: TestRouter; upstream: MockUpstream } {
+      const upstream = this.upstream();
+      const router = this.router(options);
+      addKey(router, { provider: upstream.url });
+      return { router, upstream };
     },
   };
 }
