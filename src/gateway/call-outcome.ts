@@ -5,11 +5,15 @@ import type { ClientCall } from "./call.ts";
 import type { Usage, UsageSource } from "./usage/types.ts";
 
 /**
- * What a model call is and how it ended: the relay and delivery speak these types, so
- * neither imports the other's, and every end of a call is settled in one shape.
+ * What a model call is and how it ended, in the order the pipeline passes them on:
+ * the attempts take a `RelayInput` and end with either an `Answered` upstream
+ * response (delivery's to hand over) or a `Delivery` of their own (an error, a passed-on
+ * client mistake, a client that left); delivery turns an `Answered` into a `Delivery`.
+ * A `Delivery` carries the `CallOutcome` the pipeline settles, so no stage calls back
+ * into another and the modules import only these types from each other.
  */
 
-/** A call on its way upstream, as the relay receives it. */
+/** A call on its way upstream, as the attempts receive it. */
 export interface RelayInput {
   call: ClientCall;
   /** Where routing sent the call (effective model and Level). */
@@ -24,10 +28,16 @@ export interface RelayInput {
   clientSignal: AbortSignal;
 }
 
+/** Where a call was served, as far as it got. */
+export interface OutcomeRoute {
+  effectiveModel?: string;
+  level?: number;
+  keyId?: number;
+}
+
 /** How one call ended, as metered: where it was served, with what status and usage. */
 export interface CallOutcome {
-  /** Where it went: effective model, Level and key (as far as it got). */
-  route: { effectiveModel?: string; level?: number; keyId?: number };
+  route: OutcomeRoute;
   status: number;
   usage: Usage;
   source: UsageSource;
@@ -37,5 +47,58 @@ export interface CallOutcome {
   extra?: Record<string, number>;
 }
 
-/** Settles a call: metering charges it and its usage row is recorded. */
-export type Settle = (input: RelayInput, outcome: CallOutcome) => void;
+/**
+ * What goes back to the client, and how the call ended: known at once for a JSON
+ * answer or an error, when the stream ends for a stream.
+ */
+export interface Delivery {
+  response: Response;
+  outcome: CallOutcome | Promise<CallOutcome>;
+}
+
+export type ReadResult = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>>;
+
+/** An upstream stream whose first read the attempt already awaited (and judged to be an answer). */
+export interface PeekedStream {
+  reader: ReadableStreamDefaultReader<Uint8Array>;
+  first: ReadResult;
+}
+
+/** A JSON answer the attempt already read whole (and judged to be an answer). */
+export interface ReadAnswer {
+  text: string;
+  parsed: unknown;
+}
+
+/** The route of an answered call: every part is known. */
+export interface ServedRoute {
+  effectiveModel?: string;
+  level: number;
+  keyId: number;
+}
+
+/** The attempt that answered, handed to delivery with what it already read. */
+export interface Answered {
+  response: Response;
+  route: ServedRoute;
+  /** When the call started (ms). */
+  started: number;
+  /** A stream's first event, read by the attempt. */
+  peeked?: PeekedStream;
+  /** A JSON answer's body, read by the attempt. */
+  read?: ReadAnswer;
+  /** Cuts the upstream connection. */
+  controller: AbortController;
+  /** Stops a client leaving from draining the upstream on the attempt's timer (a stream is drained by its relay instead). */
+  detach(): void;
+  /** Gives the key back to the pool. */
+  release(): void;
+  /**
+   * The client left before the answer arrived: nobody receives it, but the upstream
+   * worked, so its usage is read (within the drain time) and charged, recorded as 499.
+   */
+  clientLeft: boolean;
+}
+
+/** How the attempts ended: an answer to deliver, or a response of their own. */
+export type AttemptsEnd = { answered: Answered } | { delivery: Delivery };

@@ -1,48 +1,15 @@
 import { HttpError } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
+import type { ServeConfig } from "../config.ts";
 import { errorResponse } from "../http/envelopes.ts";
+import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import type { Affinity } from "./affinity.ts";
 import { answerQuantities, createdObjects, streamedObjects } from "./created-objects.ts";
 import { clientResponseHeaders } from "./headers.ts";
-import type { RelayInput, Settle } from "./call-outcome.ts";
-import { relayStream, type ReadResult } from "./stream.ts";
+import type { Answered, CallOutcome, Delivery, RelayInput, ServedRoute } from "./call-outcome.ts";
+import { relayStream } from "./stream.ts";
 import { countContent } from "./usage/content-count.ts";
 import { usageFromJson } from "./usage/extract.ts";
 import { ZERO_USAGE, type Usage, type UsageSource } from "./usage/types.ts";
-
-/** An upstream stream whose first read the relay already awaited. */
-export interface PeekedStream {
-  reader: ReadableStreamDefaultReader<Uint8Array>;
-  first: ReadResult;
-}
-
-export interface ServedRoute {
-  effectiveModel?: string;
-  level: number;
-  keyId: number;
-}
-
-/** A JSON answer the relay already read whole (and judged to be an answer). */
-export interface ReadAnswer {
-  text: string;
-  parsed: unknown;
-}
-
-export interface AttemptControl {
-  controller: AbortController;
-  /** Stops a client leaving from draining the upstream on the relay's timer (a stream is drained by its relay instead). */
-  detach(): void;
-  /** Gives the key back to the pool. */
-  release(): void;
-  /** The answer's JSON body, read by the relay. */
-  read?: ReadAnswer;
-  /**
-   * The client left before the answer arrived: nobody receives it, but the upstream
-   * worked, so its usage is read (within the drain time) and charged, recorded as 499.
-   */
-  clientLeft: boolean;
-}
-
 
 /** A rough token count for when the upstream reported none: about four bytes per token. */
 export function estimateTokens(bytes: number): number {
@@ -75,80 +42,75 @@ function answered(call: RelayInput["call"], quantities: Record<string, number> |
 }
 
 /**
- * Hands a successful upstream answer to the client and meters it: streams relayed as
- * they arrive with usage read on the side; binary bodies (speech, file downloads)
- * passed through untouched; JSON read whole for its usage, its priced quantities and
- * the ids of objects it created (bound to the serving key and the calling account).
+ * Hands a successful upstream answer to the client and says how the call ended:
+ * streams relayed as they arrive with usage read on the side (their outcome known when
+ * they end); binary bodies (speech, file downloads) passed through untouched; JSON
+ * read whole for its usage, its priced quantities and the ids of objects it created
+ * (bound to the serving key and the calling account).
  */
-export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: Affinity, settle: Settle) {
-  const { config, metrics } = deps;
+export function createDeliver(deps: { config: Pick<ServeConfig, "streamIdleTimeoutMs" | "drainTimeoutMs">; metrics: RouterMetrics; affinity: Affinity }) {
+  const { config, metrics, affinity } = deps;
   const remember = (input: RelayInput, route: ServedRoute, id: string, kind: Parameters<Affinity["remember"]>[1]) =>
     affinity.remember(id, kind, input.principal.account.id, route.keyId);
 
-  return async function deliver(
-    input: RelayInput,
-    response: Response,
-    peeked: PeekedStream | undefined,
-    route: ServedRoute,
-    started: number,
-    attempt: AttemptControl,
-  ): Promise<Response> {
-    const { controller, release, clientLeft } = attempt;
+  return async function deliver(input: RelayInput, answer: Answered): Promise<Delivery> {
+    const { response, peeked, route, started, controller, release, clientLeft } = answer;
     const { call } = input;
     const headers = clientResponseHeaders(response.headers);
     if (peeked) {
       // From here on a client leaving must not cut the upstream: it is drained for its usage.
-      attempt.detach();
+      answer.detach();
       metrics.streamStarted();
       const watch = call.endpoint.creates
         ? (event: { event?: string; data: string }) => {
             for (const object of streamedObjects(call.endpoint, event)) remember(input, route, object.id, object.kind);
           }
         : undefined;
-      const body = relayStream(peeked.reader, peeked.first, {
+      const stream = relayStream(peeked.reader, peeked.first, {
         family: call.family,
         hideUsageChunk: call.hideUsageChunk,
         idleMs: config.streamIdleTimeoutMs,
         drainMs: config.drainTimeoutMs,
         abortUpstream: () => controller.abort(),
         watch,
-        onEnd(end) {
-          metrics.streamEnded();
-          release();
-          // Estimated when the upstream reported nothing: the body's bytes in, the delivered content out.
-          const usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: call.endpoint.embedding ? 0 : estimateTokens(end.contentBytes) };
-          const source: UsageSource = end.usage ? "upstream" : "estimated";
-          const status = clientLeft || end.ending === "client_gone" ? 499 : end.ending === "complete" ? 200 : end.ending === "timeout" ? 504 : 502;
-          settle(input, { route, status, usage, source, started, extra: answered(call, undefined) });
-        },
+      });
+      const outcome = stream.ended.then((end): CallOutcome => {
+        metrics.streamEnded();
+        release();
+        // Estimated when the upstream reported nothing: the body's bytes in, the delivered content out.
+        const usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: call.endpoint.embedding ? 0 : estimateTokens(end.contentBytes) };
+        const source: UsageSource = end.usage ? "upstream" : "estimated";
+        const status = clientLeft || end.ending === "client_gone" ? 499 : end.ending === "complete" ? 200 : end.ending === "timeout" ? 504 : 502;
+        return { route, status, usage, source, started, extra: answered(call, undefined) };
       });
       if (clientLeft) {
-        void drainUnread(body);
-        return clientClosed(call.family);
+        void drainUnread(stream.body);
+        return { response: clientClosed(call.family), outcome };
       }
-      return new Response(body, { status: response.status, headers });
+      return { response: new Response(stream.body, { status: response.status, headers }), outcome };
     }
     if (call.endpoint.binary || !isJson(response)) {
       // Audio and file contents flow through untouched; their price does not depend on the bytes.
       release();
-      settle(input, { route, status: clientLeft ? 499 : response.status, usage: ZERO_USAGE, source: call.endpoint.billing === "speech" ? "estimated" : "upstream", started, extra: answered(call, undefined) });
+      const outcome: CallOutcome = { route, status: clientLeft ? 499 : response.status, usage: ZERO_USAGE, source: call.endpoint.billing === "speech" ? "estimated" : "upstream", started, extra: answered(call, undefined) };
       if (clientLeft) {
         await response.body?.cancel().catch(() => {});
-        return clientClosed(call.family);
+        return { response: clientClosed(call.family), outcome };
       }
-      return new Response(response.body, { status: response.status, headers });
+      return { response: new Response(response.body, { status: response.status, headers }), outcome };
     }
     let text: string;
     let parsed: unknown;
-    if (attempt.read) ({ text, parsed } = attempt.read);
+    if (answer.read) ({ text, parsed } = answer.read);
     else {
       try {
         text = await response.text();
       } catch {
         release();
-        settle(input, { route, status: input.clientSignal.aborted ? 499 : 502, usage: ZERO_USAGE, source: "estimated", started });
-        if (input.clientSignal.aborted) return clientClosed(call.family);
-        return errorResponse(call.family, new HttpError("upstream", "The upstream connection failed while answering", { code: "upstream_error" }));
+        const gone = input.clientSignal.aborted;
+        const outcome: CallOutcome = { route, status: gone ? 499 : 502, usage: ZERO_USAGE, source: "estimated", started };
+        if (gone) return { response: clientClosed(call.family), outcome };
+        return { response: errorResponse(call.family, new HttpError("upstream", "The upstream connection failed while answering", { code: "upstream_error" })), outcome };
       }
       try {
         parsed = JSON.parse(text);
@@ -162,17 +124,20 @@ export function createDeliver(deps: Pick<Deps, "config" | "metrics">, affinity: 
     const reported = usageFromJson(call.family, parsed);
     const usage = reported && call.endpoint.embedding ? { ...reported, completion: 0, reasoning: 0 } : reported;
     const quantities = answerQuantities(parsed);
-    if (usage) settle(input, { route, status, usage, source: "upstream", started, extra: answered(call, quantities) });
+    let outcome: CallOutcome;
+    if (usage) outcome = { route, status, usage, source: "upstream", started, extra: answered(call, quantities) };
     else if (call.endpoint.billing && call.endpoint.billing !== "free") {
       // Priced per image, minute or second: no tokens to guess; the quantities are the usage.
-      settle(input, { route, status, usage: ZERO_USAGE, source: quantities ? "upstream" : "estimated", started, extra: answered(call, quantities) });
+      outcome = { route, status, usage: ZERO_USAGE, source: quantities ? "upstream" : "estimated", started, extra: answered(call, quantities) };
     } else {
       // Estimated: the body's bytes in, the answer's content (not its JSON) out; an
       // embedding's vectors are not generated text, so only its input counts.
       const completion = call.endpoint.embedding ? 0 : estimateTokens(countContent(new TextEncoder().encode(text)));
-      settle(input, { route, status, usage: { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion }, source: "estimated", started, extra: quantities });
+      outcome = { route, status, usage: { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion }, source: "estimated", started, extra: quantities };
     }
-    if (clientLeft) return clientClosed(call.family);
-    return new Response(text, { status: response.status, headers });
+    if (clientLeft) return { response: clientClosed(call.family), outcome };
+    return { response: new Response(text, { status: response.status, headers }), outcome };
   };
 }
+
+export type Deliver = ReturnType<typeof createDeliver>;

@@ -3,10 +3,10 @@ import type { Principal } from "../accounts/principal.ts";
 import { notFound } from "../core/errors.ts";
 import type { Deps } from "../deps.ts";
 import { readBodyBytes, parseJsonObject } from "../http/body.ts";
-import { authPlugin } from "../http/plugins.ts";
+import { authPlugin, type Caller } from "../http/plugins.ts";
 import type { ObjectKind } from "./affinity.ts";
 import type { ClientCall } from "./call.ts";
-import type { Dispatcher } from "./dispatch.ts";
+import type { Pipeline } from "./pipeline.ts";
 import type { Endpoint } from "./endpoints.ts";
 import { forwardableRequestHeaders } from "./headers.ts";
 
@@ -31,7 +31,7 @@ const NOT_FOUND_NAME: Record<ObjectKind, string> = {
  * that holds the object; an object another account created does not exist for
  * the caller (404), the same answer as an unknown id.
  */
-export function objectRoutes(deps: Deps, dispatcher: Dispatcher) {
+export function objectRoutes(deps: Deps, pipeline: Pipeline) {
   const owned = (principal: Principal, objectId: string, kind: ObjectKind) => {
     const bound = deps.affinity.lookup(objectId);
     if (!bound || bound.accountId !== principal.account.id) {
@@ -41,14 +41,14 @@ export function objectRoutes(deps: Deps, dispatcher: Dispatcher) {
   };
 
   /** Forwards the client's call as it is (method, path, query, body) to the object's key. */
-  const onObject = async (request: Request, principal: Principal, objectId: string, kind: ObjectKind, creates?: Endpoint["creates"]) => {
-    const bound = owned(principal, objectId, kind);
+  const onObject = async (request: Request, caller: Caller, objectId: string, kind: ObjectKind, creates?: Endpoint["creates"]) => {
+    const bound = owned(caller.principal, objectId, kind);
     const url = new URL(request.url);
     const method = request.method;
     const endpoint: Endpoint = { family: "openai", path: url.pathname, model: "none", idempotent: method !== "POST", billing: "free", creates };
-    const response = await dispatcher.dispatch(
+    const response = await pipeline.run(
       request,
-      principal,
+      caller,
       async () => {
         const bytes = method === "GET" || method === "DELETE" ? new Uint8Array(0) : await readBodyBytes(request, deps.config.maxBody);
         const json = bytes.byteLength > 0 ? parseJsonObject(bytes) : undefined;
@@ -74,14 +74,14 @@ export function objectRoutes(deps: Deps, dispatcher: Dispatcher) {
   };
 
   /** GET /v1/files: the caller's own files, gathered from the keys that hold them. */
-  const listFiles = async (request: Request, principal: Principal) => {
-    const mine = deps.affinity.ownedBy(principal.account.id, "file");
+  const listFiles = async (request: Request, caller: Caller) => {
+    const mine = deps.affinity.ownedBy(caller.principal.account.id, "file");
     const ids = new Set(mine.map((row) => row.objectId));
     const keys = [...new Set(mine.map((row) => row.keyId))];
     const data: unknown[] = [];
     for (const keyId of keys) {
       const anyId = mine.find((row) => row.keyId === keyId)!.objectId;
-      const response = await onObject(new Request(request.url, { headers: request.headers, method: "GET", signal: request.signal }), principal, anyId, "file");
+      const response = await onObject(new Request(request.url, { headers: request.headers, method: "GET", signal: request.signal }), caller, anyId, "file");
       if (!response.ok) continue;
       const page = (await response.json()) as { data?: Array<{ id?: string }> };
       for (const file of page.data ?? []) if (file.id && ids.has(file.id)) data.push(file);
@@ -89,22 +89,22 @@ export function objectRoutes(deps: Deps, dispatcher: Dispatcher) {
     return { object: "list", data, has_more: false };
   };
 
-  const objectCall = (kind: ObjectKind) => ({ request, principal, params }: { request: Request; principal: Principal; params: Record<string, string> }) =>
-    onObject(request, principal, params.id!, kind);
+  const objectCall = (kind: ObjectKind) => ({ request, principal, tenant, params }: Caller & { request: Request; params: Record<string, string> }) =>
+    onObject(request, { principal, tenant }, params.id!, kind);
 
   return new Elysia()
     .use(authPlugin(deps))
-    .post("/v1/files", ({ request, principal }) => dispatcher.dispatch(request, principal, dispatcher.multipart(FILE_UPLOAD), { level: 1 }), { auth: true })
-    .get("/v1/files", ({ request, principal }) => listFiles(request, principal), { auth: true })
+    .post("/v1/files", ({ request, principal, tenant }) => pipeline.run(request, { principal, tenant }, pipeline.multipart(FILE_UPLOAD), { level: 1 }), { auth: true })
+    .get("/v1/files", ({ request, principal, tenant }) => listFiles(request, { principal, tenant }), { auth: true })
     .get("/v1/files/:id", objectCall("file"), { auth: true })
     .delete("/v1/files/:id", objectCall("file"), { auth: true })
     .get("/v1/files/:id/content", objectCall("file"), { auth: true })
-    .post("/v1/threads", ({ request, principal }) => dispatcher.dispatch(request, principal, dispatcher.json(THREAD_CREATE), { level: 1 }), { auth: true })
-    .post("/v1/threads/runs", ({ request, principal }) => dispatcher.dispatch(request, principal, dispatcher.json(THREAD_RUN_CREATE), { level: 1 }), {
+    .post("/v1/threads", ({ request, principal, tenant }) => pipeline.run(request, { principal, tenant }, pipeline.json(THREAD_CREATE), { level: 1 }), { auth: true })
+    .post("/v1/threads/runs", ({ request, principal, tenant }) => pipeline.run(request, { principal, tenant }, pipeline.json(THREAD_RUN_CREATE), { level: 1 }), {
       auth: true,
     })
     .all("/v1/threads/:id", objectCall("thread"), { auth: true })
-    .post("/v1/threads/:id/runs", ({ request, principal, params }) => onObject(request, principal, params.id, "thread", "run"), { auth: true })
+    .post("/v1/threads/:id/runs", ({ request, principal, tenant, params }) => onObject(request, { principal, tenant }, params.id, "thread", "run"), { auth: true })
     .all("/v1/threads/:id/*", objectCall("thread"), { auth: true })
     .get("/v1/responses/:id", objectCall("response"), { auth: true })
     .delete("/v1/responses/:id", objectCall("response"), { auth: true })

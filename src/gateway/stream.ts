@@ -4,6 +4,7 @@ import { streamBroken, streamErrorEvent, streamTimeout } from "./stream-events.t
 import { countContent } from "./usage/content-count.ts";
 import { createStreamUsageTap, HAS_USAGE_OBJECT } from "./usage/extract.ts";
 import type { Usage } from "./usage/types.ts";
+import type { ReadResult } from "./call-outcome.ts";
 
 /** How a relayed stream ended, for metering. */
 export interface StreamEnd {
@@ -26,7 +27,6 @@ export interface StreamOptions {
   drainMs: number;
   /** Cuts the upstream connection. */
   abortUpstream(): void;
-  onEnd(end: StreamEnd): void;
   /** Sees every decoded event (e.g. to learn a created object's id). */
   watch?: (event: SseEvent) => void;
 }
@@ -44,7 +44,11 @@ function isUsageOnlyChunk(data: string): boolean {
   }
 }
 
-export type ReadResult = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>>;
+/** The client's stream, and how it ended once it has. */
+export interface RelayedStream {
+  body: ReadableStream<Uint8Array>;
+  ended: Promise<StreamEnd>;
+}
 
 /** The writer side of Bun's `direct` ReadableStream (not in the DOM typings). */
 interface DirectController {
@@ -76,7 +80,7 @@ export function relayStream(
   reader: ReadableStreamDefaultReader<Uint8Array>,
   first: ReadResult | undefined,
   options: StreamOptions,
-): ReadableStream<Uint8Array> {
+): RelayedStream {
   const tap = createStreamUsageTap(options.family);
   const hide = options.hideUsageChunk;
   let dataBytes = 0;
@@ -97,11 +101,13 @@ export function relayStream(
     } else events.push(event);
   });
   let ended = false;
+  let announceEnd!: (end: StreamEnd) => void;
+  const endPromise = new Promise<StreamEnd>((resolve) => (announceEnd = resolve));
   const finish = (ending: StreamEnd["ending"]) => {
     if (ended) return;
     ended = true;
     decoder.end();
-    options.onEnd({ usage: tap.result(), ending, dataBytes, contentBytes });
+    announceEnd({ usage: tap.result(), ending, dataBytes, contentBytes });
   };
 
   /** Set when the client went away: the upstream is read on for its usage, nothing is written. */
@@ -226,7 +232,7 @@ export function relayStream(
       timer = setTimeout(() => options.abortUpstream(), options.drainMs);
     },
   };
-  return new ReadableStream(source as unknown as UnderlyingDefaultSource<Uint8Array>);
+  return { body: new ReadableStream(source as unknown as UnderlyingDefaultSource<Uint8Array>), ended: endPromise };
 }
 
 const utf8 = new TextDecoder();

@@ -8,7 +8,7 @@ import { routeModel } from "../../routing/route-model.ts";
 import type { ClientCall } from "../call.ts";
 import type { Endpoint } from "../endpoints.ts";
 import { forwardableRequestHeaders } from "../headers.ts";
-import { tenantRelays } from "../relay.ts";
+import { createPipeline } from "../pipeline.ts";
 import { isObject } from "../usage/families.ts";
 
 export const CLIENT_SECRETS_PATH = "/v1/realtime/client_secrets";
@@ -30,7 +30,7 @@ export const CLIENT_SECRETS_ENDPOINT: Endpoint = {
  * only edit made to the body, so no top-level `model` is ever added.
  */
 export function realtimeClientSecretRoutes(deps: Deps) {
-  const relayFor = tenantRelays();
+  const pipeline = createPipeline(deps);
   const encoder = new TextEncoder();
   return new Elysia().use(authPlugin(deps)).post(
     CLIENT_SECRETS_PATH,
@@ -67,9 +67,9 @@ export function realtimeClientSecretRoutes(deps: Deps) {
         json: sent,
         bodyBytes: body.byteLength,
       });
-      // The relay writes a route's effective model as a top-level `model`; here it is
-      // already in `session.model`, so the relay gets the Level only.
-      return relayFor(tenant)({
+      // The attempts write a route's effective model as a top-level `model`; here it is
+      // already in `session.model`, so they get the Level only.
+      return pipeline.forward(tenant, {
         call,
         route: { level: route.level, effectiveModel: undefined },
         admission,

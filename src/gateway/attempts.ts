@@ -9,12 +9,9 @@ import type { UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall } from "./call.ts";
 import { clientResponseHeaders, retryAfterMs } from "./headers.ts";
 import { ZERO_USAGE } from "./usage/types.ts";
-import { createDeliver, type PeekedStream, type ReadAnswer } from "./deliver.ts";
-import type { RelayInput, Settle } from "./call-outcome.ts";
+import type { AttemptsEnd, CallOutcome, PeekedStream, ReadAnswer, RelayInput } from "./call-outcome.ts";
 import { judgeJson, readFirstEvent } from "./answer-check.ts";
 import { AddressRefusedError } from "../upstreams/address-policy.ts";
-
-
 
 interface Attempt {
   key: PoolKey;
@@ -23,7 +20,6 @@ interface Attempt {
 }
 
 class AttemptTimeout extends Error {}
-
 
 const isEventStream = (response: Response) => (response.headers.get("content-type") ?? "").includes("text/event-stream");
 
@@ -41,35 +37,17 @@ function waitUnlessClientLeaves(ms: number, signal: AbortSignal): Promise<void> 
   });
 }
 
+/** The attempts end with a response of their own: an error, a passed-on client mistake, a client that left. */
+const ended = (response: Response, outcome: CallOutcome): AttemptsEnd => ({ delivery: { response, outcome } });
+
 /**
- * Sends a model call upstream: routes it to a Level, picks a key, retries on
- * another key or the backup Level when an attempt fails before anything reached the
- * client, and relays the answer (streamed as it arrives), metering its usage.
+ * Sends a model call upstream: picks a key of the routed Level, retries on another
+ * key or the backup Level when an attempt fails before anything reached the client,
+ * and ends with the attempt that answered (for delivery) or with the error to send.
  */
-export function createRelay(deps: TenantDeps) {
-  const { config, settings, clock, pool, switchOver, usage: sink, log } = deps;
+export function createAttempts(deps: TenantDeps) {
+  const { config, settings, clock, pool, switchOver, log } = deps;
   const fetchTls = deps.upstreamTls ? { tls: deps.upstreamTls } : {};
-  const settle: Settle = (input, { route, status, usage, source, started, extra }) => {
-    sink.record({
-      requestId: input.requestId,
-      accountId: input.principal.account.id,
-      endpoint: input.call.endpoint.path,
-      requestedModel: input.call.requestedModel,
-      effectiveModel: route.effectiveModel,
-      level: route.level,
-      keyId: route.keyId,
-      status,
-      stream: input.call.stream,
-      usage,
-      source,
-      latencyMs: clock.now() - started,
-      at: started,
-      extra,
-      admission: input.admission,
-      notUsage: input.call.endpoint.counting,
-    });
-  };
-  const deliver = createDeliver(deps, deps.affinity, settle);
 
   /** Picks the next key: the resolved Level first, then down its SWITCH_OVER chain. */
   const pick = (level: number, tried: Set<number>, call: UpstreamCall): Attempt | undefined => {
@@ -99,7 +77,7 @@ export function createRelay(deps: TenantDeps) {
     return key ? { key, level: key.level, probe: false } : undefined;
   };
 
-  return async function relay(input: RelayInput): Promise<Response> {
+  return async function attempts(input: RelayInput): Promise<AttemptsEnd> {
     const started = clock.now();
     const { call } = input;
     const route = input.route;
@@ -111,10 +89,14 @@ export function createRelay(deps: TenantDeps) {
     let lastFailure: { response?: Response; failure: AttemptFailure; retryAfter?: number } | undefined;
     let credentialRefreshed = false;
     const choose = () => (input.pinnedKeyId === undefined ? pick(route.level, tried, upstream) : pinned(input.pinnedKeyId, tried));
-    const clientClosed = (keyId?: number) => {
-      settle(input, { route: { ...route, keyId }, status: 499, usage: ZERO_USAGE, source: "estimated", started });
-      return errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
-    };
+    const clientClosed = (keyId?: number) =>
+      ended(errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 })), {
+        route: { ...route, keyId },
+        status: 499,
+        usage: ZERO_USAGE,
+        source: "estimated",
+        started,
+      });
 
     for (let attempt = 1; attempt <= config.maxAttempts; attempt++) {
       let chosen = choose();
@@ -129,8 +111,7 @@ export function createRelay(deps: TenantDeps) {
       }
       if (!chosen) {
         if (input.pinnedKeyId !== undefined && !lastFailure) {
-          settle(input, { route, status: 503, usage: ZERO_USAGE, source: "upstream", started });
-          return errorResponse(call.family, keyGone());
+          return ended(errorResponse(call.family, keyGone()), { route, status: 503, usage: ZERO_USAGE, source: "upstream", started });
         }
         break;
       }
@@ -236,13 +217,19 @@ export function createRelay(deps: TenantDeps) {
       if (response && response.ok && !nonAnswer) {
         pool.report(key, { kind: "success" });
         switchOver.recordSuccess(chosen.level, chosen.probe);
-        return deliver(input, response, peeked, { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, started, {
-          controller,
-          detach,
-          release,
-          read,
-          clientLeft: input.clientSignal.aborted,
-        });
+        return {
+          answered: {
+            response,
+            route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id },
+            started,
+            peeked,
+            read,
+            controller,
+            detach,
+            release,
+            clientLeft: input.clientSignal.aborted,
+          },
+        };
       }
 
       if (response && nonAnswer) {
@@ -268,8 +255,13 @@ export function createRelay(deps: TenantDeps) {
           // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
           const text = redact(redactSecret(await response.text(), key.secret));
           release();
-          settle(input, { route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, status, usage: ZERO_USAGE, source: "upstream", started });
-          return new Response(text, { status, headers: clientResponseHeaders(response.headers) });
+          return ended(new Response(text, { status, headers: clientResponseHeaders(response.headers) }), {
+            route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id },
+            status,
+            usage: ZERO_USAGE,
+            source: "upstream",
+            started,
+          });
         }
         failure = { kind: "status", status };
         retryAfter = retryAfterMs(response.headers, clock.now());
@@ -297,8 +289,7 @@ export function createRelay(deps: TenantDeps) {
     }
 
     const error = finalError(call.requestedModel, lastFailure);
-    settle(input, { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
-    return errorResponse(call.family, error);
+    return ended(errorResponse(call.family, error), { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
   };
 
   function keyGone(): HttpError {
@@ -330,17 +321,17 @@ export function createRelay(deps: TenantDeps) {
   }
 }
 
-export type Relay = ReturnType<typeof createRelay>;
+export type Attempts = ReturnType<typeof createAttempts>;
 
-/** One relay per tenant, made on first use: each routes over its own keys, mappers and switch-over state. */
-export function tenantRelays(): (tenant: TenantDeps) => Relay {
-  const relays = new Map<number, Relay>();
+/** One set of attempts per tenant, made on first use: each routes over its own keys, mappers and switch-over state. */
+export function tenantAttempts(): (tenant: TenantDeps) => Attempts {
+  const made = new Map<number, Attempts>();
   return (tenant) => {
-    let relay = relays.get(tenant.tenantId);
-    if (!relay) {
-      relay = createRelay(tenant);
-      relays.set(tenant.tenantId, relay);
+    let attempts = made.get(tenant.tenantId);
+    if (!attempts) {
+      attempts = createAttempts(tenant);
+      made.set(tenant.tenantId, attempts);
     }
-    return relay;
+    return attempts;
   };
 }

@@ -1,0 +1,150 @@
+import { join } from "node:path";
+import type { Clock } from "../core/clock.ts";
+import { badRequest, notFound } from "../core/errors.ts";
+import type { Deps, TenantDeps } from "../deps.ts";
+import { checkModel } from "../http/access.ts";
+import { readBodyBytes } from "../http/body.ts";
+import { metaOf } from "../http/context.ts";
+import { spoolMultipart } from "../http/multipart.ts";
+import { authenticate, type Caller } from "../http/plugins.ts";
+import type { UsageSink } from "../metering/usage-recorder.ts";
+import { routeModel, type ModelRoute } from "../routing/route-model.ts";
+import { tenantAttempts } from "./attempts.ts";
+import { bodyCall, multipartCall, type ClientCall } from "./call.ts";
+import type { CallOutcome, Delivery, RelayInput } from "./call-outcome.ts";
+import { createDeliver } from "./deliver.ts";
+import type { Endpoint } from "./endpoints.ts";
+
+/** Reads the client's call from the request (JSON, multipart or Gemini form). */
+export type CallReader = (request: Request) => Promise<ClientCall>;
+
+export interface RunOptions {
+  /** The key that holds the object the call continues (resource affinity). */
+  pinnedKeyId?: number;
+  /** Serve from this Level whatever the model (calls that carry no model). */
+  level?: number;
+}
+
+/**
+ * The path of every model and object call, top to bottom:
+ *
+ *   authenticate → read the call → AllowModels → route → admit → attempts → deliver → settle
+ *
+ * Each stage returns what the next one takes (a principal, a `ClientCall`, a
+ * `ModelRoute`, an `Admission`, the attempt that answered, a `Delivery` with its
+ * `CallOutcome`), so no stage calls back into another: the pipeline alone settles.
+ */
+export function createPipeline(deps: Deps) {
+  const attemptsFor = tenantAttempts();
+  const deliver = createDeliver(deps);
+  const spoolDir = join(deps.config.dataDir, "tmp");
+
+  /** A read, routed and admitted call: attempts → deliver → settle. */
+  async function forward(tenant: TenantDeps, input: RelayInput): Promise<Response> {
+    const end = await attemptsFor(tenant)(input);
+    const delivery: Delivery = "answered" in end ? await deliver(input, end.answered) : end.delivery;
+    settleWhenEnded(tenant.usage, deps.clock, input, delivery.outcome);
+    return delivery.response;
+  }
+
+  /** The key a call must use when it continues an object (Responses `previous_response_id`). */
+  const continuation = (caller: Caller, call: ClientCall): number | undefined => {
+    const previous = call.json?.previous_response_id;
+    if (call.endpoint.creates !== "response" || typeof previous !== "string") return undefined;
+    const bound = deps.affinity.lookup(previous);
+    if (!bound || bound.accountId !== caller.principal.account.id) {
+      throw notFound(`Previous response with id '${previous}' not found`, "previous_response_not_found");
+    }
+    return bound.keyId;
+  };
+
+  /** A call of an authenticated caller, from reading its body to its settlement. */
+  async function run(request: Request, caller: Caller, read: CallReader, options: RunOptions = {}): Promise<Response> {
+    const { principal, tenant } = caller;
+    const meta = metaOf(request);
+    // Reasoning models may think for minutes before the first byte: the attempts' own
+    // timers guard upstream silence, so Bun's connection idle limit must not.
+    meta?.server?.timeout(request, 0);
+    const call = await read(request);
+    try {
+      checkModel(principal, call.requestedModel);
+      const route = routeOf(tenant, call, options.level);
+      const pinnedKeyId = options.pinnedKeyId ?? continuation(caller, call);
+      const admission = tenant.meter.admit({
+        principal,
+        endpoint: call.endpoint,
+        effectiveModel: route.effectiveModel,
+        json: call.json,
+        fields: call.form?.fields,
+        bodyBytes: call.form?.size ?? call.bytes.byteLength,
+      });
+      return await forward(tenant, { call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal, pinnedKeyId });
+    } finally {
+      // The upstream has the body once its answer began; an unlinked file stays readable until closed.
+      call.form?.remove();
+    }
+  }
+
+  return {
+    /** A model call from its request: authenticated here (401, 403), then run. */
+    handle: (request: Request, path: string, read: CallReader) => run(request, authenticate(deps, request, path), read),
+    run,
+    forward,
+    /** A JSON call of an endpoint. */
+    json: (endpoint: Endpoint): CallReader => async (request) => bodyCall(endpoint, request, await readBodyBytes(request, deps.config.maxBody)),
+    /** A multipart call of an endpoint, spooled to disk. */
+    multipart: (endpoint: Endpoint): CallReader => async (request) => {
+      const form = await spoolMultipart(request, deps.config.maxBody, spoolDir);
+      try {
+        return multipartCall(endpoint, request, form);
+      } catch (error) {
+        // A form refused for its fields (no model, no file, a field given twice) leaves no spool file behind.
+        form.remove();
+        throw error;
+      }
+    },
+  };
+}
+
+export type Pipeline = ReturnType<typeof createPipeline>;
+
+/** Where the tenant's mappers send the call; a multipart form's model cannot be rewritten. */
+function routeOf(tenant: TenantDeps, call: ClientCall, level: number | undefined): ModelRoute {
+  const routed = routeModel(tenant.settings.routing(), call.requestedModel);
+  const route = level === undefined ? routed : { ...routed, level };
+  if (call.form && route.effectiveModel !== call.requestedModel) {
+    throw badRequest(
+      `Model ${call.requestedModel} is mapped to ${route.effectiveModel}, but a multipart form's model cannot be rewritten; call ${route.effectiveModel} directly`,
+      "model",
+    );
+  }
+  return route;
+}
+
+/** Settles the call once its outcome is known: at once, or when its stream ends. */
+function settleWhenEnded(sink: UsageSink, clock: Clock, input: RelayInput, outcome: CallOutcome | Promise<CallOutcome>): void {
+  if (outcome instanceof Promise) void outcome.then((ended) => settle(sink, clock, input, ended));
+  else settle(sink, clock, input, outcome);
+}
+
+/** Metering charges the call (releasing its admission) and its usage row is recorded. */
+function settle(sink: UsageSink, clock: Clock, input: RelayInput, { route, status, usage, source, started, extra }: CallOutcome): void {
+  sink.record({
+    requestId: input.requestId,
+    accountId: input.principal.account.id,
+    endpoint: input.call.endpoint.path,
+    requestedModel: input.call.requestedModel,
+    effectiveModel: route.effectiveModel,
+    level: route.level,
+    keyId: route.keyId,
+    status,
+    stream: input.call.stream,
+    usage,
+    source,
+    latencyMs: clock.now() - started,
+    at: started,
+    extra,
+    admission: input.admission,
+    notUsage: input.call.endpoint.counting,
+  });
+}
