@@ -9,10 +9,11 @@ import type { ServeConfig } from "./config.ts";
 import { createClock, type Clock } from "./core/clock.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { createAuthenticator, type Authenticator } from "./http/auth.ts";
-import { createMemoryCounters, type Counters } from "./metering/counters.ts";
-import { createCreditBook, type CreditBook } from "./metering/credit.ts";
+import { createBalanceLoader } from "./metering/credit.ts";
 import { createMeter } from "./metering/meter.ts";
-import { createQuotas, type Quotas } from "./metering/quotas.ts";
+import { createPeriodCounters, createPeriodSeeder } from "./metering/quotas.ts";
+import { createMemoryState } from "./state/memory.ts";
+import type { State } from "./state/state.ts";
 import { createSoftLimitNotifier } from "./mail/soft-limit.ts";
 import { createAccountChains } from "./accounts/chain.ts";
 import { createAddressGuard, type AddressGuard, type Resolve } from "./upstreams/address-policy.ts";
@@ -40,7 +41,8 @@ export interface Deps {
   /** Account management: hierarchy, credit ledger, key rotation. */
   readonly accountsService: AccountsService;
   readonly oplog: OperationLog;
-  readonly counters: Counters;
+  /** Everything counted: limits, spend, credit in flight, switch-over, sign-ups (docs/architecture.md, "State"). */
+  readonly state: State;
   readonly adapters: Adapters;
   /** Per-tenant state: provider keys, configuration, switch-over, meter (one tenant unless --byok). */
   readonly tenants: Tenants;
@@ -49,8 +51,6 @@ export interface Deps {
   /** Which account and provider key each upstream object created through the router belongs to. */
   readonly affinity: Affinity;
   readonly usageRecorder: UsageRecorder;
-  readonly credit: CreditBook;
-  readonly quotas: Quotas;
   /** TLS options for upstream fetches: the public roots plus --upstream-ca-file. */
   readonly upstreamTls: { ca: string[] } | undefined;
   /** Where provider secrets may be sent: checked when a URL is saved and before each upstream connection. */
@@ -93,7 +93,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const upstreamTls = config.upstreamCaFile
     ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
     : undefined;
-  const counters = createMemoryCounters();
+  const state = createMemoryState({ seed: createPeriodSeeder(store), balance: createBalanceLoader(store) }, () => clock.now());
   const oplog = createOperationLog({
     store,
     clock,
@@ -102,33 +102,34 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   });
   const usageRecorder = createUsageRecorder({ store, clock, log });
   const metrics = createRouterMetrics();
-  const credit = createCreditBook({ store, clock });
   // Single-tenant owners run their own network; BYOK tenants may not reach it unless allowed.
   const addressGuard = createAddressGuard({ allowPrivate: !config.byok || config.allowPrivateUpstreams === true }, overrides.resolve, () => clock.now());
   const sweepRetiredCredit = createRetiredCreditSweeper({ store, clock });
-  usageRecorder.onCharged((charged) => credit.flushed(charged));
-  const quotas = createQuotas({ store, counters });
-  const softLimit = createSoftLimitNotifier({ store, clock, log });
+  usageRecorder.onCharged((charged) => void state.credit.flushed(charged));
+  const periods = createPeriodCounters();
+  const softLimit = createSoftLimitNotifier({ store, clock, log, claims: state.claims });
   const tenants = createTenants(config.byok ?? false, {
     store,
     clock,
     log,
     sealer,
-    counters,
+    state,
     meterFor: (tenantId, settings, mailer) =>
       createMeter({
         clock,
         log,
         prices: () => settings.prices(),
         modelLimits: () => settings.modelLimits(),
-        credit,
-        counters,
-        quotas,
+        counts: state.counts,
+        periods,
         recorder: usageRecorder,
         metrics,
         tenantRoot: config.byok ? tenantId : undefined,
         chainOf: (account) => chains.of(account),
-        onSpend: (account, subtreeSpent) => softLimit.check(account, mailer, subtreeSpent),
+        onSpend: (account, spent) =>
+          void softLimit
+            .check(account, mailer, (month) => state.counts.read(spent, clock.now(), month))
+            .catch((error: unknown) => log.error("the soft-limit check failed", { account: account.id, error: (error as Error).message })),
       }),
   });
   registerStateGauges(metrics, tenants);
@@ -165,16 +166,16 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
       clock,
       bus,
       oplog,
-      onCreditChanged: (ids) => ids.forEach((id) => credit.invalidate(id)),
-      heldCredit: (id) => credit.held(id),
+      onCreditChanged: (ids) => ids.forEach((id) => void state.credit.invalidate(id)),
+      heldCredit: (id) => state.credit.held(id),
       onDeleted: (id) =>
-        credit.retire(id, () => {
+        void state.credit.retire(id, () => {
           const heir = sweepRetiredCredit(id);
-          if (heir !== undefined) credit.invalidate(heir);
+          if (heir !== undefined) void state.credit.invalidate(heir);
         }),
     }),
     oplog,
-    counters,
+    state,
     tenants,
     scope(account) {
       const tenantId = tenants.idOf(account);
@@ -190,8 +191,6 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     addressGuard,
     affinity: createAffinity({ store, clock }),
     usageRecorder,
-    credit,
-    quotas,
     metrics,
     upstreamTls,
     bus,

@@ -78,7 +78,7 @@ export function startServer(deps: Deps): RunningServer {
     let response = route
       ? await handleHot(route, request, path)
       : realtime.handles(request)
-        ? realtime.upgrade(request, server)
+        ? await realtime.upgrade(request, server)
         : await app.handle(request);
     if (!response) {
       if (log.enabled("info")) log.info("request", { method: request.method, path, status: 101, account: meta.accountId, req: meta.id });

@@ -92,9 +92,9 @@ export function accountRoutes(deps: Deps, service: AccountsService) {
     )
     .delete(
       "/x-users/:identifier",
-      ({ principal, request, params }) => {
+      async ({ principal, request, params }) => {
         manager(principal);
-        const { target, returned } = service.remove(actor(principal, request), params.identifier);
+        const { target, returned } = await service.remove(actor(principal, request), params.identifier);
         return { object: "account", ID: target.id, deleted: true, CreditReturned: nanosToCredits(returned) };
       },
       { auth: true },

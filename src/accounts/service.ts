@@ -63,7 +63,7 @@ export function createAccountsService(deps: {
   /** Told after a committed change of balances (e.g. so metering re-reads them). */
   onCreditChanged?: (accountIds: number[]) => void;
   /** Credit an account's calls hold back from its balance: reservations in flight and unwritten charges. */
-  heldCredit?: (accountId: number) => number;
+  heldCredit?: (accountId: number) => Promise<number>;
   /** Told after an account was deleted (what its calls held back follows when they end). */
   onDeleted?: (accountId: number) => void;
 }) {
@@ -216,19 +216,24 @@ export function createAccountsService(deps: {
       return result.account;
     },
 
-    remove(actor: Actor, identifier: string) {
+    async remove(actor: Actor, identifier: string) {
       const caller = actor.account;
+      // What the target's calls hold is asked first (the State may be shared, so asynchronous);
+      // whatever they charge after this is covered by what stays behind, then follows them.
+      const named = db.transaction((tx) => resolve(tx, caller, identifier, "subtree"));
+      const heldBack = (await deps.heldCredit?.(named.id)) ?? 0;
       const now = deps.clock.now();
       const result = db.transaction(
         (tx) => {
           current(tx, caller);
           const target = resolve(tx, caller, identifier, "subtree");
+          if (target.id !== named.id) throw conflict(`Account ${identifier} changed while it was being deleted; try again`, undefined, "account_changed");
           const child = tx.select({ id: accounts.id }).from(accounts).where(and(eq(accounts.parentId, target.id), live)).get();
           if (child) throw conflict(`Account ${identifier} still has accounts under it; delete those first`, undefined, "has_descendants");
           // What is really left goes back to the parent, expiries kept: the balance less
           // what calls in flight reserved and charges not yet written, which stay to pay
           // for them (the rest follows when they end: `onDeleted`).
-          const left = Math.max(0, balanceOf(tx, target.id, now) - (deps.heldCredit?.(target.id) ?? 0));
+          const left = Math.max(0, balanceOf(tx, target.id, now) - heldBack);
           const pieces = left > 0 ? take(tx, target.id, left, now) : [];
           give(tx, target.parentId!, pieces, target.id, now);
           tx.update(accounts)

@@ -50,9 +50,9 @@ export function createAttempts(deps: TenantDeps) {
   const fetchTls = deps.upstreamTls ? { tls: deps.upstreamTls } : {};
 
   /** Picks the next key: the resolved Level first, then down its SWITCH_OVER chain. */
-  const pick = (level: number, tried: Set<number>, call: UpstreamCall): Attempt | undefined => {
+  const pick = async (level: number, tried: Set<number>, call: UpstreamCall): Promise<Attempt | undefined> => {
     const backups = settings.routing().switchOver;
-    const resolved = switchOver.resolve(level, backups, clock.now());
+    const resolved = await switchOver.resolve(level, backups, clock.now());
     const seen = new Set<number>();
     for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
       seen.add(current);
@@ -65,7 +65,7 @@ export function createAttempts(deps: TenantDeps) {
         pool.release(key);
         tried.add(key.id);
       }
-      if (resolved.probe && current === resolved.level) switchOver.abandonProbe(current);
+      if (resolved.probe && current === resolved.level) await switchOver.abandonProbe(current);
     }
     return undefined;
   };
@@ -99,7 +99,7 @@ export function createAttempts(deps: TenantDeps) {
       });
 
     for (let attempt = 1; attempt <= config.maxAttempts; attempt++) {
-      let chosen = choose();
+      let chosen = await choose();
       if (!chosen && retrySameKey.size > 0) {
         // No other key can take the call: the key that failed transiently gets another
         // try after a short wait (a restarting upstream, a connection pool hiccup).
@@ -107,7 +107,7 @@ export function createAttempts(deps: TenantDeps) {
         if (input.clientSignal.aborted) return clientClosed();
         for (const id of retrySameKey) tried.delete(id);
         retrySameKey.clear();
-        chosen = choose();
+        chosen = await choose();
       }
       if (!chosen) {
         if (input.pinnedKeyId !== undefined && !lastFailure) {
@@ -197,7 +197,7 @@ export function createAttempts(deps: TenantDeps) {
         if (input.clientSignal.aborted) {
           release();
           // No verdict on the primary: the next call may probe it.
-          if (chosen.probe) switchOver.abandonProbe(chosen.level);
+          if (chosen.probe) await switchOver.abandonProbe(chosen.level);
           return clientClosed(key.id);
         }
         const code = (error as { code?: string }).code;
@@ -216,7 +216,7 @@ export function createAttempts(deps: TenantDeps) {
 
       if (response && response.ok && !nonAnswer) {
         pool.report(key, { kind: "success" });
-        switchOver.recordSuccess(chosen.level, chosen.probe);
+        await switchOver.recordSuccess(chosen.level, chosen.probe);
         return {
           answered: {
             response,
@@ -243,7 +243,7 @@ export function createAttempts(deps: TenantDeps) {
           credentialRefreshed = true;
           await response.body?.cancel().catch(() => {});
           release();
-          if (chosen.probe) switchOver.abandonProbe(chosen.level);
+          if (chosen.probe) await switchOver.abandonProbe(chosen.level);
           tried.delete(key.id);
           attempt--;
           continue;
@@ -251,7 +251,7 @@ export function createAttempts(deps: TenantDeps) {
         if (!isRetryableStatus(status) && !isCredentialStatus(status) && !isRedirectStatus(status)) {
           // The client's own mistake (400, 404, 413, 422…): pass the upstream's answer on.
           pool.report(key, { kind: "success" });
-          switchOver.recordSuccess(chosen.level, chosen.probe);
+          await switchOver.recordSuccess(chosen.level, chosen.probe);
           // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
           const text = redact(redactSecret(await response.text(), key.secret));
           release();
@@ -276,9 +276,9 @@ export function createAttempts(deps: TenantDeps) {
         pool.report(key, { kind: "credential" });
       } else {
         pool.report(key, { kind: "retryable", retryAfterMs: retryAfter });
-        switchOver.recordError(chosen.level, clock.now());
+        await switchOver.recordError(chosen.level, clock.now());
       }
-      if (chosen.probe) switchOver.abandonProbe(chosen.level);
+      if (chosen.probe) await switchOver.abandonProbe(chosen.level);
       lastFailure = { failure: failure!, retryAfter };
       tried.add(key.id);
       if (sameKeyMayRetry(failure!, call.endpoint.idempotent)) retrySameKey.add(key.id);

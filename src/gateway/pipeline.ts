@@ -70,7 +70,7 @@ export function createPipeline(deps: Deps) {
       checkModel(principal, call.requestedModel);
       const route = routeOf(tenant, call, options.level);
       const pinnedKeyId = options.pinnedKeyId ?? continuation(caller, call);
-      const admission = tenant.meter.admit({
+      const admission = await tenant.meter.admit({
         principal,
         endpoint: call.endpoint,
         effectiveModel: route.effectiveModel,

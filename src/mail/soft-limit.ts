@@ -3,51 +3,50 @@ import type { AccountRow } from "../store/schema/accounts.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import type { Store } from "../store/db.ts";
+import type { ClaimState } from "../state/state.ts";
 import { softLimitNotices } from "../store/schema/notices.ts";
 import type { Mailer } from "./mailer.ts";
 
 /** Delays between attempts when the mail server fails; then the next spend tries again. */
 const RETRY_DELAYS_MS = [30_000, 120_000, 600_000];
+/** A month's claim outlives the month: once mailed (or being mailed), nobody else tries. */
+const MONTH_CLAIM_MS = 32 * 24 * 3_600_000;
 
 /**
  * Mails an account once per business month when its spending crosses SoftLimit, to
  * its BillingEmail (else Email). Sending happens in the background: a slow or failing
  * mail server never delays a request. Failures are logged and retried; a month is
- * marked done only once a mail was accepted.
+ * marked done only once a mail was accepted. Whoever crosses first claims the month in
+ * the State (`soft-limit:<account>:<month>`), so instances sharing it send one mail; the
+ * claim is given back when every attempt failed, so a later spend tries again.
  */
 export function createSoftLimitNotifier(deps: {
   store: Store;
   clock: Clock;
   log: Logger;
+  claims: ClaimState;
 }) {
-  const inFlight = new Set<string>();
-  const sent = new Set<string>();
+  const claimKey = (accountId: number, month: string) => `soft-limit:${accountId}:${month}`;
 
   const alreadySent = (accountId: number, month: string) => {
-    const key = `${accountId}:${month}`;
-    if (sent.has(key)) return true;
     const row = deps.store.db
       .select({ accountId: softLimitNotices.accountId })
       .from(softLimitNotices)
       .where(and(eq(softLimitNotices.accountId, accountId), eq(softLimitNotices.month, month)))
       .get();
-    if (row) sent.add(key);
     return Boolean(row);
   };
 
   const attempt = async (mailer: Mailer, accountId: number, month: string, to: string, text: string, tries: number): Promise<void> => {
-    const key = `${accountId}:${month}`;
     try {
       const result = await mailer.send({ to, subject: "Spending has reached your soft limit", text });
       deps.store.db.insert(softLimitNotices).values({ accountId, month, sentAt: deps.clock.now(), recipient: to }).onConflictDoNothing().run();
-      sent.add(key);
-      inFlight.delete(key);
       deps.log.info("soft-limit mail sent", { account: accountId, month, response: result.response });
     } catch (error) {
       deps.log.warn("soft-limit mail failed", { account: accountId, month, attempt: tries + 1, error: (error as Error).message });
       const delay = RETRY_DELAYS_MS[tries];
       if (delay === undefined) {
-        inFlight.delete(key);
+        await deps.claims.release(claimKey(accountId, month));
         return;
       }
       setTimeout(() => void attempt(mailer, accountId, month, to, text, tries + 1), delay).unref();
@@ -60,16 +59,16 @@ export function createSoftLimitNotifier(deps: {
      * ancestors: SoftLimit, like DailyLimit and HardLimit, bounds a whole subtree);
      * `subtreeSpent` reads the charges of a month. Cheap when nothing is due.
      */
-    check(account: Readonly<AccountRow>, mailer: Mailer, subtreeSpent: (month: string) => number): void {
-      if (account.softLimit === null) return;
+    async check(account: Readonly<AccountRow>, mailer: Mailer, subtreeSpent: (month: string) => Promise<number>): Promise<void> {
+      if (account.softLimit === null || !mailer.configured()) return;
       const accountId = account.id;
       const month = deps.clock.businessMonth();
-      const key = `${accountId}:${month}`;
-      if (inFlight.has(key) || !mailer.configured()) return;
       // Charged so far, without the reservations of calls still running.
-      const spent = subtreeSpent(month) / 1e9;
-      if (spent < account.softLimit || alreadySent(accountId, month)) return;
-      inFlight.add(key);
+      const spent = (await subtreeSpent(month)) / 1e9;
+      if (spent < account.softLimit) return;
+      // The claim is kept once the month is done: later spends stop here.
+      if (!(await deps.claims.claim(claimKey(accountId, month), MONTH_CLAIM_MS, deps.clock.now()))) return;
+      if (alreadySent(accountId, month)) return;
       const to = account.billingEmail ?? account.email;
       const text =
         `Account ${account.name} (${account.email}) and the accounts under it have used ${spent.toFixed(4)} credits in ${month}, ` +

@@ -1,7 +1,7 @@
 import type { AccountRow } from "../store/schema/accounts.ts";
+import type { GaugeCounter, PeriodCounter } from "../state/state.ts";
 import type { BillingPlan } from "./billing.ts";
 import type { LimitScope } from "./limits.ts";
-import type { QuotaSlot } from "./quotas.ts";
 
 /** What admission decided, settled when the call ends. */
 export interface Admission {
@@ -10,7 +10,7 @@ export interface Admission {
   rates: number;
   plan: BillingPlan;
   reserved: number;
-  scopes: LimitScope[];
+  scopes: readonly LimitScope[];
   /** The subtree totals the call spends against: its account's and every ancestor's. */
   spend: readonly SubtreeSpend[];
   /** When and on which business day the call was admitted: where its token reservation sits. */
@@ -25,8 +25,8 @@ export interface Admission {
  */
 export interface SubtreeSpend {
   account: Readonly<AccountRow>;
-  costToday: QuotaSlot;
-  costThisMonth: QuotaSlot;
-  spentThisMonth: QuotaSlot;
-  inFlight: { value: number };
+  costToday: PeriodCounter;
+  costThisMonth: PeriodCounter;
+  spentThisMonth: PeriodCounter;
+  inFlight: GaugeCounter;
 }

@@ -2,8 +2,8 @@ import { msUntilNextBusinessDay, type Clock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import { bestMatch, compilePattern, type CompiledPattern } from "../routing/patterns.ts";
 import type { AccountRow } from "../store/schema/accounts.ts";
-import type { Counters, DaySlot, Window } from "./counters.ts";
-import type { QuotaSlot, Quotas } from "./quotas.ts";
+import type { Adjustment, AdmitLine, GaugeCounter, PeriodCounter, Refusal, WindowCounter } from "../state/state.ts";
+import type { PeriodCounters } from "./quotas.ts";
 
 /** rpm, rph, rpd, tpm, tph, tpd; absent or null means no limit. */
 export type WindowLimits = Partial<Record<"rpm" | "rph" | "rpd" | "tpm" | "tph" | "tpd", number | null>>;
@@ -15,23 +15,16 @@ export type SystemLimits = ReadonlyArray<{ pattern: CompiledPattern; limits: Win
 export interface LimitScope {
   /** Names the limit in refusals: "account", "account model gpt-4o", "model gpt-4o". */
   label: string;
-  /** Base of the counter keys. */
-  key: string;
-  /** Quota keys: the account (undefined for system model limits) and the model (undefined for account limits). */
-  accountId: number | undefined;
-  model: string | undefined;
-  /** For system model limits in a BYOK tenant: the tenant whose accounts share the counter. */
-  tenantRoot?: number;
   limits: WindowLimits;
-  /** The scope's counters, resolved when the scope is made. */
-  requestsPerMinute: Window;
-  requestsPerHour: Window;
-  tokensPerMinute: Window;
-  tokensPerHour: Window;
-  requestsPerDay: QuotaSlot;
-  tokensPerDay: QuotaSlot;
-  /** Tokens reserved by the scope's calls in flight (its `value`; the period is unused). */
-  tokensInFlight: DaySlot;
+  /** The scope's counters, made when the scope is made. */
+  requestsPerMinute: WindowCounter;
+  requestsPerHour: WindowCounter;
+  tokensPerMinute: WindowCounter;
+  tokensPerHour: WindowCounter;
+  requestsPerDay: PeriodCounter;
+  tokensPerDay: PeriodCounter;
+  /** Tokens reserved by the scope's calls in flight. */
+  tokensInFlight: GaugeCounter;
 }
 
 const MINUTE = 60_000;
@@ -52,35 +45,36 @@ export function accountModelLimits(account: AccountRow): SystemLimits {
 
 const hasAny = (limits: WindowLimits) => Object.values(limits).some((v) => v !== null && v !== undefined);
 
+const windowCounter = (key: string, windowMs: number): WindowCounter => Object.freeze({ kind: "window", key, windowMs });
+
 function makeScope(
-  fields: Pick<LimitScope, "label" | "key" | "accountId" | "model" | "tenantRoot" | "limits">,
-  counters: Counters,
-  quotas: Quotas,
+  fields: { label: string; key: string; accountId: number | undefined; model: string | undefined; tenantRoot?: number; limits: WindowLimits },
+  periods: PeriodCounters,
 ): LimitScope {
   const { key, accountId, model, tenantRoot } = fields;
   return {
-    ...fields,
-    requestsPerMinute: counters.window(`${key}:r:m`, MINUTE),
-    requestsPerHour: counters.window(`${key}:r:h`, HOUR),
-    tokensPerMinute: counters.window(`${key}:t:m`, MINUTE),
-    tokensPerHour: counters.window(`${key}:t:h`, HOUR),
-    requestsPerDay: quotas.slot("requests", "day", accountId, model, tenantRoot),
-    tokensPerDay: quotas.slot("tokens", "day", accountId, model, tenantRoot),
-    tokensInFlight: counters.daySlot(`${key}:t:reserved`),
+    label: fields.label,
+    limits: fields.limits,
+    requestsPerMinute: windowCounter(`${key}:r:m`, MINUTE),
+    requestsPerHour: windowCounter(`${key}:r:h`, HOUR),
+    tokensPerMinute: windowCounter(`${key}:t:m`, MINUTE),
+    tokensPerHour: windowCounter(`${key}:t:h`, HOUR),
+    requestsPerDay: periods.of("requests", "day", accountId, model, tenantRoot),
+    tokensPerDay: periods.of("tokens", "day", accountId, model, tenantRoot),
+    tokensInFlight: Object.freeze({ kind: "gauge", key: `${key}:t:reserved` }),
   };
 }
 
 /** The scopes of one account snapshot and model, made under one set of system limits. */
 interface CachedScopes {
   system: SystemLimits;
-  quotas: Quotas;
   tenantRoot: number | undefined;
   scopes: LimitScope[];
 }
 
 /** Models remembered per account snapshot; past this the account's entries start afresh. */
 const MODELS_PER_ACCOUNT = 256;
-const scopeCache = new WeakMap<Counters, WeakMap<AccountRow, Map<string | undefined, CachedScopes>>>();
+const scopeCache = new WeakMap<PeriodCounters, WeakMap<AccountRow, Map<string | undefined, CachedScopes>>>();
 
 /**
  * The scopes whose limits apply to an account's call of a model: the account's own
@@ -88,34 +82,37 @@ const scopeCache = new WeakMap<Counters, WeakMap<AccountRow, Map<string | undefi
  * per account snapshot, model and MODEL_LIMITS (an edit of either replaces the object),
  * so the request path matches no patterns and builds no keys.
  */
-export function limitScopes(account: AccountRow, model: string | undefined, counters: Counters, quotas: Quotas, system: SystemLimits, tenantRoot?: number): LimitScope[] {
-  let byAccount = scopeCache.get(counters);
-  if (!byAccount) scopeCache.set(counters, (byAccount = new WeakMap()));
+export function limitScopes(account: AccountRow, model: string | undefined, periods: PeriodCounters, system: SystemLimits, tenantRoot?: number): LimitScope[] {
+  let byAccount = scopeCache.get(periods);
+  if (!byAccount) scopeCache.set(periods, (byAccount = new WeakMap()));
   let byModel = byAccount.get(account);
   if (!byModel) byAccount.set(account, (byModel = new Map()));
   const cached = byModel.get(model);
-  if (cached && cached.system === system && cached.quotas === quotas && cached.tenantRoot === tenantRoot) return cached.scopes;
+  if (cached && cached.system === system && cached.tenantRoot === tenantRoot) return cached.scopes;
 
   const scopes: LimitScope[] = [];
   const accountLimits: WindowLimits = { rpm: account.rpm, rph: account.rph, rpd: account.rpd, tpm: account.tpm, tph: account.tph, tpd: account.tpd };
-  if (hasAny(accountLimits)) scopes.push(makeScope({ label: "account", key: `a:${account.id}`, accountId: account.id, model: undefined, limits: accountLimits }, counters, quotas));
+  if (hasAny(accountLimits)) scopes.push(makeScope({ label: "account", key: `a:${account.id}`, accountId: account.id, model: undefined, limits: accountLimits }, periods));
   if (model !== undefined) {
     const own = bestMatch(accountModelLimits(account), model);
     if (own && hasAny(own.limits)) {
-      scopes.push(makeScope({ label: `account model ${model}`, key: `am:${account.id}:${model}`, accountId: account.id, model, limits: own.limits }, counters, quotas));
+      scopes.push(makeScope({ label: `account model ${model}`, key: `am:${account.id}:${model}`, accountId: account.id, model, limits: own.limits }, periods));
     }
     const match = bestMatch(system, model);
     if (match && hasAny(match.limits)) {
-      scopes.push(makeScope({ label: `model ${model}`, key: `m:${tenantRoot ?? "*"}:${model}`, accountId: undefined, model, tenantRoot, limits: match.limits }, counters, quotas));
+      scopes.push(makeScope({ label: `model ${model}`, key: `m:${tenantRoot ?? "*"}:${model}`, accountId: undefined, model, tenantRoot, limits: match.limits }, periods));
     }
   }
   if (byModel.size >= MODELS_PER_ACCOUNT) byModel.clear();
-  byModel.set(model, { system, quotas, tenantRoot, scopes });
+  byModel.set(model, { system, tenantRoot, scopes });
   return scopes;
 }
 
-function refuse(scope: LimitScope, name: string, limit: number, retryMs: number, byCallsInFlight = false): never {
-  throw new HttpError("rate_limit", `${name} limit of ${limit} reached (${scope.label})${byCallsInFlight ? " with the tokens reserved by calls in flight" : ""}`, {
+/** Renders a refusal of the line it was planned with. */
+export type RefusalReason = (refusal: Refusal) => HttpError;
+
+function refuse(scope: LimitScope, name: string, limit: number, retryMs: number, byCallsInFlight = false): HttpError {
+  return new HttpError("rate_limit", `${name} limit of ${limit} reached (${scope.label})${byCallsInFlight ? " with the tokens reserved by calls in flight" : ""}`, {
     code: `${name.toLowerCase()}_limit_reached`,
     headers: { "retry-after": String(Math.max(1, Math.ceil(retryMs / 1000))) },
   });
@@ -124,74 +121,51 @@ function refuse(scope: LimitScope, name: string, limit: number, retryMs: number,
 /** A call in flight ends within moments, settling its reservation to what it used. */
 const CALLS_IN_FLIGHT_RETRY_MS = 1000;
 
+const limitOf = (limit: number | null | undefined) => (limit === null ? undefined : limit);
+
 /**
- * Checks every window limit that applies to a call, account first, then the
- * account's model limit, then the system MODEL_LIMITS. Model limits count on the
- * effective model, so aliases and mapped names share one counter. Returns the
- * scopes to count the call in; throws 429 with Retry-After at the first limit reached.
+ * Plans every window limit that applies to a call, account first, then the account's
+ * model limit, then the system MODEL_LIMITS (model limits count on the effective
+ * model, so aliases and mapped names share one counter): each scope's request windows
+ * and day quota are checked and counted (1), its token windows and day quota checked
+ * and charged the call's token reservation, held in the scope's in-flight gauge. Lines
+ * go to `lines`, and how to word each refusal to `reasons`, in the same order.
  */
-export function checkWindows(input: {
-  account: AccountRow;
-  model: string | undefined;
-  day: string;
-  now: number;
-  counters: Counters;
-  quotas: Quotas;
-  clock: Clock;
-  system: SystemLimits;
-  /** The BYOK tenant (its owner's id); undefined in a single-tenant deployment. */
-  tenantRoot?: number;
-  /** Check the request windows only (a token count uses no tokens). */
-  requestsOnly?: boolean;
-}): LimitScope[] {
-  const { day, now } = input;
-  const scopes = limitScopes(input.account, input.model, input.counters, input.quotas, input.system, input.tenantRoot);
-  for (const scope of scopes) {
+export function planWindows(
+  input: { scopes: readonly LimitScope[]; day: string; now: number; tokens: number; clock: Clock; requestsOnly?: boolean },
+  lines: AdmitLine[],
+  reasons: Array<RefusalReason | undefined>,
+): void {
+  const { day, now, tokens, clock } = input;
+  const untilTomorrow = () => msUntilNextBusinessDay(clock, now);
+  for (const scope of input.scopes) {
     const { limits } = scope;
-    const windowed = (name: string, limit: number | null | undefined, window: Window) => {
-      if (limit !== null && limit !== undefined && window.sum(now) >= limit) refuse(scope, name, limit, window.retryAfterMs(now, limit));
+    const request = (name: string, line: AdmitLine, retry?: () => number) => {
+      lines.push(line);
+      reasons.push((refusal) => refuse(scope, name, line.limit!, retry ? retry() : refusal.retryAfterMs));
     };
-    const daily = (name: string, limit: number | null | undefined, slot: QuotaSlot) => {
-      if (limit !== null && limit !== undefined && slot.get(day) >= limit) refuse(scope, name, limit, msUntilNextBusinessDay(input.clock, now));
-    };
+    request("RPM", { counter: scope.requestsPerMinute, limit: limitOf(limits.rpm), add: 1 });
+    request("RPH", { counter: scope.requestsPerHour, limit: limitOf(limits.rph), add: 1 });
+    request("RPD", { counter: scope.requestsPerDay, period: day, limit: limitOf(limits.rpd), add: 1 }, untilTomorrow);
     // Token windows hold settled counts plus the reservations of calls in flight: when
     // the reservations alone make the difference, the wait is for those calls to end.
-    const tokens = (name: string, limit: number | null | undefined, used: number, retryMs: () => number) => {
-      if (limit === null || limit === undefined || used < limit) return;
-      if (used - scope.tokensInFlight.value < limit) refuse(scope, name, limit, CALLS_IN_FLIGHT_RETRY_MS, true);
-      refuse(scope, name, limit, retryMs());
+    const token = (name: string, line: AdmitLine, retry?: () => number) => {
+      lines.push(line);
+      reasons.push((refusal) =>
+        refusal.used - refusal.held < line.limit!
+          ? refuse(scope, name, line.limit!, CALLS_IN_FLIGHT_RETRY_MS, true)
+          : refuse(scope, name, line.limit!, retry ? retry() : refusal.retryAfterMs),
+      );
     };
-    windowed("RPM", limits.rpm, scope.requestsPerMinute);
-    windowed("RPH", limits.rph, scope.requestsPerHour);
-    daily("RPD", limits.rpd, scope.requestsPerDay);
-    if (input.requestsOnly) continue;
-    tokens("TPM", limits.tpm, scope.tokensPerMinute.sum(now), () => scope.tokensPerMinute.retryAfterMs(now, limits.tpm!));
-    tokens("TPH", limits.tph, scope.tokensPerHour.sum(now), () => scope.tokensPerHour.retryAfterMs(now, limits.tph!));
-    tokens("TPD", limits.tpd, scope.tokensPerDay.get(day), () => msUntilNextBusinessDay(input.clock, now));
-  }
-  return scopes;
-}
-
-/** Counts an admitted request in every scope's request windows and day quota. */
-export function countRequest(scopes: LimitScope[], day: string, now: number): void {
-  for (const scope of scopes) {
-    scope.requestsPerMinute.add(1, now);
-    scope.requestsPerHour.add(1, now);
-    scope.requestsPerDay.add(day, 1);
-  }
-}
-
-/**
- * Reserves an admitted call's token bound in every scope's token windows and day quota,
- * so calls admitted together cannot together pass a token limit by more than one call.
- */
-export function reserveTokens(scopes: LimitScope[], day: string, now: number, tokens: number): void {
-  if (tokens <= 0) return;
-  for (const scope of scopes) {
-    scope.tokensPerMinute.add(tokens, now);
-    scope.tokensPerHour.add(tokens, now);
-    scope.tokensPerDay.add(day, tokens);
-    scope.tokensInFlight.value += tokens;
+    const add = tokens > 0 ? tokens : 0;
+    const check = (limit: number | null | undefined) => (input.requestsOnly ? undefined : limitOf(limit));
+    token("TPM", { counter: scope.tokensPerMinute, limit: check(limits.tpm), add, held: scope.tokensInFlight });
+    token("TPH", { counter: scope.tokensPerHour, limit: check(limits.tph), add, held: scope.tokensInFlight });
+    token("TPD", { counter: scope.tokensPerDay, period: day, limit: check(limits.tpd), add, held: scope.tokensInFlight }, untilTomorrow);
+    if (add > 0) {
+      lines.push({ counter: scope.tokensInFlight, add });
+      reasons.push(undefined);
+    }
   }
 }
 
@@ -199,14 +173,14 @@ export function reserveTokens(scopes: LimitScope[], day: string, now: number, to
  * Replaces a call's token reservation with the tokens it used, where the reservation was
  * made (the admission's moment and day): the windows then hold what really happened.
  */
-export function settleTokens(scopes: LimitScope[], day: string, admittedAt: number, reserved: number, used: number): void {
+export function settleTokens(scopes: readonly LimitScope[], day: string, admittedAt: number, reserved: number, used: number, out: Adjustment[]): void {
   const change = used - reserved;
   for (const scope of scopes) {
     if (change !== 0) {
-      scope.tokensPerMinute.add(change, admittedAt);
-      scope.tokensPerHour.add(change, admittedAt);
-      scope.tokensPerDay.add(day, change);
+      out.push({ counter: scope.tokensPerMinute, at: admittedAt, delta: change });
+      out.push({ counter: scope.tokensPerHour, at: admittedAt, delta: change });
+      out.push({ counter: scope.tokensPerDay, period: day, delta: change });
     }
-    if (reserved > 0) scope.tokensInFlight.value = Math.max(0, scope.tokensInFlight.value - reserved);
+    if (reserved > 0) out.push({ counter: scope.tokensInFlight, delta: -reserved });
   }
 }

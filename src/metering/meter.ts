@@ -5,12 +5,11 @@ import { HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { Endpoint } from "../gateway/endpoints.ts";
 import type { Usage } from "../gateway/usage/types.ts";
-import type { CreditBook } from "./credit.ts";
-import type { Counters } from "./counters.ts";
-import { checkWindows, countRequest, reserveTokens, settleTokens, type LimitScope, type SystemLimits } from "./limits.ts";
+import type { Adjustment, AdmitLine, CountState, PeriodCounter } from "../state/state.ts";
+import { limitScopes, planWindows, settleTokens, type RefusalReason, type SystemLimits } from "./limits.ts";
 import { planBilling, type BillingPlan } from "./billing.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
-import type { Quotas } from "./quotas.ts";
+import type { PeriodCounters } from "./quotas.ts";
 import type { Admission, SubtreeSpend } from "./admission.ts";
 import type { UsageEvent, UsageRecorder, UsageSink } from "./usage-recorder.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
@@ -51,12 +50,12 @@ export interface Meter extends UsageSink {
    * the account and its ancestors, account windows, account model limits, system model
    * limits — in that order. A refused call is not forwarded and not charged.
    */
-  admit(input: AdmitInput): Admission;
+  admit(input: AdmitInput): Promise<Admission>;
   /**
    * Ends an admission that was never used, with no usage row: a realtime session that
    * closes between responses held a reservation for a response that never came.
    */
-  release(admission: Admission): void;
+  release(admission: Admission): Promise<void>;
 }
 
 /**
@@ -75,19 +74,19 @@ export function createMeter(deps: {
   log: Logger;
   prices: () => PriceBook;
   modelLimits: () => SystemLimits;
-  credit: CreditBook;
-  counters: Counters;
-  quotas: Quotas;
+  /** Where limits, spend and credit are counted (in process, or shared by instances). */
+  counts: CountState;
+  periods: PeriodCounters;
   recorder: UsageRecorder;
   metrics?: RouterMetrics;
   /** The BYOK tenant this meter prices for; undefined in a single-tenant deployment. */
   tenantRoot?: number;
   /** An account and its ancestors, nearest first (default: the account alone). */
   chainOf?: (account: Readonly<AccountRow>) => readonly Readonly<AccountRow>[];
-  /** Told after a charge, for each account whose subtree spent it. */
-  onSpend?: (account: Readonly<AccountRow>, subtreeSpent: (month: string) => number) => void;
+  /** Told after a charge, for each account whose subtree spent it, with the counter of its month's charges. */
+  onSpend?: (account: Readonly<AccountRow>, spentThisMonth: PeriodCounter) => void;
 }): Meter {
-  const { clock, credit, quotas } = deps;
+  const { clock, counts, periods } = deps;
   const chainOf = deps.chainOf ?? ((account: Readonly<AccountRow>) => [account]);
   /** Subtree totals per account, resolved once; the row is refreshed when the account changes. */
   const subtrees = new Map<number, SubtreeSpend>();
@@ -96,10 +95,10 @@ export function createMeter(deps: {
     if (!spend) {
       spend = {
         account,
-        costToday: quotas.subtreeSlot("cost", "day", account),
-        costThisMonth: quotas.subtreeSlot("cost", "month", account),
-        spentThisMonth: quotas.subtreeSlot("spent", "month", account),
-        inFlight: { value: 0 },
+        costToday: periods.subtree("cost", "day", account),
+        costThisMonth: periods.subtree("cost", "month", account),
+        spentThisMonth: periods.subtree("spent", "month", account),
+        inFlight: Object.freeze({ kind: "gauge", key: `spend:${account.id}:reserved` }),
       };
       subtrees.set(account.id, spend);
     }
@@ -114,50 +113,62 @@ export function createMeter(deps: {
     return spend;
   };
 
-  /** Refuses when the settled spend plus reservations already reach a spend limit of the call's subtrees. */
-  const checkSpend = (account: Readonly<AccountRow>, spend: readonly SubtreeSpend[], day: string, month: string, now: number) => {
+  /**
+   * Plans the spend limits of the call's subtrees: each DailyLimit and HardLimit is
+   * checked against settled spend plus reservations, and the call's reservation is
+   * counted in them and in the subtree's in-flight gauge.
+   */
+  const planSpend = (account: Readonly<AccountRow>, spend: readonly SubtreeSpend[], day: string, month: string, now: number, reserve: number, lines: AdmitLine[], reasons: Array<RefusalReason | undefined>) => {
     for (const entry of spend) {
       const limits = entry.account;
       const daily = nanos(limits.dailyLimit);
-      if (daily !== null) {
-        const used = entry.costToday.get(day);
-        if (used >= daily) {
-          const settled = used - entry.inFlight.value >= daily;
-          throw new HttpError("rate_limit", `DailyLimit of ${limits.dailyLimit} credits${whose(entry, account)} reached for today${settled ? "" : " with the calls in flight"}`, {
-            code: "daily_limit_reached",
-            headers: settled ? { "retry-after": seconds(msUntilNextBusinessDay(clock, now)) } : RETRY_SOON,
-          });
-        }
-      }
+      lines.push({ counter: entry.costToday, period: day, limit: daily ?? undefined, add: reserve, held: entry.inFlight });
+      reasons.push(({ used, held }) => {
+        const settled = used - held >= daily!;
+        return new HttpError("rate_limit", `DailyLimit of ${limits.dailyLimit} credits${whose(entry, account)} reached for today${settled ? "" : " with the calls in flight"}`, {
+          code: "daily_limit_reached",
+          headers: settled ? { "retry-after": seconds(msUntilNextBusinessDay(clock, now)) } : RETRY_SOON,
+        });
+      });
       const hard = nanos(limits.hardLimit);
-      if (hard !== null) {
-        const used = entry.costThisMonth.get(month);
-        if (used >= hard) {
-          const settled = used - entry.inFlight.value >= hard;
-          throw new HttpError("rate_limit", `HardLimit of ${limits.hardLimit} credits${whose(entry, account)} reached for this month${settled ? "" : " with the calls in flight"}`, {
-            code: "hard_limit_reached",
-            headers: settled ? { "retry-after": seconds(msUntilNextBusinessMonth(clock, now)), ...NO_RETRY } : RETRY_SOON,
-          });
-        }
+      lines.push({ counter: entry.costThisMonth, period: month, limit: hard ?? undefined, add: reserve, held: entry.inFlight });
+      reasons.push(({ used, held }) => {
+        const settled = used - held >= hard!;
+        return new HttpError("rate_limit", `HardLimit of ${limits.hardLimit} credits${whose(entry, account)} reached for this month${settled ? "" : " with the calls in flight"}`, {
+          code: "hard_limit_reached",
+          headers: settled ? { "retry-after": seconds(msUntilNextBusinessMonth(clock, now)), ...NO_RETRY } : RETRY_SOON,
+        });
+      });
+      if (reserve > 0) {
+        lines.push({ counter: entry.inFlight, add: reserve });
+        reasons.push(undefined);
       }
     }
   };
 
   /** Moves a call's spend from its reservation to its cost (0 releases it). */
-  const settleSpend = (admission: Admission, cost: number, at: number) => {
+  const settleSpend = (admission: Admission, cost: number, at: number, out: Adjustment[]) => {
     const day = clock.businessDate(at);
     const month = day.slice(0, 7);
-    credit.settle(admission.accountId, admission.reserved, cost);
+    out.push({ counter: { kind: "credit", accountId: admission.accountId }, release: admission.reserved, charge: cost });
     for (const entry of admission.spend) {
-      entry.costToday.add(day, cost - admission.reserved);
-      entry.costThisMonth.add(month, cost - admission.reserved);
-      entry.spentThisMonth.add(month, cost);
-      entry.inFlight.value = Math.max(0, entry.inFlight.value - admission.reserved);
+      out.push({ counter: entry.costToday, period: day, delta: cost - admission.reserved });
+      out.push({ counter: entry.costThisMonth, period: month, delta: cost - admission.reserved });
+      out.push({ counter: entry.spentThisMonth, period: month, delta: cost });
+      if (admission.reserved > 0) out.push({ counter: entry.inFlight, delta: -admission.reserved });
     }
   };
 
+  /** Credit of an account, as the State names it: made once per account. */
+  const creditCounters = new Map<number, { readonly kind: "credit"; readonly accountId: number }>();
+  const creditOf = (accountId: number) => {
+    let counter = creditCounters.get(accountId);
+    if (!counter) creditCounters.set(accountId, (counter = Object.freeze({ kind: "credit", accountId })));
+    return counter;
+  };
+
   return {
-    admit(input) {
+    async admit(input) {
       const account = input.principal.account;
       const model = input.effectiveModel;
       // A token count spends nothing: only access rules (checked before) and request windows apply.
@@ -170,34 +181,36 @@ export function createMeter(deps: {
       const now = clock.now();
       const day = clock.businessDate(now);
       const month = clock.businessMonth(now);
-      if (!account.isOwner && reserve > 0 && credit.available(account.id) <= 0) {
-        // Reservations of calls in flight are what waiting can free: a refusal they alone
-        // cause is worth a retry in a moment; one the settled balance causes is not.
-        throw credit.available(account.id) + credit.reserved(account.id) <= 0
+      // In order: credit, the spend limits of the subtrees, then the windows. The State
+      // checks them all and counts the call in them in one step, or refuses at the first reached.
+      const lines: AdmitLine[] = [];
+      const reasons: Array<RefusalReason | undefined> = [];
+      lines.push({ counter: creditOf(account.id), limit: !account.isOwner && reserve > 0 ? 0 : undefined, add: reserve });
+      // Reservations of calls in flight are what waiting can free: a refusal they alone
+      // cause is worth a retry in a moment; one the settled balance causes is not.
+      reasons.push(({ used, held }) =>
+        used + held <= 0
           ? new HttpError("rate_limit", "Insufficient credit: the balance is used up", { code: "insufficient_credit", headers: NO_RETRY })
           : new HttpError("rate_limit", "Insufficient credit while other calls of this account are in flight; retry when they end", {
               code: "insufficient_credit",
               headers: RETRY_SOON,
-            });
-      }
+            }),
+      );
       const spend = counting ? [] : spendOf(account);
-      checkSpend(account, spend, day, month, now);
-      const scopes = checkWindows({ account, model, day, now, counters: deps.counters, quotas, clock, system: deps.modelLimits(), tenantRoot: deps.tenantRoot, requestsOnly: counting });
-      countRequest(scopes, day, now);
-      reserveTokens(scopes, day, now, plan.tokens);
-      credit.reserve(account.id, reserve);
       // Spend limits count reservations too, so concurrent calls cannot overshoot them.
-      for (const entry of spend) {
-        entry.costToday.add(day, reserve);
-        entry.costThisMonth.add(month, reserve);
-        entry.inFlight.value += reserve;
-      }
+      planSpend(account, spend, day, month, now, reserve, lines, reasons);
+      const scopes = limitScopes(account, model, periods, deps.modelLimits(), deps.tenantRoot);
+      planWindows({ scopes, day, now, tokens: plan.tokens, clock, requestsOnly: counting }, lines, reasons);
+      const verdict = await counts.admit(lines, now);
+      if (!verdict.admitted) throw reasons[verdict.refusal.line]!(verdict.refusal);
       return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, scopes, spend, admittedAt: now, day };
     },
 
-    release(admission) {
-      settleSpend(admission, 0, clock.now());
-      settleTokens(admission.scopes, admission.day, admission.admittedAt, admission.plan.tokens, 0);
+    async release(admission) {
+      const changes: Adjustment[] = [];
+      settleSpend(admission, 0, clock.now(), changes);
+      settleTokens(admission.scopes, admission.day, admission.admittedAt, admission.plan.tokens, 0, changes);
+      await counts.adjust(changes);
     },
 
     record(incoming: UsageEvent) {
@@ -208,9 +221,18 @@ export function createMeter(deps: {
         cost = admission.plan.settle(event.usage, event.extra);
         // An estimate never exceeds what could have happened: the call's reservation.
         if (event.source === "estimated") cost = Math.min(cost, admission.reserved);
-        settleSpend(admission, cost, event.at);
-        settleTokens(admission.scopes, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage));
-        if (cost > 0 && deps.onSpend) for (const entry of admission.spend) deps.onSpend(entry.account, (month) => entry.spentThisMonth.get(month));
+        const changes: Adjustment[] = [];
+        settleSpend(admission, cost, event.at, changes);
+        settleTokens(admission.scopes, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage), changes);
+        const settled = counts.adjust(changes);
+        if (cost > 0 && deps.onSpend) {
+          const onSpend = deps.onSpend;
+          void settled.then(() => {
+            for (const entry of admission.spend) onSpend(entry.account, entry.spentThisMonth);
+          });
+        }
+        // A State that fails to settle leaves the reservation to expire; the charge itself is in the usage row below.
+        settled.catch((error: unknown) => deps.log.error("a call's settlement could not be counted", { account: admission.accountId, error: (error as Error).message }));
       }
       observe(deps.metrics, event, cost);
       if (event.notUsage) return;

@@ -1,4 +1,4 @@
-import type { Counters } from "../metering/counters.ts";
+import type { LevelState, LevelStatus } from "../state/state.ts";
 
 /** More than this many upstream errors within the window switch a Level to its backup (spec 3, 8). */
 export const SWITCH_THRESHOLD = 5;
@@ -6,81 +6,56 @@ export const SWITCH_WINDOW_MS = 60_000;
 /** After this long without errors on a switched Level, one probe request tries it again. */
 export const QUIET_MS = 60_000;
 
-interface LevelState {
-  switchedAt: number | null;
-  lastErrorAt: number;
-  probing: boolean;
-}
-
 /**
  * Tracks upstream errors per Level and decides which Level serves a call.
  * A primary with a backup switches after more than 5 errors (5xx, 429, network,
  * timeout) in a minute; after a quiet minute a single probe call goes back to the
- * primary, and its success switches traffic back.
+ * primary, and its success switches traffic back. The counts and states live in the
+ * State (shared by instances when it is); these are the rules.
  */
 export interface SwitchOver {
   /** The Level that should serve a call routed to `level`, following chains; `probe` when this call is the primary's probe. */
-  resolve(level: number, backups: ReadonlyMap<number, number>, now: number): { level: number; probe: boolean };
-  recordError(level: number, now: number): void;
-  recordSuccess(level: number, probe: boolean): void;
+  resolve(level: number, backups: ReadonlyMap<number, number>, now: number): Promise<{ level: number; probe: boolean }>;
+  recordError(level: number, now: number): Promise<void>;
+  recordSuccess(level: number, probe: boolean): Promise<void>;
   /** Ends a probe that got no verdict (e.g. the client went away). */
-  abandonProbe(level: number): void;
+  abandonProbe(level: number): Promise<void>;
+  /** Whether the Level was switched when this process last looked (for metrics). */
   isSwitched(level: number): boolean;
 }
 
-/** `prefix` keeps tenants' error counts apart when they share one Counters. */
-export function createSwitchOver(counters: Counters, prefix = ""): SwitchOver {
-  const states = new Map<number, LevelState>();
-  const stateOf = (level: number) => {
-    let state = states.get(level);
-    if (!state) {
-      state = { switchedAt: null, lastErrorAt: -Infinity, probing: false };
-      states.set(level, state);
-    }
-    return state;
-  };
-  const keyOf = (level: number) => `switch:${prefix}${level}`;
+export function createSwitchOver(levels: LevelState, tenantId: number): SwitchOver {
+  /** What this process last saw of each Level that had errors: read by metrics, and to skip work on the success path. */
+  const seen = new Map<number, boolean>();
+  const note = (level: number, status: LevelStatus) => seen.set(level, status.switchedAt !== null);
 
   return {
-    resolve(level, backups, now) {
+    async resolve(level, backups, now) {
       let current = level;
-      const seen = new Set<number>();
+      const visited = new Set<number>();
       for (;;) {
-        seen.add(current);
+        visited.add(current);
         const backup = backups.get(current);
-        const state = states.get(current);
-        if (backup === undefined || seen.has(backup) || !state || state.switchedAt === null) {
-          return { level: current, probe: false };
-        }
-        if (!state.probing && now - state.lastErrorAt >= QUIET_MS) {
-          state.probing = true;
-          return { level: current, probe: true };
-        }
+        if (backup === undefined || visited.has(backup)) return { level: current, probe: false };
+        const status = await levels.status(tenantId, current);
+        note(current, status);
+        if (status.switchedAt === null) return { level: current, probe: false };
+        if (await levels.claimProbe(tenantId, current, now - QUIET_MS)) return { level: current, probe: true };
         current = backup;
       }
     },
-    recordError(level, now) {
-      const state = stateOf(level);
-      state.lastErrorAt = now;
-      state.probing = false;
-      counters.add(keyOf(level), 1, now, SWITCH_WINDOW_MS);
-      if (state.switchedAt === null && counters.sum(keyOf(level), now, SWITCH_WINDOW_MS) > SWITCH_THRESHOLD) {
-        state.switchedAt = now;
-      }
+    async recordError(level, now) {
+      note(level, await levels.recordError(tenantId, level, now, SWITCH_THRESHOLD, SWITCH_WINDOW_MS));
     },
-    recordSuccess(level, probe) {
-      const state = states.get(level);
-      if (!state) return;
-      if (probe || state.switchedAt === null) {
-        state.switchedAt = null;
-        state.probing = false;
-        if (probe) counters.clear(keyOf(level));
-      }
+    async recordSuccess(level, probe) {
+      // A Level never seen with errors has nothing to recover (the hot path's common case).
+      if (!probe && !seen.has(level)) return;
+      await levels.recover(tenantId, level, probe);
+      if (probe) seen.set(level, false);
     },
-    abandonProbe(level) {
-      const state = states.get(level);
-      if (state) state.probing = false;
+    async abandonProbe(level) {
+      await levels.abandonProbe(tenantId, level);
     },
-    isSwitched: (level) => states.get(level)?.switchedAt != null,
+    isSwitched: (level) => seen.get(level) === true,
   };
 }

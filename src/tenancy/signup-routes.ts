@@ -5,18 +5,13 @@ import { badRequest, HttpError, notFound } from "../core/errors.ts";
 import type { Deps } from "../deps.ts";
 import { onlyFields, readJsonObject } from "../http/body.ts";
 import { clientIp } from "../http/client-ip.ts";
+import type { WindowCounter } from "../state/state.ts";
 
 /** Sign-ups allowed per client address and hour. */
 export const SIGNUPS_PER_IP_HOUR = 5;
 /** How long a mailed confirmation link stays valid. */
 const CONFIRM_TTL_MS = 24 * 3_600_000;
 const HOUR_MS = 3_600_000;
-
-interface Pending {
-  email: string;
-  name: string | undefined;
-  expiresAt: number;
-}
 
 const hash = (token: string) => createHash("sha256").update(token).digest("hex");
 
@@ -27,22 +22,20 @@ const hash = (token: string) => createHash("sha256").update(token).digest("hex")
  * token mailed to it (`POST /x-signup/confirm`). Rate-limited per client address.
  */
 export function signupRoutes(deps: Deps) {
-  const pending = new Map<string, Pending>();
   const smtp = deps.config.signupSmtp;
   const transport = smtp ? import("nodemailer").then((m) => m.default.createTransport(smtp)) : undefined;
 
-  const limit = (request: Request) => {
+  /** Counts a sign-up of the client's address, or refuses past the hourly limit. */
+  const limit = async (request: Request) => {
     const ip = clientIp(request, deps.config.trustProxy) ?? "unknown";
-    const key = `signup:${ip}`;
-    const now = deps.clock.now();
-    if (deps.counters.sum(key, now, HOUR_MS) >= SIGNUPS_PER_IP_HOUR) {
-      const retry = deps.counters.retryAfterMs(key, now, HOUR_MS, SIGNUPS_PER_IP_HOUR);
+    const counter: WindowCounter = { kind: "window", key: `signup:${ip}`, windowMs: HOUR_MS };
+    const verdict = await deps.state.counts.admit([{ counter, limit: SIGNUPS_PER_IP_HOUR, add: 1 }], deps.clock.now());
+    if (!verdict.admitted) {
       throw new HttpError("rate_limit", "Too many sign-ups from this address; try again later", {
         code: "signup_rate_limited",
-        headers: { "retry-after": String(Math.max(1, Math.ceil(retry / 1000))) },
+        headers: { "retry-after": String(Math.max(1, Math.ceil(verdict.refusal.retryAfterMs / 1000))) },
       });
     }
-    deps.counters.add(key, 1, now, HOUR_MS);
   };
 
   const create = (email: string, name: string | undefined) => {
@@ -60,13 +53,13 @@ export function signupRoutes(deps: Deps) {
         const email = typeof body.Email === "string" ? normaliseEmail(body.Email) : "";
         if (!isValidEmail(email)) throw badRequest("Email is required and must be a valid address", "Email");
         const name = typeof body.Name === "string" ? body.Name : undefined;
-        limit(request);
+        await limit(request);
         if (!transport) {
           set.status = 201;
           return create(email, name);
         }
         const token = randomBytes(24).toString("base64url");
-        pending.set(hash(token), { email, name, expiresAt: deps.clock.now() + CONFIRM_TTL_MS });
+        await deps.state.signups.put(hash(token), { email, name }, CONFIRM_TTL_MS, deps.clock.now());
         await (await transport).sendMail({
           from: deps.config.signupFrom ?? "router@localhost",
           to: email,
@@ -84,9 +77,9 @@ export function signupRoutes(deps: Deps) {
         const body = await readJsonObject(request, deps.config.maxBody);
         onlyFields(body, ["token"]);
         const token = typeof body.token === "string" ? body.token : "";
-        const entry = pending.get(hash(token));
-        if (!entry || entry.expiresAt < deps.clock.now()) throw notFound("Unknown or expired confirmation token", "signup_token_invalid");
-        pending.delete(hash(token));
+        // Taken once: a second confirmation with the same token finds nothing.
+        const entry = await deps.state.signups.take(hash(token), deps.clock.now());
+        if (!entry) throw notFound("Unknown or expired confirmation token", "signup_token_invalid");
         set.status = 201;
         return create(entry.email, entry.name);
       },

@@ -3,7 +3,7 @@ import { createProviderKeysRepository, type ProviderKeysRepository } from "../ad
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import { createMailer, type Mailer } from "../mail/mailer.ts";
-import type { Counters } from "../metering/counters.ts";
+import type { State } from "../state/state.ts";
 import type { Meter } from "../metering/meter.ts";
 import { createKeyPool, type KeyPool } from "../routing/key-pool.ts";
 import { createSwitchOver, type SwitchOver } from "../routing/switch-over.ts";
@@ -48,7 +48,8 @@ export interface TenantParts {
   clock: Clock;
   log: Logger;
   sealer: Sealer;
-  counters: Counters;
+  /** Where switch-over state is kept (with the rest of the counted state). */
+  state: State;
   /** Builds the tenant's meter once its settings exist (the meter prices with them). */
   meterFor(tenantId: number, settings: ConfigService, mailer: Mailer): Meter;
 }
@@ -56,7 +57,7 @@ export interface TenantParts {
 export function createTenants(byok: boolean, parts: TenantParts): Tenants {
   const tenants = new Map<number, Tenant>();
   const build = (tenantId: number): Tenant => {
-    const { store, clock, log, sealer, counters } = parts;
+    const { store, clock, log, sealer, state } = parts;
     const settings = createConfigService({ store, clock, sealer, tenantId });
     const providerKeys = createProviderKeysRepository({ store, sealer, clock, tenantId });
     const pool = createKeyPool({ repo: providerKeys, clock, log });
@@ -66,7 +67,7 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
       settings,
       providerKeys,
       pool,
-      switchOver: createSwitchOver(counters, `${tenantId}:`),
+      switchOver: createSwitchOver(state.levels, tenantId),
       mailer,
       meter: parts.meterFor(tenantId, settings, mailer),
     };

@@ -4,7 +4,7 @@ import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { createRealtimeBridge, type RealtimeSession } from "../../src/gateway/realtime/bridge.ts";
-import { addKey, usageRows } from "../helpers/keys.ts";
+import { addKey, availableCredit, usageRows } from "../helpers/keys.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 import { testCertificates } from "../helpers/tls.ts";
 
@@ -255,7 +255,7 @@ describe("the realtime WebSocket bridge", () => {
     client.ws.close(1000);
     // The close releases the reservation held for a third response, with no row: Requests
     // counts one per response.done, never the close (issue 13, item 16).
-    await waitFor(() => router.deps.credit.available(account.id) === 100e9 - 2 * COST_NANOS);
+    await waitFor(async () => (await availableCredit(router, account.id)) === 100e9 - 2 * COST_NANOS);
     expect(usageRows(router).filter((r) => r.account_id === account.id)).toHaveLength(2);
     const daily = router.deps.store.sqlite.query<{ requests: number }, [number]>("SELECT sum(requests) AS requests FROM usage_daily WHERE account_id = ?").get(account.id);
     expect(daily?.requests).toBe(2);

@@ -53,3 +53,13 @@ export function recordUsage(
   });
   router.deps.usageRecorder.flush();
 }
+
+/** What an account can spend now, as admission sees it: its balance less unwritten charges and reservations in flight. */
+export function availableCredit(router: TestRouter, accountId: number): Promise<number> {
+  return router.deps.state.counts.read({ kind: "credit", accountId }, router.deps.clock.now());
+}
+
+/** What an account's calls in flight and unwritten charges hold back from its ledger balance. */
+export function heldCredit(router: TestRouter, accountId: number): Promise<number> {
+  return router.deps.state.credit.held(accountId);
+}

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createMemoryCounters } from "../../src/metering/counters.ts";
+import { createMemoryCounters } from "../../src/state/memory-windows.ts";
 
 /** A whole second, so bucket edges (1 s for a one-minute window) fall on round offsets. */
 const T0 = Date.UTC(2026, 0, 1);

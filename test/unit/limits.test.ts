@@ -4,9 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createManualClock } from "../../src/core/clock.ts";
 import { HttpError } from "../../src/core/errors.ts";
-import { createMemoryCounters } from "../../src/metering/counters.ts";
-import { checkWindows, countRequest, settleTokens, type SystemLimits, type WindowLimits } from "../../src/metering/limits.ts";
-import { createQuotas, type Quotas } from "../../src/metering/quotas.ts";
+import { createMemoryCounters } from "../../src/state/memory-windows.ts";
+import { createMemoryState } from "../../src/state/memory.ts";
+import type { Adjustment, AdmitLine, Counter, Measure } from "../../src/state/state.ts";
+import { limitScopes, planWindows, settleTokens, type LimitScope, type RefusalReason, type SystemLimits, type WindowLimits } from "../../src/metering/limits.ts";
+import { createPeriodCounters, createPeriodSeeder } from "../../src/metering/quotas.ts";
 import { openStore } from "../../src/store/db.ts";
 import { usageDaily } from "../../src/store/schema/usage.ts";
 import { compilePattern } from "../../src/routing/patterns.ts";
@@ -52,42 +54,45 @@ function account(fields: Partial<AccountRow> = {}): AccountRow {
   };
 }
 
-/** Day quotas in a map, keyed like the real ones (measure, period, account, model). */
-function fakeQuotas() {
-  const values = new Map<string, number>();
-  const key = (measure: string, period: string, accountId?: number, model?: string) => `${measure}|${period}|${accountId ?? "*"}|${model ?? "*"}`;
-  const quotas = {
-    slot: (measure: string, _kind: string, accountId?: number, model?: string) => ({
-      get: (period: string) => values.get(key(measure, period, accountId, model)) ?? 0,
-      add: (period: string, amount: number) => {
-        const k = key(measure, period, accountId, model);
-        values.set(k, (values.get(k) ?? 0) + amount);
-      },
-    }),
-  } as unknown as Quotas;
-  return { quotas, values };
+/** An in-memory State whose period totals start at 0 (no rollups), on a manual clock. */
+function memoryState(clock: { now(): number }) {
+  return createMemoryState({ seed: () => 0, balance: () => ({ balance: 0, staleAt: Infinity }) }, () => clock.now());
 }
 
 const system = (entries: Record<string, WindowLimits>): SystemLimits =>
   Object.entries(entries).map(([source, limits]) => ({ pattern: compilePattern(source), limits }));
 
-/** One admission: check, then count the request, as the meter does. */
+/** One admission of the window limits, checked and counted in the State as the meter does. */
+async function admitWindows(
+  deps: { state: ReturnType<typeof memoryState>; periods: ReturnType<typeof createPeriodCounters>; clock: ReturnType<typeof createManualClock> },
+  acct: AccountRow,
+  model: string | undefined,
+  sys: SystemLimits,
+): Promise<LimitScope[]> {
+  const now = deps.clock.now();
+  const day = deps.clock.businessDate(now);
+  const scopes = limitScopes(acct, model, deps.periods, sys);
+  const lines: AdmitLine[] = [];
+  const reasons: Array<RefusalReason | undefined> = [];
+  planWindows({ scopes, day, now, tokens: 0, clock: deps.clock }, lines, reasons);
+  const verdict = await deps.state.counts.admit(lines, now);
+  if (!verdict.admitted) throw reasons[verdict.refusal.line]!(verdict.refusal);
+  return scopes;
+}
+
 function harness(acct: AccountRow, sys: SystemLimits = []) {
   const clock = createManualClock(T0);
-  const counters = createMemoryCounters();
-  const { quotas, values } = fakeQuotas();
-  const admit = (model: string | undefined = "m1") => {
-    const now = clock.now();
-    const day = clock.businessDate(now);
-    const scopes = checkWindows({ account: acct, model, day, now, counters, quotas, clock, system: sys });
-    countRequest(scopes, day, now);
-    return scopes;
+  const state = memoryState(clock);
+  const periods = createPeriodCounters();
+  const admit = (model: string | undefined = "m1") => admitWindows({ state, periods, clock }, acct, model, sys);
+  const finish = async (scopes: LimitScope[], tokens: number) => {
+    const changes: Adjustment[] = [];
+    settleTokens(scopes, clock.businessDate(), clock.now(), 0, tokens, changes);
+    await state.counts.adjust(changes);
   };
-  const finish = (scopes: ReturnType<typeof admit>, tokens: number) =>
-    settleTokens(scopes, clock.businessDate(), clock.now(), 0, tokens);
-  const refusal = (model: string | undefined = "m1"): HttpError => {
+  const refusal = async (model: string | undefined = "m1"): Promise<HttpError> => {
     try {
-      admit(model);
+      await admit(model);
     } catch (error) {
       expect(error).toBeInstanceOf(HttpError);
       expect((error as HttpError).status).toBe(429);
@@ -95,22 +100,26 @@ function harness(acct: AccountRow, sys: SystemLimits = []) {
     }
     throw new Error("admitted");
   };
-  return { clock, counters, quotas, values, admit, finish, refusal };
+  /** A counter's value now (a period total in `period`). */
+  const read = (counter: Counter, period?: string) => state.counts.read(counter, clock.now(), period);
+  const windowSum = (key: string, windowMs: number) => read({ kind: "window", key, windowMs });
+  const total = (measure: Measure, period: string, accountId?: number, model?: string) => read(periods.of(measure, "day", accountId, model), period);
+  return { clock, state, periods, admit, finish, refusal, windowSum, total };
 }
 
 const retryAfter = (e: HttpError) => Number(e.headers!["retry-after"]);
 
-describe("checkWindows and countRequest", () => {
-  test("no limits: no scopes, nothing counted", () => {
+describe("window limits (planWindows in the State)", () => {
+  test("no limits: no scopes, nothing counted", async () => {
     const h = harness(account());
-    expect(h.admit()).toEqual([]);
-    expect(h.values.size).toBe(0);
+    expect(await h.admit()).toEqual([]);
+    expect(await h.total("requests", "2026-03-10", 7)).toBe(0);
   });
 
-  test("RPM refuses the call after the limit, names it and the scope, and admits again after Retry-After", () => {
+  test("RPM refuses the call after the limit, names it and the scope, and admits again after Retry-After", async () => {
     const h = harness(account({ rpm: 3 }));
-    for (let i = 0; i < 3; i++) h.admit();
-    const e = h.refusal();
+    for (let i = 0; i < 3; i++) await h.admit();
+    const e = await h.refusal();
     expect(e.code).toBe("rpm_limit_reached");
     expect(e.message).toContain("RPM limit of 3");
     expect(e.message).toContain("account");
@@ -118,23 +127,18 @@ describe("checkWindows and countRequest", () => {
     expect(wait).toBeGreaterThan(0);
     expect(wait).toBeLessThanOrEqual(61);
     h.clock.advance((wait - 1) * SECOND);
-    h.refusal();
+    await h.refusal();
     h.clock.advance(1 * SECOND);
-    h.admit();
+    await h.admit();
   });
 
-  test("an edited account or MODEL_LIMITS applies at once, and what was counted still counts", () => {
+  test("an edited account or MODEL_LIMITS applies at once, and what was counted still counts", async () => {
     const clock = createManualClock(T0);
-    const counters = createMemoryCounters();
-    const { quotas } = fakeQuotas();
-    const admit = (acct: AccountRow, sys: SystemLimits) => {
-      const now = clock.now();
-      const day = clock.businessDate(now);
-      countRequest(checkWindows({ account: acct, model: "acme-1", day, now, counters, quotas, clock, system: sys }), day, now);
-    };
-    const refused = (acct: AccountRow, sys: SystemLimits) => {
+    const deps = { clock, state: memoryState(clock), periods: createPeriodCounters() };
+    const admit = (acct: AccountRow, sys: SystemLimits) => admitWindows(deps, acct, "acme-1", sys);
+    const refused = async (acct: AccountRow, sys: SystemLimits) => {
       try {
-        admit(acct, sys);
+        await admit(acct, sys);
       } catch (error) {
         return (error as HttpError).code;
       }
@@ -142,146 +146,141 @@ describe("checkWindows and countRequest", () => {
     };
     // Scopes are remembered per account snapshot: an edit is a new snapshot of the same id.
     const before = account({ id: 5, rpm: 10 });
-    for (let i = 0; i < 3; i++) admit(before, []);
-    expect(refused(account({ id: 5, rpm: 3 }), [])).toBe("rpm_limit_reached");
-    expect(refused(account({ id: 5, rpm: 4 }), [])).toBeUndefined();
+    for (let i = 0; i < 3; i++) await admit(before, []);
+    expect(await refused(account({ id: 5, rpm: 3 }), [])).toBe("rpm_limit_reached");
+    expect(await refused(account({ id: 5, rpm: 4 }), [])).toBeUndefined();
     // MODEL_LIMITS replaced: the new object takes effect on the next call.
     const loose = system({ "acme-*": { rpm: 100 } });
-    admit(before, loose);
-    expect(refused(before, system({ "acme-*": { rpm: 1 } }))).toBe("rpm_limit_reached");
-    expect(refused(before, loose)).toBeUndefined();
+    await admit(before, loose);
+    expect(await refused(before, system({ "acme-*": { rpm: 1 } }))).toBe("rpm_limit_reached");
+    expect(await refused(before, loose)).toBeUndefined();
   });
 
-  test("a refused call is not counted", () => {
+  test("a refused call is not counted", async () => {
     const h = harness(account({ rpm: 1 }));
-    h.admit();
-    h.refusal();
-    h.refusal();
-    expect(h.counters.sum("a:7:r:m", h.clock.now(), MINUTE)).toBe(1);
-    expect(h.values.get(`requests|2026-03-10|7|*`)).toBe(1);
+    await h.admit();
+    await h.refusal();
+    await h.refusal();
+    expect(await h.windowSum("a:7:r:m", MINUTE)).toBe(1);
+    expect(await h.total("requests", "2026-03-10", 7)).toBe(1);
   });
 
-  test("RPM is a sliding window: calls spread over the minute leave one by one", () => {
+  test("RPM is a sliding window: calls spread over the minute leave one by one", async () => {
     const h = harness(account({ rpm: 2 }));
-    h.admit(); // T0
+    await h.admit(); // T0
     h.clock.advance(30 * SECOND);
-    h.admit(); // T0+30s
-    const e = h.refusal();
+    await h.admit(); // T0+30s
+    const e = await h.refusal();
     // The first call leaves the window first: about 30 s from now, not a full minute.
     expect(retryAfter(e)).toBeGreaterThanOrEqual(30);
     expect(retryAfter(e)).toBeLessThanOrEqual(31);
     h.clock.advance(retryAfter(e) * SECOND);
-    h.admit();
-    h.refusal();
+    await h.admit();
+    await h.refusal();
   });
 
-  test("RPH refuses with a Retry-After under an hour (plus one bucket)", () => {
+  test("RPH refuses with a Retry-After under an hour (plus one bucket)", async () => {
     const h = harness(account({ rph: 2 }));
-    h.admit();
+    await h.admit();
     h.clock.advance(10 * MINUTE);
-    h.admit();
-    const e = h.refusal();
+    await h.admit();
+    const e = await h.refusal();
     expect(e.code).toBe("rph_limit_reached");
     expect(retryAfter(e)).toBeGreaterThan(49 * 60);
     expect(retryAfter(e)).toBeLessThanOrEqual(51 * 60);
     h.clock.advance(retryAfter(e) * SECOND - SECOND);
-    h.refusal();
+    await h.refusal();
     h.clock.advance(SECOND);
-    h.admit();
+    await h.admit();
   });
 
-  test("RPD resets at the business date, with Retry-After until midnight", () => {
+  test("RPD resets at the business date, with Retry-After until midnight", async () => {
     const h = harness(account({ rpd: 2 }));
     h.clock.set(Date.UTC(2026, 2, 10, 23, 0));
-    h.admit();
-    h.admit();
-    const e = h.refusal();
+    await h.admit();
+    await h.admit();
+    const e = await h.refusal();
     expect(e.code).toBe("rpd_limit_reached");
     expect(retryAfter(e)).toBe(3600);
     h.clock.set(Date.UTC(2026, 2, 10, 23, 59, 59));
-    h.refusal();
+    await h.refusal();
     h.clock.set(Date.UTC(2026, 2, 11, 0, 0, 1));
-    h.admit();
-    h.admit();
-    h.refusal();
+    await h.admit();
+    await h.admit();
+    await h.refusal();
   });
 
-  test("token windows count tokens when calls finish; a call is refused once recorded tokens reached the limit", () => {
+  test("token windows count tokens when calls finish; a call is refused once recorded tokens reached the limit", async () => {
     const h = harness(account({ tpm: 100 }));
-    const first = h.admit();
+    const first = await h.admit();
     // In flight: nothing recorded yet, so a second call is admitted.
-    const second = h.admit();
-    h.finish(first, 60);
-    h.admit();
-    h.finish(second, 39);
+    const second = await h.admit();
+    await h.finish(first, 60);
+    await h.admit();
+    await h.finish(second, 39);
     // 99 < 100: still admitted.
-    const third = h.admit();
-    h.finish(third, 1);
-    const e = h.refusal();
+    const third = await h.admit();
+    await h.finish(third, 1);
+    const e = await h.refusal();
     expect(e.code).toBe("tpm_limit_reached");
     expect(e.message).toContain("TPM limit of 100");
     expect(retryAfter(e)).toBeLessThanOrEqual(61);
     h.clock.advance(retryAfter(e) * SECOND);
-    h.admit();
+    await h.admit();
   });
 
-  test("TPH and TPD refuse at their boundaries", () => {
+  test("TPH and TPD refuse at their boundaries", async () => {
     const hour = harness(account({ tph: 10 }));
-    hour.finish(hour.admit(), 10);
-    const e = hour.refusal();
+    await hour.finish(await hour.admit(), 10);
+    const e = await hour.refusal();
     expect(e.code).toBe("tph_limit_reached");
     expect(retryAfter(e)).toBeLessThanOrEqual(3660);
     expect(retryAfter(e)).toBeGreaterThan(3540);
 
     const day = harness(account({ tpd: 10 }));
     day.clock.set(Date.UTC(2026, 2, 10, 18));
-    day.finish(day.admit(), 10);
-    const d = day.refusal();
+    await day.finish(await day.admit(), 10);
+    const d = await day.refusal();
     expect(d.code).toBe("tpd_limit_reached");
     expect(retryAfter(d)).toBe(6 * 3600);
     day.clock.set(Date.UTC(2026, 2, 11, 0, 0, 1));
-    day.admit();
+    await day.admit();
   });
 
-  test("zero tokens change nothing; a limit of 0 refuses every call", () => {
+  test("zero tokens change nothing; a limit of 0 refuses every call", async () => {
     const h = harness(account({ tpm: 5 }));
-    h.finish(h.admit(), 0);
-    expect(h.counters.sum("a:7:t:m", h.clock.now(), MINUTE)).toBe(0);
+    await h.finish(await h.admit(), 0);
+    expect(await h.windowSum("a:7:t:m", MINUTE)).toBe(0);
     const zero = harness(account({ rpm: 0 }));
-    expect(zero.refusal().code).toBe("rpm_limit_reached");
+    expect((await zero.refusal()).code).toBe("rpm_limit_reached");
   });
 
-  test("account ModelLimits apply to matching models only, per effective model, labelled as account model limits", () => {
+  test("account ModelLimits apply to matching models only, per effective model, labelled as account model limits", async () => {
     const h = harness(account({ modelLimits: JSON.stringify({ "acme-*": { rpm: 1 }, "acme-big": { rpm: 2 } }) }));
-    h.admit("acme-small");
-    const e = h.refusal("acme-small");
+    await h.admit("acme-small");
+    const e = await h.refusal("acme-small");
     expect(e.message).toContain("account model acme-small");
     // The exact entry beats the pattern.
-    h.admit("acme-big");
-    h.admit("acme-big");
-    expect(h.refusal("acme-big").message).toContain("RPM limit of 2");
+    await h.admit("acme-big");
+    await h.admit("acme-big");
+    expect((await h.refusal("acme-big")).message).toContain("RPM limit of 2");
     // Another model matching the pattern has its own counter; unmatched models are free.
-    h.admit("acme-other");
-    for (let i = 0; i < 5; i++) h.admit("gpt-4o");
+    await h.admit("acme-other");
+    for (let i = 0; i < 5; i++) await h.admit("gpt-4o");
     // No model (e.g. a model-less call): only account limits apply.
-    h.admit(undefined);
+    await h.admit(undefined);
   });
 
-  test("system MODEL_LIMITS are shared by every account", () => {
+  test("system MODEL_LIMITS are shared by every account", async () => {
     const sys = system({ "acme-*": { rpm: 2 } });
     const clock = createManualClock(T0);
-    const counters = createMemoryCounters();
-    const { quotas } = fakeQuotas();
-    const admit = (acct: AccountRow) => {
-      const now = clock.now();
-      const day = clock.businessDate(now);
-      countRequest(checkWindows({ account: acct, model: "acme-1", day, now, counters, quotas, clock, system: sys }), day, now);
-    };
-    admit(account({ id: 1 }));
-    admit(account({ id: 2 }));
+    const deps = { clock, state: memoryState(clock), periods: createPeriodCounters() };
+    const admit = (acct: AccountRow) => admitWindows(deps, acct, "acme-1", sys);
+    await admit(account({ id: 1 }));
+    await admit(account({ id: 2 }));
     let error: HttpError | undefined;
     try {
-      admit(account({ id: 3 }));
+      await admit(account({ id: 3 }));
     } catch (e) {
       error = e as HttpError;
     }
@@ -289,26 +288,26 @@ describe("checkWindows and countRequest", () => {
     expect(error?.message).toContain("(model acme-1)");
   });
 
-  test("system RPD and TPD count per model across accounts", () => {
+  test("system RPD and TPD count per model across accounts", async () => {
     const h = harness(account(), system({ "m*": { rpd: 1, tpd: 50 } }));
-    const scopes = h.admit("m1");
+    const scopes = await h.admit("m1");
     expect(scopes.map((s) => s.label)).toEqual(["model m1"]);
-    expect(h.values.get("requests|2026-03-10|*|m1")).toBe(1);
-    h.finish(scopes, 50);
-    expect(h.values.get("tokens|2026-03-10|*|m1")).toBe(50);
-    expect(h.refusal("m1").code).toBe("rpd_limit_reached");
+    expect(await h.total("requests", "2026-03-10", undefined, "m1")).toBe(1);
+    await h.finish(scopes, 50);
+    expect(await h.total("tokens", "2026-03-10", undefined, "m1")).toBe(50);
+    expect((await h.refusal("m1")).code).toBe("rpd_limit_reached");
   });
 
-  test("checks run account, account model, system model — the first limit reached answers", () => {
+  test("checks run account, account model, system model — the first limit reached answers", async () => {
     const acct = account({ rpm: 1, modelLimits: JSON.stringify({ m1: { rpm: 1 } }) });
     const h = harness(acct, system({ m1: { rpm: 1 } }));
-    const scopes = h.admit("m1");
+    const scopes = await h.admit("m1");
     expect(scopes.map((s) => s.label)).toEqual(["account", "account model m1", "model m1"]);
-    expect(h.refusal("m1").message).toContain("(account)");
+    expect((await h.refusal("m1")).message).toContain("(account)");
 
     const modelsOnly = harness(account({ modelLimits: JSON.stringify({ m1: { rpm: 1 } }) }), system({ m1: { rpm: 1 } }));
-    modelsOnly.admit("m1");
-    expect(modelsOnly.refusal("m1").message).toContain("(account model m1)");
+    await modelsOnly.admit("m1");
+    expect((await modelsOnly.refusal("m1")).message).toContain("(account model m1)");
   });
 });
 
@@ -346,57 +345,70 @@ describe("counters.retryAfterMs", () => {
   });
 });
 
-describe("quotas (day and month totals over the counters)", () => {
-  function withStore(run: (quotas: Quotas, store: ReturnType<typeof openStore>) => void) {
+interface QuotaOps {
+  get(measure: Measure, period: string, accountId?: number, model?: string): Promise<number>;
+  add(measure: Measure, period: string, delta: number, accountId?: number, model?: string): Promise<void>;
+}
+
+describe("period totals (day and month, seeded from the rollups)", () => {
+  /** Period totals in a memory State seeded from a real store's rollups, read and changed as the meter does. */
+  async function withStore(run: (quotas: QuotaOps, store: ReturnType<typeof openStore>) => Promise<void>) {
     const dir = mkdtempSync(join(tmpdir(), "quotas-"));
     const store = openStore(join(dir, "router.db"));
+    const state = createMemoryState({ seed: createPeriodSeeder(store), balance: () => ({ balance: 0, staleAt: Infinity }) }, () => T0);
+    const periods = createPeriodCounters();
+    const counter = (measure: Measure, period: string, accountId?: number, model?: string) => periods.of(measure, period.length === 7 ? "month" : "day", accountId, model);
+    const quotas: QuotaOps = {
+      get: (measure, period, accountId, model) => state.counts.read(counter(measure, period, accountId, model), T0, period),
+      add: (measure, period, delta, accountId, model) => state.counts.adjust([{ counter: counter(measure, period, accountId, model), period, delta }]),
+    };
     try {
-      run(createQuotas({ store, counters: createMemoryCounters() }), store);
+      await run(quotas, store);
     } finally {
       store.close();
       rmSync(dir, { recursive: true, force: true });
     }
   }
 
-  test("a day and its month keep separate totals (in-memory amounts survive switching between them)", () => {
-    withStore((quotas) => {
-      quotas.add("cost", "2026-03-10", 100, 7);
-      quotas.add("cost", "2026-03", 100, 7);
-      quotas.add("cost", "2026-03-10", 50, 7);
-      quotas.add("cost", "2026-03", 50, 7);
-      expect(quotas.get("cost", "2026-03-10", 7)).toBe(150);
-      expect(quotas.get("cost", "2026-03", 7)).toBe(150);
-      expect(quotas.get("cost", "2026-03-10", 7)).toBe(150);
+  test("a day and its month keep separate totals (in-memory amounts survive switching between them)", async () => {
+    await withStore(async (quotas) => {
+      await quotas.add("cost", "2026-03-10", 100, 7);
+      await quotas.add("cost", "2026-03", 100, 7);
+      await quotas.add("cost", "2026-03-10", 50, 7);
+      await quotas.add("cost", "2026-03", 50, 7);
+      expect(await quotas.get("cost", "2026-03-10", 7)).toBe(150);
+      expect(await quotas.get("cost", "2026-03", 7)).toBe(150);
+      expect(await quotas.get("cost", "2026-03-10", 7)).toBe(150);
       // Another account, another measure: separate.
-      expect(quotas.get("cost", "2026-03-10", 8)).toBe(0);
-      expect(quotas.get("requests", "2026-03-10", 7)).toBe(0);
+      expect(await quotas.get("cost", "2026-03-10", 8)).toBe(0);
+      expect(await quotas.get("requests", "2026-03-10", 7)).toBe(0);
     });
   });
 
-  test("the first touch of a period seeds it from the daily rollups (a restart keeps quotas)", () => {
-    withStore((quotas, store) => {
+  test("the first touch of a period seeds it from the daily rollups (a restart keeps quotas)", async () => {
+    await withStore(async (quotas, store) => {
       const row = { accountId: 7, model: "m1", requests: 2, promptTokens: 10, completionTokens: 5, reasoningTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
       store.db.insert(usageDaily).values({ ...row, day: "2026-03-09", costNanos: 1000 }).run();
       store.db.insert(usageDaily).values({ ...row, day: "2026-03-10", costNanos: 300 }).run();
       store.db.insert(usageDaily).values({ ...row, day: "2026-02-28", costNanos: 99 }).run();
-      expect(quotas.get("cost", "2026-03-10", 7)).toBe(300);
-      expect(quotas.get("cost", "2026-03", 7)).toBe(1300);
-      expect(quotas.get("requests", "2026-03-10", 7)).toBe(2);
-      expect(quotas.get("tokens", "2026-03-10", 7, "m1")).toBe(15);
-      expect(quotas.get("tokens", "2026-03-10", undefined, "m1")).toBe(15);
-      quotas.add("cost", "2026-03", 5, 7);
-      expect(quotas.get("cost", "2026-03", 7)).toBe(1305);
+      expect(await quotas.get("cost", "2026-03-10", 7)).toBe(300);
+      expect(await quotas.get("cost", "2026-03", 7)).toBe(1300);
+      expect(await quotas.get("requests", "2026-03-10", 7)).toBe(2);
+      expect(await quotas.get("tokens", "2026-03-10", 7, "m1")).toBe(15);
+      expect(await quotas.get("tokens", "2026-03-10", undefined, "m1")).toBe(15);
+      await quotas.add("cost", "2026-03", 5, 7);
+      expect(await quotas.get("cost", "2026-03", 7)).toBe(1305);
       // Charged spend (SoftLimit) seeds the same way and is kept apart from reservations.
-      expect(quotas.get("spent", "2026-03", 7)).toBe(1300);
+      expect(await quotas.get("spent", "2026-03", 7)).toBe(1300);
     });
   });
 
-  test("a call settling after midnight does not pull the slot back to the past day", () => {
-    withStore((quotas) => {
-      quotas.add("cost", "2026-03-10", 500, 7); // reserved before midnight
-      quotas.add("cost", "2026-03-11", 200, 7); // reserved after midnight
-      quotas.add("cost", "2026-03-10", -100, 7); // the first call settles after midnight
-      expect(quotas.get("cost", "2026-03-11", 7)).toBe(200);
+  test("a call settling after midnight does not pull the slot back to the past day", async () => {
+    await withStore(async (quotas) => {
+      await quotas.add("cost", "2026-03-10", 500, 7); // reserved before midnight
+      await quotas.add("cost", "2026-03-11", 200, 7); // reserved after midnight
+      await quotas.add("cost", "2026-03-10", -100, 7); // the first call settles after midnight
+      expect(await quotas.get("cost", "2026-03-11", 7)).toBe(200);
     });
   });
 });

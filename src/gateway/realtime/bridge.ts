@@ -25,7 +25,7 @@ export interface RealtimeBridge {
    * A refusal comes back as an error Response (before any upgrade); a successful
    * upgrade as undefined.
    */
-  upgrade(request: Request, server: Server<RealtimeSession>): Response | undefined;
+  upgrade(request: Request, server: Server<RealtimeSession>): Promise<Response | undefined>;
   /** The `websocket` handlers for Bun.serve. */
   readonly websocket: WebSocketHandler<RealtimeSession>;
   /** Sessions open now. */
@@ -50,7 +50,7 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
   };
   const lifecycle = createLifecycle(deps, options);
 
-  const start = (request: Request, server: Server<RealtimeSession>): void => {
+  const start = async (request: Request, server: Server<RealtimeSession>): Promise<void> => {
     const handshake = readHandshake(
       {
         auth: deps.auth,
@@ -68,7 +68,7 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
     const metering = createSessionMeter(tenant);
     const route = routeModel(tenant.settings.routing(), handshake.requestedModel);
     const effectiveModel = route.effectiveModel ?? handshake.requestedModel;
-    const admission = metering.admit(handshake.principal, effectiveModel);
+    const admission = await metering.admit(handshake.principal, effectiveModel);
     const now = deps.clock.now();
     const id = metaOf(request)?.id ?? requestId();
     const tried = new Set<number>();
@@ -76,7 +76,7 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
     const pinned = handshake.ephemeral ? tenant.pool.acquireById(handshake.ephemeral.keyId) : undefined;
     const picked = handshake.ephemeral
       ? pinned && { key: pinned, level: pinned.level, probe: false }
-      : pickRealtimeKey(tenant, route.level, tried);
+      : await pickRealtimeKey(tenant, route.level, tried);
     const session = newSession({
       id,
       principal: handshake.principal,
@@ -112,9 +112,9 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
       if (request.method !== "GET" || !request.url.includes(REALTIME_PATH)) return false;
       return new URL(request.url).pathname === REALTIME_PATH;
     },
-    upgrade(request, server) {
+    async upgrade(request, server) {
       try {
-        start(request, server);
+        await start(request, server);
         return undefined;
       } catch (error) {
         if (error instanceof HttpError) return errorResponse("openai", error);

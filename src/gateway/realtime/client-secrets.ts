@@ -60,7 +60,7 @@ export function realtimeClientSecretRoutes(deps: Deps) {
         headers: forwardableRequestHeaders(request.headers),
         search: "",
       };
-      const admission = tenant.meter.admit({
+      const admission = await tenant.meter.admit({
         principal,
         endpoint: CLIENT_SECRETS_ENDPOINT,
         effectiveModel: route.effectiveModel,

@@ -128,9 +128,10 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
     return true;
   };
 
-  const readmit = (session: RealtimeSession) => {
+  /** The next response's reservation; a refusal closes the session. */
+  const readmit = async (session: RealtimeSession) => {
     try {
-      session.admission = metering.admit(session);
+      session.admission = await metering.admit(session);
       session.admittedAt = clock.now();
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
@@ -140,12 +141,32 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
     }
   };
 
+  /** After a failed dial: the next key, or the end of the session. */
+  const redial = async (session: RealtimeSession): Promise<void> => {
+    // A client-secret session lives on its key alone: no other key knows the secret.
+    const next =
+      !session.ephemeral && session.attempts < deps.config.maxAttempts ? await pickRealtimeKey(session.tenant, session.level, session.tried) : undefined;
+    if (next && session.clientClosed) {
+      session.tenant.pool.release(next.key);
+      return finish(session);
+    }
+    if (next) {
+      session.picked = next;
+      session.attempts++;
+      return dialUpstream(session, dial, events);
+    }
+    if (session.clientClosed) return finish(session);
+    session.failStatus = 502;
+    sendToClient(session, errorEvent("server_error", "upstream_unavailable", "No upstream realtime endpoint could be reached; try again later"));
+    closeByRouter(session, 1011, "upstream unavailable");
+  };
+
   const events: UpstreamEvents = {
     open(session) {
       const { key, level, probe } = session.picked!;
       const { pool, switchOver } = session.tenant;
       pool.report(key, { kind: "success" });
-      switchOver.recordSuccess(level, probe);
+      void switchOver.recordSuccess(level, probe);
       for (const frame of session.pending) session.upstream!.send(frame);
       session.pending = [];
       session.pendingBytes = 0;
@@ -155,7 +176,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
       const done = typeof data === "string" && charge(session, data);
       if (session.clientClosed) return;
       sendToClient(session, data);
-      if (done) readmit(session);
+      if (done) void readmit(session).catch((error: unknown) => log.error("realtime readmission failed", { req: session.id, error: (error as Error).message }));
     },
     closed(session, code, reason) {
       if (session.clientClosed) return finish(session);
@@ -168,14 +189,14 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
       log.warn("realtime upstream did not connect", { req: session.id, key: key.id, level, failure: failure.kind, error: redact(message ?? "") });
       if (failure.kind === "blocked") {
         pool.markUnusable(key, failure.reason);
-        if (probe) switchOver.abandonProbe(level);
+        if (probe) void switchOver.abandonProbe(level);
       } else if (failure.kind === "client") {
         pool.report(key, { kind: "success" });
-        switchOver.recordSuccess(level, probe);
+        void switchOver.recordSuccess(level, probe);
       } else {
         pool.report(key, failure.kind === "credential" ? { kind: "credential" } : { kind: "retryable" });
-        if (failure.kind === "retryable") switchOver.recordError(level, clock.now());
-        if (probe) switchOver.abandonProbe(level);
+        if (failure.kind === "retryable") void switchOver.recordError(level, clock.now());
+        if (probe) void switchOver.abandonProbe(level);
       }
       pool.release(key);
       session.tried.add(key.id);
@@ -188,17 +209,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
         sendToClient(session, errorEvent("invalid_request_error", "upstream_refused", text));
         return closeByRouter(session, 1008, `upstream refused the session (HTTP ${failure.status})`);
       }
-      // A client-secret session lives on its key alone: no other key knows the secret.
-      const next =
-        !session.ephemeral && session.attempts < deps.config.maxAttempts ? pickRealtimeKey(session.tenant, session.level, session.tried) : undefined;
-      if (next) {
-        session.picked = next;
-        session.attempts++;
-        return dialUpstream(session, dial, events);
-      }
-      session.failStatus = 502;
-      sendToClient(session, errorEvent("server_error", "upstream_unavailable", "No upstream realtime endpoint could be reached; try again later"));
-      closeByRouter(session, 1011, "upstream unavailable");
+      void redial(session);
     },
   };
 

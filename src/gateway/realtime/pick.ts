@@ -18,13 +18,13 @@ export interface PickedKey {
  * chain, skipping keys already tried and keys whose provider type has no realtime
  * endpoint.
  */
-export function pickRealtimeKey(
+export async function pickRealtimeKey(
   deps: { settings: ConfigService; switchOver: SwitchOver; pool: KeyPool; clock: Clock },
   level: number,
   tried: Set<number>,
-): PickedKey | undefined {
+): Promise<PickedKey | undefined> {
   const backups = deps.settings.routing().switchOver;
-  const resolved = deps.switchOver.resolve(level, backups, deps.clock.now());
+  const resolved = await deps.switchOver.resolve(level, backups, deps.clock.now());
   const seen = new Set<number>();
   for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
     seen.add(current);
@@ -35,7 +35,7 @@ export function pickRealtimeKey(
       deps.pool.release(key);
       tried.add(key.id);
     }
-    if (resolved.probe && current === resolved.level) deps.switchOver.abandonProbe(current);
+    if (resolved.probe && current === resolved.level) await deps.switchOver.abandonProbe(current);
   }
   return undefined;
 }

@@ -109,7 +109,7 @@ export function newSession(fields: {
 export function createSessionMeter(deps: { meter: Meter; usage: UsageSink; clock: Clock }) {
   return {
     /** A fresh reservation for the next response; throws the meter's HttpError when refused. */
-    admit(principal: Principal, effectiveModel: string): Admission {
+    admit(principal: Principal, effectiveModel: string): Promise<Admission> {
       return deps.meter.admit({ principal, endpoint: REALTIME_ENDPOINT, effectiveModel, json: undefined, bodyBytes: 0 });
     },
     /** Lets go of the current admission without a usage row: no response used it. */
@@ -117,7 +117,7 @@ export function createSessionMeter(deps: { meter: Meter; usage: UsageSink; clock
       const admission = session.admission;
       if (!admission) return;
       session.admission = undefined;
-      deps.meter.release(admission);
+      void deps.meter.release(admission);
     },
     /** Settles the session's current admission with one usage row. */
     settle(session: RealtimeSession, status: number, usage: Usage, source: UsageSource, at: number): void {

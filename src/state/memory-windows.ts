@@ -1,11 +1,7 @@
 /**
- * The one place counting over time happens: rate windows, token windows,
- * switch-over error counts. In-process now; the interface is the seam for a shared
- * store (e.g. Redis) when the router runs as several processes.
- *
- * Callers on the request path hold handles (`window`, `daySlot`) resolved once per
- * account and model, so a call costs no string keys and no map lookups; the
- * string-keyed methods serve occasional callers (sign-up limits, switch-over).
+ * The in-process cells of `memory.ts` (the State of one process): sliding windows as
+ * rings of buckets, and period slots. Handles (`window`, `daySlot`) are the same object
+ * for the same key, so the in-memory State resolves a counter once and keeps it.
  */
 export interface Counters {
   /** The series `key` counted over `windowMs`: the same handle for the same key and window. */

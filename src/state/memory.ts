@@ -1,0 +1,366 @@
+import { createMemoryCounters, type DaySlot, type Window } from "./memory-windows.ts";
+import type {
+  Adjustment,
+  AdmitLine,
+  ClaimState,
+  Counter,
+  CountState,
+  CreditState,
+  GaugeCounter,
+  LevelState,
+  LevelStatus,
+  PendingState,
+  PeriodSeed,
+  State,
+  Verdict,
+  WindowCounter,
+} from "./state.ts";
+
+type MaybePromise<T> = T | Promise<T>;
+
+/** What the in-process State reads from the store when it holds nothing yet. */
+export interface StateLoaders {
+  /** A period total from the daily rollups. */
+  seed(seed: PeriodSeed, period: string): MaybePromise<number>;
+  /** An account's ledger balance now, and when it goes stale (its earliest grant expiry; Infinity when none). */
+  balance(accountId: number, now: number): MaybePromise<{ balance: number; staleAt: number }>;
+}
+
+interface CreditCell {
+  /** Balance in the ledger when last read, less charges flushed since. */
+  stored: number;
+  /** Charges settled and not yet written to the ledger. */
+  unflushed: number;
+  /** Worst-case costs of calls in flight. */
+  reserved: number;
+  /** The cached balance is stale from then on. */
+  staleAt: number;
+}
+
+interface PeriodCell extends DaySlot {
+  seed: PeriodSeed;
+}
+
+/**
+ * The State of one process (the embedded default): everything in memory, exact and
+ * atomic because one thread runs each operation to its end. A cell missing its data
+ * (a period total of a new day, an account's balance) is loaded first, and only then
+ * is an admission checked and counted, in one synchronous step.
+ */
+export function createMemoryState(loaders: StateLoaders, now: () => number): State {
+  const cells = createMemoryCounters();
+  const gauges = new Map<string, { value: number }>();
+  const credits = new Map<number, CreditCell>();
+  /** Counters seen before, by identity: the request path reuses its counter objects. */
+  const windowsOf = new WeakMap<WindowCounter, Window>();
+  const periodsOf = new WeakMap<object, PeriodCell>();
+  const gaugesOf = new WeakMap<GaugeCounter, { value: number }>();
+
+  const windowOf = (counter: WindowCounter): Window => {
+    let cell = windowsOf.get(counter);
+    if (!cell) windowsOf.set(counter, (cell = cells.window(counter.key, counter.windowMs)));
+    return cell;
+  };
+  const periodOf = (counter: Extract<Counter, { kind: "period" }>): PeriodCell => {
+    let cell = periodsOf.get(counter);
+    if (!cell) {
+      const slot = cells.daySlot(counter.key) as PeriodCell;
+      slot.seed = counter.seed;
+      periodsOf.set(counter, (cell = slot));
+    }
+    return cell;
+  };
+  const gaugeOf = (counter: GaugeCounter) => {
+    let cell = gaugesOf.get(counter);
+    if (!cell) {
+      cell = gauges.get(counter.key);
+      if (!cell) gauges.set(counter.key, (cell = { value: 0 }));
+      gaugesOf.set(counter, cell);
+    }
+    return cell;
+  };
+
+  /** Credit cells whose balance must be (re)read before use. */
+  const creditStale = (accountId: number, now: number) => {
+    const cell = credits.get(accountId);
+    return !cell || now >= cell.staleAt;
+  };
+  const loadCredit = async (accountId: number, now: number): Promise<void> => {
+    const { balance, staleAt } = await loaders.balance(accountId, now);
+    const previous = credits.get(accountId);
+    credits.set(accountId, { stored: balance, unflushed: previous?.unflushed ?? 0, reserved: previous?.reserved ?? 0, staleAt });
+  };
+  const creditOf = (accountId: number): CreditCell => {
+    let cell = credits.get(accountId);
+    // Only reached after a load; a cell dropped meanwhile (retired) starts empty.
+    if (!cell) credits.set(accountId, (cell = { stored: 0, unflushed: 0, reserved: 0, staleAt: Infinity }));
+    return cell;
+  };
+
+  /** Seeds a period cell that moves to `period` (a new day or month, or its first use). */
+  const seedPeriod = async (cell: PeriodCell, period: string): Promise<void> => {
+    const value = await loaders.seed(cell.seed, period);
+    if (cell.day === period) return;
+    cell.day = period;
+    cell.value = value;
+  };
+
+  /** Loads what the lines need before the synchronous check; resolves at once when nothing is missing. */
+  const prepare = (lines: readonly { counter: Counter; period?: string }[], now: number): Promise<unknown> | undefined => {
+    let pending: Promise<unknown>[] | undefined;
+    for (const line of lines) {
+      const { counter } = line;
+      if (counter.kind === "period") {
+        const cell = periodOf(counter);
+        // Reading a period always moves to it; counting into an older one is dropped.
+        if (cell.day !== line.period) (pending ??= []).push(seedPeriod(cell, line.period!));
+      } else if (counter.kind === "credit" && creditStale(counter.accountId, now)) {
+        (pending ??= []).push(loadCredit(counter.accountId, now));
+      }
+    }
+    return pending && Promise.all(pending);
+  };
+
+  /**
+   * Loads what changes need: a period total a change moves to (a newer period than the
+   * cell holds; an older one is dropped), an account's credit not read yet or stale.
+   */
+  const prepareAdjust = (changes: readonly Adjustment[]): Promise<unknown> | undefined => {
+    let pending: Promise<unknown>[] | undefined;
+    for (const change of changes) {
+      const { counter } = change;
+      if (counter.kind === "period") {
+        const { period, delta } = change as { period: string; delta: number };
+        const cell = periodOf(counter);
+        if (delta !== 0 && cell.day !== period && !(cell.day !== undefined && cell.day > period)) (pending ??= []).push(seedPeriod(cell, period));
+      } else if (counter.kind === "credit" && creditStale(counter.accountId, now())) {
+        (pending ??= []).push(loadCredit(counter.accountId, now()));
+      }
+    }
+    return pending && Promise.all(pending);
+  };
+
+  const valueOf = (counter: Counter, now: number, period: string | undefined): number => {
+    switch (counter.kind) {
+      case "window":
+        return windowOf(counter).sum(now);
+      case "period": {
+        const cell = periodOf(counter);
+        return cell.day === period ? cell.value : 0;
+      }
+      case "gauge":
+        return gaugeOf(counter).value;
+      case "credit": {
+        const cell = creditOf(counter.accountId);
+        return cell.stored - cell.unflushed - cell.reserved;
+      }
+    }
+  };
+
+  const heldBy = (line: AdmitLine): number => {
+    if (line.counter.kind === "credit") return creditOf(line.counter.accountId).reserved;
+    return line.held ? gaugeOf(line.held).value : 0;
+  };
+
+  /** The check and the counting of an admission, in one synchronous step. */
+  const admitNow = (lines: readonly AdmitLine[], now: number): Verdict => {
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      if (line.limit === undefined) continue;
+      const used = valueOf(line.counter, now, line.period);
+      const reached = line.counter.kind === "credit" ? used <= line.limit : used >= line.limit;
+      if (!reached) continue;
+      const retryAfterMs = line.counter.kind === "window" ? windowOf(line.counter).retryAfterMs(now, line.limit) : 0;
+      return { admitted: false, refusal: { line: i, used, held: heldBy(line), retryAfterMs } };
+    }
+    for (const line of lines) {
+      if (line.add === 0) continue;
+      const { counter } = line;
+      switch (counter.kind) {
+        case "window":
+          windowOf(counter).add(line.add, now);
+          break;
+        case "period": {
+          const cell = periodOf(counter);
+          if (cell.day === line.period) cell.value += line.add;
+          break;
+        }
+        case "gauge":
+          gaugeOf(counter).value += line.add;
+          break;
+        case "credit":
+          creditOf(counter.accountId).reserved += line.add;
+          break;
+      }
+    }
+    return { admitted: true };
+  };
+
+  const counts: CountState = {
+    async admit(lines, now) {
+      const loading = prepare(lines, now);
+      if (loading) await loading;
+      return admitNow(lines, now);
+    },
+    async adjust(changes) {
+      const loading = prepareAdjust(changes);
+      if (loading) await loading;
+      for (const change of changes) {
+        switch (change.counter.kind) {
+          case "window": {
+            const { at, delta } = change as { at: number; delta: number };
+            if (delta !== 0) windowOf(change.counter).add(delta, at);
+            break;
+          }
+          case "period": {
+            const { period, delta } = change as { period: string; delta: number };
+            // A call that began before midnight (or the month's end) and settles after it:
+            // the past period is no longer checked, and moving the cell back to it would
+            // drop the current period's total. Its row still reaches that day's rollup.
+            const cell = periodOf(change.counter);
+            if (delta !== 0 && cell.day === period) cell.value += delta;
+            break;
+          }
+          case "gauge": {
+            const cell = gaugeOf(change.counter);
+            cell.value = Math.max(0, cell.value + (change as { delta: number }).delta);
+            break;
+          }
+          case "credit": {
+            const { release, charge } = change as { release: number; charge: number };
+            const cell = creditOf(change.counter.accountId);
+            cell.reserved = Math.max(0, cell.reserved - release);
+            cell.unflushed += charge;
+            if (retired.size > 0) settleRetired(change.counter.accountId);
+            break;
+          }
+        }
+      }
+    },
+    async read(counter, now, period) {
+      const loading = prepare([{ counter, period }], now);
+      if (loading) await loading;
+      return valueOf(counter, now, period);
+    },
+    async clear(counter) {
+      if (counter.kind === "window") cells.clear(counter.key);
+      else gaugeOf(counter).value = 0;
+    },
+  };
+
+  /** Deleted accounts whose calls still hold credit, and what to do when they no longer do. */
+  const retired = new Map<number, () => void>();
+  const held = (accountId: number) => {
+    const cell = credits.get(accountId);
+    return cell ? cell.reserved + cell.unflushed : 0;
+  };
+  const settleRetired = (accountId: number) => {
+    const settled = retired.get(accountId);
+    if (!settled || held(accountId) > 0) return;
+    retired.delete(accountId);
+    credits.delete(accountId);
+    settled();
+  };
+  const credit: CreditState = {
+    async invalidate(accountId) {
+      // Only a cell in use is re-read; an unknown account is read on its next call.
+      if (credits.has(accountId)) await loadCredit(accountId, now());
+    },
+    async flushed(charged) {
+      for (const [accountId, amount] of charged) {
+        const cell = credits.get(accountId);
+        if (!cell) continue;
+        cell.stored -= amount;
+        cell.unflushed = Math.max(0, cell.unflushed - amount);
+        if (retired.size > 0) settleRetired(accountId);
+      }
+    },
+    async held(accountId) {
+      return held(accountId);
+    },
+    async retire(accountId, settled) {
+      retired.set(accountId, settled);
+      settleRetired(accountId);
+    },
+  };
+
+  return { counts, credit, levels: createMemoryLevels(cells), signups: createMemoryPending(), claims: createMemoryClaims() };
+}
+
+/** Switch-over state of every tenant's Levels, with their error windows. */
+function createMemoryLevels(cells: ReturnType<typeof createMemoryCounters>): LevelState {
+  const states = new Map<string, LevelStatus>();
+  const keyOf = (tenantId: number, level: number) => `switch:${tenantId}:${level}`;
+  const stateOf = (key: string) => {
+    let state = states.get(key);
+    if (!state) states.set(key, (state = { switchedAt: null, lastErrorAt: null, probing: false }));
+    return state;
+  };
+  const copy = (state: LevelStatus | undefined): LevelStatus => (state ? { ...state } : { switchedAt: null, lastErrorAt: null, probing: false });
+  return {
+    async status(tenantId, level) {
+      return copy(states.get(keyOf(tenantId, level)));
+    },
+    async recordError(tenantId, level, now, threshold, windowMs) {
+      const key = keyOf(tenantId, level);
+      const state = stateOf(key);
+      state.lastErrorAt = now;
+      state.probing = false;
+      cells.add(key, 1, now, windowMs);
+      if (state.switchedAt === null && cells.sum(key, now, windowMs) > threshold) state.switchedAt = now;
+      return copy(state);
+    },
+    async claimProbe(tenantId, level, quietSince) {
+      const state = states.get(keyOf(tenantId, level));
+      if (!state || state.switchedAt === null || state.probing || (state.lastErrorAt ?? -Infinity) > quietSince) return false;
+      state.probing = true;
+      return true;
+    },
+    async recover(tenantId, level, probe) {
+      const key = keyOf(tenantId, level);
+      const state = states.get(key);
+      if (!state) return;
+      if (probe || state.switchedAt === null) {
+        state.switchedAt = null;
+        state.probing = false;
+        if (probe) cells.clear(key);
+      }
+    },
+    async abandonProbe(tenantId, level) {
+      const state = states.get(keyOf(tenantId, level));
+      if (state) state.probing = false;
+    },
+  };
+}
+
+function createMemoryPending<T>(): PendingState<T> {
+  const entries = new Map<string, { value: T; expiresAt: number }>();
+  return {
+    async put(key, value, ttlMs, now) {
+      // Expired entries go when a new one comes: the map stays as small as the live ones.
+      for (const [k, entry] of entries) if (entry.expiresAt < now) entries.delete(k);
+      entries.set(key, { value, expiresAt: now + ttlMs });
+    },
+    async take(key, now) {
+      const entry = entries.get(key);
+      if (!entry) return undefined;
+      entries.delete(key);
+      return entry.expiresAt >= now ? entry.value : undefined;
+    },
+  };
+}
+
+function createMemoryClaims(): ClaimState {
+  const claims = new Map<string, number>();
+  return {
+    async claim(key, ttlMs, now) {
+      const until = claims.get(key);
+      if (until !== undefined && until > now) return false;
+      claims.set(key, now + ttlMs);
+      return true;
+    },
+    async release(key) {
+      claims.delete(key);
+    },
+  };
+}

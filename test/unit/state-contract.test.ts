@@ -1,0 +1,262 @@
+import { describe, expect, test } from "bun:test";
+import { createMemoryState, type StateLoaders } from "../../src/state/memory.ts";
+import type { Counter, GaugeCounter, PeriodCounter, State, WindowCounter } from "../../src/state/state.ts";
+
+/**
+ * What every State must do, whatever keeps it (one process's memory, a shared store):
+ * the same suite runs against each implementation. Times are passed in, never read
+ * from the wall clock, so window edges and day boundaries are exact.
+ */
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+/** A whole minute, so one-second buckets of a one-minute window fall on round offsets. */
+const T0 = Date.UTC(2026, 2, 10, 12);
+
+interface Fixture {
+  state: State;
+  /** The rollups the State seeds period totals from: `${key}|${period}` → value. */
+  rollups: Map<string, number>;
+  /** Ledger balances the State reads credit from. */
+  balances: Map<number, number>;
+  /** How many times a balance was read, per account. */
+  balanceReads: Map<number, number>;
+  setNow(ms: number): void;
+}
+
+type Make = (loaders: StateLoaders, now: () => number) => State | Promise<State>;
+
+const IMPLEMENTATIONS: Array<[string, Make]> = [["memory", (loaders, now) => createMemoryState(loaders, now)]];
+
+async function fixture(make: Make): Promise<Fixture> {
+  const rollups = new Map<string, number>();
+  const balances = new Map<number, number>();
+  const balanceReads = new Map<number, number>();
+  let now = T0;
+  const loaders: StateLoaders = {
+    seed: (seed, period) => rollups.get(`${JSON.stringify(seed)}|${period}`) ?? 0,
+    balance: (accountId) => {
+      balanceReads.set(accountId, (balanceReads.get(accountId) ?? 0) + 1);
+      return { balance: balances.get(accountId) ?? 0, staleAt: Infinity };
+    },
+  };
+  return { state: await make(loaders, () => now), rollups, balances, balanceReads, setNow: (ms) => (now = ms) };
+}
+
+const windowOf = (key: string, windowMs = MINUTE): WindowCounter => ({ kind: "window", key, windowMs });
+const periodOf = (key: string, accountId = 7): PeriodCounter => ({ kind: "period", key, seed: { measure: "cost", accountId } });
+const gaugeOf = (key: string): GaugeCounter => ({ kind: "gauge", key });
+const credit = (accountId: number): Counter => ({ kind: "credit", accountId });
+
+for (const [name, make] of IMPLEMENTATIONS) {
+  describe(`State contract: ${name}`, () => {
+    describe("windows", () => {
+      test("an admission counts in the window; at the limit the next is refused with the wait until the oldest event leaves", async () => {
+        const { state } = await fixture(make);
+        const rpm = windowOf("w:rpm");
+        for (let i = 0; i < 3; i++) expect(await state.counts.admit([{ counter: rpm, limit: 3, add: 1 }], T0 + i * 10 * SECOND)).toEqual({ admitted: true });
+        const refused = await state.counts.admit([{ counter: rpm, limit: 3, add: 1 }], T0 + 30 * SECOND);
+        expect(refused).toEqual({ admitted: false, refusal: { line: 0, used: 3, held: 0, retryAfterMs: 30 * SECOND } });
+        // The first event leaves the window a full minute after it: admitted from then on, not before.
+        expect((await state.counts.admit([{ counter: rpm, limit: 3, add: 1 }], T0 + MINUTE - 1)).admitted).toBe(false);
+        expect((await state.counts.admit([{ counter: rpm, limit: 3, add: 1 }], T0 + MINUTE)).admitted).toBe(true);
+        expect(await state.counts.read(rpm, T0 + MINUTE)).toBe(3);
+      });
+
+      test("an adjustment corrects the window where the reservation was made, and clear empties it", async () => {
+        const { state } = await fixture(make);
+        const tpm = windowOf("w:tpm");
+        await state.counts.admit([{ counter: tpm, add: 100 }], T0);
+        await state.counts.adjust([{ counter: tpm, at: T0, delta: -70 }]);
+        expect(await state.counts.read(tpm, T0 + 30 * SECOND)).toBe(30);
+        // The correction leaves with the reservation it corrected.
+        expect(await state.counts.read(tpm, T0 + MINUTE)).toBe(0);
+        await state.counts.admit([{ counter: tpm, add: 5 }], T0 + MINUTE);
+        await state.counts.clear(tpm);
+        expect(await state.counts.read(tpm, T0 + MINUTE)).toBe(0);
+      });
+
+      test("windows of different lengths under different keys are separate", async () => {
+        const { state } = await fixture(make);
+        await state.counts.admit([{ counter: windowOf("a", MINUTE), add: 2 }, { counter: windowOf("b", 60 * MINUTE), add: 5 }], T0);
+        expect(await state.counts.read(windowOf("a", MINUTE), T0 + 2 * MINUTE)).toBe(0);
+        expect(await state.counts.read(windowOf("b", 60 * MINUTE), T0 + 2 * MINUTE)).toBe(5);
+      });
+    });
+
+    describe("period totals", () => {
+      test("a new period starts from the rollups, and adds to it from there", async () => {
+        const { state, rollups } = await fixture(make);
+        const cost = periodOf("p:cost:7");
+        rollups.set(`${JSON.stringify(cost.seed)}|2026-03-10`, 500);
+        expect(await state.counts.read(cost, T0, "2026-03-10")).toBe(500);
+        await state.counts.admit([{ counter: cost, period: "2026-03-10", add: 20 }], T0);
+        await state.counts.adjust([{ counter: cost, period: "2026-03-10", delta: -5 }]);
+        expect(await state.counts.read(cost, T0, "2026-03-10")).toBe(515);
+      });
+
+      test("the next business day starts afresh; a late change to the past day does not pull the total back", async () => {
+        const { state } = await fixture(make);
+        const cost = periodOf("p:cost:7");
+        await state.counts.admit([{ counter: cost, period: "2026-03-10", add: 100 }], T0);
+        await state.counts.admit([{ counter: cost, period: "2026-03-11", add: 30 }], T0 + 12 * 3_600_000);
+        await state.counts.adjust([{ counter: cost, period: "2026-03-10", delta: -60 }]);
+        expect(await state.counts.read(cost, T0 + 12 * 3_600_000, "2026-03-11")).toBe(30);
+      });
+
+      test("a limit on a period total refuses at the limit and reports what is held by calls in flight", async () => {
+        const { state } = await fixture(make);
+        const cost = periodOf("p:cost:7");
+        const held = gaugeOf("g:held:7");
+        const line = (add: number) => [{ counter: cost, period: "2026-03-10", limit: 100, add, held }, { counter: held, add }];
+        expect((await state.counts.admit(line(60), T0)).admitted).toBe(true);
+        expect((await state.counts.admit(line(60), T0)).admitted).toBe(true);
+        expect(await state.counts.admit(line(60), T0)).toEqual({ admitted: false, refusal: { line: 0, used: 120, held: 120, retryAfterMs: 0 } });
+      });
+    });
+
+    describe("gauges", () => {
+      test("go up with admissions and down with adjustments, never below 0", async () => {
+        const { state } = await fixture(make);
+        const g = gaugeOf("g:x");
+        await state.counts.admit([{ counter: g, add: 5 }], T0);
+        await state.counts.adjust([{ counter: g, delta: -3 }]);
+        expect(await state.counts.read(g, T0)).toBe(2);
+        await state.counts.adjust([{ counter: g, delta: -10 }]);
+        expect(await state.counts.read(g, T0)).toBe(0);
+      });
+    });
+
+    describe("admission", () => {
+      test("is all or nothing: a refusal by a later line counts nothing in the earlier ones", async () => {
+        const { state } = await fixture(make);
+        const a = windowOf("a");
+        const b = windowOf("b");
+        await state.counts.admit([{ counter: b, add: 1 }], T0);
+        const verdict = await state.counts.admit([{ counter: a, limit: 10, add: 1 }, { counter: gaugeOf("g"), add: 4 }, { counter: b, limit: 1, add: 1 }], T0);
+        expect(verdict.admitted).toBe(false);
+        if (!verdict.admitted) expect(verdict.refusal.line).toBe(2);
+        expect(await state.counts.read(a, T0)).toBe(0);
+        expect(await state.counts.read(gaugeOf("g"), T0)).toBe(0);
+      });
+
+      test("the first line whose limit is reached answers; lines without a limit are counted, not checked", async () => {
+        const { state } = await fixture(make);
+        const a = windowOf("a");
+        const b = windowOf("b");
+        await state.counts.admit([{ counter: a, add: 1 }, { counter: b, add: 1 }], T0);
+        const verdict = await state.counts.admit([{ counter: a, add: 1 }, { counter: a, limit: 1, add: 0 }, { counter: b, limit: 1, add: 1 }], T0);
+        expect(verdict.admitted ? -1 : verdict.refusal.line).toBe(1);
+      });
+
+      test("concurrent admissions never pass a limit together", async () => {
+        const { state } = await fixture(make);
+        const rpm = windowOf("w:concurrent");
+        const verdicts = await Promise.all(Array.from({ length: 50 }, () => state.counts.admit([{ counter: rpm, limit: 10, add: 1 }], T0)));
+        expect(verdicts.filter((v) => v.admitted)).toHaveLength(10);
+        expect(await state.counts.read(rpm, T0)).toBe(10);
+      });
+    });
+
+    describe("credit", () => {
+      test("an admission reserves against the ledger balance; settlement charges the actual cost in its place", async () => {
+        const { state, balances } = await fixture(make);
+        balances.set(7, 1000);
+        expect((await state.counts.admit([{ counter: credit(7), limit: 0, add: 800 }], T0)).admitted).toBe(true);
+        expect(await state.counts.read(credit(7), T0)).toBe(200);
+        expect(await state.credit.held(7)).toBe(800);
+        await state.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 800, charge: 300 }]);
+        expect(await state.counts.read(credit(7), T0)).toBe(700);
+        // Unwritten charges are held until they reach the ledger.
+        expect(await state.credit.held(7)).toBe(300);
+        balances.set(7, 700);
+        await state.credit.flushed(new Map([[7, 300]]));
+        expect(await state.credit.held(7)).toBe(0);
+        // Written charges leave the balance, and are counted once.
+        expect(await state.counts.read(credit(7), T0)).toBe(700);
+      });
+
+      test("a call is admitted while anything is left, so concurrent calls overspend by at most one reservation", async () => {
+        const { state, balances } = await fixture(make);
+        balances.set(7, 1000);
+        const verdicts = await Promise.all(Array.from({ length: 10 }, () => state.counts.admit([{ counter: credit(7), limit: 0, add: 300 }], T0)));
+        expect(verdicts.filter((v) => v.admitted)).toHaveLength(4);
+        const refused = verdicts.find((v) => !v.admitted);
+        expect(refused).toEqual({ admitted: false, refusal: { line: 0, used: -200, held: 1200, retryAfterMs: 0 } });
+      });
+
+      test("invalidate re-reads the ledger and keeps what calls in flight hold", async () => {
+        const { state, balances, balanceReads } = await fixture(make);
+        balances.set(7, 1000);
+        await state.counts.admit([{ counter: credit(7), limit: 0, add: 100 }], T0);
+        balances.set(7, 5000);
+        expect(await state.counts.read(credit(7), T0)).toBe(900);
+        await state.credit.invalidate(7);
+        expect(await state.counts.read(credit(7), T0)).toBe(4900);
+        expect(balanceReads.get(7)).toBe(2);
+      });
+
+      test("a retired account's callback runs once nothing is held any more", async () => {
+        const { state, balances } = await fixture(make);
+        balances.set(7, 1000);
+        await state.counts.admit([{ counter: credit(7), limit: 0, add: 100 }], T0);
+        let settled = 0;
+        await state.credit.retire(7, () => settled++);
+        expect(settled).toBe(0);
+        await state.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 100, charge: 40 }]);
+        expect(settled).toBe(0);
+        await state.credit.flushed(new Map([[7, 40]]));
+        expect(settled).toBe(1);
+        await state.credit.retire(8, () => settled++);
+        expect(settled).toBe(2);
+      });
+    });
+
+    describe("levels (switch-over)", () => {
+      test("more errors than the threshold within the window switch; exactly one claim probes after a quiet time", async () => {
+        const { state } = await fixture(make);
+        for (let i = 0; i < 5; i++) expect((await state.levels.recordError(1, 2, T0 + i, 5, MINUTE)).switchedAt).toBeNull();
+        expect((await state.levels.recordError(1, 2, T0 + 5, 5, MINUTE)).switchedAt).toBe(T0 + 5);
+        expect((await state.levels.status(0, 2)).switchedAt).toBeNull();
+        expect(await state.levels.claimProbe(1, 2, T0)).toBe(false);
+        const claims = await Promise.all([1, 2, 3].map(() => state.levels.claimProbe(1, 2, T0 + MINUTE)));
+        expect(claims.filter(Boolean)).toHaveLength(1);
+        await state.levels.abandonProbe(1, 2);
+        expect(await state.levels.claimProbe(1, 2, T0 + MINUTE)).toBe(true);
+        await state.levels.recover(1, 2, true);
+        expect(await state.levels.status(1, 2)).toEqual({ switchedAt: null, lastErrorAt: T0 + 5, probing: false });
+        // The probe's success forgot the errors: one more does not switch again.
+        expect((await state.levels.recordError(1, 2, T0 + MINUTE, 5, MINUTE)).switchedAt).toBeNull();
+      });
+
+      test("a success that is not the probe does not end a switch", async () => {
+        const { state } = await fixture(make);
+        for (let i = 0; i < 6; i++) await state.levels.recordError(0, 1, T0, 5, MINUTE);
+        await state.levels.recover(0, 1, false);
+        expect((await state.levels.status(0, 1)).switchedAt).toBe(T0);
+      });
+    });
+
+    describe("pending entries and claims", () => {
+      test("a pending entry is taken once, and not after it expired", async () => {
+        const { state } = await fixture(make);
+        await state.signups.put("a", { email: "a@example.com" }, MINUTE, T0);
+        await state.signups.put("b", { email: "b@example.com", name: "bee" }, MINUTE, T0);
+        expect(await state.signups.take("a", T0 + MINUTE)).toEqual({ email: "a@example.com" });
+        expect(await state.signups.take("a", T0 + MINUTE)).toBeUndefined();
+        expect(await state.signups.take("b", T0 + MINUTE + 1)).toBeUndefined();
+        expect(await state.signups.take("never", T0)).toBeUndefined();
+      });
+
+      test("a claim has one winner until released or expired", async () => {
+        const { state } = await fixture(make);
+        const wins = await Promise.all([1, 2, 3].map(() => state.claims.claim("k", MINUTE, T0)));
+        expect(wins.filter(Boolean)).toHaveLength(1);
+        await state.claims.release("k");
+        expect(await state.claims.claim("k", MINUTE, T0)).toBe(true);
+        expect(await state.claims.claim("k", MINUTE, T0 + MINUTE - 1)).toBe(false);
+        expect(await state.claims.claim("k", MINUTE, T0 + MINUTE)).toBe(true);
+      });
+    });
+  });
+}
