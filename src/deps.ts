@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { join } from "node:path";
-import { createAccountsRepository, type AccountsRepository } from "./accounts/repository.ts";
+import { createOwners, type Owners } from "./accounts/owners.ts";
 import { createPrincipalCache, type PrincipalCache } from "./accounts/principal.ts";
 import { createOperationLog, type OperationLog } from "./admin/oplog/writer.ts";
 import { createAccountsService, type AccountsService } from "./accounts/service.ts";
@@ -21,11 +21,11 @@ import { createLocalBus, type InvalidationBus } from "./core/invalidation.ts";
 import { createRetiredCreditSweeper } from "./accounts/retired-credit.ts";
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
-import { openStore, type Store } from "./store/db.ts";
+import { openStore } from "./store/open.ts";
+import type { AccountRow, Store } from "./store/store.ts";
 import { createAdapters, type Adapters } from "./upstreams/index.ts";
 import { createAffinity, type Affinity } from "./gateway/affinity.ts";
 import { createTenants, tenantIdOf, type Tenant, type Tenants } from "./tenancy/tenants.ts";
-import type { AccountRow } from "./store/schema/accounts.ts";
 import { createRouterMetrics, type RouterMetrics } from "./metrics/router-metrics.ts";
 
 /** The single wiring point: every long-lived object of the process, built once from the config. */
@@ -35,7 +35,8 @@ export interface Deps {
   readonly log: Logger;
   readonly store: Store;
   readonly sealer: Sealer;
-  readonly accounts: AccountsRepository;
+  /** Creates owner accounts (the initial owner, BYOK sign-ups). */
+  readonly owners: Owners;
   readonly principals: PrincipalCache;
   readonly auth: Authenticator;
   /** Account management: hierarchy, credit ledger, key rotation. */
@@ -46,8 +47,8 @@ export interface Deps {
   readonly adapters: Adapters;
   /** Per-tenant state: provider keys, configuration, switch-over, meter (one tenant unless --byok). */
   readonly tenants: Tenants;
-  /** The dependencies of the tenant an account belongs to. */
-  scope(account: Pick<AccountRow, "path">): TenantDeps;
+  /** The dependencies of the tenant an account belongs to, once its settings and keys are loaded. */
+  scope(account: Pick<AccountRow, "path">): Promise<TenantDeps>;
   /** Which account and provider key each upstream object created through the router belongs to. */
   readonly affinity: Affinity;
   readonly usageRecorder: UsageRecorder;
@@ -86,10 +87,9 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   const log = overrides.log ?? createLogger(config.logLevel);
   const sealer = createSealer(loadOrCreateSecretKey(config.secretKeyFile ?? join(config.dataDir, "secret.key")));
   const store = openStore(databasePath(config.dataDir));
-  const accounts = createAccountsRepository({ store, clock });
-  const chains = createAccountChains((id) => accounts.findLiveById(id));
+  const chains = createAccountChains((id) => store.accounts.byId(id));
   const bus = createLocalBus((error, event) => log.error("a cache could not follow a change", { change: event.kind, error: (error as Error).message }));
-  const principals = createPrincipalCache((hash) => accounts.findLiveByKeyHash(hash), () => clock.now());
+  const principals = createPrincipalCache((hash) => store.accounts.byKeyHash(hash), () => clock.now());
   const upstreamTls = config.upstreamCaFile
     ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
     : undefined;
@@ -98,7 +98,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     store,
     clock,
     // In the BYOK style a change belongs to its author's tenant: the root of its path.
-    tenantOf: config.byok ? (actorId) => tenantIdOf(true, accounts.findLiveById(actorId)?.path ?? "") : undefined,
+    tenantOf: config.byok ? async (actorId) => tenantIdOf(true, (await store.accounts.byId(actorId))?.path ?? "") : undefined,
   });
   const usageRecorder = createUsageRecorder({ store, clock, log });
   const metrics = createRouterMetrics();
@@ -141,14 +141,13 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
         chains.clear();
         return;
       case "keys":
-        tenants.get(event.tenantId).pool.reload();
-        return;
+        return tenants.get(event.tenantId).pool.reload();
       case "config":
         return;
       case "everything":
         principals.clear();
         chains.clear();
-        tenants.reload();
+        return tenants.reload();
     }
   });
   const scoped = new Map<number, TenantDeps>();
@@ -158,7 +157,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     log,
     store,
     sealer,
-    accounts,
+    owners: createOwners({ store, clock }),
     principals,
     auth: createAuthenticator(principals),
     accountsService: createAccountsService({
@@ -169,20 +168,21 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
       onCreditChanged: (ids) => ids.forEach((id) => void state.credit.invalidate(id)),
       heldCredit: (id) => state.credit.held(id),
       onDeleted: (id) =>
-        void state.credit.retire(id, () => {
-          const heir = sweepRetiredCredit(id);
-          if (heir !== undefined) void state.credit.invalidate(heir);
-        }),
+        void state.credit.retire(id, () =>
+          void sweepRetiredCredit(id)
+            .then((heir) => (heir !== undefined ? state.credit.invalidate(heir) : undefined))
+            .catch((error: unknown) => log.error("a deleted account's credit could not be handed on", { account: id, error: (error as Error).message })),
+        ),
     }),
     oplog,
     state,
     tenants,
-    scope(account) {
+    async scope(account) {
       const tenantId = tenants.idOf(account);
       let view = scoped.get(tenantId);
       if (!view) {
-        const tenant = tenants.get(tenantId);
-        view = { ...deps, ...tenant, usage: tenant.meter };
+        const tenant = await tenants.load(tenantId);
+        view = scoped.get(tenantId) ?? { ...deps, ...tenant, usage: tenant.meter };
         scoped.set(tenantId, view);
       }
       return view;

@@ -134,7 +134,7 @@ export function startServer(deps: Deps): RunningServer {
   // Another process (the CLI) may change accounts, keys or config: what it changed is
   // not known here, so every cache and live session hears "everything".
   const watcher = setInterval(() => {
-    if (deps.store.changedElsewhere()) deps.bus.publish({ kind: "everything" });
+    if (deps.store.changedElsewhere()) void deps.bus.publish({ kind: "everything" });
   }, 1000);
   watcher.unref();
 

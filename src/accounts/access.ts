@@ -1,5 +1,5 @@
 import { compilePattern, listAllows, splitList } from "../routing/patterns.ts";
-import type { AccountRow } from "../store/schema/accounts.ts";
+import type { AccountRow } from "../store/store.ts";
 
 /** API paths a new account may use unless its creator grants more (least privilege). */
 export const DEFAULT_RESOURCES = "/v1/*,/v1beta/*,/chat/completions,/responses,/embeddings,/models,/dashboard/*,/x-self,/x-pricing";

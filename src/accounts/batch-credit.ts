@@ -40,19 +40,19 @@ function readBody(body: Record<string, unknown>) {
  * runs the very same steps inside one transaction that is then rolled back, so it
  * reports exactly what a real run would.
  */
-export function runBatchCredit(service: AccountsService, actor: Actor, body: Record<string, unknown>) {
+export async function runBatchCredit(service: AccountsService, actor: Actor, body: Record<string, unknown>) {
   const { ids, credit, days, dryRun } = readBody(body);
   const results: BatchEntryResult[] = [];
   let callerChange = 0;
   let childrenChange = 0;
-  type Runner = <T>(fn: (tx: Tx) => T) => T;
-  const one = (id: number, run: Runner) => {
+  type Runner = <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>;
+  const one = async (id: number, run: Runner) => {
     if (id === actor.account.id) {
       results.push({ ID: id, status: "skipped", reason: "cannot change your own credit" });
       return;
     }
     try {
-      const applied = run((tx) => service.creditOne(tx, actor.account, String(id), credit, days));
+      const applied = await run((tx) => service.creditOne(tx, actor.account, String(id), credit, days));
       if (!dryRun) service.creditChanged(actor.account.id, applied.target.id);
       callerChange += applied.outcome.callerChange;
       childrenChange += applied.outcome.targetChange;
@@ -66,23 +66,23 @@ export function runBatchCredit(service: AccountsService, actor: Actor, body: Rec
   };
   if (dryRun) {
     try {
-      service.transaction((outer) => {
+      await service.transaction(async (outer) => {
         // Savepoints inside the outer transaction keep a skipped entry from leaving half its change.
-        const nested: Runner = (fn) => (outer as { transaction: (f: typeof fn) => ReturnType<typeof fn> }).transaction(fn);
-        for (const id of ids) one(id, nested);
+        const nested: Runner = (fn) => outer.savepoint(() => fn(outer));
+        for (const id of ids) await one(id, nested);
         throw new DryRunRollback();
       });
     } catch (error) {
       if (!(error instanceof DryRunRollback)) throw error;
     }
   } else {
-    for (const id of ids) one(id, service.transaction);
+    for (const id of ids) await one(id, service.transaction);
   }
   if (!dryRun) {
     // One row per changed account, so the log names every target of the batch.
     for (const r of results) {
       if (r.status !== "applied") continue;
-      service.log.write({
+      await service.log.write({
         actorId: actor.account.id,
         action: "account.batch_credit",
         targetId: r.ID,

@@ -1,4 +1,4 @@
-import type { AccountRow } from "../store/schema/accounts.ts";
+import type { AccountRow } from "../store/store.ts";
 
 /**
  * An account and its ancestors, nearest first: the accounts whose DailyLimit, HardLimit
@@ -6,7 +6,7 @@ import type { AccountRow } from "../store/schema/accounts.ts";
  * Ancestor rows are cached until any account changes, so admission reads no database.
  */
 export interface AccountChains {
-  of(account: Readonly<AccountRow>): readonly Readonly<AccountRow>[];
+  of(account: Readonly<AccountRow>): Promise<readonly Readonly<AccountRow>[]>;
   /** Forgets every cached row (an account was created, changed, rotated or deleted). */
   clear(): void;
 }
@@ -22,23 +22,23 @@ export function ancestorIds(account: Pick<AccountRow, "id" | "path">): number[] 
   return ids;
 }
 
-export function createAccountChains(load: (accountId: number) => AccountRow | undefined): AccountChains {
-  let rows = new Map<number, AccountRow | undefined>();
+export function createAccountChains(load: (accountId: number) => Promise<AccountRow | undefined>): AccountChains {
+  let rows = new Map<number, Promise<AccountRow | undefined>>();
   let chains = new WeakMap<Readonly<AccountRow>, readonly Readonly<AccountRow>[]>();
   const row = (id: number) => {
-    if (!rows.has(id)) rows.set(id, load(id));
-    return rows.get(id);
+    let loaded = rows.get(id);
+    if (!loaded) rows.set(id, (loaded = load(id)));
+    return loaded;
   };
   return {
-    of(account) {
+    async of(account) {
       let chain = chains.get(account);
       if (chain) return chain;
-      const ancestors = ancestorIds(account)
-        .reverse()
-        .map(row)
-        .filter((found): found is AccountRow => found !== undefined);
+      // A clear while the ancestors load means they may be older than the change: used once, not kept.
+      const kept = chains;
+      const ancestors = (await Promise.all(ancestorIds(account).reverse().map(row))).filter((found): found is AccountRow => found !== undefined);
       chain = [account, ...ancestors];
-      chains.set(account, chain);
+      kept.set(account, chain);
       return chain;
     },
     clear() {

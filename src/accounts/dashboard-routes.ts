@@ -3,7 +3,6 @@ import type { Deps } from "../deps.ts";
 import { authPlugin } from "../http/plugins.ts";
 import { canManage } from "./access.ts";
 import { accountRecord, nanosToCredits } from "./records.ts";
-import { grantsOf } from "./ledger.ts";
 
 /** `GET /dashboard/status` and `GET /dashboard/info`: who the caller is and what it may do. */
 export function dashboardAccountRoutes(deps: Deps) {
@@ -11,7 +10,7 @@ export function dashboardAccountRoutes(deps: Deps) {
     .use(authPlugin(deps))
     .get(
       "/dashboard/status",
-      ({ principal }) => {
+      async ({ principal }) => {
         const account = principal.account;
         return {
           object: "account_status",
@@ -21,7 +20,7 @@ export function dashboardAccountRoutes(deps: Deps) {
           alias: account.alias,
           isOwner: account.isOwner,
           level: account.depth,
-          balance: nanosToCredits(deps.accountsService.balanceNanos(account.id)),
+          balance: nanosToCredits(await deps.accountsService.balanceNanos(account.id)),
           manage: canManage(account),
         };
       },
@@ -29,9 +28,8 @@ export function dashboardAccountRoutes(deps: Deps) {
     )
     .get(
       "/dashboard/credit",
-      ({ principal }) => {
-        const now = deps.clock.now();
-        const grants = grantsOf(deps.store.db, principal.account.id, now);
+      async ({ principal }) => {
+        const grants = await deps.store.credit.grants(principal.account.id, deps.clock.now());
         return {
           object: "credit",
           balance: nanosToCredits(grants.reduce((sum, g) => sum + g.remaining, 0)),

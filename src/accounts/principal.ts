@@ -1,5 +1,5 @@
 import { compilePattern, splitList, type CompiledPattern } from "../routing/patterns.ts";
-import type { AccountRow } from "../store/schema/accounts.ts";
+import type { AccountRow } from "../store/store.ts";
 import { resourcesOf } from "./access.ts";
 import { parseRange, type IpRange } from "./ip-ranges.ts";
 
@@ -32,7 +32,7 @@ export function principalOf(account: AccountRow): Principal {
 
 export interface PrincipalCache {
   /** The principal for a key hash, loading it on a miss; undefined for unknown keys. */
-  get(keyHash: string): Principal | undefined;
+  get(keyHash: string): Promise<Principal | undefined>;
   /** Drops the account's cached principal (rotation, deletion, update). */
   invalidateAccount(accountId: number): void;
   clear(): void;
@@ -46,32 +46,40 @@ export const PRINCIPAL_TTL_MS = 60_000;
  * (deps.ts subscribes this cache); entries also expire after PRINCIPAL_TTL_MS, so a
  * missed message cannot keep a rotated key or an old allowlist alive for longer.
  */
-export function createPrincipalCache(load: (keyHash: string) => AccountRow | undefined, now: () => number = Date.now): PrincipalCache {
+export function createPrincipalCache(load: (keyHash: string) => Promise<AccountRow | undefined>, now: () => number = Date.now): PrincipalCache {
   const byHash = new Map<string, { principal: Principal; until: number }>();
   const hashOf = new Map<number, string>();
+  // Bumped by every invalidation: a load that an invalidation overtook may hold the row
+  // as it was before the change, so it answers its own request but is not cached.
+  let generation = 0;
   return {
-    get(keyHash) {
+    async get(keyHash) {
       const hit = byHash.get(keyHash);
       if (hit && now() < hit.until) return hit.principal;
       // Unknown keys are not cached, so a key created by another process
       // (`router owner create`) works on its very first request.
-      const account = load(keyHash);
+      const loadedIn = generation;
+      const account = await load(keyHash);
       if (!account) {
         if (hit) byHash.delete(keyHash);
         return undefined;
       }
       const principal = principalOf(account);
-      byHash.set(keyHash, { principal, until: now() + PRINCIPAL_TTL_MS });
-      hashOf.set(account.id, keyHash);
+      if (loadedIn === generation) {
+        byHash.set(keyHash, { principal, until: now() + PRINCIPAL_TTL_MS });
+        hashOf.set(account.id, keyHash);
+      }
       return principal;
     },
     invalidateAccount(accountId) {
+      generation++;
       const hash = hashOf.get(accountId);
       if (hash === undefined) return;
       byHash.delete(hash);
       hashOf.delete(accountId);
     },
     clear() {
+      generation++;
       byHash.clear();
       hashOf.clear();
     },

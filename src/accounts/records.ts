@@ -1,4 +1,4 @@
-import type { AccountRow } from "../store/schema/accounts.ts";
+import type { AccountRow } from "../store/store.ts";
 import { resourcesOf } from "./access.ts";
 
 export const NANOS_PER_CREDIT = 1_000_000_000;

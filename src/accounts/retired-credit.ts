@@ -1,9 +1,6 @@
-import { and, eq, isNull, lt } from "drizzle-orm";
 import type { Clock } from "../core/clock.ts";
-import type { Store } from "../store/db.ts";
-import { accounts, creditGrants } from "../store/schema/accounts.ts";
+import type { Store } from "../store/store.ts";
 import { ancestorIds } from "./chain.ts";
-import { balanceOf, createConsumer, give, take } from "./ledger.ts";
 
 /**
  * What is left of a deleted account once its last call has settled: a deleted account
@@ -14,26 +11,26 @@ import { balanceOf, createConsumer, give, take } from "./ledger.ts";
  * can pay for. Returns the ancestor, or undefined when there is none.
  */
 export function createRetiredCreditSweeper(deps: { store: Store; clock: Clock }) {
-  const consume = createConsumer(deps.store.sqlite);
-  return (accountId: number): number | undefined => {
+  return (accountId: number): Promise<number | undefined> => {
     const now = deps.clock.now();
-    return deps.store.db.transaction(
-      (tx) => {
-        const row = tx.select({ id: accounts.id, path: accounts.path }).from(accounts).where(eq(accounts.id, accountId)).get();
-        if (!row) return undefined;
-        const heir = ancestorIds(row)
-          .reverse()
-          .find((id) => tx.select({ id: accounts.id }).from(accounts).where(and(eq(accounts.id, id), isNull(accounts.deletedAt))).get() !== undefined);
-        if (heir === undefined) return undefined;
-        give(tx, heir, take(tx, accountId, Infinity, now), accountId, now);
-        const debt = balanceOf(tx, accountId, now);
-        if (debt < 0) {
-          tx.update(creditGrants).set({ remaining: 0 }).where(and(eq(creditGrants.accountId, accountId), lt(creditGrants.remaining, 0))).run();
-          consume(heir, -debt, now);
+    return deps.store.transaction(async (tx) => {
+      const row = await tx.accounts.anyById(accountId);
+      if (!row) return undefined;
+      let heir: number | undefined;
+      for (const id of ancestorIds(row).reverse()) {
+        if (await tx.accounts.byId(id)) {
+          heir = id;
+          break;
         }
-        return heir;
-      },
-      { behavior: "immediate" },
-    );
+      }
+      if (heir === undefined) return undefined;
+      await tx.credit.give(heir, await tx.credit.take(accountId, Infinity, now), accountId, now);
+      const debt = await tx.credit.balance(accountId, now);
+      if (debt < 0) {
+        await tx.credit.clearDebt(accountId);
+        await tx.credit.consume(heir, -debt, now);
+      }
+      return heir;
+    });
   };
 }

@@ -5,21 +5,22 @@ import { onlyFields, readJsonObject } from "../http/body.ts";
 import { clientIp } from "../http/client-ip.ts";
 import { pageParams, paginationHeaders, positiveIntParam } from "../http/pagination.ts";
 import { authPlugin } from "../http/plugins.ts";
-import type { AccountRow } from "../store/schema/accounts.ts";
+import type { AccountOrder, AccountRow } from "../store/store.ts";
 import { canManage } from "./access.ts";
 import { runBatchCredit } from "./batch-credit.ts";
 import { readAccountInput } from "./input.ts";
 import type { Principal } from "./principal.ts";
 import { accountRecord, nanosToCredits } from "./records.ts";
-import { ORDERS, type AccountsService, type Scope } from "./service.ts";
+import { ACCOUNT_ORDERS, type AccountsService, type Scope } from "./service.ts";
 
 /** Account management (spec 4.2), limited to the caller's subtree; `POST /x-self` for every account. */
 export function accountRoutes(deps: Deps, service: AccountsService) {
-  const record = (row: AccountRow) => ({
+  const record = async (row: AccountRow) => ({
     object: "account",
     ...accountRecord(row),
-    Balance: nanosToCredits(service.balanceNanos(row.id)),
+    Balance: nanosToCredits(await service.balanceNanos(row.id)),
   });
+  const isOrder = (order: string): order is AccountOrder => (ACCOUNT_ORDERS as readonly string[]).includes(order);
 
   const manager = (principal: Principal) => {
     if (!canManage(principal.account)) {
@@ -32,14 +33,14 @@ export function accountRoutes(deps: Deps, service: AccountsService) {
     ip: clientIp(request, deps.config.trustProxy),
   });
 
-  const list = (scope: Scope) => ({ principal, request, set }: { principal: Principal; request: Request; set: { headers: Record<string, string | number> } }) => {
+  const list = (scope: Scope) => async ({ principal, request, set }: { principal: Principal; request: Request; set: { headers: Record<string, string | number> } }) => {
     const caller = manager(principal);
     const query = new URL(request.url).searchParams;
     const { page, size } = pageParams(query);
     const order = query.get("order") || "id";
-    // Own keys only: `constructor` or `toString` must not reach the query as an "order".
-    if (!Object.hasOwn(ORDERS, order)) throw badRequest(`order must be one of ${Object.keys(ORDERS).join(", ")}`, "order");
-    const { rows, total } = service.list(caller, scope, {
+    // Only the listed orders reach the store (`constructor` or `toString` are not one).
+    if (!isOrder(order)) throw badRequest(`order must be one of ${ACCOUNT_ORDERS.join(", ")}`, "order");
+    const { rows, total } = await service.list(caller, scope, {
       id: positiveIntParam(query, "id"),
       level: positiveIntParam(query, "level"),
       name: query.get("name") || undefined,
@@ -49,7 +50,7 @@ export function accountRoutes(deps: Deps, service: AccountsService) {
       size,
     });
     Object.assign(set.headers, paginationHeaders(total, page, size));
-    return rows.map(record);
+    return Promise.all(rows.map(record));
   };
 
   return new Elysia()
@@ -59,9 +60,9 @@ export function accountRoutes(deps: Deps, service: AccountsService) {
       async ({ principal, request, set }) => {
         manager(principal);
         const input = readAccountInput(await readJsonObject(request, deps.config.maxBody));
-        const { account, key } = service.create(actor(principal, request), input);
+        const { account, key } = await service.create(actor(principal, request), input);
         set.status = 201;
-        return { ...record(account), APIKey: key };
+        return { ...(await record(account)), APIKey: key };
       },
       { auth: true },
     )
@@ -75,10 +76,10 @@ export function accountRoutes(deps: Deps, service: AccountsService) {
     )
     .get("/x-users", list("direct"), { auth: true })
     .get("/x-dna", list("subtree"), { auth: true })
-    .get("/x-users/:identifier", ({ principal, params }) => record(service.resolve(manager(principal), params.identifier, "direct")), {
+    .get("/x-users/:identifier", async ({ principal, params }) => record(await service.resolve(manager(principal), params.identifier, "direct")), {
       auth: true,
     })
-    .get("/x-dna/:identifier", ({ principal, params }) => record(service.resolve(manager(principal), params.identifier, "subtree")), {
+    .get("/x-dna/:identifier", async ({ principal, params }) => record(await service.resolve(manager(principal), params.identifier, "subtree")), {
       auth: true,
     })
     .put(
@@ -86,7 +87,7 @@ export function accountRoutes(deps: Deps, service: AccountsService) {
       async ({ principal, request, params }) => {
         manager(principal);
         const input = readAccountInput(await readJsonObject(request, deps.config.maxBody));
-        return record(service.update(actor(principal, request), params.identifier, input));
+        return record(await service.update(actor(principal, request), params.identifier, input));
       },
       { auth: true },
     )
@@ -104,7 +105,7 @@ export function accountRoutes(deps: Deps, service: AccountsService) {
       async ({ principal, request }) => {
         const body = await readJsonObject(request, deps.config.maxBody);
         onlyFields(body, ["confirm"]);
-        const issued = service.rotateKey(actor(principal, request), body.confirm);
+        const issued = await service.rotateKey(actor(principal, request), body.confirm);
         return { object: "api_key", ID: principal.account.id, APIKey: issued.key, KeyPrefix: issued.prefix };
       },
       { auth: true },

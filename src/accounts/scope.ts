@@ -1,6 +1,6 @@
 import { badRequest } from "../core/errors.ts";
 import { bestMatch, compilePattern, splitList } from "../routing/patterns.ts";
-import type { AccountRow, NewAccountRow } from "../store/schema/accounts.ts";
+import type { AccountRow, NewAccountRow } from "../store/store.ts";
 import { DEFAULT_RESOURCES, resourcesOf } from "./access.ts";
 import {
   MODEL_LIMIT_MEMBERS,

@@ -6,13 +6,11 @@
  * (`PRAGMA integrity_check`) before it is renamed to FILE. The copy runs in a worker
  * so a spinner can turn on a terminal.
  */
-import { Database } from "bun:sqlite";
 import { defineCommand } from "citty";
 import { chmodSync, copyFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { workerUrl } from "../core/worker-url.ts";
 import { databasePath } from "../deps.ts";
-import { vacuumInto } from "../store/vacuum.ts";
+import { copyDatabase, verifyDatabase } from "../store/sqlite/backup.ts";
 import { dataArgs } from "./common-args.ts";
 import { flagOrEnv, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { formatBytes } from "./output.ts";
@@ -31,27 +29,6 @@ const backupArgs = {
 /** `backup.db` → `backup.secret.key`; any other name gets `.secret.key` appended. */
 export function secretKeyCopyPath(out: string): string {
   return (out.endsWith(".db") ? out.slice(0, -3) : out) + ".secret.key";
-}
-
-/** The copy on a worker thread, so this thread can animate progress; in-thread if workers are unavailable. */
-async function copyDatabase(source: string, target: string): Promise<void> {
-  let worker: Worker;
-  try {
-    worker = new Worker(workerUrl("cli/backup-worker.ts"));
-  } catch {
-    vacuumInto(source, target);
-    return;
-  }
-  try {
-    await new Promise<void>((done, fail) => {
-      worker.onmessage = (event: MessageEvent<{ ok: boolean; message?: string }>) =>
-        event.data.ok ? done() : fail(new Error(`copying the database failed: ${event.data.message}`));
-      worker.onerror = (event) => fail(new Error(`copying the database failed: ${event.message}`));
-      worker.postMessage({ source, target });
-    });
-  } finally {
-    worker.terminate();
-  }
 }
 
 /** A spinner with the bytes written so far, on stderr when it is a terminal; nothing otherwise. */
@@ -75,23 +52,6 @@ function startProgress(target: string, expected: number): () => void {
     clearInterval(timer);
     process.stderr.write("\r\x1b[K");
   };
-}
-
-/** Opens the copy on its own and checks every page; returns the problem, or undefined when sound. */
-function verify(path: string): string | undefined {
-  let db: Database | undefined;
-  try {
-    db = new Database(path, { readonly: true });
-    const rows = db.query<{ integrity_check: string }, []>("PRAGMA integrity_check").all();
-    const problems = rows.map((row) => row.integrity_check).filter((line) => line !== "ok");
-    if (problems.length > 0) return problems.slice(0, 5).join("; ");
-    db.query("SELECT count(*) FROM sqlite_schema").get();
-    return undefined;
-  } catch (error) {
-    return (error as Error).message;
-  } finally {
-    db?.close();
-  }
 }
 
 export const backupCommand = defineCommand({
@@ -135,7 +95,7 @@ export const backupCommand = defineCommand({
         stopProgress();
       }
       if (process.stderr.isTTY) process.stderr.write("checking the copy (integrity_check)…");
-      const problem = verify(temporary);
+      const problem = verifyDatabase(temporary);
       if (process.stderr.isTTY) process.stderr.write("\r\x1b[K");
       if (problem !== undefined) {
         rmSync(temporary, { force: true });

@@ -1,9 +1,7 @@
 import { defineCommand } from "citty";
 import { databasePath } from "../deps.ts";
 import { prepareDataDir } from "../store/data-dir.ts";
-import { Database } from "bun:sqlite";
-import { migrate } from "../store/migrate.ts";
-import { migrations } from "../store/migrations/index.ts";
+import { migrateFile } from "../store/sqlite/connection.ts";
 import { flagOrEnv, rejectUnknownFlags } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 
@@ -20,15 +18,7 @@ export const migrateCommand = defineCommand({
       const dataDir = flagOrEnv(args, "data") ?? "./data";
       const notice = prepareDataDir(dataDir);
       if (notice) process.stderr.write(`router: ${notice}\n`);
-      const sqlite = new Database(databasePath(dataDir), { create: true, strict: true });
-      try {
-        sqlite.run("PRAGMA busy_timeout = 5000");
-        const applied = migrate(sqlite, migrations);
-        process.stdout.write(
-          applied.length === 0 ? "database is up to date\n" : applied.map((name) => `applied ${name}\n`).join(""),
-        );
-      } finally {
-        sqlite.close();
-      }
+      const applied = migrateFile(databasePath(dataDir));
+      process.stdout.write(applied.length === 0 ? "database is up to date\n" : applied.map((name) => `applied ${name}\n`).join(""));
     }),
 });

@@ -1,10 +1,10 @@
 import { defineCommand } from "citty";
-import { createAccountsRepository } from "../accounts/repository.ts";
+import { createOwners } from "../accounts/owners.ts";
 import { createClock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import { databasePath } from "../deps.ts";
 import { prepareDataDir } from "../store/data-dir.ts";
-import { openStore } from "../store/db.ts";
+import { openStore } from "../store/open.ts";
 import { flagOrEnv, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 
@@ -21,7 +21,7 @@ const createCommand = defineCommand({
   },
   args: createArgs,
   run: ({ args, rawArgs }) =>
-    runOrExit(() => {
+    runOrExit(async () => {
       rejectUnknownFlags(rawArgs, createArgs);
       if (!args.email) throw new UsageError("--email is required");
       const dataDir = flagOrEnv(args, "data") ?? "./data";
@@ -31,8 +31,7 @@ const createCommand = defineCommand({
       // the server looks unknown keys up in the database, so it accepts this key at once.
       const store = openStore(databasePath(dataDir));
       try {
-        const accounts = createAccountsRepository({ store, clock: createClock() });
-        const { key } = accounts.createOwner({ email: args.email, name: args.name });
+        const { key } = await createOwners({ store, clock: createClock() }).create({ email: args.email, name: args.name });
         process.stdout.write(key + "\n");
       } catch (error) {
         if (error instanceof HttpError) throw new Error(error.message);

@@ -4,7 +4,6 @@ import { DEFAULT_MAX_BODY, UPSTREAM_DEFAULTS, type ServeConfig } from "../config
 import { assertTimeZone, systemTimeZone } from "../core/clock.ts";
 import { LOG_LEVELS, type LogLevel } from "../core/log.ts";
 import { buildDeps, databasePath } from "../deps.ts";
-import { startCheckpointer } from "../store/checkpointer.ts";
 import { assertCanListen, startServer } from "../server.ts";
 import { clearSpool, prepareDataDir } from "../store/data-dir.ts";
 import { existsSync } from "node:fs";
@@ -174,7 +173,7 @@ export const serveCommand = defineCommand({
       if (notice) process.stdout.write(`router: ${notice}\n`);
       clearSpool(config.dataDir);
       const deps = buildDeps(config);
-      const keyFile = ensureInitialOwner(deps.accounts, config.dataDir, config.ownerEmail);
+      const keyFile = await ensureInitialOwner(deps.store, deps.owners, config.dataDir, config.ownerEmail);
       if (keyFile) process.stdout.write(`created owner ${config.ownerEmail}; its API key is in ${keyFile}\n`);
       let running;
       try {
@@ -184,8 +183,7 @@ export const serveCommand = defineCommand({
         throw error;
       }
       const server = running;
-      const checkpointer = startCheckpointer(deps.store.sqlite, databasePath(config.dataDir), deps.log);
-      deps.beforeClose.push(() => checkpointer.stop());
+      deps.beforeClose.push(deps.store.startUpkeep(deps.log));
       let stopping = false;
       const shutdown = (signal: string) => {
         // A second signal (an impatient Ctrl-C, a supervisor repeating itself) must not

@@ -16,31 +16,37 @@ export type Invalidation =
   | { kind: "config"; tenantId: number }
   | { kind: "everything" };
 
-export type InvalidationListener = (event: Invalidation) => void;
+/** A subscriber; one that returns a promise is waited for before the publisher goes on. */
+export type InvalidationListener = (event: Invalidation) => void | Promise<void>;
 
 export interface InvalidationBus {
-  /** Tells every subscriber, in subscription order, before returning. */
-  publish(event: Invalidation): void;
+  /** Tells every subscriber, in subscription order; resolves once each has followed the change. */
+  publish(event: Invalidation): Promise<void>;
   /** Returns the function that unsubscribes. */
   subscribe(listener: InvalidationListener): () => void;
 }
 
 /**
- * The in-process bus: delivery is synchronous, so a write's caches are dropped before
- * its response is sent. A subscriber that throws is reported and does not keep the
+ * The in-process bus: every subscriber hears the event at once, in order, and the
+ * publisher waits for the ones still working (a key pool re-reading its keys, live
+ * sessions re-checked against the account), so a write's caches are dropped before
+ * its response is sent. A subscriber that fails is reported and does not keep the
  * others from hearing the event.
  */
 export function createLocalBus(onListenerError: (error: unknown, event: Invalidation) => void = () => {}): InvalidationBus {
   let listeners: InvalidationListener[] = [];
   return {
-    publish(event) {
+    async publish(event) {
+      let pending: Array<Promise<void>> | undefined;
       for (const listener of listeners) {
         try {
-          listener(event);
+          const result = listener(event);
+          if (result) (pending ??= []).push(result.catch((error: unknown) => onListenerError(error, event)));
         } catch (error) {
           onListenerError(error, event);
         }
       }
+      if (pending) await Promise.all(pending);
     },
     subscribe(listener) {
       listeners = [...listeners, listener];

@@ -1,7 +1,5 @@
-import { and, eq } from "drizzle-orm";
 import type { Clock } from "../core/clock.ts";
-import type { Store } from "../store/db.ts";
-import { upstreamObjects, type UpstreamObjectRow } from "../store/schema/affinity.ts";
+import type { Store, UpstreamObjectRow } from "../store/store.ts";
 
 export type ObjectKind = "file" | "response" | "thread" | "run" | "video" | "client_secret";
 
@@ -10,17 +8,17 @@ export type ObjectKind = "file" | "response" | "thread" | "run" | "video" | "cli
  * it, in the database (it survives restarts) with a small in-memory cache in front.
  */
 export interface Affinity {
-  remember(objectId: string, kind: ObjectKind, accountId: number, keyId: number): void;
-  lookup(objectId: string): UpstreamObjectRow | undefined;
-  forget(objectId: string): void;
+  remember(objectId: string, kind: ObjectKind, accountId: number, keyId: number): Promise<void>;
+  lookup(objectId: string): Promise<UpstreamObjectRow | undefined>;
+  forget(objectId: string): Promise<void>;
   /** Objects of a kind the account created, newest first. */
-  ownedBy(accountId: number, kind: ObjectKind): UpstreamObjectRow[];
+  ownedBy(accountId: number, kind: ObjectKind): Promise<UpstreamObjectRow[]>;
 }
 
 const CACHE_LIMIT = 10_000;
 
 export function createAffinity(deps: { store: Store; clock: Clock }): Affinity {
-  const { db } = deps.store;
+  const objects = deps.store.objects;
   const cache = new Map<string, UpstreamObjectRow>();
   const cached = (row: UpstreamObjectRow) => {
     if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
@@ -28,28 +26,23 @@ export function createAffinity(deps: { store: Store; clock: Clock }): Affinity {
     return row;
   };
   return {
-    remember(objectId, kind, accountId, keyId) {
+    async remember(objectId, kind, accountId, keyId) {
       const row = { objectId, kind, accountId, keyId, createdAt: deps.clock.now() };
-      db.insert(upstreamObjects).values(row).onConflictDoUpdate({ target: upstreamObjects.objectId, set: row }).run();
+      await objects.put(row);
       cached(row);
     },
-    lookup(objectId) {
+    async lookup(objectId) {
       const hit = cache.get(objectId);
       if (hit) return hit;
-      const row = db.select().from(upstreamObjects).where(eq(upstreamObjects.objectId, objectId)).get();
+      const row = await objects.get(objectId);
       return row ? cached(row) : undefined;
     },
-    forget(objectId) {
+    async forget(objectId) {
       cache.delete(objectId);
-      db.delete(upstreamObjects).where(eq(upstreamObjects.objectId, objectId)).run();
+      await objects.remove(objectId);
     },
-    ownedBy(accountId, kind) {
-      return db
-        .select()
-        .from(upstreamObjects)
-        .where(and(eq(upstreamObjects.accountId, accountId), eq(upstreamObjects.kind, kind)))
-        .all()
-        .sort((a, b) => b.createdAt - a.createdAt);
+    async ownedBy(accountId, kind) {
+      return (await objects.ownedBy(accountId, kind)).sort((a, b) => b.createdAt - a.createdAt);
     },
   };
 }

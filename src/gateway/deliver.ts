@@ -1,3 +1,4 @@
+import type { Logger } from "../core/log.ts";
 import { HttpError } from "../core/errors.ts";
 import type { ServeConfig } from "../config.ts";
 import { errorResponse } from "../http/envelopes.ts";
@@ -48,10 +49,19 @@ function answered(call: RelayInput["call"], quantities: Record<string, number> |
  * read whole for its usage, its priced quantities and the ids of objects it created
  * (bound to the serving key and the calling account).
  */
-export function createDeliver(deps: { config: Pick<ServeConfig, "streamIdleTimeoutMs" | "drainTimeoutMs">; metrics: RouterMetrics; affinity: Affinity }) {
+export function createDeliver(deps: {
+  config: Pick<ServeConfig, "streamIdleTimeoutMs" | "drainTimeoutMs">;
+  metrics: RouterMetrics;
+  affinity: Affinity;
+  log: Logger;
+}) {
   const { config, metrics, affinity } = deps;
+  // A binding that could not be stored leaves the object unreachable through the router:
+  // said in the log; the answer itself still reaches the client.
   const remember = (input: RelayInput, route: ServedRoute, id: string, kind: Parameters<Affinity["remember"]>[1]) =>
-    affinity.remember(id, kind, input.principal.account.id, route.keyId);
+    affinity
+      .remember(id, kind, input.principal.account.id, route.keyId)
+      .catch((error: unknown) => deps.log.error("an upstream object's key binding could not be stored", { kind, key: route.keyId, error: (error as Error).message }));
 
   return async function deliver(input: RelayInput, answer: Answered): Promise<Delivery> {
     const { response, peeked, route, started, controller, release, clientLeft } = answer;
@@ -63,7 +73,7 @@ export function createDeliver(deps: { config: Pick<ServeConfig, "streamIdleTimeo
       metrics.streamStarted();
       const watch = call.endpoint.creates
         ? (event: { event?: string; data: string }) => {
-            for (const object of streamedObjects(call.endpoint, event)) remember(input, route, object.id, object.kind);
+            for (const object of streamedObjects(call.endpoint, event)) void remember(input, route, object.id, object.kind);
           }
         : undefined;
       const stream = relayStream(peeked.reader, peeked.first, {
@@ -120,7 +130,7 @@ export function createDeliver(deps: { config: Pick<ServeConfig, "streamIdleTimeo
     }
     release();
     const status = clientLeft ? 499 : response.status;
-    for (const object of createdObjects(call.endpoint, parsed)) remember(input, route, object.id, object.kind);
+    for (const object of createdObjects(call.endpoint, parsed)) await remember(input, route, object.id, object.kind);
     const reported = usageFromJson(call.family, parsed);
     const usage = reported && call.endpoint.embedding ? { ...reported, completion: 0, reasoning: 0 } : reported;
     const quantities = answerQuantities(parsed);

@@ -32,8 +32,8 @@ const NOT_FOUND_NAME: Record<ObjectKind, string> = {
  * the caller (404), the same answer as an unknown id.
  */
 export function objectRoutes(deps: Deps, pipeline: Pipeline) {
-  const owned = (principal: Principal, objectId: string, kind: ObjectKind) => {
-    const bound = deps.affinity.lookup(objectId);
+  const owned = async (principal: Principal, objectId: string, kind: ObjectKind) => {
+    const bound = await deps.affinity.lookup(objectId);
     if (!bound || bound.accountId !== principal.account.id) {
       throw notFound(`No such ${NOT_FOUND_NAME[kind]}: ${objectId}`, "object_not_found");
     }
@@ -42,7 +42,7 @@ export function objectRoutes(deps: Deps, pipeline: Pipeline) {
 
   /** Forwards the client's call as it is (method, path, query, body) to the object's key. */
   const onObject = async (request: Request, caller: Caller, objectId: string, kind: ObjectKind, creates?: Endpoint["creates"]) => {
-    const bound = owned(caller.principal, objectId, kind);
+    const bound = await owned(caller.principal, objectId, kind);
     const url = new URL(request.url);
     const method = request.method;
     const endpoint: Endpoint = { family: "openai", path: url.pathname, model: "none", idempotent: method !== "POST", billing: "free", creates };
@@ -69,13 +69,13 @@ export function objectRoutes(deps: Deps, pipeline: Pipeline) {
       { pinnedKeyId: bound.keyId },
     );
     // Deleting the object itself (not a sub-resource) ends its binding.
-    if (method === "DELETE" && response.ok && url.pathname.endsWith(`/${objectId}`)) deps.affinity.forget(objectId);
+    if (method === "DELETE" && response.ok && url.pathname.endsWith(`/${objectId}`)) await deps.affinity.forget(objectId);
     return response;
   };
 
   /** GET /v1/files: the caller's own files, gathered from the keys that hold them. */
   const listFiles = async (request: Request, caller: Caller) => {
-    const mine = deps.affinity.ownedBy(caller.principal.account.id, "file");
+    const mine = await deps.affinity.ownedBy(caller.principal.account.id, "file");
     const ids = new Set(mine.map((row) => row.objectId));
     const keys = [...new Set(mine.map((row) => row.keyId))];
     const data: unknown[] = [];

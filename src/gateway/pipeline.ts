@@ -48,10 +48,10 @@ export function createPipeline(deps: Deps) {
   }
 
   /** The key a call must use when it continues an object (Responses `previous_response_id`). */
-  const continuation = (caller: Caller, call: ClientCall): number | undefined => {
+  const continuation = async (caller: Caller, call: ClientCall): Promise<number | undefined> => {
     const previous = call.json?.previous_response_id;
     if (call.endpoint.creates !== "response" || typeof previous !== "string") return undefined;
-    const bound = deps.affinity.lookup(previous);
+    const bound = await deps.affinity.lookup(previous);
     if (!bound || bound.accountId !== caller.principal.account.id) {
       throw notFound(`Previous response with id '${previous}' not found`, "previous_response_not_found");
     }
@@ -69,7 +69,7 @@ export function createPipeline(deps: Deps) {
     try {
       checkModel(principal, call.requestedModel);
       const route = routeOf(tenant, call, options.level);
-      const pinnedKeyId = options.pinnedKeyId ?? continuation(caller, call);
+      const pinnedKeyId = options.pinnedKeyId ?? (await continuation(caller, call));
       const admission = await tenant.meter.admit({
         principal,
         endpoint: call.endpoint,
@@ -87,7 +87,7 @@ export function createPipeline(deps: Deps) {
 
   return {
     /** A model call from its request: authenticated here (401, 403), then run. */
-    handle: (request: Request, path: string, read: CallReader) => run(request, authenticate(deps, request, path), read),
+    handle: async (request: Request, path: string, read: CallReader) => run(request, await authenticate(deps, request, path), read),
     run,
     forward,
     /** A JSON call of an endpoint. */

@@ -39,27 +39,27 @@ export function refuseKeyInUrl(url: string): void {
 
 export interface Authenticator {
   /** The caller's principal; throws 401 when the key is missing, unknown or in the URL. */
-  require(request: Request, family: Family): Principal;
+  require(request: Request, family: Family): Promise<Principal>;
   /** Like `require`, but a request with no key at all yields undefined (e.g. GET /x-pricing). */
-  optional(request: Request, family: Family): Principal | undefined;
+  optional(request: Request, family: Family): Promise<Principal | undefined>;
 }
 
 export function createAuthenticator(principals: PrincipalCache): Authenticator {
-  const resolve = (request: Request, family: Family, required: boolean): Principal | undefined => {
+  const resolve = async (request: Request, family: Family, required: boolean): Promise<Principal | undefined> => {
     refuseKeyInUrl(request.url);
     const key = extractApiKey(request, family);
     if (!key) {
       if (!required) return undefined;
       throw unauthorized("Missing API key: send it as Authorization: Bearer <key>", "missing_api_key");
     }
-    const principal = principals.get(hashApiKey(key));
+    const principal = await principals.get(hashApiKey(key));
     if (!principal) throw unauthorized("Invalid API key", "invalid_api_key");
     const meta = metaOf(request);
     if (meta) meta.accountId = principal.account.id;
     return principal;
   };
   return {
-    require: (request, family) => resolve(request, family, true)!,
+    require: async (request, family) => (await resolve(request, family, true))!,
     optional: (request, family) => resolve(request, family, false),
   };
 }

@@ -14,9 +14,9 @@ export type Caller = {
 };
 
 /** The caller of an authenticated route: key (401), then AllowIPs and Resources (403). */
-export function authenticate(deps: Pick<Deps, "auth" | "config" | "scope">, request: Request, path: string): Caller {
-  const principal = deps.auth.require(request, familyOfRequest(request.headers, path));
-  const tenant = deps.scope(principal.account);
+export async function authenticate(deps: Pick<Deps, "auth" | "config" | "scope">, request: Request, path: string): Promise<Caller> {
+  const principal = await deps.auth.require(request, familyOfRequest(request.headers, path));
+  const tenant = await deps.scope(principal.account);
   checkAccess(principal, path, () => clientIp(request, deps.config.trustProxy), tenant.settings.resources());
   return { principal, tenant };
 }
@@ -26,16 +26,16 @@ export function authenticate(deps: Pick<Deps, "auth" | "config" | "scope">, requ
  * `{ owner: true }` additionally requires a first-level owner account (403 otherwise).
  */
 export function authPlugin(deps: Pick<Deps, "auth" | "config" | "scope">) {
-  const admit = (request: Request, path: string): Caller => authenticate(deps, request, path);
+  const admit = (request: Request, path: string): Promise<Caller> => authenticate(deps, request, path);
   return new Elysia({ name: "auth" }).macro({
     auth: {
-      resolve({ request, path }): Caller {
+      resolve({ request, path }): Promise<Caller> {
         return admit(request, path);
       },
     },
     owner: {
-      resolve({ request, path }): Caller {
-        const caller = admit(request, path);
+      async resolve({ request, path }): Promise<Caller> {
+        const caller = await admit(request, path);
         if (!caller.principal.account.isOwner) throw forbidden("Only owner accounts may use this endpoint", "owner_only");
         return caller;
       },

@@ -1,10 +1,7 @@
-import { and, eq } from "drizzle-orm";
-import type { AccountRow } from "../store/schema/accounts.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
-import type { Store } from "../store/db.ts";
 import type { ClaimState } from "../state/state.ts";
-import { softLimitNotices } from "../store/schema/notices.ts";
+import type { AccountRow, Store } from "../store/store.ts";
 import type { Mailer } from "./mailer.ts";
 
 /** Delays between attempts when the mail server fails; then the next spend tries again. */
@@ -28,19 +25,11 @@ export function createSoftLimitNotifier(deps: {
 }) {
   const claimKey = (accountId: number, month: string) => `soft-limit:${accountId}:${month}`;
 
-  const alreadySent = (accountId: number, month: string) => {
-    const row = deps.store.db
-      .select({ accountId: softLimitNotices.accountId })
-      .from(softLimitNotices)
-      .where(and(eq(softLimitNotices.accountId, accountId), eq(softLimitNotices.month, month)))
-      .get();
-    return Boolean(row);
-  };
 
   const attempt = async (mailer: Mailer, accountId: number, month: string, to: string, text: string, tries: number): Promise<void> => {
     try {
       const result = await mailer.send({ to, subject: "Spending has reached your soft limit", text });
-      deps.store.db.insert(softLimitNotices).values({ accountId, month, sentAt: deps.clock.now(), recipient: to }).onConflictDoNothing().run();
+      await deps.store.softLimitMail.markSent(accountId, month, deps.clock.now(), to);
       deps.log.info("soft-limit mail sent", { account: accountId, month, response: result.response });
     } catch (error) {
       deps.log.warn("soft-limit mail failed", { account: accountId, month, attempt: tries + 1, error: (error as Error).message });
@@ -68,7 +57,7 @@ export function createSoftLimitNotifier(deps: {
       if (spent < account.softLimit) return;
       // The claim is kept once the month is done: later spends stop here.
       if (!(await deps.claims.claim(claimKey(accountId, month), MONTH_CLAIM_MS, deps.clock.now()))) return;
-      if (alreadySent(accountId, month)) return;
+      if (await deps.store.softLimitMail.wasSent(accountId, month)) return;
       const to = account.billingEmail ?? account.email;
       const text =
         `Account ${account.name} (${account.email}) and the accounts under it have used ${spent.toFixed(4)} credits in ${month}, ` +

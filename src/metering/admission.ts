@@ -1,4 +1,4 @@
-import type { AccountRow } from "../store/schema/accounts.ts";
+import type { AccountRow } from "../store/store.ts";
 import type { GaugeCounter, PeriodCounter } from "../state/state.ts";
 import type { BillingPlan } from "./billing.ts";
 import type { LimitScope } from "./limits.ts";

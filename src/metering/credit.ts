@@ -1,7 +1,4 @@
-import { and, eq, gt, isNotNull, min } from "drizzle-orm";
-import { balanceOf } from "../accounts/ledger.ts";
-import type { Store } from "../store/db.ts";
-import { creditGrants } from "../store/schema/accounts.ts";
+import type { Store } from "../store/store.ts";
 
 /**
  * An account's ledger balance as the State reads it when it holds none (or holds a
@@ -14,13 +11,9 @@ import { creditGrants } from "../store/schema/accounts.ts";
  * `staleAt` is when the earliest unexpired grant expires: from then on the balance is
  * smaller than the one read, so it is read again.
  */
-export function createBalanceLoader(store: Store): (accountId: number, now: number) => { balance: number; staleAt: number } {
-  return (accountId, now) => {
-    const next = store.db
-      .select({ at: min(creditGrants.expiresAt) })
-      .from(creditGrants)
-      .where(and(eq(creditGrants.accountId, accountId), gt(creditGrants.remaining, 0), isNotNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)))
-      .get()?.at;
-    return { balance: balanceOf(store.db, accountId, now), staleAt: next ?? Infinity };
+export function createBalanceLoader(store: Store): (accountId: number, now: number) => Promise<{ balance: number; staleAt: number }> {
+  return async (accountId, now) => {
+    const [balance, next] = await Promise.all([store.credit.balance(accountId, now), store.credit.nextExpiry(accountId, now)]);
+    return { balance, staleAt: next ?? Infinity };
   };
 }

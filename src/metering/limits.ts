@@ -1,7 +1,7 @@
 import { msUntilNextBusinessDay, type Clock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import { bestMatch, compilePattern, type CompiledPattern } from "../routing/patterns.ts";
-import type { AccountRow } from "../store/schema/accounts.ts";
+import type { AccountRow } from "../store/store.ts";
 import type { Adjustment, AdmitLine, GaugeCounter, PeriodCounter, Refusal, WindowCounter } from "../state/state.ts";
 import type { PeriodCounters } from "./quotas.ts";
 

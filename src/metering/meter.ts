@@ -1,5 +1,5 @@
 import type { Principal } from "../accounts/principal.ts";
-import type { AccountRow } from "../store/schema/accounts.ts";
+import type { AccountRow } from "../store/store.ts";
 import { msUntilNextBusinessDay, msUntilNextBusinessMonth, type Clock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
@@ -82,12 +82,12 @@ export function createMeter(deps: {
   /** The BYOK tenant this meter prices for; undefined in a single-tenant deployment. */
   tenantRoot?: number;
   /** An account and its ancestors, nearest first (default: the account alone). */
-  chainOf?: (account: Readonly<AccountRow>) => readonly Readonly<AccountRow>[];
+  chainOf?: (account: Readonly<AccountRow>) => Promise<readonly Readonly<AccountRow>[]>;
   /** Told after a charge, for each account whose subtree spent it, with the counter of its month's charges. */
   onSpend?: (account: Readonly<AccountRow>, spentThisMonth: PeriodCounter) => void;
 }): Meter {
   const { clock, counts, periods } = deps;
-  const chainOf = deps.chainOf ?? ((account: Readonly<AccountRow>) => [account]);
+  const chainOf = deps.chainOf ?? (async (account: Readonly<AccountRow>) => [account]);
   /** Subtree totals per account, resolved once; the row is refreshed when the account changes. */
   const subtrees = new Map<number, SubtreeSpend>();
   const subtreeOf = (account: Readonly<AccountRow>): SubtreeSpend => {
@@ -106,8 +106,8 @@ export function createMeter(deps: {
     return spend;
   };
   const spendCache = new WeakMap<readonly Readonly<AccountRow>[], readonly SubtreeSpend[]>();
-  const spendOf = (account: Readonly<AccountRow>): readonly SubtreeSpend[] => {
-    const chain = chainOf(account);
+  const spendOf = async (account: Readonly<AccountRow>): Promise<readonly SubtreeSpend[]> => {
+    const chain = await chainOf(account);
     let spend = spendCache.get(chain);
     if (!spend) spendCache.set(chain, (spend = chain.map(subtreeOf)));
     return spend;
@@ -196,7 +196,7 @@ export function createMeter(deps: {
               headers: RETRY_SOON,
             }),
       );
-      const spend = counting ? [] : spendOf(account);
+      const spend = counting ? [] : await spendOf(account);
       // Spend limits count reservations too, so concurrent calls cannot overshoot them.
       planSpend(account, spend, day, month, now, reserve, lines, reasons);
       const scopes = limitScopes(account, model, periods, deps.modelLimits(), deps.tenantRoot);

@@ -12,10 +12,10 @@ const CATALOG_BOOK = createPriceBook();
  * is still a 401: silently falling back to public prices would hide the mistake.
  */
 export function pricingRoutes(deps: Deps) {
-  return new Elysia().get("/x-pricing", ({ request }) => {
-    const principal = deps.auth.optional(request, "openai");
+  return new Elysia().get("/x-pricing", async ({ request }) => {
+    const principal = await deps.auth.optional(request, "openai");
     // Without a key: the deployment's prices; in the BYOK style no tenant is known, so the catalog alone.
-    const tenant = principal ? deps.scope(principal.account) : deps.tenants.byok ? undefined : deps.tenants.get(0);
+    const tenant = principal ? await deps.scope(principal.account) : deps.tenants.byok ? undefined : await deps.tenants.load(0);
     if (principal) checkAccess(principal, "/x-pricing", () => clientIp(request, deps.config.trustProxy), tenant!.settings.resources());
     const table = tenant ? tenant.settings.prices().table : CATALOG_BOOK.table;
     const rates = principal?.account.rates ?? 1;

@@ -1,7 +1,4 @@
-import { and, eq, inArray, like, sql } from "drizzle-orm";
-import { accounts } from "../store/schema/accounts.ts";
-import type { Store } from "../store/db.ts";
-import { usageDaily } from "../store/schema/usage.ts";
+import type { Store } from "../store/store.ts";
 import type { Measure, PeriodCounter, PeriodSeed } from "../state/state.ts";
 
 /**
@@ -52,28 +49,6 @@ export function createPeriodCounters() {
 export type PeriodCounters = ReturnType<typeof createPeriodCounters>;
 
 /** Reads a period total from the daily rollups: `period` is a day (`YYYY-MM-DD`) or a month (`YYYY-MM`). */
-export function createPeriodSeeder(store: Store): (seed: PeriodSeed, period: string) => number {
-  const column = {
-    requests: sql<number>`coalesce(sum(${usageDaily.requests}), 0)`,
-    tokens: sql<number>`coalesce(sum(${usageDaily.promptTokens} + ${usageDaily.completionTokens}), 0)`,
-    cost: sql<number>`coalesce(sum(${usageDaily.costNanos}), 0)`,
-    spent: sql<number>`coalesce(sum(${usageDaily.costNanos}), 0)`,
-  };
-  return (seed, period) => {
-    const parts = [period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period)];
-    if ("subtreePath" in seed) {
-      // Every account whose path starts with the root's, deleted ones included.
-      const members = store.db.select({ id: accounts.id }).from(accounts).where(like(accounts.path, `${seed.subtreePath}%`));
-      parts.push(inArray(usageDaily.accountId, members));
-    } else {
-      if ("accountId" in seed) parts.push(eq(usageDaily.accountId, seed.accountId));
-      else if (seed.tenantRoot !== undefined) {
-        // A BYOK tenant's model totals count only its own accounts.
-        const members = store.db.select({ id: accounts.id }).from(accounts).where(like(accounts.path, `/${seed.tenantRoot}/%`));
-        parts.push(inArray(usageDaily.accountId, members));
-      }
-      if (seed.model !== undefined) parts.push(eq(usageDaily.model, seed.model));
-    }
-    return store.db.select({ value: column[seed.measure] }).from(usageDaily).where(and(...parts)).get()?.value ?? 0;
-  };
+export function createPeriodSeeder(store: Store): (seed: PeriodSeed, period: string) => Promise<number> {
+  return (seed, period) => store.usage.periodTotal(seed, period);
 }

@@ -9,7 +9,7 @@ import { buildBill } from "./reports/bill.ts";
 import { parseBillRange } from "./reports/dates.ts";
 import { liveRanges, liveTotals } from "./reports/live.ts";
 import { rankUsers } from "./reports/ranking.ts";
-import { groupByAccountModel, groupByDayModel, identities, rollupRows, sumsByDayModel, type Audience } from "./reports/usage-query.ts";
+import { groupByAccountModel, groupByDayModel, type Audience } from "./reports/usage-query.ts";
 
 /**
  * Usage reports (spec 4.3, docs/reports.md): `/dashboard/live` and `/dashboard/bill`
@@ -17,16 +17,20 @@ import { groupByAccountModel, groupByDayModel, identities, rollupRows, sumsByDay
  * rollups (usage_daily), never the raw usage rows.
  */
 export function reportRoutes(deps: Deps) {
-  const { db } = deps.store;
   const rangeOf = (request: Request) => parseBillRange(new URL(request.url).searchParams, deps.clock.businessDate());
 
   return new Elysia()
     .use(authPlugin(deps))
     .get(
       "/dashboard/live",
-      ({ principal }) => {
+      async ({ principal }) => {
         const account = principal.account;
         const ranges = liveRanges(deps.clock);
+        const [balance, daily, monthly] = await Promise.all([
+          deps.accountsService.balanceNanos(account.id),
+          liveTotals(deps.store, account.id, ranges.day),
+          liveTotals(deps.store, account.id, ranges.month),
+        ]);
         return {
           object: "live_usage",
           account: {
@@ -36,35 +40,35 @@ export function reportRoutes(deps: Deps) {
             alias: account.alias,
             level: account.depth,
             isOwner: account.isOwner,
-            balance: nanosToCredits(deps.accountsService.balanceNanos(account.id)),
+            balance: nanosToCredits(balance),
           },
-          daily_usage: liveTotals(db, account.id, ranges.day),
-          monthly_usage: liveTotals(db, account.id, ranges.month),
+          daily_usage: daily,
+          monthly_usage: monthly,
         };
       },
       { auth: true },
     )
     .get(
       "/dashboard/bill",
-      ({ principal, request }) => {
+      async ({ principal, request }) => {
         const range = rangeOf(request);
-        return buildBill(sumsByDayModel(db, { accountId: principal.account.id }, range), range);
+        return buildBill(groupByDayModel(await deps.store.usage.rollups({ accountId: principal.account.id }, range)), range);
       },
       { auth: true },
     )
     .get(
       "/x-bill",
-      ({ principal, request }) => {
+      async ({ principal, request }) => {
         const caller = managerOf(principal);
         const range = rangeOf(request);
         const user = new URL(request.url).searchParams.get("user");
         // `user` selects that descendant and everything under it; otherwise every descendant, never the caller.
         const audience: Audience = user
-          ? { path: deps.accountsService.resolve(caller, user, "subtree").path, includeRoot: true }
+          ? { path: (await deps.accountsService.resolve(caller, user, "subtree")).path, includeRoot: true }
           : { path: caller.path, includeRoot: false };
-        const rows = rollupRows(db, audience, range);
+        const rows = await deps.store.usage.rollups(audience, range);
         const perAccount = groupByAccountModel(rows);
-        const names = identities(db, [...new Set(perAccount.map((row) => row.accountId))]);
+        const names = await deps.store.accounts.identities([...new Set(perAccount.map((row) => row.accountId))]);
         return {
           ...buildBill(groupByDayModel(rows), range),
           usage_users: rankUsers(perAccount, (id) => names.get(id)),

@@ -1,10 +1,8 @@
-import { createConsumer } from "../accounts/ledger.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../gateway/usage/types.ts";
-import type { Store } from "../store/db.ts";
-import type { NewUsageEventRow } from "../store/schema/usage.ts";
+import type { NewUsageEventRow, RollupRow, Store } from "../store/store.ts";
 
 /** What the gateway reports when a model call ends. */
 export interface UsageEvent {
@@ -36,9 +34,10 @@ export interface UsageSink {
 }
 
 export interface UsageRecorder extends UsageSink {
-  /** Writes everything pending now (shutdown, tests). */
-  flush(): void;
-  stop(): void;
+  /** Writes everything pending now (shutdown, tests); resolves once it is stored. */
+  flush(): Promise<void>;
+  /** Stops the timer and writes what is pending. */
+  stop(): Promise<void>;
   /** Called after each committed flush with the credit charged per account (nano-credits). */
   onCharged(listener: (charged: ReadonlyMap<number, number>) => void): void;
 }
@@ -59,121 +58,70 @@ export function isBillable(row: NewUsageEventRow): boolean {
  * in one transaction per short tick, so SQLite never sits between a client and its
  * response. A clean shutdown flushes; a crash loses at most the last tick (50 ms).
  */
-const EVENT_COLUMNS = [
-  "request_id", "account_id", "day", "created_at", "endpoint", "requested_model", "effective_model", "level", "key_id", "status",
-  "stream", "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "source",
-  "latency_ms", "cost_nanos", "extra",
-] as const;
-
-type SqlValue = string | number | null;
-
-/** Rows per multi-row INSERT (20 columns each, far below SQLite's limit of bound parameters). */
-const EVENTS_PER_STATEMENT = 32;
-
-function appendEventValues(out: SqlValue[], row: NewUsageEventRow): SqlValue[] {
-  out.push(
-    row.requestId, row.accountId, row.day, row.createdAt, row.endpoint, row.requestedModel ?? null, row.effectiveModel ?? null,
-    row.level ?? null, row.keyId ?? null, row.status, row.stream ? 1 : 0, row.promptTokens ?? 0, row.completionTokens ?? 0,
-    row.cacheReadTokens ?? 0, row.cacheWriteTokens ?? 0, row.reasoningTokens ?? 0, row.source, row.latencyMs, row.costNanos ?? 0,
-    row.extra ?? null,
-  );
-  return out;
-}
-
 export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Logger }): UsageRecorder {
   let pending: NewUsageEventRow[] = [];
-  const insertEvents = (count: number) =>
-    deps.store.sqlite.prepare<unknown, SqlValue[]>(
-      `INSERT INTO usage_events (${EVENT_COLUMNS.join(", ")}) VALUES ${Array.from({ length: count }, () => `(${EVENT_COLUMNS.map(() => "?").join(", ")})`).join(", ")}`,
-    );
-  const insertEvent = insertEvents(1);
-  // Rows go in groups of EVENTS_PER_STATEMENT: one statement per group costs much less than one per row.
-  const insertGroup = insertEvents(EVENTS_PER_STATEMENT);
-  const upsertRollup = deps.store.sqlite.prepare<unknown, SqlValue[]>(
-    `INSERT INTO usage_daily (account_id, day, model, requests, prompt_tokens, completion_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost_nanos)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (account_id, day, model) DO UPDATE SET
-       requests = requests + excluded.requests,
-       prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-       completion_tokens = completion_tokens + excluded.completion_tokens,
-       reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
-       cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
-       cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
-       cost_nanos = cost_nanos + excluded.cost_nanos`,
-  );
-  const consume = createConsumer(deps.store.sqlite);
   const listeners: Array<(charged: ReadonlyMap<number, number>) => void> = [];
 
-  const write = (rows: NewUsageEventRow[]): Map<number, number> => {
+  /** The batch's rows, their daily rollups and the charges, in one transaction. */
+  const write = async (rows: NewUsageEventRow[]): Promise<Map<number, number>> => {
     const charged = new Map<number, number>();
-    const rollups = new Map<string, NewUsageEventRow & { requests: number }>();
+    const rollups = new Map<string, RollupRow>();
     for (const row of rows) {
       if (row.costNanos) charged.set(row.accountId, (charged.get(row.accountId) ?? 0) + row.costNanos);
       if (!isBillable(row)) continue;
       const model = row.effectiveModel ?? row.requestedModel ?? "";
       const key = `${row.accountId}\u0000${row.day}\u0000${model}`;
-      const sum = rollups.get(key) ?? { ...row, effectiveModel: model, requests: 0, promptTokens: 0, completionTokens: 0, reasoningTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costNanos: 0 };
+      let sum = rollups.get(key);
+      if (!sum) {
+        sum = { accountId: row.accountId, day: row.day, model, requests: 0, prompt: 0, completion: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, costNanos: 0 };
+        rollups.set(key, sum);
+      }
       sum.requests++;
-      sum.promptTokens! += row.promptTokens ?? 0;
-      sum.completionTokens! += row.completionTokens ?? 0;
-      sum.reasoningTokens! += row.reasoningTokens ?? 0;
-      sum.cacheReadTokens! += row.cacheReadTokens ?? 0;
-      sum.cacheWriteTokens! += row.cacheWriteTokens ?? 0;
-      sum.costNanos! += row.costNanos ?? 0;
-      rollups.set(key, sum);
+      sum.prompt += row.promptTokens ?? 0;
+      sum.completion += row.completionTokens ?? 0;
+      sum.reasoning += row.reasoningTokens ?? 0;
+      sum.cacheRead += row.cacheReadTokens ?? 0;
+      sum.cacheWrite += row.cacheWriteTokens ?? 0;
+      sum.costNanos += row.costNanos ?? 0;
     }
-    writeAll(rows, rollups.values(), charged, deps.clock.now());
+    const now = deps.clock.now();
+    await deps.store.transaction(async (tx) => {
+      await tx.usage.append(rows, rollups.values());
+      for (const [accountId, amount] of charged) await tx.credit.consume(accountId, amount, now);
+    });
     return charged;
   };
-  // Prepared statements on the raw connection: the query builder cost more per row than SQLite did.
-  // The transaction function is made once: making one per batch showed in the profile.
-  const writeAll = deps.store.sqlite.transaction(
-    (rows: NewUsageEventRow[], rollups: Iterable<NewUsageEventRow & { requests: number }>, charged: Map<number, number>, now: number) => {
-      let i = 0;
-      for (; i + EVENTS_PER_STATEMENT <= rows.length; i += EVENTS_PER_STATEMENT) {
-        const values: SqlValue[] = [];
-        for (let j = i; j < i + EVENTS_PER_STATEMENT; j++) appendEventValues(values, rows[j]!);
-        insertGroup.run(...values);
-      }
-      for (; i < rows.length; i++) insertEvent.run(...appendEventValues([], rows[i]!));
-      for (const sum of rollups) {
-        upsertRollup.run(
-          sum.accountId,
-          sum.day,
-          sum.effectiveModel!,
-          sum.requests,
-          sum.promptTokens ?? 0,
-          sum.completionTokens ?? 0,
-          sum.reasoningTokens ?? 0,
-          sum.cacheReadTokens ?? 0,
-          sum.cacheWriteTokens ?? 0,
-          sum.costNanos ?? 0,
-        );
-      }
-      for (const [accountId, amount] of charged) consume(accountId, amount, now);
-    },
-  );
 
-  /** Writes `rows` in one transaction; on failure they go back to the front of the queue. */
-  const writeRows = (rows: NewUsageEventRow[]): boolean => {
-    let charged: Map<number, number>;
-    try {
-      charged = write(rows);
-    } catch (error) {
-      deps.log.error("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: (error as Error).message });
-      pending = rows.concat(pending);
-      return false;
-    }
-    for (const listener of listeners) listener(charged);
-    return true;
+  /**
+   * Writes `rows` in one transaction, after the writes before it (so `flush` resolves
+   * once everything recorded before it is stored); on failure they go back to the
+   * front of the queue. Resolves whether they were written.
+   */
+  let writing: Promise<unknown> = Promise.resolve();
+  const writeRows = (rows: NewUsageEventRow[]): Promise<boolean> => {
+    const done = writing.then(async () => {
+      let charged: Map<number, number>;
+      try {
+        charged = await write(rows);
+      } catch (error) {
+        deps.log.error("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: (error as Error).message });
+        pending = rows.concat(pending);
+        return false;
+      }
+      for (const listener of listeners) listener(charged);
+      return true;
+    });
+    writing = done;
+    return done;
   };
 
-  /** Everything pending, now, in one transaction (shutdown, tests). */
-  const flush = () => {
-    if (pending.length === 0) return;
-    const rows = pending;
-    pending = [];
-    writeRows(rows);
+  /** Everything pending, now, in one transaction (shutdown, tests); resolves once stored. */
+  const flush = async (): Promise<void> => {
+    if (pending.length > 0) {
+      const rows = pending;
+      pending = [];
+      await writeRows(rows);
+    } else await writing;
   };
 
   /**
@@ -191,11 +139,10 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     const size = Math.max(SLICE_ROWS, Math.ceil(pending.length / 4));
     const rows = pending.length <= size ? pending : pending.slice(0, size);
     pending = pending.length <= size ? [] : pending.slice(size);
-    if (!writeRows(rows)) {
-      slicing = false;
-      return;
-    }
-    setImmediate(writeSlice);
+    void writeRows(rows).then((written) => {
+      if (written) setImmediate(writeSlice);
+      else slicing = false;
+    });
   };
   const tick = () => {
     if (slicing || pending.length === 0) return;
@@ -237,7 +184,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     flush,
     stop() {
       clearInterval(timer);
-      flush();
+      return flush();
     },
     onCharged(listener) {
       listeners.push(listener);

@@ -15,13 +15,13 @@ function sameSecret(a: string, b: string): boolean {
  * `--metrics-token` a scraper can hold without being an administrator.
  */
 export function metricsRoutes(deps: Deps) {
-  return new Elysia().get("/metrics", ({ request }) => {
+  return new Elysia().get("/metrics", async ({ request }) => {
     const presented = extractApiKey(request, "openai");
     const token = deps.config.metricsToken;
     if (!(token && presented && sameSecret(presented, token))) {
       // Metrics cover every tenant: in the BYOK style no owner may read them, only the token.
       if (deps.tenants.byok) throw forbidden("In the BYOK style /metrics is readable with the metrics token only", "metrics_token_only");
-      const principal = deps.auth.require(request, "openai");
+      const principal = await deps.auth.require(request, "openai");
       if (!principal.account.isOwner) throw forbidden("Only owner accounts or the metrics token may read /metrics", "owner_only");
     }
     return new Response(deps.metrics.registry.render(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });

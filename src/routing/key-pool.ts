@@ -1,6 +1,6 @@
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
-import type { ProviderKeysRepository } from "../admin/provider-keys/repository.ts";
+import type { ProviderKeysRepository, SleepState } from "../admin/provider-keys/repository.ts";
 import { applyOutcome, availability, type KeyOutcome } from "./health.ts";
 import type { PoolKey, SleepReason } from "./pool-key.ts";
 import type { ProviderConfig } from "./provider-config.ts";
@@ -10,7 +10,8 @@ import type { ProviderConfig } from "./provider-config.ts";
  * only reads this; every write to the keys table calls `reload()`.
  */
 export interface KeyPool {
-  reload(): void;
+  /** Re-reads the keys; resolves once the pool holds them (reloads apply in call order). */
+  reload(): Promise<void>;
   get(id: number): PoolKey | undefined;
   /** Keys of a Level, in id order. */
   keysOf(level: number): readonly PoolKey[];
@@ -37,8 +38,8 @@ export interface KeyPool {
    * refuses, NoSleep notwithstanding: until woken or until its URL changes.
    */
   markUnusable(key: PoolKey, reason: string): void;
-  /** Manual sleep/wake from /x-keys/{id}/sleep|wake. */
-  setManualSleep(id: number, sleeping: boolean): void;
+  /** Manual sleep/wake from /x-keys/{id}/sleep|wake; resolves once stored. */
+  setManualSleep(id: number, sleeping: boolean): Promise<void>;
 }
 
 export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock; log: Logger }): KeyPool {
@@ -46,10 +47,11 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
   let byLevel = new Map<number, PoolKey[]>();
   const cursor = new Map<number, number>();
 
-  const reload = () => {
+  const load = async () => {
+    const rows = await deps.repo.all();
     const next = new Map<number, PoolKey>();
     const levels = new Map<number, PoolKey[]>();
-    for (const row of deps.repo.all()) {
+    for (const row of rows) {
       const previous = byId.get(row.id);
       const fields: Omit<PoolKey, "inFlight" | "failures" | "probing"> = {
         id: row.id,
@@ -78,11 +80,17 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     byId = next;
     byLevel = levels;
   };
-  reload();
+  let reloading: Promise<void> = Promise.resolve();
+  const reload = () => (reloading = reloading.then(load, load));
+
+  // The pool's copy decides at once; the stored sleep is for a restart, so a write
+  // that fails is reported, not waited for.
+  const store = (id: number, change: SleepState) =>
+    deps.repo.setSleep(id, change).catch((error: unknown) => deps.log.error("a key's sleep could not be stored", { key: id, error: (error as Error).message }));
 
   const persist = (key: PoolKey, change: ReturnType<typeof applyOutcome>) => {
     if (!change) return;
-    deps.repo.setSleep(key.id, change);
+    void store(key.id, change);
     if (change.sleeping) {
       deps.log.warn("provider key sleeps", {
         key: key.id,
@@ -144,15 +152,15 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
       key.sleepReason = "address";
       key.sleepUntil = null;
       key.failures = 0;
-      deps.repo.setSleep(key.id, change);
+      void store(key.id, change);
       deps.log.warn("provider key unusable: its upstream address is refused", { key: key.id, level: key.level, reason });
     },
-    setManualSleep(id, sleeping) {
+    async setManualSleep(id, sleeping) {
       const key = byId.get(id);
       const state = sleeping
         ? { sleeping: true, reason: "manual" as const, until: null, count: key?.sleepCount ?? 0 }
         : { sleeping: false, reason: null, until: null, count: 0 };
-      deps.repo.setSleep(id, state);
+      await deps.repo.setSleep(id, state);
       if (key) {
         key.sleeping = state.sleeping;
         key.sleepReason = state.reason;

@@ -38,9 +38,9 @@ export function signupRoutes(deps: Deps) {
     }
   };
 
-  const create = (email: string, name: string | undefined) => {
-    const { account, key } = deps.accounts.createOwner({ email, name });
-    deps.oplog.write({ actorId: account.id, tenantId: account.id, action: "tenant.signup", targetId: account.id, details: { email: account.email } });
+  const create = async (email: string, name: string | undefined) => {
+    const { account, key } = await deps.owners.create({ email, name });
+    await deps.oplog.write({ actorId: account.id, tenantId: account.id, action: "tenant.signup", targetId: account.id, details: { email: account.email } });
     return { object: "signup", ID: account.id, Email: account.email, Name: account.name, APIKey: key };
   };
 

@@ -8,8 +8,7 @@ import type { Meter } from "../metering/meter.ts";
 import { createKeyPool, type KeyPool } from "../routing/key-pool.ts";
 import { createSwitchOver, type SwitchOver } from "../routing/switch-over.ts";
 import type { Sealer } from "../store/crypto.ts";
-import type { Store } from "../store/db.ts";
-import type { AccountRow } from "../store/schema/accounts.ts";
+import type { AccountRow, Store } from "../store/store.ts";
 
 /**
  * What one tenant owns: its provider keys and their pool, its configuration items
@@ -25,6 +24,8 @@ export interface Tenant {
   readonly switchOver: SwitchOver;
   readonly mailer: Mailer;
   readonly meter: Meter;
+  /** Resolves once its settings and keys are loaded (a tenant serves nothing before). */
+  readonly ready: Promise<void>;
 }
 
 /** A tenant is named by the root of an account's path (its owner's id); 0 outside the BYOK style. */
@@ -36,11 +37,14 @@ export interface Tenants {
   readonly byok: boolean;
   /** The tenant id an account belongs to: 0, or in the BYOK style its owner's id. */
   idOf(account: Pick<AccountRow, "path">): number;
+  /** The tenant, built on first use; its settings and keys may still be loading (see `load`). */
   get(tenantId: number): Tenant;
-  /** Tenants loaded so far. */
+  /** The tenant once its settings and keys are loaded. */
+  load(tenantId: number): Promise<Tenant>;
+  /** Tenants built so far. */
   all(): Tenant[];
-  /** Re-reads every loaded tenant's settings and keys (another process wrote them). */
-  reload(): void;
+  /** Re-reads every tenant's settings and keys (another process wrote them). */
+  reload(): Promise<void>;
 }
 
 export interface TenantParts {
@@ -62,7 +66,11 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
     const providerKeys = createProviderKeysRepository({ store, sealer, clock, tenantId });
     const pool = createKeyPool({ repo: providerKeys, clock, log });
     const mailer = createMailer(settings);
+    const ready = Promise.all([settings.reload(), pool.reload()]).then(() => undefined);
+    // Whoever loads the tenant hears of a failure; nobody waiting is not a crash.
+    ready.catch(() => {});
     return {
+      ready,
       tenantId,
       settings,
       providerKeys,
@@ -72,23 +80,32 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
       meter: parts.meterFor(tenantId, settings, mailer),
     };
   };
+  const get = (tenantId: number): Tenant => {
+    let tenant = tenants.get(tenantId);
+    if (!tenant) {
+      tenant = build(tenantId);
+      tenants.set(tenantId, tenant);
+    }
+    return tenant;
+  };
   return {
     byok,
     idOf: (account) => tenantIdOf(byok, account.path),
-    get(tenantId) {
-      let tenant = tenants.get(tenantId);
-      if (!tenant) {
-        tenant = build(tenantId);
-        tenants.set(tenantId, tenant);
+    get,
+    async load(tenantId) {
+      const tenant = get(tenantId);
+      try {
+        await tenant.ready;
+      } catch (error) {
+        // A tenant whose first load failed (the store was unreachable) is built afresh next time.
+        if (tenants.get(tenantId) === tenant) tenants.delete(tenantId);
+        throw error;
       }
       return tenant;
     },
     all: () => [...tenants.values()],
-    reload() {
-      for (const tenant of tenants.values()) {
-        tenant.settings.reload();
-        tenant.pool.reload();
-      }
+    async reload() {
+      await Promise.all([...tenants.values()].flatMap((tenant) => [tenant.settings.reload(), tenant.pool.reload()]));
     },
   };
 }

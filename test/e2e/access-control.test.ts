@@ -26,12 +26,12 @@ const completion = (model: string) => ({
   usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
 });
 
-beforeAll(() => {
+beforeAll(async () => {
   upstream = startMockUpstream();
-  router = startRouter();
-  proxied = startRouter({ config: { trustProxy: true } });
-  addKey(router, { provider: `${upstream.url}/v1` });
-  addKey(proxied, { provider: `${upstream.url}/v1` });
+  router = await startRouter();
+  proxied = await startRouter({ config: { trustProxy: true } });
+  await addKey(router, { provider: `${upstream.url}/v1` });
+  await addKey(proxied, { provider: `${upstream.url}/v1` });
 });
 afterAll(async () => {
   await router.stop();
@@ -176,9 +176,7 @@ describe("AllowIPs", () => {
     });
     expect(res.status).toBe(201);
     const created = await res.json();
-    const row = proxied.deps.store.sqlite
-      .query<{ ip: string }, [number]>("SELECT ip FROM operation_log WHERE action = 'account.create' AND target_id = ?")
-      .get(created.ID);
+    const row = (await proxied.deps.store.operations.list(0, { action: "account.create", targetId: created.ID }, 1, 1)).rows[0];
     expect(row?.ip).toBe("10.20.30.40");
   });
 
@@ -231,7 +229,7 @@ describe("AllowModels", () => {
   });
 
   test("the model list shows only allowed models", async () => {
-    router.deps.settings.update({ LEVEL_MAPPER: "gpt-4o-mini=1,gpt-4o=1,claude-3-5-haiku=1" });
+    await router.deps.settings.update({ LEVEL_MAPPER: "gpt-4o-mini=1,gpt-4o=1,claude-3-5-haiku=1" });
     const account = await create(router, { AllowModels: "gpt-4o-mini" });
     const ids = async (key?: string) => {
       const res = await router.fetch("/v1/models", { key });

@@ -1,6 +1,12 @@
+import { join } from "node:path";
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createManualClock } from "../../src/core/clock.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
+
+/** The router's database file as another process sees it (at-rest checks of the embedded store). */
+const databaseFile = (router: TestRouter) => new Database(join(router.dataDir, "router.db"));
+
 
 /**
  * Issue 4, credit: owners mint, everyone else transfers; a ledger of grants with
@@ -64,8 +70,8 @@ describe("granting credit", () => {
   let router: TestRouter;
   let c: ReturnType<typeof client>;
 
-  beforeAll(() => {
-    router = startRouter();
+  beforeAll(async () => {
+    router = await startRouter();
     c = client(router);
   });
   afterAll(() => router.stop());
@@ -159,9 +165,9 @@ describe("credit expiry (Days) with a manual clock", () => {
   let clock: ReturnType<typeof createManualClock>;
   let c: ReturnType<typeof client>;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     clock = createManualClock(Date.UTC(2025, 0, 10, 12, 0, 0));
-    router = startRouter({ clock });
+    router = await startRouter({ clock });
     c = client(router);
   });
   afterAll(() => router.stop());
@@ -235,7 +241,7 @@ describe("batch credit", () => {
   let outsider: any;
 
   beforeAll(async () => {
-    router = startRouter();
+    router = await startRouter();
     c = client(router);
     manager = await c.create({ Resources: MANAGER_RESOURCES, CreditGranted: 10 });
     kids = [];
@@ -355,8 +361,8 @@ describe("concurrency: balances stay exact", () => {
   let router: TestRouter;
   let c: ReturnType<typeof client>;
 
-  beforeAll(() => {
-    router = startRouter();
+  beforeAll(async () => {
+    router = await startRouter();
     c = client(router);
   });
   afterAll(() => router.stop());
@@ -420,13 +426,15 @@ describe("concurrency: balances stay exact", () => {
     expect(all.body).toHaveLength(1 + 6 + 10);
     const total = all.body.reduce((sum: number, r: any) => sum + nanos(r.Balance), 0) + nanos(await c.balance());
     expect(total).toBe(minted);
-    const ledger = router.deps.store.sqlite.query<{ total: number }, []>("SELECT sum(remaining) AS total FROM credit_grants").get();
+    const file = databaseFile(router);
+    const ledger = file.query<{ total: number }, []>("SELECT sum(remaining) AS total FROM credit_grants").get();
+    file.close();
     expect(ledger?.total).toBe(minted);
   });
 });
 
 test("GET /dashboard/credit lists the grants behind the balance, soonest expiry first", async () => {
-  const router = startRouter();
+  const router = await startRouter();
   try {
     const created = await router.fetch("/x-users", { method: "POST", body: JSON.stringify({ Email: "grants@example.com", CreditGranted: 2 }) });
     const child = await created.json();

@@ -1,6 +1,12 @@
+import { join } from "node:path";
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
+
+/** The router's database file as another process sees it (at-rest checks of the embedded store). */
+const databaseFile = (router: TestRouter) => new Database(join(router.dataDir, "router.db"));
+
 
 /**
  * Issue 4 through HTTP: creating accounts, least privilege, scoped grants, subtree
@@ -9,8 +15,8 @@ import { startRouter, type TestRouter } from "../helpers/router.ts";
 
 let router: TestRouter;
 
-beforeAll(() => {
-  router = startRouter();
+beforeAll(async () => {
+  router = await startRouter();
 });
 afterAll(() => router.stop());
 
@@ -174,10 +180,12 @@ describe("creating accounts", () => {
       expect(text).not.toContain(sha256(created.APIKey));
       expect(text).not.toContain("APIKey");
     }
-    const stored = router.deps.store.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM accounts WHERE key_hash = ?").get(sha256(created.APIKey));
+    const file = databaseFile(router);
+    const stored = file.query<{ n: number }, [string]>("SELECT count(*) AS n FROM accounts WHERE key_hash = ?").get(sha256(created.APIKey));
     expect(stored?.n).toBe(1);
-    const plain = router.deps.store.sqlite.query<{ n: number }, [string, string]>("SELECT count(*) AS n FROM accounts WHERE key_hash = ? OR key_prefix = ?").get(created.APIKey, created.APIKey);
+    const plain = file.query<{ n: number }, [string, string]>("SELECT count(*) AS n FROM accounts WHERE key_hash = ? OR key_prefix = ?").get(created.APIKey, created.APIKey);
     expect(plain?.n).toBe(0);
+    file.close();
   });
 
   test("concurrent creations with one email: exactly one succeeds, the others are 409", async () => {
@@ -771,7 +779,7 @@ describe("rotating one's own key: POST /x-self", () => {
     expect((await api(`/x-users/${child.ID}`, { key: rotated.body.APIKey })).status).toBe(200);
     expect((await api("/dashboard/status", { key: child.APIKey })).status).toBe(200);
 
-    const other = startRouter();
+    const other = await startRouter();
     try {
       const res = await api("/x-self", { on: other, key: other.ownerKey, body: { confirm: `${other.deps.clock.businessDate()}-ROTATE-SELF` } });
       expect(res.status).toBe(200);
@@ -785,7 +793,7 @@ describe("rotating one's own key: POST /x-self", () => {
   test("the confirm date is the business date of the configured zone, not UTC", async () => {
     // 12:00 UTC on 2025-06-15 is already 02:00 on 2025-06-16 in Kiritimati (UTC+14).
     setSystemTime(new Date(Date.UTC(2025, 5, 15, 12, 0, 0)));
-    const kiritimati = startRouter({ config: { timeZone: "Pacific/Kiritimati" } });
+    const kiritimati = await startRouter({ config: { timeZone: "Pacific/Kiritimati" } });
     try {
       expect(kiritimati.deps.clock.businessDate()).toBe("2025-06-16");
       const key = kiritimati.ownerKey;
@@ -825,12 +833,10 @@ describe("deleting an account", () => {
     expect((await api("/dashboard/status", { key: parent.APIKey })).body.balance).toBe(6);
     // Warm the caches with the leaf's key.
     expect((await api("/dashboard/status", { key: leaf.APIKey })).body.balance).toBe(4);
-    const sqlite = router.deps.store.sqlite;
-    sqlite
-      .query(
-        "INSERT INTO usage_events (request_id, account_id, day, created_at, endpoint, status, source, latency_ms, cost_nanos) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      )
-      .run("req_fake_for_delete_test", leaf.ID, router.deps.clock.businessDate(), Date.now(), "/v1/chat/completions", 200, "upstream", 5, 1234);
+    await router.deps.store.usage.append(
+      [{ requestId: "req_fake_for_delete_test", accountId: leaf.ID, day: router.deps.clock.businessDate(), createdAt: Date.now(), endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: 5, costNanos: 1234 }],
+      [],
+    );
 
     const res = await api(`/x-users/${leaf.ID}`, { method: "DELETE", key: parent.APIKey });
     expect(res.status).toBe(200);
@@ -841,8 +847,8 @@ describe("deleting an account", () => {
     expectError(await api(`/x-users/${leaf.ID}`, { method: "DELETE", key: parent.APIKey }), 404);
     expect((await api("/x-dna?size=100", { key: parent.APIKey })).body).toEqual([]);
 
-    const rows = sqlite.query<{ n: number }, [number]>("SELECT count(*) AS n FROM usage_events WHERE account_id = ?").get(leaf.ID);
-    expect(rows?.n).toBe(1);
+    const rows = (await router.deps.store.usage.events(0, 1_000_000)).filter((row) => row.accountId === leaf.ID);
+    expect(rows).toHaveLength(1);
 
     const again = await createAccount({ Email: leaf.Email.toUpperCase(), Name: leaf.Name }, parent.APIKey);
     expect(again.ID).not.toBe(leaf.ID);
@@ -879,7 +885,8 @@ describe("deleting an account", () => {
 describe("operation log", () => {
   test("create, update, delete, batch credit and rotation are logged with actor, target and IP, without keys", async () => {
     const manager = await createAccount({ Resources: MANAGER_RESOURCES, CreditGranted: 20 });
-    const start = router.deps.store.sqlite.query<{ id: number }, []>("SELECT coalesce(max(id), 0) AS id FROM operation_log").get()!.id;
+    const logged = async () => (await router.deps.store.operations.list(0, {}, 1, 10_000)).rows.reverse();
+    const start = (await logged()).at(-1)?.id ?? 0;
     const child = await createAccount({ CreditGranted: 2 }, manager.APIKey);
     const other = await createAccount({}, manager.APIKey);
     expect((await api(`/x-users/${child.ID}`, { method: "PUT", key: manager.APIKey, body: { Alias: "logged", RPM: 5, CreditGranted: 1 } })).status).toBe(200);
@@ -891,13 +898,9 @@ describe("operation log", () => {
     const rotated = await api("/x-self", { key: manager.APIKey, body: { confirm: `${router.deps.clock.businessDate()}-ROTATE-SELF` } });
     expect(rotated.status).toBe(200);
 
-    const rows = router.deps.store.sqlite
-      .query<{ at: number; action: string; actor_id: number; target_id: number | null; ip: string; details: string }, [number]>(
-        "SELECT at, action, actor_id, target_id, ip, details FROM operation_log WHERE id > ? ORDER BY id",
-      )
-      .all(start);
-    const mine = rows.filter((r) => r.actor_id === manager.ID);
-    const summary = mine.map((r) => [r.action, r.target_id]);
+    const rows = (await logged()).filter((r) => r.id > start);
+    const mine = rows.filter((r) => r.actorId === manager.ID);
+    const summary = mine.map((r) => [r.action, r.targetId]);
     expect(summary).toEqual([
       ["account.create", child.ID],
       ["account.create", other.ID],

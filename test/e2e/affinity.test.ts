@@ -48,13 +48,13 @@ const PRICING = { ChatPricing: { "*": { InputText: 0, OutputText: 0 } }, VideoPr
 
 /** A router with one key per fake on Level 1 and two ordinary accounts. */
 async function setup(dataDir?: string): Promise<Setup> {
-  const router = startRouter({ dataDir });
+  const router = await startRouter({ dataDir });
   routers.push(router);
   // startRouter applies its pricing option only to a data dir it made itself.
   const priced = await router.fetch("/x-config", { method: "PUT", body: JSON.stringify({ PRICING }) });
   expect(priced.status).toBe(200);
   const keyOf: Record<string, number> = {};
-  for (const fake of fakes) keyOf[fake.name] = addKey(router, { provider: `${fake.url}/v1` }).id;
+  for (const fake of fakes) keyOf[fake.name] = (await addKey(router, { provider: `${fake.url}/v1` })).id;
   const alice = await createAccount(router);
   const bob = await createAccount(router);
   return { router, keyOf, alice: openaiClient(router.url, alice.key), bob: openaiClient(router.url, bob.key), aliceKey: alice.key, bobKey: bob.key };
@@ -157,7 +157,7 @@ describe("persistence", () => {
     routers.splice(routers.indexOf(first.router), 1);
 
     // Same data dir: same keys, accounts and bindings; no new keys added.
-    const router = startRouter({ dataDir });
+    const router = await startRouter({ dataDir });
     routers.push(router);
     const alice = openaiClient(router.url, first.aliceKey);
     const bob = openaiClient(router.url, first.bobKey);
@@ -189,9 +189,9 @@ describe("the bound key is gone", () => {
 
   /** Objects all created on one key: the other keys are asleep meanwhile. */
   async function objectsOn(s: Setup, name: string): Promise<Objects> {
-    for (const fake of fakes) if (fake.name !== name) s.router.deps.pool.setManualSleep(s.keyOf[fake.name]!, true);
+    for (const fake of fakes) if (fake.name !== name) await s.router.deps.pool.setManualSleep(s.keyOf[fake.name]!, true);
     const objects = await createObjects(s.alice);
-    for (const fake of fakes) if (fake.name !== name) s.router.deps.pool.setManualSleep(s.keyOf[fake.name]!, false);
+    for (const fake of fakes) if (fake.name !== name) await s.router.deps.pool.setManualSleep(s.keyOf[fake.name]!, false);
     expect(creatorOf(objects.file).name).toBe(name);
     return objects;
   }
@@ -205,7 +205,7 @@ describe("the bound key is gone", () => {
     await expectUnavailable(s, doomed);
     // The binding is not silently moved or dropped: still 503, not 404, even once a new
     // key (a new id: ids are never reused) serves the same upstream.
-    addKey(s.router, { provider: `${fakes[1]!.url}/v1` });
+    await addKey(s.router, { provider: `${fakes[1]!.url}/v1` });
     clearAll();
     expect((await s.alice.files.retrieve(doomed.file).catch((e) => e)).status).toBe(503);
     expect(seenBy()).toEqual([]);

@@ -13,8 +13,8 @@ let router: TestRouter;
 let dir: string;
 let requestNo = 0;
 
-beforeAll(() => {
-  router = startRouter();
+beforeAll(async () => {
+  router = await startRouter();
   dir = tempDir("router-backup-");
 });
 afterAll(async () => {
@@ -69,20 +69,21 @@ describe("router backup", () => {
   test("a backup under write load opens cleanly, passes integrity_check and holds every row committed before it started", async () => {
     // Enough history that the copy takes a moment.
     for (let i = 0; i < 20_000; i++) recordUsage(1);
-    router.deps.usageRecorder.flush();
+    await router.deps.usageRecorder.flush();
 
     let writing = true;
     let accountsMade = 0;
     const writer = (async () => {
       while (writing) {
         for (let i = 0; i < 200; i++) recordUsage(1);
-        router.deps.usageRecorder.flush();
+        await router.deps.usageRecorder.flush();
         await createAccount(++accountsMade);
       }
     })();
     await Bun.sleep(50);
 
-    const live = router.deps.store.sqlite;
+    // The live file as another process sees it: committed rows only.
+    const live = new Database(join(router.dataDir, "router.db"), { readonly: true });
     // Synchronous from here to the spawn: nothing else runs on this thread in between.
     const usageBefore = count(live, "usage_events");
     const accountsBefore = count(live, "accounts");
@@ -91,7 +92,7 @@ describe("router backup", () => {
     const result = await running;
     writing = false;
     await writer;
-    router.deps.usageRecorder.flush();
+    await router.deps.usageRecorder.flush();
     const usageAfter = count(live, "usage_events");
 
     expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: "" });

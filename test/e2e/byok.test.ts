@@ -24,7 +24,7 @@ beforeAll(async () => {
   upstreamA.route("POST", "/v1/chat/completions", (req) => json(chat(req.json.model)));
   upstreamB.route("POST", "/v1/chat/completions", (req) => json(chat(req.json.model)));
   // The mocks listen on 127.0.0.1: a BYOK router refuses loopback upstreams unless its operator allows them.
-  router = startRouter({ config: { byok: true, signup: true, metricsToken: "byok-metrics-token-000", allowPrivateUpstreams: true } });
+  router = await startRouter({ config: { byok: true, signup: true, metricsToken: "byok-metrics-token-000", allowPrivateUpstreams: true } });
   keyA = router.ownerKey;
   const signup = await router.fetch("/x-signup", { method: "POST", key: null, body: JSON.stringify({ Email: "b@tenant-b.example" }) });
   expect(signup.status).toBe(201);
@@ -92,7 +92,7 @@ describe("BYOK tenants are isolated", () => {
     expect(logsB.logs.length).toBeGreaterThan(0);
     expect(JSON.stringify(logsB)).not.toContain("child@tenant-a.example");
     expect(JSON.stringify(logsB)).not.toContain("A only");
-    router.deps.usageRecorder.flush();
+    await router.deps.usageRecorder.flush();
     const billB = await (await call(keyB, "/x-bill")).json();
     expect(billB.usage_users).toEqual([]);
     const billA = await (await call(keyA, "/x-bill")).json();
@@ -135,7 +135,7 @@ describe("sign-up", () => {
     });
     await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
     const port = (smtp.server.address() as { port: number }).port;
-    const confirming = startRouter({ config: { byok: true, signup: true, signupSmtp: `smtp://127.0.0.1:${port}`, signupFrom: "router@example.com" } });
+    const confirming = await startRouter({ config: { byok: true, signup: true, signupSmtp: `smtp://127.0.0.1:${port}`, signupFrom: "router@example.com" } });
     try {
       const res = await confirming.fetch("/x-signup", { method: "POST", key: null, body: JSON.stringify({ Email: "d@tenant-d.example" }) });
       expect(res.status).toBe(202);

@@ -16,8 +16,8 @@ const SECOND_SECRET = "sk-provider-stdin-secret-abcdefghijklmnopqrstu";
 let router: TestRouter;
 let dir: string;
 
-beforeAll(() => {
-  router = startRouter();
+beforeAll(async () => {
+  router = await startRouter();
   dir = tempDir("router-cli-");
 });
 afterAll(async () => {
@@ -319,7 +319,7 @@ describe("router config", () => {
 
 describe("router usage, news and logs", () => {
   test("usage live and bill read the owner's own usage", async () => {
-    recordUsage(router, { accountId: 1, costNanos: 2_500_000_000, model: "gpt-4o", prompt: 1200, completion: 300 });
+    await recordUsage(router, { accountId: 1, costNanos: 2_500_000_000, model: "gpt-4o", prompt: 1200, completion: 300 });
 
     const live = ok(await cli(["usage", "live"]));
     expect(live).toContain("account 1 owner@localhost");
@@ -338,7 +338,7 @@ describe("router usage, news and logs", () => {
     const created = await api(router, "/x-users", { body: { Email: "ranked@example.com", Name: "ranked-one", CreditGranted: 5 } });
     expect(created.status).toBe(201);
     const id = created.body.ID as number;
-    recordUsage(router, { accountId: id, costNanos: 1_250_000_000, model: "gpt-4o-mini", prompt: 100, completion: 50 });
+    await recordUsage(router, { accountId: id, costNanos: 1_250_000_000, model: "gpt-4o-mini", prompt: 100, completion: 50 });
     const theirs = JSON.parse(ok(await cli(["usage", "bill", "--account", "ranked@example.com", "--json"])));
     expect(theirs).toMatchObject({ total_requests: 1, total_credit_used: 1.25 });
     const ranking = ok(await cli(["usage", "ranking"]));

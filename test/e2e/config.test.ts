@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { hashApiKey, issueApiKey } from "../../src/accounts/api-keys.ts";
-import { accounts } from "../../src/store/schema/accounts.ts";
 import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
 
 const ROUTING_ITEMS = ["MODEL_MAPPER", "LEVEL_MAPPER", "SWITCH_OVER"];
@@ -9,13 +8,12 @@ const ROUTING_ITEMS = ["MODEL_MAPPER", "LEVEL_MAPPER", "SWITCH_OVER"];
 let router: TestRouter;
 let memberKey: string;
 
-beforeAll(() => {
-  router = startRouter({ pricing: false });
+beforeAll(async () => {
+  router = await startRouter({ pricing: false });
   const issued = issueApiKey();
   const now = Date.now();
-  router.deps.store.db
-    .insert(accounts)
-    .values({
+  await router.deps.store.accounts.insert(
+    {
       parentId: 1,
       depth: 2,
       isOwner: false,
@@ -25,14 +23,14 @@ beforeAll(() => {
       keyPrefix: issued.prefix,
       createdAt: now,
       updatedAt: now,
-      path: "/1/2/",
-    })
-    .run();
+    },
+    "/1/",
+  );
   memberKey = issued.key;
 });
 afterAll(() => router.stop());
-beforeEach(() => {
-  router.deps.settings.reset(ROUTING_ITEMS);
+beforeEach(async () => {
+  await router.deps.settings.reset(ROUTING_ITEMS);
 });
 
 function send(method: string, body?: unknown, init: { key?: string | null; raw?: string } = {}): Promise<Response> {
@@ -250,7 +248,7 @@ describe("persistence", () => {
   test("values survive a restart on the same data directory", async () => {
     const dataDir = tempDir();
     try {
-      const first = startRouter({ dataDir });
+      const first = await startRouter({ dataDir });
       const written = await first.fetch("/x-config", {
         method: "PUT",
         body: JSON.stringify({ MODEL_MAPPER: "alias=real", LEVEL_MAPPER: { "real*": 2 }, SWITCH_OVER: "2=1" }),
@@ -259,7 +257,7 @@ describe("persistence", () => {
       const configs = (await written.json()).configs;
       await first.stop();
 
-      const second = startRouter({ dataDir });
+      const second = await startRouter({ dataDir });
       try {
         const res = await second.fetch("/x-config");
         expect((await res.json()).configs).toEqual(configs);

@@ -13,7 +13,7 @@ const seen: SeenRequest[] = [];
 const errors: string[] = [];
 
 beforeAll(async () => {
-  router = startRouter();
+  router = await startRouter();
   browser = await launchChromium();
   page = (await recordedPage(browser, seen, errors)).page;
   await signIn(page, `${router.url}/console/`, router.ownerKey);

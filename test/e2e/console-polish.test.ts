@@ -14,7 +14,7 @@ const seen: SeenRequest[] = [];
 const errors: string[] = [];
 
 beforeAll(async () => {
-  router = startRouter();
+  router = await startRouter();
   browser = await launchChromium();
 });
 
@@ -85,7 +85,7 @@ describe("the 403 page", () => {
 
 describe("money figures", () => {
   test("the balance has a unit and fixed decimals; an owner's balance below zero is explained", async () => {
-    recordUsage(router, { accountId: 1, costNanos: 1_500_000_000 });
+    await recordUsage(router, { accountId: 1, costNanos: 1_500_000_000 });
     const { context, page } = await recordedPage(browser, seen, errors);
     await signIn(page, `${router.url}/console/`, router.ownerKey);
     await page.waitForURL(/\/console\/owner$/);

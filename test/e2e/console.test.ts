@@ -36,7 +36,7 @@ beforeAll(async () => {
       usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
     }),
   );
-  router = startRouter();
+  router = await startRouter();
   secrets.push(router.ownerKey);
   browser = await launchChromium();
   owner = await freshPage();
@@ -176,7 +176,7 @@ describe("console in chromium", () => {
     }
     expect(mock.requests.filter((r) => r.path === "/v1/chat/completions").map((r) => r.json.model)).toEqual(["mock-gpt", "mock-gpt", "mock-gpt"]);
     // Usage is written in batches: make all three calls visible before the page first polls.
-    router.deps.usageRecorder.flush();
+    await router.deps.usageRecorder.flush();
 
     const alice = await freshPage();
     await signIn(alice, `${router.url}/console/owner`, aliceKey);

@@ -21,7 +21,7 @@ const GRANT = 1_000_000_000;
 const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const { router, upstream } = scope.gateway({ pricing: PRICING });
+  const { router, upstream } = await scope.gateway({ pricing: PRICING });
   return { router, upstream };
 }
 
@@ -33,10 +33,10 @@ async function family(router: TestRouter) {
 }
 
 /** An account's ledger balance in nano-credits, read from the database (deleted accounts included). */
-function ledger(router: TestRouter, accountId: number): number {
-  usageRows(router); // writes pending usage and its charges first
-  const row = router.deps.store.sqlite.query<{ total: number }, [number]>("SELECT coalesce(sum(remaining), 0) AS total FROM credit_grants WHERE account_id = ?").get(accountId);
-  return row?.total ?? 0;
+async function ledger(router: TestRouter, accountId: number): Promise<number> {
+  await usageRows(router); // writes pending usage and its charges first
+  // Every grant counts: none is unexpired-or-not at time 0 (none expires before then).
+  return router.deps.store.credit.balance(accountId, 0);
 }
 
 describe("deleting an account returns only what is really left", () => {
@@ -44,14 +44,14 @@ describe("deleting an account returns only what is really left", () => {
     const { router, upstream } = await start();
     upstream.route("POST", "/v1/chat/completions", () => json({ id: "c", object: "chat.completion", created: 1, model: "acme-chat", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE }));
     const { parent, child } = await family(router);
-    const parentBefore = ledger(router, parent.id);
+    const parentBefore = await ledger(router, parent.id);
     expect((await api(router, "/v1/chat/completions", { key: child.key, body: BODY })).status).toBe(200);
     const deleted = await api(router, `/x-users/${child.id}`, { method: "DELETE", key: parent.key });
     expect(deleted.status).toBe(200);
     expect(Math.round(deleted.body.CreditReturned * 1e9)).toBe(GRANT - COST);
-    await waitFor(() => usageRows(router).some((r) => r.account_id === child.id) || undefined);
-    expect(ledger(router, child.id)).toBe(0);
-    expect(ledger(router, parent.id)).toBe(parentBefore + GRANT - COST);
+    await waitFor(async () => (await usageRows(router)).some((r) => r.account_id === child.id) || undefined);
+    expect(await ledger(router, child.id)).toBe(0);
+    expect(await ledger(router, parent.id)).toBe(parentBefore + GRANT - COST);
     const status = await api(router, "/dashboard/status", { key: parent.key });
     expect(Math.round(status.body.balance * 1e9)).toBe(parentBefore + GRANT - COST);
   });
@@ -71,7 +71,7 @@ describe("deleting an account returns only what is really left", () => {
       );
     });
     const { parent, child } = await family(router);
-    const parentBefore = ledger(router, parent.id);
+    const parentBefore = await ledger(router, parent.id);
     const call = router.fetch("/v1/chat/completions", { method: "POST", key: child.key, body: JSON.stringify({ ...BODY, stream: true }) });
     await waitFor(() => upstream.requests.length === 1 || undefined);
     const reserved = await heldCredit(router, child.id);
@@ -80,16 +80,16 @@ describe("deleting an account returns only what is really left", () => {
     const deleted = await api(router, `/x-users/${child.id}`, { method: "DELETE", key: parent.key });
     expect(deleted.status).toBe(200);
     expect(Math.round(deleted.body.CreditReturned * 1e9)).toBe(GRANT - reserved);
-    expect(ledger(router, parent.id)).toBe(parentBefore + GRANT - reserved);
+    expect(await ledger(router, parent.id)).toBe(parentBefore + GRANT - reserved);
 
     release();
     const res = await call;
     expect(res.status).toBe(200);
     await res.text();
     // The call is charged its real cost (its row stays the deleted account's); the rest is the parent's.
-    await waitFor(() => ledger(router, child.id) === 0 || undefined, 5000, "the deleted account's credit to move on");
-    expect(usageRows(router).filter((r) => r.account_id === child.id).map((r) => r.cost_nanos)).toEqual([COST]);
-    expect(ledger(router, parent.id)).toBe(parentBefore + GRANT - COST);
+    await waitFor(async () => (await ledger(router, child.id)) === 0 || undefined, 5000, "the deleted account's credit to move on");
+    expect((await usageRows(router)).filter((r) => r.account_id === child.id).map((r) => r.cost_nanos)).toEqual([COST]);
+    expect(await ledger(router, parent.id)).toBe(parentBefore + GRANT - COST);
     expect(await availableCredit(router, parent.id)).toBe(parentBefore + GRANT - COST - (await heldCredit(router, parent.id)));
   });
 
@@ -98,13 +98,13 @@ describe("deleting an account returns only what is really left", () => {
     upstream.route("POST", "/v1/chat/completions", () => json({ id: "c", object: "chat.completion", created: 1, model: "acme-chat", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE }));
     const parent = await createAccount(router, { CreditGranted: 10, Resources: MANAGER_RESOURCES });
     const child = await createAccount(router, { CreditGranted: COST / 2e9 }, parent.key);
-    const parentBefore = ledger(router, parent.id);
+    const parentBefore = await ledger(router, parent.id);
     // Something was left, so the call ran; it cost twice what was left.
     expect((await api(router, "/v1/chat/completions", { key: child.key, body: BODY })).status).toBe(200);
-    expect(ledger(router, child.id)).toBe(-COST / 2);
+    expect(await ledger(router, child.id)).toBe(-COST / 2);
     const deleted = await api(router, `/x-users/${child.id}`, { method: "DELETE", key: parent.key });
     expect(deleted.body.CreditReturned).toBe(0);
-    expect(ledger(router, child.id)).toBe(0);
-    expect(ledger(router, parent.id)).toBe(parentBefore - COST / 2);
+    expect(await ledger(router, child.id)).toBe(0);
+    expect(await ledger(router, parent.id)).toBe(parentBefore - COST / 2);
   });
 });

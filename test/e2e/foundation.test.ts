@@ -5,8 +5,8 @@ import { startRouter, type TestRouter } from "../helpers/router.ts";
 
 let router: TestRouter;
 
-beforeAll(() => {
-  router = startRouter();
+beforeAll(async () => {
+  router = await startRouter();
 });
 afterAll(() => router.stop());
 
@@ -105,7 +105,7 @@ describe("request ids and logs", () => {
 describe("serving HTTPS", () => {
   test("--tls-cert and --tls-key serve HTTPS (the listen URL says https)", async () => {
     const certs = (await import("../helpers/tls.ts")).testCertificates();
-    const secure = startRouter({ config: { tlsCert: certs.certFile, tlsKey: certs.keyFile } });
+    const secure = await startRouter({ config: { tlsCert: certs.certFile, tlsKey: certs.keyFile } });
     try {
       expect(secure.url.startsWith("https://127.0.0.1:")).toBe(true);
       const res = await fetch(`${secure.url}/healthz`, { tls: { ca: certs.caPem } } as RequestInit);

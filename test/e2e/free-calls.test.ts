@@ -17,17 +17,19 @@ const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
 const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const { router, upstream } = scope.gateway();
+  const { router, upstream } = await scope.gateway();
   expect((await api(router, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
   upstream.route("POST", "/v1/messages/count_tokens", () => json({ input_tokens: 14 }));
   upstream.route("POST", /countTokens$/, () => json({ totalTokens: 9 }));
   return { router, upstream };
 }
 
-const daily = (router: TestRouter, accountId: number) =>
-  router.deps.store.sqlite
-    .query<{ requests: number | null; tokens: number | null }, [number]>("SELECT sum(requests) AS requests, sum(prompt_tokens + completion_tokens) AS tokens FROM usage_daily WHERE account_id = ?")
-    .get(accountId);
+/** An account's daily rollups summed over all days (null when it has none, as SQL's sum). */
+const daily = async (router: TestRouter, accountId: number) => {
+  const rows = await router.deps.store.usage.rollups({ accountId }, { start: "0000-01-01", end: "9999-12-31" });
+  if (rows.length === 0) return { requests: null, tokens: null };
+  return { requests: rows.reduce((n, r) => n + r.requests, 0), tokens: rows.reduce((n, r) => n + r.prompt + r.completion, 0) };
+};
 
 describe("token counts are not usage", () => {
   test("count_tokens and countTokens through the SDKs: answered, with no usage row, no request and no tokens in the rollups", async () => {
@@ -37,8 +39,8 @@ describe("token counts are not usage", () => {
     expect(counted.input_tokens).toBe(14);
     const gemini = await geminiClient(router.url, account.key).models.countTokens({ model: "acme-gem", contents: "hi" });
     expect(gemini.totalTokens).toBe(9);
-    expect(usageRows(router).filter((r) => r.account_id === account.id)).toHaveLength(0);
-    expect(daily(router, account.id)?.requests ?? 0).toBe(0);
+    expect((await usageRows(router)).filter((r) => r.account_id === account.id)).toHaveLength(0);
+    expect((await daily(router, account.id)).requests ?? 0).toBe(0);
     const status = await api(router, "/dashboard/status", { key: account.key });
     expect(status.body.balance).toBe(1);
   });
@@ -76,7 +78,7 @@ describe("embeddings never have completion tokens", () => {
     upstream.route("POST", /EmbedContents?$/i, () => json({ embeddings: [{ values: vector }] }));
     const result = await geminiClient(router.url, router.ownerKey).models.embedContent({ model: "acme-embed", contents: "hello" });
     expect(result.embeddings?.[0]?.values).toHaveLength(3072);
-    const row = usageRows(router).at(-1)!;
+    const row = (await usageRows(router)).at(-1)!;
     expect(row).toMatchObject({ status: 200, completion_tokens: 0, source: "estimated" });
     expect(row.prompt_tokens).toBeGreaterThan(0);
   });
@@ -86,6 +88,6 @@ describe("embeddings never have completion tokens", () => {
     upstream.route("POST", "/v1/embeddings", () => json({ object: "list", data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2] }], model: "acme-embed", usage: { prompt_tokens: 4, completion_tokens: 4, total_tokens: 8 } }));
     const res = await api(router, "/v1/embeddings", { body: { model: "acme-embed", input: "hello" } });
     expect(res.status).toBe(200);
-    expect(usageRows(router).at(-1)).toMatchObject({ prompt_tokens: 4, completion_tokens: 0, source: "upstream" });
+    expect((await usageRows(router)).at(-1)).toMatchObject({ prompt_tokens: 4, completion_tokens: 0, source: "upstream" });
   });
 });

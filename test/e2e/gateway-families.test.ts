@@ -40,13 +40,13 @@ const geminiAnswer = (text: string, usage: Record<string, number>) => ({
 });
 
 // Gemini (and OpenAI-compatible) model names go to Level 1 (standard), Azure to 2, Vertex to 3.
-beforeAll(() => {
+beforeAll(async () => {
   standard = startMockUpstream();
   azure = startMockUpstream();
   vertex = startMockUpstream();
-  router = startRouter();
-  standardSecret = addKey(router, { provider: standard.url, level: 1 }).secret;
-  addKey(router, {
+  router = await startRouter();
+  standardSecret = (await addKey(router, { provider: standard.url, level: 1 })).secret;
+  await addKey(router, {
     provider: azure.url,
     level: 2,
     secret: "azure-secret-0123456789abcdef",
@@ -65,13 +65,13 @@ beforeAll(() => {
     client_email: "router@proj-1.iam.gserviceaccount.com",
     token_uri: `${vertex.url}/token`,
   };
-  addKey(router, {
+  await addKey(router, {
     provider: "https://aiplatform.googleapis.com",
     level: 3,
     secret: JSON.stringify(serviceAccount),
     config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
   });
-  router.deps.settings.update({ LEVEL_MAPPER: "gpt-4.1=2,vertex-*=3,claude-vertex*=3" });
+  await router.deps.settings.update({ LEVEL_MAPPER: "gpt-4.1=2,vertex-*=3,claude-vertex*=3" });
 });
 afterAll(async () => {
   await router.stop();
@@ -110,12 +110,12 @@ describe("Anthropic family", () => {
       expect(text.join("")).toBe("Bonjour");
       expect(final.usage.output_tokens).toBe(9);
 
-      const rows = usageRows(router).filter((r) => r.endpoint === "/v1/messages").slice(-2);
+      const rows = (await usageRows(router)).filter((r) => r.endpoint === "/v1/messages").slice(-2);
       // input_tokens excludes cache reads and writes: prompt = 10 + 100 + 20.
       expect(rows[0]).toMatchObject({ stream: 0, prompt_tokens: 130, cache_read_tokens: 100, cache_write_tokens: 20, completion_tokens: 5 });
       // message_delta usage is cumulative: the last one (9) counts, never the sum.
-      await waitFor(() => usageRows(router).filter((r) => r.endpoint === "/v1/messages").length >= 2);
-      expect(usageRows(router).filter((r) => r.endpoint === "/v1/messages").at(-1)).toMatchObject({
+      await waitFor(async () => (await usageRows(router)).filter((r) => r.endpoint === "/v1/messages").length >= 2);
+      expect((await usageRows(router)).filter((r) => r.endpoint === "/v1/messages").at(-1)).toMatchObject({
         stream: 1,
         prompt_tokens: 61,
         cache_read_tokens: 50,
@@ -161,8 +161,8 @@ describe("Gemini family", () => {
       expect(parts.join("")).toBe("Hallo");
       expect(standard.requests[1]!.query.get("alt")).toBe("sse");
 
-      await waitFor(() => usageRows(router).filter((r) => r.endpoint.startsWith(prefix + "/models")).length >= 2);
-      const rows = usageRows(router).filter((r) => r.endpoint.startsWith(prefix + "/models")).slice(-2);
+      await waitFor(async () => (await usageRows(router)).filter((r) => r.endpoint.startsWith(prefix + "/models")).length >= 2);
+      const rows = (await usageRows(router)).filter((r) => r.endpoint.startsWith(prefix + "/models")).slice(-2);
       expect(rows[0]).toMatchObject({ prompt_tokens: 20, completion_tokens: 12, reasoning_tokens: 7, cache_read_tokens: 8 });
       expect(rows[1]).toMatchObject({ stream: 1, prompt_tokens: 20, completion_tokens: 7, reasoning_tokens: 4 });
     });

@@ -32,10 +32,10 @@ const chunk = (content: string | null, extra: Record<string, unknown> = {}) => (
   ...extra,
 });
 
-beforeAll(() => {
+beforeAll(async () => {
   upstream = startMockUpstream();
-  router = startRouter();
-  secret = addKey(router, { provider: `${upstream.url}/v1` }).secret;
+  router = await startRouter();
+  secret = (await addKey(router, { provider: `${upstream.url}/v1` })).secret;
 });
 afterAll(async () => {
   await router.stop();
@@ -56,7 +56,7 @@ describe("OpenAI family through the official SDK", () => {
     expect(seen.body).toContain('"model":"gpt-4o-mini"');
     expect(seen.headers.get("x-api-key")).toBeNull();
 
-    const row = usageRows(router).at(-1)!;
+    const row = (await usageRows(router)).at(-1)!;
     expect(row).toMatchObject({
       account_id: 1,
       endpoint: "/v1/chat/completions",
@@ -89,7 +89,7 @@ describe("OpenAI family through the official SDK", () => {
     }
     expect(parts.join("")).toBe("Hello");
     expect(sawUsage).toBe(false);
-    const row = await waitFor(() => usageRows(router).find((r) => r.stream === 1 && r.prompt_tokens === 7));
+    const row = await waitFor(async () => (await usageRows(router)).find((r) => r.stream === 1 && r.prompt_tokens === 7));
     expect(row).toMatchObject({ completion_tokens: 2, source: "upstream", status: 200 });
   });
 

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { eq } from "drizzle-orm";
-import { accounts } from "../../src/store/schema/accounts.ts";
 import { addKey, usageRows } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
@@ -15,13 +13,13 @@ const secrets: string[] = [];
 
 const chat = (model: string) => ({ id: "c", object: "chat.completion", created: 1, model, choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
 
-beforeAll(() => {
+beforeAll(async () => {
   level1 = startMockUpstream();
   level2 = startMockUpstream();
-  router = startRouter({ config: { maxBody: 4096 } });
-  secrets.push(addKey(router, { provider: level1.url, level: 1 }).secret);
-  secrets.push(addKey(router, { provider: level2.url, level: 2 }).secret);
-  router.deps.settings.update({
+  router = await startRouter({ config: { maxBody: 4096 } });
+  secrets.push((await addKey(router, { provider: level1.url, level: 1 })).secret);
+  secrets.push((await addKey(router, { provider: level2.url, level: 2 })).secret);
+  await router.deps.settings.update({
     MODEL_MAPPER: "gpt-4*=gpt-4o-2024-08-06,gpt-4o-mini=gpt-4o-mini-2024-07-18,gem-alias=gemini-2.5-pro",
     LEVEL_MAPPER: "gpt-4o-2024-08-06=2,gemini-*=2,claude-*=1",
   });
@@ -47,7 +45,7 @@ describe("routing", () => {
     await client.chat.completions.create({ model: "gpt-4o-mini", messages: [] });
     // The exact entry beats the earlier, shorter pattern; its target maps to no Level, so Level 1.
     expect(level1.requests[0]!.json.model).toBe("gpt-4o-mini-2024-07-18");
-    const rows = usageRows(router).slice(-2);
+    const rows = (await usageRows(router)).slice(-2);
     expect(rows.map((r) => [r.requested_model, r.effective_model, r.level])).toEqual([
       ["gpt-4-turbo", "gpt-4o-2024-08-06", 2],
       ["gpt-4o-mini", "gpt-4o-mini-2024-07-18", 1],
@@ -73,13 +71,13 @@ describe("routing", () => {
     expect(ids).not.toContain("gpt-4*");
     expect(all.data[0]).toMatchObject({ object: "model", owned_by: "router" });
 
-    router.deps.store.db.update(accounts).set({ allowModels: "gpt-*" }).where(eq(accounts.id, 1)).run();
+    await router.deps.store.accounts.update(1, { allowModels: "gpt-*" });
     router.deps.principals.clear();
     const filtered = (await (await router.fetch("/v1/models")).json()).data.map((m: { id: string }) => m.id);
     expect(filtered.every((id: string) => id.startsWith("gpt-"))).toBe(true);
     expect((await router.fetch("/v1/models/gpt-4o-mini")).status).toBe(200);
     expect((await router.fetch("/v1/models/gem-alias")).status).toBe(404);
-    router.deps.store.db.update(accounts).set({ allowModels: null }).where(eq(accounts.id, 1)).run();
+    await router.deps.store.accounts.update(1, { allowModels: null });
     router.deps.principals.clear();
   });
 });

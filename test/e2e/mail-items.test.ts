@@ -2,8 +2,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
 let router: TestRouter;
-beforeAll(() => {
-  router = startRouter({ pricing: false });
+beforeAll(async () => {
+  router = await startRouter({ pricing: false });
 });
 afterAll(() => router.stop());
 
@@ -39,6 +39,6 @@ test("valid mail items are stored, the port as a number, the password masked and
     EMAIL_PASS: "********",
   });
   expect(router.deps.settings.raw("EMAIL_PASS")).toBe("pa55-word-secret");
-  const stored = router.deps.store.sqlite.query<{ value: string }, []>("SELECT value FROM settings WHERE key = 'EMAIL_PASS'").get()!.value;
+  const stored = (await router.deps.store.settings.all(0)).find((row) => row.key === "EMAIL_PASS")!.value;
   expect(stored).not.toContain("pa55-word-secret");
 });

@@ -51,10 +51,10 @@ async function balance(key: string): Promise<number> {
  */
 async function charged(run: () => Promise<unknown>): Promise<{ row: Record<string, any>; drop: number }> {
   const before = await balance(account.key);
-  const seen = usageRows(router).filter((r) => r.account_id === account.id).length;
+  const seen = (await usageRows(router)).filter((r) => r.account_id === account.id).length;
   await run();
-  const row = await waitFor(() => usageRows(router).filter((r) => r.account_id === account.id)[seen], 5000, "usage row");
-  usageRows(router);
+  const row = await waitFor(async () => (await usageRows(router)).filter((r) => r.account_id === account.id)[seen], 5000, "usage row");
+  await usageRows(router);
   const after = await balance(account.key);
   return { row: row!, drop: Math.round((before - after) * 1e9) };
 }
@@ -117,8 +117,8 @@ const geminiAnswer = (text: string, usage: Record<string, number>) => ({
 
 beforeAll(async () => {
   upstream = startMockUpstream();
-  router = startRouter();
-  addKey(router, { provider: upstream.url });
+  router = await startRouter();
+  await addKey(router, { provider: upstream.url });
   expect((await api("/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
   const created = await api("/x-users", { body: { Email: "cost@example.com", CreditGranted: 100, Rates: RATES } });
   expect(created.status).toBe(201);

@@ -55,7 +55,7 @@ async function createAccount(router: TestRouter, fields: Record<string, unknown>
 
 /** Balance in nano-credits, after pending usage rows reached the ledger. */
 async function balanceNanos(router: TestRouter, key?: string): Promise<number> {
-  usageRows(router);
+  await usageRows(router);
   const res = await api(router, "/dashboard/status", { key });
   expect(res.status).toBe(200);
   return Math.round(res.body.balance * 1e9);
@@ -69,8 +69,8 @@ function scriptMock(upstream: MockUpstream) {
 
 async function start(options: Parameters<typeof startRouter>[0] = {}): Promise<Ctx> {
   const upstream = startMockUpstream();
-  const router = startRouter(options);
-  addKey(router, { provider: upstream.url });
+  const router = await startRouter(options);
+  await addKey(router, { provider: upstream.url });
   expect((await api(router, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
   return { router, upstream };
 }
@@ -114,8 +114,8 @@ describe("balance and the worst case", () => {
     expect(again.headers.get("x-should-retry")).toBe("false");
     expect(ctx.upstream.requests).toHaveLength(1);
     // Refused calls leave no usage row and cost nothing.
-    expect(usageRows(ctx.router).filter((r) => r.account_id === none.id)).toHaveLength(0);
-    expect(usageRows(ctx.router).filter((r) => r.account_id === tiny.id)).toHaveLength(1);
+    expect((await usageRows(ctx.router)).filter((r) => r.account_id === none.id)).toHaveLength(0);
+    expect((await usageRows(ctx.router)).filter((r) => r.account_id === tiny.id)).toHaveLength(1);
   });
 
   test("calls succeed until the balance is used up: the last one may overshoot it by at most its own cost", async () => {
@@ -180,11 +180,11 @@ describe("balance and the worst case", () => {
 
   test("owners are never refused for balance, but are charged like anyone else", async () => {
     const before = await balanceNanos(ctx.router);
-    const seen = usageRows(ctx.router).filter((r) => r.account_id === 1).length;
+    const seen = (await usageRows(ctx.router)).filter((r) => r.account_id === 1).length;
     // Far beyond any balance the owner has: 1M output tokens at 12/1M.
     const body = JSON.stringify({ model: "acme-chat", max_tokens: 1_000_000, messages: [{ role: "user", content: "hi" }] });
     for (let i = 0; i < 2; i++) expect((await api(ctx.router, "/v1/chat/completions", { raw: body })).status).toBe(200);
-    const rows = usageRows(ctx.router).filter((r) => r.account_id === 1).slice(seen);
+    const rows = (await usageRows(ctx.router)).filter((r) => r.account_id === 1).slice(seen);
     expect(rows.map((r) => r.cost_nanos)).toEqual([smallCost(1), smallCost(1)]);
     const after = await balanceNanos(ctx.router);
     expect(before - after).toBe(2 * smallCost(1));
@@ -277,8 +277,8 @@ describe("concurrency", () => {
     // Refused calls never reached the upstream.
     expect(upstream.requests).toHaveLength(admitted);
 
-    const rows = await waitFor(() => {
-      const mine = usageRows(ctx.router).filter((r) => r.account_id === acct.id);
+    const rows = await waitFor(async () => {
+      const mine = (await usageRows(ctx.router)).filter((r) => r.account_id === acct.id);
       return mine.length === admitted ? mine : undefined;
     }, 5000, "a usage row per admitted stream");
     expect(rows!.every((r) => r.status === 200 && r.cost_nanos === actual)).toBe(true);

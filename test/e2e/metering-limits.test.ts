@@ -63,8 +63,8 @@ beforeEach(async () => {
     json({ candidates: [{ content: { role: "model", parts: [{ text: "ok" }] }, finishReason: "STOP", index: 0 }], usageMetadata: { promptTokenCount: 30, candidatesTokenCount: 30, totalTokenCount: 60 } }),
   );
   clock = createManualClock(tokyo(2026, 3, 10, 12), ZONE);
-  router = startRouter({ config: { timeZone: ZONE }, clock, pricing: PRICING });
-  addKey(router, { provider: upstream.url });
+  router = await startRouter({ config: { timeZone: ZONE }, clock, pricing: PRICING });
+  await addKey(router, { provider: upstream.url });
 });
 afterEach(async () => {
   await router.stop();
@@ -115,8 +115,8 @@ function untilMidnight(seconds: number, exact: number): void {
 }
 
 /** Rows and charges of an account so far (flushes pending rows). */
-function charges(accountId: number) {
-  const rows = usageRows(router).filter((r) => r.account_id === accountId);
+async function charges(accountId: number) {
+  const rows = (await usageRows(router)).filter((r) => r.account_id === accountId);
   return { rows: rows.length, cost: rows.reduce((s, r) => s + r.cost_nanos, 0) };
 }
 
@@ -131,7 +131,7 @@ describe("spend limits", () => {
     // Until midnight in Tokyo: 16 hours.
     untilMidnight(seconds, 16 * 3600);
     expect(upstream.requests).toHaveLength(3);
-    expect(charges(acct.id)).toEqual({ rows: 3, cost: 3 * COST });
+    expect(await charges(acct.id)).toEqual({ rows: 3, cost: 3 * COST });
 
     // Past UTC midnight (10:00 in Tokyo): still the same business date.
     clock.set(tokyo(2026, 3, 10, 10));
@@ -165,8 +165,8 @@ describe("spend limits", () => {
     // Each admitted call reserves its worst case against the limit: at most three run at once.
     expect(admitted).toBeLessThanOrEqual(3);
     expect(upstream.requests).toHaveLength(admitted);
-    const spent = await waitFor(() => {
-      const c = charges(acct.id);
+    const spent = await waitFor(async () => {
+      const c = await charges(acct.id);
       return c.rows === admitted ? c : undefined;
     });
     expect(spent!.cost).toBeLessThanOrEqual(limit);
@@ -197,7 +197,7 @@ describe("spend limits", () => {
     expect((await chat(acct.key)).status).toBe(200);
     refusal(await chat(acct.key), "hard_limit_reached");
     expect(upstream.requests).toHaveLength(3);
-    expect(charges(acct.id)).toEqual({ rows: 3, cost: 3 * COST });
+    expect(await charges(acct.id)).toEqual({ rows: 3, cost: 3 * COST });
   });
 });
 
@@ -212,7 +212,7 @@ describe("request windows", () => {
     expect(seconds).toBe(60);
     // Not forwarded, not charged.
     expect(upstream.requests).toHaveLength(3);
-    expect(charges(acct.id)).toEqual({ rows: 3, cost: 3 * COST });
+    expect(await charges(acct.id)).toEqual({ rows: 3, cost: 3 * COST });
     clock.advance((seconds - 1) * SECOND);
     refusal(await chat(acct.key), "rpm_limit_reached");
     clock.advance(1 * SECOND);
@@ -292,7 +292,7 @@ describe("token windows", () => {
     expect(refused.headers.get("retry-after")).toBe("1");
     expect((await refused.json()).error.message).toContain("calls in flight");
     await Promise.all([a.text(), b.text()].map((p) => p.catch(() => "")));
-    await waitFor(() => charges(acct.id).rows === 1);
+    await waitFor(async () => (await charges(acct.id)).rows === 1);
     // Settled to the 60 tokens it used: the window's own wait, at most a minute.
     const seconds = refusal(await chat(acct.key), "tpm_limit_reached");
     expect(seconds).toBeLessThanOrEqual(60);
@@ -304,7 +304,7 @@ describe("token windows", () => {
     const statuses = await Promise.all(Array.from({ length: 20 }, async () => (await chat(acct.key)).status));
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
     expect(statuses.filter((s) => s === 429)).toHaveLength(19);
-    await waitFor(() => charges(acct.id).rows === 1);
+    await waitFor(async () => (await charges(acct.id)).rows === 1);
     // The window now holds the 60 tokens really used: one more call fits, then the limit holds.
     expect((await chat(acct.key)).status).toBe(200);
     refusal(await chat(acct.key), "tpm_limit_reached");
@@ -449,6 +449,6 @@ describe("admission order", () => {
     for (let i = 0; i < 5; i++) refusal(await chat(acct.key), "rpm_limit_reached");
     clock.advance(61 * SECOND);
     expect((await chat(acct.key)).status).toBe(200);
-    expect(charges(acct.id)).toEqual({ rows: 2, cost: 2 * COST });
+    expect(await charges(acct.id)).toEqual({ rows: 2, cost: 2 * COST });
   });
 });

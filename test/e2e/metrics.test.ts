@@ -9,10 +9,10 @@ let upstream: MockUpstream;
 let secret: string;
 const TOKEN = "metrics-token-0123456789";
 
-beforeAll(() => {
+beforeAll(async () => {
   upstream = startMockUpstream();
-  router = startRouter({ config: { metricsToken: TOKEN } });
-  secret = addKey(router, { provider: `${upstream.url}/v1` }).secret;
+  router = await startRouter({ config: { metricsToken: TOKEN } });
+  secret = (await addKey(router, { provider: `${upstream.url}/v1` })).secret;
   upstream.route("POST", "/v1/chat/completions", (req) =>
     json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [], usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } }),
   );
@@ -49,7 +49,7 @@ test("values move with traffic: requests, tokens, latency, refusals, key states"
   const client = openaiClient(router.url, router.ownerKey);
   await client.chat.completions.create({ model: "gpt-4o-mini", messages: [] });
   await client.chat.completions.create({ model: "gpt-4o-mini", messages: [] });
-  router.deps.usageRecorder.flush();
+  await router.deps.usageRecorder.flush();
   const after = (await scrape()).text;
   expect(value(after, series) - value(before, series)).toBe(2);
   expect(value(after, 'router_tokens_total{model="gpt-4o-mini",kind="prompt"}')).toBeGreaterThanOrEqual(22);
@@ -58,14 +58,14 @@ test("values move with traffic: requests, tokens, latency, refusals, key states"
   expect(value(after, 'router_provider_keys{state="enabled"}')).toBe(1);
 
   await router.fetch("/v1/chat/completions", { method: "POST", body: '{"model":"x"}', key: "sk-rt-nope-nope-nope-nope" });
-  router.deps.settings.update({ MODEL_LIMITS: { "limited-*": { rpm: 0 } } });
+  await router.deps.settings.update({ MODEL_LIMITS: { "limited-*": { rpm: 0 } } });
   await router.fetch("/v1/chat/completions", { method: "POST", body: '{"model":"limited-1","messages":[]}' });
   const refused = (await scrape()).text;
   expect(value(refused, 'router_refusals_total{code="rpm_limit_reached"}')).toBe(1);
 
-  router.deps.pool.setManualSleep(router.deps.pool.all()[0]!.id, true);
+  await router.deps.pool.setManualSleep(router.deps.pool.all()[0]!.id, true);
   expect(value((await scrape()).text, 'router_provider_keys{state="sleeping_manual"}')).toBe(1);
-  router.deps.pool.setManualSleep(router.deps.pool.all()[0]!.id, false);
+  await router.deps.pool.setManualSleep(router.deps.pool.all()[0]!.id, false);
 });
 
 test("no label carries a key, a secret or an account email", async () => {

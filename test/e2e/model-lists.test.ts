@@ -14,7 +14,7 @@ import { perTest } from "../helpers/scoped.ts";
 
 const scope = perTest();
 
-const router = (): TestRouter => scope.router();
+const router = (): Promise<TestRouter> => scope.router();
 
 /** An upstream whose own OpenAI-style model list holds `ids`. */
 function listing(ids: string[]): MockUpstream {
@@ -36,9 +36,9 @@ const eventually = (r: TestRouter, present: string[], key?: string) =>
 
 describe("what a key serves", () => {
   test("a fresh install with one key lists what its upstream lists; the key's secret stays home", async () => {
-    const r = router();
+    const r = await router();
     const u = listing(["acme-large", "acme-small"]);
-    const { secret } = addKey(r, { provider: `${u.url}/v1` });
+    const { secret } = await addKey(r, { provider: `${u.url}/v1` });
     const models = await eventually(r, ["acme-large", "acme-small"]);
     expect(models).toEqual(["acme-large", "acme-small"]);
     const fetched = u.requests.find((q) => q.path === "/v1/models")!;
@@ -54,19 +54,19 @@ describe("what a key serves", () => {
   });
 
   test("config.models: exact names listed, patterns filter the upstream's list, never listed themselves", async () => {
-    const r = router();
+    const r = await router();
     const u = listing(["m-two", "m-three", "other"]);
-    addKey(r, { provider: `${u.url}/v1`, config: { provider_type: "standard", models: ["m-one", "m-t*"] } });
+    await addKey(r, { provider: `${u.url}/v1`, config: { provider_type: "standard", models: ["m-one", "m-t*"] } });
     expect(await eventually(r, ["m-one", "m-three", "m-two"])).toEqual(["m-one", "m-three", "m-two"]);
   });
 
   test("a served model is listed only when it routes to the key's own Level; mapper names when their Level has a usable key", async () => {
-    const r = router();
+    const r = await router();
     const one = listing(["alpha", "beta"]);
     const two = listing(["gamma", "delta"]);
-    addKey(r, { provider: `${one.url}/v1`, level: 1 });
-    addKey(r, { provider: `${two.url}/v1`, level: 2 });
-    r.deps.settings.update({ LEVEL_MAPPER: "gamma=2,beta=2,ghost=3,gpt-*=2", MODEL_MAPPER: "nick=alpha" });
+    await addKey(r, { provider: `${one.url}/v1`, level: 1 });
+    await addKey(r, { provider: `${two.url}/v1`, level: 2 });
+    await r.deps.settings.update({ LEVEL_MAPPER: "gamma=2,beta=2,ghost=3,gpt-*=2", MODEL_MAPPER: "nick=alpha" });
     const models = await eventually(r, ["alpha", "gamma"]);
     // beta routes to Level 2, whose key does not serve it; delta routes to Level 1, whose key does not serve it.
     expect(models).toEqual(["alpha", "beta", "gamma", "nick"]);
@@ -76,23 +76,23 @@ describe("what a key serves", () => {
   });
 
   test("keys that are disabled or asleep contribute nothing; AllowModels filters the list", async () => {
-    const r = router();
+    const r = await router();
     const u = listing(["keep-me", "drop-me"]);
-    const on = addKey(r, { provider: `${u.url}/v1` });
+    const on = await addKey(r, { provider: `${u.url}/v1` });
     await eventually(r, ["keep-me", "drop-me"]);
     const limited = await createAccount(r, { AllowModels: "keep-*" });
     expect(await ids(r, limited.key)).toEqual(["keep-me"]);
     expect((await r.fetch("/v1/models/drop-me", { key: limited.key })).status).toBe(404);
-    r.deps.pool.setManualSleep(on.id, true);
+    await r.deps.pool.setManualSleep(on.id, true);
     expect(await ids(r)).toEqual([]);
     expect((await r.fetch("/v1/models/keep-me")).status).toBe(404);
   });
 
   test("an upstream without a model list (a host the router does not know) lists nothing beyond mappers and config.models", async () => {
-    const r = router();
+    const r = await router();
     const u = scope.upstream();
-    addKey(r, { provider: `${u.url}/v1` });
-    r.deps.settings.update({ LEVEL_MAPPER: "named-model=1" });
+    await addKey(r, { provider: `${u.url}/v1` });
+    await r.deps.settings.update({ LEVEL_MAPPER: "named-model=1" });
     expect(await ids(r)).toEqual(["named-model"]);
     // Its list was asked for (and answered 404): still only the mapper's name.
     await waitFor(() => r.logs.some((line) => line.includes("model list not available")) || undefined);
@@ -101,15 +101,15 @@ describe("what a key serves", () => {
   });
 
   test("an Azure key serves its deployment map without asking", async () => {
-    const r = router();
+    const r = await router();
     const u = scope.upstream();
-    addKey(r, { provider: u.url, config: { provider_type: "azure", deployments: { "gpt-4o": "prod-4o", "gpt-4.1": "prod-41" } } });
+    await addKey(r, { provider: u.url, config: { provider_type: "azure", deployments: { "gpt-4o": "prod-4o", "gpt-4.1": "prod-41" } } });
     expect(await ids(r)).toEqual(["gpt-4.1", "gpt-4o"]);
     expect(u.requests).toHaveLength(0);
   });
 
   test("config.models is validated: 400 naming it, nothing written", async () => {
-    const r = router();
+    const r = await router();
     for (const models of ["gpt-4o", [""], ["a b"], ["x,y"], [1]]) {
       const res = await api(r, "/x-keys", { body: { Provider: "https://api.example.com/v1", SecretKey: "sk-0123456789abcdefghijkl", Level: 1, Status: true, config: { provider_type: "standard", models } } });
       expect(res.status).toBe(400);
@@ -123,9 +123,9 @@ describe("what a key serves", () => {
 
 describe("each family's SDK reads its own shape", () => {
   async function served(): Promise<TestRouter> {
-    const r = router();
+    const r = await router();
     const u = listing(["claude-x", "gemini-x", "gpt-x"]);
-    addKey(r, { provider: `${u.url}/v1` });
+    await addKey(r, { provider: `${u.url}/v1` });
     await eventually(r, ["claude-x", "gemini-x", "gpt-x"]);
     return r;
   }

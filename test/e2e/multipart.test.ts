@@ -23,8 +23,8 @@ afterEach(async () => {
   for (const router of routers.splice(0)) await router.stop();
 });
 
-function router(options: StartOptions = {}): TestRouter {
-  const started = startRouter(options);
+async function router(options: StartOptions = {}): Promise<TestRouter> {
+  const started = await startRouter(options);
   routers.push(started);
   return started;
 }
@@ -77,9 +77,9 @@ function recordingClient(r: TestRouter, key = r.ownerKey) {
 
 describe("multipart forwarding", () => {
   test("an image edit reaches the upstream byte-identical, with its model and file, and leaves no spool file", async () => {
-    const r = router();
+    const r = await router();
     const mock = upstream();
-    addKey(r, { provider: `${mock.url}/v1` });
+    await addKey(r, { provider: `${mock.url}/v1` });
     const { client, sent } = recordingClient(r);
     // Bytes that look like multipart syntax inside the file must not confuse the field scanner.
     const png = new Uint8Array([...noiseBytes(300_000, 7), ...new TextEncoder().encode('\r\n--not-the-boundary\r\nname="model"\r\n\r\nfake')]);
@@ -103,18 +103,18 @@ describe("multipart forwarding", () => {
     expect(file.name).toBe("cat.png");
     expect(sameBytes(new Uint8Array(await file.arrayBuffer()), png)).toBe(true);
 
-    const row = usageRows(r).at(-1)!;
+    const row = (await usageRows(r)).at(-1)!;
     expect(row).toMatchObject({ endpoint: "/v1/images/edits", requested_model: "acme-img-edit", effective_model: "acme-img-edit", status: 200 });
     expect(spooled(r)).toEqual([]);
   });
 
   test("through an Azure key: the deployment URL with api-version and api-key, the body byte-identical; a file upload beside the deployments", async () => {
-    const r = router();
+    const r = await router();
     const azure = startRawUpstream("azure")
       .route("POST", "/openai/deployments/prod-img/images/edits", () => Response.json(image("azure")))
       .route("POST", "/openai/files", (req) => Response.json(uploaded("file-azure-1", req.bytes.byteLength)));
     mocks.push(azure);
-    const key = addKey(r, { provider: azure.url, config: { provider_type: "azure", deployments: { "acme-img": "prod-img" }, api_versions: { "acme-img": "2025-01-01" } } });
+    const key = await addKey(r, { provider: azure.url, config: { provider_type: "azure", deployments: { "acme-img": "prod-img" }, api_versions: { "acme-img": "2025-01-01" } } });
     const { client, sent } = recordingClient(r);
     await client.images.edit({ image: await toFile(noiseBytes(20_000, 8), "a.png", { type: "image/png" }), prompt: "p", model: "acme-img" });
     await client.files.create({ file: await toFile(noiseBytes(5000, 9), "f.jsonl"), purpose: "batch" });
@@ -129,12 +129,12 @@ describe("multipart forwarding", () => {
   });
 
   test("a form without a model field uses the endpoint's default model; a form without a file is 400", async () => {
-    const r = router();
+    const r = await router();
     const mock = upstream();
-    addKey(r, { provider: `${mock.url}/v1` });
+    await addKey(r, { provider: `${mock.url}/v1` });
     const client = openaiClient(r.url, r.ownerKey);
     await client.images.createVariation({ image: await toFile(noiseBytes(1000), "a.png", { type: "image/png" }) });
-    expect(usageRows(r).at(-1)).toMatchObject({ endpoint: "/v1/images/variations", requested_model: "dall-e-2", status: 200 });
+    expect((await usageRows(r)).at(-1)).toMatchObject({ endpoint: "/v1/images/variations", requested_model: "dall-e-2", status: 200 });
     expect((await formOf(mock.requests[0]!)).get("model")).toBeNull();
 
     const form = new FormData();
@@ -148,9 +148,9 @@ describe("multipart forwarding", () => {
   });
 
   test("a body that is not multipart/form-data with a boundary is 400 in the OpenAI envelope, nothing forwarded", async () => {
-    const r = router();
+    const r = await router();
     const mock = upstream();
-    addKey(r, { provider: `${mock.url}/v1` });
+    await addKey(r, { provider: `${mock.url}/v1` });
     for (const contentType of ["application/json", "multipart/form-data"]) {
       const res = await r.fetch("/v1/audio/transcriptions", { method: "POST", headers: { "content-type": contentType }, body: '{"model":"whisper-1"}' });
       expect(res.status).toBe(400);
@@ -161,9 +161,9 @@ describe("multipart forwarding", () => {
   });
 
   test("a form giving `model` twice is 400: the upstream might use the other one than the router checked and priced", async () => {
-    const r = router();
+    const r = await router();
     const mock = upstream();
-    addKey(r, { provider: `${mock.url}/v1` });
+    await addKey(r, { provider: `${mock.url}/v1` });
     const form = new FormData();
     form.append("model", "cheap-model");
     form.append("image", new File([noiseBytes(100)], "a.png"));
@@ -176,9 +176,9 @@ describe("multipart forwarding", () => {
   });
 
   test("MODEL_MAPPER mapping the form's model to another is 400 explaining why, nothing forwarded", async () => {
-    const r = router();
+    const r = await router();
     const mock = upstream();
-    addKey(r, { provider: `${mock.url}/v1` });
+    await addKey(r, { provider: `${mock.url}/v1` });
     expect((await r.fetch("/x-config", { method: "PUT", body: JSON.stringify({ MODEL_MAPPER: "whisper-alias=whisper-1" }) })).status).toBe(200);
     const client = openaiClient(r.url, r.ownerKey);
     const error = await client.audio.transcriptions
@@ -198,9 +198,9 @@ describe("--max-body on a multipart upload", () => {
   const UPLOAD = 5 * 1024 * 1024;
 
   test("a declared 5 MB upload is refused with 413 in the OpenAI envelope; nothing forwarded or spooled", async () => {
-    const r = router({ config: { maxBody: LIMIT } });
+    const r = await router({ config: { maxBody: LIMIT } });
     const mock = upstream();
-    addKey(r, { provider: `${mock.url}/v1` });
+    await addKey(r, { provider: `${mock.url}/v1` });
     const client = openaiClient(r.url, r.ownerKey);
     const error = await client.files.create({ file: await toFile(noiseBytes(UPLOAD), "big.jsonl"), purpose: "batch" }).catch((e) => e);
     expect(error.status).toBe(413);
@@ -210,9 +210,9 @@ describe("--max-body on a multipart upload", () => {
   });
 
   test("a chunked upload without Content-Length is cut at the limit: the spool file never passes it and is removed", async () => {
-    const r = router({ config: { maxBody: LIMIT } });
+    const r = await router({ config: { maxBody: LIMIT } });
     const mock = upstream();
-    addKey(r, { provider: `${mock.url}/v1` });
+    await addKey(r, { provider: `${mock.url}/v1` });
     const boundary = "----chunked-upload-boundary";
     const head = new TextEncoder().encode(
       `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.jsonl"\r\nContent-Type: application/octet-stream\r\n\r\n`,
@@ -258,9 +258,9 @@ describe("--max-body on a multipart upload", () => {
   });
 
   test("an upload under the limit passes whole, chunked, and its spool file is removed afterwards", async () => {
-    const r = router({ config: { maxBody: LIMIT } });
+    const r = await router({ config: { maxBody: LIMIT } });
     const mock = upstream();
-    addKey(r, { provider: `${mock.url}/v1` });
+    await addKey(r, { provider: `${mock.url}/v1` });
     const form = new FormData();
     form.set("purpose", "batch");
     form.set("file", new File([noiseBytes(600_000, 5)], "ok.jsonl"));
@@ -293,12 +293,12 @@ describe("no replay of non-idempotent calls", () => {
       .catch((e) => e);
 
   test("image generation answered 500 is not retried on the second key: 502", async () => {
-    const r = router();
+    const r = await router();
     const bad = startRawUpstream("bad").route("POST", "/v1/images/generations", () => Response.json({ error: { message: "boom" } }, { status: 500 }));
     mocks.push(bad);
     const good = upstream("good");
-    addKey(r, { provider: `${bad.url}/v1` });
-    addKey(r, { provider: `${good.url}/v1` });
+    await addKey(r, { provider: `${bad.url}/v1` });
+    await addKey(r, { provider: `${good.url}/v1` });
     const error = await generate(r);
     expect(error.status).toBe(502);
     expect(error.error.code).toBe("upstream_error");
@@ -307,12 +307,12 @@ describe("no replay of non-idempotent calls", () => {
   });
 
   test("image generation whose connection drops after the upstream read the body is not retried: 502", async () => {
-    const r = router();
+    const r = await router();
     const dropping = await startDroppingUpstream();
     mocks.push(dropping);
     const good = upstream("good");
-    addKey(r, { provider: `${dropping.url}/v1` });
-    addKey(r, { provider: `${good.url}/v1` });
+    await addKey(r, { provider: `${dropping.url}/v1` });
+    await addKey(r, { provider: `${good.url}/v1` });
     const error = await generate(r);
     expect(error.status).toBe(502);
     expect(dropping.received).toHaveLength(1);
@@ -321,25 +321,25 @@ describe("no replay of non-idempotent calls", () => {
   });
 
   test("a refused connection (nothing sent) is retried on the second key", async () => {
-    const r = router();
+    const r = await router();
     const good = upstream("good");
-    addKey(r, { provider: REFUSED });
-    addKey(r, { provider: `${good.url}/v1` });
+    await addKey(r, { provider: REFUSED });
+    await addKey(r, { provider: `${good.url}/v1` });
     const result = await generate(r);
     expect(result.data[0].url).toBe("https://img.example/good.png");
     expect(good.requests).toHaveLength(1);
   });
 
   test.each(["500", "a dropped connection"])("a file upload answered %s is not retried on the second key: 502", async (how) => {
-    const r = router();
+    const r = await router();
     const bad =
       how === "500"
         ? startRawUpstream("bad").route("POST", "/v1/files", () => Response.json({ error: { message: "boom" } }, { status: 500 }))
         : await startDroppingUpstream();
     mocks.push(bad);
     const good = upstream("good");
-    addKey(r, { provider: `${bad.url}/v1` });
-    addKey(r, { provider: `${good.url}/v1` });
+    await addKey(r, { provider: `${bad.url}/v1` });
+    await addKey(r, { provider: `${good.url}/v1` });
     const failed = await upload(r);
     expect(failed.status).toBe(502);
     expect("requests" in bad ? bad.requests : bad.received).toHaveLength(1);
@@ -348,10 +348,10 @@ describe("no replay of non-idempotent calls", () => {
   });
 
   test("a file upload whose connection is refused is retried with the whole body from the spool", async () => {
-    const r = router();
+    const r = await router();
     const good = upstream("good");
-    addKey(r, { provider: REFUSED });
-    addKey(r, { provider: `${good.url}/v1` });
+    await addKey(r, { provider: REFUSED });
+    await addKey(r, { provider: `${good.url}/v1` });
     const { client, sent } = recordingClient(r);
     const file = await client.files.create({ file: await toFile(noiseBytes(200_000, 9), "d.jsonl"), purpose: "batch" });
     expect(file.id).toStartWith("file-good-");

@@ -26,7 +26,7 @@ let member: CreatedAccount;
 let newsOnly: CreatedAccount;
 
 beforeAll(async () => {
-  router = startRouter({ clock });
+  router = await startRouter({ clock });
   managerA = await createAccount(router, { Resources: MANAGER_RESOURCES });
   childA1 = await createAccount(router, { Resources: MANAGER_RESOURCES }, managerA.key);
   grandA1 = await createAccount(router, {}, childA1.key);

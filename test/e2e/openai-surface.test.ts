@@ -35,8 +35,8 @@ let ownerClient: ReturnType<typeof openaiClient>;
 
 beforeAll(async () => {
   fakes = ["m0", "m1", "m2"].map(startFakeOpenAI);
-  router = startRouter({ pricing: PRICING });
-  for (const fake of fakes) addKey(router, { provider: `${fake.url}/v1` });
+  router = await startRouter({ pricing: PRICING });
+  for (const fake of fakes) await addKey(router, { provider: `${fake.url}/v1` });
   const res = await router.fetch("/x-users", { method: "POST", body: JSON.stringify({ Email: "surface@example.com", CreditGranted: 100, Rates: RATES }) });
   expect(res.status).toBe(201);
   const body = await res.json();
@@ -54,7 +54,7 @@ beforeEach(() => {
 
 /** The usage row of one call, by the request id the router answered with. */
 const rowOf = async (requestId: string | null | undefined): Promise<Record<string, any>> =>
-  (await waitFor(() => usageRows(router).find((row) => row.request_id === requestId), 3000, `usage row ${requestId}`))!;
+  (await waitFor(async () => (await usageRows(router)).find((row) => row.request_id === requestId), 3000, `usage row ${requestId}`))!;
 
 /** The fake whose name an object id carries: the upstream (provider key) that created it. */
 const creatorOf = (id: string) => {
@@ -116,7 +116,7 @@ describe("images", () => {
     expect(failed.status).toBe(502);
     // Not replayed: one upstream saw it.
     expect(saw(/^POST \/v1\/images\/generations$/)).toHaveLength(1);
-    const rows = usageRows(router).filter((row) => row.request_id === refused.headers.get("x-request-id") || row.request_id === failed.headers.get("x-request-id"));
+    const rows = (await usageRows(router)).filter((row) => row.request_id === refused.headers.get("x-request-id") || row.request_id === failed.headers.get("x-request-id"));
     expect(rows.map((row) => [row.status, row.cost_nanos])).toEqual([
       [400, 0],
       [502, 0],
@@ -226,8 +226,8 @@ describe("threads", () => {
     const run = await client.beta.threads.createAndRun({ assistant_id: "asst_1" });
     const fake = creatorOf(run.id);
     expect(creatorOf(run.thread_id)).toBe(fake);
-    expect(router.deps.affinity.lookup(run.id)).toMatchObject({ kind: "run", accountId: account.id });
-    expect(router.deps.affinity.lookup(run.thread_id)).toMatchObject({ kind: "thread", accountId: account.id });
+    expect(await router.deps.affinity.lookup(run.id)).toMatchObject({ kind: "run", accountId: account.id });
+    expect(await router.deps.affinity.lookup(run.thread_id)).toMatchObject({ kind: "thread", accountId: account.id });
     await client.beta.threads.retrieve(run.thread_id);
     await client.beta.threads.runs.retrieve(run.id, { thread_id: run.thread_id });
     onlyOn(fake, /^GET /, 2);
@@ -250,7 +250,7 @@ describe("threads", () => {
     }
     expect(threadId).toStartWith("thread_");
     const fake = creatorOf(threadId);
-    expect(router.deps.affinity.lookup(runId)).toMatchObject({ kind: "run", accountId: account.id });
+    expect(await router.deps.affinity.lookup(runId)).toMatchObject({ kind: "run", accountId: account.id });
     expect((await client.beta.threads.retrieve(threadId)).id).toBe(threadId);
     onlyOn(fake, /^GET /);
   });

@@ -33,7 +33,7 @@ const logs = async (query = "", key?: string) => {
 };
 
 beforeAll(async () => {
-  router = startRouter({ clock, config: { timeZone: "Asia/Tokyo" } });
+  router = await startRouter({ clock, config: { timeZone: "Asia/Tokyo" } });
   manager = await createAccount(router, { Resources: MANAGER_RESOURCES });
   issuedKeys.push(manager.key);
   // 30 account.create entries, one second apart, on 2025-04-01 (UTC and Tokyo).

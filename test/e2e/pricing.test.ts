@@ -35,10 +35,10 @@ const usage = {
 };
 
 async function chargeOf(model: string): Promise<number> {
-  const seen = usageRows(router).filter((r) => r.account_id === account.id).length;
+  const seen = (await usageRows(router)).filter((r) => r.account_id === account.id).length;
   const client = openaiClient(router.url, account.key);
   await client.chat.completions.create({ model, messages: [{ role: "user", content: "hi" }] });
-  const row = await waitFor(() => usageRows(router).filter((r) => r.account_id === account.id)[seen], 5000, "usage row");
+  const row = await waitFor(async () => (await usageRows(router)).filter((r) => r.account_id === account.id)[seen], 5000, "usage row");
   return row!.cost_nanos;
 }
 
@@ -48,8 +48,8 @@ const CATALOG_COST = (800 * 0.15 + 200 * 0.075 + 500 * 0.6) * 1000;
 beforeAll(async () => {
   upstream = startMockUpstream();
   // As a real deployment starts: the built-in catalog only.
-  router = startRouter({ pricing: false });
-  addKey(router, { provider: upstream.url });
+  router = await startRouter({ pricing: false });
+  await addKey(router, { provider: upstream.url });
   const created = await api("/x-users", { body: { Email: "pricing@example.com", CreditGranted: 50 } });
   expect(created.status).toBe(201);
   account = { id: created.body.ID, key: created.body.APIKey };

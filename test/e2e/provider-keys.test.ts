@@ -3,7 +3,6 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { hashApiKey, issueApiKey } from "../../src/accounts/api-keys.ts";
-import { accounts } from "../../src/store/schema/accounts.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
 // Names are resolved when a key is written; a slow resolver costs up to 2 s per new name.
@@ -58,20 +57,20 @@ async function total(router: TestRouter): Promise<number> {
 /** Sends a request that must be refused with 400 naming `param`, and checks nothing was written. */
 async function refused(router: TestRouter, path: string, method: string, body: unknown, param: string | null): Promise<any> {
   const before = await total(router);
-  const snapshot = router.deps.providerKeys.all();
+  const snapshot = await router.deps.providerKeys.all();
   const res = await router.fetch(path, { method, ...json(body) });
   const payload: any = await res.json();
   expect({ status: res.status, param: payload.error?.param }).toEqual({ status: 400, param });
   expect(payload.error.type).toBe("invalid_request_error");
   expect(await total(router)).toBe(before);
-  expect(router.deps.providerKeys.all()).toEqual(snapshot);
+  expect(await router.deps.providerKeys.all()).toEqual(snapshot);
   return payload;
 }
 
 describe("provider keys: records, access and lifecycle", () => {
   let router: TestRouter;
-  beforeAll(() => {
-    router = startRouter();
+  beforeAll(async () => {
+    router = await startRouter();
   });
   afterAll(() => router.stop());
 
@@ -79,9 +78,8 @@ describe("provider keys: records, access and lifecycle", () => {
     expect((await router.fetch("/x-keys", { key: null })).status).toBe(401);
     const issued = issueApiKey();
     const now = Date.now();
-    router.deps.store.db
-      .insert(accounts)
-      .values({
+    await router.deps.store.accounts.insert(
+      {
         parentId: 1,
         depth: 2,
         isOwner: false,
@@ -91,9 +89,9 @@ describe("provider keys: records, access and lifecycle", () => {
         keyPrefix: issued.prefix,
         createdAt: now,
         updatedAt: now,
-        path: "/1/x/",
-      })
-      .run();
+      },
+      "/1/",
+    );
     for (const [method, path] of [["GET", "/x-keys"], ["POST", "/x-keys"], ["GET", "/x-keys/1"], ["DELETE", "/x-keys/1"], ["POST", "/x-keys/1/sleep"]]) {
       const res = await router.fetch(path!, { method, key: issued.key, ...(method === "POST" ? json(keyBody()) : {}) });
       expect(res.status).toBe(403);
@@ -202,7 +200,7 @@ describe("provider keys: records, access and lifecycle", () => {
 
   test("DELETE refuses the last enabled key of a routed Level unless forced", async () => {
     // Level 1 (the default Level) holds several keys by now; leave exactly one enabled.
-    const level1 = router.deps.providerKeys.all().filter((k) => k.level === 1);
+    const level1 = (await router.deps.providerKeys.all()).filter((k) => k.level === 1);
     for (const k of level1.slice(1)) {
       expect((await router.fetch(`/x-keys/${k.id}`, { method: "DELETE" })).status).toBe(200);
     }
@@ -213,7 +211,7 @@ describe("provider keys: records, access and lifecycle", () => {
     expect(error.type).toBe("conflict_error");
     expect(error.message).toContain("force=true");
     expect(error.message).toContain("Level 1");
-    expect(router.deps.providerKeys.get(last.id)).toBeDefined();
+    expect(await router.deps.providerKeys.get(last.id)).toBeDefined();
 
     const forced = await router.fetch(`/x-keys/${last.id}?force=true`, { method: "DELETE" });
     expect(forced.status).toBe(200);
@@ -229,7 +227,7 @@ describe("provider keys: records, access and lifecycle", () => {
     expect((await router.fetch(`/x-keys/${unmapped.ID}`, { method: "DELETE" })).status).toBe(200);
     expect(router.deps.pool.keysOf(7)).toHaveLength(0);
 
-    router.deps.settings.update({ LEVEL_MAPPER: "gpt-*=8" });
+    await router.deps.settings.update({ LEVEL_MAPPER: "gpt-*=8" });
     const mapped = await create(router, { Level: 8 });
     const disabled = await create(router, { Level: 8, Status: false });
     expect((await router.fetch(`/x-keys/${mapped.ID}`, { method: "DELETE" })).status).toBe(409);
@@ -244,7 +242,7 @@ describe("provider keys: records, access and lifecycle", () => {
 describe("provider keys: listing", () => {
   let router: TestRouter;
   beforeAll(async () => {
-    router = startRouter();
+    router = await startRouter();
     for (let i = 0; i < 25; i++) {
       const provider = i < 10 ? "https://alpha.example.com/v1" : "https://beta.example.net/openai";
       await create(router, { Level: (i % 3) + 1, Provider: provider, Name: `key-${i}` });
@@ -330,7 +328,7 @@ describe("provider keys: validation writes nothing", () => {
   let port: number;
   let existing: any;
   beforeAll(async () => {
-    router = startRouter({ config: { baseUrl: "https://router.example.org" } });
+    router = await startRouter({ config: { baseUrl: "https://router.example.org" } });
     port = Number(new URL(router.url).port);
     existing = await create(router, { Level: 2 });
   });
@@ -440,8 +438,8 @@ describe("provider keys: validation writes nothing", () => {
 
 describe("provider keys: a router bound to every address", () => {
   let router: TestRouter;
-  beforeAll(() => {
-    router = startRouter({ config: { host: "0.0.0.0" } });
+  beforeAll(async () => {
+    router = await startRouter({ config: { host: "0.0.0.0" } });
   });
   afterAll(() => router.stop());
 

@@ -147,10 +147,10 @@ async function createAccount(credit: number): Promise<{ id: number; key: string 
   return { id: body.ID, key: body.APIKey };
 }
 
-beforeAll(() => {
+beforeAll(async () => {
   upstream = startRealtimeUpstream();
-  router = startRouter({ pricing: PRICING });
-  ({ id: keyId, secret } = addKey(router, { provider: `${upstream.url}/v1` }));
+  router = await startRouter({ pricing: PRICING });
+  ({ id: keyId, secret } = await addKey(router, { provider: `${upstream.url}/v1` }));
 });
 afterAll(async () => {
   await router.stop();
@@ -226,14 +226,14 @@ describe("the realtime WebSocket bridge", () => {
     await eventOf(client, "session.created");
     client.ws.send(JSON.stringify({ type: "response.create" }));
     await waitFor(() => client.events().filter((e) => e.type === "response.done").length === 1);
-    const first = await waitFor(() => usageRows(router).filter((r) => r.account_id === account.id));
+    const first = await waitFor(async () => (await usageRows(router)).filter((r) => r.account_id === account.id));
     expect(first).toHaveLength(1);
     client.ws.send(JSON.stringify({ type: "response.create" }));
     await waitFor(() => client.events().filter((e) => e.type === "response.done").length === 2);
     expect(client.events().some((e) => e.type === "response.output_audio.delta")).toBe(true);
 
-    const rows = (await waitFor(() => {
-      const found = usageRows(router).filter((r) => r.account_id === account.id);
+    const rows = (await waitFor(async () => {
+      const found = (await usageRows(router)).filter((r) => r.account_id === account.id);
       return found.length === 2 ? found : undefined;
     }))!;
     for (const row of rows) {
@@ -256,9 +256,9 @@ describe("the realtime WebSocket bridge", () => {
     // The close releases the reservation held for a third response, with no row: Requests
     // counts one per response.done, never the close (issue 13, item 16).
     await waitFor(async () => (await availableCredit(router, account.id)) === 100e9 - 2 * COST_NANOS);
-    expect(usageRows(router).filter((r) => r.account_id === account.id)).toHaveLength(2);
-    const daily = router.deps.store.sqlite.query<{ requests: number }, [number]>("SELECT sum(requests) AS requests FROM usage_daily WHERE account_id = ?").get(account.id);
-    expect(daily?.requests).toBe(2);
+    expect((await usageRows(router)).filter((r) => r.account_id === account.id)).toHaveLength(2);
+    const daily = await router.deps.store.usage.rollups({ accountId: account.id }, { start: "0000-01-01", end: "9999-12-31" });
+    expect(daily.reduce((n, row) => n + row.requests, 0)).toBe(2);
   });
 
   test("running out of credit mid-session: the response is delivered, then an error event and close 1008", async () => {
@@ -279,7 +279,7 @@ describe("the realtime WebSocket bridge", () => {
     expect(events[error].error).toMatchObject({ type: "insufficient_credit", code: "insufficient_credit" });
     expect(client.closed).toEqual({ code: 1008, reason: "insufficient credit" });
     await waitFor(() => conn.closed);
-    const rows = usageRows(router).filter((r) => r.account_id === account.id);
+    const rows = (await usageRows(router)).filter((r) => r.account_id === account.id);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ status: 200, cost_nanos: COST_NANOS });
   });
@@ -331,7 +331,7 @@ describe("the realtime WebSocket bridge", () => {
     expect(client.events().find((e) => e.type === "error").error.code).toBe("upstream_refused");
     expect(client.closed!.code).toBe(1008);
     expect(router.deps.pool.get(keyId)!.failures).toBe(0);
-    const row = await waitFor(() => usageRows(router).find((r) => r.endpoint === "/v1/realtime" && r.status === 404));
+    const row = await waitFor(async () => (await usageRows(router)).find((r) => r.endpoint === "/v1/realtime" && r.status === 404));
     expect(row).toMatchObject({ prompt_tokens: 0, cost_nanos: 0 });
   });
 
@@ -364,12 +364,12 @@ describe("client secrets", () => {
     client.ws.send(JSON.stringify({ type: "response.create" }));
     await eventOf(client, "response.done");
     client.ws.close(1000, "done");
-    const row = await waitFor(() => usageRows(router).find((r) => r.endpoint === "/v1/realtime" && r.prompt_tokens === 1000 && r.account_id === 1));
+    const row = await waitFor(async () => (await usageRows(router)).find((r) => r.endpoint === "/v1/realtime" && r.prompt_tokens === 1000 && r.account_id === 1));
     expect(row!.key_id).toBeGreaterThan(0);
     // Nothing about the secret is stored in clear.
-    const stored = router.deps.store.sqlite.query<{ object_id: string }, []>("SELECT object_id FROM upstream_objects WHERE kind = 'client_secret'").all();
+    const stored = await router.deps.store.objects.ownedBy(1, "client_secret");
     expect(stored.length).toBe(1);
-    expect(stored[0]!.object_id).not.toContain("ek_test_123");
+    expect(stored[0]!.objectId).not.toContain("ek_test_123");
 
     const unknown = connect(wsUrl(router), bearer("ek_never_issued"));
     await waitFor(() => unknown.failed || unknown.closed);
@@ -400,10 +400,10 @@ describe("idle sessions and failover", () => {
   });
 
   test("an Azure key connects to /openai/realtime with api-version, the mapped model's deployment and api-key", async () => {
-    const azure = startRouter({ pricing: PRICING });
+    const azure = await startRouter({ pricing: PRICING });
     try {
-      azure.deps.settings.update({ MODEL_MAPPER: `rt-alias=${MODEL}` });
-      const { secret: azureSecret } = addKey(azure, {
+      await azure.deps.settings.update({ MODEL_MAPPER: `rt-alias=${MODEL}` });
+      const { secret: azureSecret } = await addKey(azure, {
         provider: upstream.url,
         config: { provider_type: "azure", deployments: { [MODEL]: "rt-deployment" }, api_versions: { [MODEL]: "2025-08-28" } },
       });
@@ -416,7 +416,7 @@ describe("idle sessions and failover", () => {
       expect(conn.headers.get("api-key")).toBe(azureSecret);
       expect(conn.headers.get("authorization")).toBeNull();
       client.ws.send(JSON.stringify({ type: "response.create" }));
-      const row = await waitFor(() => usageRows(azure).find((r) => r.endpoint === "/v1/realtime" && r.prompt_tokens === 1000));
+      const row = await waitFor(async () => (await usageRows(azure)).find((r) => r.endpoint === "/v1/realtime" && r.prompt_tokens === 1000));
       expect(row).toMatchObject({ requested_model: "rt-alias", effective_model: MODEL });
       client.ws.close();
       await waitFor(() => conn.closed);
@@ -426,10 +426,10 @@ describe("idle sessions and failover", () => {
   });
 
   test("a key whose upstream cannot be reached is skipped for another before the session starts", async () => {
-    const other = startRouter({ pricing: PRICING });
+    const other = await startRouter({ pricing: PRICING });
     try {
-      addKey(other, { provider: "https://127.0.0.1:1/v1", noSleep: true });
-      addKey(other, { provider: `${upstream.url}/v1` });
+      await addKey(other, { provider: "https://127.0.0.1:1/v1", noSleep: true });
+      await addKey(other, { provider: `${upstream.url}/v1` });
       for (let i = 0; i < 2; i++) {
         const client = connect(wsUrl(other), bearer(other.ownerKey));
         await eventOf(client, "session.created");
@@ -445,10 +445,10 @@ describe("idle sessions and failover", () => {
 
 describe("the official SDK", () => {
   let tlsRouter: TestRouter;
-  beforeAll(() => {
+  beforeAll(async () => {
     const certs = testCertificates();
-    tlsRouter = startRouter({ pricing: PRICING, config: { tlsCert: certs.certFile, tlsKey: certs.keyFile } });
-    addKey(tlsRouter, { provider: `${upstream.url}/v1`, secret: secret });
+    tlsRouter = await startRouter({ pricing: PRICING, config: { tlsCert: certs.certFile, tlsKey: certs.keyFile } });
+    await addKey(tlsRouter, { provider: `${upstream.url}/v1`, secret: secret });
   });
   afterAll(() => tlsRouter.stop());
 
@@ -466,7 +466,7 @@ describe("the official SDK", () => {
     expect(usage.output_token_details.audio_tokens).toBe(400);
     expect(seen).toContain("session.created");
     rt.close();
-    const row = await waitFor(() => usageRows(tlsRouter).find((r) => r.endpoint === "/v1/realtime" && r.prompt_tokens === 1000));
+    const row = await waitFor(async () => (await usageRows(tlsRouter)).find((r) => r.endpoint === "/v1/realtime" && r.prompt_tokens === 1000));
     expect(row).toMatchObject({ status: 200, completion_tokens: 500 });
   });
 
@@ -486,7 +486,7 @@ describe("the official SDK", () => {
     expect(seen.headers.get("authorization")).toBe(`Bearer ${secret}`);
     expect(seen.json.session.model).toBe(MODEL);
     expect(seen.json.model).toBeUndefined();
-    const row = await waitFor(() => usageRows(tlsRouter).find((r) => r.endpoint === "/v1/realtime/client_secrets"));
+    const row = await waitFor(async () => (await usageRows(tlsRouter)).find((r) => r.endpoint === "/v1/realtime/client_secrets"));
     expect(row).toMatchObject({ status: 200, requested_model: MODEL, cost_nanos: 0 });
   });
 });
@@ -528,8 +528,8 @@ describe("a live session dies with its key and its access", () => {
     await eventOf(opened.client, "response.done");
     expect((await api(`/x-users/${opened.account.id}`, { method: "DELETE" })).status).toBe(200);
     await expectRevoked(opened, "deleted");
-    const rows = await waitFor(() => {
-      const mine = usageRows(router).filter((r) => r.account_id === opened.account.id);
+    const rows = await waitFor(async () => {
+      const mine = (await usageRows(router)).filter((r) => r.account_id === opened.account.id);
       return mine.length > 0 ? mine : undefined;
     });
     expect(rows!.map((r) => [r.status, r.cost_nanos])).toEqual([[200, COST_NANOS]]);

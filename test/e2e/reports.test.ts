@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createManualClock } from "../../src/core/clock.ts";
 import type { Usage } from "../../src/gateway/usage/types.ts";
@@ -70,7 +72,7 @@ describe("usage reports", () => {
   let outsider: Created; // sibling of manager
 
   beforeAll(async () => {
-    router = startRouter({ clock: createManualClock(NOW, "UTC") });
+    router = await startRouter({ clock: createManualClock(NOW, "UTC") });
     manager = await create(router, router.ownerKey, { Email: "manager@example.com", Name: "manager", Resources: MANAGER, CreditGranted: 100 });
     outsider = await create(router, router.ownerKey, { Email: "outsider@example.com", Name: "outsider" });
     alice = await create(router, manager.key, { Email: "alice@example.com", Name: "alice", Alias: "Alice A.", Resources: MANAGER, CreditGranted: 10 });
@@ -92,7 +94,7 @@ describe("usage reports", () => {
     for (let i = 0; i < 3; i++) record(router, bob.id, GEMINI, { prompt: 10 }, 0, NOW - DAY);
     record(router, dave.id, GPT, { prompt: 100, completion: 20 }, 1_000_000_000);
     record(router, outsider.id, GPT, { prompt: 5000 }, 7_000_000_000);
-    router.deps.usageRecorder.flush();
+    await router.deps.usageRecorder.flush();
     const removed = await router.fetch(`/x-users/${dave.id}`, { method: "DELETE", key: manager.key });
     expect(removed.status).toBe(200);
   });
@@ -142,7 +144,9 @@ describe("usage reports", () => {
       await waitFor(async () => (await get(router, "/dashboard/live", carol.key)).body.daily_usage.Requests === before + 1, 1000, "live usage");
       expect(Date.now() - started).toBeLessThan(1000);
       // Leave carol without usage in the window the other tests read.
-      router.deps.store.sqlite.run("DELETE FROM usage_daily WHERE account_id = ?", [carol.id]);
+      const file = new Database(join(router.dataDir, "router.db"));
+      file.run("DELETE FROM usage_daily WHERE account_id = ?", [carol.id]);
+      file.close();
     });
   });
 
@@ -342,9 +346,9 @@ describe("usage reports", () => {
 
 describe("business dates follow the configured zone", () => {
   let router: TestRouter;
-  beforeAll(() => {
+  beforeAll(async () => {
     // 16:00 UTC on March 10 is 01:00 on March 11 in Tokyo.
-    router = startRouter({ config: { timeZone: "Asia/Tokyo" }, clock: createManualClock(Date.UTC(2026, 2, 10, 16), "Asia/Tokyo") });
+    router = await startRouter({ config: { timeZone: "Asia/Tokyo" }, clock: createManualClock(Date.UTC(2026, 2, 10, 16), "Asia/Tokyo") });
   });
   afterAll(() => router.stop());
 
@@ -352,7 +356,7 @@ describe("business dates follow the configured zone", () => {
     record(router, 1, GPT, { prompt: 10, completion: 1 }, 1_000_000_000, Date.UTC(2026, 2, 10, 16)); // March 11 in Tokyo
     record(router, 1, GPT, { prompt: 20, completion: 2 }, 2_000_000_000, Date.UTC(2026, 2, 10, 14)); // 23:00 March 10 in Tokyo
     record(router, 1, GPT, { prompt: 40, completion: 4 }, 4_000_000_000, Date.UTC(2026, 1, 28, 15, 30)); // 00:30 March 1 in Tokyo
-    router.deps.usageRecorder.flush();
+    await router.deps.usageRecorder.flush();
 
     const today = (await get(router, "/dashboard/bill")).body;
     expect(today.daily_costs).toEqual([expect.objectContaining({ date: "2026-03-11", total_requests: 1, total_prompt: 10, total_credit_used: 1 })]);

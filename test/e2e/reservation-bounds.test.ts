@@ -20,7 +20,7 @@ const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8, Contex
 const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const { router, upstream } = scope.gateway({ pricing: PRICING });
+  const { router, upstream } = await scope.gateway({ pricing: PRICING });
   return { router, upstream };
 }
 
@@ -65,8 +65,8 @@ describe("reservations are true upper bounds", () => {
     expect(results.filter((s) => s !== 200 && s !== 429)).toEqual([]);
     expect(results.filter((s) => s === 429)).toHaveLength(50 - admitted);
     expect(admitted).toBeGreaterThan(0);
-    const rows = await waitFor(() => {
-      const mine = usageRows(router).filter((r) => r.account_id === account.id);
+    const rows = await waitFor(async () => {
+      const mine = (await usageRows(router)).filter((r) => r.account_id === account.id);
       return mine.length === admitted ? mine : undefined;
     });
     const charged = rows!.reduce((sum, r) => sum + r.cost_nanos, 0);

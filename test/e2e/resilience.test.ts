@@ -17,15 +17,15 @@ afterEach(async () => {
   for (const router of routers.splice(0)) await router.stop();
 });
 
-function router(options: StartOptions = {}): TestRouter {
-  const started = startRouter(options);
+async function router(options: StartOptions = {}): Promise<TestRouter> {
+  const started = await startRouter(options);
   routers.push(started);
   return started;
 }
 
-function manualRouter(config: StartOptions["config"] = {}) {
+async function manualRouter(config: StartOptions["config"] = {}) {
   const clock = createManualClock(T0, "UTC");
-  return { router: router({ clock, config }), clock };
+  return { router: await router({ clock, config }), clock };
 }
 
 /** An HTTPS upstream answering chat completions with `script`. */
@@ -62,7 +62,7 @@ function deferred<T>() {
   return { promise, resolve };
 }
 
-const lastRow = (r: TestRouter) => usageRows(r).at(-1)!;
+const lastRow = async (r: TestRouter) => (await usageRows(r)).at(-1)!;
 
 describe("retry onto another key", () => {
   test.each([
@@ -71,11 +71,11 @@ describe("retry onto another key", () => {
     ["503", () => json({ error: { message: "overloaded" } }, 503)],
     ["a refused connection", undefined],
   ] as Array<[string, Script | undefined]>)("the first key fails with %s: the second key serves the call", async (_name, script) => {
-    const r = router();
+    const r = await router();
     const bad = script ? mock(script) : undefined;
     const good = mock(ok);
-    const first = addKey(r, { provider: bad ? `${bad.url}/v1` : REFUSED });
-    const second = addKey(r, { provider: `${good.url}/v1` });
+    const first = await addKey(r, { provider: bad ? `${bad.url}/v1` : REFUSED });
+    const second = await addKey(r, { provider: `${good.url}/v1` });
 
     const res = await chat(r);
     expect(res.status).toBe(200);
@@ -88,7 +88,7 @@ describe("retry onto another key", () => {
     }
     expect(good.requests).toHaveLength(1);
     expect(good.requests[0]!.headers.get("authorization")).toBe(`Bearer ${second.secret}`);
-    const rows = usageRows(r);
+    const rows = await usageRows(r);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ status: 200, key_id: second.id, level: 1, prompt_tokens: 3, completion_tokens: 2, source: "upstream" });
   });
@@ -96,18 +96,18 @@ describe("retry onto another key", () => {
 
 describe("upstream 401/403", () => {
   test.each([401, 403])("%d: the key sleeps with reason auth and another key serves the call", async (status) => {
-    const r = router();
+    const r = await router();
     const bad = mock(() => json({ error: { message: "Incorrect API key provided", code: "invalid_api_key" } }, status));
     const good = mock(ok);
-    const first = addKey(r, { provider: `${bad.url}/v1` });
-    const second = addKey(r, { provider: `${good.url}/v1` });
+    const first = await addKey(r, { provider: `${bad.url}/v1` });
+    const second = await addKey(r, { provider: `${good.url}/v1` });
 
     const res = await chat(r);
     expect(res.status).toBe(200);
     expect(bad.requests).toHaveLength(1);
     expect(r.deps.pool.get(first.id)).toMatchObject({ sleeping: true, sleepReason: "auth", sleepUntil: null });
-    expect(r.deps.providerKeys.get(first.id)).toMatchObject({ sleeping: true, sleepReason: "auth", sleepUntil: null });
-    expect(lastRow(r)).toMatchObject({ status: 200, key_id: second.id });
+    expect(await r.deps.providerKeys.get(first.id)).toMatchObject({ sleeping: true, sleepReason: "auth", sleepUntil: null });
+    expect(await lastRow(r)).toMatchObject({ status: 200, key_id: second.id });
 
     // The sleeping key gets no more traffic.
     for (let i = 0; i < 3; i++) expect((await chat(r)).status).toBe(200);
@@ -116,9 +116,9 @@ describe("upstream 401/403", () => {
   });
 
   test("with only that key the client gets 502 then 503 in its envelope, never 401", async () => {
-    const r = router();
+    const r = await router();
     const bad = mock(() => json({ error: { message: "Incorrect API key provided", code: "invalid_api_key" } }, 401));
-    const only = addKey(r, { provider: `${bad.url}/v1` });
+    const only = await addKey(r, { provider: `${bad.url}/v1` });
 
     const first = await chat(r);
     expect(first.status).toBe(502);
@@ -136,12 +136,12 @@ describe("upstream 401/403", () => {
 
 describe("exhaustion", () => {
   test("every key 500: 502 in the OpenAI envelope without any upstream secret or message", async () => {
-    const r = router();
+    const r = await router();
     const upstream = mock((req) =>
       json({ error: { message: `key ${req.headers.get("authorization")} is broken`, type: "server_error" } }, 500),
     );
-    const a = addKey(r, { provider: `${upstream.url}/v1` });
-    const b = addKey(r, { provider: `${upstream.url}/v1` });
+    const a = await addKey(r, { provider: `${upstream.url}/v1` });
+    const b = await addKey(r, { provider: `${upstream.url}/v1` });
 
     const res = await chat(r);
     expect(res.status).toBe(502);
@@ -155,14 +155,14 @@ describe("exhaustion", () => {
     }
     expect(text).not.toContain("is broken");
     expect(upstream.requests).toHaveLength(2);
-    expect(lastRow(r)).toMatchObject({ status: 502, key_id: null });
+    expect(await lastRow(r)).toMatchObject({ status: 502, key_id: null });
   });
 
   test("every key 429 with Retry-After: 7: the client gets 429 with Retry-After", async () => {
-    const r = router();
+    const r = await router();
     const upstream = mock(() => json({ error: { message: "rate limited" } }, 429, { "retry-after": "7" }));
-    addKey(r, { provider: `${upstream.url}/v1` });
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
 
     const res = await chat(r);
     expect(res.status).toBe(429);
@@ -172,9 +172,10 @@ describe("exhaustion", () => {
   });
 
   test("maxAttempts bounds the upstream calls: 3 failing keys, maxAttempts 2, exactly 2 requests", async () => {
-    const r = router({ config: { maxAttempts: 2 } });
+    const r = await router({ config: { maxAttempts: 2 } });
     const upstream = mock(fail500);
-    const keys = [1, 2, 3].map(() => addKey(r, { provider: `${upstream.url}/v1` }));
+    const keys = [];
+    for (let i = 0; i < 3; i++) keys.push(await addKey(r, { provider: `${upstream.url}/v1` }));
 
     const res = await chat(r);
     expect(res.status).toBe(502);
@@ -185,14 +186,14 @@ describe("exhaustion", () => {
   });
 
   test("the default of 3 attempts also spans keys of the backup Level", async () => {
-    const r = router();
-    r.deps.settings.update({ SWITCH_OVER: "1=2" });
+    const r = await router();
+    await r.deps.settings.update({ SWITCH_OVER: "1=2" });
     const l1 = mock(fail500);
     const l2 = mock(fail500);
-    addKey(r, { provider: `${l1.url}/v1`, level: 1 });
-    addKey(r, { provider: `${l1.url}/v1`, level: 1 });
-    addKey(r, { provider: `${l2.url}/v1`, level: 2 });
-    addKey(r, { provider: `${l2.url}/v1`, level: 2 });
+    await addKey(r, { provider: `${l1.url}/v1`, level: 1 });
+    await addKey(r, { provider: `${l1.url}/v1`, level: 1 });
+    await addKey(r, { provider: `${l2.url}/v1`, level: 2 });
+    await addKey(r, { provider: `${l2.url}/v1`, level: 2 });
 
     expect((await chat(r)).status).toBe(502);
     expect(l1.requests).toHaveLength(2);
@@ -202,10 +203,10 @@ describe("exhaustion", () => {
 
 describe("SWITCH_OVER", () => {
   /** Level 1 (NoSleep, scripted by `mode`) backed by Level 2 (always fine). */
-  function setup(switchOver = "1=2") {
+  async function setup(switchOver = "1=2") {
     // A client that leaves lets the upstream run on for the drain time: short here.
-    const { router: r, clock } = manualRouter({ drainTimeoutMs: 200 });
-    r.deps.settings.update({ LEVEL_MAPPER: "gpt-x=1", SWITCH_OVER: switchOver });
+    const { router: r, clock } = await manualRouter({ drainTimeoutMs: 200 });
+    await r.deps.settings.update({ LEVEL_MAPPER: "gpt-x=1", SWITCH_OVER: switchOver });
     const state = { mode: "fail" as "fail" | "ok" | "hold" | "hang" | "client-error", held: deferred<void>() };
     const primary = mock(async () => {
       if (state.mode === "hang") return hang();
@@ -214,8 +215,8 @@ describe("SWITCH_OVER", () => {
       return state.mode === "fail" ? fail500({} as never) : json(completion("from level 1"));
     });
     const backup = mock(() => json(completion("from level 2")));
-    const k1 = addKey(r, { provider: `${primary.url}/v1`, level: 1, noSleep: true });
-    const k2 = addKey(r, { provider: `${backup.url}/v1`, level: 2 });
+    const k1 = await addKey(r, { provider: `${primary.url}/v1`, level: 1, noSleep: true });
+    const k2 = await addKey(r, { provider: `${backup.url}/v1`, level: 2 });
     const servedBy = async (init?: RequestInit) => {
       const res = await chat(r, "gpt-x", init);
       expect(res.status).toBe(200);
@@ -225,7 +226,7 @@ describe("SWITCH_OVER", () => {
   }
 
   test("the sixth error in a minute sends calls straight to the backup", async () => {
-    const { r, primary, backup, servedBy } = setup();
+    const { r, primary, backup, servedBy } = await setup();
     for (let i = 1; i <= 5; i++) {
       expect(await servedBy()).toBe("from level 2");
       expect(primary.requests).toHaveLength(i);
@@ -239,11 +240,11 @@ describe("SWITCH_OVER", () => {
     for (let i = 0; i < 3; i++) expect(await servedBy()).toBe("from level 2");
     expect(primary.requests).toHaveLength(6);
     expect(backup.requests).toHaveLength(9);
-    expect(lastRow(r)).toMatchObject({ level: 2, status: 200 });
+    expect(await lastRow(r)).toMatchObject({ level: 2, status: 200 });
   });
 
   test("client errors (4xx) on the primary never switch it", async () => {
-    const { r, state, primary } = setup();
+    const { r, state, primary } = await setup();
     state.mode = "client-error";
     for (let i = 0; i < 8; i++) expect((await chat(r)).status).toBe(400);
     expect(primary.requests).toHaveLength(8);
@@ -251,7 +252,7 @@ describe("SWITCH_OVER", () => {
   });
 
   test("errors spread over more than a minute do not switch", async () => {
-    const { r, clock, primary, servedBy } = setup();
+    const { r, clock, primary, servedBy } = await setup();
     for (let i = 0; i < 5; i++) await servedBy();
     clock.advance(61_000);
     for (let i = 0; i < 5; i++) await servedBy();
@@ -260,7 +261,7 @@ describe("SWITCH_OVER", () => {
   });
 
   test("after a quiet minute one probe goes to Level 1; its failure keeps traffic on Level 2", async () => {
-    const { r, clock, primary, servedBy } = setup();
+    const { r, clock, primary, servedBy } = await setup();
     for (let i = 0; i < 6; i++) await servedBy();
     expect(r.deps.switchOver.isSwitched(1)).toBe(true);
 
@@ -284,7 +285,7 @@ describe("SWITCH_OVER", () => {
   });
 
   test("a successful probe returns traffic to Level 1; only one probe is out at a time", async () => {
-    const { r, clock, state, primary, backup, k1, servedBy } = setup();
+    const { r, clock, state, primary, backup, k1, servedBy } = await setup();
     for (let i = 0; i < 6; i++) await servedBy();
     clock.advance(MINUTE);
 
@@ -306,11 +307,11 @@ describe("SWITCH_OVER", () => {
     for (let i = 0; i < 3; i++) expect(await servedBy()).toBe("from level 1");
     expect(primary.requests).toHaveLength(10);
     expect(backup.requests).toHaveLength(backupBefore + 2);
-    expect(lastRow(r)).toMatchObject({ level: 1, key_id: k1.id, status: 200 });
+    expect(await lastRow(r)).toMatchObject({ level: 1, key_id: k1.id, status: 200 });
   });
 
   test("a probe whose client went away does not block the next probe", async () => {
-    const { r, clock, state, primary, servedBy } = setup();
+    const { r, clock, state, primary, servedBy } = await setup();
     for (let i = 0; i < 6; i++) await servedBy();
     clock.advance(MINUTE);
 
@@ -320,7 +321,7 @@ describe("SWITCH_OVER", () => {
     await waitFor(() => primary.requests.length === 7, 5000, "the probe");
     controller.abort();
     await abandoned;
-    await waitFor(() => usageRows(r).some((row) => row.status === 499), 5000, "the 499 row");
+    await waitFor(async () => (await usageRows(r)).some((row) => row.status === 499), 5000, "the 499 row");
 
     state.mode = "ok";
     expect(await servedBy()).toBe("from level 1");
@@ -329,15 +330,15 @@ describe("SWITCH_OVER", () => {
   });
 
   test("chains 1=2,2=3: with Levels 1 and 2 both failing, calls go straight to Level 3", async () => {
-    const { router: r, clock } = manualRouter();
-    r.deps.settings.update({ SWITCH_OVER: "1=2,2=3" });
+    const { router: r, clock } = await manualRouter();
+    await r.deps.settings.update({ SWITCH_OVER: "1=2,2=3" });
     let primariesFail = true;
     const l1 = mock(() => (primariesFail ? fail500({} as never) : json(completion("from level 1"))));
     const l2 = mock(() => (primariesFail ? fail500({} as never) : json(completion("from level 2"))));
     const l3 = mock(() => json(completion("from level 3")));
-    addKey(r, { provider: `${l1.url}/v1`, level: 1, noSleep: true });
-    addKey(r, { provider: `${l2.url}/v1`, level: 2, noSleep: true });
-    addKey(r, { provider: `${l3.url}/v1`, level: 3 });
+    await addKey(r, { provider: `${l1.url}/v1`, level: 1, noSleep: true });
+    await addKey(r, { provider: `${l2.url}/v1`, level: 2, noSleep: true });
+    await addKey(r, { provider: `${l3.url}/v1`, level: 3 });
     const content = async () => (await (await chat(r)).json()).choices[0].message.content;
 
     for (let i = 0; i < 6; i++) expect(await content()).toBe("from level 3");
@@ -349,7 +350,7 @@ describe("SWITCH_OVER", () => {
     for (let i = 0; i < 3; i++) expect(await content()).toBe("from level 3");
     expect(l1.requests).toHaveLength(6);
     expect(l2.requests).toHaveLength(6);
-    expect(lastRow(r)).toMatchObject({ level: 3 });
+    expect(await lastRow(r)).toMatchObject({ level: 3 });
 
     // Both recover; after a quiet minute Level 1's probe brings its traffic home.
     primariesFail = false;
@@ -363,20 +364,20 @@ describe("SWITCH_OVER", () => {
 
 describe("auto-sleep", () => {
   test("three 500s in a row sleep a key for a minute; its probe fails (2 min), then succeeds and wakes it", async () => {
-    const { router: r, clock } = manualRouter();
+    const { router: r, clock } = await manualRouter();
     const state = { status: 500, held: deferred<void>(), hold: false };
     const upstream = mock(async () => {
       if (state.hold) await state.held.promise;
       return state.status === 200 ? json(completion()) : json({ error: { message: "boom" } }, state.status);
     });
-    const key = addKey(r, { provider: `${upstream.url}/v1` });
+    const key = await addKey(r, { provider: `${upstream.url}/v1` });
 
     expect((await chat(r)).status).toBe(502);
     expect((await chat(r)).status).toBe(502);
     expect(r.deps.pool.get(key.id)!.sleeping).toBe(false);
     expect((await chat(r)).status).toBe(502);
     expect(r.deps.pool.get(key.id)).toMatchObject({ sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 });
-    expect(r.deps.providerKeys.get(key.id)).toMatchObject({ sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 });
+    expect(await r.deps.providerKeys.get(key.id)).toMatchObject({ sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 });
 
     // Asleep: no key for the call, the upstream is left alone.
     expect((await chat(r)).status).toBe(503);
@@ -408,72 +409,72 @@ describe("auto-sleep", () => {
     state.held = deferred<void>();
     const wake = chat(r);
     await waitFor(() => upstream.requests.length === 5, 5000, "the second probe");
-    addKey(r, { provider: REFUSED, level: 9 });
+    await addKey(r, { provider: REFUSED, level: 9 });
     state.hold = false;
     state.held.resolve();
     expect((await wake).status).toBe(200);
     expect(r.deps.pool.get(key.id)).toMatchObject({ sleeping: false, sleepReason: null, sleepUntil: null, sleepCount: 0 });
-    expect(r.deps.providerKeys.get(key.id)).toMatchObject({ sleeping: false, sleepReason: null, sleepUntil: null, sleepCount: 0 });
+    expect(await r.deps.providerKeys.get(key.id)).toMatchObject({ sleeping: false, sleepReason: null, sleepUntil: null, sleepCount: 0 });
     expect((await chat(r)).status).toBe(200);
     expect(upstream.requests).toHaveLength(6);
   });
 
   test("a Retry-After longer than the cool-down extends the sleep", async () => {
-    const { router: r } = manualRouter();
+    const { router: r } = await manualRouter();
     const upstream = mock(() => json({ error: { message: "quota" } }, 429, { "retry-after": "600" }));
-    const key = addKey(r, { provider: `${upstream.url}/v1` });
+    const key = await addKey(r, { provider: `${upstream.url}/v1` });
     for (let i = 0; i < 3; i++) expect((await chat(r)).status).toBe(429);
     expect(r.deps.pool.get(key.id)).toMatchObject({ sleeping: true, sleepReason: "errors", sleepUntil: T0 + 600_000 });
   });
 
   test("one key's Retry-After does not lengthen another key's sleep", async () => {
-    const { router: r } = manualRouter();
+    const { router: r } = await manualRouter();
     const limited = mock(() => json({ error: { message: "quota" } }, 429, { "retry-after": "600" }));
-    addKey(r, { provider: `${limited.url}/v1`, noSleep: true });
-    const refused = addKey(r, { provider: REFUSED });
+    await addKey(r, { provider: `${limited.url}/v1`, noSleep: true });
+    const refused = await addKey(r, { provider: REFUSED });
     for (let i = 0; i < 3; i++) expect((await chat(r)).status).toBeGreaterThanOrEqual(429);
     expect(limited.requests).toHaveLength(3);
     expect(r.deps.pool.get(refused.id)).toMatchObject({ sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE });
   });
 
   test("NoSleep keys never sleep automatically", async () => {
-    const { router: r } = manualRouter();
+    const { router: r } = await manualRouter();
     const upstream = mock(fail500);
-    const key = addKey(r, { provider: `${upstream.url}/v1`, noSleep: true });
+    const key = await addKey(r, { provider: `${upstream.url}/v1`, noSleep: true });
     for (let i = 0; i < 6; i++) expect((await chat(r)).status).toBe(502);
     expect(upstream.requests).toHaveLength(6);
     expect(r.deps.pool.get(key.id)!.sleeping).toBe(false);
-    expect(r.deps.providerKeys.get(key.id)!.sleeping).toBe(false);
+    expect((await r.deps.providerKeys.get(key.id))!.sleeping).toBe(false);
   });
 
   test("manual sleep lasts until woken, however far the clock moves", async () => {
-    const { router: r, clock } = manualRouter();
+    const { router: r, clock } = await manualRouter();
     const upstream = mock(ok);
-    const key = addKey(r, { provider: `${upstream.url}/v1` });
-    r.deps.pool.setManualSleep(key.id, true);
-    expect(r.deps.providerKeys.get(key.id)).toMatchObject({ sleeping: true, sleepReason: "manual" });
+    const key = await addKey(r, { provider: `${upstream.url}/v1` });
+    await r.deps.pool.setManualSleep(key.id, true);
+    expect(await r.deps.providerKeys.get(key.id)).toMatchObject({ sleeping: true, sleepReason: "manual" });
     for (const step of [MINUTE, 3600 * 1000, 365 * 24 * 3600 * 1000]) {
       clock.advance(step);
       expect((await chat(r)).status).toBe(503);
     }
     expect(upstream.requests).toHaveLength(0);
-    r.deps.pool.setManualSleep(key.id, false);
+    await r.deps.pool.setManualSleep(key.id, false);
     expect((await chat(r)).status).toBe(200);
     expect(upstream.requests).toHaveLength(1);
   });
 });
 
 describe("a Level with no usable key", () => {
-  function setup() {
-    const r = router();
-    r.deps.settings.update({ LEVEL_MAPPER: "gpt-x=3,claude-*=3" });
+  async function setup() {
+    const r = await router();
+    await r.deps.settings.update({ LEVEL_MAPPER: "gpt-x=3,claude-*=3" });
     const upstream = mock(ok);
     const keys = [
-      addKey(r, { provider: `${upstream.url}/v1`, level: 1 }),
-      addKey(r, { provider: `${upstream.url}/v1`, level: 3, status: false }),
-      addKey(r, { provider: `${upstream.url}/v1`, level: 3 }),
+      await addKey(r, { provider: `${upstream.url}/v1`, level: 1 }),
+      await addKey(r, { provider: `${upstream.url}/v1`, level: 3, status: false }),
+      await addKey(r, { provider: `${upstream.url}/v1`, level: 3 }),
     ];
-    r.deps.pool.setManualSleep(keys[2]!.id, true);
+    await r.deps.pool.setManualSleep(keys[2]!.id, true);
     return { r, upstream, keys };
   }
 
@@ -486,7 +487,7 @@ describe("a Level with no usable key", () => {
   };
 
   test("OpenAI path: 503 in the OpenAI envelope naming the model", async () => {
-    const { r, upstream, keys } = setup();
+    const { r, upstream, keys } = await setup();
     const res = await chat(r, "gpt-x");
     expect(res.status).toBe(503);
     const text = await res.text();
@@ -495,11 +496,11 @@ describe("a Level with no usable key", () => {
     expect(body.error.message).toContain("gpt-x");
     noKeyMaterial(text, keys);
     expect(upstream.requests).toHaveLength(0);
-    expect(lastRow(r)).toMatchObject({ status: 503, level: 3 });
+    expect(await lastRow(r)).toMatchObject({ status: 503, level: 3 });
   });
 
   test("Anthropic path: 503 in the Anthropic envelope naming the model", async () => {
-    const { r, upstream, keys } = setup();
+    const { r, upstream, keys } = await setup();
     const res = await r.fetch("/v1/messages", {
       method: "POST",
       headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" },

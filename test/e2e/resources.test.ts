@@ -9,13 +9,13 @@ let manager: CreatedAccount;
 let member: CreatedAccount;
 
 beforeAll(async () => {
-  router = startRouter();
+  router = await startRouter();
   manager = await createAccount(router, { Resources: MANAGER_RESOURCES });
   member = await createAccount(router, { Resources: DEFAULT_RESOURCES });
 });
 afterAll(() => router.stop());
-afterEach(() => {
-  router.deps.settings.reset(["RESOURCES"]);
+afterEach(async () => {
+  await router.deps.settings.reset(["RESOURCES"]);
 });
 
 const setResources = (value: unknown) => api(router, "/x-config", { method: "PUT", body: { RESOURCES: value } });
@@ -138,7 +138,7 @@ describe("lock-out protection", () => {
 
   test("the setting survives a restart and is enforced from the first request", async () => {
     expect((await setResources("/v1/*")).status).toBe(200);
-    const again = startRouter({ dataDir: router.dataDir });
+    const again = await startRouter({ dataDir: router.dataDir });
     try {
       expectSystemRefusal(await api(again, "/x-keys"));
       expect((await api(again, "/x-config")).status).toBe(200);

@@ -19,7 +19,7 @@ const BODY = { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", c
 const scope = perTest();
 
 async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const { router, upstream } = scope.gateway();
+  const { router, upstream } = await scope.gateway();
   expect((await api(router, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
   return { router, upstream };
 }

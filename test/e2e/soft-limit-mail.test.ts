@@ -1,3 +1,4 @@
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
@@ -112,8 +113,8 @@ const mailsTo = (address: string) => smtp.mails.filter((m) => m.to.includes(addr
 beforeAll(async () => {
   smtp = await startSmtp();
   upstream = startMockUpstream();
-  router = startRouter({ clock, pricing: PRICING });
-  addKey(router, { provider: upstream.url });
+  router = await startRouter({ clock, pricing: PRICING });
+  await addKey(router, { provider: upstream.url });
   const put = await api("/x-config", { method: "PUT", body: { EMAIL_SMTP: "127.0.0.1", EMAIL_PORT: smtp.port, XAI_MAIL: "router@example.com" } });
   expect(put.status).toBe(200);
 });
@@ -140,7 +141,7 @@ describe("soft-limit mail", () => {
     // Not to the account's own Email when a BillingEmail is set.
     expect(mailsTo(acct.email)).toHaveLength(0);
     // The first call alone (0.0001) did not send one: the mail came after the crossing call.
-    expect(usageRows(router).filter((r) => r.account_id === acct.id).map((r) => r.cost_nanos)).toEqual([100_000, 10_000_000]);
+    expect((await usageRows(router)).filter((r) => r.account_id === acct.id).map((r) => r.cost_nanos)).toEqual([100_000, 10_000_000]);
 
     // More spending the same month.
     for (let i = 0; i < 3; i++) expect((await call(acct.key, LARGE)).status).toBe(200);
@@ -194,7 +195,7 @@ describe("soft-limit mail", () => {
     // While it runs, a small call is charged (0.0001 spent, 0.033 reserved).
     expect((await call(acct.key, SMALL)).status).toBe(200);
     await stream.text();
-    await waitFor(() => usageRows(router).filter((r) => r.account_id === acct.id).length === 2, 5000, "both calls recorded");
+    await waitFor(async () => (await usageRows(router)).filter((r) => r.account_id === acct.id).length === 2, 5000, "both calls recorded");
     // A later mail to another account proves the notifier has had its chance.
     expect((await call(witness.key, LARGE)).status).toBe(200);
     await waitFor(() => mailsTo(witness.email).length === 1, 5000, "the witness mail");
@@ -253,7 +254,9 @@ describe("EMAIL_PASS", () => {
     expect(JSON.stringify(exported.body)).not.toContain(SECRET);
 
     // Sealed at rest: no database file holds it in the clear.
-    router.deps.store.sqlite.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    const file = new Database(join(router.dataDir, "router.db"));
+    file.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    file.close();
     const files = readdirSync(router.dataDir).filter((name) => name.startsWith("router.db"));
     expect(files.length).toBeGreaterThan(0);
     for (const name of files) expect(readFileSync(join(router.dataDir, name)).includes(Buffer.from(SECRET))).toBe(false);

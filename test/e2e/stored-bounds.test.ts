@@ -16,7 +16,7 @@ describe("Email", () => {
     ["a line separator", "ab\u2028@example.com"],
     ["255 characters", `${"a".repeat(243)}@example.com`],
   ])("with %s is refused on create and update, nothing written", async (_what, email) => {
-    const r = router();
+    const r = await router();
     const created = await api(r, "/x-users", { body: { Email: email } });
     expect(created.status).toBe(400);
     expect(created.body.error.param).toBe("Email");
@@ -31,7 +31,7 @@ describe("Email", () => {
   });
 
   test("254 characters are accepted", async () => {
-    const r = router();
+    const r = await router();
     const email = `${"a".repeat(242)}@example.com`;
     expect(email).toHaveLength(254);
     expect((await api(r, "/x-users", { body: { Email: email } })).status).toBe(201);
@@ -40,7 +40,7 @@ describe("Email", () => {
 
 describe("SecretKey", () => {
   test("more than 64 KiB is refused; 64 KiB is accepted", async () => {
-    const r = router();
+    const r = await router();
     const body = (secret: string) => ({ Provider: "https://api.example.com", SecretKey: secret, Level: 1, Status: true });
     const refused = await api(r, "/x-keys", { body: body("k".repeat(65_537)) });
     expect(refused.status).toBe(400);
@@ -52,7 +52,7 @@ describe("SecretKey", () => {
 
 describe("numbers that would make a cost overflow", () => {
   test("Rates above 1000 is refused; 1000 is accepted", async () => {
-    const r = router();
+    const r = await router();
     const account = await createAccount(r);
     const refused = await api(r, `/x-users/${account.id}`, { method: "PUT", body: { Rates: 1e308 } });
     expect(refused.status).toBe(400);
@@ -62,7 +62,7 @@ describe("numbers that would make a cost overflow", () => {
   });
 
   test.each(["DailyLimit", "HardLimit", "SoftLimit"])("%s above 1,000,000 credits is refused", async (field) => {
-    const r = router();
+    const r = await router();
     const account = await createAccount(r);
     const refused = await api(r, `/x-users/${account.id}`, { method: "PUT", body: { [field]: 1e300 } });
     expect(refused.status).toBe(400);
@@ -71,7 +71,7 @@ describe("numbers that would make a cost overflow", () => {
   });
 
   test("a price above 10,000 is refused and PRICING is left as it was", async () => {
-    const r = router();
+    const r = await router();
     const before = (await api(r, "/x-config")).body.PRICING;
     const refused = await api(r, "/x-config", { method: "PUT", body: { PRICING: { ChatPricing: { "big-*": { InputText: 1e308, OutputText: 1 } } } } });
     expect(refused.status).toBe(400);

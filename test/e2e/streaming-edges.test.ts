@@ -18,8 +18,8 @@ afterEach(async () => {
   for (const router of routers.splice(0)) await router.stop();
 });
 
-function router(config: StartOptions["config"] = {}): TestRouter {
-  const started = startRouter({ config });
+async function router(config: StartOptions["config"] = {}): Promise<TestRouter> {
+  const started = await startRouter({ config });
   routers.push(started);
   return started;
 }
@@ -88,7 +88,7 @@ function parse(text: string) {
 }
 
 const rowFor = (r: TestRouter, status: number): Promise<Record<string, any>> =>
-  waitFor(() => usageRows(r).find((row) => row.status === status), 5000, `a usage row with status ${status}`) as Promise<Record<string, any>>;
+  waitFor(async () => (await usageRows(r)).find((row) => row.status === status), 5000, `a usage row with status ${status}`) as Promise<Record<string, any>>;
 
 /** A stream that sends `first` and then nothing, never closing. */
 function silentAfter(first: Uint8Array): Response {
@@ -134,11 +134,11 @@ async function headersFirstUpstream(delayMs: number, events: unknown[]): Promise
 
 describe("slow first byte", () => {
   test("a healthy stream whose first event comes late is not cut", async () => {
-    const r = router({ firstByteTimeoutMs: 5000 });
+    const r = await router({ firstByteTimeoutMs: 5000 });
     const upstream = mock("/v1/chat/completions", () =>
       sse([chunk("Once"), chunk(" upon"), usageChunk(5, 2)], { firstDelayMs: 1500, done: true }),
     );
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
     const res = await streamChat(r);
     expect(res.status).toBe(200);
     const result = parse(await res.text());
@@ -147,9 +147,9 @@ describe("slow first byte", () => {
   });
 
   test("headers at once and the first event late: the first-byte limit applies, not the idle limit", async () => {
-    const r = router({ firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 300 });
+    const r = await router({ firstByteTimeoutMs: 5000, streamIdleTimeoutMs: 300 });
     const upstream = await headersFirstUpstream(1200, [chunk("Thought"), chunk(" hard"), usageChunk(4, 9)]);
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
     const res = await streamChat(r);
     expect(res.status).toBe(200);
     expect(parse(await res.text())).toEqual({ content: "Thought hard", error: undefined, done: true });
@@ -159,11 +159,11 @@ describe("slow first byte", () => {
 
 describe("first-byte timeout", () => {
   test("an upstream that never answers is retried on the next key", async () => {
-    const r = router({ firstByteTimeoutMs: 300 });
+    const r = await router({ firstByteTimeoutMs: 300 });
     const silent = mock("/v1/chat/completions", () => hang());
     const good = mock("/v1/chat/completions", () => sse([chunk("Hi"), chunk("!")], { done: true }));
-    addKey(r, { provider: `${silent.url}/v1` });
-    const second = addKey(r, { provider: `${good.url}/v1` });
+    await addKey(r, { provider: `${silent.url}/v1` });
+    const second = await addKey(r, { provider: `${good.url}/v1` });
     const res = await streamChat(r);
     expect(res.status).toBe(200);
     expect(parse(await res.text()).content).toBe("Hi!");
@@ -173,11 +173,11 @@ describe("first-byte timeout", () => {
   });
 
   test("headers sent but no event within the first-byte limit: retried on the next key", async () => {
-    const r = router({ firstByteTimeoutMs: 300, streamIdleTimeoutMs: 5000 });
+    const r = await router({ firstByteTimeoutMs: 300, streamIdleTimeoutMs: 5000 });
     const stalled = await headersFirstUpstream(60_000, [chunk("too late")]);
     const good = mock("/v1/chat/completions", () => sse([chunk("Fresh")], { done: true }));
-    addKey(r, { provider: `${stalled.url}/v1` });
-    addKey(r, { provider: `${good.url}/v1` });
+    await addKey(r, { provider: `${stalled.url}/v1` });
+    await addKey(r, { provider: `${good.url}/v1` });
     const res = await streamChat(r);
     expect(res.status).toBe(200);
     expect(parse(await res.text())).toMatchObject({ content: "Fresh", error: undefined });
@@ -186,9 +186,9 @@ describe("first-byte timeout", () => {
   });
 
   test("with a single key the client gets 504 in its envelope", async () => {
-    const r = router({ firstByteTimeoutMs: 300 });
+    const r = await router({ firstByteTimeoutMs: 300 });
     const silent = mock("/v1/chat/completions", () => hang());
-    addKey(r, { provider: `${silent.url}/v1` });
+    await addKey(r, { provider: `${silent.url}/v1` });
     const res = await streamChat(r);
     expect(res.status).toBe(504);
     expect((await res.json()).error).toMatchObject({ type: "timeout_error", code: "upstream_timeout" });
@@ -198,9 +198,9 @@ describe("first-byte timeout", () => {
 
 describe("mid-stream failures", () => {
   test("idle timeout: the stream ends with an OpenAI error event; the row says 504", async () => {
-    const r = router({ streamIdleTimeoutMs: 300 });
+    const r = await router({ streamIdleTimeoutMs: 300 });
     const upstream = mock("/v1/chat/completions", () => silentAfter(frame(chunk("Hel"))));
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
     const res = await streamChat(r);
     expect(res.status).toBe(200);
     const text = await res.text();
@@ -213,13 +213,13 @@ describe("mid-stream failures", () => {
   });
 
   test("idle timeout on an Anthropic stream ends with `event: error`", async () => {
-    const r = router({ streamIdleTimeoutMs: 300 });
+    const r = await router({ streamIdleTimeoutMs: 300 });
     const start = {
       type: "message_start",
       message: { id: "msg_1", type: "message", role: "assistant", model: "claude-x", content: [], usage: { input_tokens: 8, output_tokens: 1 } },
     };
     const upstream = mock("/v1/messages", () => silentAfter(encoder.encode(`event: message_start\ndata: ${JSON.stringify(start)}\n\n`)));
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
     const res = await r.fetch("/v1/messages", {
       method: "POST",
       headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" },
@@ -235,11 +235,11 @@ describe("mid-stream failures", () => {
   });
 
   test("the upstream drops mid-stream: the client gets the first events, then an error event; the row says 502", async () => {
-    const r = router();
+    const r = await router();
     const upstream = mock("/v1/chat/completions", () =>
       sse([chunk("one"), chunk(" two"), chunk(" three"), usageChunk(3, 3)], { breakAfter: 2, delayMs: 10, done: true }),
     );
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
     const res = await streamChat(r);
     expect(res.status).toBe(200);
     const result = parse(await res.text());
@@ -252,7 +252,7 @@ describe("mid-stream failures", () => {
 
 describe("client disconnect", () => {
   test("mid-stream: the upstream is drained and its real usage recorded with status 499", async () => {
-    const r = router({ drainTimeoutMs: 3000 });
+    const r = await router({ drainTimeoutMs: 3000 });
     const upstreamState = { sent: 0, finished: false, cancelled: false };
     const upstream = mock("/v1/chat/completions", () => {
       const stream = new ReadableStream<Uint8Array>({
@@ -278,7 +278,7 @@ describe("client disconnect", () => {
       });
       return new Response(stream, { headers: { "content-type": "text/event-stream" } });
     });
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
 
     const client = new AbortController();
     const res = await streamChat(r, { signal: client.signal });
@@ -293,13 +293,13 @@ describe("client disconnect", () => {
     expect(row).toMatchObject({ stream: 1, prompt_tokens: 11, completion_tokens: 22, source: "upstream" });
     expect(upstreamState.finished).toBe(true);
     expect(upstreamState.cancelled).toBe(false);
-    expect(usageRows(r)).toHaveLength(1);
+    expect(await usageRows(r)).toHaveLength(1);
   });
 
   test("a stream that never reports usage gets an estimated row", async () => {
-    const r = router();
+    const r = await router();
     const upstream = mock("/v1/chat/completions", () => sse([chunk("Hello"), chunk(" there, friend")], { done: true }));
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
     const res = await streamChat(r);
     expect(parse(await res.text())).toEqual({ content: "Hello there, friend", error: undefined, done: true });
     const row = await rowFor(r, 200);
@@ -309,7 +309,7 @@ describe("client disconnect", () => {
   });
 
   test("a non-streaming call the client leaves before the answer: the upstream is read on for the drain time, then cut; nothing answered, nothing charged", async () => {
-    const r = router({ drainTimeoutMs: 300 });
+    const r = await router({ drainTimeoutMs: 300 });
     const certs = testCertificates();
     const seen: AbortSignal[] = [];
     const upstream: Server<unknown> = Bun.serve({
@@ -323,7 +323,7 @@ describe("client disconnect", () => {
       },
     });
     stops.push(() => upstream.stop(true));
-    addKey(r, { provider: `https://127.0.0.1:${upstream.port}/v1` });
+    await addKey(r, { provider: `https://127.0.0.1:${upstream.port}/v1` });
 
     const client = new AbortController();
     const call = r
@@ -346,7 +346,7 @@ describe("client disconnect", () => {
   });
 
   test("a non-streaming answer the client leaves halfway is recorded as 499, not as an upstream failure", async () => {
-    const r = router({ drainTimeoutMs: 300 });
+    const r = await router({ drainTimeoutMs: 300 });
     let upstreamCancelled = false;
     const upstream = mock("/v1/chat/completions", () =>
       new Response(
@@ -361,7 +361,7 @@ describe("client disconnect", () => {
         { headers: { "content-type": "application/json" } },
       ),
     );
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
     const client = new AbortController();
     const call = r
       .fetch("/v1/chat/completions", {
@@ -374,7 +374,7 @@ describe("client disconnect", () => {
     client.abort();
     expect(await call).toBeInstanceOf(Error);
     expect(await rowFor(r, 499)).toMatchObject({ stream: 0 });
-    expect(usageRows(r).some((row) => row.status === 502)).toBe(false);
+    expect((await usageRows(r)).some((row) => row.status === 502)).toBe(false);
     await waitFor(() => upstreamCancelled, 5000, "the upstream body to be cancelled");
   });
 });
@@ -405,12 +405,12 @@ describe("the usage chunk the router asked for", () => {
     const at = (needle: string, plus = 0) => encoder.encode(text.slice(0, text.indexOf(needle))).byteLength + plus;
     // Whole events; a cut inside a line; one inside a two-byte character; one inside the usage chunk.
     const cuts = [encoder.encode(events[0]!).byteLength, at("wörld", 2), at("wörld", 5), at('"usage"', 3)].sort((a, b) => a - b);
-    const r = router();
+    const r = await router();
     const upstream = mock("/v1/chat/completions", (req) => {
       expect(req.json.stream_options).toEqual({ include_usage: true });
       return piecewise(text, cuts);
     });
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
     const res = await streamChat(r);
     const received = await res.text();
     // Exactly the upstream's stream without its usage event.
@@ -425,9 +425,9 @@ describe("the usage chunk the router asked for", () => {
     // A comment and an `id:` line: fields a re-encoding would drop, so they show the bytes passed as they came.
     const events = [...content.map(chunk), usageChunk(4, 2)].map((e, i) => `: note ${i}\nid: ${i}\ndata: ${JSON.stringify(e)}\n\n`);
     const text = events.join("") + "data: [DONE]\n\n";
-    const r = router();
+    const r = await router();
     const upstream = mock("/v1/chat/completions", () => piecewise(text, []));
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
     const received = await (await streamChat(r)).text();
     expect(received).toBe(text.replace(events[2]!, ""));
     expect(await rowFor(r, 200)).toMatchObject({ source: "upstream", prompt_tokens: 4, completion_tokens: 2 });
@@ -436,7 +436,7 @@ describe("the usage chunk the router asked for", () => {
 
 describe("graceful shutdown", () => {
   test("a stream in flight completes; stop resolves afterwards; new connections are refused", async () => {
-    const r = startRouter({ config: { graceSeconds: 10 } });
+    const r = await startRouter({ config: { graceSeconds: 10 } });
     routers.push(r);
     let upstreamDone = false;
     const upstream = mock("/v1/chat/completions", () => {
@@ -454,7 +454,7 @@ describe("graceful shutdown", () => {
       });
       return new Response(stream, { headers: { "content-type": "text/event-stream" } });
     });
-    addKey(r, { provider: `${upstream.url}/v1` });
+    await addKey(r, { provider: `${upstream.url}/v1` });
 
     const res = await streamChat(r);
     expect(res.status).toBe(200);

@@ -20,7 +20,7 @@ const BODY = { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", c
 const scope = perTest();
 
 async function start(delayMs = 0): Promise<{ router: TestRouter; upstream: MockUpstream }> {
-  const { router, upstream } = scope.gateway({ pricing: PRICING });
+  const { router, upstream } = await scope.gateway({ pricing: PRICING });
   upstream.route("POST", "/v1/chat/completions", async (req) => {
     if (delayMs) await Bun.sleep(delayMs);
     return json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE });
@@ -38,8 +38,8 @@ async function team(router: TestRouter, limits: Record<string, unknown>, childre
   return { manager, members };
 }
 
-const spentBy = (router: TestRouter, ids: number[]) =>
-  usageRows(router)
+const spentBy = async (router: TestRouter, ids: number[]) =>
+  (await usageRows(router))
     .filter((r) => ids.includes(r.account_id))
     .reduce((sum, r) => sum + r.cost_nanos, 0);
 
@@ -57,15 +57,15 @@ describe("a manager's spend limits bound its subtree", () => {
     // Each child inherited the manager's DailyLimit for itself too: a refusal is the child's own or the manager's.
     for (const r of refused) expect(r.body.error.code).toBe("daily_limit_reached");
     const ids = [manager.id, ...members.map((m) => m.id)];
-    await waitFor(() => usageRows(router).filter((r) => ids.includes(r.account_id)).length === admitted || undefined);
-    expect(spentBy(router, ids)).toBeLessThanOrEqual(limit + COST);
+    await waitFor(async () => (await usageRows(router)).filter((r) => ids.includes(r.account_id)).length === admitted || undefined);
+    expect(await spentBy(router, ids)).toBeLessThanOrEqual(limit + COST);
     // Once settled, members spend one after another until the subtree reached the limit;
     // then a refusal that waiting a moment cannot cure: until the next business day.
     let after = await chat(router, members[4]!.key);
     for (let i = 0; i < 3 && after.status === 200; i++) after = await chat(router, members[4]!.key);
     expect(after.status).toBe(429);
-    expect(spentBy(router, ids)).toBeGreaterThanOrEqual(limit);
-    expect(spentBy(router, ids)).toBeLessThanOrEqual(limit + COST);
+    expect(await spentBy(router, ids)).toBeGreaterThanOrEqual(limit);
+    expect(await spentBy(router, ids)).toBeLessThanOrEqual(limit + COST);
     expect(after.body.error.code).toBe("daily_limit_reached");
     expect(Number(after.headers.get("retry-after"))).toBeGreaterThan(60);
   });

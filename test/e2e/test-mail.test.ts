@@ -52,18 +52,18 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", () => resolve()));
   smtpPort = (smtp.server.address() as AddressInfo).port;
-  router = startRouter();
+  router = await startRouter();
   manager = await createAccount(router, { Resources: `${MANAGER_RESOURCES},/x-config*` });
 });
 afterAll(async () => {
   await router.stop();
   await new Promise<void>((resolve) => smtp.close(() => resolve()));
 });
-beforeEach(() => {
+beforeEach(async () => {
   received = [];
   logins = [];
   rejectLogin = false;
-  router.deps.settings.reset(["EMAIL_SMTP", "EMAIL_PORT", "EMAIL_AUTH", "EMAIL_PASS", "XAI_MAIL"]);
+  await router.deps.settings.reset(["EMAIL_SMTP", "EMAIL_PORT", "EMAIL_AUTH", "EMAIL_PASS", "XAI_MAIL"]);
 });
 
 const configure = (values: Record<string, unknown> = {}) =>

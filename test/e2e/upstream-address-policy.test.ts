@@ -15,7 +15,7 @@ import { perTest } from "../helpers/scoped.ts";
 
 const scope = perTest();
 
-const router = (options: StartOptions = {}): TestRouter => scope.router(options);
+const router = (options: StartOptions = {}): Promise<TestRouter> => scope.router(options);
 const upstream = (): MockUpstream => scope.upstream();
 
 const SECRET = "sk-address-policy-test-0123456789abcdef";
@@ -36,7 +36,7 @@ describe("checked when a URL is saved", () => {
     ["https://0.0.0.0:8443/v1", "unspecified"],
     ["https://metadata.google.internal/v1", "metadata"],
   ])("%s is refused with 400 naming Provider, nothing written", async (url, why) => {
-    const r = router();
+    const r = await router();
     const before = await keyCount(r);
     const res = await api(r, "/x-keys", { body: key(url) });
     expect(res.status).toBe(400);
@@ -47,13 +47,13 @@ describe("checked when a URL is saved", () => {
   });
 
   test("a single-tenant owner may point keys at its own private network", async () => {
-    const r = router();
+    const r = await router();
     expect((await api(r, "/x-keys", { body: key("https://10.20.30.40/v1") })).status).toBe(201);
     expect((await api(r, "/x-keys", { body: key("https://[fd12::5]/v1") })).status).toBe(201);
   });
 
   test("an update to a refused URL is refused and changes nothing", async () => {
-    const r = router();
+    const r = await router();
     const created = await api(r, "/x-keys", { body: key("https://10.20.30.40/v1") });
     const res = await api(r, `/x-keys/${created.body.ID}`, { method: "PUT", body: { Provider: "https://169.254.169.254/v1" } });
     expect(res.status).toBe(400);
@@ -61,7 +61,7 @@ describe("checked when a URL is saved", () => {
   });
 
   test("a Vertex key's token_uri, in config or in its key file, is checked too", async () => {
-    const r = router();
+    const r = await router();
     const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, privateKeyEncoding: { type: "pkcs8", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } });
     const file = (tokenUri: string) =>
       JSON.stringify({ type: "service_account", project_id: "p", private_key_id: "k", private_key: privateKey, client_email: "r@p.iam.gserviceaccount.com", token_uri: tokenUri });
@@ -76,13 +76,13 @@ describe("checked when a URL is saved", () => {
   });
 
   test("BYOK: private and loopback addresses are refused unless the operator allows them", async () => {
-    const strict = router({ config: { byok: true } });
+    const strict = await router({ config: { byok: true } });
     for (const url of ["https://127.0.0.1:9443/v1", "https://10.0.0.8/v1", "https://[::1]/v1", "https://localhost/v1"]) {
       const res = await api(strict, "/x-keys", { body: key(url) });
       expect(res.status).toBe(400);
       expect(res.body.error.message).toContain("--allow-private-upstreams");
     }
-    const allowing = router({ config: { byok: true, allowPrivateUpstreams: true } });
+    const allowing = await router({ config: { byok: true, allowPrivateUpstreams: true } });
     expect((await api(allowing, "/x-keys", { body: key("https://10.0.0.8/v1") })).status).toBe(201);
     // Metadata stays refused even then.
     expect((await api(allowing, "/x-keys", { body: key("https://169.254.169.254/v1") })).status).toBe(400);
@@ -93,7 +93,7 @@ describe("checked again before each upstream connection", () => {
   test("a name that starts resolving to a metadata address: the call fails over, the key leaves rotation (NoSleep notwithstanding) until its URL changes", async () => {
     const clock = createManualClock(Date.UTC(2026, 5, 1, 12));
     const table: Record<string, string[]> = { "flaky.example.com": ["8.8.8.8"] };
-    const r = router({ clock, resolve: async (host) => table[host] ?? [] });
+    const r = await router({ clock, resolve: async (host) => table[host] ?? [] });
     const good = upstream().route("POST", "/v1/chat/completions", () => json(completion));
     const flaky = await api(r, "/x-keys", { body: key("https://flaky.example.com/v1", { NoSleep: true, Name: "flaky" }) });
     expect(flaky.status).toBe(201);
@@ -121,7 +121,7 @@ describe("checked again before each upstream connection", () => {
   test("when no key may be reached: 502 in the caller's envelope, nothing sent anywhere", async () => {
     const clock = createManualClock(Date.UTC(2026, 5, 1, 12));
     const table: Record<string, string[]> = { "moving.example.com": ["8.8.8.8"] };
-    const r = router({ clock, resolve: async (host) => table[host] ?? [] });
+    const r = await router({ clock, resolve: async (host) => table[host] ?? [] });
     expect((await api(r, "/x-keys", { body: key("https://moving.example.com/v1") })).status).toBe(201);
     table["moving.example.com"] = ["fd00:ec2::254"];
     clock.advance(31_000);

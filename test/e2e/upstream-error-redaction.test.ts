@@ -12,7 +12,7 @@ afterEach(async () => {
 });
 
 test("an upstream 400 that echoes the key's secret, plain, base64 or URL-encoded, reaches the client without any of them", async () => {
-  const router = startRouter();
+  const router = await startRouter();
   routers.push(router);
   // A secret no generic key pattern would catch.
   const secret = "corp-gw/Q+9x7Yz!Kq2mLw8vR4tPn";
@@ -28,7 +28,7 @@ test("an upstream 400 that echoes the key's secret, plain, base64 or URL-encoded
     ),
   );
   mocks.push(upstream);
-  addKey(router, { provider: `${upstream.url}/v1`, secret });
+  await addKey(router, { provider: `${upstream.url}/v1`, secret });
   const error = (await openaiClient(router.url, router.ownerKey)
     .chat.completions.create({ model: "gpt-x", messages: [{ role: "user", content: "hi" }] })
     .catch((e: unknown) => e)) as { status: number; message: string };

@@ -34,13 +34,13 @@ const chat = (r: TestRouter) =>
 
 describe("upstream redirects are never followed", () => {
   test.each([301, 302, 303, 307, 308])("%d to another host: nothing reaches it, the client gets 502 in the OpenAI envelope", async (status) => {
-    const r = startRouter();
+    const r = await startRouter();
     routers.push(r);
     const elsewhere = mock().route("POST", /.*/, () => json(completion));
     const catcher = plainCatcher();
     for (const target of [`${elsewhere.url}/steal`, `${catcher.url}/steal`]) {
       const redirecting = mock().route("POST", "/v1/chat/completions", () => new Response(null, { status, headers: { location: target } }));
-      const key = addKey(r, { provider: `${redirecting.url}/v1` });
+      const key = await addKey(r, { provider: `${redirecting.url}/v1` });
       const res = await chat(r);
       expect(res.status).toBe(502);
       const body = await res.json();
@@ -48,8 +48,8 @@ describe("upstream redirects are never followed", () => {
       expect(JSON.stringify(body)).not.toContain(key.secret);
       expect(JSON.stringify(body)).not.toContain("steal");
       expect(redirecting.requests.length).toBeGreaterThanOrEqual(1);
-      r.deps.providerKeys.delete(key.id);
-      r.deps.pool.reload();
+      await r.deps.providerKeys.delete(key.id);
+      await r.deps.pool.reload();
       redirecting.reset();
     }
     expect(elsewhere.requests).toHaveLength(0);
@@ -58,32 +58,32 @@ describe("upstream redirects are never followed", () => {
   });
 
   test("a redirect is a failure of that key: another key serves the call, and the failure counts in the key's health", async () => {
-    const r = startRouter();
+    const r = await startRouter();
     routers.push(r);
     const catcher = plainCatcher();
     const redirecting = mock().route("POST", "/v1/chat/completions", () => new Response(null, { status: 307, headers: { location: `${catcher.url}/v1/chat/completions` } }));
     const good = mock().route("POST", "/v1/chat/completions", () => json(completion));
-    const bad = addKey(r, { provider: `${redirecting.url}/v1` });
-    const ok = addKey(r, { provider: `${good.url}/v1` });
+    const bad = await addKey(r, { provider: `${redirecting.url}/v1` });
+    const ok = await addKey(r, { provider: `${good.url}/v1` });
     const res = await chat(r);
     expect(res.status).toBe(200);
     expect(catcher.seen).toHaveLength(0);
     expect(good.requests).toHaveLength(1);
     expect(r.deps.pool.get(bad.id)!.failures).toBe(1);
-    expect(usageRows(r).at(-1)).toMatchObject({ status: 200, key_id: ok.id });
+    expect((await usageRows(r)).at(-1)).toMatchObject({ status: 200, key_id: ok.id });
   });
 
   test("Anthropic SDK: x-api-key never follows a 307; the SDK gets an Anthropic-shaped 502", async () => {
-    const r = startRouter();
+    const r = await startRouter();
     routers.push(r);
     const catcher = plainCatcher();
     const redirecting = mock().route("POST", "/v1/messages", () => new Response(null, { status: 307, headers: { location: `${catcher.url}/v1/messages` } }));
-    addKey(r, { provider: redirecting.url });
+    await addKey(r, { provider: redirecting.url });
     const client = anthropicClient(r.url, r.ownerKey);
     const error = await client.messages.create({ model: "claude-x", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }).catch((e: unknown) => e);
     expect((error as { status?: number }).status).toBe(502);
     expect((error as { error?: { type?: string } }).error?.type).toBe("error");
     expect(catcher.seen).toHaveLength(0);
-    expect(usageRows(r).at(-1)).toMatchObject({ status: 502, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 });
+    expect((await usageRows(r)).at(-1)).toMatchObject({ status: 502, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 });
   });
 });

@@ -4,12 +4,12 @@ import type { TestRouter } from "./router.ts";
 let counter = 0;
 
 /** Adds a provider key straight through the repository (as POST /x-keys would) and refreshes the pool. */
-export function addKey(
+export async function addKey(
   router: TestRouter,
   options: { provider: string; level?: number; secret?: string; config?: ProviderConfig; noSleep?: boolean; status?: boolean; name?: string },
-): { id: number; secret: string } {
+): Promise<{ id: number; secret: string }> {
   const secret = options.secret ?? `sk-upstream-test-${++counter}-0123456789abcdef`;
-  const row = router.deps.providerKeys.create({
+  const row = await router.deps.providerKeys.create({
     provider: options.provider,
     level: options.level ?? 1,
     secret,
@@ -18,23 +18,28 @@ export function addKey(
     name: options.name,
     config: options.config,
   });
-  router.deps.pool.reload();
+  await router.deps.pool.reload();
   return { id: row.id, secret };
 }
 
-/** Waits for batched usage rows to reach the database, then returns them (newest last). */
-export function usageRows(router: TestRouter) {
-  router.deps.usageRecorder.flush();
-  return router.deps.store.sqlite
-    .query<Record<string, any>, []>("SELECT * FROM usage_events ORDER BY id")
-    .all();
+/** `promptTokens` → `prompt_tokens`: rows read in the shape of the usage_events table. */
+const columnName = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/**
+ * Waits for batched usage rows to be stored, then returns them (newest last), read
+ * through the store, in the table's shape (column names, flags as 0/1).
+ */
+export async function usageRows(router: TestRouter): Promise<Array<Record<string, any>>> {
+  await router.deps.usageRecorder.flush();
+  const rows = await router.deps.store.usage.events(0, 1_000_000);
+  return rows.map((row) => Object.fromEntries(Object.entries(row).map(([field, value]) => [columnName(field), typeof value === "boolean" ? Number(value) : value])));
 }
 
 /** Records one finished call as metering would, and writes it (with its charge) at once. */
-export function recordUsage(
+export async function recordUsage(
   router: TestRouter,
   call: { accountId: number; costNanos: number; model?: string; requestId?: string; prompt?: number; completion?: number },
-): void {
+): Promise<void> {
   router.deps.usageRecorder.record({
     requestId: call.requestId ?? `req-${call.accountId}-${Math.random().toString(36).slice(2)}`,
     accountId: call.accountId,
@@ -51,7 +56,7 @@ export function recordUsage(
     at: Date.now(),
     costNanos: call.costNanos,
   });
-  router.deps.usageRecorder.flush();
+  await router.deps.usageRecorder.flush();
 }
 
 /** What an account can spend now, as admission sees it: its balance less unwritten charges and reservations in flight. */

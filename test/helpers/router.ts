@@ -48,7 +48,7 @@ export function tempDir(prefix = "router-test-"): string {
 }
 
 /** Starts the router in this process on port 0 with a temp data dir, trusting the test CA for upstreams. */
-export function startRouter(options: StartOptions = {}): TestRouter {
+export async function startRouter(options: StartOptions = {}): Promise<TestRouter> {
   const dataDir = options.dataDir ?? tempDir();
   const config: ServeConfig = {
     host: "127.0.0.1",
@@ -66,10 +66,10 @@ export function startRouter(options: StartOptions = {}): TestRouter {
   };
   const logs: string[] = [];
   const global = buildDeps(config, { clock: options.clock, log: createLogger(config.logLevel, (line) => logs.push(line)), resolve: options.resolve });
-  ensureInitialOwner(global.accounts, dataDir, config.ownerEmail);
-  const deps = global.scope(global.accounts.findLiveById(1)!);
+  await ensureInitialOwner(global.store, global.owners, dataDir, config.ownerEmail);
+  const deps = await global.scope((await global.store.accounts.byId(1))!);
   const pricing = options.pricing === undefined ? FREE_PRICING : options.pricing;
-  if (pricing && !options.dataDir) deps.settings.update({ PRICING: pricing });
+  if (pricing && !options.dataDir) await deps.settings.update({ PRICING: pricing });
   const ownerKey = readFileSync(join(dataDir, "initial-owner-key"), "utf8").trim();
   const server = startServer(deps);
   return {

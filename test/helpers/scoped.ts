@@ -17,8 +17,8 @@ export function perTest() {
     later(cleanup: () => Promise<void> | void) {
       cleanups.push(cleanup);
     },
-    router(options: StartOptions = {}): TestRouter {
-      const router = startRouter(options);
+    async router(options: StartOptions = {}): Promise<TestRouter> {
+      const router = await startRouter(options);
       cleanups.push(() => router.stop());
       return router;
     },
@@ -28,10 +28,10 @@ export function perTest() {
       return upstream;
     },
     /** A router with one provider key on Level 1 pointing at a fresh mock upstream. */
-    gateway(options: StartOptions = {}): { router: TestRouter; upstream: MockUpstream } {
+    async gateway(options: StartOptions = {}): Promise<{ router: TestRouter; upstream: MockUpstream }> {
       const upstream = this.upstream();
-      const router = this.router(options);
-      addKey(router, { provider: upstream.url });
+      const router = await this.router(options);
+      await addKey(router, { provider: upstream.url });
       return { router, upstream };
     },
   };

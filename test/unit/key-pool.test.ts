@@ -4,7 +4,7 @@ import { createManualClock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { createKeyPool, type KeyPool } from "../../src/routing/key-pool.ts";
 import type { PoolKey } from "../../src/routing/pool-key.ts";
-import type { ProviderKeyRow } from "../../src/store/schema/provider-keys.ts";
+import type { ProviderKeyRow } from "../../src/store/store.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
@@ -15,9 +15,9 @@ function fakeRepository(rows: ProviderKeyRow[]) {
   const repo = {
     rows,
     sleeps,
-    all: () => rows.map((row) => ({ ...row })),
+    all: async () => rows.map((row) => ({ ...row })),
     secretOf: (row: ProviderKeyRow) => `secret-of-${row.id}`,
-    setSleep(id: number, state: SleepState) {
+    async setSleep(id: number, state: SleepState) {
       sleeps.push({ id, ...state });
       const row = rows.find((r) => r.id === id);
       if (row) Object.assign(row, { sleeping: state.sleeping, sleepReason: state.reason, sleepUntil: state.until, sleepCount: state.count });
@@ -48,10 +48,11 @@ function row(id: number, overrides: Partial<ProviderKeyRow> = {}): ProviderKeyRo
   };
 }
 
-function pool(rows: ProviderKeyRow[]) {
+async function pool(rows: ProviderKeyRow[]) {
   const repo = fakeRepository(rows);
   const clock = createManualClock(T0);
   const keyPool = createKeyPool({ repo: repo as unknown as ProviderKeysRepository, clock, log: createLogger("error", () => {}) });
+  await keyPool.reload();
   return { repo, clock, pool: keyPool };
 }
 
@@ -66,21 +67,21 @@ const choices = (keyPool: KeyPool, level: number, n: number, exclude: ReadonlySe
   });
 
 describe("key pool", () => {
-  test("loads keys by Level in id order, with the secret opened and the provider trimmed", () => {
-    const { pool: keyPool } = pool([row(1), row(2, { level: 2 }), row(3)]);
+  test("loads keys by Level in id order, with the secret opened and the provider trimmed", async () => {
+    const { pool: keyPool } = await pool([row(1), row(2, { level: 2 }), row(3)]);
     expect(ids([...keyPool.keysOf(1)])).toEqual([1, 3]);
     expect(ids([...keyPool.keysOf(2)])).toEqual([2]);
     expect(keyPool.keysOf(9)).toEqual([]);
     expect(keyPool.get(2)).toMatchObject({ secret: "secret-of-2", provider: "https://upstream-2.test/v1", config: { provider_type: "standard" } });
   });
 
-  test("round-robin on ties", () => {
-    const { pool: keyPool } = pool([row(1), row(2), row(3)]);
+  test("round-robin on ties", async () => {
+    const { pool: keyPool } = await pool([row(1), row(2), row(3)]);
     expect(choices(keyPool, 1, 7)).toEqual([1, 2, 3, 1, 2, 3, 1]);
   });
 
-  test("the key with the fewest calls in flight wins", () => {
-    const { pool: keyPool } = pool([row(1), row(2), row(3)]);
+  test("the key with the fewest calls in flight wins", async () => {
+    const { pool: keyPool } = await pool([row(1), row(2), row(3)]);
     const a = keyPool.acquire(1, none)!;
     const b = keyPool.acquire(1, none)!;
     const c = keyPool.acquire(1, none)!;
@@ -97,24 +98,24 @@ describe("key pool", () => {
     expect(keyPool.get(3)!.inFlight).toBe(1);
   });
 
-  test("release never takes the in-flight count below zero", () => {
-    const { pool: keyPool } = pool([row(1)]);
+  test("release never takes the in-flight count below zero", async () => {
+    const { pool: keyPool } = await pool([row(1)]);
     const key = keyPool.acquire(1, none)!;
     keyPool.release(key);
     keyPool.release(key);
     expect(keyPool.get(1)!.inFlight).toBe(0);
   });
 
-  test("the exclude set skips keys already tried", () => {
-    const { pool: keyPool } = pool([row(1), row(2), row(3)]);
+  test("the exclude set skips keys already tried", async () => {
+    const { pool: keyPool } = await pool([row(1), row(2), row(3)]);
     expect(choices(keyPool, 1, 4, new Set([1, 2]))).toEqual([3, 3, 3, 3]);
     expect(choices(keyPool, 1, 2, new Set([2]))).toEqual([1, 3]);
     expect(keyPool.acquire(1, new Set([1, 2, 3]))).toBeUndefined();
     expect(keyPool.acquire(7, none)).toBeUndefined();
   });
 
-  test("disabled and sleeping keys are skipped; hasUsable says whether any key could serve", () => {
-    const { pool: keyPool, clock } = pool([
+  test("disabled and sleeping keys are skipped; hasUsable says whether any key could serve", async () => {
+    const { pool: keyPool, clock } = await pool([
       row(1, { status: false }),
       row(2, { sleeping: true, sleepReason: "manual" }),
       row(3, { sleeping: true, sleepReason: "auth" }),
@@ -128,8 +129,8 @@ describe("key pool", () => {
     expect(keyPool.hasUsable(1)).toBe(true);
   });
 
-  test("a key due for its probe is chosen first, once, while its probe is out", () => {
-    const { pool: keyPool, clock } = pool([
+  test("a key due for its probe is chosen first, once, while its probe is out", async () => {
+    const { pool: keyPool, clock } = await pool([
       row(1),
       row(2, { sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 }),
       row(3),
@@ -146,14 +147,14 @@ describe("key pool", () => {
     expect(keyPool.acquire(1, none)!.id).toBe(2);
   });
 
-  test("an excluded key is not probed", () => {
-    const { pool: keyPool, clock } = pool([row(1, { sleeping: true, sleepReason: "errors", sleepUntil: T0, sleepCount: 1 }), row(2)]);
+  test("an excluded key is not probed", async () => {
+    const { pool: keyPool, clock } = await pool([row(1, { sleeping: true, sleepReason: "errors", sleepUntil: T0, sleepCount: 1 }), row(2)]);
     clock.advance(1);
     expect(keyPool.acquire(1, new Set([1]))!.id).toBe(2);
   });
 
-  test("report persists sleep changes: three failures sleep a key, a successful probe wakes it", () => {
-    const { pool: keyPool, repo, clock } = pool([row(1), row(2)]);
+  test("report persists sleep changes: three failures sleep a key, a successful probe wakes it", async () => {
+    const { pool: keyPool, repo, clock } = await pool([row(1), row(2)]);
     const key = keyPool.get(1)!;
     keyPool.report(key, { kind: "retryable" });
     keyPool.report(key, { kind: "retryable" });
@@ -171,48 +172,48 @@ describe("key pool", () => {
     expect(keyPool.get(1)).toMatchObject({ sleeping: false, sleepCount: 0 });
   });
 
-  test("a credential failure is persisted as an auth sleep", () => {
-    const { pool: keyPool, repo } = pool([row(1)]);
+  test("a credential failure is persisted as an auth sleep", async () => {
+    const { pool: keyPool, repo } = await pool([row(1)]);
     keyPool.report(keyPool.get(1)!, { kind: "credential" });
     expect(repo.sleeps).toEqual([{ id: 1, sleeping: true, reason: "auth", until: null, count: 0 }]);
     expect(keyPool.acquire(1, none)).toBeUndefined();
   });
 
-  test("manual sleep lasts until woken, whatever the clock does; waking resets the cool-down", () => {
-    const { pool: keyPool, repo, clock } = pool([row(1, { sleepCount: 3 })]);
-    keyPool.setManualSleep(1, true);
+  test("manual sleep lasts until woken, whatever the clock does; waking resets the cool-down", async () => {
+    const { pool: keyPool, repo, clock } = await pool([row(1, { sleepCount: 3 })]);
+    await keyPool.setManualSleep(1, true);
     expect(repo.sleeps.at(-1)).toEqual({ id: 1, sleeping: true, reason: "manual", until: null, count: 3 });
     clock.advance(365 * 24 * 60 * MINUTE);
     expect(keyPool.acquire(1, none)).toBeUndefined();
-    keyPool.setManualSleep(1, false);
+    await keyPool.setManualSleep(1, false);
     expect(repo.sleeps.at(-1)).toEqual({ id: 1, sleeping: false, reason: null, until: null, count: 0 });
     expect(keyPool.acquire(1, none)!.id).toBe(1);
   });
 
-  test("reload picks up changes and keeps in-flight counts", () => {
-    const { pool: keyPool, repo } = pool([row(1), row(2)]);
+  test("reload picks up changes and keeps in-flight counts", async () => {
+    const { pool: keyPool, repo } = await pool([row(1), row(2)]);
     keyPool.acquire(1, none);
     repo.rows.push(row(3));
     repo.rows[1]!.level = 2;
-    keyPool.reload();
+    await keyPool.reload();
     expect(ids([...keyPool.keysOf(1)])).toEqual([1, 3]);
     expect(ids([...keyPool.keysOf(2)])).toEqual([2]);
     expect(keyPool.get(1)!.inFlight).toBe(1);
   });
 
-  test("a call that started before a reload releases the key the pool now holds", () => {
-    const { pool: keyPool } = pool([row(1), row(2)]);
+  test("a call that started before a reload releases the key the pool now holds", async () => {
+    const { pool: keyPool } = await pool([row(1), row(2)]);
     const held = keyPool.acquire(1, none)!;
-    keyPool.reload(); // e.g. an owner edited another key meanwhile
+    await keyPool.reload(); // e.g. an owner edited another key meanwhile
     keyPool.release(held);
     expect(keyPool.get(1)!.inFlight).toBe(0);
   });
 
-  test("a probe that started before a reload still wakes the key", () => {
-    const { pool: keyPool, clock } = pool([row(1, { sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 })]);
+  test("a probe that started before a reload still wakes the key", async () => {
+    const { pool: keyPool, clock } = await pool([row(1, { sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 })]);
     clock.advance(MINUTE);
     const probe = keyPool.acquire(1, none)!;
-    keyPool.reload();
+    await keyPool.reload();
     keyPool.report(probe, { kind: "success" });
     keyPool.release(probe);
     expect(keyPool.get(1)).toMatchObject({ sleeping: false, probing: false, inFlight: 0 });

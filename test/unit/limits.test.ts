@@ -9,10 +9,9 @@ import { createMemoryState } from "../../src/state/memory.ts";
 import type { Adjustment, AdmitLine, Counter, Measure } from "../../src/state/state.ts";
 import { limitScopes, planWindows, settleTokens, type LimitScope, type RefusalReason, type SystemLimits, type WindowLimits } from "../../src/metering/limits.ts";
 import { createPeriodCounters, createPeriodSeeder } from "../../src/metering/quotas.ts";
-import { openStore } from "../../src/store/db.ts";
-import { usageDaily } from "../../src/store/schema/usage.ts";
+import { openStore } from "../../src/store/open.ts";
 import { compilePattern } from "../../src/routing/patterns.ts";
-import type { AccountRow } from "../../src/store/schema/accounts.ts";
+import type { AccountRow } from "../../src/store/store.ts";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -387,10 +386,12 @@ describe("period totals (day and month, seeded from the rollups)", () => {
 
   test("the first touch of a period seeds it from the daily rollups (a restart keeps quotas)", async () => {
     await withStore(async (quotas, store) => {
-      const row = { accountId: 7, model: "m1", requests: 2, promptTokens: 10, completionTokens: 5, reasoningTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
-      store.db.insert(usageDaily).values({ ...row, day: "2026-03-09", costNanos: 1000 }).run();
-      store.db.insert(usageDaily).values({ ...row, day: "2026-03-10", costNanos: 300 }).run();
-      store.db.insert(usageDaily).values({ ...row, day: "2026-02-28", costNanos: 99 }).run();
+      const row = { accountId: 7, model: "m1", requests: 2, prompt: 10, completion: 5, reasoning: 0, cacheRead: 0, cacheWrite: 0 };
+      await store.usage.append([], [
+        { ...row, day: "2026-03-09", costNanos: 1000 },
+        { ...row, day: "2026-03-10", costNanos: 300 },
+        { ...row, day: "2026-02-28", costNanos: 99 },
+      ]);
       expect(await quotas.get("cost", "2026-03-10", 7)).toBe(300);
       expect(await quotas.get("cost", "2026-03", 7)).toBe(1300);
       expect(await quotas.get("requests", "2026-03-10", 7)).toBe(2);

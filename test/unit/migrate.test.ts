@@ -1,8 +1,8 @@
 import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { join } from "node:path";
-import { openStore } from "../../src/store/db.ts";
-import { migrate } from "../../src/store/migrate.ts";
+import { openConnection as openStore } from "../../src/store/sqlite/connection.ts";
+import { migrate } from "../../src/store/sqlite/migrate.ts";
 import { migrations } from "../../src/store/migrations/index.ts";
 import { tempDir } from "../helpers/router.ts";
 

@@ -29,10 +29,10 @@ export function configRoutes(deps: Deps) {
    * Per item whose stored value changed: one operation-log row (`config.update` or
    * `config.reset`, details `{item, before, after}`) and one log line without the value.
    */
-  const logChanges = (action: "config.update" | "config.reset", changes: readonly ConfigChange[], principal: Principal, tenant: TenantDeps, request: Request) => {
+  const logChanges = async (action: "config.update" | "config.reset", changes: readonly ConfigChange[], principal: Principal, tenant: TenantDeps, request: Request) => {
     const ip = clientIp(request, deps.config.trustProxy) ?? null;
     for (const change of changes) {
-      deps.oplog.write({
+      await deps.oplog.write({
         tenantId: tenant.tenantId,
         actorId: principal.account.id,
         action,
@@ -53,8 +53,8 @@ export function configRoutes(deps: Deps) {
         if (Object.keys(values).length === 0) {
           throw badRequest("Request body names no configuration item; send an object of item names to values");
         }
-        logChanges("config.update", tenant.settings.update(values), principal, tenant, request);
-        deps.bus.publish({ kind: "config", tenantId: tenant.tenantId });
+        await logChanges("config.update", await tenant.settings.update(values), principal, tenant, request);
+        await deps.bus.publish({ kind: "config", tenantId: tenant.tenantId });
         return exported(tenant);
       },
       { owner: true, parse: "none" },
@@ -63,8 +63,8 @@ export function configRoutes(deps: Deps) {
       "/x-config",
       async ({ request, principal, tenant }) => {
         const items = await readResetItems(request, deps.config.maxBody);
-        logChanges("config.reset", tenant.settings.reset(items), principal, tenant, request);
-        deps.bus.publish({ kind: "config", tenantId: tenant.tenantId });
+        await logChanges("config.reset", await tenant.settings.reset(items), principal, tenant, request);
+        await deps.bus.publish({ kind: "config", tenantId: tenant.tenantId });
         return exported(tenant);
       },
       { owner: true, parse: "none" },

@@ -1,7 +1,5 @@
-import { and, eq, inArray } from "drizzle-orm";
 import type { Clock } from "../../core/clock.ts";
-import type { Store } from "../../store/db.ts";
-import { settings } from "../../store/schema/settings.ts";
+import type { Store } from "../../store/store.ts";
 import { createPriceBook, type PriceBook } from "../../metering/pricing/price-book.ts";
 import { parsePricingTable } from "../../metering/pricing/schema.ts";
 import type { SystemLimits } from "../../metering/limits.ts";
@@ -34,23 +32,24 @@ export interface ConfigService {
   /** Every set item in its exported form (`GET /x-config`). */
   exportAll(): Record<string, unknown>;
   /** Validates every value first, then writes them all in one transaction. */
-  update(values: Record<string, unknown>): ConfigChange[];
+  update(values: Record<string, unknown>): Promise<ConfigChange[]>;
   /** Removes the named items (back to defaults). */
-  reset(items: string[]): ConfigChange[];
+  reset(items: string[]): Promise<ConfigChange[]>;
   /** Re-reads the table (another process changed it). */
-  reload(): void;
+  /** Re-reads the stored items; resolves once they apply (reloads apply in call order). */
+  reload(): Promise<void>;
   /** Called after every change, e.g. to refresh the key pool's view of LEVEL_MAPPER. */
   onChange(listener: () => void): void;
 }
 
 export function createConfigService({ store, clock, sealer, tenantId = 0 }: { store: Store; clock: Clock; sealer: Sealer; tenantId?: number }): ConfigService {
-  const mine = eq(settings.tenantId, tenantId);
   let raw = new Map<string, string>();
   let routing: RoutingConfig;
   let prices: PriceBook;
   let modelLimits: SystemLimits;
   let resources: readonly CompiledPattern[] | null;
   const listeners: Array<() => void> = [];
+  const stored = store.settings;
 
   const rebuild = () => {
     routing = compileRouting(raw);
@@ -63,11 +62,14 @@ export function createConfigService({ store, clock, sealer, tenantId = 0 }: { st
   // Secret items are sealed in the table and held open in memory.
   const open = (item: string, text: string) => (itemDef(item).secret ? sealer.open(text) : text);
   const sealed = (item: string, text: string) => (itemDef(item).secret ? sealer.seal(text) : text);
-  const load = () => {
-    raw = new Map(store.db.select().from(settings).where(mine).all().map((row) => [row.key, open(row.key, row.value)]));
+  const load = async () => {
+    raw = new Map((await stored.all(tenantId)).map((row) => [row.key, open(row.key, row.value)]));
     rebuild();
   };
-  load();
+  let loading: Promise<void> = Promise.resolve();
+  const reload = () => (loading = loading.then(load, load));
+  // Until the first load, the defaults apply (the tenant waits for it before serving).
+  rebuild();
 
   return {
     routing: () => routing,
@@ -80,40 +82,36 @@ export function createConfigService({ store, clock, sealer, tenantId = 0 }: { st
       for (const [item, text] of raw) out[item] = itemDef(item).exported(text);
       return out;
     },
-    update(values) {
+    async update(values) {
       const normalised = Object.entries(values)
         // A secret's mask, as exported, means "keep what is stored": exports import back.
         .filter(([item, value]) => !(itemDef(item).secret && value === SECRET_MASK))
         .map(([item, value]) => [item, itemDef(item).normalise(value)] as const);
       const now = clock.now();
+      // What changed is read before the write: a reload meanwhile may already show the new values.
       const changes: ConfigChange[] = [];
-      store.db.transaction((tx) => {
-        for (const [item, text] of normalised) {
-          tx.insert(settings)
-            .values({ tenantId, key: item, value: sealed(item, text), updatedAt: now })
-            .onConflictDoUpdate({ target: [settings.tenantId, settings.key], set: { value: sealed(item, text), updatedAt: now } })
-            .run();
-          const before = raw.get(item) ?? null;
-          if (before === text) continue;
-          const shown = (value: string | null) => (value !== null && itemDef(item).secret ? SECRET_MASK : value);
-          changes.push({ item, before: shown(before), after: shown(text) });
-        }
-      });
+      for (const [item, text] of normalised) {
+        const before = raw.get(item) ?? null;
+        if (before === text) continue;
+        const shown = (value: string | null) => (value !== null && itemDef(item).secret ? SECRET_MASK : value);
+        changes.push({ item, before: shown(before), after: shown(text) });
+      }
+      await stored.put(tenantId, normalised.map(([item, text]) => [item, sealed(item, text)] as const), now);
       for (const [item, text] of normalised) raw.set(item, text);
       rebuild();
       return changes;
     },
-    reset(items) {
+    async reset(items) {
       for (const item of items) itemDef(item);
       const changes = items
         .filter((item) => raw.has(item))
         .map((item) => ({ item, before: itemDef(item).secret ? SECRET_MASK : (raw.get(item) ?? null), after: null }));
-      if (items.length > 0) store.db.delete(settings).where(and(mine, inArray(settings.key, items))).run();
+      await stored.remove(tenantId, items);
       for (const item of items) raw.delete(item);
       rebuild();
       return changes;
     },
-    reload: load,
+    reload,
     onChange(listener) {
       listeners.push(listener);
     },

@@ -7,9 +7,10 @@ import { readJsonObject } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { pageParams, paginationHeaders } from "../../http/pagination.ts";
 import { authPlugin } from "../../http/plugins.ts";
-import type { AccountRow } from "../../store/schema/accounts.ts";
-import type { NoticeRow } from "../../store/schema/notices.ts";
-import { createNoticesRepository } from "./repository.ts";
+import type { AccountRow, NoticeRow } from "../../store/store.ts";
+
+/** Most notices `GET /dashboard/news` returns: the newest ones. */
+const MAX_FEED = 100;
 
 export const TITLE_MAX = 100;
 export const CONTENT_MAX = 1000;
@@ -91,10 +92,10 @@ export function ancestorsOf(account: Pick<AccountRow, "id" | "path">): number[] 
  * under it. Authors and owners delete; every account reads its own feed.
  */
 export function noticeRoutes(deps: Deps) {
-  const repo = createNoticesRepository(deps.store);
+  const notices = deps.store.notices;
   const ipOf = (request: Request) => clientIp(request, deps.config.trustProxy) ?? null;
 
-  const targetOf = (caller: AccountRow, identifier: string | undefined): AccountRow | null => {
+  const targetOf = async (caller: AccountRow, identifier: string | undefined): Promise<AccountRow | null> => {
     if (identifier === undefined) {
       if (!caller.isOwner) throw forbidden("Only owner accounts may publish system-wide notices; name a target account", "owner_only");
       return null;
@@ -112,9 +113,9 @@ export function noticeRoutes(deps: Deps) {
       async ({ principal, tenant, request, set }) => {
         const caller = principal.account;
         const input = readNoticeInput(await readJsonObject(request, deps.config.maxBody));
-        const target = targetOf(caller, input.target);
+        const target = await targetOf(caller, input.target);
         const now = deps.clock.now();
-        const row = repo.create({
+        const row = await notices.create({
           tenantId: tenant.tenantId,
           title: input.title,
           content: input.content,
@@ -123,7 +124,7 @@ export function noticeRoutes(deps: Deps) {
           createdAt: now,
           expiresAt: now + input.days * DAY_MS,
         });
-        deps.oplog.write({
+        await deps.oplog.write({
           tenantId: tenant.tenantId,
           actorId: caller.id,
           action: "news.create",
@@ -138,9 +139,9 @@ export function noticeRoutes(deps: Deps) {
     )
     .get(
       "/x-news",
-      ({ principal, tenant, request, set }) => {
+      async ({ principal, tenant, request, set }) => {
         const { page, size } = pageParams(new URL(request.url).searchParams);
-        const { rows, total } = repo.listManaged(tenant.tenantId, principal.account.id, principal.account.isOwner, page, size);
+        const { rows, total } = await notices.listManaged(tenant.tenantId, principal.account.id, principal.account.isOwner, page, size);
         Object.assign(set.headers, paginationHeaders(total, page, size));
         return rows.map(noticeRecord);
       },
@@ -148,14 +149,14 @@ export function noticeRoutes(deps: Deps) {
     )
     .delete(
       "/x-news/:id",
-      ({ principal, tenant, request, params }) => {
+      async ({ principal, tenant, request, params }) => {
         const caller = principal.account;
         const id = /^\d+$/.test(params.id) ? Number(params.id) : NaN;
-        const row = Number.isSafeInteger(id) ? repo.get(tenant.tenantId, id) : undefined;
+        const row = Number.isSafeInteger(id) ? await notices.get(tenant.tenantId, id) : undefined;
         // Someone else's notice does not exist for a caller that may not delete it.
         if (!row || !(row.authorId === caller.id || caller.isOwner)) throw notFound(`Notice ${params.id} not found`, "notice_not_found");
-        repo.remove(row.id);
-        deps.oplog.write({
+        await notices.remove(row.id);
+        await deps.oplog.write({
           tenantId: tenant.tenantId,
           actorId: caller.id,
           action: "news.delete",
@@ -169,9 +170,9 @@ export function noticeRoutes(deps: Deps) {
     )
     .get(
       "/dashboard/news",
-      ({ principal, tenant }) => ({
+      async ({ principal, tenant }) => ({
         object: "list",
-        data: repo.feed(tenant.tenantId, ancestorsOf(principal.account), deps.clock.now()).map(noticeRecord),
+        data: (await notices.feed(tenant.tenantId, ancestorsOf(principal.account), deps.clock.now(), MAX_FEED)).map(noticeRecord),
       }),
       { auth: true },
     );

@@ -1,9 +1,7 @@
-import { and, desc, eq, gte, lte, sql, type SQL } from "drizzle-orm";
 import type { Clock } from "../../core/clock.ts";
 import { badRequest } from "../../core/errors.ts";
 import { positiveIntParam } from "../../http/pagination.ts";
-import type { Store } from "../../store/db.ts";
-import { operationLog, type OperationLogRow } from "../../store/schema/operation-log.ts";
+import type { OperationLogRow, Page, Store } from "../../store/store.ts";
 
 /** Spec 8: an operation-log page holds 24 rows unless `size` says otherwise. */
 export const LOG_PAGE_SIZE = 24;
@@ -81,29 +79,6 @@ export function readLogQuery(clock: Clock, query: URLSearchParams): LogQuery {
   return out;
 }
 
-/** `*` → GLOB's `*`; GLOB's other special characters taken literally. Case-sensitive, like every pattern of the product. */
-function globOf(pattern: string): string {
-  return pattern.replace(/[?[]/g, (c) => `[${c}]`);
-}
-
-export function listOperations(store: Store, tenantId: number, query: LogQuery): { rows: OperationLogRow[]; total: number } {
-  const parts: SQL[] = [eq(operationLog.tenantId, tenantId)];
-  if (query.action !== undefined) {
-    parts.push(query.action.includes("*") ? sql`${operationLog.action} GLOB ${globOf(query.action)}` : eq(operationLog.action, query.action));
-  }
-  if (query.targetId !== undefined) parts.push(eq(operationLog.targetId, query.targetId));
-  if (query.since !== undefined) parts.push(gte(operationLog.at, query.since));
-  if (query.until !== undefined) parts.push(lte(operationLog.at, query.until));
-  const where = parts.length > 0 ? and(...parts) : undefined;
-  const { db } = store;
-  const total = db.select({ n: sql<number>`count(*)` }).from(operationLog).where(where).get()?.n ?? 0;
-  const rows = db
-    .select()
-    .from(operationLog)
-    .where(where)
-    .orderBy(desc(operationLog.at), desc(operationLog.id))
-    .limit(query.size)
-    .offset((query.page - 1) * query.size)
-    .all();
-  return { rows, total };
+export function listOperations(store: Store, tenantId: number, query: LogQuery): Promise<Page<OperationLogRow>> {
+  return store.operations.list(tenantId, { action: query.action, targetId: query.targetId, since: query.since, until: query.until }, query.page, query.size);
 }

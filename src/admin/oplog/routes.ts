@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../../deps.ts";
 import { authPlugin } from "../../http/plugins.ts";
-import type { OperationLogRow } from "../../store/schema/operation-log.ts";
+import type { OperationLogRow } from "../../store/store.ts";
 import { listOperations, readLogQuery } from "./query.ts";
 
 /** Details are stored as JSON text; a row that does not parse (it never should) is shown as the text. */
@@ -33,9 +33,9 @@ export function operationRecord(row: OperationLogRow) {
 export function operationLogRoutes(deps: Deps) {
   return new Elysia().use(authPlugin(deps)).get(
     "/dashboard/logs",
-    ({ request, tenant }) => {
+    async ({ request, tenant }) => {
       const query = readLogQuery(deps.clock, new URL(request.url).searchParams);
-      const { rows, total } = listOperations(deps.store, tenant.tenantId, query);
+      const { rows, total } = await listOperations(deps.store, tenant.tenantId, query);
       return {
         logs: rows.map(operationRecord),
         total,

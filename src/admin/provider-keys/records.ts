@@ -6,7 +6,7 @@
  */
 import type { ProviderConfig } from "../../routing/provider-config.ts";
 import type { SleepReason } from "../../routing/pool-key.ts";
-import type { ProviderKeyRow } from "../../store/schema/provider-keys.ts";
+import type { ProviderKeyRow } from "../../store/store.ts";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

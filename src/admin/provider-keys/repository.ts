@@ -1,8 +1,6 @@
-import { and, count, eq, like, type SQL } from "drizzle-orm";
 import type { Clock } from "../../core/clock.ts";
 import type { Sealer } from "../../store/crypto.ts";
-import type { Store } from "../../store/db.ts";
-import { providerKeys, type ProviderKeyRow } from "../../store/schema/provider-keys.ts";
+import type { ProviderKeyFilter, ProviderKeyRow, ProviderKeyValues, Store } from "../../store/store.ts";
 import type { ProviderConfig } from "../../routing/provider-config.ts";
 import type { SleepReason } from "../../routing/pool-key.ts";
 
@@ -17,12 +15,7 @@ export interface ProviderKeyInput {
   config?: ProviderConfig;
 }
 
-export interface ProviderKeyFilter {
-  id?: number;
-  level?: number;
-  /** Substring of the Provider URL. */
-  provider?: string;
-}
+export type { ProviderKeyFilter };
 
 export interface SleepState {
   sleeping: boolean;
@@ -37,30 +30,22 @@ export function partialKey(secret: string): string {
 }
 
 export interface ProviderKeysRepository {
-  list(filter: ProviderKeyFilter, page: number, size: number): { rows: ProviderKeyRow[]; total: number };
-  all(): ProviderKeyRow[];
-  get(id: number): ProviderKeyRow | undefined;
-  create(input: Required<Pick<ProviderKeyInput, "level" | "provider" | "secret" | "status">> & ProviderKeyInput): ProviderKeyRow;
-  update(id: number, input: ProviderKeyInput): ProviderKeyRow | undefined;
-  delete(id: number): boolean;
-  setSleep(id: number, state: SleepState): void;
-  /** Opens a row's sealed secret. */
+  list(filter: ProviderKeyFilter, page: number, size: number): Promise<{ rows: ProviderKeyRow[]; total: number }>;
+  all(): Promise<ProviderKeyRow[]>;
+  get(id: number): Promise<ProviderKeyRow | undefined>;
+  create(input: Required<Pick<ProviderKeyInput, "level" | "provider" | "secret" | "status">> & ProviderKeyInput): Promise<ProviderKeyRow>;
+  update(id: number, input: ProviderKeyInput): Promise<ProviderKeyRow | undefined>;
+  delete(id: number): Promise<boolean>;
+  setSleep(id: number, state: SleepState): Promise<void>;
+  /** The key's secret, unsealed (for the pool, never for an answer). */
   secretOf(row: ProviderKeyRow): string;
 }
 
+/** One tenant's provider keys, their secrets sealed on the way in. */
 export function createProviderKeysRepository(deps: { store: Store; sealer: Sealer; clock: Clock; tenantId?: number }): ProviderKeysRepository {
-  const { db } = deps.store;
+  const keys = deps.store.providerKeys;
   const tenantId = deps.tenantId ?? 0;
-  const mine = eq(providerKeys.tenantId, tenantId);
-  const byId = (id: number) => and(mine, eq(providerKeys.id, id));
-  const where = (filter: ProviderKeyFilter): SQL | undefined => {
-    const parts: SQL[] = [mine];
-    if (filter.id !== undefined) parts.push(eq(providerKeys.id, filter.id));
-    if (filter.level !== undefined) parts.push(eq(providerKeys.level, filter.level));
-    if (filter.provider) parts.push(like(providerKeys.provider, `%${filter.provider.replace(/[%_]/g, "")}%`));
-    return and(...parts);
-  };
-  const sealed = (input: ProviderKeyInput) => ({
+  const sealed = (input: ProviderKeyInput): ProviderKeyValues => ({
     ...(input.name !== undefined && { name: input.name }),
     ...(input.level !== undefined && { level: input.level }),
     ...(input.provider !== undefined && { provider: input.provider }),
@@ -74,56 +59,25 @@ export function createProviderKeysRepository(deps: { store: Store; sealer: Seale
   });
 
   return {
-    list(filter, page, size) {
-      const condition = where(filter);
-      const total = db.select({ n: count() }).from(providerKeys).where(condition).get()?.n ?? 0;
-      const rows = db
-        .select()
-        .from(providerKeys)
-        .where(condition)
-        .orderBy(providerKeys.id)
-        .limit(size)
-        .offset((page - 1) * size)
-        .all();
-      return { rows, total };
-    },
-    all: () => db.select().from(providerKeys).where(mine).orderBy(providerKeys.id).all(),
-    get: (id) => db.select().from(providerKeys).where(byId(id)).get(),
-    create(input) {
-      const now = deps.clock.now();
-      return db
-        .insert(providerKeys)
-        .values({
-          name: "",
-          config: JSON.stringify({ provider_type: "standard" }),
+    list: (filter, page, size) => keys.list(tenantId, filter, page, size),
+    all: () => keys.all(tenantId),
+    get: (id) => keys.get(tenantId, id),
+    create: (input) =>
+      keys.create(
+        tenantId,
+        {
           ...sealed(input),
           level: input.level,
           provider: input.provider,
           secretSealed: deps.sealer.seal(input.secret),
           partialKey: partialKey(input.secret),
           status: input.status,
-          tenantId,
-          createdAt: now,
-          updatedAt: now,
-        })
-        .returning()
-        .get();
-    },
-    update(id, input) {
-      return db
-        .update(providerKeys)
-        .set({ ...sealed(input), updatedAt: deps.clock.now() })
-        .where(byId(id))
-        .returning()
-        .get();
-    },
-    delete: (id) => db.delete(providerKeys).where(byId(id)).returning({ id: providerKeys.id }).all().length > 0,
-    setSleep(id, state) {
-      db.update(providerKeys)
-        .set({ sleeping: state.sleeping, sleepReason: state.reason, sleepUntil: state.until, sleepCount: state.count })
-        .where(byId(id))
-        .run();
-    },
+        },
+        deps.clock.now(),
+      ),
+    update: (id, input) => keys.update(tenantId, id, sealed(input), deps.clock.now()),
+    delete: (id) => keys.delete(tenantId, id),
+    setSleep: (id, state) => keys.setSleep(tenantId, id, { sleeping: state.sleeping, sleepReason: state.reason, sleepUntil: state.until, sleepCount: state.count }),
     secretOf: (row) => deps.sealer.open(row.secretSealed),
   };
 }

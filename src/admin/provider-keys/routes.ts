@@ -8,7 +8,7 @@ import { authPlugin } from "../../http/plugins.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import type { Principal } from "../../accounts/principal.ts";
 import type { ProviderConfig } from "../../routing/provider-config.ts";
-import type { ProviderKeyRow } from "../../store/schema/provider-keys.ts";
+import type { ProviderKeyRow } from "../../store/store.ts";
 import { fullRecord, summaryRecord } from "./records.ts";
 import { selfAddress, validateCreate, validateUpdate } from "./validation.ts";
 
@@ -39,9 +39,9 @@ export function providerKeyRoutes(deps: Deps) {
   const render = (tenant: TenantDeps, row: ProviderKeyRow, summary: boolean) =>
     summary ? summaryRecord(row) : fullRecord(row, tenant.providerKeys.secretOf(row));
   // Another tenant's key id is as unknown as one that never existed.
-  const existing = (tenant: TenantDeps, rawId: string): ProviderKeyRow => {
+  const existing = async (tenant: TenantDeps, rawId: string): Promise<ProviderKeyRow> => {
     const id = idParam(rawId);
-    const row = tenant.providerKeys.get(id);
+    const row = await tenant.providerKeys.get(id);
     if (!row) throw notFound(`Provider key ${id} does not exist`);
     return row;
   };
@@ -54,11 +54,11 @@ export function providerKeyRoutes(deps: Deps) {
    * the default Level, or one a LEVEL_MAPPER rule names. Requests for its models
    * would otherwise fail until a key is added; `force` accepts that.
    */
-  const assertNotLastRouted = (tenant: TenantDeps, row: ProviderKeyRow) => {
+  const assertNotLastRouted = async (tenant: TenantDeps, row: ProviderKeyRow) => {
     if (!row.status) return;
     const routed = row.level === DEFAULT_LEVEL || tenant.settings.routing().levelMap.some((rule) => rule.level === row.level);
     if (!routed) return;
-    const othersEnabled = tenant.providerKeys.all().some((key) => key.id !== row.id && key.level === row.level && key.status);
+    const othersEnabled = (await tenant.providerKeys.all()).some((key) => key.id !== row.id && key.level === row.level && key.status);
     if (othersEnabled) return;
     const why = row.level === DEFAULT_LEVEL ? "Level 1 serves every model no LEVEL_MAPPER rule matches" : "LEVEL_MAPPER routes models to it";
     throw conflict(
@@ -69,7 +69,7 @@ export function providerKeyRoutes(deps: Deps) {
   };
 
   /** Every key write goes to the server log and the operation log: ids, Levels and field names, never a secret. */
-  const audit = (
+  const audit = async (
     tenant: TenantDeps,
     action: string,
     principal: Principal,
@@ -78,7 +78,7 @@ export function providerKeyRoutes(deps: Deps) {
     details: Record<string, string | number | boolean | undefined>,
   ) => {
     deps.log.info(action, { key: keyId, ...details, by: principal.account.id });
-    deps.oplog.write({
+    await deps.oplog.write({
       tenantId: tenant.tenantId,
       actorId: principal.account.id,
       action,
@@ -88,39 +88,39 @@ export function providerKeyRoutes(deps: Deps) {
   };
 
   /** Manual sleep lasts until woken; waking also clears an automatic sleep and its back-off. */
-  const setSleep = (tenant: TenantDeps, rawId: string, sleeping: boolean, principal: Principal, request: Request) => {
-    const row = existing(tenant, rawId);
-    tenant.pool.setManualSleep(row.id, sleeping);
-    deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
-    audit(tenant, sleeping ? "key.sleep" : "key.wake", principal, request, row.id, { level: row.level });
-    return render(tenant, tenant.providerKeys.get(row.id)!, false);
+  const setSleep = async (tenant: TenantDeps, rawId: string, sleeping: boolean, principal: Principal, request: Request) => {
+    const row = await existing(tenant, rawId);
+    await tenant.pool.setManualSleep(row.id, sleeping);
+    await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
+    await audit(tenant, sleeping ? "key.sleep" : "key.wake", principal, request, row.id, { level: row.level });
+    return render(tenant, (await tenant.providerKeys.get(row.id))!, false);
   };
 
   return new Elysia()
     .use(authPlugin(deps))
     .get(
       "/x-keys",
-      ({ request, set, tenant }) => {
+      async ({ request, set, tenant }) => {
         const q = query(request);
         const summary = summaryWanted(q);
         const { page, size } = pageParams(q);
         const filter = { id: positiveIntParam(q, "id"), level: positiveIntParam(q, "level"), provider: q.get("provider") || undefined };
-        const { rows, total } = tenant.providerKeys.list(filter, page, size);
+        const { rows, total } = await tenant.providerKeys.list(filter, page, size);
         Object.assign(set.headers, paginationHeaders(total, page, size));
         return rows.map((row) => render(tenant, row, summary));
       },
       { owner: true },
     )
-    .get("/x-keys/:id", ({ request, params, tenant }) => render(tenant, existing(tenant, params.id), summaryWanted(query(request))), {
+    .get("/x-keys/:id", async ({ request, params, tenant }) => render(tenant, await existing(tenant, params.id), summaryWanted(query(request))), {
       owner: true,
     })
     .post(
       "/x-keys",
       async ({ request, set, principal, tenant }) => {
         const input = await validateCreate(await readJsonObject(request, deps.config.maxBody), checks(request));
-        const row = tenant.providerKeys.create(input);
-        deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
-        audit(tenant, "key.create", principal, request, row.id, { level: row.level, type: input.config?.provider_type ?? "standard" });
+        const row = await tenant.providerKeys.create(input);
+        await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
+        await audit(tenant, "key.create", principal, request, row.id, { level: row.level, type: input.config?.provider_type ?? "standard" });
         set.status = 201;
         return render(tenant, row, false);
       },
@@ -129,31 +129,31 @@ export function providerKeyRoutes(deps: Deps) {
     .put(
       "/x-keys/:id",
       async ({ request, params, principal, tenant }) => {
-        const row = existing(tenant, params.id);
+        const row = await existing(tenant, params.id);
         const current = { config: JSON.parse(row.config) as ProviderConfig, secret: tenant.providerKeys.secretOf(row) };
         const input = await validateUpdate(await readJsonObject(request, deps.config.maxBody), current, checks(request));
-        const updated = tenant.providerKeys.update(row.id, input);
+        const updated = await tenant.providerKeys.update(row.id, input);
         if (!updated) throw notFound(`Provider key ${row.id} does not exist`);
         // A key taken out for its address comes back once its URLs are changed (and passed the policy above).
         if (row.sleepReason === "address" && (input.provider !== undefined || input.config !== undefined || input.secret !== undefined)) {
-          tenant.pool.setManualSleep(row.id, false);
+          await tenant.pool.setManualSleep(row.id, false);
         }
-        deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
-        audit(tenant, "key.update", principal, request, row.id, { level: updated.level, fields: Object.keys(input).join(",") });
+        await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
+        await audit(tenant, "key.update", principal, request, row.id, { level: updated.level, fields: Object.keys(input).join(",") });
         return render(tenant, updated, false);
       },
       { owner: true, parse: "none" },
     )
     .delete(
       "/x-keys/:id",
-      ({ request, params, principal, tenant }) => {
-        const row = existing(tenant, params.id);
+      async ({ request, params, principal, tenant }) => {
+        const row = await existing(tenant, params.id);
         const force = query(request).get("force");
         if (force !== null && force !== "true" && force !== "false") throw badRequest('force must be "true" or "false"', "force");
-        if (force !== "true") assertNotLastRouted(tenant, row);
-        if (!tenant.providerKeys.delete(row.id)) throw notFound(`Provider key ${row.id} does not exist`);
-        deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
-        audit(tenant, "key.delete", principal, request, row.id, { level: row.level, forced: force === "true" });
+        if (force !== "true") await assertNotLastRouted(tenant, row);
+        if (!(await tenant.providerKeys.delete(row.id))) throw notFound(`Provider key ${row.id} does not exist`);
+        await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
+        await audit(tenant, "key.delete", principal, request, row.id, { level: row.level, forced: force === "true" });
         return { id: row.id, object: "provider_key", deleted: true };
       },
       { owner: true, parse: "none" },

@@ -51,20 +51,20 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
   const lifecycle = createLifecycle(deps, options);
 
   const start = async (request: Request, server: Server<RealtimeSession>): Promise<void> => {
-    const handshake = readHandshake(
+    const handshake = await readHandshake(
       {
         auth: deps.auth,
         trustProxy: deps.config.trustProxy,
-        resourcesFor: (principal) => deps.scope(principal.account).settings.resources(),
-        ephemeral: (token) => {
-          const bound = deps.affinity.lookup(clientSecretId(token));
-          const account = bound?.kind === "client_secret" ? deps.accounts.findLiveById(bound.accountId) : undefined;
+        resourcesFor: async (principal) => (await deps.scope(principal.account)).settings.resources(),
+        ephemeral: async (token) => {
+          const bound = await deps.affinity.lookup(clientSecretId(token));
+          const account = bound?.kind === "client_secret" ? await deps.store.accounts.byId(bound.accountId) : undefined;
           return bound && account ? { principal: principalOf(account), keyId: bound.keyId } : undefined;
         },
       },
       request,
     );
-    const tenant = deps.scope(handshake.principal.account);
+    const tenant = await deps.scope(handshake.principal.account);
     const metering = createSessionMeter(tenant);
     const route = routeModel(tenant.settings.routing(), handshake.requestedModel);
     const effectiveModel = route.effectiveModel ?? handshake.requestedModel;

@@ -61,16 +61,16 @@ export function isWebSocketUpgrade(request: Request): boolean {
  * (AllowIPs, system RESOURCES and the account's Resources, AllowModels). Throws an
  * HttpError, answered before any upgrade.
  */
-export function readHandshake(
+export async function readHandshake(
   deps: {
     auth: Authenticator;
     trustProxy: boolean;
-    resourcesFor: (principal: Principal) => readonly CompiledPattern[] | null;
+    resourcesFor: (principal: Principal) => Promise<readonly CompiledPattern[] | null>;
     /** Resolves a client secret the router handed out; undefined when unknown. */
-    ephemeral: (token: string) => { principal: Principal; keyId: number } | undefined;
+    ephemeral: (token: string) => Promise<{ principal: Principal; keyId: number } | undefined>;
   },
   request: Request,
-): Handshake {
+): Promise<Handshake> {
   const offered = offeredProtocols(request);
   let authRequest = request;
   const keyProtocol = offered.find((p) => p.startsWith(KEY_PROTOCOL));
@@ -86,12 +86,12 @@ export function readHandshake(
   let ephemeral: EphemeralGrant | undefined;
   let principal: Principal;
   if (presented?.startsWith(EPHEMERAL_PREFIX)) {
-    const grant = deps.ephemeral(presented);
+    const grant = await deps.ephemeral(presented);
     if (!grant) throw unauthorized("Unknown or expired realtime client secret", "invalid_client_secret");
     principal = grant.principal;
     ephemeral = { keyId: grant.keyId, token: presented };
-  } else principal = deps.auth.require(authRequest, "openai");
-  checkAccess(principal, REALTIME_PATH, () => clientIp(request, deps.trustProxy), deps.resourcesFor(principal));
+  } else principal = await deps.auth.require(authRequest, "openai");
+  checkAccess(principal, REALTIME_PATH, () => clientIp(request, deps.trustProxy), await deps.resourcesFor(principal));
 
   const url = new URL(request.url);
   const model = url.searchParams.get("model")?.trim();

@@ -46,22 +46,23 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
    * and its subtree, or of a tenant, or all. A session its key or access no longer allows
    * gets an `error` event and is closed with 1008; what it used is metered as it ends.
    */
-  const recheck = (filter: { accountId?: number; tenantId?: number }) => {
+  const recheck = async (filter: { accountId?: number; tenantId?: number }) => {
     for (const session of [...live]) {
       if (session.finished || session.clientClosed) continue;
       if (filter.accountId !== undefined && !session.principal.account.path.includes(`/${filter.accountId}/`)) continue;
       if (filter.tenantId !== undefined && session.tenant.tenantId !== filter.tenantId) continue;
-      const why = revocationOf(session, (id) => deps.accounts.findLiveById(id));
-      if (!why) continue;
+      const why = await revocationOf(session, (id) => deps.store.accounts.byId(id));
+      if (!why || session.finished || session.clientClosed) continue;
       log.info("realtime session revoked", { req: session.id, account: session.principal.account.id, why });
       sendToClient(session, errorEvent("invalid_request_error", "session_revoked", `The session was closed: ${why}`));
       closeByRouter(session, 1008, closeReason(why));
     }
   };
+  // The bus waits for these, so a write's response follows the sessions it ended.
   deps.bus.subscribe((event) => {
-    if (event.kind === "account") recheck({ accountId: event.accountId });
-    else if (event.kind === "config") recheck({ tenantId: event.tenantId });
-    else if (event.kind === "everything") recheck({});
+    if (event.kind === "account") return recheck({ accountId: event.accountId });
+    if (event.kind === "config") return recheck({ tenantId: event.tenantId });
+    if (event.kind === "everything") return recheck({});
   });
 
   const sweep = () => {

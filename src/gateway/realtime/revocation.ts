@@ -2,7 +2,7 @@ import { ancestorIds } from "../../accounts/chain.ts";
 import { principalOf } from "../../accounts/principal.ts";
 import { HttpError } from "../../core/errors.ts";
 import { checkAccess, checkModel } from "../../http/access.ts";
-import type { AccountRow } from "../../store/schema/accounts.ts";
+import type { AccountRow } from "../../store/store.ts";
 import { REALTIME_PATH } from "./handshake.ts";
 import type { RealtimeSession } from "./session.ts";
 
@@ -14,12 +14,13 @@ import type { RealtimeSession } from "./session.ts";
  * allow it. A session opened with a client secret is bound to the account that minted
  * it, and dies likewise.
  */
-export function revocationOf(session: RealtimeSession, findLive: (accountId: number) => AccountRow | undefined): string | undefined {
+export async function revocationOf(session: RealtimeSession, findLive: (accountId: number) => Promise<AccountRow | undefined>): Promise<string | undefined> {
   const opened = session.principal.account;
-  const current = findLive(opened.id);
+  const current = await findLive(opened.id);
   if (!current) return "the account was deleted";
   if (current.keyHash !== opened.keyHash) return "the API key the session was opened with was rotated";
-  if (ancestorIds(current).some((id) => findLive(id) === undefined)) return "an account above this one was deleted";
+  const ancestors = await Promise.all(ancestorIds(current).map(findLive));
+  if (ancestors.some((row) => row === undefined)) return "an account above this one was deleted";
   const principal = principalOf(current);
   try {
     checkAccess(principal, REALTIME_PATH, () => session.clientIp, session.tenant.settings.resources());

@@ -1,8 +1,8 @@
 import { nanosToCredits } from "../../accounts/records.ts";
 import type { Clock } from "../../core/clock.ts";
-import type { Db } from "../../store/db.ts";
+import type { Store } from "../../store/store.ts";
 import type { DateRange } from "./dates.ts";
-import { addSums, sumsByModel, ZERO_SUMS, type UsageSums } from "./usage-query.ts";
+import { addSums, ZERO_SUMS, type UsageSums } from "./usage-query.ts";
 
 export interface LiveModelUsage {
   Requests: number;
@@ -26,8 +26,8 @@ const record = (sums: UsageSums): LiveModelUsage => ({
 });
 
 /** One account's totals over the range, with a per-model breakdown (effective model, sorted by name). */
-export function liveTotals(db: Db, accountId: number, range: DateRange): LiveTotals {
-  const rows = sumsByModel(db, { accountId }, range);
+export async function liveTotals(store: Store, accountId: number, range: DateRange): Promise<LiveTotals> {
+  const rows = await store.usage.sumsByModel({ accountId }, range);
   const total = rows.reduce((sum, row) => addSums(sum, row), { ...ZERO_SUMS });
   const ModelUsage: Record<string, LiveModelUsage> = {};
   for (const row of rows) ModelUsage[row.model] = record(row);

@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
-import type { Logger } from "../core/log.ts";
-import { workerUrl } from "../core/worker-url.ts";
+import type { Logger } from "../../core/log.ts";
+import { workerUrl } from "../../core/worker-url.ts";
 import type { CheckpointerMessage, CheckpointerReport } from "./checkpoint-worker.ts";
 
 /** How often the worker checkpoints. Under load the WAL grows a few MB between rounds. */
@@ -21,7 +21,7 @@ export interface Checkpointer {
  * worker is running; if it fails, automatic checkpoints come back.
  */
 export function startCheckpointer(sqlite: Database, path: string, log: Logger): Checkpointer {
-  const worker = new Worker(workerUrl("store/checkpoint-worker.ts"));
+  const worker = new Worker(workerUrl("store/sqlite/checkpoint-worker.ts"));
   let stopped: (() => void) | undefined;
   const autoCheckpoint = (pages: number) => sqlite.run(`PRAGMA wal_autocheckpoint = ${pages}`);
   worker.onmessage = (event: MessageEvent<CheckpointerReport>) => {

@@ -1,23 +1,26 @@
 import { Database } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
-import * as schema from "./schema/index.ts";
-import { migrations } from "./migrations/index.ts";
+import * as schema from "../schema/index.ts";
+import { migrations } from "../migrations/index.ts";
 import { migrate } from "./migrate.ts";
 
 /** drizzle over the connection; `$client` is the raw connection for prepared hot queries. */
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
-export interface Store {
+/** The embedded database: one connection, used by the SQLite repositories only. */
+export interface Connection {
   /** The raw connection, for pragmas and hand-tuned hot queries. */
   readonly sqlite: Database;
   /** drizzle over the same connection. */
   readonly db: Db;
+  /** The file, for the checkpoint worker's own connection. */
+  readonly path: string;
   /** True once another process (e.g. `router owner create`) committed since the last call. */
   changedElsewhere(): boolean;
   close(): void;
 }
 
-export interface OpenStoreOptions {
+export interface OpenOptions {
   /** Apply pending migrations (default true). */
   migrate?: boolean;
 }
@@ -27,7 +30,7 @@ export interface OpenStoreOptions {
  * writer, a busy timeout so the CLI and a running server can share the file, foreign
  * keys on.
  */
-export function openStore(path: string, options: OpenStoreOptions = {}): Store {
+export function openConnection(path: string, options: OpenOptions = {}): Connection {
   const sqlite = new Database(path, { create: true, strict: true });
   sqlite.run("PRAGMA journal_mode = WAL");
   sqlite.run("PRAGMA busy_timeout = 5000");
@@ -41,6 +44,7 @@ export function openStore(path: string, options: OpenStoreOptions = {}): Store {
   return {
     sqlite,
     db: drizzle(sqlite, { schema }),
+    path,
     changedElsewhere() {
       const version = dataVersion.get()?.data_version ?? 0;
       if (version === lastVersion) return false;
@@ -52,4 +56,15 @@ export function openStore(path: string, options: OpenStoreOptions = {}): Store {
       sqlite.close();
     },
   };
+}
+
+/** Applies pending migrations to the database file and returns their names (`router migrate`). */
+export function migrateFile(path: string): string[] {
+  const sqlite = new Database(path, { create: true, strict: true });
+  try {
+    sqlite.run("PRAGMA busy_timeout = 5000");
+    return migrate(sqlite, migrations);
+  } finally {
+    sqlite.close();
+  }
 }

@@ -1,5 +1,5 @@
-/** `router backup`'s copy on a thread of its own (see backup.ts), so the command's thread can draw progress. */
-import { vacuumInto } from "../store/vacuum.ts";
+/** `router backup`'s copy on a thread of its own (see cli/backup.ts), so the command's thread can draw progress. */
+import { vacuumInto } from "./vacuum.ts";
 
 declare const self: Worker;
 

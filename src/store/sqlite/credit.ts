@@ -1,0 +1,92 @@
+import { and, asc, eq, gt, isNotNull, isNull, lt, min, or, sql } from "drizzle-orm";
+import { creditGrants } from "../schema/accounts.ts";
+import type { CreditStore, Piece } from "../store.ts";
+import type { Connection } from "./connection.ts";
+import type { Synchronous } from "./synchronous.ts";
+
+const unexpired = (accountId: number, now: number) =>
+  and(eq(creditGrants.accountId, accountId), or(isNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)));
+
+/** The order grants are drawn in: the earliest expiry first, grants without expiry last. */
+const drawOrder = [sql`${creditGrants.expiresAt} IS NULL`, asc(creditGrants.expiresAt), asc(creditGrants.id)];
+
+export function sqliteCredit({ db, sqlite }: Connection): Synchronous<CreditStore> {
+  // Consumption is prepared once on the raw connection: usage batches charge several
+  // times a second, and building the same queries through drizzle each time cost more
+  // than running them.
+  const spendable = sqlite.query<{ id: number; remaining: number }, [number, number]>(
+    `SELECT id, remaining FROM credit_grants
+     WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) AND remaining > 0
+     ORDER BY expires_at IS NULL, expires_at, id`,
+  );
+  const draw = sqlite.query<unknown, [number, number]>("UPDATE credit_grants SET remaining = ? WHERE id = ?");
+  const owe = sqlite.query<unknown, [number, number, number]>(
+    "INSERT INTO credit_grants (account_id, amount, remaining, expires_at, granted_by, created_at) VALUES (?, 0, ?, NULL, NULL, ?)",
+  );
+  const balance = (accountId: number, now: number): number =>
+    db.select({ total: sql<number>`coalesce(sum(${creditGrants.remaining}), 0)` }).from(creditGrants).where(unexpired(accountId, now)).get()?.total ?? 0;
+
+  const take = sqlite.transaction((accountId: number, amount: number, now: number): Piece[] => {
+    const grants = db
+      .select()
+      .from(creditGrants)
+      .where(and(unexpired(accountId, now), gt(creditGrants.remaining, 0)))
+      .orderBy(...drawOrder)
+      .all();
+    const pieces: Piece[] = [];
+    let left = amount === Infinity ? Math.max(0, balance(accountId, now)) : amount;
+    for (const grant of grants) {
+      if (left <= 0) break;
+      const used = Math.min(grant.remaining, left);
+      db.update(creditGrants).set({ remaining: grant.remaining - used }).where(eq(creditGrants.id, grant.id)).run();
+      pieces.push({ amount: used, expiresAt: grant.expiresAt });
+      left -= used;
+    }
+    return pieces;
+  });
+  const give = sqlite.transaction((accountId: number, pieces: readonly Piece[], grantedBy: number | null, now: number) => {
+    for (const piece of pieces) {
+      if (piece.amount <= 0) continue;
+      db.insert(creditGrants)
+        .values({ accountId, amount: piece.amount, remaining: piece.amount, expiresAt: piece.expiresAt, grantedBy, createdAt: now })
+        .run();
+    }
+  });
+  const consume = sqlite.transaction((accountId: number, amount: number, now: number) => {
+    let left = amount;
+    for (const grant of spendable.all(accountId, now)) {
+      if (left <= 0) break;
+      const used = Math.min(grant.remaining, left);
+      draw.run(grant.remaining - used, grant.id);
+      left -= used;
+    }
+    if (left > 0) owe.run(accountId, -left, now);
+  });
+
+  return {
+    balance,
+    nextExpiry(accountId, now) {
+      const at = db
+        .select({ at: min(creditGrants.expiresAt) })
+        .from(creditGrants)
+        .where(and(eq(creditGrants.accountId, accountId), gt(creditGrants.remaining, 0), isNotNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)))
+        .get()?.at;
+      return at ?? undefined;
+    },
+    take: (accountId, amount, now) => take(accountId, amount, now),
+    give: (accountId, pieces, grantedBy, now) => give(accountId, pieces, grantedBy, now),
+    consume(accountId, amount, now) {
+      if (amount > 0) consume(accountId, amount, now);
+    },
+    grants: (accountId, now) =>
+      db
+        .select()
+        .from(creditGrants)
+        .where(and(unexpired(accountId, now), sql`${creditGrants.remaining} != 0`))
+        .orderBy(...drawOrder)
+        .all(),
+    clearDebt(accountId) {
+      db.update(creditGrants).set({ remaining: 0 }).where(and(eq(creditGrants.accountId, accountId), lt(creditGrants.remaining, 0))).run();
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { Logger } from "../../core/log.ts";
+import type { Repositories, Store, Transaction } from "../store.ts";
+import { sqliteAccounts } from "./accounts.ts";
+import { startCheckpointer } from "./checkpointer.ts";
+import { openConnection, type Connection, type OpenOptions } from "./connection.ts";
+import { sqliteCredit } from "./credit.ts";
+import { sqliteProviderKeys } from "./provider-keys.ts";
+import { sqliteNotices, sqliteObjects, sqliteOperations, sqliteSettings, sqliteSoftLimitMail } from "./small-stores.ts";
+import { asynchronous } from "./synchronous.ts";
+import { sqliteUsage } from "./usage.ts";
+
+/**
+ * The embedded store: bun:sqlite on one connection. SQLite answers synchronously, so
+ * a call outside a transaction runs at once (a call of several statements runs them
+ * in a transaction of its own, or a savepoint inside the open one). A `transaction` body awaits between its calls, and other
+ * requests run meanwhile: their calls wait in line until it ends, so none of them reads
+ * what it has not committed yet, or writes into it.
+ */
+export function openSqliteStore(path: string, options: OpenOptions = {}): Store {
+  const connection = openConnection(path, options);
+  const { sqlite } = connection;
+  const inTransaction = new AsyncLocalStorage<true>();
+  /** Calls waiting for the open transaction to end; undefined when none is open. */
+  let waiting: Array<() => void> | undefined;
+
+  const now = <R>(call: () => R): Promise<R> => {
+    try {
+      return Promise.resolve(call());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+  const outside = <R>(call: () => R): Promise<R> => {
+    if (waiting === undefined) return now(call);
+    if (inTransaction.getStore()) {
+      // Waiting here would wait for itself: the body must use the repositories it was given.
+      return Promise.reject(new Error("a store transaction used the store's own repositories instead of its own"));
+    }
+    return new Promise<void>((resolve) => waiting!.push(resolve)).then(() => outside(call));
+  };
+  const repositories = (run: <R>(call: () => R) => Promise<R>): Repositories => ({
+    accounts: asynchronous(sqliteAccounts(connection), run),
+    credit: asynchronous(sqliteCredit(connection), run),
+    providerKeys: asynchronous(sqliteProviderKeys(connection.db), run),
+    settings: asynchronous(sqliteSettings(connection), run),
+    notices: asynchronous(sqliteNotices(connection.db), run),
+    operations: asynchronous(sqliteOperations(connection.db), run),
+    usage: asynchronous(sqliteUsage(connection), run),
+    objects: asynchronous(sqliteObjects(connection.db), run),
+    softLimitMail: asynchronous(sqliteSoftLimitMail(connection.db), run),
+  });
+  const own = repositories(outside);
+  let savepoints = 0;
+  const bound: Transaction = {
+    ...repositories(now),
+    async savepoint(body) {
+      const name = `sp${++savepoints}`;
+      sqlite.run(`SAVEPOINT ${name}`);
+      try {
+        const result = await body();
+        sqlite.run(`RELEASE ${name}`);
+        return result;
+      } catch (error) {
+        sqlite.run(`ROLLBACK TO ${name}`);
+        sqlite.run(`RELEASE ${name}`);
+        throw error;
+      }
+    },
+  };
+
+  const transaction = async <T>(body: (tx: Transaction) => Promise<T>): Promise<T> => {
+    while (waiting !== undefined) {
+      if (inTransaction.getStore()) throw new Error("store transactions do not nest");
+      await new Promise<void>((resolve) => waiting!.push(resolve));
+    }
+    waiting = [];
+    sqlite.run("BEGIN IMMEDIATE");
+    try {
+      const result = await inTransaction.run(true, () => body(bound));
+      sqlite.run("COMMIT");
+      return result;
+    } catch (error) {
+      if (sqlite.inTransaction) sqlite.run("ROLLBACK");
+      throw error;
+    } finally {
+      const next = waiting;
+      waiting = undefined;
+      for (const resume of next) resume();
+    }
+  };
+
+  return {
+    ...own,
+    transaction,
+    changedElsewhere: () => connection.changedElsewhere(),
+    startUpkeep(log: Logger) {
+      const checkpointer = startCheckpointer(sqlite, connection.path, log);
+      return () => checkpointer.stop();
+    },
+    close: () => connection.close(),
+  };
+}
+
+export type { Connection };

@@ -1,0 +1,249 @@
+/**
+ * The store seam (docs/architecture.md, "Store"): every read and write of the database
+ * goes through these repositories, and nothing outside `src/store/` sees SQL, a driver
+ * or a prepared statement. Every method returns a promise, so an implementation may
+ * talk to a server (PostgreSQL); the embedded one runs on bun:sqlite.
+ *
+ * Rows in and out are plain values. Several writes that must commit together run in
+ * `transaction`, whose body receives the same repositories bound to the transaction.
+ */
+import type { Logger } from "../core/log.ts";
+import type { AccountRow, NewAccountRow } from "./schema/accounts.ts";
+import type { UpstreamObjectRow } from "./schema/affinity.ts";
+import type { NoticeRow } from "./schema/notices.ts";
+import type { OperationLogRow } from "./schema/operation-log.ts";
+import type { ProviderKeyRow } from "./schema/provider-keys.ts";
+import type { NewUsageEventRow, UsageEventRow } from "./schema/usage.ts";
+
+export type { AccountRow, NewAccountRow, NoticeRow, OperationLogRow, ProviderKeyRow, UpstreamObjectRow, NewUsageEventRow, UsageEventRow };
+export type CreditGrantRow = typeof import("./schema/accounts.ts").creditGrants.$inferSelect;
+
+/** An amount of credit (nano-credits) with the expiry it carries. */
+export interface Piece {
+  amount: number;
+  expiresAt: number | null;
+}
+
+/** Which accounts a list covers: the direct children of one, or everything below a path but the root. */
+export type AccountsWithin = { parentId: number } | { path: string; exceptId: number };
+
+export interface AccountFilter {
+  within: AccountsWithin;
+  id?: number;
+  level?: number;
+  /** Case-insensitive substring of the name. */
+  nameContains?: string;
+  /** Substring of the (lower-case) email. */
+  emailContains?: string;
+}
+
+/** The orders an account list can take (`-` = descending). */
+export const ACCOUNT_ORDERS = ["id", "-id", "name", "-name", "email", "-email", "created", "-created", "level", "-level"] as const;
+export type AccountOrder = (typeof ACCOUNT_ORDERS)[number];
+
+export interface Page<T> {
+  rows: T[];
+  total: number;
+}
+
+export interface AccountIdentity {
+  id: number;
+  name: string;
+  alias: string | null;
+  email: string;
+}
+
+export interface AccountStore {
+  /** The live account holding this key hash. */
+  byKeyHash(hash: string): Promise<AccountRow | undefined>;
+  /** A live account by id. */
+  byId(id: number): Promise<AccountRow | undefined>;
+  /** An account by id, deleted or not. */
+  anyById(id: number): Promise<AccountRow | undefined>;
+  /** A live account by exactly one of id, email or name. */
+  find(by: { id: number } | { email: string } | { name: string }): Promise<AccountRow | undefined>;
+  /** The id of the live account using this email or name, if any. */
+  liveIdWith(field: "email" | "name", value: string): Promise<number | undefined>;
+  countLive(): Promise<number>;
+  list(filter: AccountFilter, order: AccountOrder, page: number, size: number): Promise<Page<AccountRow>>;
+  /** Inserts an account under `parentPath` (`""` for an owner) and sets its materialised path. */
+  insert(values: Omit<NewAccountRow, "path">, parentPath: string): Promise<AccountRow>;
+  update(id: number, columns: Partial<NewAccountRow>): Promise<AccountRow>;
+  /** Replaces the key only while it is still `expectedHash`; false when it was not. */
+  replaceKey(id: number, expectedHash: string, hash: string, prefix: string, now: number): Promise<boolean>;
+  /** Marks the account deleted: it keeps its row (usage stays attributable) but loses its key. */
+  markDeleted(id: number, now: number, deadKeyHash: string): Promise<void>;
+  hasLiveChild(id: number): Promise<boolean>;
+  /** Name, alias and email of the given accounts, deleted ones included. */
+  identities(ids: readonly number[]): Promise<Map<number, AccountIdentity>>;
+}
+
+export interface CreditStore {
+  /** Unexpired credit (nano-credits): positive grants less any debt. */
+  balance(accountId: number, now: number): Promise<number>;
+  /** When the earliest unexpired grant with credit left expires (undefined when none does). */
+  nextExpiry(accountId: number, now: number): Promise<number | undefined>;
+  /**
+   * Removes up to `amount` from the account's grants, the earliest expiry first (grants
+   * without expiry last) and returns the pieces taken; `Infinity` takes everything.
+   */
+  take(accountId: number, amount: number, now: number): Promise<Piece[]>;
+  /** Adds pieces as new grants. */
+  give(accountId: number, pieces: readonly Piece[], grantedBy: number | null, now: number): Promise<void>;
+  /** Charges consumption: draws from the grants that expire first; what they cannot cover becomes debt. */
+  consume(accountId: number, amount: number, now: number): Promise<void>;
+  /** Unexpired grants with credit left or owed, soonest expiry first. */
+  grants(accountId: number, now: number): Promise<CreditGrantRow[]>;
+  /** Clears the account's debt entries (its heir was charged instead). */
+  clearDebt(accountId: number): Promise<void>;
+}
+
+export interface ProviderKeyFilter {
+  id?: number;
+  level?: number;
+  /** Substring of the Provider URL. */
+  provider?: string;
+}
+
+export type ProviderKeyValues = Partial<Omit<ProviderKeyRow, "id" | "tenantId" | "createdAt">>;
+
+export interface SleepColumns {
+  sleeping: boolean;
+  sleepReason: string | null;
+  sleepUntil: number | null;
+  sleepCount: number;
+}
+
+/** Provider keys, always within one tenant. */
+export interface ProviderKeyStore {
+  list(tenantId: number, filter: ProviderKeyFilter, page: number, size: number): Promise<Page<ProviderKeyRow>>;
+  all(tenantId: number): Promise<ProviderKeyRow[]>;
+  get(tenantId: number, id: number): Promise<ProviderKeyRow | undefined>;
+  create(tenantId: number, values: ProviderKeyValues & Pick<ProviderKeyRow, "level" | "provider" | "secretSealed" | "partialKey" | "status">, now: number): Promise<ProviderKeyRow>;
+  update(tenantId: number, id: number, values: ProviderKeyValues, now: number): Promise<ProviderKeyRow | undefined>;
+  delete(tenantId: number, id: number): Promise<boolean>;
+  setSleep(tenantId: number, id: number, sleep: SleepColumns): Promise<void>;
+}
+
+export interface SettingsStore {
+  /** Every stored item of a tenant (values as stored: secrets sealed). */
+  all(tenantId: number): Promise<Array<{ key: string; value: string }>>;
+  put(tenantId: number, entries: ReadonlyArray<readonly [key: string, value: string]>, now: number): Promise<void>;
+  remove(tenantId: number, keys: readonly string[]): Promise<void>;
+}
+
+export type NewNotice = Omit<NoticeRow, "id">;
+
+export interface NoticeStore {
+  create(notice: NewNotice): Promise<NoticeRow>;
+  get(tenantId: number, id: number): Promise<NoticeRow | undefined>;
+  remove(id: number): Promise<void>;
+  /** Notices an author manages (with the system-wide ones when `withSystem`), newest first. */
+  listManaged(tenantId: number, authorId: number, withSystem: boolean, page: number, size: number): Promise<Page<NoticeRow>>;
+  /** Unexpired notices addressed to everyone or to one of `targetIds`, newest first, at most `limit`. */
+  feed(tenantId: number, targetIds: readonly number[], now: number, limit: number): Promise<NoticeRow[]>;
+}
+
+export interface OperationFilter {
+  /** Exact action, or a pattern where `*` matches any run of characters (case-sensitive). */
+  action?: string;
+  targetId?: number;
+  /** Inclusive bounds, epoch ms. */
+  since?: number;
+  until?: number;
+}
+
+export interface OperationStore {
+  write(row: Omit<OperationLogRow, "id">): Promise<void>;
+  /** Newest first. */
+  list(tenantId: number, filter: OperationFilter, page: number, size: number): Promise<Page<OperationLogRow>>;
+}
+
+/** Summed counters of daily rollups (tokens as in `Usage`; cost in nano-credits). */
+export interface UsageSums {
+  requests: number;
+  prompt: number;
+  completion: number;
+  reasoning: number;
+  cacheRead: number;
+  cacheWrite: number;
+  costNanos: number;
+}
+
+/** One rollup row: an account's totals for one business date and effective model. */
+export type RollupRow = UsageSums & { accountId: number; day: string; model: string };
+
+/**
+ * Whose usage a report reads: one account, or the accounts under a path (the account
+ * owning the path itself included or not). Deleted accounts keep their row and path.
+ */
+export type Audience = { accountId: number } | { path: string; includeRoot: boolean };
+
+export interface DayRange {
+  start: string;
+  end: string;
+}
+
+/** What a period total sums, over whom (see metering/quotas.ts). */
+export type PeriodTotalOf =
+  | { measure: "requests" | "tokens" | "cost" | "spent"; subtreePath: string }
+  | { measure: "requests" | "tokens" | "cost" | "spent"; accountId?: number; model?: string; tenantRoot?: number };
+
+export interface UsageStore {
+  /** Appends call rows and adds their rollups (`requests` calls per account, day and model). */
+  append(rows: readonly NewUsageEventRow[], rollups: Iterable<RollupRow>): Promise<void>;
+  /** A total over a business day (`YYYY-MM-DD`) or month (`YYYY-MM`). */
+  periodTotal(of: PeriodTotalOf, period: string): Promise<number>;
+  /** Rollup rows of an audience over a range, unaggregated. */
+  rollups(audience: Audience, range: DayRange): Promise<RollupRow[]>;
+  /** Totals per effective model over the range. */
+  sumsByModel(audience: Audience, range: DayRange): Promise<Array<UsageSums & { model: string }>>;
+  /** Call rows in the order they were stored, after `afterId`, at most `limit`. */
+  events(afterId: number, limit: number): Promise<UsageEventRow[]>;
+}
+
+export interface UpstreamObjectStore {
+  put(row: UpstreamObjectRow): Promise<void>;
+  get(objectId: string): Promise<UpstreamObjectRow | undefined>;
+  remove(objectId: string): Promise<void>;
+  /** Objects of a kind an account created (any order). */
+  ownedBy(accountId: number, kind: string): Promise<UpstreamObjectRow[]>;
+}
+
+export interface SoftLimitMailStore {
+  wasSent(accountId: number, month: string): Promise<boolean>;
+  markSent(accountId: number, month: string, at: number, recipient: string): Promise<void>;
+}
+
+/** The repositories, outside or inside a transaction. */
+export interface Repositories {
+  readonly accounts: AccountStore;
+  readonly credit: CreditStore;
+  readonly providerKeys: ProviderKeyStore;
+  readonly settings: SettingsStore;
+  readonly notices: NoticeStore;
+  readonly operations: OperationStore;
+  readonly usage: UsageStore;
+  readonly objects: UpstreamObjectStore;
+  readonly softLimitMail: SoftLimitMailStore;
+}
+
+/** The repositories of an open transaction. */
+export interface Transaction extends Repositories {
+  /** Runs `body` so that, when it throws, what it wrote is undone and the rest of the transaction stays. */
+  savepoint<T>(body: () => Promise<T>): Promise<T>;
+}
+
+export interface Store extends Repositories {
+  /**
+   * Runs `body` in one write transaction: its repository calls commit together, or
+   * none does when it throws. The body awaits only the store (it holds the writer), and
+   * uses the repositories it is given, never the store's own.
+   */
+  transaction<T>(body: (tx: Transaction) => Promise<T>): Promise<T>;
+  /** True once another process (e.g. `router owner create`) committed since the last call. */
+  changedElsewhere(): boolean;
+  /** Starts the engine's background upkeep (SQLite: WAL checkpoints); returns how to stop it. */
+  startUpkeep(log: Logger): () => Promise<void>;
+  close(): void;
+}

@@ -1,0 +1,318 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openSqliteStore } from "../../src/store/sqlite/store.ts";
+import type { NewAccountRow, Store } from "../../src/store/store.ts";
+
+/**
+ * The contract every store keeps (issue 14, item 4), run against each implementation:
+ * the embedded SQLite one today; PostgreSQL joins this list. What is stored comes back
+ * as it went in, filters and orders mean the same everywhere, and a transaction's
+ * writes commit together or not at all.
+ */
+const implementations: Array<[string, () => { store: Store; dispose(): void }]> = [
+  [
+    "sqlite",
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), "store-contract-"));
+      const store = openSqliteStore(join(dir, "router.db"));
+      return {
+        store,
+        dispose() {
+          store.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  ],
+];
+
+const T0 = Date.UTC(2026, 2, 10, 12);
+const DAY = 86_400_000;
+
+describe.each(implementations)("store: %s", (_name, open) => {
+  let current: { store: Store; dispose(): void } | undefined;
+  const fresh = () => (current = open()).store;
+  afterEach(() => {
+    current?.dispose();
+    current = undefined;
+  });
+
+  let sequence = 0;
+  const account = (fields: Partial<NewAccountRow> = {}): Omit<NewAccountRow, "path"> => {
+    const n = ++sequence;
+    return { depth: 1, isOwner: false, email: `a${n}@example.com`, name: `account-${n}`, keyHash: `hash-${n}`, keyPrefix: `sk-${n}`, createdAt: T0 + n, updatedAt: T0 + n, ...fields };
+  };
+
+  describe("accounts", () => {
+    test("an inserted account gets its materialised path under its parent's and is found by id, email, name and key", async () => {
+      const store = fresh();
+      const owner = await store.accounts.insert(account({ isOwner: true }), "");
+      expect(owner.path).toBe(`/${owner.id}/`);
+      const child = await store.accounts.insert(account({ parentId: owner.id, depth: 2 }), owner.path);
+      expect(child.path).toBe(`/${owner.id}/${child.id}/`);
+      expect((await store.accounts.find({ id: child.id }))?.id).toBe(child.id);
+      expect((await store.accounts.find({ email: child.email }))?.id).toBe(child.id);
+      expect((await store.accounts.find({ name: child.name }))?.id).toBe(child.id);
+      expect((await store.accounts.byKeyHash(child.keyHash))?.id).toBe(child.id);
+      expect(await store.accounts.liveIdWith("email", child.email)).toBe(child.id);
+      expect(await store.accounts.liveIdWith("name", "nobody")).toBeUndefined();
+      expect(await store.accounts.countLive()).toBe(2);
+      expect(await store.accounts.hasLiveChild(owner.id)).toBe(true);
+    });
+
+    test("a deleted account keeps its row but is no longer live, and frees its email and key", async () => {
+      const store = fresh();
+      const owner = await store.accounts.insert(account({ isOwner: true }), "");
+      const child = await store.accounts.insert(account({ parentId: owner.id }), owner.path);
+      await store.accounts.markDeleted(child.id, T0 + DAY, "deleted:x");
+      expect(await store.accounts.byId(child.id)).toBeUndefined();
+      expect(await store.accounts.byKeyHash(child.keyHash)).toBeUndefined();
+      expect(await store.accounts.liveIdWith("email", child.email)).toBeUndefined();
+      expect((await store.accounts.anyById(child.id))?.deletedAt).toBe(T0 + DAY);
+      expect(await store.accounts.hasLiveChild(owner.id)).toBe(false);
+      expect((await store.accounts.identities([child.id])).get(child.id)?.email).toBe(child.email);
+      // The email is free again.
+      const again = await store.accounts.insert(account({ email: child.email, parentId: owner.id }), owner.path);
+      expect(again.id).not.toBe(child.id);
+    });
+
+    test("a key is replaced only while it is still the expected one", async () => {
+      const store = fresh();
+      const owner = await store.accounts.insert(account({ isOwner: true }), "");
+      expect(await store.accounts.replaceKey(owner.id, owner.keyHash, "new-hash", "sk-new", T0)).toBe(true);
+      expect(await store.accounts.replaceKey(owner.id, owner.keyHash, "other", "sk-other", T0)).toBe(false);
+      expect((await store.accounts.byId(owner.id))?.keyHash).toBe("new-hash");
+    });
+
+    test("lists: direct children or the whole subtree, filtered, ordered and paged, with the total", async () => {
+      const store = fresh();
+      const root = await store.accounts.insert(account({ isOwner: true }), "");
+      const a = await store.accounts.insert(account({ parentId: root.id, depth: 2, name: "Zeta-one", email: "zeta@example.com" }), root.path);
+      const b = await store.accounts.insert(account({ parentId: root.id, depth: 2, name: "alpha-two" }), root.path);
+      const c = await store.accounts.insert(account({ parentId: a.id, depth: 3, name: "zeta-three" }), a.path);
+      const direct = await store.accounts.list({ within: { parentId: root.id } }, "id", 1, 10);
+      expect(direct.rows.map((r) => r.id)).toEqual([a.id, b.id]);
+      const subtree = await store.accounts.list({ within: { path: root.path, exceptId: root.id } }, "-id", 1, 10);
+      expect(subtree.rows.map((r) => r.id)).toEqual([c.id, b.id, a.id]);
+      expect((await store.accounts.list({ within: { path: root.path, exceptId: root.id } }, "name", 1, 10)).rows.map((r) => r.name)).toEqual(["Zeta-one", "alpha-two", "zeta-three"]);
+      expect((await store.accounts.list({ within: { path: root.path, exceptId: root.id } }, "-level", 1, 10)).rows[0]!.id).toBe(c.id);
+      // Name filters ignore case; email filters match the stored (lower-case) email.
+      const zetas = await store.accounts.list({ within: { path: root.path, exceptId: root.id }, nameContains: "ZETA" }, "id", 1, 10);
+      expect(zetas.rows.map((r) => r.id)).toEqual([a.id, c.id]);
+      expect((await store.accounts.list({ within: { path: root.path, exceptId: root.id }, emailContains: "ZETA@" }, "id", 1, 10)).rows.map((r) => r.id)).toEqual([a.id]);
+      expect((await store.accounts.list({ within: { path: root.path, exceptId: root.id }, level: 3 }, "id", 1, 10)).rows.map((r) => r.id)).toEqual([c.id]);
+      const page = await store.accounts.list({ within: { path: root.path, exceptId: root.id } }, "id", 2, 2);
+      expect(page).toMatchObject({ total: 3 });
+      expect(page.rows.map((r) => r.id)).toEqual([c.id]);
+    });
+  });
+
+  describe("credit", () => {
+    test("grants are drawn earliest expiry first; consumption beyond them becomes debt; balance counts unexpired credit", async () => {
+      const store = fresh();
+      await store.credit.give(1, [{ amount: 100, expiresAt: null }, { amount: 50, expiresAt: T0 + DAY }, { amount: 30, expiresAt: T0 + 2 * DAY }], null, T0);
+      expect(await store.credit.balance(1, T0)).toBe(180);
+      expect(await store.credit.nextExpiry(1, T0)).toBe(T0 + DAY);
+      expect(await store.credit.take(1, 60, T0)).toEqual([
+        { amount: 50, expiresAt: T0 + DAY },
+        { amount: 10, expiresAt: T0 + 2 * DAY },
+      ]);
+      expect(await store.credit.nextExpiry(1, T0)).toBe(T0 + 2 * DAY);
+      // After its expiry a grant no longer counts.
+      expect(await store.credit.balance(1, T0 + 3 * DAY)).toBe(100);
+      await store.credit.consume(1, 150, T0);
+      expect(await store.credit.balance(1, T0)).toBe(-30);
+      expect((await store.credit.grants(1, T0)).map((g) => g.remaining)).toEqual([-30]);
+      await store.credit.clearDebt(1);
+      expect(await store.credit.balance(1, T0)).toBe(0);
+    });
+
+    test("taking everything takes what is there, never debt; accounts do not share grants", async () => {
+      const store = fresh();
+      await store.credit.give(1, [{ amount: 40, expiresAt: null }], 2, T0);
+      await store.credit.give(2, [{ amount: 5, expiresAt: null }], null, T0);
+      expect(await store.credit.take(1, Infinity, T0)).toEqual([{ amount: 40, expiresAt: null }]);
+      expect(await store.credit.balance(1, T0)).toBe(0);
+      expect(await store.credit.balance(2, T0)).toBe(5);
+      expect(await store.credit.take(1, Infinity, T0)).toEqual([]);
+    });
+  });
+
+  describe("transactions", () => {
+    test("writes commit together; a body that throws leaves nothing behind", async () => {
+      const store = fresh();
+      await store.transaction(async (tx) => {
+        await tx.credit.give(1, [{ amount: 10, expiresAt: null }], null, T0);
+        await tx.credit.give(2, [{ amount: 20, expiresAt: null }], null, T0);
+      });
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.credit.give(1, [{ amount: 1000, expiresAt: null }], null, T0);
+          throw new Error("refused halfway");
+        }),
+      ).rejects.toThrow("refused halfway");
+      expect(await store.credit.balance(1, T0)).toBe(10);
+      expect(await store.credit.balance(2, T0)).toBe(20);
+    });
+
+    test("others never see a transaction's writes before it commits, and their writes never land inside it", async () => {
+      const store = fresh();
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const running = store.transaction(async (tx) => {
+        await tx.credit.give(1, [{ amount: 10, expiresAt: null }], null, T0);
+        await gate;
+        throw new Error("rolled back");
+      });
+      const seen = store.credit.balance(1, T0);
+      const written = store.credit.give(2, [{ amount: 7, expiresAt: null }], null, T0);
+      release();
+      await expect(running).rejects.toThrow("rolled back");
+      expect(await seen).toBe(0);
+      await written;
+      expect(await store.credit.balance(2, T0)).toBe(7);
+      expect(await store.credit.balance(1, T0)).toBe(0);
+    });
+
+    test("concurrent read-modify-write transactions do not lose an update", async () => {
+      const store = fresh();
+      await store.settings.put(0, [["COUNTER", "0"]], T0);
+      const bump = () =>
+        store.transaction(async (tx) => {
+          const value = Number((await tx.settings.all(0)).find((row) => row.key === "COUNTER")!.value);
+          await Bun.sleep(1);
+          await tx.settings.put(0, [["COUNTER", String(value + 1)]], T0);
+        });
+      await Promise.all(Array.from({ length: 10 }, bump));
+      expect((await store.settings.all(0)).find((row) => row.key === "COUNTER")!.value).toBe("10");
+    });
+
+    test("a savepoint undoes only its own writes", async () => {
+      const store = fresh();
+      await store.transaction(async (tx) => {
+        await tx.credit.give(1, [{ amount: 10, expiresAt: null }], null, T0);
+        await expect(
+          tx.savepoint(async () => {
+            await tx.credit.give(1, [{ amount: 99, expiresAt: null }], null, T0);
+            throw new Error("skip this entry");
+          }),
+        ).rejects.toThrow("skip this entry");
+        await tx.savepoint(async () => tx.credit.give(1, [{ amount: 5, expiresAt: null }], null, T0));
+      });
+      expect(await store.credit.balance(1, T0)).toBe(15);
+    });
+  });
+
+  describe("provider keys, settings, notices, operations, objects, mail", () => {
+    test("provider keys belong to one tenant: another tenant's id does not exist", async () => {
+      const store = fresh();
+      const key = await store.providerKeys.create(0, { level: 1, provider: "https://api.example.com/v1", secretSealed: "sealed", partialKey: "…x", status: true }, T0);
+      await store.providerKeys.create(0, { level: 2, provider: "https://other.example.org", secretSealed: "s", partialKey: "…y", status: true }, T0);
+      expect(await store.providerKeys.get(7, key.id)).toBeUndefined();
+      expect(await store.providerKeys.update(7, key.id, { name: "x" }, T0)).toBeUndefined();
+      expect(await store.providerKeys.delete(7, key.id)).toBe(false);
+      expect((await store.providerKeys.list(0, { provider: "example.com" }, 1, 10)).rows.map((r) => r.id)).toEqual([key.id]);
+      expect((await store.providerKeys.list(0, { level: 2 }, 1, 10)).total).toBe(1);
+      await store.providerKeys.setSleep(0, key.id, { sleeping: true, sleepReason: "manual", sleepUntil: null, sleepCount: 2 });
+      expect(await store.providerKeys.get(0, key.id)).toMatchObject({ sleeping: true, sleepReason: "manual", sleepCount: 2, config: '{"provider_type":"standard"}' });
+      expect(await store.providerKeys.delete(0, key.id)).toBe(true);
+      expect((await store.providerKeys.all(0)).map((r) => r.level)).toEqual([2]);
+    });
+
+    test("settings are kept per tenant; put replaces, remove forgets", async () => {
+      const store = fresh();
+      await store.settings.put(0, [["A", "1"], ["B", "2"]], T0);
+      await store.settings.put(5, [["A", "tenant five"]], T0);
+      await store.settings.put(0, [["A", "3"]], T0);
+      await store.settings.remove(0, ["B"]);
+      expect(await store.settings.all(0)).toEqual([{ key: "A", value: "3" }]);
+      expect(await store.settings.all(5)).toEqual([{ key: "A", value: "tenant five" }]);
+    });
+
+    test("notices: the feed holds unexpired ones addressed to everyone or to the reader's chain, newest first", async () => {
+      const store = fresh();
+      const base = { tenantId: 0, content: "c", authorId: 1, createdAt: T0, expiresAt: T0 + DAY };
+      const all = await store.notices.create({ ...base, title: "to all", targetId: null });
+      const mine = await store.notices.create({ ...base, title: "to 4", targetId: 4, createdAt: T0 + 1 });
+      await store.notices.create({ ...base, title: "to 9", targetId: 9 });
+      await store.notices.create({ ...base, title: "expired", targetId: null, expiresAt: T0 - 1 });
+      expect((await store.notices.feed(0, [1, 4], T0, 10)).map((n) => n.id)).toEqual([mine.id, all.id]);
+      expect((await store.notices.feed(3, [1, 4], T0, 10))).toEqual([]);
+      expect((await store.notices.listManaged(0, 1, false, 1, 10)).total).toBe(4);
+      await store.notices.remove(all.id);
+      expect(await store.notices.get(0, all.id)).toBeUndefined();
+    });
+
+    test("operations: newest first, filtered by exact action or a * pattern (other pattern characters literal), target and time", async () => {
+      const store = fresh();
+      const row = (action: string, at: number, targetId: number | null = null) => store.operations.write({ tenantId: 0, at, actorId: 1, action, targetId, details: "{}", ip: null });
+      await row("account.create", T0, 2);
+      await row("account.delete", T0 + 1, 3);
+      await row("key.create", T0 + 2);
+      await row("odd?[x]", T0 + 3);
+      await store.operations.write({ tenantId: 9, at: T0, actorId: 1, action: "account.create", targetId: null, details: "{}", ip: null });
+      expect((await store.operations.list(0, {}, 1, 10)).rows.map((r) => r.action)).toEqual(["odd?[x]", "key.create", "account.delete", "account.create"]);
+      expect((await store.operations.list(0, { action: "account.*" }, 1, 10)).total).toBe(2);
+      expect((await store.operations.list(0, { action: "Account.*" }, 1, 10)).total).toBe(0);
+      expect((await store.operations.list(0, { action: "odd?[x]*" }, 1, 10)).total).toBe(1);
+      expect((await store.operations.list(0, { action: "odd*x" }, 1, 10)).total).toBe(0);
+      expect((await store.operations.list(0, { targetId: 3 }, 1, 10)).rows.map((r) => r.action)).toEqual(["account.delete"]);
+      expect((await store.operations.list(0, { since: T0 + 1, until: T0 + 2 }, 1, 10)).total).toBe(2);
+    });
+
+    test("upstream objects and the soft-limit mail record", async () => {
+      const store = fresh();
+      await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 2, createdAt: T0 });
+      await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 3, createdAt: T0 + 1 });
+      expect((await store.objects.get("file-1"))?.keyId).toBe(3);
+      expect((await store.objects.ownedBy(4, "file")).map((r) => r.objectId)).toEqual(["file-1"]);
+      expect(await store.objects.ownedBy(4, "thread")).toEqual([]);
+      await store.objects.remove("file-1");
+      expect(await store.objects.get("file-1")).toBeUndefined();
+
+      expect(await store.softLimitMail.wasSent(4, "2026-03")).toBe(false);
+      await store.softLimitMail.markSent(4, "2026-03", T0, "a@example.com");
+      await store.softLimitMail.markSent(4, "2026-03", T0 + 1, "b@example.com");
+      expect(await store.softLimitMail.wasSent(4, "2026-03")).toBe(true);
+      expect(await store.softLimitMail.wasSent(4, "2026-04")).toBe(false);
+    });
+  });
+
+  describe("usage", () => {
+    const rollup = (accountId: number, day: string, model: string, costNanos: number) => ({
+      accountId, day, model, requests: 1, prompt: 10, completion: 5, reasoning: 0, cacheRead: 0, cacheWrite: 0, costNanos,
+    });
+
+    test("rollups add up per account, day and model; period totals read days, months, subtrees and models", async () => {
+      const store = fresh();
+      const root = await store.accounts.insert(account({ isOwner: true }), "");
+      const child = await store.accounts.insert(account({ parentId: root.id }), root.path);
+      await store.usage.append([], [rollup(child.id, "2026-03-10", "m", 100), rollup(child.id, "2026-03-10", "m", 50), rollup(root.id, "2026-03-09", "n", 7), rollup(child.id, "2026-04-01", "m", 1)]);
+      const rows = await store.usage.rollups({ accountId: child.id }, { start: "2026-03-01", end: "2026-03-31" });
+      expect(rows).toEqual([{ ...rollup(child.id, "2026-03-10", "m", 150), requests: 2, prompt: 20, completion: 10 }]);
+      expect(await store.usage.periodTotal({ measure: "cost", accountId: child.id }, "2026-03-10")).toBe(150);
+      expect(await store.usage.periodTotal({ measure: "requests", accountId: child.id }, "2026-03")).toBe(2);
+      expect(await store.usage.periodTotal({ measure: "tokens", model: "m" }, "2026-03")).toBe(30);
+      expect(await store.usage.periodTotal({ measure: "spent", subtreePath: root.path }, "2026-03")).toBe(157);
+      expect(await store.usage.periodTotal({ measure: "cost", model: "m", tenantRoot: root.id }, "2026-03")).toBe(150);
+      expect(await store.usage.periodTotal({ measure: "cost", model: "m", tenantRoot: root.id + 100 }, "2026-03")).toBe(0);
+      // A subtree audience with or without its root.
+      const under = await store.usage.sumsByModel({ path: root.path, includeRoot: false }, { start: "2026-03-01", end: "2026-03-31" });
+      expect(under.map((r) => [r.model, r.costNanos])).toEqual([["m", 150]]);
+      const whole = await store.usage.sumsByModel({ path: root.path, includeRoot: true }, { start: "2026-03-01", end: "2026-03-31" });
+      expect(whole.map((r) => [r.model, r.costNanos])).toEqual([["m", 150], ["n", 7]]);
+    });
+
+    test("call rows come back in the order they were stored, after a given id", async () => {
+      const store = fresh();
+      const call = (n: number) => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: n, stream: n % 2 === 0 });
+      await store.usage.append(Array.from({ length: 40 }, (_, i) => call(i)), []);
+      const all = await store.usage.events(0, 100);
+      expect(all.map((r) => r.requestId)).toEqual(Array.from({ length: 40 }, (_, i) => `r${i}`));
+      expect(all[2]).toMatchObject({ stream: true, latencyMs: 2, promptTokens: 0, extra: null });
+      expect((await store.usage.events(all[37]!.id, 10)).map((r) => r.requestId)).toEqual(["r38", "r39"]);
+    });
+  });
+});
