@@ -57,12 +57,12 @@ export function createAttempts(deps: TenantDeps) {
     for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
       seen.add(current);
       for (;;) {
-        const key = pool.acquire(current, tried);
+        const key = await pool.acquire(current, tried);
         if (!key) break;
         if (adapterFor(deps.adapters, key).supports(call)) {
           return { key, level: current, probe: resolved.probe && current === resolved.level };
         }
-        pool.release(key);
+        await pool.release(key);
         tried.add(key.id);
       }
       if (resolved.probe && current === resolved.level) await switchOver.abandonProbe(current);
@@ -71,9 +71,9 @@ export function createAttempts(deps: TenantDeps) {
   };
 
   /** The one key an object is bound to; never another, even when it fails. */
-  const pinned = (keyId: number, tried: Set<number>): Attempt | undefined => {
+  const pinned = async (keyId: number, tried: Set<number>): Promise<Attempt | undefined> => {
     if (tried.has(keyId)) return undefined;
-    const key = pool.acquireById(keyId);
+    const key = await pool.acquireById(keyId);
     return key ? { key, level: key.level, probe: false } : undefined;
   };
 
@@ -135,7 +135,7 @@ export function createAttempts(deps: TenantDeps) {
         clearTimeout(drainTimer);
         if (released) return;
         released = true;
-        pool.release(key);
+        void pool.release(key);
       };
       let failure: AttemptFailure | undefined;
       let response: Response | undefined;
@@ -215,7 +215,7 @@ export function createAttempts(deps: TenantDeps) {
       }
 
       if (response && response.ok && !nonAnswer) {
-        pool.report(key, { kind: "success" });
+        await pool.report(key, { kind: "success" });
         await switchOver.recordSuccess(chosen.level, chosen.probe);
         return {
           answered: {
@@ -250,7 +250,7 @@ export function createAttempts(deps: TenantDeps) {
         }
         if (!isRetryableStatus(status) && !isCredentialStatus(status) && !isRedirectStatus(status)) {
           // The client's own mistake (400, 404, 413, 422…): pass the upstream's answer on.
-          pool.report(key, { kind: "success" });
+          await pool.report(key, { kind: "success" });
           await switchOver.recordSuccess(chosen.level, chosen.probe);
           // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
           const text = redact(redactSecret(await response.text(), key.secret));
@@ -271,11 +271,11 @@ export function createAttempts(deps: TenantDeps) {
       }
 
       if (failure!.kind === "blocked") {
-        pool.markUnusable(key, failure!.reason);
+        await pool.markUnusable(key, failure!.reason);
       } else if (failure!.kind === "status" && isCredentialStatus((failure as { status: number }).status)) {
-        pool.report(key, { kind: "credential" });
+        await pool.report(key, { kind: "credential" });
       } else {
-        pool.report(key, { kind: "retryable", retryAfterMs: retryAfter });
+        await pool.report(key, { kind: "retryable", retryAfterMs: retryAfter });
         await switchOver.recordError(chosen.level, clock.now());
       }
       if (chosen.probe) await switchOver.abandonProbe(chosen.level);

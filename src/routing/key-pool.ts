@@ -1,13 +1,17 @@
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import type { ProviderKeysRepository, SleepState } from "../admin/provider-keys/repository.ts";
-import { applyOutcome, availability, type KeyOutcome } from "./health.ts";
+import { availability as availabilityOf } from "../state/key-health.ts";
+import type { KeyHealth, KeyRef, KeySleep, KeyState } from "../state/state.ts";
+import { availability, mirrorHealth, type KeyOutcome } from "./health.ts";
 import type { PoolKey, SleepReason } from "./pool-key.ts";
 import type { ProviderConfig } from "./provider-config.ts";
 
 /**
- * Provider Keys in memory, grouped by Level, with their health. The request path
- * only reads this; every write to the keys table calls `reload()`.
+ * A tenant's Provider Keys, grouped by Level. The keys themselves (URL, secret, config)
+ * are read from the store on every `reload()`; their health, sleep and calls in flight
+ * live in the State (`state.keys`), shared by every instance that shares it, and each
+ * pool key mirrors what this process last saw of them (for listings and metrics).
  */
 export interface KeyPool {
   /** Re-reads the keys; resolves once the pool holds them (reloads apply in call order). */
@@ -17,43 +21,60 @@ export interface KeyPool {
   keysOf(level: number): readonly PoolKey[];
   /** Every key, for status listings and metrics. */
   all(): readonly PoolKey[];
-  /** True when the Level has a key that could serve a call now. */
+  /** True when the Level has a key that could serve a call now (as this process last saw their health). */
   hasUsable(level: number): boolean;
   /**
    * Chooses a key of the Level not in `exclude`: a key due for its probe first (one
    * request), else the ready key with the fewest calls in flight, round-robin on ties.
    * The chosen key counts as in flight until `release`.
    */
-  acquire(level: number, exclude: ReadonlySet<number>): PoolKey | undefined;
+  acquire(level: number, exclude: ReadonlySet<number>): Promise<PoolKey | undefined>;
   /**
    * A specific key, for calls on an object it holds: enabled keys only, sleeping or
    * not (the object lives nowhere else). Counts as in flight until `release`.
    */
-  acquireById(id: number): PoolKey | undefined;
-  release(key: PoolKey): void;
-  /** Records an attempt's outcome; persists a sleep change. */
-  report(key: PoolKey, outcome: KeyOutcome): void;
+  acquireById(id: number): Promise<PoolKey | undefined>;
+  release(key: PoolKey): Promise<void>;
+  /** Records an attempt's outcome; stores a sleep change with the key. */
+  report(key: PoolKey, outcome: KeyOutcome): Promise<void>;
   /**
    * Takes a key out of rotation because its URL reaches an address the upstream policy
    * refuses, NoSleep notwithstanding: until woken or until its URL changes.
    */
-  markUnusable(key: PoolKey, reason: string): void;
+  markUnusable(key: PoolKey, reason: string): Promise<void>;
   /** Manual sleep/wake from /x-keys/{id}/sleep|wake; resolves once stored. */
   setManualSleep(id: number, sleeping: boolean): Promise<void>;
 }
 
-export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock; log: Logger }): KeyPool {
+/** A key's sleep as stored with it (where the State starts when it holds none). */
+const storedSleep = (row: { sleeping: boolean; sleepReason: string | null; sleepUntil: number | null; sleepCount: number }): KeySleep => ({
+  sleeping: row.sleeping,
+  reason: row.sleepReason as SleepReason | null,
+  until: row.sleepUntil,
+  count: row.sleepCount,
+});
+
+const toSleepState = (sleep: KeySleep): SleepState => ({ sleeping: sleep.sleeping, reason: sleep.reason, until: sleep.until, count: sleep.count });
+
+export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock; log: Logger; keys: KeyState; tenantId: number }): KeyPool {
+  const { keys: state, tenantId } = deps;
   let byId = new Map<number, PoolKey>();
   let byLevel = new Map<number, PoolKey[]>();
+  /** The State's names for each pool key and Level, made at reload (the request path builds none). */
+  let refs = new Map<number, KeyRef>();
+  let levelRefs = new Map<number, KeyRef[]>();
   const cursor = new Map<number, number>();
+  const refOf = (key: PoolKey): KeyRef => refs.get(key.id) ?? { id: key.id, stored: { sleeping: key.sleeping, reason: key.sleepReason, until: key.sleepUntil, count: key.sleepCount } };
 
   const load = async () => {
     const rows = await deps.repo.all();
     const next = new Map<number, PoolKey>();
     const levels = new Map<number, PoolKey[]>();
+    const nextRefs = new Map<number, KeyRef>();
+    const nextLevelRefs = new Map<number, KeyRef[]>();
     for (const row of rows) {
       const previous = byId.get(row.id);
-      const fields: Omit<PoolKey, "inFlight" | "failures" | "probing"> = {
+      const fields = {
         id: row.id,
         name: row.name,
         level: row.level,
@@ -62,33 +83,37 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
         config: JSON.parse(row.config) as ProviderConfig,
         noSleep: row.noSleep,
         status: row.status,
-        sleeping: row.sleeping,
-        sleepReason: row.sleepReason as SleepReason | null,
-        sleepUntil: row.sleepUntil,
-        sleepCount: row.sleepCount,
       };
       // Calls in flight hold the key object they acquired and later release and report
-      // on it: update it in place so their release and verdict reach the pool's copy.
+      // on it: update it in place. Its health is the State's, not the stored row's.
+      const stored = storedSleep(row);
       const key: PoolKey = previous
         ? Object.assign(previous, fields)
-        : { ...fields, inFlight: 0, failures: 0, probing: false };
+        : { ...fields, sleeping: stored.sleeping, sleepReason: stored.reason, sleepUntil: stored.until, sleepCount: stored.count, inFlight: 0, failures: 0, probing: false };
+      const ref: KeyRef = { id: row.id, stored };
       next.set(key.id, key);
+      nextRefs.set(key.id, ref);
       const list = levels.get(key.level) ?? [];
       list.push(key);
       levels.set(key.level, list);
+      const listRefs = nextLevelRefs.get(key.level) ?? [];
+      listRefs.push(ref);
+      nextLevelRefs.set(key.level, listRefs);
     }
     byId = next;
     byLevel = levels;
+    refs = nextRefs;
+    levelRefs = nextLevelRefs;
   };
   let reloading: Promise<void> = Promise.resolve();
   const reload = () => (reloading = reloading.then(load, load));
 
-  // The pool's copy decides at once; the stored sleep is for a restart, so a write
-  // that fails is reported, not waited for.
-  const store = (id: number, change: SleepState) =>
-    deps.repo.setSleep(id, change).catch((error: unknown) => deps.log.error("a key's sleep could not be stored", { key: id, error: (error as Error).message }));
+  // The State decides at once; the stored sleep is for a restart, so a write that
+  // fails is reported, not waited for.
+  const store = (id: number, change: KeySleep) =>
+    deps.repo.setSleep(id, toSleepState(change)).catch((error: unknown) => deps.log.error("a key's sleep could not be stored", { key: id, error: (error as Error).message }));
 
-  const persist = (key: PoolKey, change: ReturnType<typeof applyOutcome>) => {
+  const persist = (key: PoolKey, change: KeySleep | undefined) => {
     if (!change) return;
     void store(key.id, change);
     if (change.sleeping) {
@@ -100,6 +125,33 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
       });
     } else deps.log.info("provider key woke", { key: key.id, level: key.level });
   };
+  // What a call reports on its key after the answer must not fail the call: a State that
+  // could not take it is said in the log (its lease expires where the State is shared).
+  const unrecorded = (what: string, key: PoolKey) => (error: unknown) =>
+    deps.log.error(`a key's ${what} could not be recorded in the shared state`, { key: key.id, level: key.level, error: (error as Error).message });
+  const mirrorSleep = (key: PoolKey, sleep: KeySleep) => {
+    key.sleeping = sleep.sleeping;
+    key.sleepReason = sleep.reason;
+    key.sleepUntil = sleep.until;
+    key.sleepCount = sleep.count;
+  };
+
+  /** The Level's choice on the health the State reports now; undefined when no key can serve. */
+  const choose = (keys: readonly PoolKey[], health: readonly KeyHealth[], level: number, exclude: ReadonlySet<number>) => {
+    const now = deps.clock.now();
+    const start = cursor.get(level) ?? 0;
+    let chosen: { key: PoolKey; index: number; probe: boolean } | undefined;
+    for (let i = 0; i < keys.length; i++) {
+      const index = (start + i) % keys.length;
+      const key = keys[index]!;
+      mirrorHealth(key, health[index]!);
+      if (exclude.has(key.id)) continue;
+      const state = availabilityOf(key.status, health[index]!, now);
+      if (state === "probe") return { key, index, probe: true };
+      if (state === "ready" && (!chosen || health[index]!.inFlight < health[chosen.index]!.inFlight)) chosen = { key, index, probe: false };
+    }
+    return chosen;
+  };
 
   return {
     reload,
@@ -110,62 +162,66 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
       const now = deps.clock.now();
       return (byLevel.get(level) ?? []).some((key) => availability(key, now) !== "unavailable");
     },
-    acquireById(id) {
+    async acquireById(id) {
       const key = byId.get(id);
       if (!key || !key.status) return undefined;
+      await state.take(tenantId, refOf(key), false);
       key.inFlight++;
       return key;
     },
-    acquire(level, exclude) {
-      const keys = byLevel.get(level);
-      if (!keys || keys.length === 0) return undefined;
-      const now = deps.clock.now();
-      const start = cursor.get(level) ?? 0;
-      let chosen: PoolKey | undefined;
-      for (let i = 0; i < keys.length; i++) {
-        const key = keys[(start + i) % keys.length]!;
-        if (exclude.has(key.id)) continue;
-        const state = availability(key, now);
-        if (state === "probe") {
-          key.probing = true;
-          chosen = key;
-          break;
-        }
-        if (state === "ready" && (!chosen || key.inFlight < chosen.inFlight)) chosen = key;
+    async acquire(level, exclude) {
+      // Another call (here or on another instance) may claim a probe between the read
+      // and the take: then the choice is made again, on what the State says then.
+      for (let round = 0; round < 4; round++) {
+        const keys = byLevel.get(level);
+        const keyRefs = levelRefs.get(level);
+        if (!keys || !keyRefs || keys.length === 0) return undefined;
+        const health = await state.health(tenantId, keyRefs);
+        // A reload while the State answered: choose from the keys as they are now.
+        if (byLevel.get(level) !== keys) continue;
+        const chosen = choose(keys, health, level, exclude);
+        if (!chosen) return undefined;
+        cursor.set(level, (chosen.index + 1) % keys.length);
+        if (!(await state.take(tenantId, refOf(chosen.key), chosen.probe))) continue;
+        chosen.key.inFlight++;
+        if (chosen.probe) chosen.key.probing = true;
+        return chosen.key;
       }
-      if (!chosen) return undefined;
-      cursor.set(level, (keys.indexOf(chosen) + 1) % keys.length);
-      chosen.inFlight++;
-      return chosen;
+      return undefined;
     },
-    release(key) {
+    async release(key) {
       key.inFlight = Math.max(0, key.inFlight - 1);
-      // A probe that ended without a verdict (client gone) must not block future probes.
       key.probing = false;
+      await state.release(tenantId, key.id).catch(unrecorded("release", key));
     },
-    report(key, outcome) {
-      persist(key, applyOutcome(key, outcome, deps.clock.now()));
+    async report(key, outcome) {
+      try {
+        const change = await state.record(tenantId, { ...refOf(key), noSleep: key.noSleep }, outcome, deps.clock.now());
+        key.probing = false;
+        if (outcome.kind === "success") key.failures = 0;
+        if (change) mirrorSleep(key, change);
+        persist(key, change);
+      } catch (error) {
+        unrecorded("outcome", key)(error);
+      }
     },
-    markUnusable(key, reason) {
-      const change = { sleeping: true, reason: "address" as const, until: null, count: key.sleepCount };
-      key.sleeping = true;
-      key.sleepReason = "address";
-      key.sleepUntil = null;
+    async markUnusable(key, reason) {
+      const change: KeySleep = { sleeping: true, reason: "address", until: null, count: key.sleepCount };
+      mirrorSleep(key, change);
       key.failures = 0;
-      void store(key.id, change);
       deps.log.warn("provider key unusable: its upstream address is refused", { key: key.id, level: key.level, reason });
+      void store(key.id, change);
+      await state.setSleep(tenantId, refOf(key), change).catch(unrecorded("sleep", key));
     },
     async setManualSleep(id, sleeping) {
       const key = byId.get(id);
-      const state = sleeping
-        ? { sleeping: true, reason: "manual" as const, until: null, count: key?.sleepCount ?? 0 }
-        : { sleeping: false, reason: null, until: null, count: 0 };
-      await deps.repo.setSleep(id, state);
-      if (key) {
-        key.sleeping = state.sleeping;
-        key.sleepReason = state.reason;
-        key.sleepUntil = null;
-        key.sleepCount = state.count;
+      const ref = key ? refOf(key) : undefined;
+      const count = ref ? (await state.health(tenantId, [ref]))[0]!.count : 0;
+      const change: KeySleep = sleeping ? { sleeping: true, reason: "manual", until: null, count } : { sleeping: false, reason: null, until: null, count: 0 };
+      await deps.repo.setSleep(id, toSleepState(change));
+      if (key && ref) {
+        await state.setSleep(tenantId, ref, change);
+        mirrorSleep(key, change);
         key.failures = 0;
       }
     },

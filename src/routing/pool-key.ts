@@ -1,13 +1,12 @@
 import type { ProviderConfig } from "./provider-config.ts";
 
-/**
- * Why a key sleeps. `manual` and `auth` last until woken; `errors` ends after its
- * cool-down; `address` (its URL reaches an address the upstream policy refuses) lasts
- * until woken or until its URL is changed.
- */
-export type SleepReason = "manual" | "auth" | "errors" | "address";
+export type { SleepReason } from "../state/state.ts";
+import type { SleepReason } from "../state/state.ts";
 
-/** A Provider Key as the request path holds it: secret opened, health in memory. */
+/**
+ * A Provider Key as the request path holds it: secret opened, with the health it last
+ * saw in the State (the State's is the one that counts: `routing/key-pool.ts`).
+ */
 export interface PoolKey {
   readonly id: number;
   readonly name: string;

@@ -1,3 +1,4 @@
+import { createMemoryKeys } from "./memory-keys.ts";
 import { createMemoryCounters, type DaySlot, type Window } from "./memory-windows.ts";
 import type {
   Adjustment,
@@ -284,7 +285,7 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     },
   };
 
-  return { counts, credit, levels: createMemoryLevels(cells), signups: createMemoryPending(), claims: createMemoryClaims() };
+  return { counts, credit, levels: createMemoryLevels(cells), keys: createMemoryKeys(), signups: createMemoryPending(), claims: createMemoryClaims() };
 }
 
 /** Switch-over state of every tenant's Levels, with their error windows. */

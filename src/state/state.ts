@@ -134,6 +134,64 @@ export interface LevelState {
   abandonProbe(tenantId: number, level: number): Promise<void>;
 }
 
+/**
+ * Why a key sleeps. `manual` and `auth` last until woken; `errors` ends after its
+ * cool-down; `address` (its URL reaches an address the upstream policy refuses) lasts
+ * until woken or until its URL is changed.
+ */
+export type SleepReason = "manual" | "auth" | "errors" | "address";
+
+/** A provider key's sleep: stored with the key, so a restart keeps it. */
+export interface KeySleep {
+  sleeping: boolean;
+  reason: SleepReason | null;
+  /** End of an automatic sleep (ms); null when the sleep lasts until woken. */
+  until: number | null;
+  /** Consecutive automatic sleeps: the cool-down doubles with each. */
+  count: number;
+}
+
+/** A provider key's health now, as every instance sees it. */
+export interface KeyHealth extends KeySleep {
+  /** Calls using the key now. */
+  inFlight: number;
+  /** Consecutive retryable failures since the last success. */
+  failures: number;
+  /** The single probe after a cool-down is under way. */
+  probing: boolean;
+}
+
+/** A key as the State is told of it: its id and its sleep as stored (where the State starts when it holds none). */
+export interface KeyRef {
+  readonly id: number;
+  readonly stored: KeySleep;
+}
+
+/** What one upstream attempt said about the key that served it. */
+export type KeyVerdict =
+  | { kind: "success" }
+  /** 401/403 from the upstream: the credential itself is bad. */
+  | { kind: "credential" }
+  /** 429, 5xx, network error or timeout: maybe temporary. */
+  | { kind: "retryable"; retryAfterMs?: number };
+
+/** Provider keys' health, sleep and calls in flight, per tenant; the rules live in `state/key-health.ts`. */
+export interface KeyState {
+  /** The keys' health, in the order asked. */
+  health(tenantId: number, keys: readonly KeyRef[]): Promise<KeyHealth[]>;
+  /**
+   * Counts a call on the key; with `probe`, also claims the key's single probe, and
+   * then answers false (counting nothing) when another call holds it.
+   */
+  take(tenantId: number, key: KeyRef, probe: boolean): Promise<boolean>;
+  /** A call on the key ended: one fewer in flight (never below 0), and no probe out. */
+  release(tenantId: number, keyId: number): Promise<void>;
+  /** Applies an attempt's verdict by the health rules; returns the key's new sleep when it changed (to be stored). */
+  record(tenantId: number, key: KeyRef & { readonly noSleep: boolean }, verdict: KeyVerdict, now: number): Promise<KeySleep | undefined>;
+  /** Puts the key to sleep or wakes it (an owner's sleep/wake, a refused address); its failures are forgotten. */
+  setSleep(tenantId: number, key: KeyRef, sleep: KeySleep): Promise<void>;
+}
+
 /** Entries that expire (pending sign-ups), by an opaque key. */
 export interface PendingState<T> {
   put(key: string, value: T, ttlMs: number, now: number): Promise<void>;
@@ -151,6 +209,7 @@ export interface State {
   readonly counts: CountState;
   readonly credit: CreditState;
   readonly levels: LevelState;
+  readonly keys: KeyState;
   readonly signups: PendingState<{ email: string; name?: string }>;
   readonly claims: ClaimState;
 }

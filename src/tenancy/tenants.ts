@@ -64,7 +64,7 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
     const { store, clock, log, sealer, state } = parts;
     const settings = createConfigService({ store, clock, sealer, tenantId });
     const providerKeys = createProviderKeysRepository({ store, sealer, clock, tenantId });
-    const pool = createKeyPool({ repo: providerKeys, clock, log });
+    const pool = createKeyPool({ repo: providerKeys, clock, log, keys: state.keys, tenantId });
     const mailer = createMailer(settings);
     const ready = Promise.all([settings.reload(), pool.reload()]).then(() => undefined);
     // Whoever loads the tenant hears of a failure; nobody waiting is not a crash.

@@ -3,6 +3,7 @@ import type { ProviderKeysRepository, SleepState } from "../../src/admin/provide
 import { createManualClock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { createKeyPool, type KeyPool } from "../../src/routing/key-pool.ts";
+import { createMemoryKeys } from "../../src/state/memory-keys.ts";
 import type { PoolKey } from "../../src/routing/pool-key.ts";
 import type { ProviderKeyRow } from "../../src/store/store.ts";
 
@@ -51,7 +52,7 @@ function row(id: number, overrides: Partial<ProviderKeyRow> = {}): ProviderKeyRo
 async function pool(rows: ProviderKeyRow[]) {
   const repo = fakeRepository(rows);
   const clock = createManualClock(T0);
-  const keyPool = createKeyPool({ repo: repo as unknown as ProviderKeysRepository, clock, log: createLogger("error", () => {}) });
+  const keyPool = createKeyPool({ repo: repo as unknown as ProviderKeysRepository, clock, log: createLogger("error", () => {}), keys: createMemoryKeys(), tenantId: 0 });
   await keyPool.reload();
   return { repo, clock, pool: keyPool };
 }
@@ -59,12 +60,15 @@ async function pool(rows: ProviderKeyRow[]) {
 const none = new Set<number>();
 const ids = (keys: Array<PoolKey | undefined>) => keys.map((k) => k?.id);
 /** Acquires and releases at once, n times: the choice with nothing in flight. */
-const choices = (keyPool: KeyPool, level: number, n: number, exclude: ReadonlySet<number> = none) =>
-  Array.from({ length: n }, () => {
-    const key = keyPool.acquire(level, exclude);
-    if (key) keyPool.release(key);
-    return key?.id;
-  });
+const choices = async (keyPool: KeyPool, level: number, n: number, exclude: ReadonlySet<number> = none) => {
+  const chosen: Array<number | undefined> = [];
+  for (let i = 0; i < n; i++) {
+    const key = await keyPool.acquire(level, exclude);
+    if (key) await keyPool.release(key);
+    chosen.push(key?.id);
+  }
+  return chosen;
+};
 
 describe("key pool", () => {
   test("loads keys by Level in id order, with the secret opened and the provider trimmed", async () => {
@@ -77,22 +81,22 @@ describe("key pool", () => {
 
   test("round-robin on ties", async () => {
     const { pool: keyPool } = await pool([row(1), row(2), row(3)]);
-    expect(choices(keyPool, 1, 7)).toEqual([1, 2, 3, 1, 2, 3, 1]);
+    expect(await choices(keyPool, 1, 7)).toEqual([1, 2, 3, 1, 2, 3, 1]);
   });
 
   test("the key with the fewest calls in flight wins", async () => {
     const { pool: keyPool } = await pool([row(1), row(2), row(3)]);
-    const a = keyPool.acquire(1, none)!;
-    const b = keyPool.acquire(1, none)!;
-    const c = keyPool.acquire(1, none)!;
+    const a = (await keyPool.acquire(1, none))!;
+    const b = (await keyPool.acquire(1, none))!;
+    const c = (await keyPool.acquire(1, none))!;
     expect(ids([a, b, c])).toEqual([1, 2, 3]);
-    const d = keyPool.acquire(1, none)!; // all at 1: round-robin goes on to key 1
+    const d = (await keyPool.acquire(1, none))!; // all at 1: round-robin goes on to key 1
     expect(d.id).toBe(1);
-    keyPool.release(b);
-    expect(keyPool.acquire(1, none)!.id).toBe(2);
-    keyPool.release(c);
+    await keyPool.release(b);
+    expect((await keyPool.acquire(1, none))!.id).toBe(2);
+    await keyPool.release(c);
     // Key 3 has nothing in flight now; keys 1 and 2 have two and one.
-    expect(keyPool.acquire(1, none)!.id).toBe(3);
+    expect((await keyPool.acquire(1, none))!.id).toBe(3);
     expect(keyPool.get(1)!.inFlight).toBe(2);
     expect(keyPool.get(2)!.inFlight).toBe(1);
     expect(keyPool.get(3)!.inFlight).toBe(1);
@@ -100,18 +104,18 @@ describe("key pool", () => {
 
   test("release never takes the in-flight count below zero", async () => {
     const { pool: keyPool } = await pool([row(1)]);
-    const key = keyPool.acquire(1, none)!;
-    keyPool.release(key);
-    keyPool.release(key);
+    const key = (await keyPool.acquire(1, none))!;
+    await keyPool.release(key);
+    await keyPool.release(key);
     expect(keyPool.get(1)!.inFlight).toBe(0);
   });
 
   test("the exclude set skips keys already tried", async () => {
     const { pool: keyPool } = await pool([row(1), row(2), row(3)]);
-    expect(choices(keyPool, 1, 4, new Set([1, 2]))).toEqual([3, 3, 3, 3]);
-    expect(choices(keyPool, 1, 2, new Set([2]))).toEqual([1, 3]);
-    expect(keyPool.acquire(1, new Set([1, 2, 3]))).toBeUndefined();
-    expect(keyPool.acquire(7, none)).toBeUndefined();
+    expect(await choices(keyPool, 1, 4, new Set([1, 2]))).toEqual([3, 3, 3, 3]);
+    expect(await choices(keyPool, 1, 2, new Set([2]))).toEqual([1, 3]);
+    expect(await keyPool.acquire(1, new Set([1, 2, 3]))).toBeUndefined();
+    expect(await keyPool.acquire(7, none)).toBeUndefined();
   });
 
   test("disabled and sleeping keys are skipped; hasUsable says whether any key could serve", async () => {
@@ -122,7 +126,7 @@ describe("key pool", () => {
       row(4, { sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 }),
       row(5, { level: 2 }),
     ]);
-    expect(keyPool.acquire(1, none)).toBeUndefined();
+    expect(await keyPool.acquire(1, none)).toBeUndefined();
     expect(keyPool.hasUsable(1)).toBe(false);
     expect(keyPool.hasUsable(2)).toBe(true);
     clock.advance(MINUTE);
@@ -135,48 +139,48 @@ describe("key pool", () => {
       row(2, { sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 }),
       row(3),
     ]);
-    expect(choices(keyPool, 1, 3)).toEqual([1, 3, 1]);
+    expect(await choices(keyPool, 1, 3)).toEqual([1, 3, 1]);
     clock.advance(MINUTE);
-    const probe = keyPool.acquire(1, none)!;
+    const probe = (await keyPool.acquire(1, none))!;
     expect(probe.id).toBe(2);
     expect(probe.probing).toBe(true);
     // Nobody else gets the sleeping key while its probe is under way.
-    expect(choices(keyPool, 1, 4)).not.toContain(2);
+    expect(await choices(keyPool, 1, 4)).not.toContain(2);
     // A probe that ended without a verdict lets the next call probe.
-    keyPool.release(probe);
-    expect(keyPool.acquire(1, none)!.id).toBe(2);
+    await keyPool.release(probe);
+    expect((await keyPool.acquire(1, none))!.id).toBe(2);
   });
 
   test("an excluded key is not probed", async () => {
     const { pool: keyPool, clock } = await pool([row(1, { sleeping: true, sleepReason: "errors", sleepUntil: T0, sleepCount: 1 }), row(2)]);
     clock.advance(1);
-    expect(keyPool.acquire(1, new Set([1]))!.id).toBe(2);
+    expect((await keyPool.acquire(1, new Set([1])))!.id).toBe(2);
   });
 
   test("report persists sleep changes: three failures sleep a key, a successful probe wakes it", async () => {
     const { pool: keyPool, repo, clock } = await pool([row(1), row(2)]);
     const key = keyPool.get(1)!;
-    keyPool.report(key, { kind: "retryable" });
-    keyPool.report(key, { kind: "retryable" });
+    await keyPool.report(key, { kind: "retryable" });
+    await keyPool.report(key, { kind: "retryable" });
     expect(repo.sleeps).toEqual([]);
-    keyPool.report(key, { kind: "retryable", retryAfterMs: 1000 });
+    await keyPool.report(key, { kind: "retryable", retryAfterMs: 1000 });
     expect(repo.sleeps).toEqual([{ id: 1, sleeping: true, reason: "errors", until: T0 + MINUTE, count: 1 }]);
-    expect(choices(keyPool, 1, 3)).toEqual([2, 2, 2]);
+    expect(await choices(keyPool, 1, 3)).toEqual([2, 2, 2]);
 
     clock.advance(MINUTE);
-    const probe = keyPool.acquire(1, none)!;
+    const probe = (await keyPool.acquire(1, none))!;
     expect(probe.id).toBe(1);
-    keyPool.report(probe, { kind: "success" });
-    keyPool.release(probe);
+    await keyPool.report(probe, { kind: "success" });
+    await keyPool.release(probe);
     expect(repo.sleeps.at(-1)).toEqual({ id: 1, sleeping: false, reason: null, until: null, count: 0 });
     expect(keyPool.get(1)).toMatchObject({ sleeping: false, sleepCount: 0 });
   });
 
   test("a credential failure is persisted as an auth sleep", async () => {
     const { pool: keyPool, repo } = await pool([row(1)]);
-    keyPool.report(keyPool.get(1)!, { kind: "credential" });
+    await keyPool.report(keyPool.get(1)!, { kind: "credential" });
     expect(repo.sleeps).toEqual([{ id: 1, sleeping: true, reason: "auth", until: null, count: 0 }]);
-    expect(keyPool.acquire(1, none)).toBeUndefined();
+    expect(await keyPool.acquire(1, none)).toBeUndefined();
   });
 
   test("manual sleep lasts until woken, whatever the clock does; waking resets the cool-down", async () => {
@@ -184,15 +188,15 @@ describe("key pool", () => {
     await keyPool.setManualSleep(1, true);
     expect(repo.sleeps.at(-1)).toEqual({ id: 1, sleeping: true, reason: "manual", until: null, count: 3 });
     clock.advance(365 * 24 * 60 * MINUTE);
-    expect(keyPool.acquire(1, none)).toBeUndefined();
+    expect(await keyPool.acquire(1, none)).toBeUndefined();
     await keyPool.setManualSleep(1, false);
     expect(repo.sleeps.at(-1)).toEqual({ id: 1, sleeping: false, reason: null, until: null, count: 0 });
-    expect(keyPool.acquire(1, none)!.id).toBe(1);
+    expect((await keyPool.acquire(1, none))!.id).toBe(1);
   });
 
   test("reload picks up changes and keeps in-flight counts", async () => {
     const { pool: keyPool, repo } = await pool([row(1), row(2)]);
-    keyPool.acquire(1, none);
+    await keyPool.acquire(1, none);
     repo.rows.push(row(3));
     repo.rows[1]!.level = 2;
     await keyPool.reload();
@@ -203,20 +207,20 @@ describe("key pool", () => {
 
   test("a call that started before a reload releases the key the pool now holds", async () => {
     const { pool: keyPool } = await pool([row(1), row(2)]);
-    const held = keyPool.acquire(1, none)!;
+    const held = (await keyPool.acquire(1, none))!;
     await keyPool.reload(); // e.g. an owner edited another key meanwhile
-    keyPool.release(held);
+    await keyPool.release(held);
     expect(keyPool.get(1)!.inFlight).toBe(0);
   });
 
   test("a probe that started before a reload still wakes the key", async () => {
     const { pool: keyPool, clock } = await pool([row(1, { sleeping: true, sleepReason: "errors", sleepUntil: T0 + MINUTE, sleepCount: 1 })]);
     clock.advance(MINUTE);
-    const probe = keyPool.acquire(1, none)!;
+    const probe = (await keyPool.acquire(1, none))!;
     await keyPool.reload();
-    keyPool.report(probe, { kind: "success" });
-    keyPool.release(probe);
+    await keyPool.report(probe, { kind: "success" });
+    await keyPool.release(probe);
     expect(keyPool.get(1)).toMatchObject({ sleeping: false, probing: false, inFlight: 0 });
-    expect(keyPool.acquire(1, none)?.id).toBe(1);
+    expect((await keyPool.acquire(1, none))?.id).toBe(1);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { createMemoryState, type StateLoaders } from "../../src/state/memory.ts";
-import type { Counter, GaugeCounter, PeriodCounter, State, WindowCounter } from "../../src/state/state.ts";
+import type { Counter, GaugeCounter, KeySleep, PeriodCounter, State, WindowCounter } from "../../src/state/state.ts";
 
 /**
  * What every State must do, whatever keeps it (one process's memory, a shared store):
@@ -234,6 +234,65 @@ for (const [name, make] of IMPLEMENTATIONS) {
         for (let i = 0; i < 6; i++) await state.levels.recordError(0, 1, T0, 5, MINUTE);
         await state.levels.recover(0, 1, false);
         expect((await state.levels.status(0, 1)).switchedAt).toBe(T0);
+      });
+    });
+
+    describe("provider keys' health", () => {
+      const awake = { sleeping: false, reason: null, until: null, count: 0 } as const;
+      const key = (id: number, stored: KeySleep = awake) => ({ id, stored });
+
+      test("a key starts from its stored sleep; tenants do not share keys", async () => {
+        const { state } = await fixture(make);
+        const sleeping: KeySleep = { sleeping: true, reason: "errors", until: T0 + MINUTE, count: 2 };
+        expect(await state.keys.health(1, [key(1, sleeping), key(2)])).toEqual([
+          { ...sleeping, inFlight: 0, failures: 0, probing: false },
+          { ...awake, inFlight: 0, failures: 0, probing: false },
+        ]);
+        await state.keys.take(1, key(2), false);
+        expect((await state.keys.health(2, [key(2)]))[0]!.inFlight).toBe(0);
+        // Once held, the State's health counts, not a stored sleep told again.
+        expect((await state.keys.health(1, [key(2, sleeping)]))[0]).toMatchObject({ sleeping: false, inFlight: 1 });
+      });
+
+      test("calls in flight go up with take and down with release, never below zero; one probe at a time", async () => {
+        const { state } = await fixture(make);
+        await state.keys.take(0, key(1), false);
+        await state.keys.take(0, key(1), false);
+        await state.keys.release(0, 1);
+        await state.keys.release(0, 1);
+        await state.keys.release(0, 1);
+        expect((await state.keys.health(0, [key(1)]))[0]!.inFlight).toBe(0);
+        const claims = await Promise.all([1, 2, 3].map(() => state.keys.take(0, key(1), true)));
+        expect(claims.filter(Boolean)).toHaveLength(1);
+        expect((await state.keys.health(0, [key(1)]))[0]).toMatchObject({ probing: true, inFlight: 1 });
+        // A probe that ends without a verdict frees the next one.
+        await state.keys.release(0, 1);
+        expect(await state.keys.take(0, key(1), true)).toBe(true);
+      });
+
+      test("verdicts follow the health rules: three failures sleep a key, a probe's success wakes it; NoSleep keys never sleep", async () => {
+        const { state } = await fixture(make);
+        const ref = { ...key(1), noSleep: false };
+        expect(await state.keys.record(0, ref, { kind: "retryable" }, T0)).toBeUndefined();
+        expect(await state.keys.record(0, ref, { kind: "retryable" }, T0)).toBeUndefined();
+        expect(await state.keys.record(0, ref, { kind: "retryable", retryAfterMs: 5 * MINUTE }, T0)).toEqual({ sleeping: true, reason: "errors", until: T0 + 5 * MINUTE, count: 1 });
+        expect(await state.keys.take(0, key(1), true)).toBe(true);
+        expect(await state.keys.record(0, ref, { kind: "success" }, T0 + 5 * MINUTE)).toEqual({ sleeping: false, reason: null, until: null, count: 0 });
+        expect((await state.keys.health(0, [key(1)]))[0]).toMatchObject({ sleeping: false, failures: 0, probing: false });
+        expect(await state.keys.record(0, ref, { kind: "credential" }, T0)).toEqual({ sleeping: true, reason: "auth", until: null, count: 0 });
+        const steady = { ...key(2), noSleep: true };
+        for (let i = 0; i < 5; i++) expect(await state.keys.record(0, steady, { kind: "retryable" }, T0)).toBeUndefined();
+        expect(await state.keys.record(0, steady, { kind: "credential" }, T0)).toBeUndefined();
+      });
+
+      test("setSleep puts a key to sleep or wakes it and forgets its failures", async () => {
+        const { state } = await fixture(make);
+        const ref = { ...key(1), noSleep: false };
+        await state.keys.record(0, ref, { kind: "retryable" }, T0);
+        await state.keys.setSleep(0, key(1), { sleeping: true, reason: "manual", until: null, count: 0 });
+        expect((await state.keys.health(0, [key(1)]))[0]).toMatchObject({ sleeping: true, reason: "manual", failures: 0 });
+        await state.keys.setSleep(0, key(1), awake);
+        expect((await state.keys.health(0, [key(1)]))[0]).toMatchObject({ sleeping: false, reason: null });
       });
     });
 

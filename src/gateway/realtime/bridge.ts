@@ -73,7 +73,7 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
     const id = metaOf(request)?.id ?? requestId();
     const tried = new Set<number>();
     // A client secret lives on the key that issued it; a gone key means no key (503 below).
-    const pinned = handshake.ephemeral ? tenant.pool.acquireById(handshake.ephemeral.keyId) : undefined;
+    const pinned = handshake.ephemeral ? await tenant.pool.acquireById(handshake.ephemeral.keyId) : undefined;
     const picked = handshake.ephemeral
       ? pinned && { key: pinned, level: pinned.level, probe: false }
       : await pickRealtimeKey(tenant, route.level, tried);
@@ -102,7 +102,7 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
     if (handshake.protocol) headers["sec-websocket-protocol"] = handshake.protocol;
     if (!server.upgrade(request, { data: session, headers })) {
       metering.settle(session, 400, ZERO_USAGE, "estimated", now);
-      tenant.pool.release(picked.key);
+      void tenant.pool.release(picked.key);
       throw new HttpError("invalid_request", "The WebSocket upgrade request is not valid", { code: "invalid_upgrade" });
     }
   };

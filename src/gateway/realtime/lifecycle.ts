@@ -101,7 +101,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
     // the reservation held for the next one. A response cut short still leaves its row.
     if (session.failStatus === undefined && !inProgress) metering.release(session);
     else metering.settle(session, session.failStatus ?? (end?.by === "client" ? 499 : 502), ZERO_USAGE, "estimated", session.responseStartedAt ?? session.admittedAt);
-    if (session.picked) session.tenant.pool.release(session.picked.key);
+    if (session.picked) void session.tenant.pool.release(session.picked.key);
     session.picked = undefined;
     session.pending = [];
     session.pendingBytes = 0;
@@ -148,7 +148,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
     const next =
       !session.ephemeral && session.attempts < deps.config.maxAttempts ? await pickRealtimeKey(session.tenant, session.level, session.tried) : undefined;
     if (next && session.clientClosed) {
-      session.tenant.pool.release(next.key);
+      void session.tenant.pool.release(next.key);
       return finish(session);
     }
     if (next) {
@@ -166,7 +166,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
     open(session) {
       const { key, level, probe } = session.picked!;
       const { pool, switchOver } = session.tenant;
-      pool.report(key, { kind: "success" });
+      void pool.report(key, { kind: "success" });
       void switchOver.recordSuccess(level, probe);
       for (const frame of session.pending) session.upstream!.send(frame);
       session.pending = [];
@@ -189,17 +189,17 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
       const { pool, switchOver } = session.tenant;
       log.warn("realtime upstream did not connect", { req: session.id, key: key.id, level, failure: failure.kind, error: redact(message ?? "") });
       if (failure.kind === "blocked") {
-        pool.markUnusable(key, failure.reason);
+        void pool.markUnusable(key, failure.reason);
         if (probe) void switchOver.abandonProbe(level);
       } else if (failure.kind === "client") {
-        pool.report(key, { kind: "success" });
+        void pool.report(key, { kind: "success" });
         void switchOver.recordSuccess(level, probe);
       } else {
-        pool.report(key, failure.kind === "credential" ? { kind: "credential" } : { kind: "retryable" });
+        void pool.report(key, failure.kind === "credential" ? { kind: "credential" } : { kind: "retryable" });
         if (failure.kind === "retryable") void switchOver.recordError(level, clock.now());
         if (probe) void switchOver.abandonProbe(level);
       }
-      pool.release(key);
+      void pool.release(key);
       session.tried.add(key.id);
       session.picked = undefined;
       session.upstream = undefined;

@@ -29,10 +29,10 @@ export async function pickRealtimeKey(
   for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
     seen.add(current);
     for (;;) {
-      const key = deps.pool.acquire(current, tried);
+      const key = await deps.pool.acquire(current, tried);
       if (!key) break;
       if (supportsRealtime(key)) return { key, level: current, probe: resolved.probe && current === resolved.level };
-      deps.pool.release(key);
+      await deps.pool.release(key);
       tried.add(key.id);
     }
     if (resolved.probe && current === resolved.level) await deps.switchOver.abandonProbe(current);
