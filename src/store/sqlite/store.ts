@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import type { Logger } from "../../core/log.ts";
 import type { Repositories, Store, Transaction } from "../store.ts";
 import { sqliteAccounts } from "./accounts.ts";
@@ -20,7 +19,6 @@ import { sqliteUsage } from "./usage.ts";
 export function openSqliteStore(path: string, options: OpenOptions = {}): Store {
   const connection = openConnection(path, options);
   const { sqlite } = connection;
-  const inTransaction = new AsyncLocalStorage<true>();
   /** Calls waiting for the open transaction to end; undefined when none is open. */
   let waiting: Array<() => void> | undefined;
 
@@ -33,10 +31,6 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
   };
   const outside = <R>(call: () => R): Promise<R> => {
     if (waiting === undefined) return now(call);
-    if (inTransaction.getStore()) {
-      // Waiting here would wait for itself: the body must use the repositories it was given.
-      return Promise.reject(new Error("a store transaction used the store's own repositories instead of its own"));
-    }
     return new Promise<void>((resolve) => waiting!.push(resolve)).then(() => outside(call));
   };
   const repositories = (run: <R>(call: () => R) => Promise<R>): Repositories => ({
@@ -70,14 +64,11 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
   };
 
   const transaction = async <T>(body: (tx: Transaction) => Promise<T>): Promise<T> => {
-    while (waiting !== undefined) {
-      if (inTransaction.getStore()) throw new Error("store transactions do not nest");
-      await new Promise<void>((resolve) => waiting!.push(resolve));
-    }
+    while (waiting !== undefined) await new Promise<void>((resolve) => waiting!.push(resolve));
     waiting = [];
     sqlite.run("BEGIN IMMEDIATE");
     try {
-      const result = await inTransaction.run(true, () => body(bound));
+      const result = await body(bound);
       sqlite.run("COMMIT");
       return result;
     } catch (error) {
