@@ -14,7 +14,7 @@ import { reportRoutes } from "./metering/report-routes.ts";
 import { HttpError, notFound, badRequest } from "./core/errors.ts";
 import type { Deps } from "./deps.ts";
 import { errorResponse } from "./http/envelopes.ts";
-import { familyOfRequest } from "./http/family.ts";
+import { familyOfRequest } from "./formats/registry.ts";
 import { thrownResponse } from "./http/error-response.ts";
 
 /**

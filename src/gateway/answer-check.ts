@@ -1,5 +1,5 @@
 import { concatBytes } from "../core/bytes.ts";
-import type { SseEvent } from "./sse/decoder.ts";
+import type { SseEvent } from "../formats/sse.ts";
 
 /**
  * Whether a 2xx upstream body is an answer. An upstream (or a proxy in front of it) may

@@ -8,7 +8,7 @@ import { adapterFor } from "../upstreams/index.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall } from "./call.ts";
 import { clientResponseHeaders, retryAfterMs } from "./headers.ts";
-import { ZERO_USAGE } from "./usage/types.ts";
+import { ZERO_USAGE } from "../formats/usage.ts";
 import type { AttemptsEnd, CallOutcome, PeekedStream, ReadAnswer, RelayInput } from "./call-outcome.ts";
 import { judgeJson, readFirstEvent } from "./answer-check.ts";
 import { AddressRefusedError } from "../upstreams/address-policy.ts";

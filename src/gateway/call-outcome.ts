@@ -1,8 +1,8 @@
 import type { Principal } from "../accounts/principal.ts";
 import type { Admission } from "../metering/admission.ts";
 import type { ModelRoute } from "../routing/route-model.ts";
-import type { ClientCall } from "./call.ts";
-import type { Usage, UsageSource } from "./usage/types.ts";
+import type { ClientCall } from "../formats/format.ts";
+import type { Usage, UsageSource } from "../formats/usage.ts";
 
 /**
  * What a model call is and how it ended, in the order the pipeline passes them on:

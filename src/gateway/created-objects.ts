@@ -8,7 +8,7 @@ import type { ObjectKind } from "./affinity.ts";
 export function clientSecretId(value: string): string {
   return `ek:${createHash("sha256").update(value).digest("hex")}`;
 }
-import type { Endpoint } from "./endpoints.ts";
+import type { Endpoint } from "../formats/format.ts";
 
 const str = (value: unknown) => (typeof value === "string" && value.length > 0 && value.length <= 256 ? value : undefined);
 

@@ -9,8 +9,8 @@ import { clientResponseHeaders } from "./headers.ts";
 import type { Answered, CallOutcome, Delivery, RelayInput, ServedRoute } from "./call-outcome.ts";
 import { relayStream } from "./stream.ts";
 import { countContent } from "./usage/content-count.ts";
-import { usageFromJson } from "./usage/extract.ts";
-import { ZERO_USAGE, type Usage, type UsageSource } from "./usage/types.ts";
+import { formatOf } from "../formats/registry.ts";
+import { ZERO_USAGE, type Usage, type UsageSource } from "../formats/usage.ts";
 
 /** A rough token count for when the upstream reported none: about four bytes per token. */
 export function estimateTokens(bytes: number): number {
@@ -131,7 +131,7 @@ export function createDeliver(deps: {
     release();
     const status = clientLeft ? 499 : response.status;
     for (const object of createdObjects(call.endpoint, parsed)) await remember(input, route, object.id, object.kind);
-    const reported = usageFromJson(call.family, parsed);
+    const reported = formatOf(call.family).usageFromJson(parsed);
     const usage = reported && call.endpoint.embedding ? { ...reported, completion: 0, reasoning: 0 } : reported;
     const quantities = answerQuantities(parsed);
     let outcome: CallOutcome;

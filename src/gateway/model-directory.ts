@@ -4,6 +4,8 @@ import { compilePattern } from "../routing/patterns.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
 import type { AzureConfig } from "../routing/provider-config.ts";
 import { joinProviderPath } from "../upstreams/standard.ts";
+import type { Family } from "../formats/family.ts";
+import { FORMATS, formatOf } from "../formats/registry.ts";
 
 /**
  * Which models each provider key serves, for the model lists (docs/api.md, "Model
@@ -14,8 +16,8 @@ import { joinProviderPath } from "../upstreams/standard.ts";
  * known as. A list call only reads what is here.
  */
 
-/** The upstream APIs whose model-list endpoint the router knows. */
-type ListApi = "openai" | "anthropic" | "gemini";
+/** The upstream APIs whose model-list endpoint the router knows: each family's own. */
+type ListApi = Family;
 
 /** Providers a host is known as, for the catalog fallback. */
 type KnownProvider = ListApi | "vertex";
@@ -35,18 +37,14 @@ export function knownProvider(key: Pick<PoolKey, "provider" | "config">): KnownP
   } catch {
     return undefined;
   }
-  if (host === "api.openai.com") return "openai";
-  if (host === "api.anthropic.com") return "anthropic";
-  if (host === "generativelanguage.googleapis.com") return "gemini";
+  for (const format of Object.values(FORMATS)) if (format.hosts.includes(host)) return format.family;
   if (host.endsWith("aiplatform.googleapis.com")) return "vertex";
   return undefined;
 }
 
 /** Which provider a catalog model belongs to, by its name. */
 function providerOfModel(name: string): KnownProvider | undefined {
-  if (/^(gpt-|chatgpt-|o\d|text-embedding-3|text-embedding-ada|omni-moderation|text-moderation|dall-e|whisper|tts-|sora)/.test(name)) return "openai";
-  if (name.startsWith("claude-")) return "anthropic";
-  if (/^(gemini-|text-embedding-004|imagen-|veo-)/.test(name)) return "gemini";
+  for (const format of Object.values(FORMATS)) if (format.publishes.test(name)) return format.family;
   return undefined;
 }
 
@@ -111,31 +109,10 @@ function listApiOf(key: PoolKey): ListApi | undefined {
   return known === "vertex" ? undefined : (known ?? "openai");
 }
 
-/** The URL of a key's model list and the headers carrying its secret. */
+/** The URL of a page of a key's model list and the headers carrying its secret, in the family's own list API. */
 function listRequest(key: PoolKey, api: ListApi, cursor: string | undefined): { url: string; headers: Record<string, string> } {
-  if (api === "anthropic") {
-    const query = `?limit=1000${cursor ? `&after_id=${encodeURIComponent(cursor)}` : ""}`;
-    return { url: joinProviderPath(key.provider, `/v1/models${query}`), headers: { "x-api-key": key.secret, "anthropic-version": "2023-06-01" } };
-  }
-  if (api === "gemini") {
-    const query = `?pageSize=1000${cursor ? `&pageToken=${encodeURIComponent(cursor)}` : ""}`;
-    return { url: joinProviderPath(key.provider, `/v1beta/models${query}`), headers: { "x-goog-api-key": key.secret } };
-  }
-  return { url: joinProviderPath(key.provider, "/v1/models"), headers: { authorization: `Bearer ${key.secret}` } };
-}
-
-/** One page of a list: the model ids in it and where the next page starts. */
-function readPage(api: ListApi, body: unknown): { ids: string[]; next: string | undefined } {
-  const object = (body ?? {}) as Record<string, unknown>;
-  if (api === "gemini") {
-    const models = Array.isArray(object.models) ? object.models : [];
-    const ids = models.map((m) => String((m as { name?: unknown }).name ?? "").replace(/^models\//, "")).filter(Boolean);
-    return { ids, next: typeof object.nextPageToken === "string" && object.nextPageToken ? object.nextPageToken : undefined };
-  }
-  const data = Array.isArray(object.data) ? object.data : [];
-  const ids = data.map((m) => String((m as { id?: unknown }).id ?? "")).filter(Boolean);
-  const next = api === "anthropic" && object.has_more === true && typeof object.last_id === "string" ? object.last_id : undefined;
-  return { ids, next };
+  const { path, headers } = formatOf(api).upstreamModelList(key.secret, cursor);
+  return { url: joinProviderPath(key.provider, path), headers };
 }
 
 export function createModelDirectory(deps: ModelDirectoryDeps): ModelDirectory {
@@ -165,7 +142,7 @@ export function createModelDirectory(deps: ModelDirectoryDeps): ModelDirectory {
         await response.body?.cancel().catch(() => {});
         throw new Error(`HTTP ${response.status}`);
       }
-      const { ids: found, next } = readPage(api, await response.json());
+      const { ids: found, next } = formatOf(api).readModelPage(await response.json());
       ids.push(...found);
       if (!next) break;
       cursor = next;

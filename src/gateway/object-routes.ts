@@ -5,9 +5,9 @@ import type { Deps } from "../deps.ts";
 import { readBodyBytes, parseJsonObject } from "../http/body.ts";
 import { authPlugin, type Caller } from "../http/plugins.ts";
 import type { ObjectKind } from "./affinity.ts";
-import type { ClientCall } from "./call.ts";
+import type { ClientCall } from "../formats/format.ts";
 import type { Pipeline } from "./pipeline.ts";
-import type { Endpoint } from "./endpoints.ts";
+import type { Endpoint } from "../formats/format.ts";
 import { forwardableRequestHeaders } from "./headers.ts";
 
 /** Creation calls that carry no model: served by Level 1 (docs/api.md). */

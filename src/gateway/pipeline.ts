@@ -10,10 +10,11 @@ import { authenticate, type Caller } from "../http/plugins.ts";
 import type { UsageSink } from "../metering/usage-recorder.ts";
 import { routeModel, type ModelRoute } from "../routing/route-model.ts";
 import { tenantAttempts } from "./attempts.ts";
-import { bodyCall, multipartCall, type ClientCall } from "./call.ts";
+import type { CallSource, ClientCall, Endpoint } from "../formats/format.ts";
+import { bodyCall, multipartCall } from "../formats/read-call.ts";
+import { forwardableRequestHeaders } from "./headers.ts";
 import type { CallOutcome, Delivery, RelayInput } from "./call-outcome.ts";
 import { createDeliver } from "./deliver.ts";
-import type { Endpoint } from "./endpoints.ts";
 
 /** Reads the client's call from the request (JSON, multipart or Gemini form). */
 export type CallReader = (request: Request) => Promise<ClientCall>;
@@ -91,12 +92,12 @@ export function createPipeline(deps: Deps) {
     run,
     forward,
     /** A JSON call of an endpoint. */
-    json: (endpoint: Endpoint): CallReader => async (request) => bodyCall(endpoint, request, await readBodyBytes(request, deps.config.maxBody)),
+    json: (endpoint: Endpoint): CallReader => async (request) => bodyCall(endpoint, await readBodyBytes(request, deps.config.maxBody), sourceOf(request)),
     /** A multipart call of an endpoint, spooled to disk. */
     multipart: (endpoint: Endpoint): CallReader => async (request) => {
       const form = await spoolMultipart(request, deps.config.maxBody, spoolDir);
       try {
-        return multipartCall(endpoint, request, form);
+        return multipartCall(endpoint, form, sourceOf(request));
       } catch (error) {
         // A form refused for its fields (no model, no file, a field given twice) leaves no spool file behind.
         form.remove();
@@ -107,6 +108,9 @@ export function createPipeline(deps: Deps) {
 }
 
 export type Pipeline = ReturnType<typeof createPipeline>;
+
+/** What a family's reader sees of a request besides its body: the URL and the headers fit to forward. */
+export const sourceOf = (request: Request): CallSource => ({ url: request.url, headers: forwardableRequestHeaders(request.headers) });
 
 /** Where the tenant's mappers send the call; a multipart form's model cannot be rewritten. */
 function routeOf(tenant: TenantDeps, call: ClientCall, level: number | undefined): ModelRoute {

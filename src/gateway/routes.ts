@@ -3,10 +3,10 @@ import { notFound } from "../core/errors.ts";
 import type { Deps } from "../deps.ts";
 import { readBodyBytes } from "../http/body.ts";
 import { authPlugin, type Caller } from "../http/plugins.ts";
-import { geminiCall } from "./call.ts";
-import { createPipeline } from "./pipeline.ts";
+import { createPipeline, sourceOf } from "./pipeline.ts";
 import { objectRoutes } from "./object-routes.ts";
-import { ANTHROPIC_ENDPOINTS, GEMINI_METHODS, geminiEndpoint, OPENAI_ALIASES, OPENAI_ENDPOINTS, type Endpoint } from "./endpoints.ts";
+import type { Endpoint, PathModelCalls } from "../formats/format.ts";
+import { FORMATS } from "../formats/registry.ts";
 import { modelListRoutes } from "./model-list-routes.ts";
 
 
@@ -30,25 +30,27 @@ export function gatewayRoutes(deps: Deps, hot: HotRoutes = new Map()) {
     return app.post(path, ({ request, principal, tenant }) => pipeline.run(request, { principal, tenant }, read), { auth: true }) as unknown as Base;
   };
 
-  const gemini = (version: "v1" | "v1beta") => {
+  /** `/{version}/models/{model}:{method}` (Gemini): the method in the path picks the endpoint. */
+  const pathModel = (calls: PathModelCalls, version: string) => {
     return ({ request, principal, tenant, params }: Caller & { request: Request; params: { spec: string } }) => {
       const method = params.spec.slice(params.spec.lastIndexOf(":") + 1);
-      if (!params.spec.includes(":") || !GEMINI_METHODS.has(method)) {
-        throw notFound(`No route for POST ${new URL(request.url).pathname}`);
-      }
+      const endpoint = params.spec.includes(":") ? calls.endpoint(version, method) : undefined;
+      if (!endpoint) throw notFound(`No route for POST ${new URL(request.url).pathname}`);
       return pipeline.run(request, { principal, tenant }, async () =>
-        geminiCall(geminiEndpoint(version, method), request, await readBodyBytes(request, deps.config.maxBody), params.spec),
+        calls.read(endpoint, await readBodyBytes(request, deps.config.maxBody), params.spec, sourceOf(request)),
       );
     };
   };
 
   let app = base;
-  for (const [path, endpoint] of Object.entries(OPENAI_ENDPOINTS)) app = post(app, path, endpoint);
-  for (const [alias, path] of Object.entries(OPENAI_ALIASES)) app = post(app, alias, OPENAI_ENDPOINTS[path]!);
-  for (const [path, endpoint] of Object.entries(ANTHROPIC_ENDPOINTS)) app = post(app, path, endpoint);
-  return app
-    .use(objectRoutes(deps, pipeline))
-    .post("/v1beta/models/:spec", gemini("v1beta"), { auth: true })
-    .post("/v1/models/:spec", gemini("v1"), { auth: true })
-    .use(modelListRoutes(deps));
+  for (const format of Object.values(FORMATS)) {
+    for (const [path, endpoint] of Object.entries(format.endpoints)) app = post(app, path, endpoint);
+  }
+  app = app.use(objectRoutes(deps, pipeline)) as unknown as Base;
+  for (const format of Object.values(FORMATS)) {
+    const calls = format.pathModels;
+    if (!calls) continue;
+    for (const version of calls.versions) app = app.post(`/${version}/models/:spec`, pathModel(calls, version), { auth: true }) as unknown as Base;
+  }
+  return app.use(modelListRoutes(deps));
 }

@@ -1,9 +1,10 @@
-import type { Family } from "../http/family.ts";
-import { createSseDecoder, type SseEvent } from "./sse/decoder.ts";
-import { streamBroken, streamErrorEvent, streamTimeout } from "./stream-events.ts";
+import type { Family } from "../formats/family.ts";
+import { createSseDecoder, type SseEvent } from "../formats/sse.ts";
+import { streamBroken, streamTimeout } from "./stream-events.ts";
+import { formatOf } from "../formats/registry.ts";
 import { countContent } from "./usage/content-count.ts";
-import { createStreamUsageTap, HAS_USAGE_OBJECT } from "./usage/extract.ts";
-import type { Usage } from "./usage/types.ts";
+import { HAS_USAGE_OBJECT } from "../formats/json.ts";
+import type { Usage } from "../formats/usage.ts";
 import type { ReadResult } from "./call-outcome.ts";
 
 /** How a relayed stream ended, for metering. */
@@ -81,7 +82,8 @@ export function relayStream(
   first: ReadResult | undefined,
   options: StreamOptions,
 ): RelayedStream {
-  const tap = createStreamUsageTap(options.family);
+  const format = formatOf(options.family);
+  const tap = format.streamUsageTap();
   const hide = options.hideUsageChunk;
   let dataBytes = 0;
   let contentBytes = 0;
@@ -216,7 +218,7 @@ export function relayStream(
       try {
         if (ending !== "complete") {
           options.abortUpstream();
-          controller.write(streamErrorEvent(options.family, ending === "timeout" ? streamTimeout(Math.round(options.idleMs / 1000)) : streamBroken()));
+          controller.write(format.streamErrorEvent(ending === "timeout" ? streamTimeout(Math.round(options.idleMs / 1000)) : streamBroken()));
         }
         controller.close();
       } catch {

@@ -1,7 +1,8 @@
 import { hashApiKey } from "../accounts/api-keys.ts";
 import type { Principal, PrincipalCache } from "../accounts/principal.ts";
 import { unauthorized } from "../core/errors.ts";
-import type { Family } from "./family.ts";
+import type { Family } from "../formats/family.ts";
+import { formatOf } from "../formats/registry.ts";
 import { metaOf } from "./context.ts";
 
 /** Query parameters through which some clients try to pass a key; never accepted. */
@@ -9,7 +10,7 @@ const KEY_PARAMS = ["key", "api_key", "api-key", "apikey", "access_token"];
 
 /**
  * The API key of a request, from the headers its family's SDKs use: Bearer always;
- * `x-api-key` on Anthropic paths (0.x SDKs); `x-goog-api-key` on Gemini paths.
+ * the family's own key header otherwise (Anthropic's `x-api-key`, Gemini's `x-goog-api-key`).
  */
 export function extractApiKey(request: Request, family: Family): string | undefined {
   const authorization = request.headers.get("authorization");
@@ -17,9 +18,8 @@ export function extractApiKey(request: Request, family: Family): string | undefi
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (match) return match[1];
   }
-  if (family === "anthropic") return request.headers.get("x-api-key") ?? undefined;
-  if (family === "gemini") return request.headers.get("x-goog-api-key") ?? undefined;
-  return undefined;
+  const header = formatOf(family).keyHeader;
+  return header ? (request.headers.get(header) ?? undefined) : undefined;
 }
 
 /** 401 when a key rides in the URL (`?key=`, `?api_key=`, …): URLs end up in logs and histories. */

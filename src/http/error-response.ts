@@ -1,7 +1,7 @@
 import { HttpError } from "../core/errors.ts";
 import type { Deps } from "../deps.ts";
 import { errorResponse } from "./envelopes.ts";
-import { familyOfRequest } from "./family.ts";
+import { familyOfRequest } from "../formats/registry.ts";
 import { metaOf } from "./context.ts";
 
 /**

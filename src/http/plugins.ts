@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Principal } from "../accounts/principal.ts";
 import { forbidden } from "../core/errors.ts";
 import type { Deps, TenantDeps } from "../deps.ts";
-import { familyOfRequest } from "./family.ts";
+import { familyOfRequest } from "../formats/registry.ts";
 import { checkAccess } from "./access.ts";
 import { clientIp } from "./client-ip.ts";
 

@@ -1,6 +1,6 @@
 import { badRequest } from "../core/errors.ts";
-import type { Endpoint } from "../gateway/endpoints.ts";
-import type { Usage } from "../gateway/usage/types.ts";
+import type { Endpoint } from "../formats/format.ts";
+import type { Usage } from "../formats/usage.ts";
 import { tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { ChatPrice, Section } from "./pricing/schema.ts";

@@ -3,8 +3,8 @@ import type { AccountRow } from "../store/store.ts";
 import { msUntilNextBusinessDay, msUntilNextBusinessMonth, type Clock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
-import type { Endpoint } from "../gateway/endpoints.ts";
-import type { Usage } from "../gateway/usage/types.ts";
+import type { Endpoint } from "../formats/format.ts";
+import type { Usage } from "../formats/usage.ts";
 import type { Adjustment, AdmitLine, CountState, PeriodCounter } from "../state/state.ts";
 import { limitScopes, planWindows, settleTokens, type RefusalReason, type SystemLimits } from "./limits.ts";
 import { planBilling, type BillingPlan } from "./billing.ts";
@@ -13,7 +13,7 @@ import type { PeriodCounters } from "./quotas.ts";
 import type { Admission, SubtreeSpend } from "./admission.ts";
 import type { UsageEvent, UsageRecorder, UsageSink } from "./usage-recorder.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
-import { familyOf } from "../http/family.ts";
+import { familyOf } from "../formats/registry.ts";
 
 export { DEFAULT_MAX_OUTPUT_TOKENS, worstCaseNanos } from "./billing.ts";
 

@@ -1,7 +1,7 @@
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
-import type { Usage, UsageSource } from "../gateway/usage/types.ts";
+import type { Usage, UsageSource } from "../formats/usage.ts";
 import type { NewUsageEventRow, RollupRow, Store } from "../store/store.ts";
 
 /** What the gateway reports when a model call ends. */

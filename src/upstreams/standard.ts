@@ -1,3 +1,4 @@
+import { formatOf } from "../formats/registry.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
 import { bodyOf, type UpstreamAdapter, type UpstreamCall } from "./types.ts";
 
@@ -20,14 +21,7 @@ export const standardAdapter: UpstreamAdapter = {
   supports: () => true,
   async prepare(key: PoolKey, call: UpstreamCall) {
     const headers = new Headers(call.headers);
-    if (call.family === "anthropic") {
-      headers.set("x-api-key", key.secret);
-      if (!headers.has("anthropic-version")) headers.set("anthropic-version", "2023-06-01");
-    } else if (call.family === "gemini") {
-      headers.set("x-goog-api-key", key.secret);
-    } else {
-      headers.set("authorization", `Bearer ${key.secret}`);
-    }
+    formatOf(call.family).authorize(headers, key.secret);
     return { url: joinProviderPath(key.provider, call.path) + call.search, headers, body: bodyOf(call) };
   },
 };

@@ -1,4 +1,4 @@
-import type { Family } from "../http/family.ts";
+import type { Family } from "../formats/family.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
 
 /** One call as the gateway hands it to an upstream adapter. */

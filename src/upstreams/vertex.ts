@@ -1,12 +1,51 @@
 import type { PoolKey } from "../routing/pool-key.ts";
 import type { VertexConfig } from "../routing/provider-config.ts";
 import { createAccessTokenProvider, parseServiceAccount, vertexBaseUrl, type AccessTokenProvider } from "./google-auth.ts";
-import type { UpstreamAdapter } from "./types.ts";
+import type { Family } from "../formats/family.ts";
+import type { UpstreamAdapter, UpstreamCall } from "./types.ts";
 
 /** The body Anthropic-on-Vertex expects in place of a `model` field. */
 const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
 
 const GEMINI_METHOD = /^\/v1(?:beta)?\/models\/[^/:]+:([A-Za-z]+)$/;
+
+/** Where each family's calls go on Vertex, and with which body. */
+interface VertexRoute {
+  supports(call: UpstreamCall): boolean;
+  target(base: string, model: string, call: UpstreamCall): { url: string; body: string };
+}
+
+const VERTEX_ROUTES: Record<Family, VertexRoute> = {
+  gemini: {
+    supports: (call) => GEMINI_METHOD.test(call.path),
+    target(base, model, call) {
+      const method = GEMINI_METHOD.exec(call.path)?.[1] ?? "generateContent";
+      return { url: `${base}/publishers/google/models/${model}:${method}${call.stream ? "?alt=sse" : ""}`, body: JSON.stringify(call.json ?? {}) };
+    },
+  },
+  anthropic: {
+    supports: (call) => call.path === "/v1/messages" || call.path === "/v1/messages/count_tokens",
+    target(base, model, call) {
+      if (call.path === "/v1/messages/count_tokens") {
+        // count-tokens keeps the model in the body and has its own pseudo-model path.
+        const body = { ...call.json, anthropic_version: VERTEX_ANTHROPIC_VERSION };
+        return { url: `${base}/publishers/anthropic/models/count-tokens:rawPredict`, body: JSON.stringify(body) };
+      }
+      const { model: _model, ...rest } = call.json ?? {};
+      const verb = call.stream ? "streamRawPredict" : "rawPredict";
+      return { url: `${base}/publishers/anthropic/models/${model}:${verb}`, body: JSON.stringify({ ...rest, anthropic_version: VERTEX_ANTHROPIC_VERSION }) };
+    },
+  },
+  openai: {
+    supports: (call) => call.path === "/v1/chat/completions",
+    target(base, _model, call) {
+      // Vertex's OpenAI-compatible endpoint names models `publisher/model`.
+      const json = { ...call.json };
+      if (typeof json.model === "string" && !json.model.includes("/")) json.model = `google/${json.model}`;
+      return { url: `${base}/endpoints/openapi/chat/completions`, body: JSON.stringify(json) };
+    },
+  },
+};
 
 interface Credentials {
   secret: string;
@@ -37,11 +76,7 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
   };
 
   return {
-    supports(call) {
-      if (call.family === "gemini") return GEMINI_METHOD.test(call.path);
-      if (call.family === "anthropic") return call.path === "/v1/messages" || call.path === "/v1/messages/count_tokens";
-      return call.path === "/v1/chat/completions";
-    },
+    supports: (call) => VERTEX_ROUTES[call.family].supports(call),
     async prepare(key, call) {
       const config = key.config as VertexConfig;
       const creds = credentialsOf(key);
@@ -52,27 +87,7 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
       const headers = new Headers(call.headers);
       headers.set("authorization", `Bearer ${await creds.tokens.token()}`);
       headers.delete("anthropic-version");
-      const model = encodeURIComponent(call.model ?? "");
-      if (call.family === "gemini") {
-        const method = GEMINI_METHOD.exec(call.path)?.[1] ?? "generateContent";
-        const url = `${base}/publishers/google/models/${model}:${method}${call.stream ? "?alt=sse" : ""}`;
-        return { url, headers, body: JSON.stringify(call.json ?? {}) };
-      }
-      if (call.family === "anthropic") {
-        const { model: _model, ...rest } = call.json ?? {};
-        if (call.path === "/v1/messages/count_tokens") {
-          // count-tokens keeps the model in the body and has its own pseudo-model path.
-          const body = { ...call.json, anthropic_version: VERTEX_ANTHROPIC_VERSION };
-          return { url: `${base}/publishers/anthropic/models/count-tokens:rawPredict`, headers, body: JSON.stringify(body) };
-        }
-        const verb = call.stream ? "streamRawPredict" : "rawPredict";
-        const body = { ...rest, anthropic_version: VERTEX_ANTHROPIC_VERSION };
-        return { url: `${base}/publishers/anthropic/models/${model}:${verb}`, headers, body: JSON.stringify(body) };
-      }
-      // Vertex's OpenAI-compatible endpoint names models `publisher/model`.
-      const json = { ...call.json };
-      if (typeof json.model === "string" && !json.model.includes("/")) json.model = `google/${json.model}`;
-      return { url: `${base}/endpoints/openapi/chat/completions`, headers, body: JSON.stringify(json) };
+      return { ...VERTEX_ROUTES[call.family].target(base, encodeURIComponent(call.model ?? ""), call), headers };
     },
     refreshCredentials(key) {
       const creds = credentials.get(key.id);

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createManualClock } from "../../src/core/clock.ts";
-import type { Usage } from "../../src/gateway/usage/types.ts";
+import type { Usage } from "../../src/formats/usage.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 
 const MANAGER = "/v1/*,/dashboard/*,/x-self,/x-pricing,/x-users*,/x-dna*,/x-bill";

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { extractApiKey } from "../../src/http/auth.ts";
-import { familyOf } from "../../src/http/family.ts";
+import { familyOf } from "../../src/formats/registry.ts";
 
 const req = (headers: Record<string, string>) => new Request("http://x/", { headers });
 

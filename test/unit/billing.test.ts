@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { HttpError } from "../../src/core/errors.ts";
-import { OPENAI_ENDPOINTS, type Endpoint } from "../../src/gateway/endpoints.ts";
-import { ZERO_USAGE, type Usage } from "../../src/gateway/usage/types.ts";
+import type { Endpoint } from "../../src/formats/format.ts";
+import { OPENAI_ENDPOINTS } from "../../src/formats/openai/endpoints.ts";
+import { ZERO_USAGE, type Usage } from "../../src/formats/usage.ts";
 import { DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_VIDEO_SECONDS, planBilling, type BillingInput } from "../../src/metering/billing.ts";
 import { createPriceBook } from "../../src/metering/pricing/price-book.ts";
 

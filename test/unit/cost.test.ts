@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { Usage } from "../../src/gateway/usage/types.ts";
+import type { Usage } from "../../src/formats/usage.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS, worstCaseNanos } from "../../src/metering/meter.ts";
 import { DEFAULT_CONTEXT_WINDOW, PROVIDER_INPUT_OVERHEAD } from "../../src/metering/billing.ts";
 import { tokenCostNanos, unitCostNanos } from "../../src/metering/pricing/cost.ts";

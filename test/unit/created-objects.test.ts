@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { answerQuantities, createdObjects, streamedObjects, streamedResponseId } from "../../src/gateway/created-objects.ts";
-import { OPENAI_ENDPOINTS, type Endpoint } from "../../src/gateway/endpoints.ts";
+import type { Endpoint } from "../../src/formats/format.ts";
+import { OPENAI_ENDPOINTS } from "../../src/formats/openai/endpoints.ts";
 
 /** Reading the ids of created objects and the priced quantities out of upstream answers. */
 

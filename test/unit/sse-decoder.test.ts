@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createSseDecoder, type SseEvent } from "../../src/gateway/sse/decoder.ts";
+import { createSseDecoder, type SseEvent } from "../../src/formats/sse.ts";
 
 const enc = new TextEncoder();
 

@@ -1,9 +1,15 @@
 import { describe, expect, test } from "bun:test";
-import { createSseDecoder } from "../../src/gateway/sse/decoder.ts";
-import { createStreamUsageTap, type StreamUsageTap, type UsageFamily, usageFromJson } from "../../src/gateway/usage/extract.ts";
+import { createSseDecoder } from "../../src/formats/sse.ts";
+import type { Family } from "../../src/formats/family.ts";
+import type { StreamUsageTap } from "../../src/formats/format.ts";
+import { formatOf } from "../../src/formats/registry.ts";
+
+/** Each family's usage readers, as the relay finds them through the registry. */
+const usageFromJson = (family: Family, body: unknown) => formatOf(family).usageFromJson(body);
+const createStreamUsageTap = (family: Family) => formatOf(family).streamUsageTap();
 
 /** Runs SSE text through the real decoder into a fresh tap, `chunk` bytes at a time. */
-function tapStream(family: UsageFamily, sse: string, chunk = 1_000_000): StreamUsageTap {
+function tapStream(family: Family, sse: string, chunk = 1_000_000): StreamUsageTap {
   const tap = createStreamUsageTap(family);
   const decoder = createSseDecoder((e) => tap.onEvent(e));
   const bytes = new TextEncoder().encode(sse);
@@ -351,7 +357,7 @@ test("result() returns a copy the caller may change", () => {
 
 describe("firstNeeded: where in raw bytes the first event a tap needs may be", () => {
   const bytes = (text: string) => new TextEncoder().encode(text);
-  const at = (family: UsageFamily, text: string) => createStreamUsageTap(family).firstNeeded(bytes(text));
+  const at = (family: Family, text: string) => createStreamUsageTap(family).firstNeeded(bytes(text));
 
   test("openai: a usage key whose value is an object, never \"usage\":null", () => {
     const content = 'data: {"model":"gpt-x","choices":[{"delta":{"content":"hi"}}],"usage":null}\n\n';

@@ -6,7 +6,7 @@ import { metaOf } from "../../http/context.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { errorResponse } from "../../http/envelopes.ts";
 import { routeModel } from "../../routing/route-model.ts";
-import { ZERO_USAGE } from "../usage/types.ts";
+import { ZERO_USAGE } from "../../formats/usage.ts";
 import { readHandshake, REALTIME_PATH } from "./handshake.ts";
 import { principalOf } from "../../accounts/principal.ts";
 import { clientSecretId } from "../created-objects.ts";

@@ -5,11 +5,11 @@ import { checkModel } from "../../http/access.ts";
 import { metaOf } from "../../http/context.ts";
 import { authPlugin } from "../../http/plugins.ts";
 import { routeModel } from "../../routing/route-model.ts";
-import type { ClientCall } from "../call.ts";
-import type { Endpoint } from "../endpoints.ts";
+import type { ClientCall } from "../../formats/format.ts";
+import type { Endpoint } from "../../formats/format.ts";
 import { forwardableRequestHeaders } from "../headers.ts";
 import { createPipeline } from "../pipeline.ts";
-import { isObject } from "../usage/families.ts";
+import { isObject } from "../../formats/json.ts";
 
 export const CLIENT_SECRETS_PATH = "/v1/realtime/client_secrets";
 

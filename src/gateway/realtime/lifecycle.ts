@@ -2,7 +2,7 @@ import type { ServerWebSocket, WebSocketHandler } from "bun";
 import { HttpError } from "../../core/errors.ts";
 import type { Deps } from "../../deps.ts";
 import { redact } from "../../core/redact.ts";
-import { ZERO_USAGE } from "../usage/types.ts";
+import { ZERO_USAGE } from "../../formats/usage.ts";
 import { dialUpstream, dropUpstream, type UpstreamEvents } from "./connect.ts";
 import { closeReason, errorEvent, refusalOf, sendableCloseCode } from "./events.ts";
 import { pickRealtimeKey } from "./pick.ts";

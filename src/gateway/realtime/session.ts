@@ -5,8 +5,8 @@ import type { Principal } from "../../accounts/principal.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Admission, Meter } from "../../metering/meter.ts";
 import type { UsageSink } from "../../metering/usage-recorder.ts";
-import type { Endpoint } from "../endpoints.ts";
-import type { Usage, UsageSource } from "../usage/types.ts";
+import type { Endpoint } from "../../formats/format.ts";
+import type { Usage, UsageSource } from "../../formats/usage.ts";
 import { REALTIME_PATH } from "./handshake.ts";
 import type { PickedKey } from "./pick.ts";
 

@@ -1,5 +1,5 @@
-import { count, isObject, type JsonObject } from "../usage/families.ts";
-import type { Usage } from "../usage/types.ts";
+import { count, isObject, type JsonObject } from "../../formats/json.ts";
+import type { Usage } from "../../formats/usage.ts";
 
 /** One upstream `response.done` event, as metering needs it. */
 export interface ResponseDone {

@@ -1,4 +1,4 @@
-import type { Usage } from "../../gateway/usage/types.ts";
+import type { Usage } from "../../formats/usage.ts";
 import type { ChatPrice } from "./schema.ts";
 
 /** Nano-credits per (token × USD-per-1M-tokens): 1e9 nanos per USD ÷ 1e6 tokens. */

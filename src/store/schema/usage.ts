@@ -1,7 +1,7 @@
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
- * One row per completed model call. Token columns follow `Usage` (src/gateway/usage/types.ts):
+ * One row per completed model call. Token columns follow `Usage` (src/formats/usage.ts):
  * prompt includes cache reads/writes, completion includes reasoning. Cost is integer
  * nano-credits so sums stay exact.
  */

@@ -1,0 +1,68 @@
+/**
+ * Readers of untrusted upstream JSON shared by the families' modules: nothing here
+ * throws on odd input, it just finds less.
+ */
+import type { Usage } from "./usage.ts";
+
+export type JsonObject = Record<string, unknown>;
+
+export function isObject(v: unknown): v is JsonObject {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A token count, or undefined when the field is absent or not a count. */
+export function count(v: unknown): number | undefined {
+  if (typeof v === "number") return Number.isFinite(v) && v >= 0 ? v : undefined;
+  // proto3 JSON writes 64-bit integers as strings; accept them in case an upstream does.
+  if (typeof v === "string" && /^\d+$/.test(v)) return Number(v);
+  return undefined;
+}
+
+/** A count, 0 when missing or malformed. */
+export const n = (v: unknown): number => count(v) ?? 0;
+
+export function field(o: unknown, key: string): unknown {
+  return isObject(o) ? o[key] : undefined;
+}
+
+/** Parses an event's data as a JSON object; anything else (e.g. OpenAI's `[DONE]`) is undefined. */
+export function parseObject(data: string): JsonObject | undefined {
+  try {
+    const v: unknown = JSON.parse(data);
+    return isObject(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Adds the optional modality breakdowns only when reported, to keep records small. */
+export function withModalities(u: Usage, audioPrompt: number, audioCompletion: number, imagePrompt: number, imageCompletion: number): Usage {
+  if (audioPrompt > 0) u.audioPrompt = audioPrompt;
+  if (audioCompletion > 0) u.audioCompletion = audioCompletion;
+  if (imagePrompt > 0) u.imagePrompt = imagePrompt;
+  if (imageCompletion > 0) u.imageCompletion = imageCompletion;
+  return u;
+}
+
+export const asBuffer = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
+/** Byte needles for raw searches: searching with a string converts it on every call (4x slower). */
+export const needle = (text: string) => new TextEncoder().encode(text);
+
+/** The offset of the first `"<key>"` in `bytes` whose value is an object (`"usage":null` is not), or -1. */
+export function objectKeyAt(bytes: Uint8Array, quotedKey: Uint8Array): number {
+  const buf = asBuffer(bytes);
+  for (let at = buf.indexOf(quotedKey); at !== -1; at = buf.indexOf(quotedKey, at + 1)) {
+    let i = at + quotedKey.byteLength;
+    while (i < buf.length && (buf[i] === 0x20 || buf[i] === 0x09 || buf[i] === 0x3a || buf[i] === 0x0d || buf[i] === 0x0a)) i++;
+    // Cut off before the value (end of this read): say yes, the decoder will know.
+    if (i >= buf.length || buf[i] === 0x7b) return at;
+  }
+  return -1;
+}
+
+/** The smaller of two offsets where -1 means none. */
+export const earliest = (a: number, b: number) => (a === -1 ? b : b === -1 ? a : Math.min(a, b));
+
+/** Chunks carry `"usage":null` until the usage one: only an object is worth parsing. */
+export const HAS_USAGE_OBJECT = /"usage"\s*:\s*\{/;

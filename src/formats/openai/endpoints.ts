@@ -1,0 +1,32 @@
+import type { Endpoint } from "../format.ts";
+
+const endpoint = (path: string, fields: Omit<Endpoint, "family" | "path" | "model"> & { model?: Endpoint["model"] }): Endpoint => ({
+  family: "openai",
+  path,
+  model: "body",
+  ...fields,
+});
+
+/** The OpenAI model endpoints (spec 4.5). */
+export const OPENAI_ENDPOINTS: Record<string, Endpoint> = {
+  "/v1/chat/completions": endpoint("/v1/chat/completions", { idempotent: true, injectStreamUsage: true }),
+  "/v1/completions": endpoint("/v1/completions", { idempotent: true, injectStreamUsage: true }),
+  "/v1/responses": endpoint("/v1/responses", { idempotent: true, creates: "response" }),
+  "/v1/responses/compact": endpoint("/v1/responses/compact", { idempotent: true }),
+  "/v1/embeddings": endpoint("/v1/embeddings", { idempotent: true, embedding: true }),
+  "/v1/moderations": endpoint("/v1/moderations", { idempotent: true, defaultModel: "omni-moderation-latest" }),
+  "/v1/images/generations": endpoint("/v1/images/generations", { idempotent: false, billing: "image", defaultModel: "dall-e-2" }),
+  "/v1/images/edits": endpoint("/v1/images/edits", { idempotent: false, billing: "image", multipart: true, defaultModel: "dall-e-2" }),
+  "/v1/images/variations": endpoint("/v1/images/variations", { idempotent: false, billing: "image", multipart: true, defaultModel: "dall-e-2" }),
+  "/v1/audio/transcriptions": endpoint("/v1/audio/transcriptions", { idempotent: true, billing: "audio", multipart: true }),
+  "/v1/audio/translations": endpoint("/v1/audio/translations", { idempotent: true, billing: "audio", multipart: true }),
+  "/v1/audio/speech": endpoint("/v1/audio/speech", { idempotent: true, billing: "speech", binary: true }),
+  "/v1/videos/generations": endpoint("/v1/videos/generations", { idempotent: false, billing: "video", creates: "video" }),
+};
+
+/** Compatibility aliases (spec 9) for integrations that omit `/v1`. */
+export const OPENAI_ALIASES: Record<string, string> = {
+  "/chat/completions": "/v1/chat/completions",
+  "/responses": "/v1/responses",
+  "/embeddings": "/v1/embeddings",
+};

@@ -1,0 +1,75 @@
+import { field, HAS_USAGE_OBJECT, isObject, n, needle, objectKeyAt, parseObject, withModalities, type JsonObject } from "../json.ts";
+import type { StreamUsageTap } from "../format.ts";
+import type { Usage } from "../usage.ts";
+
+/**
+ * OpenAI `usage` in any of its shapes: chat completions and embeddings
+ * (`prompt_tokens`…), or the Responses, image and audio APIs (`input_tokens`…).
+ * Undefined when the object has neither, e.g. an empty `{}` placeholder.
+ */
+export function openaiUsage(u: JsonObject): Usage | undefined {
+  if ("prompt_tokens" in u || "completion_tokens" in u) {
+    const pd = u.prompt_tokens_details;
+    const cd = u.completion_tokens_details;
+    return withModalities(
+      {
+        prompt: n(u.prompt_tokens),
+        completion: n(u.completion_tokens),
+        cacheRead: n(field(pd, "cached_tokens")),
+        cacheWrite: n(field(pd, "cache_write_tokens")),
+        reasoning: n(field(cd, "reasoning_tokens")),
+      },
+      n(field(pd, "audio_tokens")),
+      n(field(cd, "audio_tokens")),
+      0,
+      0,
+    );
+  }
+  if ("input_tokens" in u || "output_tokens" in u) {
+    // The transcription API spells the breakdown `input_token_details` (no "s").
+    const id = u.input_tokens_details ?? u.input_token_details;
+    const od = u.output_tokens_details;
+    return withModalities(
+      {
+        prompt: n(u.input_tokens),
+        completion: n(u.output_tokens),
+        cacheRead: n(field(id, "cached_tokens")),
+        cacheWrite: n(field(id, "cache_write_tokens")),
+        reasoning: n(field(od, "reasoning_tokens")),
+      },
+      n(field(id, "audio_tokens")),
+      n(field(od, "audio_tokens")),
+      n(field(id, "image_tokens")),
+      n(field(od, "image_tokens")),
+    );
+  }
+  return undefined;
+}
+
+/** Chat completions, Responses, embeddings and the image/audio APIs: a top-level `usage`. */
+export function openaiUsageFromJson(body: unknown): Usage | undefined {
+  return isObject(body) && isObject(body.usage) ? openaiUsage(body.usage) : undefined;
+}
+
+const USAGE = needle('"usage"');
+
+/**
+ * Chat completion chunks carry, with `stream_options.include_usage`, a final `usage`
+ * (null before it); Responses API events wrap the response object as
+ * `response`, whose `usage` is set on `response.completed` / `.incomplete` / `.failed`.
+ * Some OpenAI-compatible servers send cumulative usage on every chunk, so the latest wins.
+ */
+export function openaiTap(): StreamUsageTap {
+  let usage: Usage | undefined;
+  return {
+    onEvent(event) {
+      if (!HAS_USAGE_OBJECT.test(event.data)) return;
+      const obj = parseObject(event.data);
+      if (obj === undefined) return;
+      const holder = isObject(obj.response) ? obj.response : obj;
+      if (isObject(holder.usage)) usage = openaiUsage(holder.usage) ?? usage;
+    },
+    result: () => (usage === undefined ? undefined : { ...usage }),
+    firstNeeded: (bytes) => objectKeyAt(bytes, USAGE),
+  };
+}

@@ -1,0 +1,33 @@
+import type { Family } from "./family.ts";
+import type { WireFormat } from "./format.ts";
+import { anthropic } from "./anthropic/index.ts";
+import { gemini } from "./gemini/index.ts";
+import { openai } from "./openai/index.ts";
+
+/** Every family the router serves, by name. Adding one is adding its folder and a line here. */
+export const FORMATS: Readonly<Record<Family, WireFormat>> = { openai, anthropic, gemini };
+
+/** The order paths are claimed in: the specific families first, OpenAI (which takes the rest) last. */
+const CLAIM_ORDER: readonly WireFormat[] = [anthropic, gemini, openai];
+
+export const formatOf = (family: Family): WireFormat => FORMATS[family];
+
+/** The family whose path this is: its envelope and key header apply. */
+export function familyOf(path: string): Family {
+  for (const format of CLAIM_ORDER) if (format.ownsPath(path)) return format.family;
+  return "openai";
+}
+
+/** The model-list paths the three SDKs share (`GET /v1/models[/{id}]`, not a Gemini method). */
+const isSharedModelList = (path: string) => (path === "/v1/models" || path.startsWith("/v1/models/")) && !gemini.ownsPath(path);
+
+/**
+ * The family of a request: its path's, except on the model-list paths the SDKs share,
+ * where the client tells itself by its headers.
+ */
+export function familyOfRequest(headers: Headers, path: string): Family {
+  if (isSharedModelList(path)) {
+    for (const format of CLAIM_ORDER) if (format.sentBy?.(headers)) return format.family;
+  }
+  return familyOf(path);
+}
