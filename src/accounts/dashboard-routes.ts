@@ -1,11 +1,21 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../deps.ts";
+import type { Clock } from "../core/clock.ts";
+import type { AuthPluginDeps } from "../http/auth-deps.ts";
 import { authPlugin } from "../http/plugins.ts";
+import type { Store } from "../store/store.ts";
 import { canManage } from "./access.ts";
 import { accountRecord, nanosToCredits } from "./records.ts";
+import type { AccountsService } from "./service.ts";
+
+/** What the dashboard's account routes read: balances and credit grants, at the clock's time. */
+export interface DashboardRouteDeps {
+  accountsService: Pick<AccountsService, "balanceNanos">;
+  store: Pick<Store, "credit">;
+  clock: Clock;
+}
 
 /** `GET /dashboard/status` and `GET /dashboard/info`: who the caller is and what it may do. */
-export function dashboardAccountRoutes(deps: Deps) {
+export function dashboardAccountRoutes(deps: DashboardRouteDeps & AuthPluginDeps) {
   return new Elysia()
     .use(authPlugin(deps))
     .get(

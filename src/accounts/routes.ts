@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { badRequest, forbidden } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
+import type { ServeConfig } from "../config.ts";
+import type { AuthPluginDeps } from "../http/auth-deps.ts";
 import { onlyFields, readJsonObject } from "../http/body.ts";
 import { clientIp } from "../http/client-ip.ts";
 import { pageParams, paginationHeaders, positiveIntParam } from "../http/pagination.ts";
@@ -13,8 +14,13 @@ import type { Principal } from "./principal.ts";
 import { accountRecord, nanosToCredits } from "./records.ts";
 import { ACCOUNT_ORDERS, type AccountsService, type Scope } from "./service.ts";
 
+/** What the account routes read beyond the service they are given: the body limit and whom to trust for the client address. */
+export interface AccountRouteDeps {
+  config: Pick<ServeConfig, "maxBody" | "trustProxy">;
+}
+
 /** Account management (spec 4.2), limited to the caller's subtree; `POST /x-self` for every account. */
-export function accountRoutes(deps: Deps, service: AccountsService) {
+export function accountRoutes(deps: AccountRouteDeps & AuthPluginDeps, service: AccountsService) {
   const record = async (row: AccountRow) => ({
     object: "account",
     ...accountRecord(row),

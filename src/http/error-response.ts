@@ -1,15 +1,22 @@
 import { HttpError } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
+import type { Logger } from "../core/log.ts";
+import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import { errorResponse } from "./envelopes.ts";
 import { familyOfRequest } from "../formats/registry.ts";
 import { metaOf } from "./context.ts";
+
+/** Where a thrown error is accounted for: refusals in the metrics, anything unexpected in the log. */
+export interface ErrorResponseDeps {
+  metrics: Pick<RouterMetrics, "refusals">;
+  log: Logger;
+}
 
 /**
  * What a thrown error becomes for the client: an HttpError in its family's envelope
  * (refusals counted in the metrics), anything else a logged 500 that names the
  * request id, never the error itself.
  */
-export function thrownResponse(deps: Pick<Deps, "metrics" | "log">, error: unknown, request: Request, path: string): Response {
+export function thrownResponse(deps: ErrorResponseDeps, error: unknown, request: Request, path: string): Response {
   const family = familyOfRequest(request.headers, path);
   if (error instanceof HttpError) {
     if (error.status === 403 || error.status === 429) deps.metrics.refusals.inc({ code: error.code ?? error.kind });

@@ -2,9 +2,12 @@ import { Elysia } from "elysia";
 import { canManage } from "../accounts/access.ts";
 import type { Principal } from "../accounts/principal.ts";
 import { nanosToCredits } from "../accounts/records.ts";
+import type { AccountsService } from "../accounts/service.ts";
+import type { Clock } from "../core/clock.ts";
 import { forbidden } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
+import type { AuthPluginDeps } from "../http/auth-deps.ts";
 import { authPlugin } from "../http/plugins.ts";
+import type { Store } from "../store/store.ts";
 import { buildBill } from "./reports/bill.ts";
 import { parseBillRange } from "./reports/dates.ts";
 import { liveRanges, liveTotals } from "./reports/live.ts";
@@ -12,11 +15,21 @@ import { rankUsers } from "./reports/ranking.ts";
 import { groupByAccountModel, groupByDayModel, type Audience } from "./reports/usage-query.ts";
 
 /**
+ * What the reports read: balances and descendants (the accounts service), the usage
+ * rollups and account names, and the clock's business day and month.
+ */
+export interface ReportRouteDeps {
+  accountsService: Pick<AccountsService, "balanceNanos" | "resolve">;
+  store: Pick<Store, "usage" | "accounts">;
+  clock: Clock;
+}
+
+/**
  * Usage reports (spec 4.3, docs/reports.md): `/dashboard/live` and `/dashboard/bill`
  * for the caller's own usage, `/x-bill` for its descendants. All read the daily
  * rollups (usage_daily), never the raw usage rows.
  */
-export function reportRoutes(deps: Deps) {
+export function reportRoutes(deps: ReportRouteDeps & AuthPluginDeps) {
   const rangeOf = (request: Request) => parseBillRange(new URL(request.url).searchParams, deps.clock.businessDate());
 
   return new Elysia()

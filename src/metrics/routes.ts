@@ -1,8 +1,18 @@
 import { Elysia } from "elysia";
 import { timingSafeEqual } from "node:crypto";
 import { forbidden } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
-import { extractApiKey } from "../http/auth.ts";
+import type { ServeConfig } from "../config.ts";
+import { extractApiKey, type Authenticator } from "../http/auth.ts";
+import type { Tenants } from "../tenancy/tenants.ts";
+import type { RouterMetrics } from "./router-metrics.ts";
+
+/** What `/metrics` uses: the scrape token or an owner's key (never in the BYOK style), and the registry it renders. */
+export interface MetricsRouteDeps {
+  config: Pick<ServeConfig, "metricsToken">;
+  tenants: Pick<Tenants, "byok">;
+  auth: Pick<Authenticator, "require">;
+  metrics: Pick<RouterMetrics, "registry">;
+}
 
 function sameSecret(a: string, b: string): boolean {
   const left = Buffer.from(a);
@@ -14,7 +24,7 @@ function sameSecret(a: string, b: string): boolean {
  * `GET /metrics` in the Prometheus text format, for an owner key or the separate
  * `--metrics-token` a scraper can hold without being an administrator.
  */
-export function metricsRoutes(deps: Deps) {
+export function metricsRoutes(deps: MetricsRouteDeps) {
   return new Elysia().get("/metrics", async ({ request }) => {
     const presented = extractApiKey(request, "openai");
     const token = deps.config.metricsToken;

@@ -1,11 +1,14 @@
 import { Elysia } from "elysia";
 import { createHash, randomBytes } from "node:crypto";
+import type { Owners } from "../accounts/owners.ts";
 import { isValidEmail, normaliseEmail } from "../accounts/validation.ts";
+import type { OperationLog } from "../admin/oplog/writer.ts";
+import type { ServeConfig } from "../config.ts";
+import type { Clock } from "../core/clock.ts";
 import { badRequest, HttpError, notFound } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
 import { onlyFields, readJsonObject } from "../http/body.ts";
 import { clientIp } from "../http/client-ip.ts";
-import type { WindowCounter } from "../state/state.ts";
+import type { State, WindowCounter } from "../state/state.ts";
 
 /** Sign-ups allowed per client address and hour. */
 export const SIGNUPS_PER_IP_HOUR = 5;
@@ -16,12 +19,24 @@ const HOUR_MS = 3_600_000;
 const hash = (token: string) => createHash("sha256").update(token).digest("hex");
 
 /**
+ * What sign-ups use: the per-address counter and the pending confirmations (shared
+ * state, so limits hold across instances), owner creation, and the audit log.
+ */
+export interface SignupRouteDeps {
+  config: Pick<ServeConfig, "signupSmtp" | "signupFrom" | "maxBody" | "trustProxy">;
+  state: Pick<State, "counts" | "signups">;
+  owners: Owners;
+  oplog: OperationLog;
+  clock: Clock;
+}
+
+/**
  * Self-registration of owners in the BYOK style (`--signup`): `POST /x-signup`
  * creates the owner of a new, empty tenant and returns its key once. With
  * `--signup-smtp` the key is only issued after the address is confirmed with the
  * token mailed to it (`POST /x-signup/confirm`). Rate-limited per client address.
  */
-export function signupRoutes(deps: Deps) {
+export function signupRoutes(deps: SignupRouteDeps) {
   const smtp = deps.config.signupSmtp;
   const transport = smtp ? import("nodemailer").then((m) => m.default.createTransport(smtp)) : undefined;
 

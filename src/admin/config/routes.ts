@@ -1,16 +1,29 @@
 import { Elysia } from "elysia";
 import type { Principal } from "../../accounts/principal.ts";
+import type { ServeConfig } from "../../config.ts";
 import { badRequest } from "../../core/errors.ts";
-import type { Deps, TenantDeps } from "../../deps.ts";
+import type { InvalidationBus } from "../../core/invalidation.ts";
+import type { Logger } from "../../core/log.ts";
+import type { AuthPluginDeps } from "../../http/auth-deps.ts";
 import { onlyFields, readBodyBytes, readJsonObject } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { authPlugin } from "../../http/plugins.ts";
+import type { Tenant } from "../../tenancy/tenants.ts";
+import type { OperationLog } from "../oplog/writer.ts";
 import { itemDef } from "./items.ts";
 import type { ConfigChange } from "./service.ts";
 import { sendTestMail } from "./test-mail.ts";
 
 /** What a body-less `DELETE /x-config` removes (spec 4.4: "Remove PRICING (restore defaults)"). */
 export const DEFAULT_RESET_ITEMS: readonly string[] = ["PRICING"];
+
+/** What the config routes use beyond the caller's tenant: audit (both logs) and telling caches of a change. */
+export interface ConfigRouteDeps {
+  config: Pick<ServeConfig, "maxBody" | "trustProxy">;
+  oplog: OperationLog;
+  log: Logger;
+  bus: InvalidationBus;
+}
 
 /**
  * `/x-config`, owner only: export (GET), partial update (PUT) and reset (DELETE)
@@ -19,8 +32,8 @@ export const DEFAULT_RESET_ITEMS: readonly string[] = ["PRICING"];
  * the config service, which checks every item before writing any; a change is
  * visible to the next request because the service rebuilds its compiled forms.
  */
-export function configRoutes(deps: Deps) {
-  const exported = (tenant: TenantDeps) => ({ configs: tenant.settings.exportAll() });
+export function configRoutes(deps: ConfigRouteDeps & AuthPluginDeps) {
+  const exported = (tenant: Pick<Tenant, "settings">) => ({ configs: tenant.settings.exportAll() });
 
   /** In the form GET /x-config exports (objects for JSON items); secrets arrive masked from the service. */
   const shown = (item: string, text: string | null): unknown => (text === null ? null : itemDef(item).exported(text));
@@ -29,7 +42,7 @@ export function configRoutes(deps: Deps) {
    * Per item whose stored value changed: one operation-log row (`config.update` or
    * `config.reset`, details `{item, before, after}`) and one log line without the value.
    */
-  const logChanges = async (action: "config.update" | "config.reset", changes: readonly ConfigChange[], principal: Principal, tenant: TenantDeps, request: Request) => {
+  const logChanges = async (action: "config.update" | "config.reset", changes: readonly ConfigChange[], principal: Principal, tenant: Pick<Tenant, "tenantId">, request: Request) => {
     const ip = clientIp(request, deps.config.trustProxy) ?? null;
     for (const change of changes) {
       await deps.oplog.write({

@@ -1,11 +1,29 @@
 import type { Principal } from "../../accounts/principal.ts";
 import { isValidEmail, normaliseEmail } from "../../accounts/validation.ts";
+import type { ServeConfig } from "../../config.ts";
+import type { Clock } from "../../core/clock.ts";
 import { badRequest, HttpError } from "../../core/errors.ts";
 import { redact } from "../../core/redact.ts";
-import type { TenantDeps } from "../../deps.ts";
 import { onlyFields, parseJsonObject, readBodyBytes } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
+import type { Mailer } from "../../mail/mailer.ts";
+import type { OperationLog } from "../oplog/writer.ts";
 import { SECRET_MASK } from "./items.ts";
+import type { ConfigService } from "./service.ts";
+
+/**
+ * What sending a test mail uses: the tenant's mailer and its SMTP items (to name the
+ * server and mask the password), the operation log, and the request limits. The
+ * caller's tenant view (`Caller["tenant"]`) carries all of it.
+ */
+export interface TestMailDeps {
+  tenantId: number;
+  mailer: Mailer;
+  settings: Pick<ConfigService, "raw">;
+  config: Pick<ServeConfig, "maxBody" | "trustProxy">;
+  oplog: OperationLog;
+  clock: Clock;
+}
 
 export interface TestMailResult {
   object: "test_mail";
@@ -48,7 +66,7 @@ export function mailFailure(error: unknown, pass: string | undefined): HttpError
  * items and reports the server's answer. 400 when EMAIL_SMTP or XAI_MAIL is unset;
  * 502 with the mail error when sending fails. Written to the operation log either way.
  */
-export async function sendTestMail(deps: TenantDeps, request: Request, principal: Principal): Promise<TestMailResult> {
+export async function sendTestMail(deps: TestMailDeps, request: Request, principal: Principal): Promise<TestMailResult> {
   const caller = principal.account;
   const to = await recipient(request, deps.config.maxBody, caller.email);
   if (!deps.mailer.configured()) {

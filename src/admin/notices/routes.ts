@@ -1,13 +1,17 @@
 import { Elysia } from "elysia";
 import { canManage } from "../../accounts/access.ts";
 import { normaliseEmail } from "../../accounts/validation.ts";
+import type { AccountsService } from "../../accounts/service.ts";
+import type { ServeConfig } from "../../config.ts";
+import type { Clock } from "../../core/clock.ts";
 import { badRequest, forbidden, notFound } from "../../core/errors.ts";
-import type { Deps } from "../../deps.ts";
+import type { AuthPluginDeps } from "../../http/auth-deps.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { pageParams, paginationHeaders } from "../../http/pagination.ts";
 import { authPlugin } from "../../http/plugins.ts";
-import type { AccountRow, NoticeRow } from "../../store/store.ts";
+import type { AccountRow, NoticeRow, Store } from "../../store/store.ts";
+import type { OperationLog } from "../oplog/writer.ts";
 
 /** Most notices `GET /dashboard/news` returns: the newest ones. */
 const MAX_FEED = 100;
@@ -85,13 +89,22 @@ export function ancestorsOf(account: Pick<AccountRow, "id" | "path">): number[] 
   return ids.includes(account.id) ? ids : [...ids, account.id];
 }
 
+/** What the notice routes use: the notices, target lookup in the caller's subtree, and the audit log. */
+export interface NoticeRouteDeps {
+  store: Pick<Store, "notices">;
+  accountsService: Pick<AccountsService, "resolve">;
+  oplog: OperationLog;
+  clock: Clock;
+  config: Pick<ServeConfig, "maxBody" | "trustProxy">;
+}
+
 /**
  * Broadcast notices (spec 2.5, 5 rule 6). System-wide notices (no `target`) are
  * for owners only; a targeted notice needs management access and a target in the
  * caller's subtree (or the caller itself), and reaches the target and everything
  * under it. Authors and owners delete; every account reads its own feed.
  */
-export function noticeRoutes(deps: Deps) {
+export function noticeRoutes(deps: NoticeRouteDeps & AuthPluginDeps) {
   const notices = deps.store.notices;
   const ipOf = (request: Request) => clientIp(request, deps.config.trustProxy) ?? null;
 

@@ -79,6 +79,6 @@ export function readLogQuery(clock: Clock, query: URLSearchParams): LogQuery {
   return out;
 }
 
-export function listOperations(store: Store, tenantId: number, query: LogQuery): Promise<Page<OperationLogRow>> {
+export function listOperations(store: Pick<Store, "operations">, tenantId: number, query: LogQuery): Promise<Page<OperationLogRow>> {
   return store.operations.list(tenantId, { action: query.action, targetId: query.targetId, since: query.since, until: query.until }, query.page, query.size);
 }

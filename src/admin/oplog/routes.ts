@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../../deps.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { AuthPluginDeps } from "../../http/auth-deps.ts";
 import { authPlugin } from "../../http/plugins.ts";
-import type { OperationLogRow } from "../../store/store.ts";
+import type { OperationLogRow, Store } from "../../store/store.ts";
 import { listOperations, readLogQuery } from "./query.ts";
 
 /** Details are stored as JSON text; a row that does not parse (it never should) is shown as the text. */
@@ -25,12 +26,18 @@ export function operationRecord(row: OperationLogRow) {
   };
 }
 
+/** What the operation-log route reads: the log's rows, and the clock that turns business dates into times. */
+export interface OperationLogRouteDeps {
+  store: Pick<Store, "operations">;
+  clock: Clock;
+}
+
 /**
  * `GET /dashboard/logs` (owner only): the operation log, newest first, 24 rows a
  * page by default (`size` up to 100, `page` 1-based), filtered by `action` (exact,
  * or with `*` wildcards), `target` (account ID), `since` and `until` (inclusive).
  */
-export function operationLogRoutes(deps: Deps) {
+export function operationLogRoutes(deps: OperationLogRouteDeps & AuthPluginDeps) {
   return new Elysia().use(authPlugin(deps)).get(
     "/dashboard/logs",
     async ({ request, tenant }) => {

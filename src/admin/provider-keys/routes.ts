@@ -1,6 +1,9 @@
 import { Elysia } from "elysia";
+import type { ServeConfig } from "../../config.ts";
 import { badRequest, conflict, notFound } from "../../core/errors.ts";
-import type { Deps, TenantDeps } from "../../deps.ts";
+import type { InvalidationBus } from "../../core/invalidation.ts";
+import type { Logger } from "../../core/log.ts";
+import type { AuthPluginDeps } from "../../http/auth-deps.ts";
 import { readJsonObject } from "../../http/body.ts";
 import { pageParams, paginationHeaders, positiveIntParam } from "../../http/pagination.ts";
 import { metaOf } from "../../http/context.ts";
@@ -9,6 +12,9 @@ import { clientIp } from "../../http/client-ip.ts";
 import type { Principal } from "../../accounts/principal.ts";
 import type { ProviderConfig } from "../../routing/provider-config.ts";
 import type { ProviderKeyRow } from "../../store/store.ts";
+import type { Tenant } from "../../tenancy/tenants.ts";
+import type { AddressGuard } from "../../upstreams/address-policy.ts";
+import type { OperationLog } from "../oplog/writer.ts";
 import { fullRecord, summaryRecord } from "./records.ts";
 import { selfAddress, validateCreate, validateUpdate } from "./validation.ts";
 
@@ -30,16 +36,32 @@ function summaryWanted(query: URLSearchParams): boolean {
 }
 
 /**
+ * What the key routes use beyond the caller's tenant: the router's own address and the
+ * upstream address policy (where a secret may be sent), audit (both logs), and telling
+ * the key pools of a change.
+ */
+export interface ProviderKeyRouteDeps {
+  config: Pick<ServeConfig, "host" | "port" | "baseUrl" | "maxBody" | "trustProxy">;
+  addressGuard: AddressGuard;
+  log: Logger;
+  oplog: OperationLog;
+  bus: InvalidationBus;
+}
+
+/** The parts of the caller's tenant these routes touch. */
+type KeyTenant = Pick<Tenant, "tenantId" | "providerKeys" | "pool" | "settings">;
+
+/**
  * `/x-keys`, owner only (spec 4.1, 5.3): list, read, create, update, delete,
  * manual sleep and wake of Provider Keys. Every successful write reloads the key
  * pool so the next request is scheduled with the change (spec 3). Log lines name
  * keys by id and Level only, never by secret.
  */
-export function providerKeyRoutes(deps: Deps) {
-  const render = (tenant: TenantDeps, row: ProviderKeyRow, summary: boolean) =>
+export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
+  const render = (tenant: KeyTenant, row: ProviderKeyRow, summary: boolean) =>
     summary ? summaryRecord(row) : fullRecord(row, tenant.providerKeys.secretOf(row));
   // Another tenant's key id is as unknown as one that never existed.
-  const existing = async (tenant: TenantDeps, rawId: string): Promise<ProviderKeyRow> => {
+  const existing = async (tenant: KeyTenant, rawId: string): Promise<ProviderKeyRow> => {
     const id = idParam(rawId);
     const row = await tenant.providerKeys.get(id);
     if (!row) throw notFound(`Provider key ${id} does not exist`);
@@ -54,7 +76,7 @@ export function providerKeyRoutes(deps: Deps) {
    * the default Level, or one a LEVEL_MAPPER rule names. Requests for its models
    * would otherwise fail until a key is added; `force` accepts that.
    */
-  const assertNotLastRouted = async (tenant: TenantDeps, row: ProviderKeyRow) => {
+  const assertNotLastRouted = async (tenant: KeyTenant, row: ProviderKeyRow) => {
     if (!row.status) return;
     const routed = row.level === DEFAULT_LEVEL || tenant.settings.routing().levelMap.some((rule) => rule.level === row.level);
     if (!routed) return;
@@ -70,7 +92,7 @@ export function providerKeyRoutes(deps: Deps) {
 
   /** Every key write goes to the server log and the operation log: ids, Levels and field names, never a secret. */
   const audit = async (
-    tenant: TenantDeps,
+    tenant: KeyTenant,
     action: string,
     principal: Principal,
     request: Request,
@@ -88,7 +110,7 @@ export function providerKeyRoutes(deps: Deps) {
   };
 
   /** Manual sleep lasts until woken; waking also clears an automatic sleep and its back-off. */
-  const setSleep = async (tenant: TenantDeps, rawId: string, sleeping: boolean, principal: Principal, request: Request) => {
+  const setSleep = async (tenant: KeyTenant, rawId: string, sleeping: boolean, principal: Principal, request: Request) => {
     const row = await existing(tenant, rawId);
     await tenant.pool.setManualSleep(row.id, sleeping);
     await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });

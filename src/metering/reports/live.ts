@@ -26,7 +26,7 @@ const record = (sums: UsageSums): LiveModelUsage => ({
 });
 
 /** One account's totals over the range, with a per-model breakdown (effective model, sorted by name). */
-export async function liveTotals(store: Store, accountId: number, range: DateRange): Promise<LiveTotals> {
+export async function liveTotals(store: Pick<Store, "usage">, accountId: number, range: DateRange): Promise<LiveTotals> {
   const rows = await store.usage.sumsByModel({ accountId }, range);
   const total = rows.reduce((sum, row) => addSums(sum, row), { ...ZERO_SUMS });
   const ModelUsage: Record<string, LiveModelUsage> = {};

@@ -1,0 +1,80 @@
+import { expect, test } from "bun:test";
+import { dirname, join, relative, resolve } from "node:path";
+
+/**
+ * Issue 14, item 7: the route plugins and domain modules outside the gateway declare
+ * the few collaborators they use, each in its own small interface, instead of taking
+ * the whole `Deps` bag from the composition root. This guards that no file under
+ * these folders imports `src/deps.ts` again (which would let it reach everything).
+ */
+const ROOT = join(import.meta.dir, "..", "..");
+const COMPOSITION_ROOT = join(ROOT, "src", "deps.ts");
+const FOLDERS = ["src/admin", "src/accounts", "src/metering", "src/tenancy", "src/metrics"];
+/** Single files outside those folders that were narrowed the same way. */
+const FILES = ["src/http/error-response.ts"];
+
+/**
+ * Files allowed to import deps.ts, each with the reason. Only the type of an auth
+ * handler's `tenant` (`Caller`/`TenantDeps` from src/http/plugins.ts) would justify
+ * an entry; none needs one today.
+ */
+const ALLOWED = new Map<string, string>([]);
+
+/** Every module a file names: static imports and re-exports, side-effect imports, dynamic `import()`. */
+function specifiers(source: string): string[] {
+  const patterns = [
+    /\b(?:import|export)\b[^;"'`]*?\bfrom\s*["']([^"']+)["']/g,
+    /\bimport\s*["']([^"']+)["']/g,
+    /\bimport\s*\(\s*["']([^"']+)["']\s*\)/g,
+  ];
+  return patterns.flatMap((pattern) => [...source.matchAll(pattern)].map((match) => match[1]!));
+}
+
+/** Whether a specifier written in `file` names the composition root (with or without its extension). */
+function namesCompositionRoot(file: string, specifier: string): boolean {
+  if (!specifier.startsWith(".")) return false;
+  const target = resolve(dirname(file), specifier);
+  return [COMPOSITION_ROOT, COMPOSITION_ROOT.replace(/\.ts$/, ""), COMPOSITION_ROOT.replace(/\.ts$/, ".js")].includes(target);
+}
+
+async function importsCompositionRoot(file: string): Promise<boolean> {
+  const source = await Bun.file(file).text();
+  return specifiers(source).some((specifier) => namesCompositionRoot(file, specifier));
+}
+
+async function checkedFiles(): Promise<string[]> {
+  const files = [...FILES.map((file) => join(ROOT, file))];
+  for (const folder of FOLDERS) {
+    for await (const path of new Bun.Glob("**/*.{ts,tsx}").scan({ cwd: join(ROOT, folder), absolute: true })) files.push(path);
+  }
+  return files.sort();
+}
+
+test("the import check recognises every way of naming deps.ts, and only deps.ts", () => {
+  const file = join(ROOT, "src", "admin", "x", "routes.ts");
+  expect(specifiers('import type { Deps } from "../../deps.ts";').some((s) => namesCompositionRoot(file, s))).toBe(true);
+  expect(specifiers('import {\n  buildDeps,\n  type Deps,\n} from "../../deps";').some((s) => namesCompositionRoot(file, s))).toBe(true);
+  expect(specifiers('export type { Deps } from "../../deps.js";').some((s) => namesCompositionRoot(file, s))).toBe(true);
+  expect(specifiers('const d = await import("../../deps.ts");').some((s) => namesCompositionRoot(file, s))).toBe(true);
+  expect(specifiers('import "../../deps.ts";').some((s) => namesCompositionRoot(file, s))).toBe(true);
+  // A narrow helper whose name ends the same way is not the composition root.
+  expect(specifiers('import type { AuthPluginDeps } from "../../http/auth-deps.ts";').some((s) => namesCompositionRoot(file, s))).toBe(false);
+  expect(specifiers('import type { X } from "./deps.ts";').some((s) => namesCompositionRoot(file, s))).toBe(false);
+});
+
+test("the check sees a real importer: the app, which composes the routes from the full Deps", async () => {
+  expect(await importsCompositionRoot(join(ROOT, "src", "app.ts"))).toBe(true);
+});
+
+test("no route plugin or domain module under admin, accounts, metering, tenancy or metrics imports deps.ts", async () => {
+  const files = await checkedFiles();
+  // The folders exist and hold the modules this guards (a wrong path would pass vacuously).
+  expect(files.some((file) => file.endsWith(join("admin", "provider-keys", "routes.ts")))).toBe(true);
+  expect(files.length).toBeGreaterThan(40);
+  const offenders: string[] = [];
+  for (const file of files) {
+    const name = relative(ROOT, file).split("\\").join("/");
+    if (!ALLOWED.has(name) && (await importsCompositionRoot(file))) offenders.push(name);
+  }
+  expect(offenders).toEqual([]);
+});
