@@ -22,6 +22,7 @@ import { createRetiredCreditSweeper } from "./accounts/retired-credit.ts";
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
 import { openStore } from "./store/open.ts";
+import { databasePath } from "./store/data-dir.ts";
 import type { AccountRow, Store } from "./store/store.ts";
 import { createAdapters, type Adapters } from "./upstreams/index.ts";
 import { createAffinity, type Affinity } from "./gateway/affinity.ts";
@@ -47,8 +48,8 @@ export interface Deps {
   readonly adapters: Adapters;
   /** Per-tenant state: provider keys, configuration, switch-over, meter (one tenant unless --byok). */
   readonly tenants: Tenants;
-  /** The dependencies of the tenant an account belongs to, once its settings and keys are loaded. */
-  scope(account: Pick<AccountRow, "path">): Promise<TenantDeps>;
+  /** The tenant an account belongs to, once its settings and keys are loaded. */
+  tenantOf(account: Pick<AccountRow, "path">): Promise<Tenant>;
   /** Which account and provider key each upstream object created through the router belongs to. */
   readonly affinity: Affinity;
   readonly usageRecorder: UsageRecorder;
@@ -63,23 +64,11 @@ export interface Deps {
   readonly beforeClose: Array<() => void | Promise<void>>;
 }
 
-/**
- * A tenant's view of the dependencies: the global ones plus its own configuration,
- * keys, switch-over state and meter. `usage` is where its completed calls are reported.
- */
-export interface TenantDeps extends Deps, Tenant {
-  readonly usage: UsageSink;
-}
-
 export interface DepsOverrides {
   clock?: Clock;
   log?: Logger;
   /** How upstream host names are resolved for the address policy (tests). */
   resolve?: Resolve;
-}
-
-export function databasePath(dataDir: string): string {
-  return join(dataDir, "router.db");
 }
 
 export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): Deps {
@@ -150,7 +139,6 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
         return tenants.reload();
     }
   });
-  const scoped = new Map<number, TenantDeps>();
   const deps: Deps = {
     config,
     clock,
@@ -177,16 +165,7 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     oplog,
     state,
     tenants,
-    async scope(account) {
-      const tenantId = tenants.idOf(account);
-      let view = scoped.get(tenantId);
-      if (!view) {
-        const tenant = await tenants.load(tenantId);
-        view = scoped.get(tenantId) ?? { ...deps, ...tenant, usage: tenant.meter };
-        scoped.set(tenantId, view);
-      }
-      return view;
-    },
+    tenantOf: (account) => tenants.load(tenants.idOf(account)),
     adapters: createAdapters(upstreamTls ? { tls: upstreamTls } : {}, (url) => addressGuard.check(url)),
     addressGuard,
     affinity: createAffinity({ store, clock }),

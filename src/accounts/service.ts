@@ -9,7 +9,7 @@ import { capExpiry, take, type Tx } from "./ledger.ts";
 import { assertUnique, insertAccount } from "./insert.ts";
 import type { InvalidationBus } from "../core/invalidation.ts";
 import { NANOS_PER_CREDIT } from "./records.ts";
-import { columnsForCreate, columnsForUpdate } from "./scope.ts";
+import { columnsForCreate, columnsForUpdate } from "./grants.ts";
 import { normaliseEmail } from "./validation.ts";
 
 export { ACCOUNT_ORDERS } from "../store/store.ts";

@@ -9,7 +9,7 @@
 import { defineCommand } from "citty";
 import { chmodSync, copyFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { databasePath } from "../deps.ts";
+import { databasePath } from "../store/data-dir.ts";
 import { copyDatabase, verifyDatabase } from "../store/sqlite/backup.ts";
 import { dataArgs } from "./common-args.ts";
 import { flagOrEnv, rejectUnknownFlags, UsageError } from "./flags.ts";

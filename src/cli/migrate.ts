@@ -1,6 +1,5 @@
 import { defineCommand } from "citty";
-import { databasePath } from "../deps.ts";
-import { prepareDataDir } from "../store/data-dir.ts";
+import { databasePath, prepareDataDir } from "../store/data-dir.ts";
 import { migrateFile } from "../store/sqlite/connection.ts";
 import { flagOrEnv, rejectUnknownFlags } from "./flags.ts";
 import { runOrExit } from "./run.ts";

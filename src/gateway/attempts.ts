@@ -1,5 +1,11 @@
 import { HttpError } from "../core/errors.ts";
-import type { TenantDeps } from "../deps.ts";
+import type { ServeConfig } from "../config.ts";
+import type { Clock } from "../core/clock.ts";
+import type { Logger } from "../core/log.ts";
+import type { RouterMetrics } from "../metrics/router-metrics.ts";
+import type { Tenant } from "../tenancy/tenants.ts";
+import type { AddressGuard } from "../upstreams/address-policy.ts";
+import type { Adapters } from "../upstreams/index.ts";
 import { errorResponse } from "../http/envelopes.ts";
 import { redact, redactSecret } from "../core/redact.ts";
 import { isCredentialStatus, isRedirectStatus, isRetryableStatus, nextStep, sameKeyBackoffMs, sameKeyMayRetry, type AttemptFailure } from "../routing/failover.ts";
@@ -45,8 +51,23 @@ const ended = (response: Response, outcome: CallOutcome): AttemptsEnd => ({ deli
  * key or the backup Level when an attempt fails before anything reached the client,
  * and ends with the attempt that answered (for delivery) or with the error to send.
  */
-export function createAttempts(deps: TenantDeps) {
-  const { config, settings, clock, pool, switchOver, log } = deps;
+export interface AttemptDeps {
+  readonly config: Pick<ServeConfig, "maxAttempts" | "drainTimeoutMs" | "firstByteTimeoutMs">;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly adapters: Adapters;
+  /** TLS options for upstream fetches (the public roots plus --upstream-ca-file). */
+  readonly upstreamTls: { ca: string[] } | undefined;
+  readonly addressGuard: Pick<AddressGuard, "check">;
+  readonly metrics: Pick<RouterMetrics, "ttfb">;
+}
+
+/** The part of a tenant its attempts route over: keys, mappers and switch-over state. */
+export type AttemptTenant = Pick<Tenant, "tenantId" | "settings" | "pool" | "switchOver">;
+
+export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
+  const { config, clock, log } = deps;
+  const { settings, pool, switchOver } = tenant;
   const fetchTls = deps.upstreamTls ? { tls: deps.upstreamTls } : {};
 
   /** Picks the next key: the resolved Level first, then down its SWITCH_OVER chain. */
@@ -324,12 +345,12 @@ export function createAttempts(deps: TenantDeps) {
 export type Attempts = ReturnType<typeof createAttempts>;
 
 /** One set of attempts per tenant, made on first use: each routes over its own keys, mappers and switch-over state. */
-export function tenantAttempts(): (tenant: TenantDeps) => Attempts {
+export function tenantAttempts(deps: AttemptDeps): (tenant: AttemptTenant) => Attempts {
   const made = new Map<number, Attempts>();
   return (tenant) => {
     let attempts = made.get(tenant.tenantId);
     if (!attempts) {
-      attempts = createAttempts(tenant);
+      attempts = createAttempts(deps, tenant);
       made.set(tenant.tenantId, attempts);
     }
     return attempts;

@@ -49,12 +49,14 @@ function answered(call: RelayInput["call"], quantities: Record<string, number> |
  * read whole for its usage, its priced quantities and the ids of objects it created
  * (bound to the serving key and the calling account).
  */
-export function createDeliver(deps: {
-  config: Pick<ServeConfig, "streamIdleTimeoutMs" | "drainTimeoutMs">;
-  metrics: RouterMetrics;
-  affinity: Affinity;
-  log: Logger;
-}) {
+export interface DeliverDeps {
+  readonly config: Pick<ServeConfig, "streamIdleTimeoutMs" | "drainTimeoutMs">;
+  readonly metrics: RouterMetrics;
+  readonly affinity: Affinity;
+  readonly log: Logger;
+}
+
+export function createDeliver(deps: DeliverDeps) {
   const { config, metrics, affinity } = deps;
   // A binding that could not be stored leaves the object unreachable through the router:
   // said in the log; the answer itself still reaches the client.

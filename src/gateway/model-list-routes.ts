@@ -2,10 +2,13 @@ import { Elysia } from "elysia";
 import type { Principal } from "../accounts/principal.ts";
 import { notFound } from "../core/errors.ts";
 import type { ModelFacts } from "../formats/format.ts";
-import type { Deps, TenantDeps } from "../deps.ts";
+import type { Clock } from "../core/clock.ts";
+import type { Logger } from "../core/log.ts";
+import type { Tenant } from "../tenancy/tenants.ts";
+import type { AddressGuard } from "../upstreams/address-policy.ts";
 import type { Family } from "../formats/family.ts";
 import { familyOfRequest, formatOf } from "../formats/registry.ts";
-import { authPlugin } from "../http/plugins.ts";
+import { authPlugin, type AuthenticateDeps } from "../http/plugins.ts";
 import { listAllows } from "../routing/patterns.ts";
 import { createModelDirectory, type ModelDirectory } from "./model-directory.ts";
 import { availableModels, routesToUsableKey } from "./models.ts";
@@ -17,9 +20,18 @@ import { availableModels, routesToUsableKey } from "./models.ts";
  * `x-goog-api-key`; and one model by id on each.
  */
 
-export function modelListRoutes(deps: Deps) {
+export interface ModelListDeps extends AuthenticateDeps {
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly upstreamTls: { ca: string[] } | undefined;
+  readonly addressGuard: Pick<AddressGuard, "check">;
+  /** Where the model directories' refresh timers are stopped at shutdown. */
+  readonly beforeClose: Array<() => void | Promise<void>>;
+}
+
+export function modelListRoutes(deps: ModelListDeps) {
   const directories = new Map<number, ModelDirectory>();
-  const directoryOf = (tenant: TenantDeps): ModelDirectory => {
+  const directoryOf = (tenant: Tenant): ModelDirectory => {
     let directory = directories.get(tenant.tenantId);
     if (!directory) {
       directory = createModelDirectory({
@@ -37,32 +49,32 @@ export function modelListRoutes(deps: Deps) {
   const allowedFor = (principal: Principal) => (model: string) => principal.allowModels.length === 0 || listAllows(principal.allowModels, model);
 
   /** The caller's models now; keys whose lists are missing or stale are fetched in the background. */
-  const modelsOf = (principal: Principal, tenant: TenantDeps): string[] => {
+  const modelsOf = (principal: Principal, tenant: Tenant): string[] => {
     const directory = directoryOf(tenant);
     directory.refresh(tenant.pool.all());
     return availableModels(tenant.settings.routing(), tenant.pool, directory, allowedFor(principal), deps.clock.now());
   };
 
   /** One model: listed, or any allowed model that routes to a usable key. */
-  const oneModel = (principal: Principal, tenant: TenantDeps, id: string): string => {
+  const oneModel = (principal: Principal, tenant: Tenant, id: string): string => {
     const listed = modelsOf(principal, tenant).includes(id);
     if (listed || (allowedFor(principal)(id) && !id.includes("*") && routesToUsableKey(tenant.settings.routing(), tenant.pool, id))) return id;
     throw notFound(`The model ${id} does not exist or is not available to this key`, "model_not_found");
   };
 
   /** What the tenant's price table says of a model's context (Gemini lists show it). */
-  const factsOf = (tenant: TenantDeps) => (id: string): ModelFacts => {
+  const factsOf = (tenant: Tenant) => (id: string): ModelFacts => {
     const limits = tenant.settings.prices().lookup("ChatPricing", id);
     return { contextWindow: limits?.ContextWindow, maxOutput: limits?.MaxOutput };
   };
 
-  const list = (family: Family, request: Request, principal: Principal, tenant: TenantDeps) =>
+  const list = (family: Family, request: Request, principal: Principal, tenant: Tenant) =>
     formatOf(family).modelList(modelsOf(principal, tenant), new URL(request.url).searchParams, factsOf(tenant));
 
-  const one = (family: Family, principal: Principal, tenant: TenantDeps, raw: string) =>
+  const one = (family: Family, principal: Principal, tenant: Tenant, raw: string) =>
     formatOf(family).model(oneModel(principal, tenant, decodeURIComponent(raw).replace(/^models\//, "")), factsOf(tenant));
 
-  type Ctx = { request: Request; principal: Principal; tenant: TenantDeps; path: string };
+  type Ctx = { request: Request; principal: Principal; tenant: Tenant; path: string };
   return new Elysia()
     .use(authPlugin(deps))
     .get("/v1/models", ({ request, principal, tenant, path }: Ctx) => list(familyOfRequest(request.headers, path), request, principal, tenant), { auth: true })

@@ -1,9 +1,10 @@
 import { Elysia } from "elysia";
 import type { Principal } from "../accounts/principal.ts";
 import { notFound } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
+import type { ServeConfig } from "../config.ts";
+import type { Affinity } from "./affinity.ts";
 import { readBodyBytes, parseJsonObject } from "../http/body.ts";
-import { authPlugin, type Caller } from "../http/plugins.ts";
+import { authPlugin, type Caller, type AuthenticateDeps } from "../http/plugins.ts";
 import type { ObjectKind } from "./affinity.ts";
 import type { ClientCall } from "../formats/format.ts";
 import type { Pipeline } from "./pipeline.ts";
@@ -31,7 +32,12 @@ const NOT_FOUND_NAME: Record<ObjectKind, string> = {
  * that holds the object; an object another account created does not exist for
  * the caller (404), the same answer as an unknown id.
  */
-export function objectRoutes(deps: Deps, pipeline: Pipeline) {
+export interface ObjectRouteDeps extends AuthenticateDeps {
+  readonly config: AuthenticateDeps["config"] & Pick<ServeConfig, "maxBody">;
+  readonly affinity: Affinity;
+}
+
+export function objectRoutes(deps: ObjectRouteDeps, pipeline: Pipeline) {
   const owned = async (principal: Principal, objectId: string, kind: ObjectKind) => {
     const bound = await deps.affinity.lookup(objectId);
     if (!bound || bound.accountId !== principal.account.id) {

@@ -1,20 +1,23 @@
 import { join } from "node:path";
 import type { Clock } from "../core/clock.ts";
 import { badRequest, notFound } from "../core/errors.ts";
-import type { Deps, TenantDeps } from "../deps.ts";
+import type { ServeConfig } from "../config.ts";
+import type { Affinity } from "./affinity.ts";
+import type { RouterMetrics } from "../metrics/router-metrics.ts";
+import type { Tenant } from "../tenancy/tenants.ts";
 import { checkModel } from "../http/access.ts";
 import { readBodyBytes } from "../http/body.ts";
 import { metaOf } from "../http/context.ts";
 import { spoolMultipart } from "../http/multipart.ts";
-import { authenticate, type Caller } from "../http/plugins.ts";
+import { authenticate, type AuthenticateDeps, type Caller } from "../http/plugins.ts";
 import type { UsageSink } from "../metering/usage-recorder.ts";
 import { routeModel, type ModelRoute } from "../routing/route-model.ts";
-import { tenantAttempts } from "./attempts.ts";
+import { tenantAttempts, type AttemptDeps } from "./attempts.ts";
 import type { CallSource, ClientCall, Endpoint } from "../formats/format.ts";
 import { bodyCall, multipartCall } from "../formats/read-call.ts";
 import { forwardableRequestHeaders } from "./headers.ts";
 import type { CallOutcome, Delivery, RelayInput } from "./call-outcome.ts";
-import { createDeliver } from "./deliver.ts";
+import { createDeliver, type DeliverDeps } from "./deliver.ts";
 
 /** Reads the client's call from the request (JSON, multipart or Gemini form). */
 export type CallReader = (request: Request) => Promise<ClientCall>;
@@ -35,16 +38,23 @@ export interface RunOptions {
  * `ModelRoute`, an `Admission`, the attempt that answered, a `Delivery` with its
  * `CallOutcome`), so no stage calls back into another: the pipeline alone settles.
  */
-export function createPipeline(deps: Deps) {
-  const attemptsFor = tenantAttempts();
+export interface PipelineDeps extends AuthenticateDeps, AttemptDeps, DeliverDeps {
+  readonly config: AuthenticateDeps["config"] & AttemptDeps["config"] & DeliverDeps["config"] & Pick<ServeConfig, "dataDir" | "maxBody">;
+  readonly clock: Clock;
+  readonly affinity: Affinity;
+  readonly metrics: RouterMetrics;
+}
+
+export function createPipeline(deps: PipelineDeps) {
+  const attemptsFor = tenantAttempts(deps);
   const deliver = createDeliver(deps);
   const spoolDir = join(deps.config.dataDir, "tmp");
 
   /** A read, routed and admitted call: attempts → deliver → settle. */
-  async function forward(tenant: TenantDeps, input: RelayInput): Promise<Response> {
+  async function forward(tenant: Tenant, input: RelayInput): Promise<Response> {
     const end = await attemptsFor(tenant)(input);
     const delivery: Delivery = "answered" in end ? await deliver(input, end.answered) : end.delivery;
-    settleWhenEnded(tenant.usage, deps.clock, input, delivery.outcome);
+    settleWhenEnded(tenant.meter, deps.clock, input, delivery.outcome);
     return delivery.response;
   }
 
@@ -113,7 +123,7 @@ export type Pipeline = ReturnType<typeof createPipeline>;
 export const sourceOf = (request: Request): CallSource => ({ url: request.url, headers: forwardableRequestHeaders(request.headers) });
 
 /** Where the tenant's mappers send the call; a multipart form's model cannot be rewritten. */
-function routeOf(tenant: TenantDeps, call: ClientCall, level: number | undefined): ModelRoute {
+function routeOf(tenant: Pick<Tenant, "settings">, call: ClientCall, level: number | undefined): ModelRoute {
   const routed = routeModel(tenant.settings.routing(), call.requestedModel);
   const route = level === undefined ? routed : { ...routed, level };
   if (call.form && route.effectiveModel !== call.requestedModel) {

@@ -1,13 +1,12 @@
 import { Elysia } from "elysia";
 import { notFound } from "../core/errors.ts";
-import type { Deps } from "../deps.ts";
 import { readBodyBytes } from "../http/body.ts";
 import { authPlugin, type Caller } from "../http/plugins.ts";
-import { createPipeline, sourceOf } from "./pipeline.ts";
-import { objectRoutes } from "./object-routes.ts";
+import { createPipeline, sourceOf, type PipelineDeps } from "./pipeline.ts";
+import { objectRoutes, type ObjectRouteDeps } from "./object-routes.ts";
 import type { Endpoint, PathModelCalls } from "../formats/format.ts";
 import { FORMATS } from "../formats/registry.ts";
-import { modelListRoutes } from "./model-list-routes.ts";
+import { modelListRoutes, type ModelListDeps } from "./model-list-routes.ts";
 
 
 /**
@@ -18,7 +17,9 @@ import { modelListRoutes } from "./model-list-routes.ts";
 export type HotRoutes = Map<string, (request: Request, path: string) => Promise<Response>>;
 
 /** The model endpoints of the three families (spec 4.5, 9). */
-export function gatewayRoutes(deps: Deps, hot: HotRoutes = new Map()) {
+export type GatewayDeps = PipelineDeps & ObjectRouteDeps & ModelListDeps;
+
+export function gatewayRoutes(deps: GatewayDeps, hot: HotRoutes = new Map()) {
   const pipeline = createPipeline(deps);
 
   const base = new Elysia().use(authPlugin(deps));

@@ -1,22 +1,32 @@
 import { Elysia } from "elysia";
 import type { Principal } from "../accounts/principal.ts";
 import { forbidden } from "../core/errors.ts";
-import type { Deps, TenantDeps } from "../deps.ts";
+import type { Authenticator } from "./auth.ts";
+import type { ServeConfig } from "../config.ts";
+import type { AccountRow } from "../store/store.ts";
+import type { Tenant } from "../tenancy/tenants.ts";
 import { familyOfRequest } from "../formats/registry.ts";
 import { checkAccess } from "./access.ts";
 import { clientIp } from "./client-ip.ts";
 
-/** What an authenticated route receives: the caller and its tenant's dependencies. */
+/** What an authenticated route receives: the caller and its tenant. */
 // A type alias, not an interface: Elysia's macro typing needs an index-compatible object type.
 export type Caller = {
   principal: Principal;
-  tenant: TenantDeps;
+  tenant: Tenant;
 };
 
+/** What authentication needs: the key check, the proxy rule for client addresses, and the caller's tenant. */
+export interface AuthenticateDeps {
+  readonly auth: Authenticator;
+  readonly config: Pick<ServeConfig, "trustProxy">;
+  tenantOf(account: Pick<AccountRow, "path">): Promise<Tenant>;
+}
+
 /** The caller of an authenticated route: key (401), then AllowIPs and Resources (403). */
-export async function authenticate(deps: Pick<Deps, "auth" | "config" | "scope">, request: Request, path: string): Promise<Caller> {
+export async function authenticate(deps: AuthenticateDeps, request: Request, path: string): Promise<Caller> {
   const principal = await deps.auth.require(request, familyOfRequest(request.headers, path));
-  const tenant = await deps.scope(principal.account);
+  const tenant = await deps.tenantOf(principal.account);
   checkAccess(principal, path, () => clientIp(request, deps.config.trustProxy), tenant.settings.resources());
   return { principal, tenant };
 }
@@ -25,7 +35,7 @@ export async function authenticate(deps: Pick<Deps, "auth" | "config" | "scope">
  * `{ auth: true }` on a route resolves `principal` and its `tenant` (401 otherwise);
  * `{ owner: true }` additionally requires a first-level owner account (403 otherwise).
  */
-export function authPlugin(deps: Pick<Deps, "auth" | "config" | "scope">) {
+export function authPlugin(deps: AuthenticateDeps) {
   const admit = (request: Request, path: string): Promise<Caller> => authenticate(deps, request, path);
   return new Elysia({ name: "auth" }).macro({
     auth: {

@@ -1,7 +1,7 @@
 import type { AccountRow } from "../store/store.ts";
 import type { GaugeCounter, PeriodCounter } from "../state/state.ts";
 import type { BillingPlan } from "./billing.ts";
-import type { LimitScope } from "./limits.ts";
+import type { LimitSubject } from "./limits.ts";
 
 /** What admission decided, settled when the call ends. */
 export interface Admission {
@@ -10,7 +10,7 @@ export interface Admission {
   rates: number;
   plan: BillingPlan;
   reserved: number;
-  scopes: readonly LimitScope[];
+  subjects: readonly LimitSubject[];
   /** The subtree totals the call spends against: its account's and every ancestor's. */
   spend: readonly SubtreeSpend[];
   /** When and on which business day the call was admitted: where its token reservation sits. */

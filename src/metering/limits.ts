@@ -12,18 +12,18 @@ export type WindowLimits = Partial<Record<"rpm" | "rph" | "rpd" | "tpm" | "tph" 
 export type SystemLimits = ReadonlyArray<{ pattern: CompiledPattern; limits: WindowLimits }>;
 
 /** One set of limits and the counters it is checked against. */
-export interface LimitScope {
+export interface LimitSubject {
   /** Names the limit in refusals: "account", "account model gpt-4o", "model gpt-4o". */
   label: string;
   limits: WindowLimits;
-  /** The scope's counters, made when the scope is made. */
+  /** The subject's counters, made when the subject is made. */
   requestsPerMinute: WindowCounter;
   requestsPerHour: WindowCounter;
   tokensPerMinute: WindowCounter;
   tokensPerHour: WindowCounter;
   requestsPerDay: PeriodCounter;
   tokensPerDay: PeriodCounter;
-  /** Tokens reserved by the scope's calls in flight. */
+  /** Tokens reserved by the subject's calls in flight. */
   tokensInFlight: GaugeCounter;
 }
 
@@ -47,10 +47,10 @@ const hasAny = (limits: WindowLimits) => Object.values(limits).some((v) => v !==
 
 const windowCounter = (key: string, windowMs: number): WindowCounter => Object.freeze({ kind: "window", key, windowMs });
 
-function makeScope(
+function makeSubject(
   fields: { label: string; key: string; accountId: number | undefined; model: string | undefined; tenantRoot?: number; limits: WindowLimits },
   periods: PeriodCounters,
-): LimitScope {
+): LimitSubject {
   const { key, accountId, model, tenantRoot } = fields;
   return {
     label: fields.label,
@@ -65,54 +65,54 @@ function makeScope(
   };
 }
 
-/** The scopes of one account snapshot and model, made under one set of system limits. */
-interface CachedScopes {
+/** The subjects of one account snapshot and model, made under one set of system limits. */
+interface CachedSubjects {
   system: SystemLimits;
   tenantRoot: number | undefined;
-  scopes: LimitScope[];
+  subjects: LimitSubject[];
 }
 
 /** Models remembered per account snapshot; past this the account's entries start afresh. */
 const MODELS_PER_ACCOUNT = 256;
-const scopeCache = new WeakMap<PeriodCounters, WeakMap<AccountRow, Map<string | undefined, CachedScopes>>>();
+const subjectCache = new WeakMap<PeriodCounters, WeakMap<AccountRow, Map<string | undefined, CachedSubjects>>>();
 
 /**
- * The scopes whose limits apply to an account's call of a model: the account's own
+ * The subjects whose limits apply to an account's call of a model: the account's own
  * limits, its ModelLimits entry for the model, the system MODEL_LIMITS entry. Made once
  * per account snapshot, model and MODEL_LIMITS (an edit of either replaces the object),
  * so the request path matches no patterns and builds no keys.
  */
-export function limitScopes(account: AccountRow, model: string | undefined, periods: PeriodCounters, system: SystemLimits, tenantRoot?: number): LimitScope[] {
-  let byAccount = scopeCache.get(periods);
-  if (!byAccount) scopeCache.set(periods, (byAccount = new WeakMap()));
+export function limitSubjects(account: AccountRow, model: string | undefined, periods: PeriodCounters, system: SystemLimits, tenantRoot?: number): LimitSubject[] {
+  let byAccount = subjectCache.get(periods);
+  if (!byAccount) subjectCache.set(periods, (byAccount = new WeakMap()));
   let byModel = byAccount.get(account);
   if (!byModel) byAccount.set(account, (byModel = new Map()));
   const cached = byModel.get(model);
-  if (cached && cached.system === system && cached.tenantRoot === tenantRoot) return cached.scopes;
+  if (cached && cached.system === system && cached.tenantRoot === tenantRoot) return cached.subjects;
 
-  const scopes: LimitScope[] = [];
+  const subjects: LimitSubject[] = [];
   const accountLimits: WindowLimits = { rpm: account.rpm, rph: account.rph, rpd: account.rpd, tpm: account.tpm, tph: account.tph, tpd: account.tpd };
-  if (hasAny(accountLimits)) scopes.push(makeScope({ label: "account", key: `a:${account.id}`, accountId: account.id, model: undefined, limits: accountLimits }, periods));
+  if (hasAny(accountLimits)) subjects.push(makeSubject({ label: "account", key: `a:${account.id}`, accountId: account.id, model: undefined, limits: accountLimits }, periods));
   if (model !== undefined) {
     const own = bestMatch(accountModelLimits(account), model);
     if (own && hasAny(own.limits)) {
-      scopes.push(makeScope({ label: `account model ${model}`, key: `am:${account.id}:${model}`, accountId: account.id, model, limits: own.limits }, periods));
+      subjects.push(makeSubject({ label: `account model ${model}`, key: `am:${account.id}:${model}`, accountId: account.id, model, limits: own.limits }, periods));
     }
     const match = bestMatch(system, model);
     if (match && hasAny(match.limits)) {
-      scopes.push(makeScope({ label: `model ${model}`, key: `m:${tenantRoot ?? "*"}:${model}`, accountId: undefined, model, tenantRoot, limits: match.limits }, periods));
+      subjects.push(makeSubject({ label: `model ${model}`, key: `m:${tenantRoot ?? "*"}:${model}`, accountId: undefined, model, tenantRoot, limits: match.limits }, periods));
     }
   }
   if (byModel.size >= MODELS_PER_ACCOUNT) byModel.clear();
-  byModel.set(model, { system, tenantRoot, scopes });
-  return scopes;
+  byModel.set(model, { system, tenantRoot, subjects });
+  return subjects;
 }
 
 /** Renders a refusal of the line it was planned with. */
 export type RefusalReason = (refusal: Refusal) => HttpError;
 
-function refuse(scope: LimitScope, name: string, limit: number, retryMs: number, byCallsInFlight = false): HttpError {
-  return new HttpError("rate_limit", `${name} limit of ${limit} reached (${scope.label})${byCallsInFlight ? " with the tokens reserved by calls in flight" : ""}`, {
+function refuse(subject: LimitSubject, name: string, limit: number, retryMs: number, byCallsInFlight = false): HttpError {
+  return new HttpError("rate_limit", `${name} limit of ${limit} reached (${subject.label})${byCallsInFlight ? " with the tokens reserved by calls in flight" : ""}`, {
     code: `${name.toLowerCase()}_limit_reached`,
     headers: { "retry-after": String(Math.max(1, Math.ceil(retryMs / 1000))) },
   });
@@ -126,44 +126,44 @@ const limitOf = (limit: number | null | undefined) => (limit === null ? undefine
 /**
  * Plans every window limit that applies to a call, account first, then the account's
  * model limit, then the system MODEL_LIMITS (model limits count on the effective
- * model, so aliases and mapped names share one counter): each scope's request windows
+ * model, so aliases and mapped names share one counter): each subject's request windows
  * and day quota are checked and counted (1), its token windows and day quota checked
- * and charged the call's token reservation, held in the scope's in-flight gauge. Lines
+ * and charged the call's token reservation, held in the subject's in-flight gauge. Lines
  * go to `lines`, and how to word each refusal to `reasons`, in the same order.
  */
 export function planWindows(
-  input: { scopes: readonly LimitScope[]; day: string; now: number; tokens: number; clock: Clock; requestsOnly?: boolean },
+  input: { subjects: readonly LimitSubject[]; day: string; now: number; tokens: number; clock: Clock; requestsOnly?: boolean },
   lines: AdmitLine[],
   reasons: Array<RefusalReason | undefined>,
 ): void {
   const { day, now, tokens, clock } = input;
   const untilTomorrow = () => msUntilNextBusinessDay(clock, now);
-  for (const scope of input.scopes) {
-    const { limits } = scope;
+  for (const subject of input.subjects) {
+    const { limits } = subject;
     const request = (name: string, line: AdmitLine, retry?: () => number) => {
       lines.push(line);
-      reasons.push((refusal) => refuse(scope, name, line.limit!, retry ? retry() : refusal.retryAfterMs));
+      reasons.push((refusal) => refuse(subject, name, line.limit!, retry ? retry() : refusal.retryAfterMs));
     };
-    request("RPM", { counter: scope.requestsPerMinute, limit: limitOf(limits.rpm), add: 1 });
-    request("RPH", { counter: scope.requestsPerHour, limit: limitOf(limits.rph), add: 1 });
-    request("RPD", { counter: scope.requestsPerDay, period: day, limit: limitOf(limits.rpd), add: 1 }, untilTomorrow);
+    request("RPM", { counter: subject.requestsPerMinute, limit: limitOf(limits.rpm), add: 1 });
+    request("RPH", { counter: subject.requestsPerHour, limit: limitOf(limits.rph), add: 1 });
+    request("RPD", { counter: subject.requestsPerDay, period: day, limit: limitOf(limits.rpd), add: 1 }, untilTomorrow);
     // Token windows hold settled counts plus the reservations of calls in flight: when
     // the reservations alone make the difference, the wait is for those calls to end.
     const token = (name: string, line: AdmitLine, retry?: () => number) => {
       lines.push(line);
       reasons.push((refusal) =>
         refusal.used - refusal.held < line.limit!
-          ? refuse(scope, name, line.limit!, CALLS_IN_FLIGHT_RETRY_MS, true)
-          : refuse(scope, name, line.limit!, retry ? retry() : refusal.retryAfterMs),
+          ? refuse(subject, name, line.limit!, CALLS_IN_FLIGHT_RETRY_MS, true)
+          : refuse(subject, name, line.limit!, retry ? retry() : refusal.retryAfterMs),
       );
     };
     const add = tokens > 0 ? tokens : 0;
     const check = (limit: number | null | undefined) => (input.requestsOnly ? undefined : limitOf(limit));
-    token("TPM", { counter: scope.tokensPerMinute, limit: check(limits.tpm), add, held: scope.tokensInFlight });
-    token("TPH", { counter: scope.tokensPerHour, limit: check(limits.tph), add, held: scope.tokensInFlight });
-    token("TPD", { counter: scope.tokensPerDay, period: day, limit: check(limits.tpd), add, held: scope.tokensInFlight }, untilTomorrow);
+    token("TPM", { counter: subject.tokensPerMinute, limit: check(limits.tpm), add, held: subject.tokensInFlight });
+    token("TPH", { counter: subject.tokensPerHour, limit: check(limits.tph), add, held: subject.tokensInFlight });
+    token("TPD", { counter: subject.tokensPerDay, period: day, limit: check(limits.tpd), add, held: subject.tokensInFlight }, untilTomorrow);
     if (add > 0) {
-      lines.push({ counter: scope.tokensInFlight, add });
+      lines.push({ counter: subject.tokensInFlight, add });
       reasons.push(undefined);
     }
   }
@@ -173,14 +173,14 @@ export function planWindows(
  * Replaces a call's token reservation with the tokens it used, where the reservation was
  * made (the admission's moment and day): the windows then hold what really happened.
  */
-export function settleTokens(scopes: readonly LimitScope[], day: string, admittedAt: number, reserved: number, used: number, out: Adjustment[]): void {
+export function settleTokens(subjects: readonly LimitSubject[], day: string, admittedAt: number, reserved: number, used: number, out: Adjustment[]): void {
   const change = used - reserved;
-  for (const scope of scopes) {
+  for (const subject of subjects) {
     if (change !== 0) {
-      out.push({ counter: scope.tokensPerMinute, at: admittedAt, delta: change });
-      out.push({ counter: scope.tokensPerHour, at: admittedAt, delta: change });
-      out.push({ counter: scope.tokensPerDay, period: day, delta: change });
+      out.push({ counter: subject.tokensPerMinute, at: admittedAt, delta: change });
+      out.push({ counter: subject.tokensPerHour, at: admittedAt, delta: change });
+      out.push({ counter: subject.tokensPerDay, period: day, delta: change });
     }
-    if (reserved > 0) out.push({ counter: scope.tokensInFlight, delta: -reserved });
+    if (reserved > 0) out.push({ counter: subject.tokensInFlight, delta: -reserved });
   }
 }

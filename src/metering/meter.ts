@@ -6,7 +6,7 @@ import type { Logger } from "../core/log.ts";
 import type { Endpoint } from "../formats/format.ts";
 import type { Usage } from "../formats/usage.ts";
 import type { Adjustment, AdmitLine, CountState, PeriodCounter } from "../state/state.ts";
-import { limitScopes, planWindows, settleTokens, type RefusalReason, type SystemLimits } from "./limits.ts";
+import { limitSubjects, planWindows, settleTokens, type RefusalReason, type SystemLimits } from "./limits.ts";
 import { planBilling, type BillingPlan } from "./billing.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { PeriodCounters } from "./quotas.ts";
@@ -199,17 +199,17 @@ export function createMeter(deps: {
       const spend = counting ? [] : await spendOf(account);
       // Spend limits count reservations too, so concurrent calls cannot overshoot them.
       planSpend(account, spend, day, month, now, reserve, lines, reasons);
-      const scopes = limitScopes(account, model, periods, deps.modelLimits(), deps.tenantRoot);
-      planWindows({ scopes, day, now, tokens: plan.tokens, clock, requestsOnly: counting }, lines, reasons);
+      const subjects = limitSubjects(account, model, periods, deps.modelLimits(), deps.tenantRoot);
+      planWindows({ subjects, day, now, tokens: plan.tokens, clock, requestsOnly: counting }, lines, reasons);
       const verdict = await counts.admit(lines, now);
       if (!verdict.admitted) throw reasons[verdict.refusal.line]!(verdict.refusal);
-      return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, scopes, spend, admittedAt: now, day };
+      return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, subjects, spend, admittedAt: now, day };
     },
 
     async release(admission) {
       const changes: Adjustment[] = [];
       settleSpend(admission, 0, clock.now(), changes);
-      settleTokens(admission.scopes, admission.day, admission.admittedAt, admission.plan.tokens, 0, changes);
+      settleTokens(admission.subjects, admission.day, admission.admittedAt, admission.plan.tokens, 0, changes);
       await counts.adjust(changes);
     },
 
@@ -223,7 +223,7 @@ export function createMeter(deps: {
         if (event.source === "estimated") cost = Math.min(cost, admission.reserved);
         const changes: Adjustment[] = [];
         settleSpend(admission, cost, event.at, changes);
-        settleTokens(admission.scopes, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage), changes);
+        settleTokens(admission.subjects, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage), changes);
         const settled = counts.adjust(changes);
         if (cost > 0 && deps.onSpend) {
           const onSpend = deps.onSpend;

@@ -15,8 +15,8 @@ const CATALOG_BOOK = createPriceBook();
  */
 export interface PricingRouteDeps {
   auth: Pick<Authenticator, "optional">;
-  /** The caller's tenant, once its settings are loaded (the composition root's `scope`). */
-  scope(account: Pick<AccountRow, "path">): Promise<Pick<Tenant, "settings">>;
+  /** The caller's tenant, once its settings are loaded. */
+  tenantOf(account: Pick<AccountRow, "path">): Promise<Pick<Tenant, "settings">>;
   tenants: Pick<Tenants, "byok" | "load">;
   config: Pick<ServeConfig, "trustProxy">;
 }
@@ -30,7 +30,7 @@ export function pricingRoutes(deps: PricingRouteDeps) {
   return new Elysia().get("/x-pricing", async ({ request }) => {
     const principal = await deps.auth.optional(request, "openai");
     // Without a key: the deployment's prices; in the BYOK style no tenant is known, so the catalog alone.
-    const tenant = principal ? await deps.scope(principal.account) : deps.tenants.byok ? undefined : await deps.tenants.load(0);
+    const tenant = principal ? await deps.tenantOf(principal.account) : deps.tenants.byok ? undefined : await deps.tenants.load(0);
     if (principal) checkAccess(principal, "/x-pricing", () => clientIp(request, deps.config.trustProxy), tenant!.settings.resources());
     const table = tenant ? tenant.settings.prices().table : CATALOG_BOOK.table;
     const rates = principal?.account.rates ?? 1;

@@ -33,3 +33,8 @@ export function prepareDataDir(dir: string): string | undefined {
 export function clearSpool(dataDir: string): void {
   rmSync(join(dataDir, "tmp"), { recursive: true, force: true });
 }
+
+/** The SQLite database file of a data directory. */
+export function databasePath(dataDir: string): string {
+  return join(dataDir, "router.db");
+}

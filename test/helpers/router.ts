@@ -5,7 +5,8 @@ import { ensureInitialOwner } from "../../src/accounts/bootstrap.ts";
 import { DEFAULT_MAX_BODY, UPSTREAM_DEFAULTS, type ServeConfig } from "../../src/config.ts";
 import type { Clock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
-import { buildDeps, type TenantDeps } from "../../src/deps.ts";
+import { buildDeps, type Deps } from "../../src/deps.ts";
+import type { Tenant } from "../../src/tenancy/tenants.ts";
 import { startServer, type RunningServer } from "../../src/server.ts";
 import { testCertificates } from "./tls.ts";
 
@@ -15,7 +16,8 @@ export interface TestRouter {
   /** API key of the owner created on first start. */
   readonly ownerKey: string;
   /** The dependencies as the first owner's tenant sees them (the only tenant unless --byok). */
-  readonly deps: TenantDeps;
+  /** The process's dependencies with the owner's tenant (its settings, keys, pool, meter) spread in. */
+  readonly deps: Deps & Tenant;
   readonly server: RunningServer;
   readonly dataDir: string;
   /** Every log line the router wrote, for assertions (e.g. that no secret leaks). */
@@ -67,7 +69,7 @@ export async function startRouter(options: StartOptions = {}): Promise<TestRoute
   const logs: string[] = [];
   const global = buildDeps(config, { clock: options.clock, log: createLogger(config.logLevel, (line) => logs.push(line)), resolve: options.resolve });
   await ensureInitialOwner(global.store, global.owners, dataDir, config.ownerEmail);
-  const deps = await global.scope((await global.store.accounts.byId(1))!);
+  const deps: Deps & Tenant = { ...global, ...(await global.tenantOf((await global.store.accounts.byId(1))!)) };
   const pricing = options.pricing === undefined ? FREE_PRICING : options.pricing;
   if (pricing && !options.dataDir) await deps.settings.update({ PRICING: pricing });
   const ownerKey = readFileSync(join(dataDir, "initial-owner-key"), "utf8").trim();

@@ -7,7 +7,7 @@ import { HttpError } from "../../src/core/errors.ts";
 import { createMemoryCounters } from "../../src/state/memory-windows.ts";
 import { createMemoryState } from "../../src/state/memory.ts";
 import type { Adjustment, AdmitLine, Counter, Measure } from "../../src/state/state.ts";
-import { limitScopes, planWindows, settleTokens, type LimitScope, type RefusalReason, type SystemLimits, type WindowLimits } from "../../src/metering/limits.ts";
+import { limitSubjects, planWindows, settleTokens, type LimitSubject, type RefusalReason, type SystemLimits, type WindowLimits } from "../../src/metering/limits.ts";
 import { createPeriodCounters, createPeriodSeeder } from "../../src/metering/quotas.ts";
 import { openStore } from "../../src/store/open.ts";
 import { compilePattern } from "../../src/routing/patterns.ts";
@@ -67,16 +67,16 @@ async function admitWindows(
   acct: AccountRow,
   model: string | undefined,
   sys: SystemLimits,
-): Promise<LimitScope[]> {
+): Promise<LimitSubject[]> {
   const now = deps.clock.now();
   const day = deps.clock.businessDate(now);
-  const scopes = limitScopes(acct, model, deps.periods, sys);
+  const subjects = limitSubjects(acct, model, deps.periods, sys);
   const lines: AdmitLine[] = [];
   const reasons: Array<RefusalReason | undefined> = [];
-  planWindows({ scopes, day, now, tokens: 0, clock: deps.clock }, lines, reasons);
+  planWindows({ subjects, day, now, tokens: 0, clock: deps.clock }, lines, reasons);
   const verdict = await deps.state.counts.admit(lines, now);
   if (!verdict.admitted) throw reasons[verdict.refusal.line]!(verdict.refusal);
-  return scopes;
+  return subjects;
 }
 
 function harness(acct: AccountRow, sys: SystemLimits = []) {
@@ -84,9 +84,9 @@ function harness(acct: AccountRow, sys: SystemLimits = []) {
   const state = memoryState(clock);
   const periods = createPeriodCounters();
   const admit = (model: string | undefined = "m1") => admitWindows({ state, periods, clock }, acct, model, sys);
-  const finish = async (scopes: LimitScope[], tokens: number) => {
+  const finish = async (subjects: LimitSubject[], tokens: number) => {
     const changes: Adjustment[] = [];
-    settleTokens(scopes, clock.businessDate(), clock.now(), 0, tokens, changes);
+    settleTokens(subjects, clock.businessDate(), clock.now(), 0, tokens, changes);
     await state.counts.adjust(changes);
   };
   const refusal = async (model: string | undefined = "m1"): Promise<HttpError> => {
@@ -109,13 +109,13 @@ function harness(acct: AccountRow, sys: SystemLimits = []) {
 const retryAfter = (e: HttpError) => Number(e.headers!["retry-after"]);
 
 describe("window limits (planWindows in the State)", () => {
-  test("no limits: no scopes, nothing counted", async () => {
+  test("no limits: no subjects, nothing counted", async () => {
     const h = harness(account());
     expect(await h.admit()).toEqual([]);
     expect(await h.total("requests", "2026-03-10", 7)).toBe(0);
   });
 
-  test("RPM refuses the call after the limit, names it and the scope, and admits again after Retry-After", async () => {
+  test("RPM refuses the call after the limit, names it and the subject, and admits again after Retry-After", async () => {
     const h = harness(account({ rpm: 3 }));
     for (let i = 0; i < 3; i++) await h.admit();
     const e = await h.refusal();
@@ -143,7 +143,7 @@ describe("window limits (planWindows in the State)", () => {
       }
       return undefined;
     };
-    // Scopes are remembered per account snapshot: an edit is a new snapshot of the same id.
+    // Subjects are remembered per account snapshot: an edit is a new snapshot of the same id.
     const before = account({ id: 5, rpm: 10 });
     for (let i = 0; i < 3; i++) await admit(before, []);
     expect(await refused(account({ id: 5, rpm: 3 }), [])).toBe("rpm_limit_reached");
@@ -289,10 +289,10 @@ describe("window limits (planWindows in the State)", () => {
 
   test("system RPD and TPD count per model across accounts", async () => {
     const h = harness(account(), system({ "m*": { rpd: 1, tpd: 50 } }));
-    const scopes = await h.admit("m1");
-    expect(scopes.map((s) => s.label)).toEqual(["model m1"]);
+    const subjects = await h.admit("m1");
+    expect(subjects.map((s) => s.label)).toEqual(["model m1"]);
     expect(await h.total("requests", "2026-03-10", undefined, "m1")).toBe(1);
-    await h.finish(scopes, 50);
+    await h.finish(subjects, 50);
     expect(await h.total("tokens", "2026-03-10", undefined, "m1")).toBe(50);
     expect((await h.refusal("m1")).code).toBe("rpd_limit_reached");
   });
@@ -300,8 +300,8 @@ describe("window limits (planWindows in the State)", () => {
   test("checks run account, account model, system model — the first limit reached answers", async () => {
     const acct = account({ rpm: 1, modelLimits: JSON.stringify({ m1: { rpm: 1 } }) });
     const h = harness(acct, system({ m1: { rpm: 1 } }));
-    const scopes = await h.admit("m1");
-    expect(scopes.map((s) => s.label)).toEqual(["account", "account model m1", "model m1"]);
+    const subjects = await h.admit("m1");
+    expect(subjects.map((s) => s.label)).toEqual(["account", "account model m1", "model m1"]);
     expect((await h.refusal("m1")).message).toContain("(account)");
 
     const modelsOnly = harness(account({ modelLimits: JSON.stringify({ m1: { rpm: 1 } }) }), system({ m1: { rpm: 1 } }));

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import type { Clock } from "../../core/clock.ts";
 import type { Principal } from "../../accounts/principal.ts";
 import type { ServeConfig } from "../../config.ts";
 import { badRequest } from "../../core/errors.ts";
@@ -23,6 +24,7 @@ export interface ConfigRouteDeps {
   oplog: OperationLog;
   log: Logger;
   bus: InvalidationBus;
+  clock: Clock;
 }
 
 /**
@@ -82,7 +84,7 @@ export function configRoutes(deps: ConfigRouteDeps & AuthPluginDeps) {
       },
       { owner: true, parse: "none" },
     )
-    .post("/x-config/test-mail", ({ request, principal, tenant }) => sendTestMail(tenant, request, principal), { owner: true, parse: "none" });
+    .post("/x-config/test-mail", ({ request, principal, tenant }) => sendTestMail(deps, tenant, request, principal), { owner: true, parse: "none" });
 }
 
 /**

@@ -16,10 +16,14 @@ import type { ConfigService } from "./service.ts";
  * server and mask the password), the operation log, and the request limits. The
  * caller's tenant view (`Caller["tenant"]`) carries all of it.
  */
-export interface TestMailDeps {
+/** The tenant whose mail settings are tried. */
+export interface MailTenant {
   tenantId: number;
   mailer: Mailer;
   settings: Pick<ConfigService, "raw">;
+}
+
+export interface TestMailDeps {
   config: Pick<ServeConfig, "maxBody" | "trustProxy">;
   oplog: OperationLog;
   clock: Clock;
@@ -66,23 +70,23 @@ export function mailFailure(error: unknown, pass: string | undefined): HttpError
  * items and reports the server's answer. 400 when EMAIL_SMTP or XAI_MAIL is unset;
  * 502 with the mail error when sending fails. Written to the operation log either way.
  */
-export async function sendTestMail(deps: TestMailDeps, request: Request, principal: Principal): Promise<TestMailResult> {
+export async function sendTestMail(deps: TestMailDeps, tenant: MailTenant, request: Request, principal: Principal): Promise<TestMailResult> {
   const caller = principal.account;
   const to = await recipient(request, deps.config.maxBody, caller.email);
-  if (!deps.mailer.configured()) {
+  if (!tenant.mailer.configured()) {
     throw badRequest("Mail is not configured: set EMAIL_SMTP and XAI_MAIL (and EMAIL_PORT, EMAIL_AUTH, EMAIL_PASS as the server needs)", "EMAIL_SMTP", "mail_not_configured");
   }
-  const server = `${deps.settings.raw("EMAIL_SMTP")}:${deps.settings.raw("EMAIL_PORT") ?? 587}`;
+  const server = `${tenant.settings.raw("EMAIL_SMTP")}:${tenant.settings.raw("EMAIL_PORT") ?? 587}`;
   const log = (sent: boolean) =>
     deps.oplog.write({
-      tenantId: deps.tenantId,
+      tenantId: tenant.tenantId,
       actorId: caller.id,
       action: "config.test_mail",
       details: { to, server, sent },
       ip: clientIp(request, deps.config.trustProxy) ?? null,
     });
   try {
-    const result = await deps.mailer.send({
+    const result = await tenant.mailer.send({
       to,
       subject: "Router test mail",
       text: `This is a test mail from the router, sent through ${server} at ${new Date(deps.clock.now()).toISOString()} at the request of account ${caller.name}.\n\nIf you can read this, mail delivery works.`,
@@ -91,6 +95,6 @@ export async function sendTestMail(deps: TestMailDeps, request: Request, princip
     return { object: "test_mail", sent: true, to, response: result.response };
   } catch (error) {
     log(false);
-    throw mailFailure(error, deps.settings.raw("EMAIL_PASS"));
+    throw mailFailure(error, tenant.settings.raw("EMAIL_PASS"));
   }
 }

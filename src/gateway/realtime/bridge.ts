@@ -1,7 +1,11 @@
 import type { Server, WebSocketHandler } from "bun";
 import { HttpError } from "../../core/errors.ts";
 import { requestId } from "../../core/ids.ts";
-import type { Deps } from "../../deps.ts";
+import type { ServeConfig } from "../../config.ts";
+import type { Authenticator } from "../../http/auth.ts";
+import type { Tenant } from "../../tenancy/tenants.ts";
+import type { AccountRow } from "../../store/store.ts";
+import type { Affinity } from "../affinity.ts";
 import { metaOf } from "../../http/context.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { errorResponse } from "../../http/envelopes.ts";
@@ -10,7 +14,7 @@ import { ZERO_USAGE } from "../../formats/usage.ts";
 import { readHandshake, REALTIME_PATH } from "./handshake.ts";
 import { principalOf } from "../../accounts/principal.ts";
 import { clientSecretId } from "../created-objects.ts";
-import { createLifecycle, type LifecycleOptions } from "./lifecycle.ts";
+import { createLifecycle, type LifecycleDeps, type LifecycleOptions } from "./lifecycle.ts";
 import { pickRealtimeKey } from "./pick.ts";
 import { createSessionMeter, newSession, type RealtimeSession } from "./session.ts";
 
@@ -42,7 +46,14 @@ export const REALTIME_DEFAULTS: LifecycleOptions = {
   drainMs: 10_000,
 };
 
-export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOptions> = {}): RealtimeBridge {
+export interface RealtimeDeps extends LifecycleDeps {
+  readonly config: LifecycleDeps["config"] & Pick<ServeConfig, "firstByteTimeoutMs" | "trustProxy">;
+  readonly auth: Authenticator;
+  readonly affinity: Pick<Affinity, "lookup">;
+  tenantOf(account: Pick<AccountRow, "path">): Promise<Tenant>;
+}
+
+export function createRealtimeBridge(deps: RealtimeDeps, overrides: Partial<LifecycleOptions> = {}): RealtimeBridge {
   const options: LifecycleOptions = {
     ...REALTIME_DEFAULTS,
     connectTimeoutMs: Math.min(REALTIME_DEFAULTS.connectTimeoutMs, deps.config.firstByteTimeoutMs),
@@ -55,7 +66,7 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
       {
         auth: deps.auth,
         trustProxy: deps.config.trustProxy,
-        resourcesFor: async (principal) => (await deps.scope(principal.account)).settings.resources(),
+        resourcesFor: async (principal) => (await deps.tenantOf(principal.account)).settings.resources(),
         ephemeral: async (token) => {
           const bound = await deps.affinity.lookup(clientSecretId(token));
           const account = bound?.kind === "client_secret" ? await deps.store.accounts.byId(bound.accountId) : undefined;
@@ -64,8 +75,8 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
       },
       request,
     );
-    const tenant = await deps.scope(handshake.principal.account);
-    const metering = createSessionMeter(tenant);
+    const tenant = await deps.tenantOf(handshake.principal.account);
+    const metering = createSessionMeter(tenant, deps.clock);
     const route = routeModel(tenant.settings.routing(), handshake.requestedModel);
     const effectiveModel = route.effectiveModel ?? handshake.requestedModel;
     const admission = await metering.admit(handshake.principal, effectiveModel);
@@ -76,7 +87,7 @@ export function createRealtimeBridge(deps: Deps, overrides: Partial<LifecycleOpt
     const pinned = handshake.ephemeral ? await tenant.pool.acquireById(handshake.ephemeral.keyId) : undefined;
     const picked = handshake.ephemeral
       ? pinned && { key: pinned, level: pinned.level, probe: false }
-      : await pickRealtimeKey(tenant, route.level, tried);
+      : await pickRealtimeKey(tenant, deps.clock, route.level, tried);
     const session = newSession({
       id,
       principal: handshake.principal,

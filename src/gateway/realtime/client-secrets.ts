@@ -1,5 +1,4 @@
 import { Elysia } from "elysia";
-import type { Deps } from "../../deps.ts";
 import { readBodyBytes, parseJsonObject } from "../../http/body.ts";
 import { checkModel } from "../../http/access.ts";
 import { metaOf } from "../../http/context.ts";
@@ -8,7 +7,7 @@ import { routeModel } from "../../routing/route-model.ts";
 import type { ClientCall } from "../../formats/format.ts";
 import type { Endpoint } from "../../formats/format.ts";
 import { forwardableRequestHeaders } from "../headers.ts";
-import { createPipeline } from "../pipeline.ts";
+import { createPipeline, type PipelineDeps } from "../pipeline.ts";
 import { isObject } from "../../formats/json.ts";
 
 export const CLIENT_SECRETS_PATH = "/v1/realtime/client_secrets";
@@ -29,7 +28,7 @@ export const CLIENT_SECRETS_ENDPOINT: Endpoint = {
  * sits in `session.model` (routed on it; Level 1 when absent), and that field is the
  * only edit made to the body, so no top-level `model` is ever added.
  */
-export function realtimeClientSecretRoutes(deps: Deps) {
+export function realtimeClientSecretRoutes(deps: PipelineDeps) {
   const pipeline = createPipeline(deps);
   const encoder = new TextEncoder();
   return new Elysia().use(authPlugin(deps)).post(

@@ -1,6 +1,11 @@
 import type { ServerWebSocket, WebSocketHandler } from "bun";
 import { HttpError } from "../../core/errors.ts";
-import type { Deps } from "../../deps.ts";
+import type { ServeConfig } from "../../config.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { InvalidationBus } from "../../core/invalidation.ts";
+import type { Logger } from "../../core/log.ts";
+import type { Store } from "../../store/store.ts";
+import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import { redact } from "../../core/redact.ts";
 import { ZERO_USAGE } from "../../formats/usage.ts";
 import { dialUpstream, dropUpstream, type UpstreamEvents } from "./connect.ts";
@@ -29,13 +34,23 @@ export interface LifecycleOptions {
  */
 type SettleRest = Parameters<ReturnType<typeof createSessionMeter>["settle"]> extends [unknown, ...infer Rest] ? Rest : never;
 
-export function createLifecycle(deps: Deps, options: LifecycleOptions) {
+export interface LifecycleDeps {
+  readonly config: Pick<ServeConfig, "maxAttempts">;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly store: { readonly accounts: Pick<Store["accounts"], "byId"> };
+  readonly bus: Pick<InvalidationBus, "subscribe">;
+  readonly upstreamTls: { ca: string[] } | undefined;
+  readonly addressGuard: Pick<AddressGuard, "check">;
+}
+
+export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) {
   const { clock, log } = deps;
   // Keys, switch-over state and meter belong to the session's tenant.
   const metering = {
-    settle: (session: RealtimeSession, ...rest: SettleRest) => createSessionMeter(session.tenant).settle(session, ...rest),
-    release: (session: RealtimeSession) => createSessionMeter(session.tenant).release(session),
-    admit: (session: RealtimeSession) => createSessionMeter(session.tenant).admit(session.principal, session.effectiveModel),
+    settle: (session: RealtimeSession, ...rest: SettleRest) => createSessionMeter(session.tenant, clock).settle(session, ...rest),
+    release: (session: RealtimeSession) => createSessionMeter(session.tenant, clock).release(session),
+    admit: (session: RealtimeSession) => createSessionMeter(session.tenant, clock).admit(session.principal, session.effectiveModel),
   };
   const live = new Set<RealtimeSession>();
   let sweeper: ReturnType<typeof setInterval> | undefined;
@@ -146,7 +161,7 @@ export function createLifecycle(deps: Deps, options: LifecycleOptions) {
   const redial = async (session: RealtimeSession): Promise<void> => {
     // A client-secret session lives on its key alone: no other key knows the secret.
     const next =
-      !session.ephemeral && session.attempts < deps.config.maxAttempts ? await pickRealtimeKey(session.tenant, session.level, session.tried) : undefined;
+      !session.ephemeral && session.attempts < deps.config.maxAttempts ? await pickRealtimeKey(session.tenant, clock, session.level, session.tried) : undefined;
     if (next && session.clientClosed) {
       void session.tenant.pool.release(next.key);
       return finish(session);

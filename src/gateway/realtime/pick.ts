@@ -19,12 +19,13 @@ export interface PickedKey {
  * endpoint.
  */
 export async function pickRealtimeKey(
-  deps: { settings: ConfigService; switchOver: SwitchOver; pool: KeyPool; clock: Clock },
+  deps: { settings: ConfigService; switchOver: SwitchOver; pool: KeyPool },
+  clock: Clock,
   level: number,
   tried: Set<number>,
 ): Promise<PickedKey | undefined> {
   const backups = deps.settings.routing().switchOver;
-  const resolved = await deps.switchOver.resolve(level, backups, deps.clock.now());
+  const resolved = await deps.switchOver.resolve(level, backups, clock.now());
   const seen = new Set<number>();
   for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
     seen.add(current);

@@ -1,5 +1,5 @@
 import type { ServerWebSocket } from "bun";
-import type { TenantDeps } from "../../deps.ts";
+import type { Tenant } from "../../tenancy/tenants.ts";
 import type { EphemeralGrant } from "./handshake.ts";
 import type { Principal } from "../../accounts/principal.ts";
 import type { Clock } from "../../core/clock.ts";
@@ -29,7 +29,7 @@ export interface RealtimeSession {
   readonly id: string;
   readonly principal: Principal;
   /** The principal's tenant: its keys, switch-over state and meter serve the session. */
-  readonly tenant: TenantDeps;
+  readonly tenant: Tenant;
   /** Opened with a client secret: only its key, with the secret as the credential. */
   readonly ephemeral: EphemeralGrant | undefined;
   readonly requestedModel: string;
@@ -70,7 +70,7 @@ export interface RealtimeSession {
 export function newSession(fields: {
   id: string;
   principal: Principal;
-  tenant: TenantDeps;
+  tenant: Tenant;
   ephemeral: EphemeralGrant | undefined;
   requestedModel: string;
   effectiveModel: string;
@@ -106,25 +106,25 @@ export function newSession(fields: {
 }
 
 /** Admission and charging for sessions: every admission settles in exactly one usage row. */
-export function createSessionMeter(deps: { meter: Meter; usage: UsageSink; clock: Clock }) {
+export function createSessionMeter(tenant: { meter: Meter & UsageSink }, clock: Clock) {
   return {
     /** A fresh reservation for the next response; throws the meter's HttpError when refused. */
     admit(principal: Principal, effectiveModel: string): Promise<Admission> {
-      return deps.meter.admit({ principal, endpoint: REALTIME_ENDPOINT, effectiveModel, json: undefined, bodyBytes: 0 });
+      return tenant.meter.admit({ principal, endpoint: REALTIME_ENDPOINT, effectiveModel, json: undefined, bodyBytes: 0 });
     },
     /** Lets go of the current admission without a usage row: no response used it. */
     release(session: RealtimeSession): void {
       const admission = session.admission;
       if (!admission) return;
       session.admission = undefined;
-      void deps.meter.release(admission);
+      void tenant.meter.release(admission);
     },
     /** Settles the session's current admission with one usage row. */
     settle(session: RealtimeSession, status: number, usage: Usage, source: UsageSource, at: number): void {
       const admission = session.admission;
       if (!admission) return;
       session.admission = undefined;
-      deps.usage.record({
+      tenant.meter.record({
         requestId: session.id,
         accountId: session.principal.account.id,
         endpoint: REALTIME_PATH,
@@ -136,7 +136,7 @@ export function createSessionMeter(deps: { meter: Meter; usage: UsageSink; clock
         stream: true,
         usage,
         source,
-        latencyMs: deps.clock.now() - at,
+        latencyMs: clock.now() - at,
         at,
         admission,
       });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { HttpError } from "../../src/core/errors.ts";
 import type { AccountInput } from "../../src/accounts/input.ts";
-import { columnsForCreate, columnsForUpdate } from "../../src/accounts/scope.ts";
+import { columnsForCreate, columnsForUpdate } from "../../src/accounts/grants.ts";
 import type { AccountRow } from "../../src/store/store.ts";
 
 const DEFAULT_RESOURCES = "/v1/*,/v1beta/*,/chat/completions,/responses,/embeddings,/models,/dashboard/*,/x-self,/x-pricing";
