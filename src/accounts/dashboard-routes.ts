@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { Deps } from "../deps.ts";
 import { authPlugin } from "../http/plugins.ts";
+import type { AccountInfo, AccountStatus, CreditReport } from "../wire/accounts.ts";
 import { canManage } from "./access.ts";
 import { accountRecord, nanosToCredits } from "./records.ts";
 
@@ -10,7 +11,7 @@ export function dashboardAccountRoutes(deps: Deps) {
     .use(authPlugin(deps))
     .get(
       "/dashboard/status",
-      async ({ principal }) => {
+      async ({ principal }): Promise<AccountStatus> => {
         const account = principal.account;
         return {
           object: "account_status",
@@ -28,7 +29,7 @@ export function dashboardAccountRoutes(deps: Deps) {
     )
     .get(
       "/dashboard/credit",
-      async ({ principal }) => {
+      async ({ principal }): Promise<CreditReport> => {
         const grants = await deps.store.credit.grants(principal.account.id, deps.clock.now());
         return {
           object: "credit",
@@ -43,7 +44,7 @@ export function dashboardAccountRoutes(deps: Deps) {
       },
       { auth: true },
     )
-    .get("/dashboard/info", ({ principal }) => ({ object: "account_info", ...accountRecord(principal.account) }), {
+    .get("/dashboard/info", ({ principal }): AccountInfo => ({ object: "account_info", ...accountRecord(principal.account) }), {
       auth: true,
     });
 }
