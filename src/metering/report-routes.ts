@@ -5,6 +5,7 @@ import { nanosToCredits } from "../accounts/records.ts";
 import { forbidden } from "../core/errors.ts";
 import type { Deps } from "../deps.ts";
 import { authPlugin } from "../http/plugins.ts";
+import type { LiveUsage, RankedBill } from "../wire/usage.ts";
 import { buildBill } from "./reports/bill.ts";
 import { parseBillRange } from "./reports/dates.ts";
 import { liveRanges, liveTotals } from "./reports/live.ts";
@@ -23,7 +24,7 @@ export function reportRoutes(deps: Deps) {
     .use(authPlugin(deps))
     .get(
       "/dashboard/live",
-      async ({ principal }) => {
+      async ({ principal }): Promise<LiveUsage> => {
         const account = principal.account;
         const ranges = liveRanges(deps.clock);
         const [balance, daily, monthly] = await Promise.all([
@@ -58,7 +59,7 @@ export function reportRoutes(deps: Deps) {
     )
     .get(
       "/x-bill",
-      async ({ principal, request }) => {
+      async ({ principal, request }): Promise<RankedBill> => {
         const caller = managerOf(principal);
         const range = rangeOf(request);
         const user = new URL(request.url).searchParams.get("user");

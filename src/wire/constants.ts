@@ -31,3 +31,9 @@ export const MAX_RATES = 1000;
 export const MAX_SPEND_LIMIT = 1e6;
 /** Largest credit change of one request (credits), either way. */
 export const MAX_CREDIT_CHANGE = 1e6;
+
+/** Longest notice title and content, in characters (code points), after trimming. */
+export const NOTICE_TITLE_MAX = 100;
+export const NOTICE_CONTENT_MAX = 1000;
+/** Longest a notice may stay up, in days. */
+export const NOTICE_MAX_DAYS = 365;

@@ -1,6 +1,7 @@
 /** Broadcast notices on the wire (spec 2.5, `/x-news`, `/dashboard/news`). */
 import { Type, type Static } from "@sinclair/typebox";
 import { Count, Instant, Nullable } from "./common.ts";
+import { NOTICE_MAX_DAYS } from "./constants.ts";
 
 /**
  * `POST /x-news`. Title and content must also be non-empty once trimmed and within
@@ -14,7 +15,7 @@ export const NoticeBody = Type.Object(
     /** Account ID, name or email: it and its subtree; absent or null: everyone (owners only). */
     target: Type.Optional(Type.Union([Count({ minimum: 1 }), Type.String(), Type.Null()], { expected: "an account ID, name or email" })),
     /** Days until it expires (default 30). */
-    days: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 365, expected: "an integer from 1 to 365" }))),
+    days: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: NOTICE_MAX_DAYS, expected: `an integer from 1 to ${NOTICE_MAX_DAYS}` }))),
   },
   { additionalProperties: false },
 );

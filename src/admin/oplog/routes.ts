@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { Deps } from "../../deps.ts";
 import { authPlugin } from "../../http/plugins.ts";
 import type { OperationLogRow } from "../../store/store.ts";
+import type { LogPage, LogRow } from "../../wire/oplog.ts";
 import { listOperations, readLogQuery } from "./query.ts";
 
 /** Details are stored as JSON text; a row that does not parse (it never should) is shown as the text. */
@@ -13,7 +14,7 @@ function parseDetails(text: string): unknown {
   }
 }
 
-export function operationRecord(row: OperationLogRow) {
+export function operationRecord(row: OperationLogRow): LogRow {
   return {
     id: row.id,
     time: new Date(row.at).toISOString(),
@@ -33,7 +34,7 @@ export function operationRecord(row: OperationLogRow) {
 export function operationLogRoutes(deps: Deps) {
   return new Elysia().use(authPlugin(deps)).get(
     "/dashboard/logs",
-    async ({ request, tenant }) => {
+    async ({ request, tenant }): Promise<LogPage> => {
       const query = readLogQuery(deps.clock, new URL(request.url).searchParams);
       const { rows, total } = await listOperations(deps.store, tenant.tenantId, query);
       return {

@@ -2,20 +2,12 @@ import { nanosToCredits } from "../../accounts/records.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Store } from "../../store/store.ts";
 import type { DateRange } from "./dates.ts";
+import type { ModelTotals, UsageTotals } from "../../wire/usage.ts";
 import { addSums, ZERO_SUMS, type UsageSums } from "./usage-query.ts";
 
-export interface LiveModelUsage {
-  Requests: number;
-  Prompt: number;
-  Completion: number;
-  Reasoning: number;
-  CreditUsed: number;
-}
-
-/** `daily_usage` / `monthly_usage` of `/dashboard/live` (spec 2.3). */
-export interface LiveTotals extends LiveModelUsage {
-  ModelUsage: Record<string, LiveModelUsage>;
-}
+/** `daily_usage` / `monthly_usage` of `/dashboard/live` (spec 2.3), in the wire's names. */
+export type LiveModelUsage = ModelTotals;
+export type LiveTotals = UsageTotals;
 
 const record = (sums: UsageSums): LiveModelUsage => ({
   Requests: sums.requests,
