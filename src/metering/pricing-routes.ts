@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { Deps } from "../deps.ts";
 import { checkAccess } from "../http/access.ts";
 import { clientIp } from "../http/client-ip.ts";
+import type { PricingAnswer } from "../wire/pricing.ts";
 import { createPriceBook, scaleTable } from "./pricing/price-book.ts";
 
 const CATALOG_BOOK = createPriceBook();
@@ -12,7 +13,7 @@ const CATALOG_BOOK = createPriceBook();
  * is still a 401: silently falling back to public prices would hide the mistake.
  */
 export function pricingRoutes(deps: Deps) {
-  return new Elysia().get("/x-pricing", async ({ request }) => {
+  return new Elysia().get("/x-pricing", async ({ request }): Promise<PricingAnswer> => {
     const principal = await deps.auth.optional(request, "openai");
     // Without a key: the deployment's prices; in the BYOK style no tenant is known, so the catalog alone.
     const tenant = principal ? await deps.scope(principal.account) : deps.tenants.byok ? undefined : await deps.tenants.load(0);

@@ -5,6 +5,7 @@ import type { Deps, TenantDeps } from "../../deps.ts";
 import { onlyFields, readBodyBytes, readJsonObject } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { authPlugin } from "../../http/plugins.ts";
+import type { ConfigExport } from "../../wire/config.ts";
 import { itemDef } from "./items.ts";
 import type { ConfigChange } from "./service.ts";
 import { sendTestMail } from "./test-mail.ts";
@@ -20,7 +21,7 @@ export const DEFAULT_RESET_ITEMS: readonly string[] = ["PRICING"];
  * visible to the next request because the service rebuilds its compiled forms.
  */
 export function configRoutes(deps: Deps) {
-  const exported = (tenant: TenantDeps) => ({ configs: tenant.settings.exportAll() });
+  const exported = (tenant: TenantDeps): ConfigExport => ({ configs: tenant.settings.exportAll() });
 
   /** In the form GET /x-config exports (objects for JSON items); secrets arrive masked from the service. */
   const shown = (item: string, text: string | null): unknown => (text === null ? null : itemDef(item).exported(text));
