@@ -8,13 +8,18 @@ import type { AccountsService, Actor } from "./service.ts";
 /** Thrown at the end of a dry run to roll its transaction back. */
 class DryRunRollback extends Error {}
 
-/** Types, ranges and unknown fields (src/wire/accounts.ts); the non-zero rule is the domain's. */
-const checkBody = bodyCheck(BatchCreditBody);
+/** Types, ranges and unknown fields are the model's (src/wire/accounts.ts); the non-zero rule is the domain's. */
+const checkBody = bodyCheck(BatchCreditBody, {
+  rules: {
+    // Zero, or less than one nano-credit, would change nothing yet be logged as a change.
+    CreditGranted: (credit) => {
+      if (Math.round(credit * NANOS_PER_CREDIT) === 0) throw badRequest("CreditGranted must be a non-zero number", "CreditGranted");
+    },
+  },
+});
 
 function readBody(raw: Record<string, unknown>) {
   const body = checkBody(raw);
-  // Zero, or less than one nano-credit, would change nothing yet be logged as a change.
-  if (Math.round(body.CreditGranted * NANOS_PER_CREDIT) === 0) throw badRequest("CreditGranted must be a non-zero number", "CreditGranted");
   return { ids: [...new Set(body.IDs)], credit: body.CreditGranted, days: body.Days ?? undefined, dryRun: body.DryRun ?? false };
 }
 

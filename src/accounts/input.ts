@@ -29,9 +29,6 @@ export interface AccountInput {
   days?: number;
 }
 
-/** Types, lengths, ranges and unknown fields of the body (src/wire/accounts.ts); the rules below are the rest. */
-export const checkAccountBody = bodyCheck(AccountBody);
-
 /** A comma-separated list with each entry checked; kept normalised (trimmed, joined by commas). */
 function list(value: string | null | undefined, field: string, check: (entry: string) => boolean, what: string): string | null | undefined {
   if (value === undefined || value === null) return value;
@@ -77,35 +74,47 @@ const isPathPattern = (entry: string) => /^(\*|\/[^\s,]*)$/.test(entry);
 const isModelPattern = (entry: string) => /^[^\s,]+$/.test(entry);
 
 /**
- * Reads an account body (creation and update accept the same fields): the wire model
- * checks its structure, then the rules no schema states (valid addresses, name rules,
- * IP ranges, list entries, model-limit patterns) are checked here on the typed value.
+ * The body's types, lengths, ranges and unknown fields are its wire model's
+ * (src/wire/accounts.ts); these are the rules of single fields a schema cannot state,
+ * run in the model's field order. The caller-relative rules are `scope.ts`'s.
  */
+const checkAccountBody = bodyCheck(AccountBody, {
+  rules: {
+    Email: (email) => {
+      if (!isValidEmail(normaliseEmail(email))) throw badRequest(`Email "${email}" is not a valid address`, "Email");
+    },
+    Name: (name) => {
+      if (!isValidAccountName(name)) throw badRequest("Name must be 4 to 63 characters (letters, digits, . _ -) with at least one letter", "Name");
+    },
+    BillingEmail: (billing) => {
+      // "" and null both mean "the account's own email".
+      if (billing && !isValidEmail(normaliseEmail(billing))) throw badRequest(`BillingEmail "${billing}" is not a valid address`, "BillingEmail");
+    },
+    ModelLimits: (limits) => void parseModelLimits(limits),
+    AllowIPs: (value) => void allowIps(value),
+    AllowModels: (value) => void allowModels(value),
+    Resources: (value) => void resources(value),
+  },
+});
+
+const allowIps = (value: string | null | undefined) => list(value, "AllowIPs", (e) => parseRange(e) !== undefined, "an IP address or CIDR range");
+const allowModels = (value: string | null | undefined) => list(value, "AllowModels", isModelPattern, "a model pattern");
+const resources = (value: string | null | undefined) => list(value, "Resources", isPathPattern, "an API path pattern (starting with /)");
+
+/** Reads an account body (creation and update accept the same fields) into the service's input, normalised. */
 export function readAccountInput(raw: Record<string, unknown>): AccountInput {
   const body = checkAccountBody(raw);
   const input: AccountInput = { limits: {} };
-  if (body.Email !== undefined) {
-    if (!isValidEmail(normaliseEmail(body.Email))) throw badRequest(`Email "${body.Email}" is not a valid address`, "Email");
-    input.email = normaliseEmail(body.Email);
-  }
-  if (body.Name !== undefined) {
-    if (!isValidAccountName(body.Name)) {
-      throw badRequest("Name must be 4 to 63 characters (letters, digits, . _ -) with at least one letter", "Name");
-    }
-    input.name = body.Name;
-  }
+  if (body.Email !== undefined) input.email = normaliseEmail(body.Email);
+  if (body.Name !== undefined) input.name = body.Name;
   input.alias = body.Alias;
-  const billing = body.BillingEmail;
-  if (billing) {
-    if (!isValidEmail(normaliseEmail(billing))) throw badRequest(`BillingEmail "${billing}" is not a valid address`, "BillingEmail");
-    input.billingEmail = normaliseEmail(billing);
-  } else input.billingEmail = billing;
+  input.billingEmail = body.BillingEmail ? normaliseEmail(body.BillingEmail) : body.BillingEmail;
   input.rates = body.Rates;
   for (const field of [...RATE_FIELDS, ...SPEND_FIELDS]) if (body[field] !== undefined) input.limits[field] = body[field];
   input.modelLimits = parseModelLimits(body.ModelLimits);
-  input.allowIps = list(body.AllowIPs, "AllowIPs", (e) => parseRange(e) !== undefined, "an IP address or CIDR range");
-  input.allowModels = list(body.AllowModels, "AllowModels", isModelPattern, "a model pattern");
-  input.resources = list(body.Resources, "Resources", isPathPattern, "an API path pattern (starting with /)");
+  input.allowIps = allowIps(body.AllowIPs);
+  input.allowModels = allowModels(body.AllowModels);
+  input.resources = resources(body.Resources);
   if (body.CreditGranted !== undefined && body.CreditGranted !== null) input.credit = body.CreditGranted;
   if (body.Days !== undefined && body.Days !== null) input.days = body.Days;
   return input;

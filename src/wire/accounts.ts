@@ -13,16 +13,19 @@ function fieldsOf<K extends string, T extends TSchema>(names: readonly K[], sche
 }
 
 /** One ModelLimits entry: some of rpm..tpd, each a non-negative integer; nothing else. */
-export const ModelLimit = Type.Partial(Type.Object(fieldsOf(MODEL_LIMIT_MEMBERS, () => Count()), { additionalProperties: false }));
+export const ModelLimit = Type.Partial(Type.Object(fieldsOf(MODEL_LIMIT_MEMBERS, () => Count())), {
+  additionalProperties: false,
+  expected: `an object of ${MODEL_LIMIT_MEMBERS.join(", ")}`,
+});
 export type ModelLimit = Static<typeof ModelLimit>;
 
 /** Model pattern → limits for the models it matches. */
-export const ModelLimits = Type.Record(Type.String(), ModelLimit);
+export const ModelLimits = Type.Record(Type.String(), ModelLimit, { expected: "an object of model pattern → limits" });
 export type ModelLimits = Static<typeof ModelLimits>;
 
 /** Rate limits are counts; spend limits credits up to MAX_SPEND_LIMIT. `null` is "unlimited". */
 const RateLimits = fieldsOf(RATE_FIELDS, () => Nullable(Count()));
-const SpendLimits = fieldsOf(SPEND_FIELDS, () => Nullable(Credits({ minimum: 0, maximum: MAX_SPEND_LIMIT })));
+const SpendLimits = fieldsOf(SPEND_FIELDS, () => Nullable(Credits({ minimum: 0, maximum: MAX_SPEND_LIMIT, unit: "credits" })));
 
 /**
  * `POST /x-users` and `PUT /x-users/:id`: every field optional (creation requires
@@ -44,7 +47,7 @@ export const AccountBody = Type.Object(
     AllowModels: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
     Resources: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
     /** Credit to add (positive) or deduct (negative). */
-    CreditGranted: Type.Optional(Nullable(Credits({ minimum: -MAX_CREDIT_CHANGE, maximum: MAX_CREDIT_CHANGE }))),
+    CreditGranted: Type.Optional(Nullable(Credits({ minimum: -MAX_CREDIT_CHANGE, maximum: MAX_CREDIT_CHANGE, unit: "credits per change" }))),
     /** Validity in days of added credit. */
     Days: Type.Optional(Nullable(Count({ minimum: 1 }))),
   },
@@ -57,7 +60,7 @@ export const BatchCreditBody = Type.Object(
   {
     IDs: Type.Array(Count({ minimum: 1, expected: "an account ID" }), { minItems: 1, maxItems: 1000, expected: "an array of 1 to 1000 account IDs" }),
     /** Non-zero (checked by the domain, after rounding to nano-credits). */
-    CreditGranted: Credits({ minimum: -MAX_CREDIT_CHANGE, maximum: MAX_CREDIT_CHANGE }),
+    CreditGranted: Credits({ minimum: -MAX_CREDIT_CHANGE, maximum: MAX_CREDIT_CHANGE, unit: "credits per change" }),
     Days: Type.Optional(Nullable(Count({ minimum: 1 }))),
     DryRun: Type.Optional(Nullable(Type.Boolean())),
   },

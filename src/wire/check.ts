@@ -1,11 +1,12 @@
 /**
  * Checks a request body against its wire model and refuses it with the service's own
  * 400 (`badRequest`), naming the top-level field at fault in `param` and saying what
- * is wrong in words. Only the structure is checked here (types, lengths, ranges,
- * unknown fields); rules a schema cannot state (a valid address, IP ranges, patterns,
- * rules across fields) stay in the domain, which receives the typed value.
+ * is wrong in words. The model states the structure (types, lengths, ranges, unknown
+ * fields); rules a schema cannot state stay in the domain: per field (a valid address,
+ * IP ranges, patterns) as `rules` this checker runs in field order, and across fields
+ * on the typed value it returns.
  */
-import { Kind, type Static, type TSchema } from "@sinclair/typebox";
+import { Kind, type Static, type TObject, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { ValueErrorType, type ValueError } from "@sinclair/typebox/errors";
 import { badRequest } from "../core/errors.ts";
@@ -27,19 +28,49 @@ export interface CheckOptions {
  */
 export interface Expected {
   expected?: string;
+  /** The unit a bound is in ("credits"), said after it: "must be at most 1000000 credits". */
+  unit?: string;
 }
+
+/**
+ * The domain's rules for single fields, which a schema cannot state (a valid address, an
+ * IP range): each gets its field's value once the value has the model's type, and
+ * throws its own 400. They run in the model's field order, interleaved with the
+ * structural checks, so a body with several faults is refused for the first field at
+ * fault whatever the kind of fault, as the endpoints always did.
+ */
+export type FieldRules<T extends TObject> = {
+  [K in keyof Static<T>]?: (value: Exclude<Static<T>[K], undefined>) => void;
+};
 
 export type BodyCheck<T extends TSchema> = (body: unknown) => Static<T>;
 
-/** Compiles `schema` once; the returned function checks a body and returns it typed, or throws a 400. */
-export function bodyCheck<T extends TSchema>(schema: T, options: CheckOptions = {}): BodyCheck<T> {
+/**
+ * Compiles `schema` once; the returned function checks a body (structure and field
+ * rules) and returns it typed, or throws a 400. Rules across fields are the domain's,
+ * on the typed value.
+ */
+export function bodyCheck<T extends TObject>(schema: T, options: CheckOptions & { rules?: FieldRules<T> } = {}): BodyCheck<T> {
   const compiled = TypeCompiler.Compile(schema);
-  const fields = Object.keys((schema as { properties?: Record<string, unknown> }).properties ?? {});
+  const fields = Object.keys(schema.properties);
+  const rules = Object.entries(options.rules ?? {}) as Array<[string, (value: unknown) => void]>;
+  const ruleAt = rules.map(([field, rule]) => ({ index: fields.indexOf(field), field, rule })).sort((a, b) => a.index - b.index);
   return (body) => {
-    if (compiled.Check(body)) return body;
-    const fault = firstFault(compiled.Errors(body), fields, options);
-    throw badRequest(fault ? describe(fault, fields) : "Request body does not match the expected shape", fault ? segments(fault.path)[0] : undefined);
+    const fault = compiled.Check(body) ? undefined : firstFault(compiled.Errors(body), fields, options);
+    // Unknown fields (and, when asked, missing ones) come before any field's own check.
+    if (fault && fault.rank < 2) throw refusal(fault.error, fields);
+    for (const { index, field, rule } of ruleAt) {
+      if (fault && fault.index <= index) break;
+      const value = (body as Record<string, unknown>)[field];
+      if (value !== undefined) rule(value);
+    }
+    if (fault) throw refusal(fault.error, fields);
+    return body as Static<T>;
   };
+}
+
+function refusal(error: ValueError, fields: string[]) {
+  return badRequest(describe(error, fields), segments(error.path)[0] || undefined);
 }
 
 /** RFC 6901 path → its keys (`/ModelLimits/gpt-4~1x/rpm` → ModelLimits, gpt-4/x, rpm). */
@@ -51,7 +82,7 @@ function segments(path: string): string[] {
 }
 
 /** The fault reported: the lowest (rank, field position), the first one met among equals. */
-function firstFault(errors: Iterable<ValueError>, fields: string[], options: CheckOptions): ValueError | undefined {
+function firstFault(errors: Iterable<ValueError>, fields: string[], options: CheckOptions): { error: ValueError; rank: number; index: number } | undefined {
   let best: { error: ValueError; rank: number; index: number } | undefined;
   for (const error of errors) {
     const keys = segments(error.path);
@@ -63,7 +94,7 @@ function firstFault(errors: Iterable<ValueError>, fields: string[], options: Che
     const index = unknown ? 0 : fields.indexOf(top);
     if (!best || rank < best.rank || (rank === best.rank && index < best.index)) best = { error, rank, index };
   }
-  return best?.error;
+  return best;
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
@@ -80,7 +111,10 @@ const isNull = (schema: TSchema) => schema[Kind] === "Null";
 function describe(error: ValueError, fields: string[]): string {
   const where = subject(error.path);
   if (error.type === ValueErrorType.ObjectAdditionalProperties) {
-    return segments(error.path).length === 1 ? `Unknown field ${where}; accepted fields: ${fields.join(", ")}` : `Unknown field ${where}`;
+    const keys = segments(error.path);
+    if (keys.length === 1) return `Unknown field ${where}; accepted fields: ${fields.join(", ")}`;
+    const allowed = Object.keys((error.schema as { properties?: object }).properties ?? {});
+    return `${subject(error.path.slice(0, error.path.lastIndexOf("/")))}: unknown member ${JSON.stringify(keys.at(-1))} (allowed: ${allowed.join(", ")})`;
   }
   if (error.type === ValueErrorType.ObjectRequiredProperty) return `${where} is required`;
   const expected = (error.schema as Expected).expected;
@@ -98,7 +132,8 @@ function describe(error: ValueError, fields: string[]): string {
 
 /** What the value must be, from the kind of fault and the schema's bound. */
 function rule(error: ValueError): string {
-  const s = error.schema as Record<string, unknown>;
+  const s = error.schema as Record<string, unknown> & Expected;
+  const unit = s.unit ? ` ${s.unit}` : "";
   switch (error.type) {
     case ValueErrorType.String:
       return "be a string";
@@ -120,16 +155,18 @@ function rule(error: ValueError): string {
       return s.minLength === 1 ? "not be empty" : `be at least ${String(s.minLength)} characters`;
     case ValueErrorType.NumberMinimum:
     case ValueErrorType.IntegerMinimum:
-      return s.minimum === 0 ? "not be negative" : `be at least ${String(s.minimum)}`;
+      return s.minimum === 0 ? "not be negative" : `be at least ${String(s.minimum)}${unit}`;
     case ValueErrorType.NumberExclusiveMinimum:
     case ValueErrorType.IntegerExclusiveMinimum:
-      return `be greater than ${String(s.exclusiveMinimum)}`;
+      return `be greater than ${String(s.exclusiveMinimum)}${unit}`;
     case ValueErrorType.NumberMaximum:
     case ValueErrorType.IntegerMaximum:
-      return `be at most ${String(s.maximum)}`;
+      // Past 2^53 - 1 a double no longer holds every integer: the value was not the integer sent.
+      if (s.maximum === Number.MAX_SAFE_INTEGER) return "be an integer of at most 2^53 - 1";
+      return `be at most ${String(s.maximum)}${unit}`;
     case ValueErrorType.NumberExclusiveMaximum:
     case ValueErrorType.IntegerExclusiveMaximum:
-      return `be less than ${String(s.exclusiveMaximum)}`;
+      return `be less than ${String(s.exclusiveMaximum)}${unit}`;
     case ValueErrorType.ArrayMinItems:
       return `hold at least ${String(s.minItems)} entries`;
     case ValueErrorType.ArrayMaxItems:

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { readAccountInput } from "../../src/accounts/input.ts";
 import { accountRecord } from "../../src/accounts/records.ts";
-import { HttpError } from "../../src/core/errors.ts";
+import { badRequest, HttpError } from "../../src/core/errors.ts";
 import { noticeRecord } from "../../src/admin/notices/routes.ts";
 import { operationRecord } from "../../src/admin/oplog/routes.ts";
 import { fullRecord, summaryRecord } from "../../src/admin/provider-keys/records.ts";
@@ -17,9 +18,9 @@ import { ProviderKeyCreateBody, ProviderKeyRecord, ProviderKeySummary } from "..
 import { BillInfo, UsageUser } from "../../src/wire/usage.ts";
 
 /** The 400 a check throws: its param and message. */
-function refusal(check: (body: unknown) => unknown, body: unknown): { param?: string; message: string } {
+function refusal(check: (body: never) => unknown, body: unknown): { param?: string; message: string } {
   try {
-    check(body);
+    check(body as never);
   } catch (error) {
     expect(error).toBeInstanceOf(HttpError);
     const e = error as HttpError;
@@ -89,6 +90,34 @@ describe("bodyCheck", () => {
     const notice = bodyCheck(NoticeBody);
     expect(refusal(notice, { title: "t", content: "c", target: true })).toEqual({ param: "target", message: "target must be an account ID, name or email" });
     expect(refusal(notice, { title: "t", content: "c", days: 366 })).toEqual({ param: "days", message: "days must be an integer from 1 to 365" });
+  });
+
+  test("field rules run in field order, interleaved with the structural checks", () => {
+    const seen: string[] = [];
+    const check = bodyCheck(Type.Object({ a: Type.String(), b: Type.Integer(), c: Type.String() }), {
+      rules: {
+        c: (c) => void seen.push(`c:${c}`),
+        a: (a) => {
+          seen.push(`a:${a}`);
+          if (a === "bad") throw badRequest("a is bad", "a");
+        },
+      },
+    });
+    expect(check({ a: "x", b: 1, c: "y" })).toEqual({ a: "x", b: 1, c: "y" });
+    expect(seen).toEqual(["a:x", "c:y"]);
+    // A rule of an earlier field beats a structural fault of a later one, and the reverse.
+    expect(refusal(check, { a: "bad", b: "1", c: "y" })).toEqual({ param: "a", message: "a is bad" });
+    seen.length = 0;
+    expect(refusal(check, { a: "x", b: "1", c: "y" }).param).toBe("b");
+    expect(seen).toEqual(["a:x"]);
+    // The account body: an invalid address (a rule) is reported before a negative RPM (the model).
+    expect(refusal(readAccountInput, { RPM: -1, Email: "not-an-address" }).param).toBe("Email");
+    expect(refusal(readAccountInput, { Email: "a@example.com", RPM: -1, AllowIPs: "10.0.0.0/33" }).param).toBe("RPM");
+  });
+
+  test("bounds carry their unit; integers past 2^53 are refused as such", () => {
+    expect(refusal(account, { DailyLimit: 1e300 })).toEqual({ param: "DailyLimit", message: "DailyLimit must be at most 1000000 credits" });
+    expect(refusal(account, { RPM: 2 ** 53 }).message).toBe("RPM must be an integer of at most 2^53 - 1");
   });
 
   test("a schema compiled once serves many bodies", () => {

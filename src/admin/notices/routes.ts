@@ -26,9 +26,6 @@ export interface NoticeInput {
   days: number;
 }
 
-/** Types, the days range and unknown fields (src/wire/notices.ts); emptiness and lengths are checked below. */
-const checkNoticeBody = bodyCheck(NoticeBody);
-
 /** Length in characters (code points), so an emoji counts once. */
 const length = (text: string) => [...text].length;
 
@@ -39,18 +36,25 @@ function requiredText(value: string, field: "title" | "content", max: number): s
   return text;
 }
 
+/**
+ * Types, the days range and unknown fields are the model's (src/wire/notices.ts);
+ * emptiness and lengths are of the trimmed text, in code points, so they are checked here.
+ */
+const checkNoticeBody = bodyCheck(NoticeBody, {
+  rules: {
+    title: (title) => void requiredText(title, "title", NOTICE_TITLE_MAX),
+    content: (content) => void requiredText(content, "content", NOTICE_CONTENT_MAX),
+    target: (target) => {
+      if (typeof target === "string" && target.trim() === "") throw badRequest("target must be an account ID, name or email", "target");
+    },
+  },
+});
+
 /** Reads and checks a `POST /x-news` body. */
 export function readNoticeInput(raw: Record<string, unknown>): NoticeInput {
   const body = checkNoticeBody(raw);
-  const title = requiredText(body.title, "title", NOTICE_TITLE_MAX);
-  const content = requiredText(body.content, "content", NOTICE_CONTENT_MAX);
-  let target: string | undefined;
-  if (typeof body.target === "number") target = String(body.target);
-  else if (typeof body.target === "string") {
-    if (body.target.trim() === "") throw badRequest("target must be an account ID, name or email", "target");
-    target = body.target.trim();
-  }
-  return { title, content, target, days: body.days ?? DEFAULT_DAYS };
+  const target = typeof body.target === "number" ? String(body.target) : typeof body.target === "string" ? body.target.trim() : undefined;
+  return { title: body.title.trim(), content: body.content.trim(), target, days: body.days ?? DEFAULT_DAYS };
 }
 
 export function noticeRecord(row: NoticeRow): Notice {

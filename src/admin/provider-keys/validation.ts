@@ -16,12 +16,6 @@ import type { ProviderKeyInput } from "./repository.ts";
 
 const MAX_SECRET_BYTES = 65_536;
 const FIELDS = Object.keys(ProviderKeyUpdateBody.properties);
-/**
- * Types, lengths, ranges and unknown fields (src/wire/provider-keys.ts). Creation has
- * always reported a missing required field before an unknown one.
- */
-const checkCreate = bodyCheck(ProviderKeyCreateBody, { requiredFirst: true });
-const checkUpdate = bodyCheck(ProviderKeyUpdateBody);
 /** A slow resolver must not hold an admin request for long; an unresolved name is compared by name only. */
 const DNS_TIMEOUT_MS = 2000;
 const DNS_CACHE_MS = 30_000;
@@ -232,15 +226,27 @@ function checkSecret(secret: string, config: ProviderConfig, stored: boolean): v
   }
 }
 
-/** The rules of the fields present that their model cannot state: URLs, the secret's size in bytes, `config`'s members. */
+/**
+ * Types, lengths, ranges and unknown fields are the models' (src/wire/provider-keys.ts);
+ * these are the rules of single fields a schema cannot state, run in field order.
+ * Creation has always reported a missing required field before an unknown one.
+ */
+const FIELD_RULES = {
+  Provider: (provider: string) => void httpsUrl(provider, "Provider"),
+  SecretKey: (secret: string) => {
+    // A Vertex service-account file is about 2.4 KiB; nothing a provider issues comes near this.
+    if (Buffer.byteLength(secret) > MAX_SECRET_BYTES) throw badRequest(`SecretKey must be at most ${MAX_SECRET_BYTES} bytes (64 KiB)`, "SecretKey");
+  },
+  config: (config: unknown) => void parseConfig(config),
+};
+const checkCreate = bodyCheck(ProviderKeyCreateBody, { requiredFirst: true, rules: FIELD_RULES });
+const checkUpdate = bodyCheck(ProviderKeyUpdateBody, { rules: FIELD_RULES });
+
+/** The checked fields present, as the repository's input (URLs trimmed, `config` normalised). */
 function readFields(body: ProviderKeyUpdateBody): ProviderKeyInput {
   const out: ProviderKeyInput = {};
   if (body.Provider !== undefined) out.provider = httpsUrl(body.Provider, "Provider");
-  if (body.SecretKey !== undefined) {
-    // A Vertex service-account file is about 2.4 KiB; nothing a provider issues comes near this.
-    if (Buffer.byteLength(body.SecretKey) > MAX_SECRET_BYTES) throw badRequest(`SecretKey must be at most ${MAX_SECRET_BYTES} bytes (64 KiB)`, "SecretKey");
-    out.secret = body.SecretKey;
-  }
+  if (body.SecretKey !== undefined) out.secret = body.SecretKey;
   if (body.Level !== undefined) out.level = body.Level;
   if (body.Status !== undefined) out.status = body.Status;
   if (body.NoSleep !== undefined) out.noSleep = body.NoSleep;
