@@ -12,9 +12,11 @@ import type { PricingTable as Prices } from "../../../src/wire/pricing.ts";
 
 export { MODEL_LIMIT_MEMBERS, NOTICE_CONTENT_MAX, NOTICE_TITLE_MAX, PRICING_SECTIONS, RATE_FIELDS, SPEND_FIELDS } from "../../../src/wire/constants.ts";
 export type { LimitField, PricingSection, ProviderType } from "../../../src/wire/constants.ts";
-export type { AccountStatus, BatchEntryResult, BatchResult, ModelLimits } from "../../../src/wire/accounts.ts";
-export type { Notice } from "../../../src/wire/notices.ts";
-export type { LogRow } from "../../../src/wire/oplog.ts";
+export type { AccountStatus, BatchEntryResult, BatchResult, CreditReport, ModelLimits, RotatedKey } from "../../../src/wire/accounts.ts";
+export type { ConfigExport } from "../../../src/wire/config.ts";
+export type { Notice, NoticeFeed } from "../../../src/wire/notices.ts";
+export type { LogPage, LogRow } from "../../../src/wire/oplog.ts";
+export type { PricingAnswer } from "../../../src/wire/pricing.ts";
 export type { LiveUsage, UsageTotals } from "../../../src/wire/usage.ts";
 
 /** The account views read `/dashboard/info` (no balance) and `/x-users` (with it; the key once, on creation). */
