@@ -11,8 +11,6 @@ import type { ProviderKeyRecord, ProviderKeySummary } from "../../wire/provider-
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export type { ProviderKeyRecord, ProviderKeySummary };
-
 export function summaryRecord(row: ProviderKeyRow): ProviderKeySummary {
   return {
     ID: row.id,

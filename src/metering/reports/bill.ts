@@ -1,10 +1,7 @@
 import { nanosToCredits } from "../../accounts/records.ts";
 import { datesIn, type DateRange } from "./dates.ts";
-import type { BillInfo, DailyCost, LineItem, ModelUsageRecord, TokenSummary } from "../../wire/usage.ts";
+import type { BillInfo, DailyCost, ModelUsageRecord, TokenSummary } from "../../wire/usage.ts";
 import { addSums, ZERO_SUMS, type UsageSums } from "./usage-query.ts";
-
-// The bill's shapes are wire models, read by the console and the CLI as well.
-export type { BillInfo, DailyCost, LineItem, ModelUsageRecord, TokenSummary };
 
 const usageRecord = (sums: UsageSums): ModelUsageRecord => ({
   requests: sums.requests,

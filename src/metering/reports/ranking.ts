@@ -3,9 +3,6 @@ import { byCostThenName } from "./bill.ts";
 import type { UsageUser } from "../../wire/usage.ts";
 import { addSums, ZERO_SUMS, type AccountIdentity, type UsageSums } from "./usage-query.ts";
 
-/** One entry of `/x-bill`'s `usage_users` (spec 2.3): a wire model. */
-export type { UsageUser };
-
 /** `part` as a percentage (0–100) of `whole`, rounded to 2 decimals; 0 when `whole` is 0. */
 export function percentage(part: number, whole: number): number {
   if (whole <= 0) return 0;
