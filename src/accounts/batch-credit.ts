@@ -1,5 +1,6 @@
 import { badRequest, HttpError } from "../core/errors.ts";
-import { onlyFields } from "../http/body.ts";
+import { BatchCreditBody, type BatchEntryResult, type BatchResult } from "../wire/accounts.ts";
+import { bodyCheck } from "../wire/check.ts";
 import type { Tx } from "./ledger.ts";
 import { NANOS_PER_CREDIT, nanosToCredits } from "./records.ts";
 import type { AccountsService, Actor } from "./service.ts";
@@ -7,31 +8,19 @@ import type { AccountsService, Actor } from "./service.ts";
 /** Thrown at the end of a dry run to roll its transaction back. */
 class DryRunRollback extends Error {}
 
-export interface BatchEntryResult {
-  ID: number;
-  status: "applied" | "skipped";
-  reason?: string;
-  BalanceBefore?: number;
-  BalanceAfter?: number;
-}
+/** Types, ranges and unknown fields are the model's (src/wire/accounts.ts); the non-zero rule is the domain's. */
+const checkBody = bodyCheck(BatchCreditBody, {
+  rules: {
+    // Zero, or less than one nano-credit, would change nothing yet be logged as a change.
+    CreditGranted: (credit) => {
+      if (Math.round(credit * NANOS_PER_CREDIT) === 0) throw badRequest("CreditGranted must be a non-zero number", "CreditGranted");
+    },
+  },
+});
 
-function readBody(body: Record<string, unknown>) {
-  onlyFields(body, ["IDs", "CreditGranted", "Days", "DryRun"]);
-  const ids = body.IDs;
-  if (!Array.isArray(ids) || ids.length === 0 || ids.length > 1000) throw badRequest("IDs must be an array of 1 to 1000 account IDs", "IDs");
-  for (const id of ids) if (!Number.isSafeInteger(id) || (id as number) < 1) throw badRequest(`IDs: ${JSON.stringify(id)} is not an account ID`, "IDs");
-  const credit = body.CreditGranted;
-  if (typeof credit !== "number" || !Number.isFinite(credit) || Math.round(credit * NANOS_PER_CREDIT) === 0) {
-    throw badRequest("CreditGranted must be a non-zero number", "CreditGranted");
-  }
-  if (Math.abs(credit) > 1e6) throw badRequest("CreditGranted must be at most 1,000,000 credits per change", "CreditGranted");
-  const days = body.Days;
-  if (days !== undefined && days !== null && (!Number.isSafeInteger(days) || (days as number) < 1)) {
-    throw badRequest("Days must be a positive integer", "Days");
-  }
-  const dryRun = body.DryRun ?? false;
-  if (typeof dryRun !== "boolean") throw badRequest("DryRun must be a boolean", "DryRun");
-  return { ids: [...new Set(ids as number[])], credit, days: (days ?? undefined) as number | undefined, dryRun };
+function readBody(raw: Record<string, unknown>) {
+  const body = checkBody(raw);
+  return { ids: [...new Set(body.IDs)], credit: body.CreditGranted, days: body.Days ?? undefined, dryRun: body.DryRun ?? false };
 }
 
 /**
@@ -40,7 +29,7 @@ function readBody(body: Record<string, unknown>) {
  * runs the very same steps inside one transaction that is then rolled back, so it
  * reports exactly what a real run would.
  */
-export async function runBatchCredit(service: AccountsService, actor: Actor, body: Record<string, unknown>) {
+export async function runBatchCredit(service: AccountsService, actor: Actor, body: Record<string, unknown>): Promise<BatchResult> {
   const { ids, credit, days, dryRun } = readBody(body);
   const results: BatchEntryResult[] = [];
   let callerChange = 0;

@@ -3,6 +3,7 @@ import type { Clock } from "../core/clock.ts";
 import type { AuthPluginDeps } from "../http/auth-deps.ts";
 import { authPlugin } from "../http/plugins.ts";
 import type { Store } from "../store/store.ts";
+import type { AccountInfo, AccountStatus, CreditReport } from "../wire/accounts.ts";
 import { canManage } from "./access.ts";
 import { accountRecord, nanosToCredits } from "./records.ts";
 import type { AccountsService } from "./service.ts";
@@ -20,7 +21,7 @@ export function dashboardAccountRoutes(deps: DashboardRouteDeps & AuthPluginDeps
     .use(authPlugin(deps))
     .get(
       "/dashboard/status",
-      async ({ principal }) => {
+      async ({ principal }): Promise<AccountStatus> => {
         const account = principal.account;
         return {
           object: "account_status",
@@ -38,7 +39,7 @@ export function dashboardAccountRoutes(deps: DashboardRouteDeps & AuthPluginDeps
     )
     .get(
       "/dashboard/credit",
-      async ({ principal }) => {
+      async ({ principal }): Promise<CreditReport> => {
         const grants = await deps.store.credit.grants(principal.account.id, deps.clock.now());
         return {
           object: "credit",
@@ -53,7 +54,7 @@ export function dashboardAccountRoutes(deps: DashboardRouteDeps & AuthPluginDeps
       },
       { auth: true },
     )
-    .get("/dashboard/info", ({ principal }) => ({ object: "account_info", ...accountRecord(principal.account) }), {
+    .get("/dashboard/info", ({ principal }): AccountInfo => ({ object: "account_info", ...accountRecord(principal.account) }), {
       auth: true,
     });
 }

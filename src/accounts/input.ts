@@ -2,15 +2,14 @@ import { badRequest } from "../core/errors.ts";
 import { splitList } from "../routing/patterns.ts";
 import { parseRange } from "./ip-ranges.ts";
 import { isValidAccountName, isValidEmail, normaliseEmail } from "./validation.ts";
+import { AccountBody, type ModelLimit, type ModelLimits } from "../wire/accounts.ts";
+import { bodyCheck } from "../wire/check.ts";
+import { MODEL_LIMIT_MEMBERS, RATE_FIELDS, SPEND_FIELDS, type ModelLimitMember, type RateField, type SpendField } from "../wire/constants.ts";
 
-export const RATE_FIELDS = ["RPM", "RPH", "RPD", "TPM", "TPH", "TPD"] as const;
-export const SPEND_FIELDS = ["DailyLimit", "HardLimit", "SoftLimit"] as const;
-export type RateField = (typeof RATE_FIELDS)[number];
-export type SpendField = (typeof SPEND_FIELDS)[number];
-export const MODEL_LIMIT_MEMBERS = ["rpm", "rph", "rpd", "tpm", "tph", "tpd"] as const;
-export type ModelLimitMember = (typeof MODEL_LIMIT_MEMBERS)[number];
-export type ModelLimit = Partial<Record<ModelLimitMember, number>>;
-export type ModelLimits = Record<string, ModelLimit>;
+// The lists live with the wire models, shared with the console and the CLI; re-exported for the domain's importers.
+export { MAX_RATES, MAX_SPEND_LIMIT, MODEL_LIMIT_MEMBERS, RATE_FIELDS, SPEND_FIELDS } from "../wire/constants.ts";
+export type { ModelLimitMember, RateField, SpendField } from "../wire/constants.ts";
+export type { ModelLimit, ModelLimits } from "../wire/accounts.ts";
 
 /** A creation or update body, checked field by field (spec 2.2). Absent fields are undefined; `null` clears. */
 export interface AccountInput {
@@ -30,35 +29,8 @@ export interface AccountInput {
   days?: number;
 }
 
-const CREATE_FIELDS = new Set([
-  "Email", "Name", "CreditGranted", "Alias", "BillingEmail", "Rates", ...RATE_FIELDS, ...SPEND_FIELDS,
-  "ModelLimits", "Days", "AllowIPs", "AllowModels", "Resources",
-]);
-
-function text(body: Record<string, unknown>, field: string, max = 200): string | null | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return value;
-  if (typeof value !== "string") throw badRequest(`${field} must be a string`, field);
-  if (value.length > max) throw badRequest(`${field} must be at most ${max} characters`, field);
-  return value;
-}
-
-/** Largest Rates multiplier: with prices at most MAX_PRICE, costs stay exact integers of nano-credits. */
-export const MAX_RATES = 1000;
-/** Largest spend limit (credits): in nano-credits still an exact integer. */
-export const MAX_SPEND_LIMIT = 1e6;
-
-function number(body: Record<string, unknown>, field: string, integer: boolean): number | null | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return value;
-  if (typeof value !== "number" || !Number.isFinite(value)) throw badRequest(`${field} must be a finite number`, field);
-  if (integer && !Number.isSafeInteger(value)) throw badRequest(`${field} must be an integer`, field);
-  if (value < 0) throw badRequest(`${field} must not be negative`, field);
-  return value;
-}
-
-function list(body: Record<string, unknown>, field: string, check: (entry: string) => boolean, what: string): string | null | undefined {
-  const value = text(body, field, 4000);
+/** A comma-separated list with each entry checked; kept normalised (trimmed, joined by commas). */
+function list(value: string | null | undefined, field: string, check: (entry: string) => boolean, what: string): string | null | undefined {
   if (value === undefined || value === null) return value;
   const entries = splitList(value);
   for (const entry of entries) {
@@ -67,7 +39,12 @@ function list(body: Record<string, unknown>, field: string, check: (entry: strin
   return entries.join(",");
 }
 
-/** Model pattern → {rpm..tpd} non-negative integers; unknown members refused. `field` names the setting in errors. */
+/**
+ * Model pattern → {rpm..tpd} non-negative integers; unknown members refused. `field` names
+ * the setting in errors. The MODEL_LIMITS configuration item arrives unchecked, hence the
+ * structural checks; for an account body they already passed, and this adds the pattern
+ * rule and trims the patterns.
+ */
 export function parseModelLimits(value: unknown, field = "ModelLimits"): ModelLimits | null | undefined {
   if (value === undefined || value === null) return value;
   if (typeof value !== "object" || Array.isArray(value)) throw badRequest(`${field} must be an object of model pattern → limits`, field);
@@ -96,58 +73,49 @@ export function parseModelLimits(value: unknown, field = "ModelLimits"): ModelLi
 const isPathPattern = (entry: string) => /^(\*|\/[^\s,]*)$/.test(entry);
 const isModelPattern = (entry: string) => /^[^\s,]+$/.test(entry);
 
-/** Reads an account body; `update` also accepts the update-only fields (they are accepted at creation too). */
-export function readAccountInput(body: Record<string, unknown>): AccountInput {
-  for (const field of Object.keys(body)) {
-    if (!CREATE_FIELDS.has(field)) throw badRequest(`Unknown field ${field}`, field);
-  }
+/**
+ * The body's types, lengths, ranges and unknown fields are its wire model's
+ * (src/wire/accounts.ts); these are the rules of single fields a schema cannot state,
+ * run in the model's field order. The caller-relative rules are `scope.ts`'s.
+ */
+const checkAccountBody = bodyCheck(AccountBody, {
+  rules: {
+    Email: (email) => {
+      if (!isValidEmail(normaliseEmail(email))) throw badRequest(`Email "${email}" is not a valid address`, "Email");
+    },
+    Name: (name) => {
+      if (!isValidAccountName(name)) throw badRequest("Name must be 4 to 63 characters (letters, digits, . _ -) with at least one letter", "Name");
+    },
+    BillingEmail: (billing) => {
+      // "" and null both mean "the account's own email".
+      if (billing && !isValidEmail(normaliseEmail(billing))) throw badRequest(`BillingEmail "${billing}" is not a valid address`, "BillingEmail");
+    },
+    ModelLimits: (limits) => void parseModelLimits(limits),
+    AllowIPs: (value) => void allowIps(value),
+    AllowModels: (value) => void allowModels(value),
+    Resources: (value) => void resources(value),
+  },
+});
+
+const allowIps = (value: string | null | undefined) => list(value, "AllowIPs", (e) => parseRange(e) !== undefined, "an IP address or CIDR range");
+const allowModels = (value: string | null | undefined) => list(value, "AllowModels", isModelPattern, "a model pattern");
+const resources = (value: string | null | undefined) => list(value, "Resources", isPathPattern, "an API path pattern (starting with /)");
+
+/** Reads an account body (creation and update accept the same fields) into the service's input, normalised. */
+export function readAccountInput(raw: Record<string, unknown>): AccountInput {
+  const body = checkAccountBody(raw);
   const input: AccountInput = { limits: {} };
-  const email = text(body, "Email", 254);
-  if (email !== undefined) {
-    if (email === null || !isValidEmail(normaliseEmail(email))) throw badRequest(`Email "${email}" is not a valid address`, "Email");
-    input.email = normaliseEmail(email);
-  }
-  const name = text(body, "Name", 63);
-  if (name !== undefined) {
-    if (name === null || !isValidAccountName(name)) {
-      throw badRequest("Name must be 4 to 63 characters (letters, digits, . _ -) with at least one letter", "Name");
-    }
-    input.name = name;
-  }
-  input.alias = text(body, "Alias", 100);
-  const billing = text(body, "BillingEmail", 254);
-  if (billing) {
-    if (!isValidEmail(normaliseEmail(billing))) throw badRequest(`BillingEmail "${billing}" is not a valid address`, "BillingEmail");
-    input.billingEmail = normaliseEmail(billing);
-  } else input.billingEmail = billing;
-  const rates = number(body, "Rates", false);
-  if (rates === null) throw badRequest("Rates must be a number", "Rates");
-  if (rates !== undefined) {
-    if (rates <= 0) throw badRequest("Rates must be greater than 0", "Rates");
-    if (rates > MAX_RATES) throw badRequest(`Rates must be at most ${MAX_RATES}`, "Rates");
-    input.rates = rates;
-  }
-  for (const field of RATE_FIELDS) if (body[field] !== undefined) input.limits[field] = number(body, field, true) ?? null;
-  for (const field of SPEND_FIELDS) {
-    if (body[field] === undefined) continue;
-    const limit = number(body, field, false) ?? null;
-    if (limit !== null && limit > MAX_SPEND_LIMIT) throw badRequest(`${field} must be at most ${MAX_SPEND_LIMIT} credits`, field);
-    input.limits[field] = limit;
-  }
+  if (body.Email !== undefined) input.email = normaliseEmail(body.Email);
+  if (body.Name !== undefined) input.name = body.Name;
+  input.alias = body.Alias;
+  input.billingEmail = body.BillingEmail ? normaliseEmail(body.BillingEmail) : body.BillingEmail;
+  input.rates = body.Rates;
+  for (const field of [...RATE_FIELDS, ...SPEND_FIELDS]) if (body[field] !== undefined) input.limits[field] = body[field];
   input.modelLimits = parseModelLimits(body.ModelLimits);
-  input.allowIps = list(body, "AllowIPs", (e) => parseRange(e) !== undefined, "an IP address or CIDR range");
-  input.allowModels = list(body, "AllowModels", isModelPattern, "a model pattern");
-  input.resources = list(body, "Resources", isPathPattern, "an API path pattern (starting with /)");
-  const credit = body.CreditGranted;
-  if (credit !== undefined && credit !== null) {
-    if (typeof credit !== "number" || !Number.isFinite(credit)) throw badRequest("CreditGranted must be a finite number", "CreditGranted");
-    if (Math.abs(credit) > 1e6) throw badRequest("CreditGranted must be at most 1,000,000 credits per change", "CreditGranted");
-    input.credit = credit;
-  }
-  const days = number(body, "Days", true);
-  if (days !== undefined && days !== null) {
-    if (days < 1) throw badRequest("Days must be a positive integer", "Days");
-    input.days = days;
-  }
+  input.allowIps = allowIps(body.AllowIPs);
+  input.allowModels = allowModels(body.AllowModels);
+  input.resources = resources(body.Resources);
+  if (body.CreditGranted !== undefined && body.CreditGranted !== null) input.credit = body.CreditGranted;
+  if (body.Days !== undefined && body.Days !== null) input.days = body.Days;
   return input;
 }

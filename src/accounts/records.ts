@@ -1,4 +1,5 @@
 import type { AccountRow } from "../store/store.ts";
+import type { AccountLimits, AccountRecord, ModelLimits } from "../wire/accounts.ts";
 import { resourcesOf } from "./access.ts";
 
 export const NANOS_PER_CREDIT = 1_000_000_000;
@@ -8,7 +9,7 @@ export function nanosToCredits(nanos: number): number {
 }
 
 /** The account's limits, in the field names of the creation body (spec 2.2), null when unlimited. */
-export function limitsRecord(account: AccountRow) {
+export function limitsRecord(account: AccountRow): AccountLimits {
   return {
     RPM: account.rpm,
     RPH: account.rph,
@@ -19,7 +20,7 @@ export function limitsRecord(account: AccountRow) {
     DailyLimit: account.dailyLimit,
     HardLimit: account.hardLimit,
     SoftLimit: account.softLimit,
-    ModelLimits: account.modelLimits ? (JSON.parse(account.modelLimits) as Record<string, unknown>) : {},
+    ModelLimits: account.modelLimits ? (JSON.parse(account.modelLimits) as ModelLimits) : {},
   };
 }
 
@@ -27,7 +28,7 @@ export function limitsRecord(account: AccountRow) {
  * An account as management responses show it: the creation/update field names, so
  * a record read back can be sent again as an update. Never the key or its hash.
  */
-export function accountRecord(account: AccountRow) {
+export function accountRecord(account: AccountRow): AccountRecord {
   return {
     ID: account.id,
     Name: account.name,

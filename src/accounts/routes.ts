@@ -7,6 +7,7 @@ import { clientIp } from "../http/client-ip.ts";
 import { pageParams, paginationHeaders, positiveIntParam } from "../http/pagination.ts";
 import { authPlugin } from "../http/plugins.ts";
 import type { AccountOrder, AccountRow } from "../store/store.ts";
+import type { AccountDeleted, CreatedAccount, ManagedAccount, RotatedKey } from "../wire/accounts.ts";
 import { canManage } from "./access.ts";
 import { runBatchCredit } from "./batch-credit.ts";
 import { readAccountInput } from "./input.ts";
@@ -21,8 +22,8 @@ export interface AccountRouteDeps {
 
 /** Account management (spec 4.2), limited to the caller's subtree; `POST /x-self` for every account. */
 export function accountRoutes(deps: AccountRouteDeps & AuthPluginDeps, service: AccountsService) {
-  const record = async (row: AccountRow) => ({
-    object: "account",
+  const record = async (row: AccountRow): Promise<ManagedAccount> => ({
+    object: "account" as const,
     ...accountRecord(row),
     Balance: nanosToCredits(await service.balanceNanos(row.id)),
   });
@@ -63,7 +64,7 @@ export function accountRoutes(deps: AccountRouteDeps & AuthPluginDeps, service: 
     .use(authPlugin(deps))
     .post(
       "/x-users",
-      async ({ principal, request, set }) => {
+      async ({ principal, request, set }): Promise<CreatedAccount> => {
         manager(principal);
         const input = readAccountInput(await readJsonObject(request, deps.config.maxBody));
         const { account, key } = await service.create(actor(principal, request), input);
@@ -99,7 +100,7 @@ export function accountRoutes(deps: AccountRouteDeps & AuthPluginDeps, service: 
     )
     .delete(
       "/x-users/:identifier",
-      async ({ principal, request, params }) => {
+      async ({ principal, request, params }): Promise<AccountDeleted> => {
         manager(principal);
         const { target, returned } = await service.remove(actor(principal, request), params.identifier);
         return { object: "account", ID: target.id, deleted: true, CreditReturned: nanosToCredits(returned) };
@@ -108,7 +109,7 @@ export function accountRoutes(deps: AccountRouteDeps & AuthPluginDeps, service: 
     )
     .post(
       "/x-self",
-      async ({ principal, request }) => {
+      async ({ principal, request }): Promise<RotatedKey> => {
         const body = await readJsonObject(request, deps.config.maxBody);
         onlyFields(body, ["confirm"]);
         const issued = await service.rotateKey(actor(principal, request), body.confirm);

@@ -3,6 +3,7 @@
  * (`/x-users`, `/x-dna`, `/x-users/batch-credit`). An account is named by its ID,
  * email or name, as the server resolves identifiers.
  */
+import type { AccountDeleted, BatchResult, CreatedAccount, ManagedAccount } from "../wire/accounts.ts";
 import { UsageError } from "./flags.ts";
 import {
   commandGroup,
@@ -17,42 +18,11 @@ import {
 import { formatRecord, formatTable, pageFooter, print, printJson, time } from "./output.ts";
 import { confirmDeletion, yesArg } from "./confirm.ts";
 
-interface AccountRecord {
-  ID: number;
-  Name: string;
-  Email: string;
-  Alias: string | null;
-  BillingEmail: string | null;
-  ParentID: number | null;
-  Level: number;
-  IsOwner: boolean;
-  Rates: number;
-  RPM: number | null;
-  RPD: number | null;
-  TPM: number | null;
-  DailyLimit: number | null;
-  HardLimit: number | null;
-  SoftLimit: number | null;
-  AllowIPs: string;
-  AllowModels: string;
-  Resources: string;
-  KeyPrefix: string;
-  CreatedAt: string;
-  Balance: number;
-  APIKey?: string;
-}
-
-interface BatchResult {
-  DryRun: boolean;
-  results: Array<{ ID: number; status: string; reason?: string; BalanceBefore?: number; BalanceAfter?: number }>;
-  summary: { applied: number; skipped: number; ParentCreditChange: number; ChildrenCreditChange: number };
-}
-
 const accountArg = { account: { type: "positional", description: "Account ID, email or name (required)", required: false } } as const;
 
 const accountPath = (args: Args) => `/x-users/${encodeURIComponent(requirePositional(args, "account"))}`;
 
-function showAccount(record: AccountRecord): void {
+function showAccount(record: ManagedAccount): void {
   print(
     formatRecord([
       ["ID", record.ID],
@@ -121,7 +91,7 @@ const list = remoteCommand({
   },
   check: (args) => void [intFlag(args, "level"), intFlag(args, "page"), intFlag(args, "size")],
   async run({ args, client, json }) {
-    const { body, headers } = await client.request<AccountRecord[]>("GET", args.all === true ? "/x-dna" : "/x-users", {
+    const { body, headers } = await client.request<ManagedAccount[]>("GET", args.all === true ? "/x-dna" : "/x-users", {
       query: {
         name: stringFlag(args, "name"),
         email: stringFlag(args, "email"),
@@ -175,7 +145,7 @@ const create = remoteCommand({
     if (credit !== undefined) Object.assign(body, { CreditGranted: credit });
     const days = intFlag(args, "days");
     if (days !== undefined) Object.assign(body, { Days: days });
-    const { body: record } = await client.request<AccountRecord>("POST", "/x-users", { body });
+    const { body: record } = await client.request<CreatedAccount>("POST", "/x-users", { body });
     if (json) return printJson(record);
     print(`created account ${record.ID}`);
     showAccount(record);
@@ -196,7 +166,7 @@ const update = remoteCommand({
     const email = stringFlag(args, "email");
     if (email !== undefined) body.Email = email;
     if (Object.keys(body).length === 0) throw new UsageError("nothing to change; see --help for the fields");
-    const { body: record } = await client.request<AccountRecord>("PUT", accountPath(args), { body });
+    const { body: record } = await client.request<ManagedAccount>("PUT", accountPath(args), { body });
     if (json) return printJson(record);
     print(`updated account ${record.ID}`);
     showAccount(record);
@@ -262,7 +232,7 @@ const credit = remoteCommand({
       );
       return;
     }
-    const { body: record } = await client.request<AccountRecord>("PUT", accountPath(args), {
+    const { body: record } = await client.request<ManagedAccount>("PUT", accountPath(args), {
       body: { CreditGranted: amount, ...(days !== undefined && { Days: days }) },
     });
     if (json) return printJson(record);
@@ -279,7 +249,7 @@ const rm = remoteCommand({
   check: (args) => void requirePositional(args, "account"),
   async run({ args, client, json }) {
     await confirmDeletion(`account ${String(args.account)}`, args);
-    const { body } = await client.request<{ ID: number; CreditReturned: number }>("DELETE", accountPath(args));
+    const { body } = await client.request<AccountDeleted>("DELETE", accountPath(args));
     if (json) return printJson(body);
     print(`deleted account ${body.ID}; ${body.CreditReturned} credits returned to its parent`);
   },

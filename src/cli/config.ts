@@ -5,13 +5,10 @@
  * can be copied (EMAIL_PASS travels as its mask and stays as stored).
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import type { ConfigExport } from "../wire/config.ts";
 import { UsageError } from "./flags.ts";
 import { commandGroup, readStdin, remoteCommand, requirePositional, stringFlag, type Args, type RemoteContext } from "./client.ts";
 import { cell, formatTable, print, printJson } from "./output.ts";
-
-interface ConfigExport {
-  configs: Record<string, unknown>;
-}
 
 const ITEM = /^[A-Z][A-Z0-9_]*$/;
 

@@ -6,7 +6,7 @@
  * from a file or stdin, so they stay out of shell history.
  */
 import { readFileSync } from "node:fs";
-import type { ProviderKeySummary } from "../admin/provider-keys/records.ts";
+import type { ProviderKeyDeleted, ProviderKeyRecord, ProviderKeySummary } from "../wire/provider-keys.ts";
 import { UsageError } from "./flags.ts";
 import {
   commandGroup,
@@ -22,12 +22,7 @@ import { formatRecord, formatTable, pageFooter, print, printJson, time } from ".
 import { confirmDeletion, yesArg } from "./confirm.ts";
 
 /** A key as the server answers it: the summary, or a full record whose secret is dropped before printing. */
-interface KeySummary extends ProviderKeySummary {
-  SleepReason?: string | null;
-  SleepUntil?: string | null;
-  config?: unknown;
-  SecretKey?: string;
-}
+type KeySummary = ProviderKeySummary & Partial<ProviderKeyRecord>;
 
 const idArg = { id: { type: "positional", description: "Provider key ID (required)", required: false } } as const;
 
@@ -222,7 +217,7 @@ const rm = remoteCommand({
   async run({ args, client, json }) {
     const id = idArgument(args);
     await confirmDeletion(`provider key ${id}`, args);
-    const { body } = await client.request<{ id: number }>("DELETE", `/x-keys/${id}`, { query: { force: args.force === true ? "true" : undefined } });
+    const { body } = await client.request<ProviderKeyDeleted>("DELETE", `/x-keys/${id}`, { query: { force: args.force === true ? "true" : undefined } });
     if (json) return printJson(body);
     print(`deleted provider key ${body.id}`);
   },

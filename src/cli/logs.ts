@@ -2,16 +2,9 @@
  * `router logs`: the operation log (`/dashboard/logs`, owner only), newest first,
  * 24 rows a page unless `--size` says otherwise.
  */
+import type { LogPage } from "../wire/oplog.ts";
 import { intFlag, remoteCommand, stringFlag } from "./client.ts";
 import { formatTable, print, printJson, time } from "./output.ts";
-
-interface LogPage {
-  logs: Array<{ id: number; time: string; action: string; operator_id: number | null; target_id: number | null; details: unknown; ip: string | null }>;
-  total: number;
-  page: number;
-  size: number;
-  has_more: boolean;
-}
 
 export const logsCommand = remoteCommand({
   name: "logs",

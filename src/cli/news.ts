@@ -3,20 +3,11 @@
  * notice is system-wide (owners only); with one it reaches that account and its
  * whole subtree.
  */
+import type { Notice, NoticeDeleted } from "../wire/notices.ts";
 import { UsageError } from "./flags.ts";
 import { commandGroup, idArgument, intFlag, readStdin, remoteCommand, stringFlag } from "./client.ts";
 import { formatRecord, formatTable, pageFooter, print, printJson, time } from "./output.ts";
 import { confirmDeletion, yesArg } from "./confirm.ts";
-
-interface Notice {
-  id: number;
-  title: string;
-  content: string;
-  target_id: number | null;
-  author_id: number;
-  created_at: string;
-  expires_at: string;
-}
 
 const list = remoteCommand({
   name: "list",
@@ -88,7 +79,7 @@ const rm = remoteCommand({
   check: (args) => void idArgument(args),
   async run({ args, client, json }) {
     await confirmDeletion(`notice ${idArgument(args)}`, args);
-    const { body } = await client.request<{ id: number }>("DELETE", `/x-news/${idArgument(args)}`);
+    const { body } = await client.request<NoticeDeleted>("DELETE", `/x-news/${idArgument(args)}`);
     if (json) return printJson(body);
     print(`deleted notice ${body.id}`);
   },

@@ -5,39 +5,23 @@
  * server checks them, the command only refuses combinations that cannot mean anything.
  */
 import { UsageError } from "./flags.ts";
-import type { BillInfo } from "../metering/reports/bill.ts";
-import type { UsageUser } from "../metering/reports/ranking.ts";
+import type { BillInfo, LiveUsage, ModelTotals, RankedBill } from "../wire/usage.ts";
 import { commandGroup, intFlag, remoteCommand, stringFlag, type Args } from "./client.ts";
 import { formatTable, print, printJson } from "./output.ts";
-
-interface Totals {
-  Requests: number;
-  Prompt: number;
-  Completion: number;
-  Reasoning: number;
-  CreditUsed: number;
-  ModelUsage?: Record<string, Totals>;
-}
-
-interface Live {
-  account: { id: number; name: string; email: string; balance: number };
-  daily_usage: Totals;
-  monthly_usage: Totals;
-}
 
 const live = remoteCommand({
   name: "live",
   description: "Your usage today and this month, by model",
   args: {},
   async run({ client, json }) {
-    const { body } = await client.request<Live>("GET", "/dashboard/live");
+    const { body } = await client.request<LiveUsage>("GET", "/dashboard/live");
     if (json) return printJson(body);
     const a = body.account;
     print(`account ${a.id} ${a.email} (${a.name}), balance ${a.balance} credits`);
-    const rows: Array<{ period: string; model: string; t: Totals }> = [];
+    const rows: Array<{ period: string; model: string; t: ModelTotals }> = [];
     for (const [period, totals] of [["today", body.daily_usage], ["month", body.monthly_usage]] as const) {
       rows.push({ period, model: "(all)", t: totals });
-      for (const [model, t] of Object.entries(totals.ModelUsage ?? {})) rows.push({ period, model, t });
+      for (const [model, t] of Object.entries(totals.ModelUsage)) rows.push({ period, model, t });
     }
     print(
       formatTable(rows, [
@@ -126,7 +110,7 @@ const ranking = remoteCommand({
   },
   check: checkRange,
   async run({ args, client, json }) {
-    const { body } = await client.request<BillInfo & { usage_users: UsageUser[] }>("GET", "/x-bill", {
+    const { body } = await client.request<RankedBill>("GET", "/x-bill", {
       query: { ...rangeQuery(args), user: stringFlag(args, "account") },
     });
     if (json) return printJson(body.usage_users);

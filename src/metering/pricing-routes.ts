@@ -5,6 +5,7 @@ import type { Authenticator } from "../http/auth.ts";
 import { clientIp } from "../http/client-ip.ts";
 import type { AccountRow } from "../store/store.ts";
 import type { Tenant, Tenants } from "../tenancy/tenants.ts";
+import type { PricingAnswer } from "../wire/pricing.ts";
 import { createPriceBook, scaleTable } from "./pricing/price-book.ts";
 
 const CATALOG_BOOK = createPriceBook();
@@ -27,7 +28,7 @@ export interface PricingRouteDeps {
  * is still a 401: silently falling back to public prices would hide the mistake.
  */
 export function pricingRoutes(deps: PricingRouteDeps) {
-  return new Elysia().get("/x-pricing", async ({ request }) => {
+  return new Elysia().get("/x-pricing", async ({ request }): Promise<PricingAnswer> => {
     const principal = await deps.auth.optional(request, "openai");
     // Without a key: the deployment's prices; in the BYOK style no tenant is known, so the catalog alone.
     const tenant = principal ? await deps.tenantOf(principal.account) : deps.tenants.byok ? undefined : await deps.tenants.load(0);

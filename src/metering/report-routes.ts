@@ -8,6 +8,7 @@ import { forbidden } from "../core/errors.ts";
 import type { AuthPluginDeps } from "../http/auth-deps.ts";
 import { authPlugin } from "../http/plugins.ts";
 import type { Store } from "../store/store.ts";
+import type { LiveUsage, RankedBill } from "../wire/usage.ts";
 import { buildBill } from "./reports/bill.ts";
 import { parseBillRange } from "./reports/dates.ts";
 import { liveRanges, liveTotals } from "./reports/live.ts";
@@ -36,7 +37,7 @@ export function reportRoutes(deps: ReportRouteDeps & AuthPluginDeps) {
     .use(authPlugin(deps))
     .get(
       "/dashboard/live",
-      async ({ principal }) => {
+      async ({ principal }): Promise<LiveUsage> => {
         const account = principal.account;
         const ranges = liveRanges(deps.clock);
         const [balance, daily, monthly] = await Promise.all([
@@ -71,7 +72,7 @@ export function reportRoutes(deps: ReportRouteDeps & AuthPluginDeps) {
     )
     .get(
       "/x-bill",
-      async ({ principal, request }) => {
+      async ({ principal, request }): Promise<RankedBill> => {
         const caller = managerOf(principal);
         const range = rangeOf(request);
         const user = new URL(request.url).searchParams.get("user");

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
+import type { BatchEntryResult, BatchResult as ServerBatchResult } from "../lib/types.ts";
 import { formatCredit, formatCredits } from "../lib/format.ts";
 import { useConsole } from "../shell/context.ts";
 import { ErrorNote, Success } from "../ui/feedback.tsx";
@@ -8,11 +9,8 @@ import { DataTable } from "../ui/table.tsx";
 import { useAction } from "../ui/use-load.ts";
 import { useSelection } from "./selection.ts";
 
-interface BatchResult {
-  DryRun: boolean;
-  results: Array<{ ID: number; Name?: string; Email?: string; status: "applied" | "skipped"; BalanceBefore?: number; BalanceAfter?: number; reason?: string }>;
-  summary: { applied: number; skipped: number; ParentCreditChange: number; ChildrenCreditChange: number };
-}
+/** The server's answer, its applied entries named for the preview (looked up below). */
+type BatchResult = Omit<ServerBatchResult, "results"> & { results: Array<BatchEntryResult & { Name?: string; Email?: string }> };
 
 const parseIds = (text: string) => text.split(/[\s,]+/).filter(Boolean);
 

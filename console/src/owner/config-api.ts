@@ -1,13 +1,14 @@
 import { api } from "../lib/api.ts";
+import type { ConfigExport } from "../lib/types.ts";
 
-export type Configs = Record<string, unknown>;
+export type Configs = ConfigExport["configs"];
 
 export async function loadConfig(): Promise<Configs> {
-  return (await api.get<{ configs: Configs }>("/x-config")).data.configs;
+  return (await api.get<ConfigExport>("/x-config")).data.configs;
 }
 
 export async function putConfig(values: Configs): Promise<Configs> {
-  return (await api.put<{ configs: Configs }>("/x-config", values)).data.configs;
+  return (await api.put<ConfigExport>("/x-config", values)).data.configs;
 }
 
 /** Removes items (back to their defaults); without names, PRICING. */

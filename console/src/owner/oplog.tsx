@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { api, query } from "../lib/api.ts";
 import { formatTime } from "../lib/format.ts";
-import type { LogRow } from "../lib/types.ts";
+import type { LogPage } from "../lib/types.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
@@ -37,13 +37,6 @@ async function namesOf(ids: number[], self: { id: number; name: string; email: s
     }),
   );
   return names;
-}
-
-interface LogPage {
-  logs: LogRow[];
-  total: number;
-  page: number;
-  has_more: boolean;
 }
 
 /** The operation log, newest first, 24 rows a page, filtered by action, target account and dates. */

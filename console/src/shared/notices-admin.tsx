@@ -1,15 +1,13 @@
 import { useState } from "preact/hooks";
 import { api, pagination, query } from "../lib/api.ts";
 import { formatTime } from "../lib/format.ts";
-import type { Notice } from "../lib/types.ts";
+import { NOTICE_CONTENT_MAX, NOTICE_TITLE_MAX, type Notice } from "../lib/types.ts";
 import { ConfirmDialog } from "../ui/confirm.tsx";
 import { ErrorNote, Loading, Success } from "../ui/feedback.tsx";
 import { TextArea, TextField } from "../ui/field.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
 import { useAction, useLoad } from "../ui/use-load.ts";
 
-const TITLE_MAX = 100;
-const CONTENT_MAX = 1000;
 const chars = (text: string) => [...text.trim()].length;
 
 /**
@@ -30,8 +28,8 @@ export function NoticesAdmin({ systemWide }: { systemWide: boolean }) {
     return { rows: data, ...pagination(headers) };
   }, [page]);
   const errors = {
-    title: chars(title) > TITLE_MAX ? `At most ${TITLE_MAX} characters` : undefined,
-    content: chars(content) > CONTENT_MAX ? `At most ${CONTENT_MAX} characters` : undefined,
+    title: chars(title) > NOTICE_TITLE_MAX ? `At most ${NOTICE_TITLE_MAX} characters` : undefined,
+    content: chars(content) > NOTICE_CONTENT_MAX ? `At most ${NOTICE_CONTENT_MAX} characters` : undefined,
     days: !/^\d+$/.test(days) || Number(days) < 1 || Number(days) > 365 ? "1 to 365 days" : undefined,
     target: !systemWide && !target.trim() ? "Name the account (ID, name or email)" : undefined,
   };
@@ -61,8 +59,8 @@ export function NoticesAdmin({ systemWide }: { systemWide: boolean }) {
     <div>
       <form class="card" onSubmit={submit} aria-labelledby="nn-h" noValidate>
         <h3 id="nn-h">New notice</h3>
-        <TextField label="Title" required value={title} onInput={setTitle} hint={`${chars(title)}/${TITLE_MAX}`} error={errors.title} />
-        <TextArea label="Content" required value={content} onInput={setContent} hint={`${chars(content)}/${CONTENT_MAX}`} error={errors.content} />
+        <TextField label="Title" required value={title} onInput={setTitle} hint={`${chars(title)}/${NOTICE_TITLE_MAX}`} error={errors.title} />
+        <TextArea label="Content" required value={content} onInput={setContent} hint={`${chars(content)}/${NOTICE_CONTENT_MAX}`} error={errors.content} />
         <div class="grid">
           <TextField
             label={systemWide ? "Target account (optional)" : "Target account"}

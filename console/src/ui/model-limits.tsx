@@ -1,12 +1,12 @@
 import { patternError } from "../lib/validate.ts";
-import { LIMIT_MEMBERS, type ModelLimits } from "../lib/types.ts";
+import { MODEL_LIMIT_MEMBERS, type ModelLimits } from "../lib/types.ts";
 
-export type LimitRow = { pattern: string } & Record<(typeof LIMIT_MEMBERS)[number], string>;
+export type LimitRow = { pattern: string } & Record<(typeof MODEL_LIMIT_MEMBERS)[number], string>;
 
 export const toLimitRows = (limits: ModelLimits | null | undefined): LimitRow[] =>
   Object.entries(limits ?? {}).map(([pattern, l]) => ({
     pattern,
-    ...(Object.fromEntries(LIMIT_MEMBERS.map((m) => [m, l[m] === undefined ? "" : String(l[m])])) as Record<(typeof LIMIT_MEMBERS)[number], string>),
+    ...(Object.fromEntries(MODEL_LIMIT_MEMBERS.map((m) => [m, l[m] === undefined ? "" : String(l[m])])) as Record<(typeof MODEL_LIMIT_MEMBERS)[number], string>),
   }));
 
 export function fromLimitRows(rows: LimitRow[]): ModelLimits {
@@ -14,7 +14,7 @@ export function fromLimitRows(rows: LimitRow[]): ModelLimits {
   for (const row of rows) {
     if (!row.pattern.trim()) continue;
     const entry: ModelLimits[string] = {};
-    for (const m of LIMIT_MEMBERS) if (row[m].trim() !== "") entry[m] = Number(row[m]);
+    for (const m of MODEL_LIMIT_MEMBERS) if (row[m].trim() !== "") entry[m] = Number(row[m]);
     out[row.pattern.trim()] = entry;
   }
   return out;
@@ -28,7 +28,7 @@ export function limitRowErrors(rows: LimitRow[]): Array<string | undefined> {
     if (p) return p;
     if (seen.has(row.pattern.trim())) return "This pattern already has a row";
     seen.add(row.pattern.trim());
-    for (const m of LIMIT_MEMBERS) {
+    for (const m of MODEL_LIMIT_MEMBERS) {
       const text = row[m].trim();
       if (text && !(/^\d+$/.test(text) && Number.isSafeInteger(Number(text)))) return `${m.toUpperCase()} must be a whole number ≥ 0`;
     }
@@ -41,7 +41,7 @@ export function ModelLimitsEditor(props: { name: string; rows: LimitRow[]; onCha
   const { rows, onChange } = props;
   const errors = limitRowErrors(rows);
   const set = (i: number, row: LimitRow) => onChange(rows.map((r, j) => (j === i ? row : r)));
-  const blank = { pattern: "", ...Object.fromEntries(LIMIT_MEMBERS.map((m) => [m, ""])) } as LimitRow;
+  const blank = { pattern: "", ...Object.fromEntries(MODEL_LIMIT_MEMBERS.map((m) => [m, ""])) } as LimitRow;
   return (
     <div class="model-limits">
       {rows.length > 0 && (
@@ -51,7 +51,7 @@ export function ModelLimitsEditor(props: { name: string; rows: LimitRow[]; onCha
             <thead>
               <tr>
                 <th scope="col">Model pattern</th>
-                {LIMIT_MEMBERS.map((m) => (
+                {MODEL_LIMIT_MEMBERS.map((m) => (
                   <th scope="col" key={m}>
                     {m.toUpperCase()}
                   </th>
@@ -74,7 +74,7 @@ export function ModelLimitsEditor(props: { name: string; rows: LimitRow[]; onCha
                     />
                     {errors[i] && <div class="error-text">{errors[i]}</div>}
                   </td>
-                  {LIMIT_MEMBERS.map((m) => (
+                  {MODEL_LIMIT_MEMBERS.map((m) => (
                     <td key={m}>
                       <input
                         aria-label={`${m.toUpperCase()}, row ${i + 1}`}

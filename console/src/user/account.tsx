@@ -1,17 +1,11 @@
 import { api } from "../lib/api.ts";
 import { formatCredit, formatCredits, formatLimit, formatTime } from "../lib/format.ts";
-import { RATE_FIELDS, SPEND_FIELDS, type AccountRecord } from "../lib/types.ts";
+import { RATE_FIELDS, SPEND_FIELDS, type AccountRecord, type CreditReport } from "../lib/types.ts";
 import { useConsole } from "../shell/context.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { DataTable } from "../ui/table.tsx";
 import { useLoad } from "../ui/use-load.ts";
 import { Stat } from "./live.tsx";
-
-/** GET /dashboard/credit */
-interface CreditGrants {
-  balance: number;
-  grants: Array<{ amount: number; remaining: number; expires_at: string | null; created_at: string }>;
-}
 
 const LIMIT_HELP: Record<string, string> = {
   RPM: "requests per minute",
@@ -29,7 +23,7 @@ const LIMIT_HELP: Record<string, string> = {
 export function AccountPanel() {
   const { status } = useConsole();
   const info = useLoad(async () => (await api.get<AccountRecord>("/dashboard/info")).data, []);
-  const credit = useLoad(async () => (await api.get<CreditGrants>("/dashboard/credit")).data, []);
+  const credit = useLoad(async () => (await api.get<CreditReport>("/dashboard/credit")).data, []);
   if (!info.data) return info.error ? <ErrorNote error={info.error} /> : <Loading />;
   const a = info.data;
   const limits = [...RATE_FIELDS, ...SPEND_FIELDS].map((field) => ({ field, value: a[field] }));

@@ -1,12 +1,12 @@
 import { api } from "../lib/api.ts";
 import { formatTime } from "../lib/format.ts";
-import type { Notice } from "../lib/types.ts";
+import type { NoticeFeed } from "../lib/types.ts";
 import { Empty, ErrorNote, Loading } from "../ui/feedback.tsx";
 import { useLoad } from "../ui/use-load.ts";
 
 /** Unexpired notices addressed to this account: system-wide and from its ancestors. */
 export function NewsPanel() {
-  const news = useLoad(async () => (await api.get<{ data: Notice[] }>("/dashboard/news")).data.data, []);
+  const news = useLoad(async () => (await api.get<NoticeFeed>("/dashboard/news")).data.data, []);
   if (!news.data) return news.error ? <ErrorNote error={news.error} /> : <Loading />;
   if (news.data.length === 0) return <Empty>No notices for you right now.</Empty>;
   return (

@@ -1,17 +1,12 @@
 import { useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
-import { PRICING_SECTIONS, type PricingTable } from "../lib/types.ts";
+import { PRICING_SECTIONS, type PricingAnswer } from "../lib/types.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
 import { useLoad } from "../ui/use-load.ts";
 
 const PAGE = 25;
-
-export interface PricingAnswer extends PricingTable {
-  Units: Record<string, string>;
-  Rates: number;
-}
 
 /** Flattens a price entry: `Sizes` members become `Sizes.1024x1024`. */
 export function priceText(entry: Record<string, unknown>): string {

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
+import type { RotatedKey } from "../lib/types.ts";
 import { serverToday } from "../lib/server-date.ts";
 import { storeKey } from "../lib/session.ts";
 import { useConsole } from "../shell/context.ts";
@@ -31,7 +32,7 @@ export function RotatePanel() {
   const rotate = (event: Event) => {
     event.preventDefault();
     void action.run(async () => {
-      const { data } = await api.post<{ APIKey: string }>("/x-self", { confirm: typed.trim() });
+      const { data } = await api.post<RotatedKey>("/x-self", { confirm: typed.trim() });
       storeKey(data.APIKey);
       setNewKey(data.APIKey);
       setTyped("");

@@ -11,6 +11,7 @@ import { clientIp } from "../../http/client-ip.ts";
 import { authPlugin } from "../../http/plugins.ts";
 import type { Tenant } from "../../tenancy/tenants.ts";
 import type { OperationLog } from "../oplog/writer.ts";
+import type { ConfigExport } from "../../wire/config.ts";
 import { itemDef } from "./items.ts";
 import type { ConfigChange } from "./service.ts";
 import { sendTestMail } from "./test-mail.ts";
@@ -35,7 +36,7 @@ export interface ConfigRouteDeps {
  * visible to the next request because the service rebuilds its compiled forms.
  */
 export function configRoutes(deps: ConfigRouteDeps & AuthPluginDeps) {
-  const exported = (tenant: Pick<Tenant, "settings">) => ({ configs: tenant.settings.exportAll() });
+  const exported = (tenant: Pick<Tenant, "settings">): ConfigExport => ({ configs: tenant.settings.exportAll() });
 
   /** In the form GET /x-config exports (objects for JSON items); secrets arrive masked from the service. */
   const shown = (item: string, text: string | null): unknown => (text === null ? null : itemDef(item).exported(text));

@@ -12,16 +12,15 @@ import { pageParams, paginationHeaders } from "../../http/pagination.ts";
 import { authPlugin } from "../../http/plugins.ts";
 import type { AccountRow, NoticeRow, Store } from "../../store/store.ts";
 import type { OperationLog } from "../oplog/writer.ts";
+import { bodyCheck } from "../../wire/check.ts";
+import { NOTICE_CONTENT_MAX, NOTICE_TITLE_MAX } from "../../wire/constants.ts";
+import { NoticeBody, type Notice } from "../../wire/notices.ts";
 
 /** Most notices `GET /dashboard/news` returns: the newest ones. */
 const MAX_FEED = 100;
 
-export const TITLE_MAX = 100;
-export const CONTENT_MAX = 1000;
 export const DEFAULT_DAYS = 30;
-export const MAX_DAYS = 365;
 const DAY_MS = 86_400_000;
-const FIELDS = new Set(["title", "content", "target", "days"]);
 
 export interface NoticeInput {
   title: string;
@@ -34,36 +33,35 @@ export interface NoticeInput {
 /** Length in characters (code points), so an emoji counts once. */
 const length = (text: string) => [...text].length;
 
-function requiredText(body: Record<string, unknown>, field: "title" | "content", max: number): string {
-  const value = body[field];
-  if (typeof value !== "string" || value.trim() === "") throw badRequest(`${field} is required (a non-empty string)`, field);
+function requiredText(value: string, field: "title" | "content", max: number): string {
   const text = value.trim();
+  if (text === "") throw badRequest(`${field} is required (a non-empty string)`, field);
   if (length(text) > max) throw badRequest(`${field} must be at most ${max} characters (got ${length(text)})`, field);
   return text;
 }
 
-/** Reads and checks a `POST /x-news` body; unknown fields are refused. */
-export function readNoticeInput(body: Record<string, unknown>): NoticeInput {
-  for (const field of Object.keys(body)) {
-    if (!FIELDS.has(field)) throw badRequest(`Unknown field "${field}"; allowed: title, content, target, days`, field);
-  }
-  const title = requiredText(body, "title", TITLE_MAX);
-  const content = requiredText(body, "content", CONTENT_MAX);
-  let target: string | undefined;
-  if (typeof body.target === "number" && Number.isSafeInteger(body.target) && body.target > 0) target = String(body.target);
-  else if (typeof body.target === "string" && body.target.trim() !== "") target = body.target.trim();
-  else if (body.target !== undefined && body.target !== null) throw badRequest("target must be an account ID, name or email", "target");
-  let days = DEFAULT_DAYS;
-  if (body.days !== undefined && body.days !== null) {
-    if (typeof body.days !== "number" || !Number.isInteger(body.days) || body.days < 1 || body.days > MAX_DAYS) {
-      throw badRequest(`days must be an integer from 1 to ${MAX_DAYS}`, "days");
-    }
-    days = body.days;
-  }
-  return { title, content, target, days };
+/**
+ * Types, the days range and unknown fields are the model's (src/wire/notices.ts);
+ * emptiness and lengths are of the trimmed text, in code points, so they are checked here.
+ */
+const checkNoticeBody = bodyCheck(NoticeBody, {
+  rules: {
+    title: (title) => void requiredText(title, "title", NOTICE_TITLE_MAX),
+    content: (content) => void requiredText(content, "content", NOTICE_CONTENT_MAX),
+    target: (target) => {
+      if (typeof target === "string" && target.trim() === "") throw badRequest("target must be an account ID, name or email", "target");
+    },
+  },
+});
+
+/** Reads and checks a `POST /x-news` body. */
+export function readNoticeInput(raw: Record<string, unknown>): NoticeInput {
+  const body = checkNoticeBody(raw);
+  const target = typeof body.target === "number" ? String(body.target) : typeof body.target === "string" ? body.target.trim() : undefined;
+  return { title: body.title.trim(), content: body.content.trim(), target, days: body.days ?? DEFAULT_DAYS };
 }
 
-export function noticeRecord(row: NoticeRow) {
+export function noticeRecord(row: NoticeRow): Notice {
   return {
     object: "notice",
     id: row.id,

@@ -3,6 +3,7 @@ import type { Clock } from "../../core/clock.ts";
 import type { AuthPluginDeps } from "../../http/auth-deps.ts";
 import { authPlugin } from "../../http/plugins.ts";
 import type { OperationLogRow, Store } from "../../store/store.ts";
+import type { LogPage, LogRow } from "../../wire/oplog.ts";
 import { listOperations, readLogQuery } from "./query.ts";
 
 /** Details are stored as JSON text; a row that does not parse (it never should) is shown as the text. */
@@ -14,7 +15,7 @@ function parseDetails(text: string): unknown {
   }
 }
 
-export function operationRecord(row: OperationLogRow) {
+export function operationRecord(row: OperationLogRow): LogRow {
   return {
     id: row.id,
     time: new Date(row.at).toISOString(),
@@ -40,7 +41,7 @@ export interface OperationLogRouteDeps {
 export function operationLogRoutes(deps: OperationLogRouteDeps & AuthPluginDeps) {
   return new Elysia().use(authPlugin(deps)).get(
     "/dashboard/logs",
-    async ({ request, tenant }) => {
+    async ({ request, tenant }): Promise<LogPage> => {
       const query = readLogQuery(deps.clock, new URL(request.url).searchParams);
       const { rows, total } = await listOperations(deps.store, tenant.tenantId, query);
       return {

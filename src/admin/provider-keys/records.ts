@@ -7,30 +7,9 @@
 import type { ProviderConfig } from "../../routing/provider-config.ts";
 import type { SleepReason } from "../../routing/pool-key.ts";
 import type { ProviderKeyRow } from "../../store/store.ts";
+import type { ProviderKeyRecord, ProviderKeySummary } from "../../wire/provider-keys.ts";
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-export interface ProviderKeySummary {
-  ID: number;
-  Name: string;
-  Level: number;
-  Provider: string;
-  /** "…" and the secret's last 20 characters, stored at write time so listing never opens secrets. */
-  PartialKey: string;
-  NoSleep: boolean;
-  Status: boolean;
-  Sleeping: boolean;
-  CreatedAt: string;
-}
-
-export interface ProviderKeyRecord extends ProviderKeySummary {
-  SecretKey: string;
-  config: ProviderConfig;
-  SleepReason: SleepReason | null;
-  /** End of an automatic sleep; null when awake or asleep until woken (manual, auth). */
-  SleepUntil: string | null;
-  UpdatedAt: string;
-}
 
 export function summaryRecord(row: ProviderKeyRow): ProviderKeySummary {
   return {

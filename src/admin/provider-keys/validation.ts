@@ -8,15 +8,14 @@ import { BlockList, isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { badRequest } from "../../core/errors.ts";
 import type { ProviderConfig, ProviderType, VertexConfig } from "../../routing/provider-config.ts";
+import { bodyCheck } from "../../wire/check.ts";
+import { ProviderKeyCreateBody, ProviderKeyUpdateBody } from "../../wire/provider-keys.ts";
 import { parseServiceAccount } from "../../upstreams/google-auth.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import type { ProviderKeyInput } from "./repository.ts";
 
 const MAX_SECRET_BYTES = 65_536;
-const FIELDS = ["Provider", "SecretKey", "Name", "Level", "Status", "NoSleep", "config"] as const;
-const REQUIRED_ON_CREATE = ["Provider", "SecretKey", "Level", "Status"] as const;
-const MIN_SECRET = 20;
-const MAX_NAME = 100;
+const FIELDS = Object.keys(ProviderKeyUpdateBody.properties);
 /** A slow resolver must not hold an admin request for long; an unresolved name is compared by name only. */
 const DNS_TIMEOUT_MS = 2000;
 const DNS_CACHE_MS = 30_000;
@@ -227,34 +226,31 @@ function checkSecret(secret: string, config: ProviderConfig, stored: boolean): v
   }
 }
 
-/** Types and ranges of the fields present in the body; unknown fields are refused. */
-function readFields(body: Record<string, unknown>): ProviderKeyInput {
-  const unknown = Object.keys(body).filter((f) => !(FIELDS as readonly string[]).includes(f));
-  if (unknown.length > 0) {
-    throw badRequest(`Unknown field(s) ${unknown.join(", ")}; accepted fields: ${FIELDS.join(", ")}`, unknown[0]);
-  }
+/**
+ * Types, lengths, ranges and unknown fields are the models' (src/wire/provider-keys.ts);
+ * these are the rules of single fields a schema cannot state, run in field order.
+ * Creation has always reported a missing required field before an unknown one.
+ */
+const FIELD_RULES = {
+  Provider: (provider: string) => void httpsUrl(provider, "Provider"),
+  SecretKey: (secret: string) => {
+    // A Vertex service-account file is about 2.4 KiB; nothing a provider issues comes near this.
+    if (Buffer.byteLength(secret) > MAX_SECRET_BYTES) throw badRequest(`SecretKey must be at most ${MAX_SECRET_BYTES} bytes (64 KiB)`, "SecretKey");
+  },
+  config: (config: unknown) => void parseConfig(config),
+};
+const checkCreate = bodyCheck(ProviderKeyCreateBody, { requiredFirst: true, rules: FIELD_RULES });
+const checkUpdate = bodyCheck(ProviderKeyUpdateBody, { rules: FIELD_RULES });
+
+/** The checked fields present, as the repository's input (URLs trimmed, `config` normalised). */
+function readFields(body: ProviderKeyUpdateBody): ProviderKeyInput {
   const out: ProviderKeyInput = {};
   if (body.Provider !== undefined) out.provider = httpsUrl(body.Provider, "Provider");
-  if (body.SecretKey !== undefined) {
-    if (typeof body.SecretKey !== "string") throw badRequest("SecretKey must be a string", "SecretKey");
-    if (body.SecretKey.length < MIN_SECRET) throw badRequest(`SecretKey must be at least ${MIN_SECRET} characters`, "SecretKey");
-    // A Vertex service-account file is about 2.4 KiB; nothing a provider issues comes near this.
-    if (Buffer.byteLength(body.SecretKey) > MAX_SECRET_BYTES) throw badRequest(`SecretKey must be at most ${MAX_SECRET_BYTES} bytes (64 KiB)`, "SecretKey");
-    out.secret = body.SecretKey;
-  }
-  if (body.Level !== undefined) {
-    if (typeof body.Level !== "number" || !Number.isSafeInteger(body.Level) || body.Level < 1) throw badRequest("Level must be a positive integer", "Level");
-    out.level = body.Level;
-  }
-  for (const flag of ["Status", "NoSleep"] as const) {
-    if (body[flag] !== undefined && typeof body[flag] !== "boolean") throw badRequest(`${flag} must be true or false`, flag);
-  }
-  if (typeof body.Status === "boolean") out.status = body.Status;
-  if (typeof body.NoSleep === "boolean") out.noSleep = body.NoSleep;
-  if (body.Name !== undefined) {
-    if (typeof body.Name !== "string" || body.Name.length > MAX_NAME) throw badRequest(`Name must be a string of at most ${MAX_NAME} characters`, "Name");
-    out.name = body.Name;
-  }
+  if (body.SecretKey !== undefined) out.secret = body.SecretKey;
+  if (body.Level !== undefined) out.level = body.Level;
+  if (body.Status !== undefined) out.status = body.Status;
+  if (body.NoSleep !== undefined) out.noSleep = body.NoSleep;
+  if (body.Name !== undefined) out.name = body.Name;
   if (body.config !== undefined) out.config = parseConfig(body.config);
   return out;
 }
@@ -294,8 +290,7 @@ async function assertUrlsAllowed(input: ProviderKeyInput, checks: UrlChecks, con
 }
 
 export async function validateCreate(body: Record<string, unknown>, checks: UrlChecks): Promise<CreateInput> {
-  for (const field of REQUIRED_ON_CREATE) if (body[field] === undefined) throw badRequest(`${field} is required`, field);
-  const input = readFields(body);
+  const input = readFields(checkCreate(body));
   const config = input.config ?? { provider_type: "standard" };
   checkSecret(input.secret!, config, false);
   await assertUrlsAllowed(input, checks, config);
@@ -309,7 +304,7 @@ export async function validateUpdate(
   checks: UrlChecks,
 ): Promise<ProviderKeyInput> {
   if (Object.keys(body).length === 0) throw badRequest(`Request body names no field; send any of ${FIELDS.join(", ")}`);
-  const input = readFields(body);
+  const input = readFields(checkUpdate(body));
   // A new config is checked against the (possibly new) secret; a new secret against the (possibly new) type.
   if (input.config !== undefined || input.secret !== undefined) {
     checkSecret(input.secret ?? current.secret, input.config ?? current.config, input.secret === undefined);

@@ -1,46 +1,9 @@
 import { badRequest } from "../../core/errors.ts";
+import { PRICING_SECTIONS } from "../../wire/constants.ts";
+import type { AudioPrice, CallPrice, ChatPrice, ImgPrice, PricingTable, VideoPrice } from "../../wire/pricing.ts";
 
-/** Token prices in USD per 1M tokens. Missing members fall back as `cost.ts` documents. */
-export interface ChatPrice {
-  InputText?: number;
-  OutputText?: number;
-  CachedText?: number;
-  CacheWrite?: number;
-  ReasonText?: number;
-  InputAudio?: number;
-  OutputAudio?: number;
-  InputImage?: number;
-  OutputImage?: number;
-  /** Tokens of input and output together the model accepts: bounds a call's input in its reservation. */
-  ContextWindow?: number;
-  /** Most output tokens one answer can have: a call's output bound when it sets no max_tokens. */
-  MaxOutput?: number;
-}
-
-/** Per image, USD; a size entry beats `Call`. */
-export interface ImgPrice {
-  Call?: number;
-  Sizes?: Record<string, number>;
-}
-
-export interface AudioPrice {
-  PerMinute?: number;
-}
-export interface VideoPrice {
-  PerSecond?: number;
-}
-export interface CallPrice {
-  Call?: number;
-}
-
-/** The catalog and PRICING share this structure: section → model pattern → prices. */
-export interface PricingTable {
-  ChatPricing: Record<string, ChatPrice>;
-  ImgPricing: Record<string, ImgPrice>;
-  AudioPricing: Record<string, AudioPrice>;
-  VideoPricing: Record<string, VideoPrice>;
-  CallPricing: Record<string, CallPrice>;
-}
+// The shapes are wire models (src/wire/pricing.ts), shared with the console.
+export type { AudioPrice, CallPrice, ChatPrice, ImgPrice, PricingTable, VideoPrice };
 
 export type Section = keyof PricingTable;
 
@@ -58,7 +21,7 @@ const MEMBERS: Record<Section, readonly string[]> = {
   CallPricing: ["Call"],
 };
 
-export const SECTIONS = Object.keys(MEMBERS) as Section[];
+export const SECTIONS: readonly Section[] = PRICING_SECTIONS;
 
 /** Limits of spec 8 for PRICING. */
 export const PRICING_MAX_BYTES = 128 * 1024;

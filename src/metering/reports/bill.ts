@@ -1,53 +1,7 @@
 import { nanosToCredits } from "../../accounts/records.ts";
 import { datesIn, type DateRange } from "./dates.ts";
+import type { BillInfo, DailyCost, ModelUsageRecord, TokenSummary } from "../../wire/usage.ts";
 import { addSums, ZERO_SUMS, type UsageSums } from "./usage-query.ts";
-
-/** Token and request counts of one model (bill `line_items[].usage`). */
-export interface ModelUsageRecord {
-  requests: number;
-  prompt: number;
-  completion: number;
-  reasoning: number;
-  cached_input: number;
-  cache_write: number;
-}
-
-export interface LineItem {
-  name: string;
-  cost: number;
-  usage: ModelUsageRecord;
-}
-
-export interface DailyCost {
-  date: string;
-  total_requests: number;
-  total_prompt: number;
-  total_completion: number;
-  total_credit_used: number;
-  line_items: LineItem[];
-}
-
-export interface TokenSummary {
-  cached_input: number;
-  uncached_input: number;
-  cache_write: number;
-  input_total: number;
-  output_total: number;
-  processed_total: number;
-}
-
-/** The aggregate record of spec 2.3, shared by `/dashboard/bill` and `/x-bill`. */
-export interface BillInfo {
-  object: "bill_info";
-  daily_costs: DailyCost[];
-  usage_summary: Record<string, ModelUsageRecord & { cost: number }>;
-  total_requests: number;
-  total_prompt: number;
-  total_completion: number;
-  total_reasoning: number;
-  total_credit_used: number;
-  token_summary: TokenSummary;
-}
 
 const usageRecord = (sums: UsageSums): ModelUsageRecord => ({
   requests: sums.requests,

@@ -2,22 +2,10 @@ import { nanosToCredits } from "../../accounts/records.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Store } from "../../store/store.ts";
 import type { DateRange } from "./dates.ts";
+import type { ModelTotals, UsageTotals } from "../../wire/usage.ts";
 import { addSums, ZERO_SUMS, type UsageSums } from "./usage-query.ts";
 
-export interface LiveModelUsage {
-  Requests: number;
-  Prompt: number;
-  Completion: number;
-  Reasoning: number;
-  CreditUsed: number;
-}
-
-/** `daily_usage` / `monthly_usage` of `/dashboard/live` (spec 2.3). */
-export interface LiveTotals extends LiveModelUsage {
-  ModelUsage: Record<string, LiveModelUsage>;
-}
-
-const record = (sums: UsageSums): LiveModelUsage => ({
+const record = (sums: UsageSums): ModelTotals => ({
   Requests: sums.requests,
   Prompt: sums.prompt,
   Completion: sums.completion,
@@ -25,11 +13,14 @@ const record = (sums: UsageSums): LiveModelUsage => ({
   CreditUsed: nanosToCredits(sums.costNanos),
 });
 
-/** One account's totals over the range, with a per-model breakdown (effective model, sorted by name). */
-export async function liveTotals(store: Pick<Store, "usage">, accountId: number, range: DateRange): Promise<LiveTotals> {
+/**
+ * `daily_usage` / `monthly_usage` of `/dashboard/live` (spec 2.3): one account's totals
+ * over the range, with a per-model breakdown (effective model, sorted by name).
+ */
+export async function liveTotals(store: Pick<Store, "usage">, accountId: number, range: DateRange): Promise<UsageTotals> {
   const rows = await store.usage.sumsByModel({ accountId }, range);
   const total = rows.reduce((sum, row) => addSums(sum, row), { ...ZERO_SUMS });
-  const ModelUsage: Record<string, LiveModelUsage> = {};
+  const ModelUsage: Record<string, ModelTotals> = {};
   for (const row of rows) ModelUsage[row.model] = record(row);
   return { ...record(total), ModelUsage };
 }

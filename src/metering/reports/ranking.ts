@@ -1,22 +1,7 @@
 import { nanosToCredits } from "../../accounts/records.ts";
 import { byCostThenName } from "./bill.ts";
+import type { UsageUser } from "../../wire/usage.ts";
 import { addSums, ZERO_SUMS, type AccountIdentity, type UsageSums } from "./usage-query.ts";
-
-/** One entry of `/x-bill`'s `usage_users` (spec 2.3). */
-export interface UsageUser {
-  id: number;
-  name: string;
-  alias: string | null;
-  email: string;
-  top_cost_model: string | null;
-  top_request_model: string | null;
-  total_requests: number;
-  total_prompt: number;
-  total_completion: number;
-  total_reasoning: number;
-  total_credit_used: number;
-  usage_analysis: { request_percentage: number; cost_percentage: number };
-}
 
 /** `part` as a percentage (0–100) of `whole`, rounded to 2 decimals; 0 when `whole` is 0. */
 export function percentage(part: number, whole: number): number {

@@ -1,0 +1,99 @@
+/**
+ * Provider Keys on the wire (spec 2.1, `/x-keys`, owner only): the creation and update
+ * bodies and the two record forms. Field names are the body's, so a full record read
+ * back can be sent again as an update.
+ */
+import { Type, type Static } from "@sinclair/typebox";
+import { Count, Instant, Nullable } from "./common.ts";
+import { SLEEP_REASONS } from "./constants.ts";
+
+/** Model names and patterns a key serves, for model lists; when absent, what its upstream's own list says. */
+const Models = Type.Optional(Type.Array(Type.String()));
+
+export const StandardConfig = Type.Object({ provider_type: Type.Literal("standard"), models: Models });
+export type StandardConfig = Static<typeof StandardConfig>;
+
+export const AzureConfig = Type.Object({
+  provider_type: Type.Literal("azure"),
+  models: Models,
+  /** model → deployment name; a model without an entry uses its own name as the deployment. */
+  deployments: Type.Optional(Type.Record(Type.String(), Type.String())),
+  /** model → api-version; falls back to env AZURE_OPENAI_API_VERSION, then the built-in default. */
+  api_versions: Type.Optional(Type.Record(Type.String(), Type.String())),
+});
+export type AzureConfig = Static<typeof AzureConfig>;
+
+export const VertexConfig = Type.Object({
+  provider_type: Type.Literal("vertex"),
+  models: Models,
+  project_id: Type.Optional(Type.String()),
+  /** Default `global`. */
+  location: Type.Optional(Type.String()),
+  /** Default derived from the location. */
+  base_url: Type.Optional(Type.String()),
+  token_uri: Type.Optional(Type.String()),
+});
+export type VertexConfig = Static<typeof VertexConfig>;
+
+/** `config` of a Provider Key as stored and shown: which upstream scheme it speaks, and that scheme's options. */
+export const ProviderConfig = Type.Union([StandardConfig, AzureConfig, VertexConfig]);
+export type ProviderConfig = Static<typeof ProviderConfig>;
+
+/**
+ * `POST /x-keys`. `config` is only required to be an object here: its members depend
+ * on its `provider_type`, and the domain reads it member by member so that a fault
+ * names the member (`param` `config.provider_type`, `config.models`, …) and the
+ * members that type allows, which a union's error could not say.
+ */
+export const ProviderKeyCreateBody = Type.Object(
+  {
+    Provider: Type.String({ expected: "an https:// URL string" }),
+    SecretKey: Type.String({ minLength: 20 }),
+    Level: Count({ minimum: 1, expected: "a positive integer" }),
+    Status: Type.Boolean(),
+    NoSleep: Type.Optional(Type.Boolean()),
+    Name: Type.Optional(Type.String({ maxLength: 100, expected: "a string of at most 100 characters" })),
+    config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { additionalProperties: false },
+);
+export type ProviderKeyCreateBody = Static<typeof ProviderKeyCreateBody>;
+
+/** `PUT /x-keys/:id`: any of the creation fields; those absent stay as they are. */
+export const ProviderKeyUpdateBody = Type.Partial(ProviderKeyCreateBody, { additionalProperties: false });
+export type ProviderKeyUpdateBody = Static<typeof ProviderKeyUpdateBody>;
+
+/** The masked form (`fields=summary`): never the secret. */
+export const ProviderKeySummary = Type.Object({
+  ID: Count(),
+  Name: Type.String(),
+  Level: Count(),
+  Provider: Type.String(),
+  /** "…" and the secret's last 20 characters, stored at write time so listing never opens secrets. */
+  PartialKey: Type.String(),
+  NoSleep: Type.Boolean(),
+  Status: Type.Boolean(),
+  Sleeping: Type.Boolean(),
+  CreatedAt: Instant(),
+});
+export type ProviderKeySummary = Static<typeof ProviderKeySummary>;
+
+export const SleepReason = Type.Union(SLEEP_REASONS.map((reason) => Type.Literal(reason)));
+
+/** The full form: what the owner needs to audit or copy a key, so with the opened secret. */
+export const ProviderKeyRecord = Type.Composite([
+  ProviderKeySummary,
+  Type.Object({
+    SecretKey: Type.String(),
+    config: ProviderConfig,
+    SleepReason: Nullable(SleepReason),
+    /** End of an automatic sleep; null when awake or asleep until woken (manual, auth). */
+    SleepUntil: Nullable(Instant()),
+    UpdatedAt: Instant(),
+  }),
+]);
+export type ProviderKeyRecord = Static<typeof ProviderKeyRecord>;
+
+/** `DELETE /x-keys/:id`. */
+export const ProviderKeyDeleted = Type.Object({ id: Count(), object: Type.Literal("provider_key"), deleted: Type.Literal(true) });
+export type ProviderKeyDeleted = Static<typeof ProviderKeyDeleted>;
