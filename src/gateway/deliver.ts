@@ -131,7 +131,9 @@ export function createDeliver(deps: DeliverDeps) {
       }
     }
     release();
-    const status = clientLeft ? 499 : response.status;
+    // The client may have left while the answer was read: its abort can arrive any time.
+    const left = clientLeft || input.clientSignal.aborted;
+    const status = left ? 499 : response.status;
     for (const object of createdObjects(call.endpoint, parsed)) await remember(input, route, object.id, object.kind);
     const reported = formatOf(call.family).usageFromJson(parsed);
     const usage = reported && call.endpoint.embedding ? { ...reported, completion: 0, reasoning: 0 } : reported;
@@ -147,7 +149,7 @@ export function createDeliver(deps: DeliverDeps) {
       const completion = call.endpoint.embedding ? 0 : estimateTokens(countContent(new TextEncoder().encode(text)));
       outcome = { route, status, usage: { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion }, source: "estimated", started, extra: quantities };
     }
-    if (clientLeft) return { response: clientClosed(call.family), outcome };
+    if (left) return { response: clientClosed(call.family), outcome };
     return { response: new Response(text, { status: response.status, headers }), outcome };
   };
 }
