@@ -21,12 +21,17 @@ interface Opened {
 }
 
 interface Implementation {
+  /** Whether `Opened.second` exists: a second store on the same database, usable at once from this process. */
+  instances: boolean;
   setUp(): Promise<void>;
   open(): Promise<Opened>;
   tearDown(): Promise<void>;
 }
 
+// Two SQLite connections in one process cannot take turns: a second writer waits in
+// SQLite's busy handler, which blocks the thread the first one needs to finish.
 const sqlite: Implementation = {
+  instances: false,
   setUp: async () => {},
   async open() {
     const dir = mkdtempSync(join(tmpdir(), "store-contract-"));
@@ -47,6 +52,7 @@ function postgres(): Implementation {
   let server: PostgresServer | undefined;
   let template: string | undefined;
   return {
+    instances: true,
     async setUp() {
       server = await startPostgres();
       template = await server.createDatabase();
@@ -333,6 +339,84 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       expect(await store.softLimitMail.wasSent(4, "2026-04")).toBe(false);
     });
   });
+
+  describe("values and patterns an engine could read differently", () => {
+    test("nano-credit amounts, costs and token counts beyond 32 bits come back exactly, as numbers", async () => {
+      const store = await fresh();
+      const big = 4_503_599_627_370_497; // 2^52 + 1: exact in a double, far beyond any 32-bit column
+      await store.credit.give(1, [{ amount: big, expiresAt: T0 + DAY }, { amount: 3_000_000_000, expiresAt: null }], null, T0);
+      const balance = await store.credit.balance(1, T0);
+      expect(typeof balance).toBe("number");
+      expect(balance).toBe(big + 3_000_000_000);
+      expect(await store.credit.take(1, big - 1, T0)).toEqual([{ amount: big - 1, expiresAt: T0 + DAY }]);
+      const grants = await store.credit.grants(1, T0);
+      expect(grants.map((g) => [g.amount, g.remaining])).toEqual([[big, 1], [3_000_000_000, 3_000_000_000]]);
+      expect(grants.every((g) => typeof g.amount === "number" && typeof g.remaining === "number" && typeof g.id === "number")).toBe(true);
+      await store.credit.consume(1, 3_000_000_001 + 5_000_000_000, T0);
+      expect(await store.credit.balance(1, T0)).toBe(-5_000_000_000);
+
+      const cost = 9_007_199_254_740_991; // Number.MAX_SAFE_INTEGER
+      await store.usage.append(
+        [{ requestId: "r", accountId: 1, day: "2026-03-10", createdAt: T0, endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: 1, promptTokens: 5_000_000_000, costNanos: cost }],
+        [{ accountId: 1, day: "2026-03-10", model: "m", requests: 1, prompt: 5_000_000_000, completion: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, costNanos: cost }],
+      );
+      const [event] = await store.usage.events(0, 1);
+      expect(event).toMatchObject({ promptTokens: 5_000_000_000, costNanos: cost, createdAt: T0 });
+      expect(typeof event!.id).toBe("number");
+      expect(await store.usage.periodTotal({ measure: "cost", accountId: 1 }, "2026-03")).toBe(cost);
+      expect(await store.usage.periodTotal({ measure: "tokens", accountId: 1 }, "2026-03-10")).toBe(5_000_000_000);
+      expect((await store.usage.rollups({ accountId: 1 }, { start: "2026-03-01", end: "2026-03-31" }))[0]).toMatchObject({ prompt: 5_000_000_000, costNanos: cost });
+      expect((await store.usage.sumsByModel({ accountId: 1 }, { start: "2026-03-01", end: "2026-03-31" }))[0]).toMatchObject({ requests: 1, costNanos: cost });
+    });
+
+    test("an operation pattern takes every character but * literally, LIKE's and GLOB's special ones included", async () => {
+      const store = await fresh();
+      for (const action of ["quota_100%", "quotaX100Y", "path\\x", "pathYx"]) {
+        await store.operations.write({ tenantId: 0, at: T0, actorId: 1, action, targetId: null, details: "{}", ip: null });
+      }
+      const actions = async (pattern: string) => (await store.operations.list(0, { action: pattern }, 1, 10)).rows.map((r) => r.action);
+      expect(await actions("quota_100%*")).toEqual(["quota_100%"]);
+      expect(await actions("quota_*")).toEqual(["quota_100%"]);
+      expect(await actions("*%")).toEqual(["quota_100%"]);
+      expect(await actions("path\\*")).toEqual(["path\\x"]);
+      expect((await actions("*")).length).toBe(4);
+    });
+  });
+
+  if (implementation.instances) {
+    describe("two instances on one database", () => {
+      test("their transactions do not interleave a credit draw", async () => {
+        const store = await fresh();
+        const other = await current!.second!();
+        await store.credit.give(1, [{ amount: 100, expiresAt: null }], null, T0);
+        const draw = (s: Store) =>
+          s.transaction(async (tx) => {
+            const balance = await tx.credit.balance(1, T0);
+            await Bun.sleep(20);
+            if (balance < 60) return false;
+            await tx.credit.take(1, 60, T0);
+            return true;
+          });
+        const drawn = await Promise.all([draw(store), draw(other), draw(store), draw(other)]);
+        expect(drawn.filter(Boolean)).toHaveLength(1);
+        expect(await other.credit.balance(1, T0)).toBe(40);
+      });
+
+      test("their charges outside transactions each draw from what the other left", async () => {
+        const store = await fresh();
+        const other = await current!.second!();
+        await store.credit.give(1, Array.from({ length: 10 }, (_, i) => ({ amount: 10, expiresAt: T0 + (i + 1) * DAY })), null, T0);
+        await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? store : other).credit.consume(1, 7, T0)));
+        expect(await store.credit.balance(1, T0)).toBe(100 - 140);
+        expect((await store.credit.grants(1, T0)).every((g) => g.remaining < 0)).toBe(true);
+        const taken = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? store : other).credit.take(2, Infinity, T0)));
+        expect(taken.flat()).toEqual([]);
+        await store.credit.give(2, [{ amount: 50, expiresAt: null }], null, T0);
+        const all = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? store : other).credit.take(2, Infinity, T0)));
+        expect(all.flat()).toEqual([{ amount: 50, expiresAt: null }]);
+      });
+    });
+  }
 
   describe("usage", () => {
     const rollup = (accountId: number, day: string, model: string, costNanos: number) => ({
