@@ -9,7 +9,7 @@ import { migratePostgres } from "./migrate.ts";
 import { migrations } from "./migrations/index.ts";
 import { postgresProviderKeys } from "./provider-keys.ts";
 import { postgresNotices, postgresObjects, postgresOperations, postgresSettings, postgresSoftLimitMail } from "./small-stores.ts";
-import { shownUrl, withoutPassword } from "./url.ts";
+import { describeFailure } from "./url.ts";
 import { postgresUsage } from "./usage.ts";
 
 export interface PostgresOptions {
@@ -53,7 +53,7 @@ export async function openPostgresStore(url: string, options: PostgresOptions = 
     if (options.migrate !== false) await migratePostgres(client, migrations);
   } catch (error) {
     await client.close().catch(() => {});
-    throw new Error(`PostgreSQL at ${shownUrl(url)}: ${withoutPassword((error as Error).message, url)}`);
+    throw new Error(describeFailure(error, url));
   }
   return postgresStoreOver(client);
 }
@@ -64,7 +64,7 @@ export async function migrateDatabase(url: string): Promise<string[]> {
   try {
     return await migratePostgres(client, migrations);
   } catch (error) {
-    throw new Error(`PostgreSQL at ${shownUrl(url)}: ${withoutPassword((error as Error).message, url)}`);
+    throw new Error(describeFailure(error, url));
   } finally {
     await client.close().catch(() => {});
   }

@@ -22,3 +22,10 @@ export function withoutPassword(message: string, url: string): string {
   }
   return password ? message.split(password).join("***") : message;
 }
+
+/** What went wrong talking to the server at `url`, fit for a log line: the driver's code kept, the password never. */
+export function describeFailure(error: unknown, url: string): string {
+  const { message, code } = error as { message?: string; code?: string };
+  const reason = withoutPassword(String(message ?? error), url);
+  return `PostgreSQL at ${shownUrl(url)}: ${reason}${code && !reason.includes(code) ? ` (${code})` : ""}`;
+}
