@@ -1,4 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
 import { is, SQL, StringChunk } from "drizzle-orm";
 import { getTableConfig as pgConfig, PgTable } from "drizzle-orm/pg-core";
 import { getTableConfig as sqliteConfig, SQLiteTable } from "drizzle-orm/sqlite-core";
@@ -79,6 +82,33 @@ describe("one schema, two dialects", () => {
       expect(twin!.primaryKey).toEqual(shape.primaryKey);
       const byName = <T extends { name: string }>(rows: T[]) => [...rows].sort((a, b) => a.name.localeCompare(b.name));
       expect(byName(twin!.indexes)).toEqual(byName(shape.indexes));
+    });
+  }
+});
+
+describe("the embedded migrations build each declaration", () => {
+  const root = join(import.meta.dir, "..", "..");
+  const DIALECTS = [
+    { dialect: "sqlite", schema: "src/store/schema/index.ts", migrations: "src/store/migrations" },
+    { dialect: "postgresql", schema: "src/store/postgres/schema/index.ts", migrations: "src/store/postgres/migrations" },
+  ];
+  for (const { dialect, schema, migrations } of DIALECTS) {
+    test(`${dialect}: drizzle-kit finds nothing left to generate (run \`npm run migrations\` after a schema change)`, () => {
+      const dir = mkdtempSync(join(tmpdir(), "migrations-check-"));
+      try {
+        cpSync(join(root, migrations), dir, { recursive: true });
+        const before = readdirSync(dir).sort();
+        // drizzle-kit takes --out relative to the working directory.
+        const generate = Bun.spawnSync(
+          [join(root, "node_modules", ".bin", "drizzle-kit"), "generate", "--dialect", dialect, "--schema", schema, "--out", relative(root, dir)],
+          { cwd: root, stdout: "pipe", stderr: "pipe" },
+        );
+        expect(generate.exitCode).toBe(0);
+        expect(generate.stdout.toString()).toContain("No schema changes");
+        expect(readdirSync(dir).sort()).toEqual(before);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   }
 });
