@@ -1,41 +1,101 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { migrateDatabase, openPostgresStore } from "../../src/store/postgres/index.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
 import type { NewAccountRow, Store } from "../../src/store/store.ts";
+import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 
 /**
  * The contract every store keeps (issue 14, item 4), run against each implementation:
- * the embedded SQLite one today; PostgreSQL joins this list. What is stored comes back
- * as it went in, filters and orders mean the same everywhere, and a transaction's
- * writes commit together or not at all.
+ * the embedded SQLite one and PostgreSQL (issue 15). What is stored comes back as it
+ * went in, filters and orders mean the same everywhere, and a transaction's writes
+ * commit together or not at all.
  */
-const implementations: Array<[string, () => { store: Store; dispose(): void }]> = [
-  [
-    "sqlite",
-    () => {
-      const dir = mkdtempSync(join(tmpdir(), "store-contract-"));
-      const store = openSqliteStore(join(dir, "router.db"));
+interface Opened {
+  store: Store;
+  /** Another store on the same database, as a second instance would open it (PostgreSQL only). */
+  second?: () => Promise<Store>;
+  dispose(): Promise<void>;
+}
+
+interface Implementation {
+  /** Whether `Opened.second` exists: a second store on the same database, usable at once from this process. */
+  instances: boolean;
+  setUp(): Promise<void>;
+  open(): Promise<Opened>;
+  tearDown(): Promise<void>;
+}
+
+// Two SQLite connections in one process cannot take turns: a second writer waits in
+// SQLite's busy handler, which blocks the thread the first one needs to finish.
+const sqlite: Implementation = {
+  instances: false,
+  setUp: async () => {},
+  async open() {
+    const dir = mkdtempSync(join(tmpdir(), "store-contract-"));
+    const store = openSqliteStore(join(dir, "router.db"));
+    return {
+      store,
+      async dispose() {
+        store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+  tearDown: async () => {},
+};
+
+/** One throwaway cluster for the file; each test gets a fresh database copied from a migrated template. */
+function postgres(): Implementation {
+  let server: PostgresServer | undefined;
+  let template: string | undefined;
+  return {
+    instances: true,
+    async setUp() {
+      server = await startPostgres();
+      template = await server.createDatabase();
+      await migrateDatabase(server.url(template));
+    },
+    async open() {
+      if (!server || !template) throw new Error("the PostgreSQL cluster did not start (see the first failure)");
+      const cluster = server;
+      const name = await cluster.createDatabase(template);
+      const store = await openPostgresStore(cluster.url(name), { migrate: false });
+      const others: Store[] = [];
       return {
         store,
-        dispose() {
-          store.close();
-          rmSync(dir, { recursive: true, force: true });
+        async second() {
+          const other = await openPostgresStore(cluster.url(name), { migrate: false });
+          others.push(other);
+          return other;
+        },
+        async dispose() {
+          for (const s of [store, ...others]) s.close();
+          await cluster.dropDatabase(name);
         },
       };
     },
-  ],
-];
+    async tearDown() {
+      await server?.stop();
+    },
+  };
+}
+
+const implementations: Array<[string, Implementation]> = [["sqlite", sqlite]];
+if (!skipServices) implementations.push(["postgres", postgres()]);
 
 const T0 = Date.UTC(2026, 2, 10, 12);
 const DAY = 86_400_000;
 
-describe.each(implementations)("store: %s", (_name, open) => {
-  let current: { store: Store; dispose(): void } | undefined;
-  const fresh = () => (current = open()).store;
-  afterEach(() => {
-    current?.dispose();
+describe.each(implementations)("store: %s", (name, implementation) => {
+  let current: Opened | undefined;
+  const fresh = async () => (current = await implementation.open()).store;
+  beforeAll(() => implementation.setUp(), 60_000);
+  afterAll(() => implementation.tearDown(), 30_000);
+  afterEach(async () => {
+    await current?.dispose();
     current = undefined;
   });
 
@@ -47,7 +107,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
 
   describe("accounts", () => {
     test("an inserted account gets its materialised path under its parent's and is found by id, email, name and key", async () => {
-      const store = fresh();
+      const store = await fresh();
       const owner = await store.accounts.insert(account({ isOwner: true }), "");
       expect(owner.path).toBe(`/${owner.id}/`);
       const child = await store.accounts.insert(account({ parentId: owner.id, depth: 2 }), owner.path);
@@ -63,7 +123,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("a deleted account keeps its row but is no longer live, and frees its email and key", async () => {
-      const store = fresh();
+      const store = await fresh();
       const owner = await store.accounts.insert(account({ isOwner: true }), "");
       const child = await store.accounts.insert(account({ parentId: owner.id }), owner.path);
       await store.accounts.markDeleted(child.id, T0 + DAY, "deleted:x");
@@ -79,7 +139,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("a key is replaced only while it is still the expected one", async () => {
-      const store = fresh();
+      const store = await fresh();
       const owner = await store.accounts.insert(account({ isOwner: true }), "");
       expect(await store.accounts.replaceKey(owner.id, owner.keyHash, "new-hash", "sk-new", T0)).toBe(true);
       expect(await store.accounts.replaceKey(owner.id, owner.keyHash, "other", "sk-other", T0)).toBe(false);
@@ -87,7 +147,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("lists: direct children or the whole subtree, filtered, ordered and paged, with the total", async () => {
-      const store = fresh();
+      const store = await fresh();
       const root = await store.accounts.insert(account({ isOwner: true }), "");
       const a = await store.accounts.insert(account({ parentId: root.id, depth: 2, name: "Zeta-one", email: "zeta@example.com" }), root.path);
       const b = await store.accounts.insert(account({ parentId: root.id, depth: 2, name: "alpha-two" }), root.path);
@@ -111,7 +171,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
 
   describe("credit", () => {
     test("grants are drawn earliest expiry first; consumption beyond them becomes debt; balance counts unexpired credit", async () => {
-      const store = fresh();
+      const store = await fresh();
       await store.credit.give(1, [{ amount: 100, expiresAt: null }, { amount: 50, expiresAt: T0 + DAY }, { amount: 30, expiresAt: T0 + 2 * DAY }], null, T0);
       expect(await store.credit.balance(1, T0)).toBe(180);
       expect(await store.credit.nextExpiry(1, T0)).toBe(T0 + DAY);
@@ -130,7 +190,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("taking everything takes what is there, never debt; accounts do not share grants", async () => {
-      const store = fresh();
+      const store = await fresh();
       await store.credit.give(1, [{ amount: 40, expiresAt: null }], 2, T0);
       await store.credit.give(2, [{ amount: 5, expiresAt: null }], null, T0);
       expect(await store.credit.take(1, Infinity, T0)).toEqual([{ amount: 40, expiresAt: null }]);
@@ -142,7 +202,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
 
   describe("transactions", () => {
     test("writes commit together; a body that throws leaves nothing behind", async () => {
-      const store = fresh();
+      const store = await fresh();
       await store.transaction(async (tx) => {
         await tx.credit.give(1, [{ amount: 10, expiresAt: null }], null, T0);
         await tx.credit.give(2, [{ amount: 20, expiresAt: null }], null, T0);
@@ -158,7 +218,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("others never see a transaction's writes before it commits, and their writes never land inside it", async () => {
-      const store = fresh();
+      const store = await fresh();
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
       const running = store.transaction(async (tx) => {
@@ -177,7 +237,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("concurrent read-modify-write transactions do not lose an update", async () => {
-      const store = fresh();
+      const store = await fresh();
       await store.settings.put(0, [["COUNTER", "0"]], T0);
       const bump = () =>
         store.transaction(async (tx) => {
@@ -190,7 +250,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("a savepoint undoes only its own writes", async () => {
-      const store = fresh();
+      const store = await fresh();
       await store.transaction(async (tx) => {
         await tx.credit.give(1, [{ amount: 10, expiresAt: null }], null, T0);
         await expect(
@@ -207,7 +267,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
 
   describe("provider keys, settings, notices, operations, objects, mail", () => {
     test("provider keys belong to one tenant: another tenant's id does not exist", async () => {
-      const store = fresh();
+      const store = await fresh();
       const key = await store.providerKeys.create(0, { level: 1, provider: "https://api.example.com/v1", secretSealed: "sealed", partialKey: "…x", status: true }, T0);
       await store.providerKeys.create(0, { level: 2, provider: "https://other.example.org", secretSealed: "s", partialKey: "…y", status: true }, T0);
       expect(await store.providerKeys.get(7, key.id)).toBeUndefined();
@@ -222,7 +282,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("settings are kept per tenant; put replaces, remove forgets", async () => {
-      const store = fresh();
+      const store = await fresh();
       await store.settings.put(0, [["A", "1"], ["B", "2"]], T0);
       await store.settings.put(5, [["A", "tenant five"]], T0);
       await store.settings.put(0, [["A", "3"]], T0);
@@ -232,7 +292,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("notices: the feed holds unexpired ones addressed to everyone or to the reader's chain, newest first", async () => {
-      const store = fresh();
+      const store = await fresh();
       const base = { tenantId: 0, content: "c", authorId: 1, createdAt: T0, expiresAt: T0 + DAY };
       const all = await store.notices.create({ ...base, title: "to all", targetId: null });
       const mine = await store.notices.create({ ...base, title: "to 4", targetId: 4, createdAt: T0 + 1 });
@@ -246,7 +306,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("operations: newest first, filtered by exact action or a * pattern (other pattern characters literal), target and time", async () => {
-      const store = fresh();
+      const store = await fresh();
       const row = (action: string, at: number, targetId: number | null = null) => store.operations.write({ tenantId: 0, at, actorId: 1, action, targetId, details: "{}", ip: null });
       await row("account.create", T0, 2);
       await row("account.delete", T0 + 1, 3);
@@ -263,7 +323,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("upstream objects and the soft-limit mail record", async () => {
-      const store = fresh();
+      const store = await fresh();
       await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 2, createdAt: T0 });
       await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 3, createdAt: T0 + 1 });
       expect((await store.objects.get("file-1"))?.keyId).toBe(3);
@@ -280,13 +340,91 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
   });
 
+  describe("values and patterns an engine could read differently", () => {
+    test("nano-credit amounts, costs and token counts beyond 32 bits come back exactly, as numbers", async () => {
+      const store = await fresh();
+      const big = 4_503_599_627_370_497; // 2^52 + 1: exact in a double, far beyond any 32-bit column
+      await store.credit.give(1, [{ amount: big, expiresAt: T0 + DAY }, { amount: 3_000_000_000, expiresAt: null }], null, T0);
+      const balance = await store.credit.balance(1, T0);
+      expect(typeof balance).toBe("number");
+      expect(balance).toBe(big + 3_000_000_000);
+      expect(await store.credit.take(1, big - 1, T0)).toEqual([{ amount: big - 1, expiresAt: T0 + DAY }]);
+      const grants = await store.credit.grants(1, T0);
+      expect(grants.map((g) => [g.amount, g.remaining])).toEqual([[big, 1], [3_000_000_000, 3_000_000_000]]);
+      expect(grants.every((g) => typeof g.amount === "number" && typeof g.remaining === "number" && typeof g.id === "number")).toBe(true);
+      await store.credit.consume(1, 3_000_000_001 + 5_000_000_000, T0);
+      expect(await store.credit.balance(1, T0)).toBe(-5_000_000_000);
+
+      const cost = 9_007_199_254_740_991; // Number.MAX_SAFE_INTEGER
+      await store.usage.append(
+        [{ requestId: "r", accountId: 1, day: "2026-03-10", createdAt: T0, endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: 1, promptTokens: 5_000_000_000, costNanos: cost }],
+        [{ accountId: 1, day: "2026-03-10", model: "m", requests: 1, prompt: 5_000_000_000, completion: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, costNanos: cost }],
+      );
+      const [event] = await store.usage.events(0, 1);
+      expect(event).toMatchObject({ promptTokens: 5_000_000_000, costNanos: cost, createdAt: T0 });
+      expect(typeof event!.id).toBe("number");
+      expect(await store.usage.periodTotal({ measure: "cost", accountId: 1 }, "2026-03")).toBe(cost);
+      expect(await store.usage.periodTotal({ measure: "tokens", accountId: 1 }, "2026-03-10")).toBe(5_000_000_000);
+      expect((await store.usage.rollups({ accountId: 1 }, { start: "2026-03-01", end: "2026-03-31" }))[0]).toMatchObject({ prompt: 5_000_000_000, costNanos: cost });
+      expect((await store.usage.sumsByModel({ accountId: 1 }, { start: "2026-03-01", end: "2026-03-31" }))[0]).toMatchObject({ requests: 1, costNanos: cost });
+    });
+
+    test("an operation pattern takes every character but * literally, LIKE's and GLOB's special ones included", async () => {
+      const store = await fresh();
+      for (const action of ["quota_100%", "quotaX100Y", "path\\x", "pathYx"]) {
+        await store.operations.write({ tenantId: 0, at: T0, actorId: 1, action, targetId: null, details: "{}", ip: null });
+      }
+      const actions = async (pattern: string) => (await store.operations.list(0, { action: pattern }, 1, 10)).rows.map((r) => r.action);
+      expect(await actions("quota_100%*")).toEqual(["quota_100%"]);
+      expect(await actions("quota_*")).toEqual(["quota_100%"]);
+      expect(await actions("*%")).toEqual(["quota_100%"]);
+      expect(await actions("path\\*")).toEqual(["path\\x"]);
+      expect((await actions("*")).length).toBe(4);
+    });
+  });
+
+  if (implementation.instances) {
+    describe("two instances on one database", () => {
+      test("their transactions do not interleave a credit draw", async () => {
+        const store = await fresh();
+        const other = await current!.second!();
+        await store.credit.give(1, [{ amount: 100, expiresAt: null }], null, T0);
+        const draw = (s: Store) =>
+          s.transaction(async (tx) => {
+            const balance = await tx.credit.balance(1, T0);
+            await Bun.sleep(20);
+            if (balance < 60) return false;
+            await tx.credit.take(1, 60, T0);
+            return true;
+          });
+        const drawn = await Promise.all([draw(store), draw(other), draw(store), draw(other)]);
+        expect(drawn.filter(Boolean)).toHaveLength(1);
+        expect(await other.credit.balance(1, T0)).toBe(40);
+      });
+
+      test("their charges outside transactions each draw from what the other left", async () => {
+        const store = await fresh();
+        const other = await current!.second!();
+        await store.credit.give(1, Array.from({ length: 10 }, (_, i) => ({ amount: 10, expiresAt: T0 + (i + 1) * DAY })), null, T0);
+        await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? store : other).credit.consume(1, 7, T0)));
+        expect(await store.credit.balance(1, T0)).toBe(100 - 140);
+        expect((await store.credit.grants(1, T0)).every((g) => g.remaining < 0)).toBe(true);
+        const taken = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? store : other).credit.take(2, Infinity, T0)));
+        expect(taken.flat()).toEqual([]);
+        await store.credit.give(2, [{ amount: 50, expiresAt: null }], null, T0);
+        const all = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? store : other).credit.take(2, Infinity, T0)));
+        expect(all.flat()).toEqual([{ amount: 50, expiresAt: null }]);
+      });
+    });
+  }
+
   describe("usage", () => {
     const rollup = (accountId: number, day: string, model: string, costNanos: number) => ({
       accountId, day, model, requests: 1, prompt: 10, completion: 5, reasoning: 0, cacheRead: 0, cacheWrite: 0, costNanos,
     });
 
     test("rollups add up per account, day and model; period totals read days, months, subtrees and models", async () => {
-      const store = fresh();
+      const store = await fresh();
       const root = await store.accounts.insert(account({ isOwner: true }), "");
       const child = await store.accounts.insert(account({ parentId: root.id }), root.path);
       await store.usage.append([], [rollup(child.id, "2026-03-10", "m", 100), rollup(child.id, "2026-03-10", "m", 50), rollup(root.id, "2026-03-09", "n", 7), rollup(child.id, "2026-04-01", "m", 1)]);
@@ -306,7 +444,7 @@ describe.each(implementations)("store: %s", (_name, open) => {
     });
 
     test("call rows come back in the order they were stored, after a given id", async () => {
-      const store = fresh();
+      const store = await fresh();
       const call = (n: number) => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: n, stream: n % 2 === 0 });
       await store.usage.append(Array.from({ length: 40 }, (_, i) => call(i)), []);
       const all = await store.usage.events(0, 100);

@@ -1,0 +1,137 @@
+import { SQL } from "bun";
+import type { Logger } from "../../core/log.ts";
+import type { Repositories, Store, Transaction } from "../store.ts";
+import { postgresAccounts } from "./accounts.ts";
+import { postgresCredit } from "./credit.ts";
+import { drizzleOver, type Db, type Scope } from "./db.ts";
+import { LOCKS } from "./locks.ts";
+import { migratePostgres } from "./migrate.ts";
+import { migrations } from "./migrations/index.ts";
+import { postgresProviderKeys } from "./provider-keys.ts";
+import { postgresNotices, postgresObjects, postgresOperations, postgresSettings, postgresSoftLimitMail } from "./small-stores.ts";
+import { describeFailure } from "./url.ts";
+import { postgresUsage } from "./usage.ts";
+
+export interface PostgresOptions {
+  /** Apply pending migrations on open (default true). */
+  migrate?: boolean;
+  /** Connections in the pool (default 10). */
+  max?: number;
+}
+
+/** The pool behind each open PostgreSQL store, for helpers of this folder (the single-instance lock) only. */
+const clients = new WeakMap<Store, SQL>();
+
+export function clientOf(store: Store): SQL {
+  const client = clients.get(store);
+  if (!client) throw new Error("not a PostgreSQL store");
+  return client;
+}
+
+function repositories(scope: Scope): Repositories {
+  return {
+    accounts: postgresAccounts(scope),
+    credit: postgresCredit(scope),
+    providerKeys: postgresProviderKeys(scope),
+    settings: postgresSettings(scope),
+    notices: postgresNotices(scope),
+    operations: postgresOperations(scope),
+    usage: postgresUsage(scope),
+    objects: postgresObjects(scope),
+    softLimitMail: postgresSoftLimitMail(scope),
+  };
+}
+
+/**
+ * Connects to PostgreSQL (TLS as the URL's `sslmode` asks), migrates unless told not
+ * to, and returns the store. Errors name the server without the URL's password.
+ */
+export async function openPostgresStore(url: string, options: PostgresOptions = {}): Promise<Store> {
+  const client = new SQL(url, { max: options.max ?? 10 });
+  try {
+    await client`SELECT 1`;
+    if (options.migrate !== false) await migratePostgres(client, migrations);
+  } catch (error) {
+    await client.close().catch(() => {});
+    throw new Error(describeFailure(error, url));
+  }
+  return postgresStoreOver(client);
+}
+
+/** Applies pending migrations to the database and returns their names (`router migrate --database`). */
+export async function migrateDatabase(url: string): Promise<string[]> {
+  const client = new SQL(url, { max: 1 });
+  try {
+    return await migratePostgres(client, migrations);
+  } catch (error) {
+    throw new Error(describeFailure(error, url));
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
+
+/**
+ * The store over a pool. A call outside a transaction runs on any pooled connection (a
+ * call of several statements in a transaction of its own). A `transaction` reserves
+ * one connection from BEGIN to COMMIT and first takes the writer lock, so transactions
+ * run one at a time across every instance on the database, as on SQLite: a body's
+ * read-modify-write never interleaves with another's. Within one instance they also
+ * wait in line before reserving, so waiting transactions do not hold pooled connections.
+ */
+export function postgresStoreOver(client: SQL): Store {
+  const db = drizzleOver(client);
+  const own = repositories({ db, atomic: (body) => db.transaction((tx) => body(tx)) });
+  let queue: Promise<unknown> = Promise.resolve();
+
+  const run = async <T>(body: (tx: Transaction) => Promise<T>): Promise<T> => {
+    const connection = await client.reserve();
+    try {
+      await connection.unsafe("BEGIN");
+      try {
+        await connection.unsafe("SELECT pg_advisory_xact_lock($1, $2)", [...LOCKS.writer]);
+        const txDb: Db = drizzleOver(connection);
+        let savepoints = 0;
+        const savepoint = async <R>(inner: () => Promise<R>): Promise<R> => {
+          const name = `sp${++savepoints}`;
+          await connection.unsafe(`SAVEPOINT ${name}`);
+          try {
+            const result = await inner();
+            await connection.unsafe(`RELEASE SAVEPOINT ${name}`);
+            return result;
+          } catch (error) {
+            await connection.unsafe(`ROLLBACK TO SAVEPOINT ${name}`);
+            await connection.unsafe(`RELEASE SAVEPOINT ${name}`);
+            throw error;
+          }
+        };
+        const tx: Transaction = { ...repositories({ db: txDb, atomic: (inner) => savepoint(() => inner(txDb)) }), savepoint };
+        const result = await body(tx);
+        await connection.unsafe("COMMIT");
+        return result;
+      } catch (error) {
+        await connection.unsafe("ROLLBACK").catch(() => {});
+        throw error;
+      }
+    } finally {
+      connection.release();
+    }
+  };
+
+  const store: Store = {
+    ...own,
+    transaction<T>(body: (tx: Transaction) => Promise<T>): Promise<T> {
+      const result = queue.then(() => run(body));
+      queue = result.catch(() => {});
+      return result;
+    },
+    // Other instances' writes reach caches through the invalidation bus, not by polling.
+    changedElsewhere: () => false,
+    // PostgreSQL does its own upkeep (autovacuum, checkpoints).
+    startUpkeep: (_log: Logger) => async () => {},
+    close() {
+      void client.close().catch(() => {});
+    },
+  };
+  clients.set(store, client);
+  return store;
+}

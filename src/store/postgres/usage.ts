@@ -1,0 +1,136 @@
+import { and, asc, eq, gt, inArray, like, ne, sql, type SQL } from "drizzle-orm";
+import type { Audience, DayRange, RollupRow, UsageStore } from "../store.ts";
+import type { Db, Scope } from "./db.ts";
+import { accounts } from "./schema/accounts.ts";
+import { usageDaily, usageEvents } from "./schema/usage.ts";
+
+/** PostgreSQL takes at most 65,535 parameters a statement: 1,000 rows of 20 columns stay well below. */
+const EVENTS_PER_STATEMENT = 1000;
+
+// sum() of int8 is numeric, which the driver hands over as a string.
+const total = (expression: SQL) => sql<number>`coalesce(sum(${expression}), 0)`.mapWith(Number);
+
+const PERIOD_COLUMN = {
+  requests: total(sql`${usageDaily.requests}`),
+  tokens: total(sql`${usageDaily.promptTokens} + ${usageDaily.completionTokens}`),
+  cost: total(sql`${usageDaily.costNanos}`),
+  spent: total(sql`${usageDaily.costNanos}`),
+};
+
+const SUMS = {
+  requests: total(sql`${usageDaily.requests}`),
+  prompt: total(sql`${usageDaily.promptTokens}`),
+  completion: total(sql`${usageDaily.completionTokens}`),
+  reasoning: total(sql`${usageDaily.reasoningTokens}`),
+  cacheRead: total(sql`${usageDaily.cacheReadTokens}`),
+  cacheWrite: total(sql`${usageDaily.cacheWriteTokens}`),
+  costNanos: total(sql`${usageDaily.costNanos}`),
+};
+
+/** Models order by code point, as on SQLite, whatever the database's collation. */
+const modelOrder = sql`${usageDaily.model} COLLATE "C"`;
+
+/**
+ * One row per account, day and model: an upsert may not touch a row twice in one
+ * statement, and a batch can carry several sums for one key. Sorted, so concurrent
+ * batches lock rows in the same order.
+ */
+function merged(rollups: Iterable<RollupRow>): RollupRow[] {
+  const byKey = new Map<string, RollupRow>();
+  for (const r of rollups) {
+    const key = `${r.accountId}\u0000${r.day}\u0000${r.model}`;
+    const sum = byKey.get(key);
+    if (!sum) {
+      byKey.set(key, { ...r });
+      continue;
+    }
+    sum.requests += r.requests;
+    sum.prompt += r.prompt;
+    sum.completion += r.completion;
+    sum.reasoning += r.reasoning;
+    sum.cacheRead += r.cacheRead;
+    sum.cacheWrite += r.cacheWrite;
+    sum.costNanos += r.costNanos;
+  }
+  return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+}
+
+/** Subtree audiences by path prefix (paths are digits and slashes: nothing to escape); LIKE means the same under any collation. */
+function audienceMembers(db: Db, audience: Exclude<Audience, { accountId: number }>) {
+  const under = like(accounts.path, `${audience.path}%`);
+  return db
+    .select({ id: accounts.id })
+    .from(accounts)
+    .where(audience.includeRoot ? under : and(under, ne(accounts.path, audience.path)));
+}
+
+function audienceCondition(db: Db, audience: Audience, range: DayRange): SQL {
+  const days = sql`${usageDaily.day} BETWEEN ${range.start} AND ${range.end}`;
+  if ("accountId" in audience) return and(eq(usageDaily.accountId, audience.accountId), days)!;
+  return and(inArray(usageDaily.accountId, audienceMembers(db, audience)), days)!;
+}
+
+export function postgresUsage({ db, atomic }: Scope): UsageStore {
+  const membersUnder = (path: string) => audienceMembers(db, { path, includeRoot: true });
+  return {
+    append: (rows, rollups) =>
+      atomic(async (db) => {
+        for (let i = 0; i < rows.length; i += EVENTS_PER_STATEMENT) await db.insert(usageEvents).values(rows.slice(i, i + EVENTS_PER_STATEMENT));
+        const sums = merged(rollups);
+        if (sums.length === 0) return;
+        await db
+          .insert(usageDaily)
+          .values(
+            sums.map((r) => ({
+              accountId: r.accountId, day: r.day, model: r.model, requests: r.requests, promptTokens: r.prompt, completionTokens: r.completion,
+              reasoningTokens: r.reasoning, cacheReadTokens: r.cacheRead, cacheWriteTokens: r.cacheWrite, costNanos: r.costNanos,
+            })),
+          )
+          .onConflictDoUpdate({
+            target: [usageDaily.accountId, usageDaily.day, usageDaily.model],
+            set: {
+              requests: sql`${usageDaily.requests} + excluded.requests`,
+              promptTokens: sql`${usageDaily.promptTokens} + excluded.prompt_tokens`,
+              completionTokens: sql`${usageDaily.completionTokens} + excluded.completion_tokens`,
+              reasoningTokens: sql`${usageDaily.reasoningTokens} + excluded.reasoning_tokens`,
+              cacheReadTokens: sql`${usageDaily.cacheReadTokens} + excluded.cache_read_tokens`,
+              cacheWriteTokens: sql`${usageDaily.cacheWriteTokens} + excluded.cache_write_tokens`,
+              costNanos: sql`${usageDaily.costNanos} + excluded.cost_nanos`,
+            },
+          });
+      }),
+    async periodTotal(of, period) {
+      const parts: SQL[] = [period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period)];
+      if ("subtreePath" in of) {
+        // Every account whose path starts with the root's, deleted ones included.
+        parts.push(inArray(usageDaily.accountId, membersUnder(of.subtreePath)));
+      } else {
+        if (of.accountId !== undefined) parts.push(eq(usageDaily.accountId, of.accountId));
+        // A BYOK tenant's model totals count only its own accounts.
+        else if (of.tenantRoot !== undefined) parts.push(inArray(usageDaily.accountId, membersUnder(`/${of.tenantRoot}/`)));
+        if (of.model !== undefined) parts.push(eq(usageDaily.model, of.model));
+      }
+      const [row] = await db.select({ value: PERIOD_COLUMN[of.measure] }).from(usageDaily).where(and(...parts));
+      return row?.value ?? 0;
+    },
+    rollups: (audience, range) =>
+      db
+        .select({
+          accountId: usageDaily.accountId, day: usageDaily.day, model: usageDaily.model, requests: usageDaily.requests,
+          prompt: usageDaily.promptTokens, completion: usageDaily.completionTokens, reasoning: usageDaily.reasoningTokens,
+          cacheRead: usageDaily.cacheReadTokens, cacheWrite: usageDaily.cacheWriteTokens, costNanos: usageDaily.costNanos,
+        })
+        .from(usageDaily)
+        .where(audienceCondition(db, audience, range))
+        // SQLite hands them over in primary-key order; so does this.
+        .orderBy(asc(usageDaily.accountId), asc(usageDaily.day), asc(modelOrder)),
+    events: (afterId, limit) => db.select().from(usageEvents).where(gt(usageEvents.id, afterId)).orderBy(asc(usageEvents.id)).limit(limit),
+    sumsByModel: (audience, range) =>
+      db
+        .select({ model: usageDaily.model, ...SUMS })
+        .from(usageDaily)
+        .where(audienceCondition(db, audience, range))
+        .groupBy(usageDaily.model)
+        .orderBy(asc(modelOrder)),
+  };
+}

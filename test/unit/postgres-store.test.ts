@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SQL } from "bun";
+import { acquireSingleInstanceLock, migrateDatabase, openPostgresStore } from "../../src/store/postgres/index.ts";
+import { migratePostgres } from "../../src/store/postgres/migrate.ts";
+import { migrations } from "../../src/store/postgres/migrations/index.ts";
+import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
+
+/**
+ * What only the PostgreSQL store has: its migration runner, the single-instance lock a
+ * `serve --database` without Redis takes, and connection errors that never show the
+ * URL's password. The repositories themselves are held by the store contract suite.
+ */
+if (!skipServices) {
+  describe("PostgreSQL store", () => {
+    let server: PostgresServer;
+    beforeAll(async () => {
+      server = await startPostgres();
+    }, 60_000);
+    afterAll(() => server?.stop(), 30_000);
+
+    const appliedIn = async (url: string) => {
+      const client = new SQL(url, { max: 1 });
+      try {
+        return ((await client`SELECT name FROM schema_migrations ORDER BY name`) as Array<{ name: string }>).map((row) => row.name);
+      } finally {
+        await client.close();
+      }
+    };
+
+    test("migrations are recorded as applied, once, even when two instances start together", async () => {
+      const url = server.url(await server.createDatabase());
+      const [first, second] = await Promise.all([migrateDatabase(url), migrateDatabase(url)]);
+      // One of them applied everything, the other found it done.
+      expect([first, second].sort((a, b) => a.length - b.length)).toEqual([[], migrations.map((m) => m.name)]);
+      expect(await appliedIn(url)).toEqual(migrations.map((m) => m.name));
+      expect(await migrateDatabase(url)).toEqual([]);
+    });
+
+    test("a database migrated by a newer router is refused rather than damaged", async () => {
+      const url = server.url(await server.createDatabase());
+      const client = new SQL(url, { max: 1 });
+      try {
+        await migratePostgres(client, migrations);
+        await client`INSERT INTO schema_migrations (name, applied_at) VALUES ('9999_future', 1)`;
+        await expect(migratePostgres(client, migrations)).rejects.toThrow("unknown migrations: 9999_future");
+      } finally {
+        await client.close();
+      }
+      await expect(openPostgresStore(url)).rejects.toThrow("newer router");
+    });
+
+    test("a failing migration leaves nothing of itself behind", async () => {
+      const url = server.url(await server.createDatabase());
+      const client = new SQL(url, { max: 1 });
+      try {
+        const broken = [{ name: "0000_broken", sql: "CREATE TABLE half (id integer);\n--> statement-breakpoint\nSELECT no_such_function()" }];
+        await expect(migratePostgres(client, broken)).rejects.toThrow("migration 0000_broken failed");
+        const [row] = (await client`SELECT to_regclass('half') AS half, (SELECT count(*) FROM schema_migrations)::int AS applied`) as Array<{ half: string | null; applied: number }>;
+        expect(row).toEqual({ half: null, applied: 0 });
+      } finally {
+        await client.close();
+      }
+    });
+
+    test("one instance holds the single-instance lock; a second is refused until it lets go or its connection ends", async () => {
+      const url = server.url(await server.createDatabase());
+      const a = await openPostgresStore(url);
+      const b = await openPostgresStore(url);
+      try {
+        const held = await acquireSingleInstanceLock(a);
+        expect(held).toBeDefined();
+        expect(await acquireSingleInstanceLock(b)).toBeUndefined();
+        await held!.release();
+        const taken = await acquireSingleInstanceLock(b);
+        expect(taken).toBeDefined();
+        expect(await acquireSingleInstanceLock(a)).toBeUndefined();
+        // An instance that dies (its connections close) leaves the lock behind it.
+        b.close();
+        let again: Awaited<ReturnType<typeof acquireSingleInstanceLock>>;
+        for (let i = 0; i < 50 && !(again = await acquireSingleInstanceLock(a)); i++) await Bun.sleep(50);
+        expect(again).toBeDefined();
+        await again!.release();
+      } finally {
+        a.close();
+        b.close();
+      }
+    });
+
+    test("connection errors name the server but never the URL's password", async () => {
+      const closedPort = server.port + 1 === 65536 ? 1 : server.port + 1;
+      const url = `postgres://router:s3cret-pw@127.0.0.1:${closedPort}/router`;
+      const error = await openPostgresStore(url).then(
+        () => undefined,
+        (e: Error) => e,
+      );
+      expect(error).toBeInstanceOf(Error);
+      expect(error!.message).toContain(`127.0.0.1:${closedPort}`);
+      expect(error!.message).not.toContain("s3cret-pw");
+    });
+
+    test("the URL's sslmode is honoured: `require` refuses a server without TLS", async () => {
+      const url = `${server.url(await server.createDatabase())}?sslmode=require`;
+      await expect(openPostgresStore(url)).rejects.toThrow(/SSL|TLS/i);
+      const plain = await openPostgresStore(url.replace("require", "disable"));
+      expect(await plain.accounts.countLive()).toBe(0);
+      plain.close();
+    });
+  });
+}
