@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createMemoryState, type StateLoaders } from "../../src/state/memory.ts";
+import { servicesSkipped } from "../helpers/redis-server.ts";
+import { redisState } from "../helpers/redis-state.ts";
 import type { Counter, GaugeCounter, KeySleep, PeriodCounter, State, WindowCounter } from "../../src/state/state.ts";
 
 /**
@@ -27,6 +29,8 @@ interface Fixture {
 type Make = (loaders: StateLoaders, now: () => number) => State | Promise<State>;
 
 const IMPLEMENTATIONS: Array<[string, Make]> = [["memory", (loaders, now) => createMemoryState(loaders, now)]];
+// Each Redis fixture gets a prefix of its own on one throwaway server: an empty Redis per test.
+if (!servicesSkipped) IMPLEMENTATIONS.push(["redis", (loaders, now) => redisState(loaders, now)]);
 
 async function fixture(make: Make): Promise<Fixture> {
   const rollups = new Map<string, number>();
