@@ -33,6 +33,11 @@ export function script(source: string): Script {
 export interface RedisConnectionOptions {
   /** How long to wait for a connection before a call fails (ms). */
   connectTimeoutMs?: number;
+  /**
+   * How long a command may go unanswered (ms): a Redis that stalls without closing the
+   * connection would otherwise hold every call; the connection is then replaced.
+   */
+  commandTimeoutMs?: number;
 }
 
 /** Removes credentials from anything that might echo a URL. */
@@ -52,6 +57,20 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
   const clientOptions = { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: options.connectTimeoutMs ?? 2000 };
   let current: { client: RedisClient; ready: Promise<void>; closed: boolean } | undefined;
   let closed = false;
+  const commandTimeoutMs = options.commandTimeoutMs ?? 5000;
+
+  /** Answers the command's reply, or fails once it went unanswered too long (and drops the connection). */
+  const bounded = <T>(entry: { client: RedisClient; closed: boolean }, reply: Promise<T>): Promise<T> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new Error(`no answer within ${commandTimeoutMs} ms`));
+        entry.closed = true;
+        entry.client.close();
+      }, commandTimeoutMs);
+    });
+    return Promise.race([reply, timeout]).finally(() => clearTimeout(timer));
+  };
 
   const open = () => {
     const client = new RedisClient(url, clientOptions);
@@ -66,7 +85,7 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
     return entry;
   };
 
-  const client = async (): Promise<RedisClient> => {
+  const client = async (): Promise<{ client: RedisClient; closed: boolean }> => {
     if (closed) throw new RedisUnavailable("connection", new Error("closed"));
     if (!current || current.closed) {
       current?.client.close();
@@ -78,13 +97,13 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
     } catch (error) {
       throw new RedisUnavailable("unreachable", error);
     }
-    return entry.client;
+    return entry;
   };
 
   const send = async (command: string, args: readonly string[]): Promise<unknown> => {
-    const redis = await client();
+    const entry = await client();
     try {
-      return await redis.send(command, args as string[]);
+      return await bounded(entry, entry.client.send(command, args as string[]));
     } catch (error) {
       throw new RedisUnavailable(`${command} failed`, error);
     }
@@ -93,15 +112,15 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
   return {
     send,
     async run(script, keys, args) {
-      const redis = await client();
+      const entry = await client();
       const rest = [String(keys.length), ...keys, ...args];
       try {
-        return await redis.send("EVALSHA", [script.sha, ...rest]);
+        return await bounded(entry, entry.client.send("EVALSHA", [script.sha, ...rest]));
       } catch (error) {
         if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw new RedisUnavailable("script failed", error);
       }
       try {
-        return await redis.send("EVAL", [script.source, ...rest]);
+        return await bounded(entry, entry.client.send("EVAL", [script.source, ...rest]));
       } catch (error) {
         throw new RedisUnavailable("script failed", error);
       }
