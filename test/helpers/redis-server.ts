@@ -20,6 +20,9 @@ export interface RedisServer {
   /** Stops the server (its data is gone); `start` brings up an empty one on the same port. */
   stop(): Promise<void>;
   start(): Promise<void>;
+  /** Freezes the server (SIGSTOP): connections stay open and nothing is answered, until `resume`. */
+  pause(): void;
+  resume(): void;
   /** Stops the server and removes its directory. */
   close(): Promise<void>;
 }
@@ -61,6 +64,7 @@ export async function startRedisServer(): Promise<RedisServer> {
   };
   const stop = async () => {
     if (!process) return;
+    process.kill("SIGCONT");
     process.kill("SIGKILL");
     await process.exited;
     process = undefined;
@@ -71,6 +75,8 @@ export async function startRedisServer(): Promise<RedisServer> {
     port,
     stop,
     start,
+    pause: () => process?.kill("SIGSTOP"),
+    resume: () => process?.kill("SIGCONT"),
     async close() {
       await stop();
       rmSync(dir, { recursive: true, force: true });

@@ -121,7 +121,8 @@ if (!servicesSkipped) {
     });
 
     const until = async (done: () => boolean) => {
-      for (let i = 0; i < 200 && !done(); i++) await Bun.sleep(10);
+      const deadline = Date.now() + 5000;
+      while (!done() && Date.now() < deadline) await Bun.sleep(10);
       expect(done()).toBe(true);
     };
 

@@ -45,14 +45,12 @@ if (!servicesSkipped) {
       const server = await redis.server();
       const connection = connectRedis(server.url, { commandTimeoutMs: 200 });
       await connection.send("PING", []);
-      // A script that spins for half a second holds the whole server still.
-      const stall = connectRedis(server.url);
-      const spin = "local s = redis.call('TIME'); local t0 = s[1] * 1000000 + s[2]; repeat s = redis.call('TIME') until s[1] * 1000000 + s[2] - t0 > 500000; return 1";
-      const stalled = stall.send("EVAL", [spin, "0"]);
-      await Bun.sleep(20);
-      await expect(connection.send("PING", [])).rejects.toThrow(/Redis PING failed: no answer within 200 ms/);
-      await stalled;
-      stall.close();
+      server.pause();
+      try {
+        await expect(connection.send("PING", [])).rejects.toThrow(/Redis PING failed: no answer within 200 ms/);
+      } finally {
+        server.resume();
+      }
       expect(await connection.send("PING", [])).toBe("PONG");
       connection.close();
     });
