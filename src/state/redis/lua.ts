@@ -309,7 +309,7 @@ return 0
  * starts from the sleep stored with it (P.stored). ARGV[5..7]: FAILURES_BEFORE_SLEEP,
  * BASE_COOLDOWN_MS, MAX_COOLDOWN_MS.
  */
-export const KEYS = script(`${PRELUDE}
+export const KEY_HEALTH = script(`${PRELUDE}
 local FAILURES, BASE, MAX = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local function probing(key)
   local owner = redis.call('HGET', key, 'probing')

@@ -18,7 +18,7 @@ import type {
   Verdict,
 } from "../state.ts";
 import type { RedisConnection, Script } from "./connection.ts";
-import { ADJUST, ADMIT, CLAIM, CREDIT, KEYS, LEVEL } from "./lua.ts";
+import { ADJUST, ADMIT, CLAIM, CREDIT, KEY_HEALTH, LEVEL } from "./lua.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -259,7 +259,7 @@ function sleepOf(fields: readonly string[]): KeySleep {
 function createKeys(prefix: string, run: Run): KeyState {
   const keyOf = (tenantId: number, keyId: number) => `${prefix}k:${tenantId}:${keyId}`;
   const rules = [String(FAILURES_BEFORE_SLEEP), String(BASE_COOLDOWN_MS), String(MAX_COOLDOWN_MS)];
-  const call = (payload: Record<string, unknown>) => run(KEYS, payload, ...rules);
+  const call = (payload: Record<string, unknown>) => run(KEY_HEALTH, payload, ...rules);
   return {
     async health(tenantId, keys) {
       if (keys.length === 0) return [];
