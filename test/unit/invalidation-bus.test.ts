@@ -1,13 +1,36 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createLocalBus, type Invalidation, type InvalidationBus } from "../../src/core/invalidation.ts";
+import { createRedisBus, type RedisBus } from "../../src/state/redis/bus.ts";
+import { connectRedis } from "../../src/state/redis/connection.ts";
+import { servicesSkipped } from "../helpers/redis-server.ts";
+import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
 
 /**
  * The contract every invalidation bus keeps (issue 14, item 6), run against each
- * implementation: in-process today; a Redis-backed one joins this list.
+ * implementation: in-process, and over Redis pub/sub (each bus on a prefix of its own,
+ * so the Redis one is alone on its channel here; two processes are tested below).
  */
-const implementations: Array<[string, (onError?: (error: unknown, event: Invalidation) => void) => InvalidationBus]> = [["in-process", createLocalBus]];
+const redis = redisStates();
+let redisUrl = "";
+const buses: RedisBus[] = [];
+afterAll(async () => {
+  for (const bus of buses.splice(0)) bus.close();
+  await redis.close();
+});
+const redisBus = (options: { prefix?: string; onError?: (error: unknown, event: Invalidation) => void; retryMs?: number } = {}) => {
+  const bus = createRedisBus({ connection: connectRedis(redisUrl), prefix: options.prefix ?? freshPrefix(), onListenerError: options.onError, retryMs: options.retryMs });
+  buses.push(bus);
+  return bus;
+};
 
-describe.each(implementations)("invalidation bus: %s", (_name, make) => {
+const implementations: Array<[string, (onError?: (error: unknown, event: Invalidation) => void) => InvalidationBus]> = [["in-process", createLocalBus]];
+if (!servicesSkipped) implementations.push(["redis", (onError) => redisBus({ onError })]);
+
+describe.each(implementations)("invalidation bus: %s", (name, make) => {
+  beforeAll(async () => {
+    if (name === "redis") redisUrl = (await redis.server()).url;
+  });
+
   test("every subscriber hears every event, in subscription order, before publish resolves", async () => {
     const bus = make();
     const heard: string[] = [];
@@ -89,3 +112,72 @@ describe.each(implementations)("invalidation bus: %s", (_name, make) => {
     expect(errors).toEqual(["reload failed"]);
   });
 });
+
+/** Two processes on one Redis: two buses, each with its own connections, under one prefix. */
+if (!servicesSkipped) {
+  describe("invalidation bus: redis, two processes", () => {
+    beforeAll(async () => {
+      redisUrl = (await redis.server()).url;
+    });
+
+    const until = async (done: () => boolean) => {
+      const deadline = Date.now() + 5000;
+      while (!done() && Date.now() < deadline) await Bun.sleep(10);
+      expect(done()).toBe(true);
+    };
+
+    test("an event published by one reaches the other's subscribers, and the publisher's own once", async () => {
+      const prefix = freshPrefix();
+      const a = redisBus({ prefix });
+      const b = redisBus({ prefix });
+      await Promise.all([a.ready(), b.ready()]);
+      const heardA: Invalidation[] = [];
+      const heardB: Invalidation[] = [];
+      a.subscribe((e) => {
+        heardA.push(e);
+      });
+      b.subscribe((e) => {
+        heardB.push(e);
+      });
+      await a.publish({ kind: "account", accountId: 7 });
+      await a.publish({ kind: "keys", tenantId: 2 });
+      await until(() => heardB.length === 2);
+      expect(heardB).toEqual([{ kind: "account", accountId: 7 }, { kind: "keys", tenantId: 2 }]);
+      // Another deployment's prefix is another channel.
+      const other = redisBus();
+      await other.ready();
+      await other.publish({ kind: "everything" });
+      await b.publish({ kind: "config", tenantId: 1 });
+      await until(() => heardA.length === 3);
+      expect(heardA).toEqual([{ kind: "account", accountId: 7 }, { kind: "keys", tenantId: 2 }, { kind: "config", tenantId: 1 }]);
+      expect(heardB).toHaveLength(3);
+    });
+
+    test("a subscriber that lost Redis hears everything once it is back; publishing fails naming Redis meanwhile", async () => {
+      const server = await redis.server();
+      const prefix = freshPrefix();
+      const a = redisBus({ prefix, retryMs: 50 });
+      const b = redisBus({ prefix, retryMs: 50 });
+      await Promise.all([a.ready(), b.ready()]);
+      const heardB: Invalidation[] = [];
+      b.subscribe((e) => {
+        heardB.push(e);
+      });
+      await server.stop();
+      const heardA: Invalidation[] = [];
+      a.subscribe((e) => {
+        heardA.push(e);
+      });
+      // The publisher's own subscribers still follow the change.
+      await expect(a.publish({ kind: "account", accountId: 1 })).rejects.toThrow(/Redis/);
+      expect(heardA).toEqual([{ kind: "account", accountId: 1 }]);
+      await server.start();
+      await until(() => heardB.some((e) => e.kind === "everything"));
+      // Resubscribed: events flow again (a's connection is new too).
+      await until(() => heardA.some((e) => e.kind === "everything"));
+      await a.publish({ kind: "account", accountId: 2 });
+      await until(() => heardB.some((e) => e.kind === "account" && e.accountId === 2));
+      expect(heardB.filter((e) => e.kind === "account")).toEqual([{ kind: "account", accountId: 2 }]);
+    });
+  });
+}

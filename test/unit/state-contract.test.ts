@@ -1,5 +1,8 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { createMemoryState, type StateLoaders } from "../../src/state/memory.ts";
+import { servicesSkipped } from "../helpers/redis-server.ts";
+import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
+import { connectRedis } from "../../src/state/redis/connection.ts";
 import type { Counter, GaugeCounter, KeySleep, PeriodCounter, State, WindowCounter } from "../../src/state/state.ts";
 
 /**
@@ -27,6 +30,10 @@ interface Fixture {
 type Make = (loaders: StateLoaders, now: () => number) => State | Promise<State>;
 
 const IMPLEMENTATIONS: Array<[string, Make]> = [["memory", (loaders, now) => createMemoryState(loaders, now)]];
+// Each Redis fixture gets a prefix of its own on one throwaway server: an empty Redis per test.
+const redis = redisStates();
+afterAll(redis.close);
+if (!servicesSkipped) IMPLEMENTATIONS.push(["redis", (loaders, now) => redis.state(loaders, now)]);
 
 async function fixture(make: Make): Promise<Fixture> {
   const rollups = new Map<string, number>();
@@ -316,6 +323,114 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(await state.claims.claim("k", MINUTE, T0 + MINUTE - 1)).toBe(false);
         expect(await state.claims.claim("k", MINUTE, T0 + MINUTE)).toBe(true);
       });
+    });
+  });
+}
+
+/**
+ * What only a shared State shows: two States on one Redis under one prefix stand for two
+ * instances of the router.
+ */
+if (!servicesSkipped) {
+  describe("State contract: redis, shared by two instances", () => {
+    async function pair(options: { leaseMs?: number } = {}) {
+      const prefix = freshPrefix();
+      const balances = new Map<number, number>();
+      const rollups = new Map<string, number>();
+      const loaders: StateLoaders = {
+        seed: (seed, period) => rollups.get(`${JSON.stringify(seed)}|${period}`) ?? 0,
+        balance: (accountId) => ({ balance: balances.get(accountId) ?? 0, staleAt: Infinity }),
+      };
+      const a = await redis.state(loaders, () => T0, { prefix, ...options });
+      const b = await redis.state(loaders, () => T0, { prefix, ...options });
+      return { a, b, balances, rollups };
+    }
+
+    test("an admission by one is seen by the other", async () => {
+      const { a, b, balances } = await pair();
+      balances.set(7, 1000);
+      const held = gaugeOf("g:held");
+      await a.counts.admit([{ counter: credit(7), limit: 0, add: 300 }, { counter: windowOf("w:rpm"), limit: 5, add: 1 }, { counter: held, add: 300 }], T0);
+      expect(await b.counts.read(credit(7), T0)).toBe(700);
+      expect(await b.credit.held(7)).toBe(300);
+      expect(await b.counts.read(windowOf("w:rpm"), T0)).toBe(1);
+      expect(await b.counts.read(held, T0)).toBe(300);
+      // Settled on the instance that admitted it, seen everywhere.
+      await a.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 300, charge: 120 }, { counter: held, delta: -300 }]);
+      expect(await b.counts.read(credit(7), T0)).toBe(880);
+      expect(await b.counts.read(held, T0)).toBe(0);
+    });
+
+    test("RPM 10 split over two instances admits exactly 10 under concurrency", async () => {
+      const { a, b } = await pair();
+      const rpm = windowOf("w:rpm");
+      const verdicts = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).counts.admit([{ counter: rpm, limit: 10, add: 1 }], T0 + i)));
+      expect(verdicts.filter((v) => v.admitted)).toHaveLength(10);
+      expect(await a.counts.read(rpm, T0 + 40)).toBe(10);
+      expect(await b.counts.read(rpm, T0 + 40)).toBe(10);
+    });
+
+    test("concurrent calls on both overspend credit by at most one reservation", async () => {
+      const { a, b, balances } = await pair();
+      balances.set(7, 1000);
+      const verdicts = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).counts.admit([{ counter: credit(7), limit: 0, add: 300 }], T0)));
+      expect(verdicts.filter((v) => v.admitted)).toHaveLength(4);
+      expect(await a.counts.read(credit(7), T0)).toBe(-200);
+    });
+
+    test("a key slept by one is asleep for the other, and one probe is out across both", async () => {
+      const { a, b } = await pair();
+      const awake: KeySleep = { sleeping: false, reason: null, until: null, count: 0 };
+      const ref = { id: 3, stored: awake };
+      await a.keys.setSleep(1, ref, { sleeping: true, reason: "manual", until: null, count: 0 });
+      expect((await b.keys.health(1, [ref]))[0]).toMatchObject({ sleeping: true, reason: "manual" });
+      const failing = { ...ref, id: 4, noSleep: false };
+      await a.keys.record(1, failing, { kind: "retryable" }, T0);
+      await b.keys.record(1, failing, { kind: "retryable" }, T0);
+      expect(await a.keys.record(1, failing, { kind: "retryable" }, T0)).toMatchObject({ sleeping: true, reason: "errors", count: 1 });
+      expect((await b.keys.health(1, [failing]))[0]).toMatchObject({ sleeping: true, reason: "errors" });
+      const probes = await Promise.all([a, b, a, b].map((s) => s.keys.take(1, failing, true)));
+      expect(probes.filter(Boolean)).toHaveLength(1);
+    });
+
+    test("what a killed instance held expires with its lease; the other's holdings stay", async () => {
+      const { a, b, balances } = await pair({ leaseMs: 1000 });
+      balances.set(7, 1000);
+      const held = gaugeOf("g:held");
+      const ref = { id: 5, stored: { sleeping: false, reason: null, until: null, count: 0 } as KeySleep };
+      await a.counts.admit([{ counter: credit(7), limit: 0, add: 300 }, { counter: held, add: 300 }], T0);
+      await b.counts.admit([{ counter: credit(7), limit: 0, add: 100 }, { counter: held, add: 100 }], T0);
+      await a.keys.take(0, ref, true);
+      for (let i = 0; i < 6; i++) await a.levels.recordError(0, 1, T0, 5, MINUTE);
+      expect(await a.levels.claimProbe(0, 1, T0)).toBe(true);
+      expect(await b.credit.held(7)).toBe(400);
+      // The process dies: its heartbeat stops, nothing is released.
+      a.close();
+      expect(await b.counts.read(held, T0)).toBe(400);
+      const deadline = Date.now() + 5000;
+      while ((await b.counts.read(held, T0)) > 100 && Date.now() < deadline) await Bun.sleep(50);
+      expect(await b.counts.read(held, T0)).toBe(100);
+      expect(await b.credit.held(7)).toBe(100);
+      expect(await b.counts.read(credit(7), T0)).toBe(900);
+      expect((await b.keys.health(0, [ref]))[0]).toMatchObject({ inFlight: 0, probing: false });
+      expect(await b.levels.claimProbe(0, 1, T0)).toBe(true);
+    });
+
+    test("a period total or balance Redis lost (a restart) is seeded again from the database", async () => {
+      const { a, b, rollups, balances } = await pair();
+      const cost = periodOf("p:cost:7");
+      rollups.set(`${JSON.stringify(cost.seed)}|2026-03-10`, 500);
+      balances.set(7, 1000);
+      await a.counts.admit([{ counter: cost, period: "2026-03-10", add: 20 }, { counter: credit(7), limit: 0, add: 10 }], T0);
+      expect(await b.counts.read(cost, T0, "2026-03-10")).toBe(520);
+      const server = await redis.server();
+      const admin = connectRedis(server.url);
+      await admin.send("FLUSHDB", []);
+      admin.close();
+      // The rollups now hold what was written meanwhile.
+      rollups.set(`${JSON.stringify(cost.seed)}|2026-03-10`, 530);
+      expect(await b.counts.read(cost, T0, "2026-03-10")).toBe(530);
+      expect(await b.counts.read(credit(7), T0)).toBe(1000);
     });
   });
 }

@@ -1,0 +1,120 @@
+import type { RedisClient } from "bun";
+import { createLocalBus, type Invalidation, type InvalidationBus } from "../../core/invalidation.ts";
+import { RedisUnavailable, type RedisConnection } from "./connection.ts";
+
+/**
+ * The invalidation bus over Redis pub/sub: an event reaches this process's subscribers
+ * as on the in-process bus (in order, awaited by the publisher) and, through one channel,
+ * every other process on the same Redis and prefix, whose subscribers hear it as soon as
+ * Redis delivers it. Pub/sub keeps nothing for a subscriber that was away, so one that
+ * (re)subscribes after a lost connection hears `{kind: "everything"}`: it may have
+ * missed events, and drops all it holds.
+ */
+export interface RedisBusOptions {
+  connection: RedisConnection;
+  /** Put before the channel's name, as before the State's keys (default `router:`). */
+  prefix?: string;
+  /** A subscriber that failed (as on the in-process bus). */
+  onListenerError?: (error: unknown, event: Invalidation) => void;
+  /** The subscription was lost or could not be made (it is tried again). */
+  onSubscriptionError?: (error: unknown) => void;
+  /** Wait before subscribing again after a lost connection (ms; doubles up to 30 s). */
+  retryMs?: number;
+}
+
+export interface RedisBus extends InvalidationBus {
+  /** Resolves once this process hears other processes' events. */
+  ready(): Promise<void>;
+  close(): void;
+}
+
+interface Message {
+  /** The publishing bus: its own subscribers already heard the event. */
+  from: string;
+  event: Invalidation;
+}
+
+export function createRedisBus(options: RedisBusOptions): RedisBus {
+  const local = createLocalBus(options.onListenerError);
+  const channel = `${options.prefix ?? "router:"}invalidation`;
+  const id = crypto.randomUUID();
+  const baseRetryMs = options.retryMs ?? 1000;
+  let retryMs = baseRetryMs;
+  let closed = false;
+  let subscriber: RedisClient | undefined;
+  let retryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Events from elsewhere are delivered one after another, in the order Redis gave them. */
+  let delivering: Promise<void> = Promise.resolve();
+  const deliver = (event: Invalidation) => {
+    delivering = delivering.then(() => local.publish(event));
+  };
+
+  let markReady!: () => void;
+  const isReady = new Promise<void>((resolve) => (markReady = resolve));
+  /** Whether a subscription was ever attempted: any later one may have missed events. */
+  let attempted = false;
+
+  const onMessage = (text: string) => {
+    let message: Message;
+    try {
+      message = JSON.parse(text) as Message;
+    } catch {
+      return;
+    }
+    if (message.from !== id && message.event && typeof message.event.kind === "string") deliver(message.event);
+  };
+
+  const subscribe = async () => {
+    retryTimer = undefined;
+    if (closed) return;
+    const missedSome = attempted;
+    attempted = true;
+    try {
+      const client = await options.connection.dedicated();
+      if (closed) {
+        client.close();
+        return;
+      }
+      client.onclose = (error) => {
+        if (subscriber !== client || closed) return;
+        subscriber = undefined;
+        options.onSubscriptionError?.(new RedisUnavailable("subscription lost", error));
+        schedule();
+      };
+      await client.subscribe(channel, onMessage);
+      subscriber = client;
+      retryMs = baseRetryMs;
+      markReady();
+      if (missedSome) deliver({ kind: "everything" });
+    } catch (error) {
+      options.onSubscriptionError?.(error instanceof RedisUnavailable ? error : new RedisUnavailable("subscribe failed", error));
+      schedule();
+    }
+  };
+  const schedule = () => {
+    if (closed || retryTimer) return;
+    retryTimer = setTimeout(() => void subscribe(), retryMs);
+    retryTimer.unref?.();
+    retryMs = Math.min(retryMs * 2, 30_000);
+  };
+  void subscribe();
+
+  return {
+    async publish(event) {
+      // Other processes are told while this one's subscribers work; a Redis that refuses
+      // fails the publish once they are done (other instances may then miss the change).
+      const remote = options.connection.send("PUBLISH", [channel, JSON.stringify({ from: id, event } satisfies Message)]);
+      const [, told] = await Promise.allSettled([local.publish(event), remote]);
+      if (told.status === "rejected") throw told.reason;
+    },
+    subscribe: local.subscribe,
+    ready: () => isReady,
+    close() {
+      closed = true;
+      if (retryTimer) clearTimeout(retryTimer);
+      subscriber?.close();
+      subscriber = undefined;
+      options.connection.close();
+    },
+  };
+}

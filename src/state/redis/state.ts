@@ -1,0 +1,312 @@
+import { BASE_COOLDOWN_MS, FAILURES_BEFORE_SLEEP, MAX_COOLDOWN_MS } from "../key-health.ts";
+import type { StateLoaders } from "../memory.ts";
+import type {
+  Adjustment,
+  AdmitLine,
+  ClaimState,
+  Counter,
+  CountState,
+  CreditState,
+  KeyHealth,
+  KeySleep,
+  KeyState,
+  LevelState,
+  LevelStatus,
+  PendingState,
+  SleepReason,
+  State,
+  Verdict,
+} from "../state.ts";
+import type { RedisConnection, Script } from "./connection.ts";
+import { ADJUST, ADMIT, CLAIM, CREDIT, KEY_HEALTH, LEVEL } from "./lua.ts";
+
+/**
+ * The State on Redis, shared by every instance that names the same Redis and prefix
+ * (docs/architecture.md, "State on Redis"). Each operation that must be atomic is one
+ * Lua script; what a period total or a balance needs from the database is loaded here,
+ * between two runs of the script, when the script says Redis holds none.
+ *
+ * What calls in flight hold (reservations, gauges, keys' calls in flight, probes) is
+ * kept per process under its owner id and counts only while that process's lease key
+ * lives: a heartbeat renews it every third of `leaseMs`, so the holdings of a process
+ * that was killed stop counting at most `leaseMs` after its last renewal.
+ */
+export interface RedisStateOptions {
+  connection: RedisConnection;
+  /** Put before every key, so deployments can share a Redis (default `router:`). */
+  prefix?: string;
+  /** How long a process's holdings outlive its last heartbeat (default 30 s). */
+  leaseMs?: number;
+}
+
+export interface RedisState extends State {
+  /** This process's owner id in Redis. */
+  readonly owner: string;
+  /** Stops the heartbeat (what this process holds then expires with its lease) and closes the connection. */
+  close(): void;
+}
+
+export const DEFAULT_PREFIX = "router:";
+export const DEFAULT_LEASE_MS = 30_000;
+/** Period totals outlive their month; a total Redis lost is seeded again from the rollups. */
+const PERIOD_TTL_MS = 35 * 86_400_000;
+/** Calls of a script that asks for loads; each run fills what the one before named. */
+const LOAD_ROUNDS = 3;
+
+type Line = Record<string, string | number | undefined>;
+
+export function createRedisState(options: RedisStateOptions, loaders: StateLoaders, now: () => number): RedisState {
+  const redis = options.connection;
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  const owner = crypto.randomUUID();
+  const leases = `${prefix}lease:`;
+  const base = (payload: unknown) => [leases, owner, String(leaseMs), JSON.stringify(payload)];
+  const run = (s: Script, payload: unknown, ...extra: string[]) => redis.run(s, [], [...base(payload), ...extra]);
+
+  const heartbeat = () => redis.send("SET", [`${leases}${owner}`, "1", "PX", String(leaseMs)]).catch(() => {});
+  void heartbeat();
+  const timer = setInterval(heartbeat, Math.max(10, Math.floor(leaseMs / 3)));
+  timer.unref?.();
+
+  /** Redis keys of counters, made once per counter object (the request path reuses them). */
+  const keysOf = new WeakMap<object, string>();
+  const keyOf = (counter: Counter): string => {
+    let key = keysOf.get(counter);
+    if (key === undefined) {
+      key = counter.kind === "credit" ? `${prefix}c:${counter.accountId}` : `${prefix}${counter.kind[0]}:${counter.key}`;
+      keysOf.set(counter, key);
+    }
+    return key;
+  };
+
+  const lineOf = (line: { counter: Counter; period?: string; limit?: number; add?: number; held?: Counter }): Line => {
+    const { counter } = line;
+    return {
+      k: counter.kind[0],
+      key: keyOf(counter),
+      w: counter.kind === "window" ? counter.windowMs : undefined,
+      p: line.period,
+      l: line.limit,
+      a: line.add ?? 0,
+      h: line.held ? keyOf(line.held) : undefined,
+    };
+  };
+
+  /** Fills the lines the script named with the seed or balance it lacks. */
+  const load = async (answer: unknown[], lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number) => {
+    await Promise.all(
+      answer.slice(1).map(async (index) => {
+        const i = Number(index);
+        const { counter, period } = counters[i]!;
+        if (counter.kind === "period") lines[i]!.s = await loaders.seed(counter.seed, period!);
+        else if (counter.kind === "credit") {
+          const { balance, staleAt } = await loaders.balance(counter.accountId, at);
+          lines[i]!.b = balance;
+          lines[i]!.st = Number.isFinite(staleAt) ? staleAt : undefined;
+        }
+      }),
+    );
+  };
+
+  /** Runs a script that may first ask for seeds or balances, loading them between runs. */
+  const withLoads = async (s: Script, lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number, extra: string[]): Promise<unknown[]> => {
+    for (let round = 0; round < LOAD_ROUNDS; round++) {
+      const answer = (await run(s, lines, ...extra)) as unknown[];
+      if (answer[0] !== "load") return answer;
+      await load(answer, lines, counters, at);
+    }
+    throw new Error("Redis kept asking for period totals and balances it was given");
+  };
+
+  const admitOrRead = (lines: readonly AdmitLine[] | readonly { counter: Counter; period?: string }[], at: number, mode: "admit" | "read") =>
+    withLoads(ADMIT, lines.map(lineOf), lines, at, [mode, String(at), String(PERIOD_TTL_MS)]);
+
+  const counts: CountState = {
+    async admit(lines, at): Promise<Verdict> {
+      const answer = await admitOrRead(lines, at, "admit");
+      if (answer[0] === "ok") return { admitted: true };
+      const [, line, used, held, retryAfterMs] = answer.map(String);
+      return { admitted: false, refusal: { line: Number(line), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
+    },
+    async adjust(changes) {
+      if (changes.length === 0) return;
+      const lines = changes.map(changeOf);
+      await withLoads(ADJUST, lines, changes.map((c) => ({ counter: c.counter, period: "period" in c ? c.period : undefined })), now(), [String(PERIOD_TTL_MS)]);
+      if (retired.size > 0) for (const change of changes) if (change.counter.kind === "credit") await settleRetired(change.counter.accountId);
+    },
+    async read(counter, at, period) {
+      const answer = await admitOrRead([{ counter, period }], at, "read");
+      return Number(answer[1]);
+    },
+    async clear(counter) {
+      await redis.send("DEL", [keyOf(counter)]);
+    },
+  };
+
+  const changeOf = (change: Adjustment): Line => {
+    const key = keyOf(change.counter);
+    switch (change.counter.kind) {
+      case "window": {
+        const { at, delta } = change as { at: number; delta: number };
+        return { k: "w", key, w: change.counter.windowMs, at, d: delta };
+      }
+      case "period": {
+        const { period, delta } = change as { period: string; delta: number };
+        return { k: "p", key, p: period, d: delta };
+      }
+      case "gauge":
+        return { k: "g", key, d: (change as { delta: number }).delta };
+      case "credit": {
+        const { release, charge } = change as { release: number; charge: number };
+        return { k: "c", key, rel: release, ch: charge };
+      }
+    }
+  };
+
+  /** Deleted accounts whose calls still hold credit, and what to do when they no longer do (this process's callbacks). */
+  const retired = new Map<number, { settled: () => void; timer: ReturnType<typeof setInterval> }>();
+  const creditKey = (accountId: number) => `${prefix}c:${accountId}`;
+  const held = async (accountId: number) => Number(await run(CREDIT, { op: "held", key: creditKey(accountId) }));
+  const settleRetired = async (accountId: number) => {
+    const entry = retired.get(accountId);
+    if (!entry || (await held(accountId)) > 0 || !retired.has(accountId)) return;
+    retired.delete(accountId);
+    clearInterval(entry.timer);
+    await redis.send("DEL", [creditKey(accountId)]);
+    entry.settled();
+  };
+
+  const credit: CreditState = {
+    async invalidate(accountId) {
+      // The next use, by any process, reads the ledger again; what calls hold stays.
+      await redis.send("HDEL", [creditKey(accountId), "stored", "staleAt"]);
+    },
+    async flushed(charged) {
+      if (charged.size === 0) return;
+      await run(CREDIT, { op: "flushed", charges: [...charged].map(([accountId, amount]) => [creditKey(accountId), amount]) });
+      if (retired.size > 0) for (const accountId of charged.keys()) await settleRetired(accountId);
+    },
+    held,
+    async retire(accountId, settled) {
+      // Calls on other instances settle there, and a killed one's leases only expire:
+      // look again every second until nothing is held.
+      const timer = setInterval(() => void settleRetired(accountId).catch(() => {}), 1000);
+      timer.unref?.();
+      const previous = retired.get(accountId);
+      if (previous) clearInterval(previous.timer);
+      retired.set(accountId, { settled, timer });
+      await settleRetired(accountId);
+    },
+  };
+
+  return {
+    owner,
+    counts,
+    credit,
+    levels: createLevels(prefix, run),
+    keys: createKeys(prefix, run),
+    signups: createPending(redis, `${prefix}su:`),
+    claims: createClaims(redis, `${prefix}cl:`, run),
+    close() {
+      clearInterval(timer);
+      for (const entry of retired.values()) clearInterval(entry.timer);
+      redis.close();
+    },
+  };
+}
+
+type Run = (s: Script, payload: unknown, ...extra: string[]) => Promise<unknown>;
+
+const orNull = (text: unknown): number | null => (text === "" || text === null || text === undefined ? null : Number(text));
+
+function createLevels(prefix: string, run: Run): LevelState {
+  const keyOf = (tenantId: number, level: number) => `${prefix}lv:${tenantId}:${level}`;
+  const errorsOf = (tenantId: number, level: number) => `${prefix}le:${tenantId}:${level}`;
+  const statusOf = (answer: unknown): LevelStatus => {
+    const [switchedAt, lastErrorAt, probing] = answer as string[];
+    return { switchedAt: orNull(switchedAt), lastErrorAt: orNull(lastErrorAt), probing: probing === "1" };
+  };
+  const call = (op: string, tenantId: number, level: number, rest: Record<string, unknown> = {}) =>
+    run(LEVEL, { op, key: keyOf(tenantId, level), errors: errorsOf(tenantId, level), ...rest });
+  return {
+    async status(tenantId, level) {
+      return statusOf(await call("status", tenantId, level));
+    },
+    async recordError(tenantId, level, now, threshold, windowMs) {
+      return statusOf(await call("recordError", tenantId, level, { now, threshold, windowMs }));
+    },
+    async claimProbe(tenantId, level, quietSince) {
+      return Number(await call("claimProbe", tenantId, level, { quietSince })) === 1;
+    },
+    async recover(tenantId, level, probe) {
+      await call("recover", tenantId, level, { probe });
+    },
+    async abandonProbe(tenantId, level) {
+      await call("abandonProbe", tenantId, level);
+    },
+  };
+}
+
+/** A sleep as the scripts take it: JSON null would reach Lua as a true value, so absent fields stand for null. */
+const sleepPayload = (sleep: KeySleep) => ({ sleeping: sleep.sleeping, reason: sleep.reason ?? undefined, until: sleep.until ?? undefined, count: sleep.count });
+
+function sleepOf(fields: readonly string[]): KeySleep {
+  const [sleeping, reason, until, count] = fields;
+  return { sleeping: sleeping === "1", reason: reason ? (reason as SleepReason) : null, until: orNull(until), count: Number(count ?? 0) };
+}
+
+function createKeys(prefix: string, run: Run): KeyState {
+  const keyOf = (tenantId: number, keyId: number) => `${prefix}k:${tenantId}:${keyId}`;
+  const rules = [String(FAILURES_BEFORE_SLEEP), String(BASE_COOLDOWN_MS), String(MAX_COOLDOWN_MS)];
+  const call = (payload: Record<string, unknown>) => run(KEY_HEALTH, payload, ...rules);
+  return {
+    async health(tenantId, keys) {
+      if (keys.length === 0) return [];
+      const answer = (await call({ op: "health", keys: keys.map((k) => ({ key: keyOf(tenantId, k.id), stored: sleepPayload(k.stored) })) })) as string[][];
+      return answer.map((fields): KeyHealth => ({ ...sleepOf(fields), inFlight: Number(fields[4]), failures: Number(fields[5]), probing: fields[6] === "1" }));
+    },
+    async take(tenantId, key, probe) {
+      return Number(await call({ op: "take", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), probe })) === 1;
+    },
+    async release(tenantId, keyId) {
+      await call({ op: "release", key: keyOf(tenantId, keyId) });
+    },
+    async record(tenantId, key, verdict, now) {
+      const answer = await call({ op: "record", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), noSleep: key.noSleep, verdict, now });
+      return answer ? sleepOf(answer as string[]) : undefined;
+    },
+    async setSleep(tenantId, key, sleep) {
+      await call({ op: "setSleep", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), sleep: sleepPayload(sleep) });
+    },
+  };
+}
+
+/**
+ * Pending entries: the value and its end (in the caller's clock) under one key, which
+ * Redis also expires; GETDEL takes an entry once, whichever instance asks.
+ */
+function createPending<T>(redis: RedisConnection, prefix: string): PendingState<T> {
+  return {
+    async put(key, value, ttlMs, now) {
+      await redis.send("SET", [prefix + key, JSON.stringify({ value, expiresAt: now + ttlMs }), "PX", String(Math.max(1, ttlMs))]);
+    },
+    async take(key, now) {
+      const text = (await redis.send("GETDEL", [prefix + key])) as string | null;
+      if (text === null || text === undefined) return undefined;
+      const entry = JSON.parse(text) as { value: T; expiresAt: number };
+      return entry.expiresAt >= now ? entry.value : undefined;
+    },
+  };
+}
+
+function createClaims(redis: RedisConnection, prefix: string, run: Run): ClaimState {
+  return {
+    async claim(key, ttlMs, now) {
+      return Number(await run(CLAIM, { key: prefix + key, now, ttl: ttlMs })) === 1;
+    },
+    async release(key) {
+      await redis.send("DEL", [prefix + key]);
+    },
+  };
+}
