@@ -87,7 +87,14 @@ export function createMeter(deps: {
   onSpend?: (account: Readonly<AccountRow>, spentThisMonth: PeriodCounter) => void;
 }): Meter {
   const { clock, counts, periods } = deps;
-  const chainOf = deps.chainOf ?? (async (account: Readonly<AccountRow>) => [account]);
+  const alone = new WeakMap<Readonly<AccountRow>, Promise<readonly Readonly<AccountRow>[]>>();
+  const chainOf =
+    deps.chainOf ??
+    ((account: Readonly<AccountRow>) => {
+      let chain = alone.get(account);
+      if (!chain) alone.set(account, (chain = Promise.resolve([account])));
+      return chain;
+    });
   /** Subtree totals per account, resolved once; the row is refreshed when the account changes. */
   const subtrees = new Map<number, SubtreeSpend>();
   const subtreeOf = (account: Readonly<AccountRow>): SubtreeSpend => {
@@ -105,11 +112,13 @@ export function createMeter(deps: {
     spend.account = account;
     return spend;
   };
-  const spendCache = new WeakMap<readonly Readonly<AccountRow>[], readonly SubtreeSpend[]>();
-  const spendOf = async (account: Readonly<AccountRow>): Promise<readonly SubtreeSpend[]> => {
-    const chain = await chainOf(account);
-    let spend = spendCache.get(chain);
-    if (!spend) spendCache.set(chain, (spend = chain.map(subtreeOf)));
+  // The spend entries of a chain, as a settled promise made once per chain: the chain
+  // source hands back the same promise while the chain holds, so a call makes none.
+  const spendByChain = new WeakMap<Promise<readonly Readonly<AccountRow>[]>, Promise<readonly SubtreeSpend[]>>();
+  const spendOf = (account: Readonly<AccountRow>): Promise<readonly SubtreeSpend[]> => {
+    const chain = chainOf(account);
+    let spend = spendByChain.get(chain);
+    if (!spend) spendByChain.set(chain, (spend = chain.then((rows) => rows.map(subtreeOf))));
     return spend;
   };
 
@@ -224,15 +233,15 @@ export function createMeter(deps: {
         const changes: Adjustment[] = [];
         settleSpend(admission, cost, event.at, changes);
         settleTokens(admission.subjects, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage), changes);
-        const settled = counts.adjust(changes);
-        if (cost > 0 && deps.onSpend) {
-          const onSpend = deps.onSpend;
-          void settled.then(() => {
-            for (const entry of admission.spend) onSpend(entry.account, entry.spentThisMonth);
-          });
-        }
+        const onSpend = cost > 0 ? deps.onSpend : undefined;
         // A State that fails to settle leaves the reservation to expire; the charge itself is in the usage row below.
-        settled.catch((error: unknown) => deps.log.error("a call's settlement could not be counted", { account: admission.accountId, error: (error as Error).message }));
+        void counts.adjust(changes).then(
+          onSpend &&
+            (() => {
+              for (const entry of admission.spend) onSpend(entry.account, entry.spentThisMonth);
+            }),
+          (error: unknown) => deps.log.error("a call's settlement could not be counted", { account: admission.accountId, error: (error as Error).message }),
+        );
       }
       observe(deps.metrics, event, cost);
       if (event.notUsage) return;
