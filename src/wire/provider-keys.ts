@@ -5,7 +5,7 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { Count, Instant, Nullable } from "./common.ts";
-import { SLEEP_REASONS } from "./constants.ts";
+import { PROVIDER_TYPES, SLEEP_REASONS } from "./constants.ts";
 
 /** Model names and patterns a key serves, for model lists; when absent, what its upstream's own list says. */
 const Models = Type.Optional(Type.Array(Type.String()));
@@ -93,6 +93,22 @@ export const ProviderKeyRecord = Type.Composite([
   }),
 ]);
 export type ProviderKeyRecord = Static<typeof ProviderKeyRecord>;
+
+/**
+ * `fields=overview` (a router extension for the console): the summary and what an owner
+ * reads in a list, never the secret: the provider type, a Vertex key's service-account
+ * email (an identity, not a credential), and why and until when a key sleeps.
+ */
+export const ProviderKeyOverview = Type.Composite([
+  ProviderKeySummary,
+  Type.Object({
+    ProviderType: Type.Union(PROVIDER_TYPES.map((type) => Type.Literal(type))),
+    ClientEmail: Nullable(Type.String()),
+    SleepReason: Nullable(SleepReason),
+    SleepUntil: Nullable(Instant()),
+  }),
+]);
+export type ProviderKeyOverview = Static<typeof ProviderKeyOverview>;
 
 /** `DELETE /x-keys/:id`. */
 export const ProviderKeyDeleted = Type.Object({ id: Count(), object: Type.Literal("provider_key"), deleted: Type.Literal(true) });

@@ -39,11 +39,16 @@ describe("console management paths", () => {
     const file = { type: "service_account", project_id: "demo-project", client_email: "sa@demo-project.iam.gserviceaccount.com", private_key: privateKey.export({ type: "pkcs8", format: "pem" }) };
     await secret.fill(JSON.stringify(file));
     await keyForm().getByText("Client email: sa@demo-project.iam.gserviceaccount.com").waitFor();
+    // The pasted key file is drawn as dots, as a password field's value.
+    expect(await secret.evaluate((el) => getComputedStyle(el).getPropertyValue("-webkit-text-security"))).toBe("disc");
     await keyForm().getByLabel("Location").fill("us-central1");
     await keyForm().getByRole("button", { name: "Add key" }).click();
     await page.getByText("Key 1 added to Level 1.").waitFor();
     const stored = (await (await router.fetch("/x-keys/1")).json()) as Record<string, any>;
     expect(stored.config).toEqual({ provider_type: "vertex", base_url: "https://vertex.invalid", location: "us-central1" });
+    // The list names the key's type and its service account, not the tail of its file.
+    const row = page.getByRole("row", { name: /Vertex AI/ });
+    await row.getByText("sa@demo-project.iam.gserviceaccount.com").waitFor();
 
     await page.getByRole("button", { name: "Delete key 1" }).click();
     await page.getByRole("dialog", { name: "Delete key 1?" }).getByRole("button", { name: "Delete key" }).click();

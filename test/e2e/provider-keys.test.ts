@@ -146,6 +146,26 @@ describe("provider keys: records, access and lifecycle", () => {
     expect(list).toEqual([summary]);
   });
 
+  test("fields=overview adds the type, a Vertex key's service account and its sleep, never the secret", async () => {
+    const sk = secret("overview");
+    const plain = await create(router, { SecretKey: sk, Name: "overview" });
+    const sa = serviceAccount("p-overview");
+    const vertex = await create(router, { SecretKey: sa, Name: "vertex-overview", config: { provider_type: "vertex" } });
+    const sleeping = await router.fetch(`/x-keys/${plain.ID}/sleep`, { method: "POST" });
+    expect(sleeping.status).toBe(200);
+    const list: any[] = await (await router.fetch(`/x-keys?fields=overview&size=100`)).json();
+    const mine = list.filter((k) => k.ID === plain.ID || k.ID === vertex.ID);
+    expect(mine.map((k) => Object.keys(k).sort())).toEqual([0, 1].map(() => [...SUMMARY_FIELDS, "ProviderType", "ClientEmail", "SleepReason", "SleepUntil"].sort()));
+    expect(mine.find((k) => k.ID === plain.ID)).toMatchObject({ ProviderType: "standard", ClientEmail: null, Sleeping: true, SleepReason: "manual", SleepUntil: null });
+    expect(mine.find((k) => k.ID === vertex.ID)).toMatchObject({ ProviderType: "vertex", ClientEmail: JSON.parse(sa).client_email, Sleeping: false, SleepReason: null });
+    const text = JSON.stringify(list);
+    expect(text).not.toContain(sk);
+    expect(text).not.toContain("PRIVATE KEY");
+    expect(await (await router.fetch(`/x-keys/${vertex.ID}?fields=overview`)).json()).toEqual(mine.find((k) => k.ID === vertex.ID));
+    const bad = await router.fetch("/x-keys?fields=everything");
+    expect({ status: bad.status, param: ((await bad.json()) as any).error.param }).toEqual({ status: 400, param: "fields" });
+  });
+
   test("GET of an unknown id is 404, of a non-integer id 400", async () => {
     const missing = await router.fetch("/x-keys/99999");
     expect(missing.status).toBe(404);

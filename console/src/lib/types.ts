@@ -5,7 +5,7 @@
  * dependency-free constants module.
  */
 import type { AccountRecord as AccountFields, CreatedAccount } from "../../../src/wire/accounts.ts";
-import type { AzureConfig, ProviderKeyRecord, ProviderKeySummary, VertexConfig } from "../../../src/wire/provider-keys.ts";
+import type { AzureConfig, ProviderKeyOverview, ProviderKeyRecord, ProviderKeySummary, VertexConfig } from "../../../src/wire/provider-keys.ts";
 import type { ProviderType } from "../../../src/wire/constants.ts";
 import type { BillInfo as Bill, UsageUser } from "../../../src/wire/usage.ts";
 import type { PricingTable as Prices } from "../../../src/wire/pricing.ts";
@@ -27,6 +27,8 @@ export type ProviderConfig = { provider_type?: ProviderType } & Partial<Omit<Azu
 
 /** A key as listed (the summary) or read whole; the console never shows the secret. */
 export type ProviderKey = ProviderKeySummary & { config?: ProviderConfig } & Partial<Pick<ProviderKeyRecord, "SleepReason" | "SleepUntil">>;
+/** A row of the keys list (`fields=overview`): no secret, with the type and a Vertex key's account. */
+export type ProviderKeyRow = ProviderKeyOverview;
 
 /** `/dashboard/bill`; `/x-bill` adds `usage_users`. */
 export type BillInfo = Bill & { usage_users?: UsageUser[] };

@@ -85,6 +85,7 @@ export function VertexFields(props: { value: VertexState; onChange: (value: Vert
       <TextArea
         label="Service-account key (JSON)"
         rows={6}
+        masked
         value={props.secret}
         onInput={props.onSecret}
         required={!props.editing}

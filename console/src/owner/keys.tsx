@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { api, pagination, query } from "../lib/api.ts";
 import { formatTime } from "../lib/format.ts";
-import type { ProviderKey } from "../lib/types.ts";
+import type { ProviderKey, ProviderKeyRow } from "../lib/types.ts";
 import { ErrorNote, Loading, Success } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
@@ -12,21 +12,15 @@ import { KeyForm } from "./key-form.tsx";
 const SIZE = 20;
 
 /**
- * The summary list, plus the full record of each sleeping key for its SleepReason
- * and SleepUntil (only those: full records carry the opened secret, which this page
- * never shows and keeps no longer than the request).
+ * The list in its overview form: the summary with the provider type, a Vertex key's
+ * service account and why a key sleeps, and never a secret (this page shows none).
  */
 async function loadKeys(level: string, provider: string, page: number) {
-  const { data, headers } = await api.get<ProviderKey[]>(`/x-keys${query({ fields: "summary", level, provider, page, size: SIZE })}`);
-  const rows = await Promise.all(
-    data.map(async (row) => {
-      if (!row.Sleeping) return row;
-      const full = (await api.get<ProviderKey>(`/x-keys/${row.ID}`)).data;
-      return { ...row, SleepReason: full.SleepReason ?? null, SleepUntil: full.SleepUntil ?? null };
-    }),
-  );
-  return { rows, ...pagination(headers) };
+  const { data, headers } = await api.get<ProviderKeyRow[]>(`/x-keys${query({ fields: "overview", level, provider, page, size: SIZE })}`);
+  return { rows: data, ...pagination(headers) };
 }
+
+const TYPE_NAMES: Record<ProviderKeyRow["ProviderType"], string> = { standard: "Standard", azure: "Azure OpenAI", vertex: "Vertex AI" };
 
 function sleepText(row: ProviderKey): string {
   if (!row.Sleeping) return "Awake";
@@ -86,8 +80,10 @@ export function KeysPanel() {
               { label: "ID", numeric: true, render: (r) => r.ID },
               { label: "Name", render: (r) => r.Name || "—" },
               { label: "Level", numeric: true, render: (r) => r.Level },
+              { label: "Type", render: (r) => TYPE_NAMES[r.ProviderType], sortValue: (r) => TYPE_NAMES[r.ProviderType] },
               { label: "Provider", render: (r) => <span class="mono">{r.Provider}</span> },
-              { label: "Key", render: (r) => <span class="mono">{r.PartialKey}</span> },
+              // A Vertex key file's tail says nothing; its service account says which key it is.
+              { label: "Key", render: (r) => <span class="mono">{r.ClientEmail ?? r.PartialKey}</span>, sortValue: (r) => r.ClientEmail ?? r.PartialKey },
               { label: "Status", render: (r) => <span class={`badge ${r.Status ? "on" : "off"}`}>{r.Status ? "Enabled" : "Disabled"}</span> },
               { label: "Sleeping", render: (r) => <span class={r.Sleeping ? "badge sleep" : undefined}>{sleepText(r)}</span> },
               { label: "No sleep", render: (r) => (r.NoSleep ? "Yes" : "No") },

@@ -70,12 +70,15 @@ export function TextField(props: TextProps) {
   );
 }
 
-export function TextArea(props: TextProps & { rows?: number }) {
+/** `masked`: the text is drawn as dots, as a password field's (a pasted key file stays off the screen). */
+export function TextArea(props: TextProps & { rows?: number; masked?: boolean }) {
   const id = useId();
   return (
     <Wrap {...props} id={id}>
       <textarea
         id={id}
+        class={props.masked ? "masked" : undefined}
+        autoComplete={props.masked ? "off" : undefined}
         name={props.name}
         rows={props.rows ?? 4}
         value={props.value}

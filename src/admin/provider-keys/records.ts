@@ -7,7 +7,7 @@
 import type { ProviderConfig } from "../../routing/provider-config.ts";
 import type { SleepReason } from "../../routing/pool-key.ts";
 import type { ProviderKeyRow } from "../../store/store.ts";
-import type { ProviderKeyRecord, ProviderKeySummary } from "../../wire/provider-keys.ts";
+import type { ProviderKeyOverview, ProviderKeyRecord, ProviderKeySummary } from "../../wire/provider-keys.ts";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -34,5 +34,28 @@ export function fullRecord(row: ProviderKeyRow, secret: string): ProviderKeyReco
     SleepReason: (row.sleepReason as SleepReason | null) ?? null,
     SleepUntil: row.sleepUntil === null ? null : iso(row.sleepUntil),
     UpdatedAt: iso(row.updatedAt),
+  };
+}
+
+/** The service account a Vertex key file names (an identity, shown instead of a tail of the file). */
+export function clientEmailOf(secret: string): string | null {
+  try {
+    const email = (JSON.parse(secret) as { client_email?: unknown }).client_email;
+    return typeof email === "string" ? email : null;
+  } catch {
+    return null;
+  }
+}
+
+/** `fields=overview`: the summary plus what a list shows, never the secret itself. */
+export function overviewRecord(row: ProviderKeyRow, secret: () => string): ProviderKeyOverview {
+  const config = JSON.parse(row.config) as ProviderConfig;
+  const type = config.provider_type ?? "standard";
+  return {
+    ...summaryRecord(row),
+    ProviderType: type,
+    ClientEmail: type === "vertex" ? clientEmailOf(secret()) : null,
+    SleepReason: (row.sleepReason as SleepReason | null) ?? null,
+    SleepUntil: row.sleepUntil === null ? null : iso(row.sleepUntil),
   };
 }

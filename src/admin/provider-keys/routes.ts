@@ -15,7 +15,7 @@ import type { ProviderKeyRow } from "../../store/store.ts";
 import type { Tenant } from "../../tenancy/tenants.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import type { OperationLog } from "../oplog/writer.ts";
-import { fullRecord, summaryRecord } from "./records.ts";
+import { fullRecord, overviewRecord, summaryRecord } from "./records.ts";
 import { selfAddress, validateCreate, validateUpdate } from "./validation.ts";
 
 /** Models no LEVEL_MAPPER rule matches are served by Level 1. */
@@ -27,12 +27,13 @@ function idParam(raw: string): number {
   return id;
 }
 
-/** `fields=summary` selects the masked form; absent or `full` the complete record (spec 2.1). */
-function summaryWanted(query: URLSearchParams): boolean {
+/** Which form of the record a request asks for (spec 2.1, and `overview` for lists that show more). */
+type RecordForm = "full" | "summary" | "overview";
+function formWanted(query: URLSearchParams): RecordForm {
   const fields = query.get("fields");
-  if (fields === null || fields === "" || fields === "full") return false;
-  if (fields === "summary") return true;
-  throw badRequest('fields must be "summary" or "full"', "fields");
+  if (fields === null || fields === "" || fields === "full") return "full";
+  if (fields === "summary" || fields === "overview") return fields;
+  throw badRequest('fields must be "summary", "overview" or "full"', "fields");
 }
 
 /**
@@ -58,8 +59,12 @@ type KeyTenant = Pick<Tenant, "tenantId" | "providerKeys" | "pool" | "settings">
  * keys by id and Level only, never by secret.
  */
 export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
-  const render = (tenant: KeyTenant, row: ProviderKeyRow, summary: boolean) =>
-    summary ? summaryRecord(row) : fullRecord(row, tenant.providerKeys.secretOf(row));
+  const render = (tenant: KeyTenant, row: ProviderKeyRow, form: RecordForm) =>
+    form === "summary"
+      ? summaryRecord(row)
+      : form === "overview"
+        ? overviewRecord(row, () => tenant.providerKeys.secretOf(row))
+        : fullRecord(row, tenant.providerKeys.secretOf(row));
   // Another tenant's key id is as unknown as one that never existed.
   const existing = async (tenant: KeyTenant, rawId: string): Promise<ProviderKeyRow> => {
     const id = idParam(rawId);
@@ -115,7 +120,7 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
     await tenant.pool.setManualSleep(row.id, sleeping);
     await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
     await audit(tenant, sleeping ? "key.sleep" : "key.wake", principal, request, row.id, { level: row.level });
-    return render(tenant, (await tenant.providerKeys.get(row.id))!, false);
+    return render(tenant, (await tenant.providerKeys.get(row.id))!, "full");
   };
 
   return new Elysia()
@@ -124,16 +129,16 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
       "/x-keys",
       async ({ request, set, tenant }) => {
         const q = query(request);
-        const summary = summaryWanted(q);
+        const form = formWanted(q);
         const { page, size } = pageParams(q);
         const filter = { id: positiveIntParam(q, "id"), level: positiveIntParam(q, "level"), provider: q.get("provider") || undefined };
         const { rows, total } = await tenant.providerKeys.list(filter, page, size);
         Object.assign(set.headers, paginationHeaders(total, page, size));
-        return rows.map((row) => render(tenant, row, summary));
+        return rows.map((row) => render(tenant, row, form));
       },
       { owner: true },
     )
-    .get("/x-keys/:id", async ({ request, params, tenant }) => render(tenant, await existing(tenant, params.id), summaryWanted(query(request))), {
+    .get("/x-keys/:id", async ({ request, params, tenant }) => render(tenant, await existing(tenant, params.id), formWanted(query(request))), {
       owner: true,
     })
     .post(
@@ -144,7 +149,7 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
         await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
         await audit(tenant, "key.create", principal, request, row.id, { level: row.level, type: input.config?.provider_type ?? "standard" });
         set.status = 201;
-        return render(tenant, row, false);
+        return render(tenant, row, "full");
       },
       { owner: true, parse: "none" },
     )
@@ -162,7 +167,7 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
         }
         await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
         await audit(tenant, "key.update", principal, request, row.id, { level: updated.level, fields: Object.keys(input).join(",") });
-        return render(tenant, updated, false);
+        return render(tenant, updated, "full");
       },
       { owner: true, parse: "none" },
     )
