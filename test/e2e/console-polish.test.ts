@@ -145,3 +145,46 @@ describe("errors in words, next to their field", () => {
     await context.close();
   });
 });
+
+describe("forms speak when there is something to say", () => {
+  test("'Required' waits for the field to be touched or the form tried; Save waits for a change (accounts, MODEL_LIMITS)", async () => {
+    const { context, page } = await recordedPage(browser, seen, errors);
+    await signIn(page, `${router.url}/console/`, router.ownerKey);
+    await page.waitForURL(/\/console\/owner$/);
+    await page.goto(`${router.url}/console/accounts`);
+    await page.getByRole("button", { name: "+ Create account" }).click();
+    const form = page.locator('form[aria-labelledby="acct-form-h"]');
+    const email = page.getByLabel(/^Email/);
+    const emailField = form.locator(".field", { has: page.getByLabel(/^Email/) });
+    await email.waitFor();
+    expect(await emailField.getByText("Required").count()).toBe(0);
+    // Trying to create shows what is missing.
+    await form.getByRole("button", { name: "Create account" }).click();
+    await emailField.getByText("Required").waitFor();
+    // A value is judged as it is typed.
+    await email.fill("not-an-address");
+    await emailField.getByText("Not a valid email address").waitFor();
+    await email.fill("carol@example.com");
+    await form.getByRole("button", { name: "Create account" }).click();
+    await page.getByRole("button", { name: "Done" }).click();
+
+    await page.getByRole("button", { name: /^Edit carol/ }).click();
+    const save = form.getByRole("button", { name: "Save account" });
+    expect(await save.isDisabled()).toBe(true);
+    await form.getByLabel("Alias").fill("Carol");
+    expect(await save.isDisabled()).toBe(false);
+    await form.getByLabel("Alias").fill("");
+    expect(await save.isDisabled()).toBe(true);
+    await form.getByRole("button", { name: "Cancel" }).click();
+
+    await page.goto(`${router.url}/console/owner#system`);
+    const limits = page.locator("section", { has: page.getByRole("heading", { name: /Model limits/ }) });
+    const saveLimits = limits.getByRole("button", { name: "Save MODEL_LIMITS" });
+    await saveLimits.waitFor();
+    expect(await saveLimits.isDisabled()).toBe(true);
+    await limits.getByRole("button", { name: /Add/ }).first().click();
+    // A row added and left empty is no change yet.
+    expect(await saveLimits.isDisabled()).toBe(true);
+    await context.close();
+  }, 30_000);
+});

@@ -63,6 +63,8 @@ export function AccountForm(props: { record?: AccountRecord; bounds: AccountReco
     days: days.trim() && !(/^\d+$/.test(days) && Number(days) >= 1) ? "A whole number of days ≥ 1" : undefined,
   };
   const valid = !Object.values(errors).some(Boolean) && Object.keys(limitFieldErrors(limits, bounds)).length === 0 && limitRowErrors(rows).every((e) => !e);
+  // An edit with nothing to send has nothing to save (a creation always has: the account).
+  const changed = !r || Object.keys(buildBody(r, text, limits, rows, credit, days)).length > 0;
   const submit = (event: Event) => {
     event.preventDefault();
     setTried(true);
@@ -122,7 +124,7 @@ export function AccountForm(props: { record?: AccountRecord; bounds: AccountReco
       )}
       <ErrorNote error={action.error} />
       <div class="actions">
-        <button type="submit" class="primary" disabled={action.busy}>
+        <button type="submit" class="primary" disabled={action.busy || !changed}>
           {r ? "Save account" : "Create account"}
         </button>
         <button type="button" onClick={props.onCancel}>

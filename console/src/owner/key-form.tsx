@@ -68,6 +68,17 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
     return { provider_type: "standard" };
   };
 
+  // An edit that changes nothing has nothing to save.
+  const changed =
+    !r ||
+    secret !== "" ||
+    name.trim() !== r.Name ||
+    provider.trim() !== r.Provider ||
+    level !== String(r.Level) ||
+    enabled !== r.Status ||
+    noSleep !== r.NoSleep ||
+    JSON.stringify(config()) !== JSON.stringify({ provider_type: "standard", ...r.config });
+
   const submit = (event: Event) => {
     event.preventDefault();
     setTried(true);
@@ -146,7 +157,7 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
       )}
       <ErrorNote error={action.error} attached={["Provider", "Level", "SecretKey"]} />
       <div class="actions">
-        <button type="submit" class="primary" disabled={action.busy}>
+        <button type="submit" class="primary" disabled={action.busy || !changed}>
           {r ? "Save key" : "Add key"}
         </button>
         <button type="button" onClick={props.onCancel}>

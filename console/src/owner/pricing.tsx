@@ -64,6 +64,8 @@ function rowError(r: PriceRow): string | undefined {
 /** Owner price overrides (PRICING, deltas over the built-in catalog) edited as rows. */
 function OverridesEditor({ initial, onSaved }: { initial: PriceRow[]; onSaved: () => void }) {
   const [rows, setRows] = useState(initial);
+  const [saved, setSaved] = useState(initial);
+  const dirty = JSON.stringify(rows) !== JSON.stringify(saved);
   const [confirm, setConfirm] = useState(false);
   const action = useAction();
   const errors = rows.map(rowError);
@@ -72,6 +74,7 @@ function OverridesEditor({ initial, onSaved }: { initial: PriceRow[]; onSaved: (
     action.run(async () => {
       if (rows.length === 0) await resetConfig();
       else await putConfig({ PRICING: fromPriceRows(rows) });
+      setSaved(rows);
       onSaved();
       return "Prices saved; they apply from the next request.";
     });
@@ -80,6 +83,7 @@ function OverridesEditor({ initial, onSaved }: { initial: PriceRow[]; onSaved: (
       setConfirm(false);
       await resetConfig();
       setRows([]);
+      setSaved([]);
       onSaved();
       return "Overrides removed: the built-in catalog applies again.";
     });
@@ -127,7 +131,7 @@ function OverridesEditor({ initial, onSaved }: { initial: PriceRow[]; onSaved: (
         <button type="button" onClick={() => setRows([...rows, { section: "ChatPricing", model: "", member: "InputText", value: "" }])}>
           + Add price
         </button>
-        <button type="button" class="primary" disabled={errors.some(Boolean) || action.busy} onClick={() => void save()}>
+        <button type="button" class="primary" disabled={errors.some(Boolean) || !dirty || action.busy} onClick={() => void save()}>
           Save prices
         </button>
         <button type="button" class="danger" onClick={() => setConfirm(true)}>

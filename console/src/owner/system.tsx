@@ -46,12 +46,17 @@ function ResourcesEditor({ initial }: { initial: string }) {
 
 function SystemLimitsEditor({ initial }: { initial: ModelLimits }) {
   const [rows, setRows] = useState<LimitRow[]>(() => toLimitRows(initial));
+  const [saved, setSaved] = useState<LimitRow[]>(() => toLimitRows(initial));
   const action = useAction();
   const ok = limitRowErrors(rows).every((e) => !e);
+  // Compared as the value they would save, so a row added and left empty is no change.
+  const dirty = ok && JSON.stringify(fromLimitRows(rows)) !== JSON.stringify(fromLimitRows(saved));
   const save = () =>
     action.run(async () => {
       const configs = await putConfig({ MODEL_LIMITS: fromLimitRows(rows) });
-      setRows(toLimitRows(configs.MODEL_LIMITS as ModelLimits));
+      const stored = toLimitRows(configs.MODEL_LIMITS as ModelLimits);
+      setRows(stored);
+      setSaved(stored);
       return "MODEL_LIMITS saved.";
     });
   return (
@@ -66,7 +71,7 @@ function SystemLimitsEditor({ initial }: { initial: ModelLimits }) {
       <ModelLimitsEditor name="system-limits" rows={rows} onChange={setRows} />
       <ErrorNote error={action.error} />
       {action.done && <Success>{action.done}</Success>}
-      <button type="button" class="primary" disabled={!ok || action.busy} onClick={() => void save()}>
+      <button type="button" class="primary" disabled={!ok || !dirty || action.busy} onClick={() => void save()}>
         Save MODEL_LIMITS
       </button>
     </section>

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { useId } from "preact/hooks";
+import { useEffect, useId, useRef, useState } from "preact/hooks";
 
 interface Base {
   label: string;
@@ -35,6 +35,25 @@ function Wrap(props: Base & { id: string; children: ComponentChildren }) {
 const describedBy = (id: string, props: Base) =>
   [props.hint && `${id}-hint`, props.error && `${id}-error`].filter(Boolean).join(" ") || undefined;
 
+/**
+ * The error a text control shows: an empty field keeps its complaint ("Required") to
+ * itself until the user has been in it or has tried to submit its form; a field with
+ * a value says at once what is wrong with it (validation as you type).
+ */
+function useShownError(value: string, error: string | undefined) {
+  const ref = useRef<HTMLInputElement & HTMLTextAreaElement>(null);
+  const [touched, setTouched] = useState(false);
+  useEffect(() => {
+    const form = ref.current?.form;
+    if (!form) return;
+    const tried = () => setTouched(true);
+    // Capture: the form's own submit handler may re-render before a bubbling listener runs.
+    form.addEventListener("submit", tried, true);
+    return () => form.removeEventListener("submit", tried, true);
+  }, []);
+  return { ref, error: value === "" && !touched ? undefined : error, touch: () => setTouched(true) };
+}
+
 interface TextProps extends Base {
   value: string;
   onInput: (value: string) => void;
@@ -48,9 +67,12 @@ interface TextProps extends Base {
 
 export function TextField(props: TextProps) {
   const id = useId();
+  const shown = useShownError(props.value, props.error);
+  const shownProps = { ...props, error: shown.error };
   return (
-    <Wrap {...props} id={id}>
+    <Wrap {...shownProps} id={id}>
       <input
+        ref={shown.ref}
         id={id}
         name={props.name}
         // Preact types narrow attributes per input type; the attributes used here suit every listed type.
@@ -62,9 +84,10 @@ export function TextField(props: TextProps) {
         required={props.required}
         readOnly={props.readOnly}
         spellcheck={false}
-        aria-invalid={props.error ? true : undefined}
-        aria-describedby={describedBy(id, props)}
-        onInput={(e) => props.onInput((e.currentTarget as HTMLInputElement).value)}
+        aria-invalid={shown.error ? true : undefined}
+        aria-describedby={describedBy(id, shownProps)}
+        onBlur={shown.touch}
+        onInput={(e) => (shown.touch(), props.onInput((e.currentTarget as HTMLInputElement).value))}
       />
     </Wrap>
   );
@@ -73,9 +96,12 @@ export function TextField(props: TextProps) {
 /** `masked`: the text is drawn as dots, as a password field's (a pasted key file stays off the screen). */
 export function TextArea(props: TextProps & { rows?: number; masked?: boolean }) {
   const id = useId();
+  const shown = useShownError(props.value, props.error);
+  const shownProps = { ...props, error: shown.error };
   return (
-    <Wrap {...props} id={id}>
+    <Wrap {...shownProps} id={id}>
       <textarea
+        ref={shown.ref}
         id={id}
         class={props.masked ? "masked" : undefined}
         autoComplete={props.masked ? "off" : undefined}
@@ -85,9 +111,10 @@ export function TextArea(props: TextProps & { rows?: number; masked?: boolean })
         placeholder={props.placeholder}
         required={props.required}
         spellcheck={false}
-        aria-invalid={props.error ? true : undefined}
-        aria-describedby={describedBy(id, props)}
-        onInput={(e) => props.onInput((e.currentTarget as HTMLTextAreaElement).value)}
+        aria-invalid={shown.error ? true : undefined}
+        aria-describedby={describedBy(id, shownProps)}
+        onBlur={shown.touch}
+        onInput={(e) => (shown.touch(), props.onInput((e.currentTarget as HTMLTextAreaElement).value))}
       />
     </Wrap>
   );
