@@ -151,7 +151,14 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   // Single-tenant owners run their own network; BYOK tenants may not reach it unless allowed.
   const addressGuard = createAddressGuard({ allowPrivate: !config.byok || config.allowPrivateUpstreams === true }, overrides.resolve, () => clock.now());
   const sweepRetiredCredit = createRetiredCreditSweeper({ store, clock });
-  usageRecorder.onCharged((charged) => void state.credit.flushed(charged));
+  /**
+   * Bookkeeping the State does after the fact (a charge written, a balance changed) must
+   * not become an unhandled rejection when Redis is away: it is logged, and what Redis
+   * then misses expires with the holder's lease or is reloaded from the database.
+   */
+  const inBackground = (what: string, work: Promise<unknown>) =>
+    void work.catch((error: unknown) => log.warn(`the State could not note ${what}`, { error: (error as Error).message }));
+  usageRecorder.onCharged((charged) => inBackground("written charges", state.credit.flushed(charged)));
   const periods = createPeriodCounters();
   const softLimit = createSoftLimitNotifier({ store, clock, log, claims: state.claims });
   const tenants = createTenants(config.byok ?? false, {
@@ -214,14 +221,14 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       clock,
       bus,
       oplog,
-      onCreditChanged: (ids) => ids.forEach((id) => void state.credit.invalidate(id)),
+      onCreditChanged: (ids) => ids.forEach((id) => inBackground("a changed balance", state.credit.invalidate(id))),
       heldCredit: (id) => state.credit.held(id),
       onDeleted: (id) =>
-        void state.credit.retire(id, () =>
+        inBackground("a deleted account", state.credit.retire(id, () =>
           void sweepRetiredCredit(id)
             .then((heir) => (heir !== undefined ? state.credit.invalidate(heir) : undefined))
             .catch((error: unknown) => log.error("a deleted account's credit could not be handed on", { account: id, error: (error as Error).message })),
-        ),
+        )),
     }),
     oplog,
     state,

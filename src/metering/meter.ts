@@ -227,9 +227,13 @@ export function createMeter(deps: {
         const settled = counts.adjust(changes);
         if (cost > 0 && deps.onSpend) {
           const onSpend = deps.onSpend;
-          void settled.then(() => {
-            for (const entry of admission.spend) onSpend(entry.account, entry.spentThisMonth);
-          });
+          // A failed settlement is logged below; this branch must not rethrow it unhandled.
+          void settled.then(
+            () => {
+              for (const entry of admission.spend) onSpend(entry.account, entry.spentThisMonth);
+            },
+            () => {},
+          );
         }
         // A State that fails to settle leaves the reservation to expire; the charge itself is in the usage row below.
         settled.catch((error: unknown) => deps.log.error("a call's settlement could not be counted", { account: admission.accountId, error: (error as Error).message }));
