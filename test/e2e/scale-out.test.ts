@@ -14,6 +14,7 @@ import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/route
  * instance through the Redis bus: tests wait for them, never on wall-clock time.
  */
 
+const PASSWORD = "pg-Secret-7781";
 const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
 const USAGE = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
 /** (10 × 2 + 10 × 8) × 1000 nano-credits per call (Rates 1). */
@@ -42,10 +43,11 @@ if (!skipServices) {
 
   beforeAll(async () => {
     [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
-    database = postgres.url(await postgres.createDatabase());
+    // The test cluster trusts local connections: the password is carried (and must never show), not checked.
+    database = postgres.url(await postgres.createDatabase()).replace("postgres@", `postgres:${PASSWORD}@`);
     // One data directory for both: the shared secret.key, and initial-owner-key written by whichever creates the owner.
     dataDir = tempDir("router-scale-");
-    const config = { database, redis: redis.url, logLevel: "warn" as const };
+    const config = { database, redis: redis.url };
     // Started together: the start-up lock lets one create the owner.
     [a, b] = await Promise.all([startRouter({ dataDir, config, pricing: false }), startRouter({ dataDir, config, pricing: false })]);
     upstream = startMockUpstream();
@@ -55,6 +57,8 @@ if (!skipServices) {
 
   afterAll(async () => {
     await Promise.allSettled([a?.stop(), b?.stop()]);
+    // Nothing either instance logged, Redis outage included, holds the database password.
+    for (const router of [a, b]) expect(router?.logs.join("\n") ?? "").not.toContain(PASSWORD);
     await upstream?.stop();
     await redis?.close();
     await postgres?.stop();
@@ -76,7 +80,7 @@ if (!skipServices) {
         const metrics = await (await router.fetch("/metrics")).text();
         expect(metrics).toContain('router_dependency_up{dependency="database"} 1');
         expect(metrics).toContain('router_dependency_up{dependency="redis"} 1');
-        expect(metrics).not.toContain(database);
+        expect(metrics).not.toContain(PASSWORD);
       }
     });
 
@@ -215,7 +219,7 @@ if (!skipServices) {
 
   describe("shutdown", () => {
     test("/readyz answers 503 from the moment a graceful stop begins", async () => {
-      const c = await startRouter({ dataDir, config: { database, redis: redis.url, logLevel: "warn" }, pricing: false });
+      const c = await startRouter({ dataDir, config: { database, redis: redis.url }, pricing: false });
       const ready = await c.fetch("/readyz", { key: null });
       expect(ready.status).toBe(200);
       const stopped = c.stop();
