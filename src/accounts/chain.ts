@@ -24,23 +24,23 @@ export function ancestorIds(account: Pick<AccountRow, "id" | "path">): number[] 
 
 export function createAccountChains(load: (accountId: number) => Promise<AccountRow | undefined>): AccountChains {
   let rows = new Map<number, Promise<AccountRow | undefined>>();
-  let chains = new WeakMap<Readonly<AccountRow>, readonly Readonly<AccountRow>[]>();
+  // Each snapshot's chain as a settled promise, made once: a hit makes no promise.
+  let chains = new WeakMap<Readonly<AccountRow>, Promise<readonly Readonly<AccountRow>[]>>();
   const row = (id: number) => {
     let loaded = rows.get(id);
     if (!loaded) rows.set(id, (loaded = load(id)));
     return loaded;
   };
+  const build = async (account: Readonly<AccountRow>) => {
+    // A clear while the ancestors load means they may be older than the change: used once, not kept.
+    const kept = chains;
+    const ancestors = (await Promise.all(ancestorIds(account).reverse().map(row))).filter((found): found is AccountRow => found !== undefined);
+    const chain = [account, ...ancestors];
+    kept.set(account, Promise.resolve(chain));
+    return chain;
+  };
   return {
-    async of(account) {
-      let chain = chains.get(account);
-      if (chain) return chain;
-      // A clear while the ancestors load means they may be older than the change: used once, not kept.
-      const kept = chains;
-      const ancestors = (await Promise.all(ancestorIds(account).reverse().map(row))).filter((found): found is AccountRow => found !== undefined);
-      chain = [account, ...ancestors];
-      kept.set(account, chain);
-      return chain;
-    },
+    of: (account) => chains.get(account) ?? build(account),
     clear() {
       rows = new Map();
       chains = new WeakMap();

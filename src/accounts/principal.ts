@@ -47,29 +47,34 @@ export const PRINCIPAL_TTL_MS = 60_000;
  * missed message cannot keep a rotated key or an old allowlist alive for longer.
  */
 export function createPrincipalCache(load: (keyHash: string) => Promise<AccountRow | undefined>, now: () => number = Date.now): PrincipalCache {
-  const byHash = new Map<string, { principal: Principal; until: number }>();
+  // A hit hands back the promise made when the entry was stored: the request path makes
+  // no promise and enters no async function for a known key.
+  const byHash = new Map<string, { principal: Promise<Principal>; until: number }>();
   const hashOf = new Map<number, string>();
   // Bumped by every invalidation: a load that an invalidation overtook may hold the row
   // as it was before the change, so it answers its own request but is not cached.
   let generation = 0;
+  const miss = async (keyHash: string, stale: boolean): Promise<Principal | undefined> => {
+    // Unknown keys are not cached, so a key created by another process
+    // (`router owner create`) works on its very first request.
+    const loadedIn = generation;
+    const account = await load(keyHash);
+    if (!account) {
+      if (stale) byHash.delete(keyHash);
+      return undefined;
+    }
+    const principal = principalOf(account);
+    if (loadedIn === generation) {
+      byHash.set(keyHash, { principal: Promise.resolve(principal), until: now() + PRINCIPAL_TTL_MS });
+      hashOf.set(account.id, keyHash);
+    }
+    return principal;
+  };
   return {
-    async get(keyHash) {
+    get(keyHash) {
       const hit = byHash.get(keyHash);
       if (hit && now() < hit.until) return hit.principal;
-      // Unknown keys are not cached, so a key created by another process
-      // (`router owner create`) works on its very first request.
-      const loadedIn = generation;
-      const account = await load(keyHash);
-      if (!account) {
-        if (hit) byHash.delete(keyHash);
-        return undefined;
-      }
-      const principal = principalOf(account);
-      if (loadedIn === generation) {
-        byHash.set(keyHash, { principal, until: now() + PRINCIPAL_TTL_MS });
-        hashOf.set(account.id, keyHash);
-      }
-      return principal;
+      return miss(keyHash, hit !== undefined);
     },
     invalidateAccount(accountId) {
       generation++;

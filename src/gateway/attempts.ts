@@ -27,6 +27,8 @@ interface Attempt {
 
 class AttemptTimeout extends Error {}
 
+const SUCCESS = Object.freeze({ kind: "success" as const });
+
 const isEventStream = (response: Response) => (response.headers.get("content-type") ?? "").includes("text/event-stream");
 
 /** Waits `ms`, or less when the client goes away meanwhile. */
@@ -236,8 +238,12 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
       }
 
       if (response && response.ok && !nonAnswer) {
-        await pool.report(key, { kind: "success" });
-        await switchOver.recordSuccess(chosen.level, chosen.probe);
+        // Bookkeeping of a success, not waited for: the State takes the verdict when
+        // asked, and the answer need not wait for it (a failure to record is logged).
+        void pool.report(key, SUCCESS);
+        switchOver.recordSuccess(chosen.level, chosen.probe).catch((error: unknown) =>
+          log.error("a Level's recovery could not be recorded", { level: chosen.level, error: (error as Error).message }),
+        );
         return {
           answered: {
             response,

@@ -2,8 +2,6 @@ import { formatOf } from "../formats/registry.ts";
 import type { ClientCall } from "../formats/format.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 
-export type { ClientCall } from "../formats/format.ts";
-
 /**
  * The upstream call for an effective model: the only edits to a body are the model
  * name and, for OpenAI chat-style streams, `stream_options.include_usage` (so usage

@@ -58,10 +58,16 @@ export function createPipeline(deps: PipelineDeps) {
     return delivery.response;
   }
 
-  /** The key a call must use when it continues an object (Responses `previous_response_id`). */
-  const continuation = async (caller: Caller, call: ClientCall): Promise<number | undefined> => {
+  /**
+   * The key a call must use when it continues an object (Responses `previous_response_id`);
+   * undefined, without a promise, for the calls that continue nothing (nearly all).
+   */
+  const continuation = (caller: Caller, call: ClientCall): Promise<number> | undefined => {
     const previous = call.json?.previous_response_id;
     if (call.endpoint.creates !== "response" || typeof previous !== "string") return undefined;
+    return boundKey(caller, previous);
+  };
+  const boundKey = async (caller: Caller, previous: string): Promise<number> => {
     const bound = await deps.affinity.lookup(previous);
     if (!bound || bound.accountId !== caller.principal.account.id) {
       throw notFound(`Previous response with id '${previous}' not found`, "previous_response_not_found");
@@ -80,7 +86,11 @@ export function createPipeline(deps: PipelineDeps) {
     try {
       checkModel(principal, call.requestedModel);
       const route = routeOf(tenant, call, options.level);
-      const pinnedKeyId = options.pinnedKeyId ?? (await continuation(caller, call));
+      let pinnedKeyId = options.pinnedKeyId;
+      if (pinnedKeyId === undefined) {
+        const continued = continuation(caller, call);
+        if (continued) pinnedKeyId = await continued;
+      }
       const admission = await tenant.meter.admit({
         principal,
         endpoint: call.endpoint,

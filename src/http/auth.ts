@@ -59,7 +59,8 @@ export function createAuthenticator(principals: PrincipalCache): Authenticator {
     return principal;
   };
   return {
-    require: async (request, family) => (await resolve(request, family, true))!,
+    // With `required`, resolve never answers undefined: it throws instead.
+    require: (request, family) => resolve(request, family, true) as Promise<Principal>,
     optional: (request, family) => resolve(request, family, false),
   };
 }

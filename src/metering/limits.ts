@@ -25,6 +25,18 @@ export interface LimitSubject {
   tokensPerDay: PeriodCounter;
   /** Tokens reserved by the subject's calls in flight. */
   tokensInFlight: GaugeCounter;
+  /** How each of its limits words a refusal: made on the subject's first call, then reused. */
+  reasons?: SubjectReasons;
+}
+
+/** A subject's refusals, by window, in the order its lines are planned. */
+interface SubjectReasons {
+  rpm: RefusalReason;
+  rph: RefusalReason;
+  rpd: RefusalReason;
+  tpm: RefusalReason;
+  tph: RefusalReason;
+  tpd: RefusalReason;
 }
 
 const MINUTE = 60_000;
@@ -136,37 +148,51 @@ export function planWindows(
   lines: AdmitLine[],
   reasons: Array<RefusalReason | undefined>,
 ): void {
-  const { day, now, tokens, clock } = input;
-  const untilTomorrow = () => msUntilNextBusinessDay(clock, now);
+  const { day, tokens, clock } = input;
+  const add = tokens > 0 ? tokens : 0;
+  const requestsOnly = input.requestsOnly === true;
   for (const subject of input.subjects) {
     const { limits } = subject;
-    const request = (name: string, line: AdmitLine, retry?: () => number) => {
-      lines.push(line);
-      reasons.push((refusal) => refuse(subject, name, line.limit!, retry ? retry() : refusal.retryAfterMs));
-    };
-    request("RPM", { counter: subject.requestsPerMinute, limit: limitOf(limits.rpm), add: 1 });
-    request("RPH", { counter: subject.requestsPerHour, limit: limitOf(limits.rph), add: 1 });
-    request("RPD", { counter: subject.requestsPerDay, period: day, limit: limitOf(limits.rpd), add: 1 }, untilTomorrow);
-    // Token windows hold settled counts plus the reservations of calls in flight: when
-    // the reservations alone make the difference, the wait is for those calls to end.
-    const token = (name: string, line: AdmitLine, retry?: () => number) => {
-      lines.push(line);
-      reasons.push((refusal) =>
-        refusal.used - refusal.held < line.limit!
-          ? refuse(subject, name, line.limit!, CALLS_IN_FLIGHT_RETRY_MS, true)
-          : refuse(subject, name, line.limit!, retry ? retry() : refusal.retryAfterMs),
-      );
-    };
-    const add = tokens > 0 ? tokens : 0;
-    const check = (limit: number | null | undefined) => (input.requestsOnly ? undefined : limitOf(limit));
-    token("TPM", { counter: subject.tokensPerMinute, limit: check(limits.tpm), add, held: subject.tokensInFlight });
-    token("TPH", { counter: subject.tokensPerHour, limit: check(limits.tph), add, held: subject.tokensInFlight });
-    token("TPD", { counter: subject.tokensPerDay, period: day, limit: check(limits.tpd), add, held: subject.tokensInFlight }, untilTomorrow);
+    const why = (subject.reasons ??= reasonsOf(subject, clock));
+    lines.push({ counter: subject.requestsPerMinute, limit: limitOf(limits.rpm), add: 1 });
+    lines.push({ counter: subject.requestsPerHour, limit: limitOf(limits.rph), add: 1 });
+    lines.push({ counter: subject.requestsPerDay, period: day, limit: limitOf(limits.rpd), add: 1 });
+    reasons.push(why.rpm, why.rph, why.rpd);
+    // Token windows hold settled counts plus the reservations of calls in flight.
+    const held = subject.tokensInFlight;
+    lines.push({ counter: subject.tokensPerMinute, limit: requestsOnly ? undefined : limitOf(limits.tpm), add, held });
+    lines.push({ counter: subject.tokensPerHour, limit: requestsOnly ? undefined : limitOf(limits.tph), add, held });
+    lines.push({ counter: subject.tokensPerDay, period: day, limit: requestsOnly ? undefined : limitOf(limits.tpd), add, held });
+    reasons.push(why.tpm, why.tph, why.tpd);
     if (add > 0) {
-      lines.push({ counter: subject.tokensInFlight, add });
+      lines.push({ counter: held, add });
       reasons.push(undefined);
     }
   }
+}
+
+/**
+ * The refusals of a subject's limits, made once (the request path makes no closure):
+ * a day quota's wait runs to the next business day; a token refusal that only the
+ * reservations of calls in flight cause is worth a retry in a moment.
+ */
+function reasonsOf(subject: LimitSubject, clock: Clock): SubjectReasons {
+  const { limits } = subject;
+  const untilTomorrow = () => msUntilNextBusinessDay(clock, clock.now());
+  const request = (name: string, limit: number | null | undefined, retry?: () => number): RefusalReason => (refusal) =>
+    refuse(subject, name, limit!, retry ? retry() : refusal.retryAfterMs);
+  const token = (name: string, limit: number | null | undefined, retry?: () => number): RefusalReason => (refusal) =>
+    refusal.used - refusal.held < limit!
+      ? refuse(subject, name, limit!, CALLS_IN_FLIGHT_RETRY_MS, true)
+      : refuse(subject, name, limit!, retry ? retry() : refusal.retryAfterMs);
+  return {
+    rpm: request("RPM", limits.rpm),
+    rph: request("RPH", limits.rph),
+    rpd: request("RPD", limits.rpd, untilTomorrow),
+    tpm: token("TPM", limits.tpm),
+    tph: token("TPH", limits.tph),
+    tpd: token("TPD", limits.tpd, untilTomorrow),
+  };
 }
 
 /**

@@ -5,7 +5,7 @@ import { HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { Endpoint } from "../formats/format.ts";
 import type { Usage } from "../formats/usage.ts";
-import type { Adjustment, AdmitLine, CountState, PeriodCounter } from "../state/state.ts";
+import type { Adjustment, AdmitLine, CountState, PeriodCounter, Refusal } from "../state/state.ts";
 import { limitSubjects, planWindows, settleTokens, type RefusalReason, type SystemLimits } from "./limits.ts";
 import { planBilling, type BillingPlan } from "./billing.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
@@ -41,6 +41,15 @@ const RETRY_SOON = { "retry-after": "1" } as const;
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
 /** Whose limit a refusal is: the caller's own, or an ancestor's that bounds its subtree. */
+/** Reservations of calls in flight are what waiting can free: a refusal they alone cause is worth a retry in a moment; one the settled balance causes is not. */
+const insufficientCredit = ({ used, held }: Refusal): HttpError =>
+  used + held <= 0
+    ? new HttpError("rate_limit", "Insufficient credit: the balance is used up", { code: "insufficient_credit", headers: NO_RETRY })
+    : new HttpError("rate_limit", "Insufficient credit while other calls of this account are in flight; retry when they end", {
+        code: "insufficient_credit",
+        headers: RETRY_SOON,
+      });
+
 const whose = (spend: SubtreeSpend, caller: Readonly<AccountRow>) =>
   spend.account.id === caller.id ? "" : ` of account ${spend.account.name} (shared by its subtree)`;
 
@@ -87,7 +96,14 @@ export function createMeter(deps: {
   onSpend?: (account: Readonly<AccountRow>, spentThisMonth: PeriodCounter) => void;
 }): Meter {
   const { clock, counts, periods } = deps;
-  const chainOf = deps.chainOf ?? (async (account: Readonly<AccountRow>) => [account]);
+  const alone = new WeakMap<Readonly<AccountRow>, Promise<readonly Readonly<AccountRow>[]>>();
+  const chainOf =
+    deps.chainOf ??
+    ((account: Readonly<AccountRow>) => {
+      let chain = alone.get(account);
+      if (!chain) alone.set(account, (chain = Promise.resolve([account])));
+      return chain;
+    });
   /** Subtree totals per account, resolved once; the row is refreshed when the account changes. */
   const subtrees = new Map<number, SubtreeSpend>();
   const subtreeOf = (account: Readonly<AccountRow>): SubtreeSpend => {
@@ -105,11 +121,13 @@ export function createMeter(deps: {
     spend.account = account;
     return spend;
   };
-  const spendCache = new WeakMap<readonly Readonly<AccountRow>[], readonly SubtreeSpend[]>();
-  const spendOf = async (account: Readonly<AccountRow>): Promise<readonly SubtreeSpend[]> => {
-    const chain = await chainOf(account);
-    let spend = spendCache.get(chain);
-    if (!spend) spendCache.set(chain, (spend = chain.map(subtreeOf)));
+  // The spend entries of a chain, as a settled promise made once per chain: the chain
+  // source hands back the same promise while the chain holds, so a call makes none.
+  const spendByChain = new WeakMap<Promise<readonly Readonly<AccountRow>[]>, Promise<readonly SubtreeSpend[]>>();
+  const spendOf = (account: Readonly<AccountRow>): Promise<readonly SubtreeSpend[]> => {
+    const chain = chainOf(account);
+    let spend = spendByChain.get(chain);
+    if (!spend) spendByChain.set(chain, (spend = chain.then((rows) => rows.map(subtreeOf))));
     return spend;
   };
 
@@ -118,32 +136,48 @@ export function createMeter(deps: {
    * checked against settled spend plus reservations, and the call's reservation is
    * counted in them and in the subtree's in-flight gauge.
    */
-  const planSpend = (account: Readonly<AccountRow>, spend: readonly SubtreeSpend[], day: string, month: string, now: number, reserve: number, lines: AdmitLine[], reasons: Array<RefusalReason | undefined>) => {
-    for (const entry of spend) {
+  const planSpend = (account: Readonly<AccountRow>, spend: readonly SubtreeSpend[], day: string, month: string, reserve: number, lines: AdmitLine[], reasons: Array<RefusalReason | undefined>) => {
+    const why = spendReasons(account, spend);
+    for (let i = 0; i < spend.length; i++) {
+      const entry = spend[i]!;
       const limits = entry.account;
-      const daily = nanos(limits.dailyLimit);
-      lines.push({ counter: entry.costToday, period: day, limit: daily ?? undefined, add: reserve, held: entry.inFlight });
-      reasons.push(({ used, held }) => {
-        const settled = used - held >= daily!;
-        return new HttpError("rate_limit", `DailyLimit of ${limits.dailyLimit} credits${whose(entry, account)} reached for today${settled ? "" : " with the calls in flight"}`, {
-          code: "daily_limit_reached",
-          headers: settled ? { "retry-after": seconds(msUntilNextBusinessDay(clock, now)) } : RETRY_SOON,
-        });
-      });
-      const hard = nanos(limits.hardLimit);
-      lines.push({ counter: entry.costThisMonth, period: month, limit: hard ?? undefined, add: reserve, held: entry.inFlight });
-      reasons.push(({ used, held }) => {
-        const settled = used - held >= hard!;
-        return new HttpError("rate_limit", `HardLimit of ${limits.hardLimit} credits${whose(entry, account)} reached for this month${settled ? "" : " with the calls in flight"}`, {
-          code: "hard_limit_reached",
-          headers: settled ? { "retry-after": seconds(msUntilNextBusinessMonth(clock, now)), ...NO_RETRY } : RETRY_SOON,
-        });
-      });
+      lines.push({ counter: entry.costToday, period: day, limit: nanos(limits.dailyLimit) ?? undefined, add: reserve, held: entry.inFlight });
+      lines.push({ counter: entry.costThisMonth, period: month, limit: nanos(limits.hardLimit) ?? undefined, add: reserve, held: entry.inFlight });
+      reasons.push(why[i]!.daily, why[i]!.hard);
       if (reserve > 0) {
         lines.push({ counter: entry.inFlight, add: reserve });
         reasons.push(undefined);
       }
     }
+  };
+
+  /**
+   * How each subtree's DailyLimit and HardLimit words a refusal, made once per chain (the
+   * request path makes no closure); the limits are read when refusing, as they are then.
+   */
+  const reasonsByChain = new WeakMap<readonly SubtreeSpend[], ReadonlyArray<{ daily: RefusalReason; hard: RefusalReason }>>();
+  const spendReasons = (account: Readonly<AccountRow>, spend: readonly SubtreeSpend[]) => {
+    let why = reasonsByChain.get(spend);
+    if (!why) {
+      why = spend.map((entry) => ({
+        daily: ({ used, held }: Refusal) => {
+          const settled = used - held >= nanos(entry.account.dailyLimit)!;
+          return new HttpError("rate_limit", `DailyLimit of ${entry.account.dailyLimit} credits${whose(entry, account)} reached for today${settled ? "" : " with the calls in flight"}`, {
+            code: "daily_limit_reached",
+            headers: settled ? { "retry-after": seconds(msUntilNextBusinessDay(clock, clock.now())) } : RETRY_SOON,
+          });
+        },
+        hard: ({ used, held }: Refusal) => {
+          const settled = used - held >= nanos(entry.account.hardLimit)!;
+          return new HttpError("rate_limit", `HardLimit of ${entry.account.hardLimit} credits${whose(entry, account)} reached for this month${settled ? "" : " with the calls in flight"}`, {
+            code: "hard_limit_reached",
+            headers: settled ? { "retry-after": seconds(msUntilNextBusinessMonth(clock, clock.now())), ...NO_RETRY } : RETRY_SOON,
+          });
+        },
+      }));
+      reasonsByChain.set(spend, why);
+    }
+    return why;
   };
 
   /** Moves a call's spend from its reservation to its cost (0 releases it). */
@@ -188,17 +222,10 @@ export function createMeter(deps: {
       lines.push({ counter: creditOf(account.id), limit: !account.isOwner && reserve > 0 ? 0 : undefined, add: reserve });
       // Reservations of calls in flight are what waiting can free: a refusal they alone
       // cause is worth a retry in a moment; one the settled balance causes is not.
-      reasons.push(({ used, held }) =>
-        used + held <= 0
-          ? new HttpError("rate_limit", "Insufficient credit: the balance is used up", { code: "insufficient_credit", headers: NO_RETRY })
-          : new HttpError("rate_limit", "Insufficient credit while other calls of this account are in flight; retry when they end", {
-              code: "insufficient_credit",
-              headers: RETRY_SOON,
-            }),
-      );
+      reasons.push(insufficientCredit);
       const spend = counting ? [] : await spendOf(account);
       // Spend limits count reservations too, so concurrent calls cannot overshoot them.
-      planSpend(account, spend, day, month, now, reserve, lines, reasons);
+      planSpend(account, spend, day, month, reserve, lines, reasons);
       const subjects = limitSubjects(account, model, periods, deps.modelLimits(), deps.tenantRoot);
       planWindows({ subjects, day, now, tokens: plan.tokens, clock, requestsOnly: counting }, lines, reasons);
       const verdict = await counts.admit(lines, now);
@@ -224,19 +251,15 @@ export function createMeter(deps: {
         const changes: Adjustment[] = [];
         settleSpend(admission, cost, event.at, changes);
         settleTokens(admission.subjects, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage), changes);
-        const settled = counts.adjust(changes);
-        if (cost > 0 && deps.onSpend) {
-          const onSpend = deps.onSpend;
-          // A failed settlement is logged below; this branch must not rethrow it unhandled.
-          void settled.then(
-            () => {
-              for (const entry of admission.spend) onSpend(entry.account, entry.spentThisMonth);
-            },
-            () => {},
-          );
-        }
+        const onSpend = cost > 0 ? deps.onSpend : undefined;
         // A State that fails to settle leaves the reservation to expire; the charge itself is in the usage row below.
-        settled.catch((error: unknown) => deps.log.error("a call's settlement could not be counted", { account: admission.accountId, error: (error as Error).message }));
+        void counts.adjust(changes).then(
+          onSpend &&
+            (() => {
+              for (const entry of admission.spend) onSpend(entry.account, entry.spentThisMonth);
+            }),
+          (error: unknown) => deps.log.error("a call's settlement could not be counted", { account: admission.accountId, error: (error as Error).message }),
+        );
       }
       observe(deps.metrics, event, cost);
       if (event.notUsage) return;

@@ -1,3 +1,4 @@
+import { settle } from "./settled.ts";
 import { createMemoryKeys } from "./memory-keys.ts";
 import { createMemoryCounters, type DaySlot, type Window } from "./memory-windows.ts";
 import type {
@@ -197,46 +198,53 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     return { admitted: true };
   };
 
-  const counts: CountState = {
-    async admit(lines, now) {
-      const loading = prepare(lines, now);
-      if (loading) await loading;
-      return admitNow(lines, now);
-    },
-    async adjust(changes) {
-      const loading = prepareAdjust(changes);
-      if (loading) await loading;
-      for (const change of changes) {
-        switch (change.counter.kind) {
-          case "window": {
-            const { at, delta } = change as { at: number; delta: number };
-            if (delta !== 0) windowOf(change.counter).add(delta, at);
-            break;
-          }
-          case "period": {
-            const { period, delta } = change as { period: string; delta: number };
-            // A call that began before midnight (or the month's end) and settles after it:
-            // the past period is no longer checked, and moving the cell back to it would
-            // drop the current period's total. Its row still reaches that day's rollup.
-            const cell = periodOf(change.counter);
-            if (delta !== 0 && cell.day === period) cell.value += delta;
-            break;
-          }
-          case "gauge": {
-            const cell = gaugeOf(change.counter);
-            cell.value = Math.max(0, cell.value + (change as { delta: number }).delta);
-            break;
-          }
-          case "credit": {
-            const { release, charge } = change as { release: number; charge: number };
-            const cell = creditOf(change.counter.accountId);
-            cell.reserved = Math.max(0, cell.reserved - release);
-            cell.unflushed += charge;
-            if (retired.size > 0) settleRetired(change.counter.accountId);
-            break;
-          }
+  /** Applies settled changes to the cells (once what they move to is loaded). */
+  const applyChanges = (changes: readonly Adjustment[]): void => {
+    for (const change of changes) {
+      switch (change.counter.kind) {
+        case "window": {
+          const { at, delta } = change as { at: number; delta: number };
+          if (delta !== 0) windowOf(change.counter).add(delta, at);
+          break;
+        }
+        case "period": {
+          const { period, delta } = change as { period: string; delta: number };
+          // A call that began before midnight (or the month's end) and settles after it:
+          // the past period is no longer checked, and moving the cell back to it would
+          // drop the current period's total. Its row still reaches that day's rollup.
+          const cell = periodOf(change.counter);
+          if (delta !== 0 && cell.day === period) cell.value += delta;
+          break;
+        }
+        case "gauge": {
+          const cell = gaugeOf(change.counter);
+          cell.value = Math.max(0, cell.value + (change as { delta: number }).delta);
+          break;
+        }
+        case "credit": {
+          const { release, charge } = change as { release: number; charge: number };
+          const cell = creditOf(change.counter.accountId);
+          cell.reserved = Math.max(0, cell.reserved - release);
+          cell.unflushed += charge;
+          if (retired.size > 0) settleRetired(change.counter.accountId);
+          break;
         }
       }
+    }
+  };
+
+  const ADMITTED: Promise<Verdict> = Promise.resolve(Object.freeze({ admitted: true as const }));
+  const counts: CountState = {
+    admit(lines, now) {
+      const loading = prepare(lines, now);
+      if (loading) return loading.then(() => admitNow(lines, now));
+      const verdict = admitNow(lines, now);
+      return verdict.admitted ? ADMITTED : Promise.resolve(verdict);
+    },
+    adjust(changes) {
+      const loading = prepareAdjust(changes);
+      if (loading) return loading.then(() => applyChanges(changes));
+      return settle(() => applyChanges(changes));
     },
     async read(counter, now, period) {
       const loading = prepare([{ counter, period }], now);
@@ -290,45 +298,51 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
 
 /** Switch-over state of every tenant's Levels, with their error windows. */
 function createMemoryLevels(cells: ReturnType<typeof createMemoryCounters>): LevelState {
-  const states = new Map<string, LevelStatus>();
-  const keyOf = (tenantId: number, level: number) => `switch:${tenantId}:${level}`;
-  const stateOf = (key: string) => {
-    let state = states.get(key);
-    if (!state) states.set(key, (state = { switchedAt: null, lastErrorAt: null, probing: false }));
+  // By tenant, then Level (numbers: the request path reads a Level's status on every call).
+  const tenants = new Map<number, Map<number, LevelStatus>>();
+  /** The error window's cell: a string key, made only when an error is counted. */
+  const windowKey = (tenantId: number, level: number) => `switch:${tenantId}:${level}`;
+  const find = (tenantId: number, level: number) => tenants.get(tenantId)?.get(level);
+  const stateOf = (tenantId: number, level: number) => {
+    let levels = tenants.get(tenantId);
+    if (!levels) tenants.set(tenantId, (levels = new Map()));
+    let state = levels.get(level);
+    if (!state) levels.set(level, (state = { switchedAt: null, lastErrorAt: null, probing: false }));
     return state;
   };
-  const copy = (state: LevelStatus | undefined): LevelStatus => (state ? { ...state } : { switchedAt: null, lastErrorAt: null, probing: false });
+  /** A Level never seen with an error: the answer of nearly every call. */
+  const NORMAL: Promise<LevelStatus> = Promise.resolve(Object.freeze({ switchedAt: null, lastErrorAt: null, probing: false }));
   return {
-    async status(tenantId, level) {
-      return copy(states.get(keyOf(tenantId, level)));
+    status(tenantId, level) {
+      const state = find(tenantId, level);
+      return state ? Promise.resolve({ ...state }) : NORMAL;
     },
     async recordError(tenantId, level, now, threshold, windowMs) {
-      const key = keyOf(tenantId, level);
-      const state = stateOf(key);
+      const key = windowKey(tenantId, level);
+      const state = stateOf(tenantId, level);
       state.lastErrorAt = now;
       state.probing = false;
       cells.add(key, 1, now, windowMs);
       if (state.switchedAt === null && cells.sum(key, now, windowMs) > threshold) state.switchedAt = now;
-      return copy(state);
+      return { ...state };
     },
     async claimProbe(tenantId, level, quietSince) {
-      const state = states.get(keyOf(tenantId, level));
+      const state = find(tenantId, level);
       if (!state || state.switchedAt === null || state.probing || (state.lastErrorAt ?? -Infinity) > quietSince) return false;
       state.probing = true;
       return true;
     },
     async recover(tenantId, level, probe) {
-      const key = keyOf(tenantId, level);
-      const state = states.get(key);
+      const state = find(tenantId, level);
       if (!state) return;
       if (probe || state.switchedAt === null) {
         state.switchedAt = null;
         state.probing = false;
-        if (probe) cells.clear(key);
+        if (probe) cells.clear(windowKey(tenantId, level));
       }
     },
     async abandonProbe(tenantId, level) {
-      const state = states.get(keyOf(tenantId, level));
+      const state = find(tenantId, level);
       if (state) state.probing = false;
     },
   };

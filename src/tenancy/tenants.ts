@@ -80,6 +80,8 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
       meter: parts.meterFor(tenantId, settings, mailer),
     };
   };
+  // Each tenant once loaded, as a promise made once: every request asks for its tenant.
+  const loadedOf = new WeakMap<Tenant, Promise<Tenant>>();
   const get = (tenantId: number): Tenant => {
     let tenant = tenants.get(tenantId);
     if (!tenant) {
@@ -92,16 +94,21 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
     byok,
     idOf: (account) => tenantIdOf(byok, account.path),
     get,
-    async load(tenantId) {
+    load(tenantId) {
       const tenant = get(tenantId);
-      try {
-        await tenant.ready;
-      } catch (error) {
-        // A tenant whose first load failed (the store was unreachable) is built afresh next time.
-        if (tenants.get(tenantId) === tenant) tenants.delete(tenantId);
-        throw error;
+      let loaded = loadedOf.get(tenant);
+      if (!loaded) {
+        loaded = tenant.ready.then(
+          () => tenant,
+          (error: unknown) => {
+            // A tenant whose first load failed (the store was unreachable) is built afresh next time.
+            if (tenants.get(tenantId) === tenant) tenants.delete(tenantId);
+            throw error;
+          },
+        );
+        loadedOf.set(tenant, loaded);
       }
-      return tenant;
+      return loaded;
     },
     all: () => [...tenants.values()],
     async reload() {
