@@ -6,6 +6,7 @@ import { noticeRoutes } from "./admin/notices/routes.ts";
 import { operationLogRoutes } from "./admin/oplog/routes.ts";
 import { providerKeyRoutes } from "./admin/provider-keys/routes.ts";
 import { gatewayRoutes, type HotRoutes } from "./gateway/routes.ts";
+import { healthRoutes } from "./health/routes.ts";
 import { metricsRoutes } from "./metrics/routes.ts";
 import { signupRoutes } from "./tenancy/signup-routes.ts";
 import { realtimeClientSecretRoutes } from "./gateway/realtime/client-secrets.ts";
@@ -32,7 +33,7 @@ export function createApp(deps: Deps, hot?: HotRoutes) {
       if (code === "VALIDATION") return errorResponse(family, badRequest("Request does not match the expected shape"));
       return thrownResponse(deps, error, request, path);
     })
-    .get("/healthz", () => ({ status: "ok" }))
+    .use(healthRoutes(deps))
     .use(metricsRoutes(deps))
     .use(deps.config.signup ? signupRoutes(deps) : new Elysia())
     .use(dashboardAccountRoutes(deps))

@@ -18,6 +18,13 @@ export interface ServeConfig {
   /** PEM file of extra CAs trusted for upstream HTTPS, on top of the public roots. */
   upstreamCaFile?: string;
   logLevel: LogLevel;
+  /**
+   * PostgreSQL URL (`postgres://…`, TLS as its `sslmode` says): the store of a scaled-out
+   * deployment. Without it, the SQLite file under `dataDir`.
+   */
+  database?: string;
+  /** Redis URL (`redis://…` or `rediss://…`): the shared State and invalidation bus; needs `database`. Without it, in memory. */
+  redis?: string;
   /** Email of the owner created on first start. */
   ownerEmail: string;
   /** Where the 32-byte sealing key lives (default `<data>/secret.key`). */

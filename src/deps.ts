@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { join } from "node:path";
 import { createOwners, type Owners } from "./accounts/owners.ts";
@@ -21,7 +21,15 @@ import { createLocalBus, type InvalidationBus } from "./core/invalidation.ts";
 import { createRetiredCreditSweeper } from "./accounts/retired-credit.ts";
 import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
-import { openStore } from "./store/open.ts";
+import { openServeStore } from "./store/open.ts";
+import { acquireSingleInstanceLock, oneSealedValue, pingDatabase, shownUrl, withStartupLock } from "./store/postgres/index.ts";
+import { assertSealingKey } from "./store/sealing-check.ts";
+import { SECRET_ITEMS } from "./admin/config/items.ts";
+import { connectRedis } from "./state/redis/connection.ts";
+import { createRedisState } from "./state/redis/state.ts";
+import { createRedisBus } from "./state/redis/bus.ts";
+import type { Lifecycle } from "./health/routes.ts";
+import { createDependencyMonitor, type DependencyMonitor } from "./health/dependencies.ts";
 import { databasePath } from "./store/data-dir.ts";
 import type { AccountRow, Store } from "./store/store.ts";
 import { createAdapters, type Adapters } from "./upstreams/index.ts";
@@ -60,6 +68,15 @@ export interface Deps {
   readonly metrics: RouterMetrics;
   /** Tells caches and live sessions what a write changed (docs/architecture.md, "Seams"). */
   readonly bus: InvalidationBus;
+  /** Whether PostgreSQL and Redis answer (embedded when not in use): /healthz, /readyz, /metrics. */
+  readonly dependencies: DependencyMonitor;
+  /** Set once a graceful stop begins (/readyz then answers 503). */
+  readonly lifecycle: Lifecycle;
+  /**
+   * Runs start-up work (creating the first owner) while no other instance on the same
+   * database runs its own, so instances started together create one owner.
+   */
+  exclusively<T>(body: () => Promise<T>): Promise<T>;
   /** Work to finish before the store closes (e.g. flushing batched usage rows). */
   readonly beforeClose: Array<() => void | Promise<void>>;
 }
@@ -71,18 +88,58 @@ export interface DepsOverrides {
   resolve?: Resolve;
 }
 
-export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): Deps {
+/**
+ * Builds every long-lived object. With `config.database` the store is PostgreSQL (this
+ * instance alone on it unless `config.redis` is given too), with `config.redis` the
+ * State and the invalidation bus are shared through Redis; without them, the SQLite
+ * file and memory.
+ */
+export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): Promise<Deps> {
   const clock = overrides.clock ?? createClock(config.timeZone);
   const log = overrides.log ?? createLogger(config.logLevel);
-  const sealer = createSealer(loadOrCreateSecretKey(config.secretKeyFile ?? join(config.dataDir, "secret.key")));
-  const store = openStore(databasePath(config.dataDir));
+  const keyFile = config.secretKeyFile ?? join(config.dataDir, "secret.key");
+  const keyExisted = existsSync(keyFile);
+  const sealer = createSealer(loadOrCreateSecretKey(keyFile));
+  const store = await openServeStore(config.database, databasePath(config.dataDir));
+  const closing: Array<() => void | Promise<void>> = [];
+  try {
+    if (config.database !== undefined) await claimDatabase(config, store, sealer, keyFile, !keyExisted, closing);
+  } catch (error) {
+    for (const close of closing) await close();
+    store.close();
+    throw error;
+  }
   const chains = createAccountChains((id) => store.accounts.byId(id));
-  const bus = createLocalBus((error, event) => log.error("a cache could not follow a change", { change: event.kind, error: (error as Error).message }));
+  const onListenerError = (error: unknown, event: { kind: string }) =>
+    log.error("a cache could not follow a change", { change: event.kind, error: (error as Error).message });
+  const redisConnection = config.redis !== undefined ? connectRedis(config.redis) : undefined;
+  // The bus has connections of its own: its subscriber must not wait behind State scripts.
+  const redisBus =
+    config.redis !== undefined
+      ? createRedisBus({
+          connection: connectRedis(config.redis),
+          onListenerError,
+          onSubscriptionError: (error) => log.warn("the invalidation subscription to Redis failed; retrying", { error: (error as Error).message }),
+        })
+      : undefined;
+  const bus: InvalidationBus = redisBus ?? createLocalBus(onListenerError);
   const principals = createPrincipalCache((hash) => store.accounts.byKeyHash(hash), () => clock.now());
   const upstreamTls = config.upstreamCaFile
     ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
     : undefined;
-  const state = createMemoryState({ seed: createPeriodSeeder(store), balance: createBalanceLoader(store) }, () => clock.now());
+  const loaders = { seed: createPeriodSeeder(store), balance: createBalanceLoader(store) };
+  const redisState = redisConnection ? createRedisState({ connection: redisConnection }, loaders, () => clock.now()) : undefined;
+  const state: State = redisState ?? createMemoryState(loaders, () => clock.now());
+  const dependencies = createDependencyMonitor({
+    ...(config.database !== undefined ? { database: () => pingDatabase(store) } : {}),
+    ...(redisConnection ? { redis: () => redisConnection.send("PING", []) } : {}),
+  });
+  await dependencies.probe();
+  if (redisBus) {
+    // Events published elsewhere before this subscription exists are not heard: wait for
+    // it a while, but start anyway (serving 503s) when Redis is away; it is retried.
+    await Promise.race([redisBus.ready(), Bun.sleep(5000)]);
+  }
   const oplog = createOperationLog({
     store,
     clock,
@@ -94,7 +151,14 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
   // Single-tenant owners run their own network; BYOK tenants may not reach it unless allowed.
   const addressGuard = createAddressGuard({ allowPrivate: !config.byok || config.allowPrivateUpstreams === true }, overrides.resolve, () => clock.now());
   const sweepRetiredCredit = createRetiredCreditSweeper({ store, clock });
-  usageRecorder.onCharged((charged) => void state.credit.flushed(charged));
+  /**
+   * Bookkeeping the State does after the fact (a charge written, a balance changed) must
+   * not become an unhandled rejection when Redis is away: it is logged, and what Redis
+   * then misses expires with the holder's lease or is reloaded from the database.
+   */
+  const inBackground = (what: string, work: Promise<unknown>) =>
+    void work.catch((error: unknown) => log.warn(`the State could not note ${what}`, { error: (error as Error).message }));
+  usageRecorder.onCharged((charged) => inBackground("written charges", state.credit.flushed(charged)));
   const periods = createPeriodCounters();
   const softLimit = createSoftLimitNotifier({ store, clock, log, claims: state.claims });
   const tenants = createTenants(config.byok ?? false, {
@@ -122,6 +186,9 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
       }),
   });
   registerStateGauges(metrics, tenants);
+  metrics.registry.gauge("router_dependency_up", "1 while a service this instance depends on (database, redis) answers its probe", ["dependency"], () =>
+    dependencies.gauges().map(({ dependency, up }) => ({ labels: { dependency }, value: up })),
+  );
   // The caches built here follow every change they hear of.
   bus.subscribe((event) => {
     switch (event.kind) {
@@ -132,7 +199,8 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
       case "keys":
         return tenants.get(event.tenantId).pool.reload();
       case "config":
-        return;
+        // The writer applied it already; another instance reads what was stored.
+        return tenants.get(event.tenantId).settings.reload();
       case "everything":
         principals.clear();
         chains.clear();
@@ -153,14 +221,14 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
       clock,
       bus,
       oplog,
-      onCreditChanged: (ids) => ids.forEach((id) => void state.credit.invalidate(id)),
+      onCreditChanged: (ids) => ids.forEach((id) => inBackground("a changed balance", state.credit.invalidate(id))),
       heldCredit: (id) => state.credit.held(id),
       onDeleted: (id) =>
-        void state.credit.retire(id, () =>
+        inBackground("a deleted account", state.credit.retire(id, () =>
           void sweepRetiredCredit(id)
             .then((heir) => (heir !== undefined ? state.credit.invalidate(heir) : undefined))
             .catch((error: unknown) => log.error("a deleted account's credit could not be handed on", { account: id, error: (error as Error).message })),
-        ),
+        )),
     }),
     oplog,
     state,
@@ -173,9 +241,43 @@ export function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): D
     metrics,
     upstreamTls,
     bus,
-    beforeClose: [() => usageRecorder.stop()],
+    dependencies,
+    lifecycle: { stopping: false },
+    exclusively: (body) => (config.database !== undefined ? withStartupLock(store, body) : body()),
+    beforeClose: [
+      () => usageRecorder.stop(),
+      () => dependencies.stop(),
+      () => redisBus?.close(),
+      () => redisState?.close(),
+      ...closing,
+    ],
   };
   return deps;
+}
+
+/**
+ * What an instance on a shared database checks before serving: that it is the only one
+ * when it has no Redis (limits kept in memory would be per instance), and that its
+ * sealing key opens the secrets already stored. Adds what must be released at close.
+ */
+async function claimDatabase(
+  config: ServeConfig,
+  store: Store,
+  sealer: Sealer,
+  keyFile: string,
+  keyCreated: boolean,
+  closing: Array<() => void | Promise<void>>,
+): Promise<void> {
+  if (config.redis === undefined) {
+    const lock = await acquireSingleInstanceLock(store);
+    if (!lock) {
+      throw new Error(
+        `another instance already runs on ${shownUrl(config.database!)} without Redis: without --redis only one instance may use a database (give every instance --redis to run several)`,
+      );
+    }
+    closing.push(() => lock.release().catch(() => {}));
+  }
+  await withStartupLock(store, async () => assertSealingKey(await oneSealedValue(store, SECRET_ITEMS), sealer, keyFile, keyCreated));
 }
 
 /** Gauges read at scrape time from every tenant's pool and switch-over state. */

@@ -131,12 +131,16 @@ export function startServer(deps: Deps): RunningServer {
     throw new ServeError(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
   }
 
-  // Another process (the CLI) may change accounts, keys or config: what it changed is
-  // not known here, so every cache and live session hears "everything".
-  const watcher = setInterval(() => {
-    if (deps.store.changedElsewhere()) void deps.bus.publish({ kind: "everything" });
-  }, 1000);
-  watcher.unref();
+  // Another process (the CLI) may change accounts, keys or config in the SQLite file:
+  // what it changed is not known here, so every cache and live session hears
+  // "everything". On PostgreSQL, changes arrive through the invalidation bus instead.
+  const watcher =
+    config.database === undefined
+      ? setInterval(() => {
+          if (deps.store.changedElsewhere()) void deps.bus.publish({ kind: "everything" });
+        }, 1000)
+      : undefined;
+  watcher?.unref();
 
   const scheme = config.tlsCert ? "https" : "http";
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -148,6 +152,8 @@ export function startServer(deps: Deps): RunningServer {
     url: `${scheme}://${host}:${port}`,
     port,
     stop(graceSeconds = config.graceSeconds) {
+      // From here /readyz answers 503, so a load balancer drains this instance.
+      deps.lifecycle.stopping = true;
       stopping ??= (async () => {
         clearInterval(watcher);
         realtime.closeAll();

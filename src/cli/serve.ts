@@ -15,6 +15,16 @@ export const serveArgs = {
   host: { type: "string", description: "Address to listen on (env ROUTER_HOST; default 127.0.0.1)", valueHint: "addr" },
   port: { type: "string", description: "Port; 0 picks a free one (env ROUTER_PORT; default 8080)", valueHint: "n" },
   ...dataArgs,
+  database: {
+    type: "string",
+    description: "PostgreSQL URL, postgres://user@host/db?sslmode=require: run on PostgreSQL instead of the SQLite file (env ROUTER_DATABASE; prefer the env form)",
+    valueHint: "url",
+  },
+  redis: {
+    type: "string",
+    description: "Redis URL, redis:// or rediss://: limits, credit and invalidation shared by every instance; needs --database (env ROUTER_REDIS; prefer the env form)",
+    valueHint: "url",
+  },
   "base-url": {
     type: "string",
     description: "Public URL of this router; upstreams pointing at it are refused (env ROUTER_BASE_URL)",
@@ -106,6 +116,64 @@ function requireReadable(flag: string, path: string | undefined): string | undef
   return path;
 }
 
+/** Checks the scale-out URLs: their schemes, and that Redis comes with a database. Errors never echo a URL (it may hold a password). */
+function resolveDependencies(database: string | undefined, redis: string | undefined): { database?: string; redis?: string } {
+  if (database !== undefined) {
+    const scheme = schemeOf(database);
+    if (scheme !== "postgres:" && scheme !== "postgresql:") {
+      throw new UsageError("--database must be a PostgreSQL URL, postgres://user@host:5432/name");
+    }
+  }
+  if (redis !== undefined) {
+    const scheme = schemeOf(redis);
+    if (scheme !== "redis:" && scheme !== "rediss:") throw new UsageError("--redis must be a Redis URL, redis://host:6379 or rediss://host:6380");
+    // The State on Redis loads balances and period totals from the shared database: on
+    // per-instance SQLite files each instance would see different ones.
+    if (database === undefined) {
+      throw new UsageError("--redis needs --database: instances sharing Redis must share one PostgreSQL database (--database or ROUTER_DATABASE)");
+    }
+  }
+  return { database, redis };
+}
+
+function schemeOf(url: string): string | undefined {
+  try {
+    return new URL(url).protocol;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What `serve` warns about before it starts: a URL with a password given as a flag
+ * (anyone can read it in the process list), and a database without Redis (one instance
+ * only). Never quotes a URL.
+ */
+export function serveWarnings(args: Record<string, unknown>, config: Pick<ServeConfig, "database" | "redis">): string[] {
+  const warnings: string[] = [];
+  for (const [flag, env] of [
+    ["database", "ROUTER_DATABASE"],
+    ["redis", "ROUTER_REDIS"],
+  ] as const) {
+    const given = args[flag];
+    if (typeof given === "string" && given !== "" && hasPassword(given)) {
+      warnings.push(`--${flag} holds a password, which other users of this machine can read in the process list; set ${env} instead`);
+    }
+  }
+  if (config.database !== undefined && config.redis === undefined) {
+    warnings.push("--database without --redis: limits and credit in flight are kept in this process, so this instance must be the only one on the database (give every instance --redis to run several)");
+  }
+  return warnings;
+}
+
+function hasPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== "";
+  } catch {
+    return false;
+  }
+}
+
 /** Merges flags, ROUTER_* environment variables and defaults into a checked config. */
 export function resolveServeConfig(args: Record<string, unknown>, env = process.env): ServeConfig {
   const get = (name: string) => flagOrEnv(args, name, env);
@@ -132,10 +200,13 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
     throw new UsageError("--tls-cert and --tls-key must be given together");
   }
+  const { database, redis } = resolveDependencies(get("database"), get("redis"));
   return {
     host: get("host") ?? "127.0.0.1",
     port,
     dataDir: get("data") ?? "./data",
+    database,
+    redis,
     baseUrl,
     timeZone,
     maxBody: parseIntegerFlag("max-body", get("max-body"), DEFAULT_MAX_BODY, 1),
@@ -167,13 +238,19 @@ export const serveCommand = defineCommand({
     runOrExit(async () => {
       rejectUnknownFlags(rawArgs, serveArgs);
       const config = resolveServeConfig(args);
+      for (const warning of serveWarnings(args, config)) process.stderr.write(`router: warning: ${warning}\n`);
       // A port in use fails here, before a database or an owner key is created.
       assertCanListen(config.host, config.port);
       const notice = prepareDataDir(config.dataDir);
       if (notice) process.stdout.write(`router: ${notice}\n`);
       clearSpool(config.dataDir);
-      const deps = buildDeps(config);
-      const keyFile = await ensureInitialOwner(deps.store, deps.owners, config.dataDir, config.ownerEmail);
+      const deps = await buildDeps(config);
+      const keyFile = await deps
+        .exclusively(() => ensureInitialOwner(deps.store, deps.owners, config.dataDir, config.ownerEmail))
+        .catch((error: unknown) => {
+          deps.store.close();
+          throw error;
+        });
       if (keyFile) process.stdout.write(`created owner ${config.ownerEmail}; its API key is in ${keyFile}\n`);
       let running;
       try {

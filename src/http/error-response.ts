@@ -4,6 +4,7 @@ import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import { errorResponse } from "./envelopes.ts";
 import { familyOfRequest } from "../formats/registry.ts";
 import { metaOf } from "./context.ts";
+import { RedisUnavailable } from "../state/redis/connection.ts";
 
 /** Where a thrown error is accounted for: refusals in the metrics, anything unexpected in the log. */
 export interface ErrorResponseDeps {
@@ -21,6 +22,12 @@ export function thrownResponse(deps: ErrorResponseDeps, error: unknown, request:
   if (error instanceof HttpError) {
     if (error.status === 403 || error.status === 429) deps.metrics.refusals.inc({ code: error.code ?? error.kind });
     return errorResponse(family, error);
+  }
+  if (error instanceof RedisUnavailable) {
+    // The shared State is away: a call is refused rather than admitted without its
+    // limits and credit. The detail (never a URL) goes to the log, not the client.
+    deps.log.warn("Redis unavailable", { req: metaOf(request)?.id, path, error: error.message });
+    return errorResponse(family, new HttpError("unavailable", "Redis, where this router keeps limits and credit, is unavailable; try again shortly", { code: "redis_unavailable", headers: { "retry-after": "1" } }));
   }
   deps.log.error("unhandled error", {
     req: metaOf(request)?.id,

@@ -39,7 +39,7 @@ describe("dist/router alone in an empty directory", () => {
     expect(statSync(join(dir, "data", "secret.key")).mode & 0o777).toBe(0o600);
 
     const health = await fetch(`${server.url}/healthz`);
-    expect(await health.json()).toEqual({ status: "ok" });
+    expect(await health.json()).toEqual({ status: "ok", database: "embedded", redis: "embedded" });
     // The start line names the console too, and a browser opening the address lands on it.
     expect(server.stdout()).toContain(`router listening on ${server.url} (console: ${server.url}/console/)`);
     const root = await fetch(`${server.url}/`, { redirect: "manual" });

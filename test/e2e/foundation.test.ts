@@ -14,7 +14,7 @@ describe("health and identity", () => {
   test("GET /healthz needs no key", async () => {
     const res = await router.fetch("/healthz", { key: null });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok" });
+    expect(await res.json()).toEqual({ status: "ok", database: "embedded", redis: "embedded" });
   });
 
   test("the first owner is written to initial-owner-key with mode 0600 and works", async () => {
@@ -109,7 +109,7 @@ describe("serving HTTPS", () => {
     try {
       expect(secure.url.startsWith("https://127.0.0.1:")).toBe(true);
       const res = await fetch(`${secure.url}/healthz`, { tls: { ca: certs.caPem } } as RequestInit);
-      expect(await res.json()).toEqual({ status: "ok" });
+      expect(await res.json()).toEqual({ status: "ok", database: "embedded", redis: "embedded" });
     } finally {
       await secure.stop();
     }

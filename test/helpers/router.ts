@@ -67,8 +67,8 @@ export async function startRouter(options: StartOptions = {}): Promise<TestRoute
     ...options.config,
   };
   const logs: string[] = [];
-  const global = buildDeps(config, { clock: options.clock, log: createLogger(config.logLevel, (line) => logs.push(line)), resolve: options.resolve });
-  await ensureInitialOwner(global.store, global.owners, dataDir, config.ownerEmail);
+  const global = await buildDeps(config, { clock: options.clock, log: createLogger(config.logLevel, (line) => logs.push(line)), resolve: options.resolve });
+  await global.exclusively(() => ensureInitialOwner(global.store, global.owners, dataDir, config.ownerEmail));
   const deps: Deps & Tenant = { ...global, ...(await global.tenantOf((await global.store.accounts.byId(1))!)) };
   const pricing = options.pricing === undefined ? FREE_PRICING : options.pricing;
   if (pricing && !options.dataDir) await deps.settings.update({ PRICING: pricing });

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { rejectUnknownFlags, UsageError } from "../../src/cli/flags.ts";
-import { resolveServeConfig, serveArgs } from "../../src/cli/serve.ts";
+import { resolveServeConfig, serveArgs, serveWarnings } from "../../src/cli/serve.ts";
 
 test("defaults, then ROUTER_* environment variables, then flags (flags win)", () => {
   const defaults = resolveServeConfig({}, {});
@@ -30,4 +30,38 @@ test("bad values are usage errors naming the flag", () => {
 test("unknown flags are refused, known ones and their kebab forms pass", () => {
   expect(() => rejectUnknownFlags(["--prot", "80"], serveArgs)).toThrow(/unknown flag --prot/);
   expect(() => rejectUnknownFlags(["--port", "80", "--max-body=10", "--trust-proxy", "--no-trust-proxy"], serveArgs)).not.toThrow();
+});
+
+test("--database and --redis: flags or ROUTER_DATABASE / ROUTER_REDIS; Redis needs the database; errors never quote the URL", () => {
+  expect(resolveServeConfig({}, {})).toMatchObject({ database: undefined, redis: undefined });
+  const both = resolveServeConfig({}, { ROUTER_DATABASE: "postgres://u:pw@db/router?sslmode=require", ROUTER_REDIS: "rediss://:pw@cache:6380" });
+  expect(both).toMatchObject({ database: "postgres://u:pw@db/router?sslmode=require", redis: "rediss://:pw@cache:6380" });
+  expect(resolveServeConfig({ database: "postgresql://db/router" }, {}).database).toBe("postgresql://db/router");
+  const refused: Array<[Record<string, string>, Record<string, string>, RegExp]> = [
+    [{ redis: "redis://:hunter2@cache" }, {}, /--redis needs --database/],
+    [{}, { ROUTER_REDIS: "redis://cache" }, /--redis needs --database/],
+    [{ database: "mysql://root:hunter2@db/x" }, {}, /--database must be a PostgreSQL URL/],
+    [{ database: "not a url hunter2" }, {}, /--database must be a PostgreSQL URL/],
+    [{ database: "postgres://db/x", redis: "memcached://hunter2@cache" }, {}, /--redis must be a Redis URL/],
+  ];
+  for (const [args, env, message] of refused) {
+    expect(() => resolveServeConfig(args, env)).toThrow(message);
+    expect(() => resolveServeConfig(args, env)).toThrow(UsageError);
+    expect(() => resolveServeConfig(args, env)).not.toThrow(/hunter2/);
+  }
+});
+
+test("warnings: a password given as a flag (not through the environment), a database without Redis; never the password", () => {
+  const flagged = { database: "postgres://u:hunter2@db/x", redis: "redis://:hunter2@cache" };
+  const warnings = serveWarnings(flagged, resolveServeConfig(flagged, {}));
+  expect(warnings).toHaveLength(2);
+  expect(warnings[0]).toContain("ROUTER_DATABASE");
+  expect(warnings[1]).toContain("ROUTER_REDIS");
+  for (const warning of warnings) expect(warning).not.toContain("hunter2");
+  const env = { ROUTER_DATABASE: "postgres://u:hunter2@db/x", ROUTER_REDIS: "redis://cache" };
+  expect(serveWarnings({}, resolveServeConfig({}, env))).toEqual([]);
+  const alone = serveWarnings({ database: "postgres://u@db/x" }, resolveServeConfig({ database: "postgres://u@db/x" }, {}));
+  expect(alone).toHaveLength(1);
+  expect(alone[0]).toContain("--redis");
+  expect(serveWarnings({}, resolveServeConfig({}, {}))).toEqual([]);
 });

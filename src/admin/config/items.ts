@@ -174,3 +174,6 @@ export function compileRouting(raw: ReadonlyMap<string, string>): RoutingConfig 
     switchOver: parseSwitchOver(raw.get("SWITCH_OVER") ?? "").backups,
   };
 }
+
+/** Items sealed at rest (the start-up check of the sealing key opens one). */
+export const SECRET_ITEMS: readonly string[] = Object.keys(CONFIG_ITEMS).filter((name) => CONFIG_ITEMS[name]!.secret === true);

@@ -16,6 +16,8 @@ export const LOCKS = {
   migrations: [ROUTER, 2],
   /** Held for the life of an instance running without a shared State (Redis). */
   singleInstance: [ROUTER, 3],
+  /** Held while an instance checks the sealing key and creates the first owner, so two starting together create one. */
+  startup: [ROUTER, 4],
 } as const satisfies Record<string, readonly [number, number]>;
 
 /** Serialises credit draws of one account until the surrounding transaction ends. */

@@ -1,0 +1,235 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { api, createAccount, type Reply } from "../helpers/owner-ops.ts";
+import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
+
+/**
+ * Scale-out (issue 15): two router instances on one PostgreSQL database and one Redis,
+ * as behind a load balancer. Each test talks to both over HTTP and checks that what one
+ * instance admits, changes or counts holds on the other. Changes reach the other
+ * instance through the Redis bus: tests wait for them, never on wall-clock time.
+ */
+
+const PASSWORD = "pg-Secret-7781";
+const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
+const USAGE = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
+/** (10 × 2 + 10 × 8) × 1000 nano-credits per call (Rates 1). */
+const CALL_COST = (10 * 2 + 10 * 8) * 1000;
+
+const completion = (model: string, content = "ok") =>
+  json({ id: "c", object: "chat.completion", created: 1, model, choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }], usage: USAGE });
+
+async function chat(router: TestRouter, key: string, model = "acme-chat"): Promise<Reply> {
+  return api(router, "/v1/chat/completions", { key, body: { model, max_tokens: 20, messages: [{ role: "user", content: "hi" }] } });
+}
+
+/** Usage rows both instances settled, written. */
+async function flushBoth(...routers: TestRouter[]): Promise<void> {
+  for (const router of routers) await router.deps.usageRecorder.flush();
+}
+
+if (!skipServices) {
+  let postgres: PostgresServer;
+  let redis: RedisServer;
+  let database: string;
+  let dataDir: string;
+  let a: TestRouter;
+  let b: TestRouter;
+  let upstream: MockUpstream;
+
+  beforeAll(async () => {
+    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
+    // The test cluster trusts local connections: the password is carried (and must never show), not checked.
+    database = postgres.url(await postgres.createDatabase()).replace("postgres@", `postgres:${PASSWORD}@`);
+    // One data directory for both: the shared secret.key, and initial-owner-key written by whichever creates the owner.
+    dataDir = tempDir("router-scale-");
+    const config = { database, redis: redis.url };
+    // Started together: the start-up lock lets one create the owner.
+    [a, b] = await Promise.all([startRouter({ dataDir, config, pricing: false }), startRouter({ dataDir, config, pricing: false })]);
+    upstream = startMockUpstream();
+    upstream.route("POST", "/v1/chat/completions", (req) => completion(req.json.model));
+    expect((await api(a, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.allSettled([a?.stop(), b?.stop()]);
+    // Nothing either instance logged, Redis outage included, holds the database password.
+    for (const router of [a, b]) expect(router?.logs.join("\n") ?? "").not.toContain(PASSWORD);
+    await upstream?.stop();
+    await redis?.close();
+    await postgres?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  describe("two instances on one PostgreSQL and one Redis", () => {
+    test("instances started together created one owner, whose key works on both", async () => {
+      expect(await a.deps.store.accounts.countLive()).toBe(1);
+      expect(existsSync(join(dataDir, "initial-owner-key"))).toBe(true);
+      expect(a.ownerKey).toBe(b.ownerKey);
+      expect((await api(b, "/dashboard/status")).status).toBe(200);
+    });
+
+    test("/healthz names both dependencies up, /readyz is 200, and /metrics has a gauge for each", async () => {
+      for (const router of [a, b]) {
+        expect(await (await router.fetch("/healthz", { key: null })).json()).toEqual({ status: "ok", database: "up", redis: "up" });
+        expect((await router.fetch("/readyz", { key: null })).status).toBe(200);
+        const metrics = await (await router.fetch("/metrics")).text();
+        expect(metrics).toContain('router_dependency_up{dependency="database"} 1');
+        expect(metrics).toContain('router_dependency_up{dependency="redis"} 1');
+        expect(metrics).not.toContain(PASSWORD);
+      }
+    });
+
+    test("a provider key added on one serves on the other", async () => {
+      const added = await api(a, "/x-keys", { body: { Provider: `${upstream.url}/v1`, SecretKey: "sk-scale-out-0123456789abcdef", Level: 1, Status: true } });
+      expect(added.status).toBe(201);
+      const account = await createAccount(a, { CreditGranted: 1000 });
+      // B serves once its bus delivered the new key.
+      await waitFor(async () => (await chat(b, account.key)).status === 200, 5000, "B to serve with the key added on A");
+      expect(upstream.requests.at(-1)?.headers.get("authorization")).toBe("Bearer sk-scale-out-0123456789abcdef");
+    });
+
+    test("50 concurrent calls over both against credit for 3 end no lower than minus one call", async () => {
+      const account = await createAccount(a, { CreditGranted: (3 * CALL_COST) / 1e9 });
+      const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
+      const served = replies.filter((r) => r.status === 200).length;
+      for (const reply of replies) expect([200, 429]).toContain(reply.status);
+      expect(served).toBeGreaterThanOrEqual(1);
+      expect(served).toBeLessThanOrEqual(4);
+      await flushBoth(a, b);
+      const balances = await Promise.all([a, b].map(async (r) => (await api(r, "/dashboard/status", { key: account.key })).body.balance as number));
+      expect(balances[0]).toBe(balances[1]!);
+      const balanceNanos = Math.round(balances[0]! * 1e9);
+      expect(balanceNanos).toBe(3 * CALL_COST - served * CALL_COST);
+      expect(balanceNanos).toBeGreaterThanOrEqual(-CALL_COST);
+    });
+
+    test("RPM 10 across both instances admits exactly 10", async () => {
+      const account = await createAccount(a, { CreditGranted: 1000, RPM: 10 });
+      const replies = await Promise.all(Array.from({ length: 24 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
+      expect(replies.filter((r) => r.status === 200)).toHaveLength(10);
+      for (const reply of replies.filter((r) => r.status !== 200)) expect(reply.body.error.code).toBe("rpm_limit_reached");
+    });
+
+    test("a key rotated on one is refused on the other once its bus delivered, and the new key works there", async () => {
+      const account = await createAccount(a, { CreditGranted: 1000 });
+      // B knows the key (its principal cache holds it) before the rotation.
+      expect((await chat(b, account.key)).status).toBe(200);
+      const rotated = await api(a, "/x-self", { key: account.key, body: { confirm: `${a.deps.clock.businessDate()}-ROTATE-SELF` } });
+      expect(rotated.status).toBe(200);
+      const fresh = rotated.body.APIKey as string;
+      expect(fresh).toBeString();
+      expect((await api(a, "/dashboard/status", { key: account.key })).status).toBe(401);
+      await waitFor(async () => (await api(b, "/dashboard/status", { key: account.key })).status === 401, 5000, "B to refuse the rotated key");
+      expect((await chat(b, account.key)).status).toBe(401);
+      expect((await chat(b, fresh)).status).toBe(200);
+    });
+
+    test("errors that trip SWITCH_OVER on one switch both", async () => {
+      let failing = 0;
+      const primary = startMockUpstream();
+      primary.route("POST", "/v1/chat/completions", () => {
+        failing++;
+        return json({ error: { message: "down" } }, 500);
+      });
+      const backup = startMockUpstream();
+      backup.route("POST", "/v1/chat/completions", (req) => completion(req.json.model, "from backup"));
+      try {
+        const config = await api(a, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "acme-switch=3", SWITCH_OVER: "3=4" } });
+        expect(config.status).toBe(200);
+        for (const [provider, level, noSleep] of [[primary.url, 3, true], [backup.url, 4, false]] as const) {
+          const key = await api(a, "/x-keys", { body: { Provider: `${provider}/v1`, SecretKey: `sk-level-${level}-0123456789abcdef`, Level: level, Status: true, NoSleep: noSleep } });
+          expect(key.status).toBe(201);
+        }
+        const account = await createAccount(a, { CreditGranted: 1000 });
+        // B has the new config and keys once a call there reaches the backup.
+        await waitFor(async () => (await chat(b, account.key, "acme-switch")).body?.choices?.[0]?.message?.content === "from backup", 5000, "B to route acme-switch");
+        // Six errors in a minute on A switch Level 3 (B's probing call above counts too).
+        while (!a.deps.switchOver.isSwitched(3)) {
+          const reply = await chat(a, account.key, "acme-switch");
+          expect(reply.body.choices[0].message.content).toBe("from backup");
+          expect(failing).toBeLessThanOrEqual(6);
+        }
+        const errorsSeen = failing;
+        for (let i = 0; i < 4; i++) expect((await chat(b, account.key, "acme-switch")).body.choices[0].message.content).toBe("from backup");
+        // B went straight to the backup: the failing primary saw nothing more.
+        expect(failing).toBe(errorsSeen);
+        expect(b.deps.switchOver.isSwitched(3)).toBe(true);
+      } finally {
+        await api(a, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "", SWITCH_OVER: "" } });
+        await primary.stop();
+        await backup.stop();
+      }
+    });
+
+    test("bills and live usage are identical from both", async () => {
+      const account = await createAccount(a, { CreditGranted: 1000 });
+      for (let i = 0; i < 6; i++) expect((await chat(i % 2 === 0 ? a : b, account.key)).status).toBe(200);
+      await flushBoth(a, b);
+      // The account's own live usage and bill, and the owner's bill of everyone.
+      for (const [path, key] of [["/dashboard/live", account.key], ["/dashboard/bill", account.key], ["/x-bill", a.ownerKey]] as const) {
+        const [fromA, fromB] = await Promise.all([api(a, path, { key }), api(b, path, { key })]);
+        expect([path, fromA.status]).toEqual([path, 200]);
+        expect(fromB.body).toEqual(fromA.body);
+      }
+      const live = (await api(b, "/dashboard/live", { key: account.key })).body;
+      expect(live.daily_usage.Requests).toBe(6);
+    });
+
+    // Last: it stops Redis (which loses everything it held).
+    test("Redis away: model calls get 503 naming Redis in their family's envelope, management reads work, /readyz is 503; all recovers when it returns", async () => {
+      const account = await createAccount(a, { CreditGranted: 1000 });
+      expect((await chat(a, account.key)).status).toBe(200);
+      await redis.stop();
+      try {
+        for (const router of [a, b]) {
+          const openai = await chat(router, account.key);
+          expect(openai.status).toBe(503);
+          expect(openai.body.error.message).toContain("Redis");
+          expect(JSON.stringify(openai.body)).not.toContain(redis.url);
+          const anthropic = await api(router, "/v1/messages", {
+            key: account.key,
+            body: { model: "acme-chat", max_tokens: 20, messages: [{ role: "user", content: "hi" }] },
+          });
+          expect(anthropic.status).toBe(503);
+          expect(anthropic.body.type).toBe("error");
+          expect(anthropic.body.error.message).toContain("Redis");
+          // Management reads come from PostgreSQL.
+          expect((await api(router, "/x-users")).status).toBe(200);
+          expect((await api(router, "/x-keys")).status).toBe(200);
+          await waitFor(async () => (await router.fetch("/readyz", { key: null })).status === 503, 5000, "/readyz to say Redis is down");
+          const health = await router.fetch("/healthz", { key: null });
+          expect(health.status).toBe(200);
+          expect(await health.json()).toEqual({ status: "ok", database: "up", redis: "down" });
+          expect(await (await router.fetch("/metrics")).text()).toContain('router_dependency_up{dependency="redis"} 0');
+        }
+      } finally {
+        await redis.start();
+      }
+      for (const router of [a, b]) {
+        await waitFor(async () => (await chat(router, account.key)).status === 200, 10_000, "calls to be served again");
+        await waitFor(async () => (await router.fetch("/readyz", { key: null })).status === 200, 5000, "/readyz to be ready again");
+      }
+    }, 30_000);
+  });
+
+  describe("shutdown", () => {
+    test("/readyz answers 503 from the moment a graceful stop begins", async () => {
+      const c = await startRouter({ dataDir, config: { database, redis: redis.url }, pricing: false });
+      const ready = await c.fetch("/readyz", { key: null });
+      expect(ready.status).toBe(200);
+      const stopped = c.stop();
+      expect(c.deps.lifecycle.stopping).toBe(true);
+      const { createApp } = await import("../../src/app.ts");
+      const readyz = await createApp(c.deps).handle(new Request("http://router/readyz"));
+      expect(readyz.status).toBe(503);
+      expect(((await readyz.json()) as { status: string }).status).toBe("stopping");
+      await stopped;
+      expect(readFileSync(join(dataDir, "initial-owner-key"), "utf8").trim()).toBe(a.ownerKey);
+    });
+  });
+}
