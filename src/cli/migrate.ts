@@ -23,10 +23,11 @@ export const migrateCommand = defineCommand({
   run: ({ args, rawArgs }) =>
     runOrExit(async () => {
       rejectUnknownFlags(rawArgs, migrateArgs);
-      const url = databaseUrl(args.database, "database");
+      if (args.data && args.database) throw new UsageError("give --data (SQLite) or --database (PostgreSQL), not both");
+      // A flag on the command line wins over the environment: `--data DIR` migrates that
+      // SQLite file even where ROUTER_DATABASE is set for the service.
+      const url = args.data ? undefined : databaseUrl(args.database, "database");
       if (url !== undefined) {
-        // ROUTER_DATA may be set for the whole machine; only the two flags together are a contradiction.
-        if (args.data) throw new UsageError("give --data (SQLite) or --database (PostgreSQL), not both");
         // Loaded here: the SQLite path never needs the PostgreSQL store.
         const { migrateDatabase } = await import("../store/postgres/index.ts");
         const { shownUrl } = await import("../store/postgres/url.ts");

@@ -254,6 +254,52 @@ describe.skipIf(skipServices)("router migrate-data", () => {
     const both = await router(["migrate", "--database", pg.url(database), "--data", scratch]);
     expect(both.exitCode).toBe(2);
     expect(both.stderr).toContain("not both");
+    // --data on the command line still means SQLite where ROUTER_DATABASE is set for the service.
+    const sqlite = await router(["migrate", "--data", join(scratch, "sqlite")], { ROUTER_DATABASE: pg.url(database) });
+    expect(sqlite).toMatchObject({ exitCode: 0, stderr: "" });
+    expect(sqlite.stdout).toStartWith("applied 0000_accounts\n");
+    expect(sqlite.stdout).not.toContain("PostgreSQL");
+  });
+
+  test("a source written to during the copy fails the check and exits non-zero", async () => {
+    const live = await startRouter();
+    let writing = true;
+    let written = 0;
+    const writer = (async () => {
+      while (writing) {
+        for (let i = 0; i < 20; i++) {
+          live.deps.usageRecorder.record({
+            requestId: `req-live-${++written}`,
+            accountId: 1,
+            endpoint: "/v1/chat/completions",
+            requestedModel: "m",
+            effectiveModel: "m",
+            level: 1,
+            keyId: undefined,
+            status: 200,
+            stream: false,
+            usage: { prompt: 1, completion: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+            source: "upstream",
+            latencyMs: 1,
+            at: Date.now(),
+            costNanos: 0,
+          });
+        }
+        await live.deps.usageRecorder.flush();
+        await Bun.sleep(1);
+      }
+    })();
+    try {
+      const database = await pg.createDatabase();
+      const moving = await router(["migrate-data", "--from", live.dataDir, "--to", pg.url(database)]);
+      expect(moving.exitCode).toBe(1);
+      expect(moving.stdout).toMatch(/^usage_events\s+\d+\s+\d+\s+MISMATCH$/m);
+      expect(moving.stderr).toContain("does not match the source");
+    } finally {
+      writing = false;
+      await writer;
+      await live.stop();
+    }
   });
 
   describe("refusals", () => {
