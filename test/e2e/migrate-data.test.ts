@@ -339,6 +339,29 @@ describe.skipIf(skipServices)("router migrate-data", () => {
       expect(migrated()).toBe(before);
     });
 
+    test("a row PostgreSQL refuses names its table and leaves the target empty, so the copy can be run again", async () => {
+      const broken = join(scratch, "broken");
+      mkdirSync(broken);
+      const source = new Database(join(dataDir, "router.db"), { readonly: true });
+      source.run(`VACUUM INTO '${join(broken, "router.db")}'`);
+      source.close();
+      const db = new Database(join(broken, "router.db"));
+      // PostgreSQL text cannot hold NUL; SQLite's can.
+      db.run("UPDATE notices SET content = 'to' || char(0) || 'PostgreSQL'");
+      db.close();
+      const database = await pg.createDatabase();
+      const refused = await router(["migrate-data", "--from", broken, "--to", pg.url(database)]);
+      expect(refused.exitCode).toBe(1);
+      expect(refused.stderr).toContain("copying notices");
+      // The reason, not the statement's parameters (rows of data, sealed secrets).
+      expect(refused.stderr).not.toContain("params:");
+      expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+      // Nothing of the failed copy stayed: the whole deployment copies into the same database.
+      const retried = await router(["migrate-data", "--from", dataDir, "--to", pg.url(database)]);
+      expect(retried.exitCode).toBe(0);
+      expect(retried.stdout).toContain("equal on both sides");
+    });
+
     test("bad URLs, without ever showing the password", async () => {
       for (const to of [`mysql://root:${PASSWORD}@127.0.0.1/db`, `not a url ${PASSWORD}`, `postgres://:${PASSWORD}@/db`]) {
         const bad = await router(["migrate-data", "--from", dataDir, "--to", to]);

@@ -90,8 +90,17 @@ export async function openTarget(url: string): Promise<Target> {
               async insert(table, rows) {
                 const size = rowsPerStatement(table);
                 for (let i = 0; i < rows.length; i += size) {
-                  // The two declarations have one shape (schema-dialects test), so the row fits.
-                  await txDb.insert(table.postgres).values(rows.slice(i, i + size) as never);
+                  try {
+                    // The two declarations have one shape (schema-dialects test), so the row fits.
+                    await txDb.insert(table.postgres).values(rows.slice(i, i + size) as never);
+                  } catch (error) {
+                    // A value PostgreSQL refuses (a NUL in text, a number past int4) names its table.
+                    // The driver's own error, not drizzle's wrapper: that one lists every
+                    // parameter of the statement (a thousand rows of data, sealed secrets too).
+                    const cause = (error as { cause?: unknown }).cause ?? error;
+                    const { message, code } = cause as { message?: string; code?: string };
+                    throw Object.assign(new Error(`copying ${table.name}: ${message ?? String(error)}`), { code });
+                  }
                 }
               },
               async advanceIdentity(table, highest) {
