@@ -16,6 +16,7 @@ const main = defineCommand({
     serve: () => import("./cli/serve.ts").then((m) => m.serveCommand),
     owner: () => import("./cli/owner.ts").then((m) => m.ownerCommand),
     migrate: () => import("./cli/migrate.ts").then((m) => m.migrateCommand),
+    "migrate-data": () => import("./cli/migrate-data.ts").then((m) => m.migrateDataCommand),
     backup: () => import("./cli/backup.ts").then((m) => m.backupCommand),
     keys: () => import("./cli/keys.ts").then((m) => m.keysCommand),
     accounts: () => import("./cli/accounts.ts").then((m) => m.accountsCommand),

@@ -1,23 +1,43 @@
 import { defineCommand } from "citty";
 import { databasePath, prepareDataDir } from "../store/data-dir.ts";
 import { migrateFile } from "../store/sqlite/connection.ts";
-import { flagOrEnv, rejectUnknownFlags } from "./flags.ts";
+import { databaseUrl } from "./database-flag.ts";
+import { flagOrEnv, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 
 const migrateArgs = {
   data: { type: "string", description: "Data directory (env ROUTER_DATA; default ./data)", valueHint: "dir" },
+  database: {
+    type: "string",
+    description: "Migrate this PostgreSQL database instead (env ROUTER_DATABASE, the way to pass a password)",
+    valueHint: "postgres://…",
+  },
 } as const;
+
+const report = (applied: string[], where = "") =>
+  applied.length === 0 ? `${where}database is up to date\n` : applied.map((name) => `${where}applied ${name}\n`).join("");
 
 export const migrateCommand = defineCommand({
   meta: { name: "migrate", description: "Apply pending database migrations and exit (serve does this too)" },
   args: migrateArgs,
   run: ({ args, rawArgs }) =>
-    runOrExit(() => {
+    runOrExit(async () => {
       rejectUnknownFlags(rawArgs, migrateArgs);
+      if (args.data && args.database) throw new UsageError("give --data (SQLite) or --database (PostgreSQL), not both");
+      // A flag on the command line wins over the environment: `--data DIR` migrates that
+      // SQLite file even where ROUTER_DATABASE is set for the service.
+      const url = args.data ? undefined : databaseUrl(args.database, "database");
+      if (url !== undefined) {
+        // Loaded here: the SQLite path never needs the PostgreSQL store.
+        const { migrateDatabase } = await import("../store/postgres/index.ts");
+        const { shownUrl } = await import("../store/postgres/url.ts");
+        process.stdout.write(report(await migrateDatabase(url), `PostgreSQL at ${shownUrl(url)}: `));
+        return;
+      }
       const dataDir = flagOrEnv(args, "data") ?? "./data";
       const notice = prepareDataDir(dataDir);
       if (notice) process.stderr.write(`router: ${notice}\n`);
       const applied = migrateFile(databasePath(dataDir));
-      process.stdout.write(applied.length === 0 ? "database is up to date\n" : applied.map((name) => `applied ${name}\n`).join(""));
+      process.stdout.write(report(applied));
     }),
 });
