@@ -89,11 +89,11 @@ export function AccountsPanel(props: { bounds: AccountRecord }) {
               { label: "ID", numeric: true, render: (a) => a.ID },
               { label: "Name", render: (a) => a.Name },
               { label: "Email", render: (a) => a.Email },
-              { label: "Alias", render: (a) => a.Alias ?? "—" },
-              { label: "Level", numeric: true, render: (a) => a.Level },
+              { label: "Alias", detail: true, render: (a) => a.Alias ?? "—" },
+              { label: "Level", detail: true, numeric: true, render: (a) => a.Level },
               { label: "Balance", numeric: true, render: (a) => formatCredit(a.Balance) },
-              { label: "RPM", numeric: true, render: (a) => formatLimit(a.RPM) },
-              { label: "Monthly limit", numeric: true, render: (a) => (a.HardLimit === null ? "unlimited" : formatCredit(a.HardLimit)) },
+              { label: "RPM", detail: true, numeric: true, render: (a) => formatLimit(a.RPM) },
+              { label: "Monthly limit", detail: true, numeric: true, render: (a) => (a.HardLimit === null ? "unlimited" : formatCredit(a.HardLimit)) },
               {
                 label: "Actions",
                 render: (a) => (

@@ -77,17 +77,17 @@ export function KeysPanel() {
             rowKey={(r) => r.ID}
             empty="No provider keys match. Add one to start serving models."
             columns={[
-              { label: "ID", numeric: true, render: (r) => r.ID },
+              { label: "ID", detail: true, numeric: true, render: (r) => r.ID },
               { label: "Name", render: (r) => r.Name || "—" },
-              { label: "Level", numeric: true, render: (r) => r.Level },
-              { label: "Type", render: (r) => TYPE_NAMES[r.ProviderType], sortValue: (r) => TYPE_NAMES[r.ProviderType] },
-              { label: "Provider", render: (r) => <span class="mono">{r.Provider}</span> },
+              { label: "Level", detail: true, numeric: true, render: (r) => r.Level },
+              { label: "Type", detail: true, render: (r) => TYPE_NAMES[r.ProviderType], sortValue: (r) => TYPE_NAMES[r.ProviderType] },
+              { label: "Provider", detail: true, render: (r) => <span class="mono">{r.Provider}</span> },
               // A Vertex key file's tail says nothing; its service account says which key it is.
-              { label: "Key", render: (r) => <span class="mono">{r.ClientEmail ?? r.PartialKey}</span>, sortValue: (r) => r.ClientEmail ?? r.PartialKey },
+              { label: "Key", detail: true, render: (r) => <span class="mono">{r.ClientEmail ?? r.PartialKey}</span>, sortValue: (r) => r.ClientEmail ?? r.PartialKey },
               { label: "Status", render: (r) => <span class={`badge ${r.Status ? "on" : "off"}`}>{r.Status ? "Enabled" : "Disabled"}</span> },
               { label: "Sleeping", render: (r) => <span class={r.Sleeping ? "badge sleep" : undefined}>{sleepText(r)}</span> },
-              { label: "No sleep", render: (r) => (r.NoSleep ? "Yes" : "No") },
-              { label: "Created", render: (r) => formatTime(r.CreatedAt) },
+              { label: "No sleep", detail: true, render: (r) => (r.NoSleep ? "Yes" : "No") },
+              { label: "Created", detail: true, render: (r) => formatTime(r.CreatedAt) },
               { label: "Actions", render: (r) => <KeyActions row={r} onEdit={() => void edit(r)} onChanged={changed} onError={setError} /> },
             ]}
           />

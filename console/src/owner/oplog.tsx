@@ -85,9 +85,9 @@ export function OplogPanel() {
               { label: "Time", render: (r) => formatTime(r.time) },
               { label: "Action", render: (r) => <span class="mono">{r.action}</span> },
               { label: "By", render: (r) => (r.operator_id === null ? "CLI" : named(r.operator_id)) },
-              { label: "Target", render: (r) => (r.target_id === null ? "—" : named(r.target_id)) },
-              { label: "Details", render: (r) => readableDetails(r.details) },
-              { label: "IP", render: (r) => r.ip ?? "—" },
+              { label: "Target", detail: true, render: (r) => (r.target_id === null ? "—" : named(r.target_id)) },
+              { label: "Details", detail: true, render: (r) => readableDetails(r.details) },
+              { label: "IP", detail: true, render: (r) => r.ip ?? "—" },
             ]}
           />
           <Pager label="Operation log" page={page} pages={Math.ceil(logs.data.total / SIZE)} total={logs.data.total} hasMore={logs.data.has_more} onPage={setPage} />

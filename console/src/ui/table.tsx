@@ -1,4 +1,5 @@
 import type { ComponentChildren, VNode } from "preact";
+import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { Empty } from "./feedback.tsx";
 
@@ -11,6 +12,11 @@ export interface Column<T> {
   sortValue?: (row: T) => string | number | null | undefined;
   /** False for columns that make no sense to sort (actions). */
   sortable?: boolean;
+  /**
+   * A column a narrow screen (a phone) leaves out of the row: it is shown in the row's
+   * detail, opened by the row's "More" button, so the columns that matter stay readable.
+   */
+  detail?: boolean;
 }
 
 /** The text a rendered cell shows, read from its virtual nodes (strings, numbers, nested children). */
@@ -39,6 +45,7 @@ type Direction = "ascending" | "descending";
  */
 export function DataTable<T>(props: { caption: string; columns: Column<T>[]; rows: T[]; empty: ComponentChildren; rowKey: (row: T) => string | number }) {
   const [sort, setSort] = useState<{ label: string; direction: Direction } | undefined>(undefined);
+  const [opened, setOpened] = useState<ReadonlySet<string | number>>(new Set());
   if (props.rows.length === 0) return <Empty>{props.empty}</Empty>;
   const cellOf = (c: Column<T>, row: T) => (c.render ? c.render(row) : String((row as Record<string, unknown>)[c.label] ?? ""));
   const sortable = (c: Column<T>) => c.sortable !== false && c.label !== "Actions";
@@ -61,6 +68,13 @@ export function DataTable<T>(props: { caption: string; columns: Column<T>[]; row
     });
     rows = keyed.map((k) => k.row);
   }
+  const details = props.columns.filter((c) => c.detail);
+  const open = (key: string | number) => {
+    const next = new Set(opened);
+    if (!next.delete(key)) next.add(key);
+    setOpened(next);
+  };
+  const columnClass = (c: Column<T>) => [c.numeric && "num", c.detail && "detail-col"].filter(Boolean).join(" ") || undefined;
   const toggle = (label: string) =>
     setSort(sort?.label === label ? { label, direction: sort.direction === "ascending" ? "descending" : "ascending" } : { label, direction: "ascending" });
   return (
@@ -72,7 +86,7 @@ export function DataTable<T>(props: { caption: string; columns: Column<T>[]; row
             {props.columns.map((c) => {
               const current = sort?.label === c.label ? sort.direction : undefined;
               return (
-                <th scope="col" class={c.numeric ? "num" : undefined} key={c.label} aria-sort={sortable(c) ? (current ?? "none") : undefined}>
+                <th scope="col" class={columnClass(c)} key={c.label} aria-sort={sortable(c) ? (current ?? "none") : undefined}>
                   {sortable(c) ? (
                     <button type="button" class="sort" onClick={() => toggle(c.label)}>
                       {c.label}
@@ -84,18 +98,50 @@ export function DataTable<T>(props: { caption: string; columns: Column<T>[]; row
                 </th>
               );
             })}
+            {details.length > 0 && (
+              <th scope="col" class="more-col">
+                <span class="sr-only">Details</span>
+              </th>
+            )}
           </tr>
         </thead>
         <tbody>
-          {rows.map((row) => (
-            <tr key={props.rowKey(row)}>
-              {props.columns.map((c) => (
-                <td class={c.numeric ? "num" : undefined} data-label={c.label} key={c.label}>
-                  {cellOf(c, row)}
-                </td>
-              ))}
-            </tr>
-          ))}
+          {rows.map((row) => {
+            const key = props.rowKey(row);
+            const isOpen = opened.has(key);
+            return (
+              <Fragment key={key}>
+                <tr>
+                  {props.columns.map((c) => (
+                    <td class={columnClass(c)} data-label={c.label} key={c.label}>
+                      {cellOf(c, row)}
+                    </td>
+                  ))}
+                  {details.length > 0 && (
+                    <td class="more-col">
+                      <button type="button" aria-expanded={isOpen} aria-label={`More about row ${key}`} onClick={() => open(key)}>
+                        {isOpen ? "Less" : "More"}
+                      </button>
+                    </td>
+                  )}
+                </tr>
+                {details.length > 0 && isOpen && (
+                  <tr class="row-detail">
+                    <td colSpan={props.columns.length + 1}>
+                      <dl class="info">
+                        {details.map((c) => (
+                          <Fragment key={c.label}>
+                            <dt>{c.label}</dt>
+                            <dd>{cellOf(c, row)}</dd>
+                          </Fragment>
+                        ))}
+                      </dl>
+                    </td>
+                  </tr>
+                )}
+              </Fragment>
+            );
+          })}
         </tbody>
       </table>
     </div>
