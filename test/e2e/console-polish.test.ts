@@ -217,3 +217,24 @@ describe("wide tables on a phone", () => {
     await context.close();
   }, 30_000);
 });
+
+describe("server refusals under their field", () => {
+  test("an account email already in use is refused under the Email field, in words, and not repeated above the buttons", async () => {
+    const { createAccount } = await import("../helpers/owner-ops.ts");
+    await createAccount(router, { Email: "taken@example.com" });
+    const { context, page } = await recordedPage(browser, seen, errors);
+    await signIn(page, `${router.url}/console/`, router.ownerKey);
+    await page.waitForURL(/\/console\/owner$/);
+    await page.goto(`${router.url}/console/accounts`);
+    await page.getByRole("button", { name: "+ Create account" }).click();
+    const form = page.locator('form[aria-labelledby="acct-form-h"]');
+    await page.getByLabel(/^Email/).fill("taken@example.com");
+    await form.getByRole("button", { name: "Create account" }).click();
+    const field = form.locator(".field", { has: page.getByLabel(/^Email/) });
+    await field.locator(".error-text").waitFor();
+    expect(await field.locator(".error-text").textContent()).toMatch(/taken@example\.com|already/i);
+    expect(await form.locator(".note.error").count()).toBe(0);
+    expect(await page.getByText(/Error \d{3}|\(field /).count()).toBe(0);
+    await context.close();
+  }, 30_000);
+});

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
 import type { AccountRecord, LimitField } from "../lib/types.ts";
 import { ipListError, isEmail, modelListError, resourcesError } from "../lib/validate.ts";
-import { ErrorNote } from "../ui/feedback.tsx";
+import { ErrorNote, serverFieldError } from "../ui/feedback.tsx";
 import { TextArea, TextField } from "../ui/field.tsx";
 import { fromLimitRows, limitRowErrors, ModelLimitsEditor, toLimitRows, type LimitRow } from "../ui/model-limits.tsx";
 import { useAction } from "../ui/use-load.ts";
@@ -37,6 +37,9 @@ function buildBody(r: AccountRecord | undefined, text: Record<TextName, string>,
   if (days.trim()) body.Days = Number(days);
   return body;
 }
+
+/** The body fields this form shows the server's refusal of next to themselves. */
+const ATTACHED = ["Email", "Name", "BillingEmail", "CreditGranted", "Days", "Rates", "AllowIPs", "AllowModels", "Resources", ...LIMIT_FIELDS];
 
 /** Create or edit an account with every field of spec 2.2, the caller's bounds shown beside the limits. */
 export function AccountForm(props: { record?: AccountRecord; bounds: AccountRecord; onDone: (message: string, key?: string) => void; onCancel: () => void }) {
@@ -88,23 +91,23 @@ export function AccountForm(props: { record?: AccountRecord; bounds: AccountReco
       <fieldset>
         <legend>Identity</legend>
         <div class="grid">
-          <TextField label="Email" type="email" required={!r} value={text.Email} onInput={set("Email")} error={errors.Email} />
-          <TextField label="Name" value={text.Name} onInput={set("Name")} hint={r ? undefined : "Empty: made from the email"} error={errors.Name} />
+          <TextField label="Email" type="email" required={!r} value={text.Email} onInput={set("Email")} error={errors.Email ?? serverFieldError(action.error, "Email")} />
+          <TextField label="Name" value={text.Name} onInput={set("Name")} hint={r ? undefined : "Empty: made from the email"} error={errors.Name ?? serverFieldError(action.error, "Name")} />
           <TextField label="Alias" value={text.Alias} onInput={set("Alias")} hint="Display name" />
-          <TextField label="Billing email" type="email" value={text.BillingEmail} onInput={set("BillingEmail")} hint="Warning mails go here (else to the email)" error={errors.BillingEmail} />
+          <TextField label="Billing email" type="email" value={text.BillingEmail} onInput={set("BillingEmail")} hint="Warning mails go here (else to the email)" error={errors.BillingEmail ?? serverFieldError(action.error, "BillingEmail")} />
         </div>
       </fieldset>
       <fieldset>
         <legend>Credit and price</legend>
         <div class="grid">
-          <TextField label={r ? "Credit to add or deduct" : "Initial credit"} inputMode="decimal" value={credit} onInput={setCredit} hint={r ? "Positive adds, negative deducts (returned to you)" : "Transferred from your balance (owners mint it)"} error={errors.credit} />
-          <TextField label="Credit valid for (days)" inputMode="numeric" value={days} onInput={setDays} hint="Empty: the credit keeps its expiry" error={errors.days} />
-          <TextField label="Price multiplier (Rates)" inputMode="decimal" value={text.Rates} onInput={set("Rates")} hint={`Yours: ${bounds.Rates}. ${r ? "" : "Empty: yours."}`} error={errors.Rates} />
+          <TextField label={r ? "Credit to add or deduct" : "Initial credit"} inputMode="decimal" value={credit} onInput={setCredit} hint={r ? "Positive adds, negative deducts (returned to you)" : "Transferred from your balance (owners mint it)"} error={errors.credit ?? serverFieldError(action.error, "CreditGranted")} />
+          <TextField label="Credit valid for (days)" inputMode="numeric" value={days} onInput={setDays} hint="Empty: the credit keeps its expiry" error={errors.days ?? serverFieldError(action.error, "Days")} />
+          <TextField label="Price multiplier (Rates)" inputMode="decimal" value={text.Rates} onInput={set("Rates")} hint={`Yours: ${bounds.Rates}. ${r ? "" : "Empty: yours."}`} error={errors.Rates ?? serverFieldError(action.error, "Rates")} />
         </div>
       </fieldset>
       <fieldset>
         <legend>Limits</legend>
-        <LimitFields values={limits} onChange={setLimits} bounds={bounds} creating={!r} />
+        <LimitFields values={limits} onChange={setLimits} bounds={bounds} creating={!r} serverError={action.error} />
       </fieldset>
       <fieldset>
         <legend>Per-model limits</legend>
@@ -113,16 +116,16 @@ export function AccountForm(props: { record?: AccountRecord; bounds: AccountReco
       </fieldset>
       <fieldset>
         <legend>Access</legend>
-        <TextField label="Allowed IPs" value={text.AllowIPs} onInput={set("AllowIPs")} placeholder="10.0.0.0/8, 192.0.2.7" hint={`Comma-separated addresses or CIDR ranges; empty: any. ${yours(bounds.AllowIPs)}`} error={errors.AllowIPs} />
-        <TextField label="Allowed models" value={text.AllowModels} onInput={set("AllowModels")} placeholder="gpt-4o*, claude-*" hint={`Comma-separated patterns; empty: any. ${yours(bounds.AllowModels)}`} error={errors.AllowModels} />
-        <TextArea label="Allowed API paths (Resources)" rows={2} value={text.Resources} onInput={set("Resources")} hint={`Empty: ${r ? "unrestricted" : "the default set"}. Add /x-users*,/x-dna*,/x-bill,/x-news* to let this account manage its own accounts. ${yours(bounds.Resources)}`} error={errors.Resources} />
+        <TextField label="Allowed IPs" value={text.AllowIPs} onInput={set("AllowIPs")} placeholder="10.0.0.0/8, 192.0.2.7" hint={`Comma-separated addresses or CIDR ranges; empty: any. ${yours(bounds.AllowIPs)}`} error={errors.AllowIPs ?? serverFieldError(action.error, "AllowIPs")} />
+        <TextField label="Allowed models" value={text.AllowModels} onInput={set("AllowModels")} placeholder="gpt-4o*, claude-*" hint={`Comma-separated patterns; empty: any. ${yours(bounds.AllowModels)}`} error={errors.AllowModels ?? serverFieldError(action.error, "AllowModels")} />
+        <TextArea label="Allowed API paths (Resources)" rows={2} value={text.Resources} onInput={set("Resources")} hint={`Empty: ${r ? "unrestricted" : "the default set"}. Add /x-users*,/x-dna*,/x-bill,/x-news* to let this account manage its own accounts. ${yours(bounds.Resources)}`} error={errors.Resources ?? serverFieldError(action.error, "Resources")} />
       </fieldset>
       {tried && !valid && (
         <p class="error-text" role="alert">
           Fix the fields marked above.
         </p>
       )}
-      <ErrorNote error={action.error} />
+      <ErrorNote error={action.error} attached={ATTACHED} />
       <div class="actions">
         <button type="submit" class="primary" disabled={action.busy || !changed}>
           {r ? "Save account" : "Create account"}

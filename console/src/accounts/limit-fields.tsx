@@ -1,3 +1,4 @@
+import { serverFieldError } from "../ui/feedback.tsx";
 import { formatLimit } from "../lib/format.ts";
 import { RATE_FIELDS, SPEND_FIELDS, type AccountRecord, type LimitField } from "../lib/types.ts";
 import { limitError } from "../lib/validate.ts";
@@ -27,7 +28,7 @@ export function limitFieldErrors(values: Record<LimitField, string>, bounds: Acc
 }
 
 /** The nine limits, each with the caller's own bound beside it (a child can never exceed it). */
-export function LimitFields(props: { values: Record<LimitField, string>; onChange: (values: Record<LimitField, string>) => void; bounds: AccountRecord; creating: boolean }) {
+export function LimitFields(props: { values: Record<LimitField, string>; onChange: (values: Record<LimitField, string>) => void; bounds: AccountRecord; creating: boolean; serverError?: unknown }) {
   const errors = limitFieldErrors(props.values, props.bounds);
   return (
     <div class="grid">
@@ -39,7 +40,7 @@ export function LimitFields(props: { values: Record<LimitField, string>; onChang
           value={props.values[f]}
           onInput={(v) => props.onChange({ ...props.values, [f]: v })}
           hint={`Your limit: ${formatLimit(props.bounds[f])}. ${props.creating ? "Empty: inherits yours." : "Empty: unlimited."}`}
-          error={errors[f]}
+          error={errors[f] ?? serverFieldError(props.serverError, f)}
         />
       ))}
     </div>

@@ -3,7 +3,7 @@ import { api, pagination, query } from "../lib/api.ts";
 import { formatTime } from "../lib/format.ts";
 import { NOTICE_CONTENT_MAX, NOTICE_TITLE_MAX, type Notice } from "../lib/types.ts";
 import { ConfirmDialog } from "../ui/confirm.tsx";
-import { ErrorNote, Loading, Success } from "../ui/feedback.tsx";
+import { ErrorNote, Loading, serverFieldError, Success } from "../ui/feedback.tsx";
 import { TextArea, TextField } from "../ui/field.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
 import { useAction, useLoad } from "../ui/use-load.ts";
@@ -59,8 +59,8 @@ export function NoticesAdmin({ systemWide }: { systemWide: boolean }) {
     <div>
       <form class="card" onSubmit={submit} aria-labelledby="nn-h" noValidate>
         <h3 id="nn-h">New notice</h3>
-        <TextField label="Title" required value={title} onInput={setTitle} hint={`${chars(title)}/${NOTICE_TITLE_MAX}`} error={errors.title} />
-        <TextArea label="Content" required value={content} onInput={setContent} hint={`${chars(content)}/${NOTICE_CONTENT_MAX}`} error={errors.content} />
+        <TextField label="Title" required value={title} onInput={setTitle} hint={`${chars(title)}/${NOTICE_TITLE_MAX}`} error={errors.title ?? serverFieldError(create.error, "title")} />
+        <TextArea label="Content" required value={content} onInput={setContent} hint={`${chars(content)}/${NOTICE_CONTENT_MAX}`} error={errors.content ?? serverFieldError(create.error, "content")} />
         <div class="grid">
           <TextField
             label={systemWide ? "Target account (optional)" : "Target account"}
@@ -68,11 +68,11 @@ export function NoticesAdmin({ systemWide }: { systemWide: boolean }) {
             value={target}
             onInput={setTarget}
             hint={systemWide ? "Empty: every account. Otherwise an ID, name or email; it reaches that account and everyone below it." : "An ID, name or email in your subtree (or yourself for all of it)"}
-            error={title || content ? errors.target : undefined}
+            error={(title || content ? errors.target : undefined) ?? serverFieldError(create.error, "target")}
           />
-          <TextField label="Visible for (days)" inputMode="numeric" value={days} onInput={setDays} error={errors.days} />
+          <TextField label="Visible for (days)" inputMode="numeric" value={days} onInput={setDays} error={errors.days ?? serverFieldError(create.error, "days")} />
         </div>
-        <ErrorNote error={create.error} />
+        <ErrorNote error={create.error} attached={["title", "content", "target", "days"]} />
         {create.done && <Success>{create.done}</Success>}
         <button type="submit" class="primary" disabled={!ready || create.busy}>
           Publish notice
