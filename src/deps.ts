@@ -33,6 +33,7 @@ import { createDependencyMonitor, type DependencyMonitor } from "./health/depend
 import { databasePath } from "./store/data-dir.ts";
 import type { AccountRow, Store } from "./store/store.ts";
 import { createAdapters, type Adapters } from "./upstreams/index.ts";
+import { runtimeTrusts } from "./upstreams/trust.ts";
 import { createAffinity, type Affinity } from "./gateway/affinity.ts";
 import { createTenants, tenantIdOf, type Tenant, type Tenants } from "./tenancy/tenants.ts";
 import { createRouterMetrics, type RouterMetrics } from "./metrics/router-metrics.ts";
@@ -124,9 +125,11 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       : undefined;
   const bus: InvalidationBus = redisBus ?? createLocalBus(onListenerError);
   const principals = createPrincipalCache((hash) => store.accounts.byKeyHash(hash), () => clock.now());
-  const upstreamTls = config.upstreamCaFile
-    ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
-    : undefined;
+  // A CA the runtime already trusts (serve re-launched itself for it) needs no per-call TLS options.
+  const upstreamTls =
+    config.upstreamCaFile && !runtimeTrusts(config.upstreamCaFile)
+      ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
+      : undefined;
   const loaders = { seed: createPeriodSeeder(store), balance: createBalanceLoader(store) };
   const redisState = redisConnection ? createRedisState({ connection: redisConnection }, loaders, () => clock.now()) : undefined;
   const state: State = redisState ?? createMemoryState(loaders, () => clock.now());

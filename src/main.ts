@@ -28,10 +28,12 @@ const main = defineCommand({
   },
 });
 
-// `serve` needs fetch's concurrency limit raised before the runtime starts.
+// `serve` needs what the runtime reads only at start: fetch's concurrency limit, and
+// trust of the upstream CA (cli/relaunch.ts).
 if (process.argv.includes("serve") && !process.argv.includes("--help") && !process.argv.includes("-h")) {
-  const { relaunchWithFetchLimit } = await import("./cli/relaunch.ts");
-  relaunchWithFetchLimit();
+  const { relaunchServe, removeCaBundleAtExit } = await import("./cli/relaunch.ts");
+  relaunchServe();
+  removeCaBundleAtExit();
 }
 
 await runMain(main, { showUsage });
