@@ -195,3 +195,236 @@ describe("the official OpenAI SDKs read what an Anthropic upstream answered", ()
     });
   }
 });
+
+/** The 400 a request translation throws, as the router would render it. */
+function refusal(run: () => unknown): { status: number; param: string | undefined; message: string } {
+  try {
+    run();
+  } catch (error) {
+    if (!(error instanceof HttpError)) throw error;
+    return { status: error.status, param: error.param, message: error.message };
+  }
+  throw new Error("expected a refusal");
+}
+
+const anthropicBody = (extra: JsonObject = {}): JsonObject => ({ model: "m", max_tokens: 100, messages: [{ role: "user", content: "hi" }], ...extra });
+const openaiBody = (extra: JsonObject = {}): JsonObject => ({ model: "m", messages: [{ role: "user", content: "hi" }], ...extra });
+
+describe("what cannot be carried is a 400 naming the parameter and the upstream format", () => {
+  const towardsAnthropic: Array<[string, JsonObject]> = [
+    ["n", { n: 2 }],
+    ["tools[1].type", { tools: [{ type: "function", function: { name: "f" } }, { type: "file_search", vector_store_ids: ["vs"] }] }],
+    ["tool_choice", { tools: [{ type: "function", function: { name: "f" } }], tool_choice: { type: "allowed_tools", allowed_tools: { mode: "auto", tools: [] } } }],
+    ["logprobs", { logprobs: true }],
+    ["logit_bias", { logit_bias: { "50256": -100 } }],
+    ["audio", { modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" } }],
+    ["web_search_options", { web_search_options: {} }],
+    ["functions", { functions: [{ name: "f" }] }],
+    ["messages[0].content[0].type", { messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "AA==", format: "wav" } }] }] }],
+    ["messages[0].content[0].file", { messages: [{ role: "user", content: [{ type: "file", file: { file_id: "file-1" } }] }] }],
+    ["messages[0].tool_calls[0].function.arguments", { messages: [{ role: "assistant", content: null, tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{not json" } }] }] }],
+  ];
+  for (const [param, extra] of towardsAnthropic) {
+    test(`OpenAI Chat → Anthropic: ${param}`, () => {
+      const refused = refusal(() => openaiToAnthropic.request(openaiBody(extra), context));
+      expect({ status: refused.status, param: refused.param }).toEqual({ status: 400, param });
+      if (!param.endsWith("arguments")) expect(refused.message).toContain("Anthropic Messages");
+    });
+  }
+
+  const towardsOpenai: Array<[string, JsonObject]> = [
+    ["tools[0].type", { tools: [{ type: "web_search_20250305", name: "web_search" }] }],
+    ["mcp_servers", { mcp_servers: [{ type: "url", url: "https://mcp.example", name: "x" }] }],
+    ["container", { container: "container_1" }],
+    ["messages[0].content[0].type", { messages: [{ role: "user", content: [{ type: "search_result", source: "s", title: "t", content: [] }] }] }],
+    ["messages[0].content[0].source.type", { messages: [{ role: "user", content: [{ type: "image", source: { type: "file", file_id: "file_1" } }] }] }],
+  ];
+  for (const [param, extra] of towardsOpenai) {
+    test(`Anthropic → OpenAI Chat: ${param}`, () => {
+      const refused = refusal(() => anthropicToOpenai.request(anthropicBody(extra), context));
+      expect(refused).toMatchObject({ status: 400, param });
+      expect(refused.message).toContain("OpenAI Chat Completions");
+    });
+  }
+
+  test("harmless hints are dropped, not refused", () => {
+    const toAnthropic = openaiToAnthropic.request(openaiBody({ n: 1, seed: 1, frequency_penalty: 0.5, presence_penalty: 0.5, store: true, metadata: { a: "b" }, service_tier: "auto", prompt_cache_key: "k", stream_options: { include_usage: true }, response_format: { type: "json_object" }, logprobs: false }), context);
+    expect(toAnthropic).toEqual({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }], max_tokens: MAX_TOKENS });
+    const toOpenai = anthropicToOpenai.request(anthropicBody({ top_k: 5, metadata: { user_id: "u" }, service_tier: "auto", thinking: { type: "disabled" } }), context);
+    expect(toOpenai).toEqual({ model: "m", messages: [{ role: "user", content: "hi" }], max_completion_tokens: 100 });
+  });
+});
+
+describe("request details", () => {
+  test("the reserved bound goes upstream when the client names none, and thinking stays below it", () => {
+    expect(openaiToAnthropic.request(openaiBody(), { maxTokens: 777 }).max_tokens).toBe(777);
+    expect(openaiToAnthropic.request(openaiBody({ max_tokens: 50 }), context).max_tokens).toBe(50);
+    expect(openaiToAnthropic.request(openaiBody({ reasoning_effort: "high", max_completion_tokens: 5000 }), context).thinking).toEqual({ type: "enabled", budget_tokens: 4999 });
+    // Anthropic's smallest budget does not fit under a bound this small: no thinking rather than a refused call.
+    expect(openaiToAnthropic.request(openaiBody({ reasoning_effort: "low", max_tokens: 1000 }), context).thinking).toBeUndefined();
+    expect(openaiToAnthropic.request(openaiBody({ reasoning_effort: "minimal" }), context).thinking).toBeUndefined();
+  });
+
+  test("efforts and budgets: thinking budgets become efforts, output_config.effort wins", () => {
+    const effort = (extra: JsonObject) => anthropicToOpenai.request(anthropicBody(extra), context).reasoning_effort;
+    expect(effort({ thinking: { type: "enabled", budget_tokens: 1024 } })).toBe("low");
+    expect(effort({ thinking: { type: "enabled", budget_tokens: 32000 } })).toBe("high");
+    expect(effort({ thinking: { type: "enabled", budget_tokens: 32000 }, output_config: { effort: "low" } })).toBe("low");
+    expect(effort({ thinking: { type: "adaptive" } })).toBeUndefined();
+  });
+
+  test("sampling: OpenAI temperatures above Anthropic's range are capped at 1; a single stop string becomes a list", () => {
+    const body = openaiToAnthropic.request(openaiBody({ temperature: 1.7, stop: "END" }), context);
+    expect({ temperature: body.temperature, stop_sequences: body.stop_sequences }).toEqual({ temperature: 1, stop_sequences: ["END"] });
+  });
+
+  test("tool choices both ways", () => {
+    const tools = [{ type: "function", function: { name: "f", parameters: { type: "object" } } }];
+    const toAnthropic = (tool_choice: unknown, extra: JsonObject = {}) => openaiToAnthropic.request(openaiBody({ tools, tool_choice, ...extra }), context).tool_choice;
+    expect(toAnthropic("required")).toEqual({ type: "any" });
+    expect(toAnthropic("none", { parallel_tool_calls: false })).toEqual({ type: "none" });
+    expect(toAnthropic({ type: "function", function: { name: "f" } }, { parallel_tool_calls: false })).toEqual({ type: "tool", name: "f", disable_parallel_tool_use: true });
+    const anthropicTools = [{ name: "f", input_schema: { type: "object" } }];
+    const toOpenai = (tool_choice: JsonObject) => {
+      const body = anthropicToOpenai.request(anthropicBody({ tools: anthropicTools, tool_choice }), context);
+      return { tool_choice: body.tool_choice, parallel_tool_calls: body.parallel_tool_calls };
+    };
+    expect(toOpenai({ type: "any" })).toEqual({ tool_choice: "required", parallel_tool_calls: undefined });
+    expect(toOpenai({ type: "tool", name: "f", disable_parallel_tool_use: true })).toEqual({ tool_choice: { type: "function", function: { name: "f" } }, parallel_tool_calls: false });
+    expect(toOpenai({ type: "none" })).toEqual({ tool_choice: "none", parallel_tool_calls: undefined });
+  });
+
+  test("Anthropic tool results: an image travels in a user message after the tool messages; thinking in the history is dropped", () => {
+    const image = { type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } };
+    const body = anthropicToOpenai.request(anthropicBody({
+      messages: [
+        { role: "user", content: "Screenshot please" },
+        { role: "assistant", content: [{ type: "thinking", thinking: "hm", signature: "s" }, { type: "text", text: "Taking it." }, { type: "tool_use", id: "t1", name: "shot", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", is_error: false, content: [{ type: "text", text: "done" }, image] }, { type: "text", text: "What do you see?" }] },
+      ],
+    }), context);
+    expect(body.messages).toEqual([
+      { role: "user", content: "Screenshot please" },
+      { role: "assistant", content: "Taking it.", tool_calls: [{ id: "t1", type: "function", function: { name: "shot", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "t1", content: "done" },
+      { role: "user", content: [{ type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }, { type: "text", text: "What do you see?" }] },
+    ]);
+  });
+
+  test("PDF documents: Anthropic base64 documents ⇄ Chat file parts", () => {
+    const doc = { type: "document", title: "report.pdf", source: { type: "base64", media_type: "application/pdf", data: "JVBERi0=" } };
+    const file = { type: "file", file: { filename: "report.pdf", file_data: "data:application/pdf;base64,JVBERi0=" } };
+    expect(anthropicToOpenai.request(anthropicBody({ messages: [{ role: "user", content: [doc] }] }), context).messages).toEqual([{ role: "user", content: [file] }]);
+    expect(openaiToAnthropic.request(openaiBody({ messages: [{ role: "user", content: [file] }] }), context).messages).toEqual([{ role: "user", content: [doc] }]);
+  });
+});
+
+describe("streams: tool-call deltas keep their own call", () => {
+  const chunk = (delta: JsonObject, finish: string | null = null): Ev => ({ data: { id: "c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] } });
+  const call = (index: number, args: string, start?: { id: string; name: string }) => ({ index, ...(start ? { id: start.id, type: "function" } : {}), function: { ...(start ? { name: start.name } : {}), arguments: args } });
+
+  test("an upstream that interleaves two calls' fragments: each fragment goes to its own call's block, in order", async () => {
+    const upstream = [
+      chunk({ role: "assistant", tool_calls: [call(0, '{"a"', { id: "c0", name: "f" }), call(1, '{"b"', { id: "c1", name: "g" })] }),
+      chunk({ tool_calls: [call(0, ":1}")] }),
+      chunk({ tool_calls: [call(1, ":2}")] }),
+      chunk({}, "tool_calls"),
+      { data: "[DONE]" },
+    ];
+    const bytes = translateStream(anthropicToOpenai, upstream);
+    const deltas = decode(bytes).filter((e) => e.event === "content_block_delta").map((e) => {
+      const d = e.data as { index: number; delta: { partial_json: string } };
+      return [d.index, d.delta.partial_json];
+    });
+    expect(deltas).toEqual([[0, '{"a"'], [1, '{"b"'], [0, ":1}"], [1, ":2}"]]);
+    const final = await new Anthropic({ apiKey: "k", baseURL: "http://router.test", maxRetries: 0, fetch: sseResponse(bytes) }).messages.stream(anthropicParams(ANTHROPIC_CLIENT[0]!)).finalMessage();
+    expect(final.content as unknown[]).toEqual([
+      { type: "tool_use", id: "c0", name: "f", input: { a: 1 } },
+      { type: "tool_use", id: "c1", name: "g", input: { b: 2 } },
+    ]);
+  });
+
+  test("Anthropic tool uses separated by text become Chat calls 0 and 1, and the SDK assembles each apart", async () => {
+    const upstream: Ev[] = [
+      { event: "message_start", data: { type: "message_start", message: { id: "msg", type: "message", role: "assistant", model: "m", content: [], usage: { input_tokens: 5, output_tokens: 1 } } } },
+      { event: "content_block_start", data: { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "t0", name: "f", input: {} } } },
+      { event: "content_block_delta", data: { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: '{"x":' } } },
+      { event: "content_block_delta", data: { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: "1}" } } },
+      { event: "content_block_stop", data: { type: "content_block_stop", index: 0 } },
+      { event: "content_block_start", data: { type: "content_block_start", index: 1, content_block: { type: "text", text: "" } } },
+      { event: "content_block_delta", data: { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: "and" } } },
+      { event: "content_block_stop", data: { type: "content_block_stop", index: 1 } },
+      { event: "content_block_start", data: { type: "content_block_start", index: 2, content_block: { type: "tool_use", id: "t1", name: "f", input: {} } } },
+      { event: "content_block_delta", data: { type: "content_block_delta", index: 2, delta: { type: "input_json_delta", partial_json: '{"x":2}' } } },
+      { event: "content_block_stop", data: { type: "content_block_stop", index: 2 } },
+      { event: "message_delta", data: { type: "message_delta", delta: { stop_reason: "tool_use" }, usage: { output_tokens: 9 } } },
+      { event: "message_stop", data: { type: "message_stop" } },
+    ];
+    const bytes = translateStream(openaiToAnthropic, upstream);
+    const final = await new OpenAI({ apiKey: "k", baseURL: "http://router.test/v1", maxRetries: 0, fetch: sseResponse(bytes) }).chat.completions.stream(openaiParams(OPENAI_CLIENT[0]!)).finalChatCompletion();
+    expect(final.choices[0]!.message.content).toBe("and");
+    expect(final.choices[0]!.message.tool_calls!.map((c) => (c.type === "function" ? [c.id, c.function.arguments] : []))).toEqual([["t0", '{"x":1}'], ["t1", '{"x":2}']]);
+    expect(final.choices[0]!.finish_reason).toBe("tool_calls");
+  });
+});
+
+describe("streams: endings", () => {
+  test("an OpenAI upstream that ends without [DONE] (or usage) still gets a whole Anthropic message on end()", () => {
+    const t = ANTHROPIC_CLIENT[1]!;
+    const events = decode(translateStream(anthropicToOpenai, t.upstreamSse.slice(0, 5)));
+    expect(events.map((e) => e.event)).toEqual(["message_start", "content_block_start", "content_block_delta", "content_block_delta", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
+  });
+
+  test("usage in the finishing chunk (as some OpenAI-compatible servers send it) is metered", () => {
+    const upstream: Ev[] = [{ data: { id: "c", model: "m", choices: [{ index: 0, delta: { content: "hi" }, finish_reason: "length" }], usage: { prompt_tokens: 7, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 2 } } } }];
+    const events = decode(translateStream(anthropicToOpenai, upstream));
+    expect(events.at(-2)!.data).toEqual({ type: "message_delta", delta: { stop_reason: "max_tokens", stop_sequence: null }, usage: { input_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 2, output_tokens: 3 } });
+  });
+
+  test("an in-band upstream error becomes the client's terminal error event, and nothing follows it", () => {
+    const toAnthropic = decode(translateStream(anthropicToOpenai, [{ data: { error: { message: "boom", type: "server_error" } } }, { data: "[DONE]" }]));
+    expect(toAnthropic).toEqual([{ event: "error", data: { type: "error", error: { type: "api_error", message: "boom" } } }]);
+    const toOpenai = decode(translateStream(openaiToAnthropic, [
+      ...OPENAI_CLIENT[1]!.upstreamSse.slice(0, 2),
+      { event: "error", data: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } },
+      OPENAI_CLIENT[1]!.upstreamSse.at(-1)!,
+    ], answerContext));
+    expect(toOpenai.at(-1)).toEqual({ data: { error: { message: "Overloaded", type: "overloaded_error", param: null, code: null } } });
+    expect(toOpenai.filter((e) => e.data === "[DONE]")).toEqual([]);
+  });
+
+  test("an OpenAI client that did not ask for usage gets no usage chunk", () => {
+    const events = decode(translateStream(openaiToAnthropic, OPENAI_CLIENT[1]!.upstreamSse, { created: CREATED, usageChunk: false }));
+    expect(events.slice(-2)).toEqual([OPENAI_CLIENT[1]!.clientSse.at(-3)!, { data: "[DONE]" }]);
+  });
+
+  test("fail() after the stream finished adds nothing", () => {
+    const stream = openaiToAnthropic.stream(answerContext);
+    for (const e of OPENAI_CLIENT[1]!.upstreamSse) stream.push({ event: e.event, data: JSON.stringify(e.data) });
+    expect(stream.fail(new HttpError("upstream", "late")).byteLength).toBe(0);
+    expect(stream.end().byteLength).toBe(0);
+  });
+});
+
+describe("upstream errors in the client's envelope", () => {
+  test("Anthropic's errors for an OpenAI client: 529 overloaded reads as 503, the type and message kept", () => {
+    expect(openaiToAnthropic.error(529, { type: "error", error: { type: "overloaded_error", message: "Overloaded" } })).toEqual({
+      status: 503, body: { error: { message: "Overloaded", type: "overloaded_error", param: null, code: null } },
+    });
+    expect(openaiToAnthropic.error(400, { type: "error", error: { type: "invalid_request_error", message: "max_tokens: too large" } })).toEqual({
+      status: 400, body: { error: { message: "max_tokens: too large", type: "invalid_request_error", param: null, code: null } },
+    });
+  });
+
+  test("OpenAI's errors for an Anthropic client: the status kept, the type in Anthropic's words", () => {
+    expect(anthropicToOpenai.error(429, { error: { message: "Rate limit reached", type: "requests", param: null, code: "rate_limit_exceeded" } })).toEqual({
+      status: 429, body: { type: "error", error: { type: "rate_limit_error", message: "Rate limit reached" } },
+    });
+    // OpenAI types a bad key as an invalid request; the 401 tells Anthropic's SDK what it is.
+    expect(anthropicToOpenai.error(401, { error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } })).toEqual({
+      status: 401, body: { type: "error", error: { type: "authentication_error", message: "Incorrect API key provided" } },
+    });
+    // An answer in neither envelope: the status decides.
+    expect(anthropicToOpenai.error(502, "<html>Bad gateway</html>")).toEqual({ status: 502, body: { type: "error", error: { type: "api_error", message: "The upstream answered 502" } } });
+  });
+});

@@ -29,11 +29,14 @@ function kindOfStatus(status: number): ErrorKind {
   return status >= 500 ? "upstream" : "invalid_request";
 }
 
+/** Statuses that say what went wrong by themselves (OpenAI calls a bad key an `invalid_request_error` with a 401). */
+const TELLING_STATUS = new Set([401, 403, 404, 409, 413, 429, 503, 504, 529]);
+
 /**
  * An upstream error answer (Anthropic's `{type:"error", error:{type, message}}` or
  * OpenAI's `{error:{message, type, param, code}}`) as an HttpError keeping its status,
- * message, code and param. The type decides the kind when it is one both sides know;
- * otherwise the status does.
+ * message, code and param. A telling status decides the kind; otherwise the type does
+ * when it is one both sides know, and the status when it is not.
  */
 export function upstreamError(status: number, body: unknown): HttpError {
   const error = field(body, "error");
@@ -41,7 +44,8 @@ export function upstreamError(status: number, body: unknown): HttpError {
   const message = field(error, "message");
   const code = field(error, "code");
   const param = field(error, "param");
-  const kind = (typeof type === "string" ? KIND_OF_TYPE[type] : undefined) ?? kindOfStatus(status);
+  const byType = typeof type === "string" ? KIND_OF_TYPE[type] : undefined;
+  const kind = TELLING_STATUS.has(status) ? kindOfStatus(status) : (byType ?? kindOfStatus(status));
   return new HttpError(kind, typeof message === "string" && message !== "" ? message : `The upstream answered ${status}`, {
     status,
     code: typeof code === "string" ? code : undefined,
@@ -49,9 +53,12 @@ export function upstreamError(status: number, body: unknown): HttpError {
   });
 }
 
-/** A stream's in-band error event body as an HttpError (no status rides with it: the kind's own). */
+/**
+ * A stream's in-band error event body as an HttpError. No status rides with it: it is
+ * read as a server error (its type decides the kind) and given the kind's own status.
+ */
 export function streamedError(body: unknown): HttpError {
-  const error = upstreamError(0, body);
+  const error = upstreamError(500, body);
   return new HttpError(error.kind, error.message, { code: error.code, param: error.param });
 }
 

@@ -127,18 +127,18 @@ function messages(body: JsonObject): JsonObject[] {
 function userMessages(content: unknown, i: number): JsonObject[] {
   if (typeof content === "string") return [{ role: "user", content }];
   if (!Array.isArray(content)) throw badRequest("content must be a string or an array", `messages[${i}].content`);
-  const tools: JsonObject[] = [];
+  const out: JsonObject[] = [];
   const parts: JsonObject[] = [];
   content.forEach((block, j) => {
     const param = `messages[${i}].content[${j}]`;
     if (isObject(block) && block.type === "tool_result") {
       const result = toolResult(block, param);
-      tools.push({ role: "tool", tool_call_id: block.tool_use_id, content: result.text });
+      out.push({ role: "tool", tool_call_id: block.tool_use_id, content: result.text });
       parts.push(...result.images);
     } else parts.push(userPart(block, param));
   });
-  if (parts.length > 0) tools.push({ role: "user", content: parts });
-  return tools;
+  if (parts.length > 0) out.push({ role: "user", content: parts });
+  return out;
 }
 
 function toolResult(block: JsonObject, param: string): { text: string; images: JsonObject[] } {
@@ -151,12 +151,12 @@ function toolResult(block: JsonObject, param: string): { text: string; images: J
   content.forEach((part, k) => {
     if (isObject(part) && part.type === "text") text += (text === "" ? "" : "\n") + String(part.text ?? "");
     else if (isObject(part) && part.type === "image") images.push(image(part, `${param}.content[${k}]`));
-    else throw refuse(`${param}.content[${k}].type`, `A tool result block of type ${JSON.stringify(field(part))}`);
+    else throw refuse(`${param}.content[${k}].type`, `A tool result block of type ${JSON.stringify(typeOf(part))}`);
   });
   return { text, images };
 }
 
-const field = (part: unknown) => (isObject(part) ? part.type : undefined);
+const typeOf = (part: unknown) => (isObject(part) ? part.type : undefined);
 
 function userPart(block: unknown, param: string): JsonObject {
   if (!isObject(block)) throw badRequest("each content block must be an object", param);
