@@ -428,3 +428,17 @@ describe("upstream errors in the client's envelope", () => {
     expect(anthropicToOpenai.error(502, "<html>Bad gateway</html>")).toEqual({ status: 502, body: { type: "error", error: { type: "api_error", message: "The upstream answered 502" } } });
   });
 });
+
+describe("purity", () => {
+  test("translating leaves the client's body and the upstream's answer as they were", () => {
+    for (const { translator, transcripts } of directions) {
+      for (const t of transcripts) {
+        const request = structuredClone(t.clientRequest);
+        const answer = structuredClone(t.upstreamJson);
+        translator.request(request, context);
+        translator.response(answer, answerContext);
+        expect({ request, answer }).toEqual({ request: t.clientRequest, answer: t.upstreamJson });
+      }
+    }
+  });
+});
