@@ -1,7 +1,8 @@
 import { script } from "./connection.ts";
 
 /**
- * The Lua scripts of the Redis State. Redis runs each script to its end before any other
+ * The Lua scripts of the Redis State's counters and credit (and, in lua-keys.ts, of its
+ * Levels, key health and claims). Redis runs each script to its end before any other
  * command, so a script is the unit of atomicity: an admission's check and counting, a
  * settlement, a key's verdict. Numbers travel as strings written with `%.17g` (exact for
  * the integers a double holds; Lua's own `tostring` keeps only 14 digits, and a number
@@ -10,7 +11,7 @@ import { script } from "./connection.ts";
  * Every script takes the same first arguments: ARGV[1] the prefix of lease keys, ARGV[2]
  * this process's owner id, ARGV[3] the lease's length in ms, ARGV[4] a JSON payload.
  */
-const PRELUDE = `
+export const PRELUDE = `
 local LEASES, OWNER, LEASE_MS = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local P = cjson.decode(ARGV[4])
 local function str(x) return string.format('%.17g', x) end
@@ -256,162 +257,4 @@ for _, pair in ipairs(P.charges) do
   end
 end
 return 'ok'
-`);
-
-/**
- * Switch-over of one Level: P = {op, key (hash: switchedAt, lastErrorAt, probing owner),
- * errors (window key), now, threshold, windowMs, quietSince, probe}. Answers the status
- * after (switchedAt, lastErrorAt, probing; '' for none) or, for claimProbe, 1 or 0.
- */
-export const LEVEL = script(`${PRELUDE}
-local key = P.key
-local function probing()
-  local owner = redis.call('HGET', key, 'probing')
-  return owner ~= false and owner ~= '' and alive(owner)
-end
-local function status()
-  local f = redis.call('HMGET', key, 'switchedAt', 'lastErrorAt')
-  return { f[1] or '', f[2] or '', probing() and '1' or '' }
-end
-if P.op == 'status' then return status() end
-if P.op == 'recordError' then
-  redis.call('HSET', key, 'lastErrorAt', str(P.now), 'probing', '')
-  window_add(P.errors, P.windowMs, 1, P.now)
-  if redis.call('HGET', key, 'switchedAt') == false and window_sum(P.errors, P.windowMs, P.now) > P.threshold then
-    redis.call('HSET', key, 'switchedAt', str(P.now))
-  end
-  return status()
-end
-if redis.call('EXISTS', key) == 0 then return 0 end
-if P.op == 'claimProbe' then
-  local f = redis.call('HMGET', key, 'switchedAt', 'lastErrorAt')
-  if f[1] == false or probing() or (num(f[2]) or -math.huge) > P.quietSince then return 0 end
-  touch()
-  redis.call('HSET', key, 'probing', OWNER)
-  return 1
-end
-if P.op == 'recover' then
-  if P.probe or redis.call('HGET', key, 'switchedAt') == false then
-    redis.call('HDEL', key, 'switchedAt')
-    redis.call('HSET', key, 'probing', '')
-    if P.probe then redis.call('DEL', P.errors) end
-  end
-  return 0
-end
-redis.call('HSET', key, 'probing', '')
-return 0
-`);
-
-/**
- * Provider keys' health (the rules of key-health.ts, applied here so that they are
- * atomic across processes): a hash per tenant and key of sleeping, reason, until, count,
- * failures, probing (owner) and f<owner> (calls in flight). A key Redis does not hold
- * starts from the sleep stored with it (P.stored). ARGV[5..7]: FAILURES_BEFORE_SLEEP,
- * BASE_COOLDOWN_MS, MAX_COOLDOWN_MS.
- */
-export const KEY_HEALTH = script(`${PRELUDE}
-local FAILURES, BASE, MAX = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local function probing(key)
-  local owner = redis.call('HGET', key, 'probing')
-  return owner ~= false and owner ~= '' and alive(owner)
-end
-local function in_flight(key)
-  local all = redis.call('HGETALL', key)
-  local total = 0
-  for i = 1, #all, 2 do
-    local field = all[i]
-    if string.sub(field, 1, 1) == 'f' then
-      if alive(string.sub(field, 2)) then total = total + tonumber(all[i + 1]) else redis.call('HDEL', key, field) end
-    end
-  end
-  return total
-end
-local function sleep_of(s) return { s.sleeping and '1' or '', s.reason or '', s['until'] and str(s['until']) or '', str(s.count) } end
-local function set_sleep(key, s)
-  local v = sleep_of(s)
-  redis.call('HSET', key, 'sleeping', v[1], 'reason', v[2], 'until', v[3], 'count', v[4])
-  return v
-end
-local function init(key, stored)
-  if redis.call('HEXISTS', key, 'sleeping') == 0 then
-    set_sleep(key, stored)
-    redis.call('HSET', key, 'failures', '0', 'probing', '')
-  end
-end
-
-if P.op == 'health' then
-  local out = {}
-  for _, k in ipairs(P.keys) do
-    if redis.call('HEXISTS', k.key, 'sleeping') == 0 then
-      local v = sleep_of(k.stored)
-      out[#out + 1] = { v[1], v[2], v[3], v[4], '0', '0', '' }
-    else
-      local f = redis.call('HMGET', k.key, 'sleeping', 'reason', 'until', 'count', 'failures')
-      out[#out + 1] = { f[1], f[2], f[3], f[4], str(in_flight(k.key)), f[5] or '0', probing(k.key) and '1' or '' }
-    end
-  end
-  return out
-end
-
-local key = P.key
-if P.op == 'release' then
-  if redis.call('EXISTS', key) == 0 then return 0 end
-  local field = 'f' .. OWNER
-  local n = (num(redis.call('HGET', key, field)) or 0) - 1
-  if n < 0 then n = 0 end
-  -- A probe that ended without a verdict (client gone) must not block the next one.
-  redis.call('HSET', key, field, str(n), 'probing', '')
-  return 1
-end
-
-init(key, P.stored)
-if P.op == 'take' then
-  touch()
-  if P.probe then
-    if probing(key) then return 0 end
-    redis.call('HSET', key, 'probing', OWNER)
-  end
-  redis.call('HSET', key, 'f' .. OWNER, str((num(redis.call('HGET', key, 'f' .. OWNER)) or 0) + 1))
-  return 1
-end
-if P.op == 'setSleep' then
-  set_sleep(key, P.sleep)
-  redis.call('HSET', key, 'failures', '0')
-  return 1
-end
-
--- record: key-health.ts applyVerdict.
-local was_probing = probing(key)
-redis.call('HSET', key, 'probing', '')
-local f = redis.call('HMGET', key, 'sleeping', 'reason', 'count', 'failures')
-local sleeping, reason, count, failures = f[1] == '1', f[2], num(f[3]) or 0, num(f[4]) or 0
-local v = P.verdict
-if v.kind == 'success' then
-  redis.call('HSET', key, 'failures', '0')
-  if not sleeping and count == 0 then return false end
-  if sleeping and reason ~= 'errors' then return false end
-  return set_sleep(key, { sleeping = false, count = 0 })
-end
-if P.noSleep then return false end
-if v.kind == 'credential' then
-  redis.call('HSET', key, 'failures', '0')
-  return set_sleep(key, { sleeping = true, reason = 'auth', count = count })
-end
-failures = failures + 1
-if not was_probing and failures < FAILURES then
-  redis.call('HSET', key, 'failures', str(failures))
-  return false
-end
-redis.call('HSET', key, 'failures', '0')
-local n = count + 1
-local cooldown = math.min(BASE * 2 ^ math.max(0, n - 1), MAX)
-return set_sleep(key, { sleeping = true, reason = 'errors', ['until'] = P.now + math.max(cooldown, v.retryAfterMs or 0), count = n })
-`);
-
-/** A one-time claim: P = {key, now, ttl}; 1 when won. */
-export const CLAIM = script(`${PRELUDE}
-local held = num(redis.call('GET', P.key))
-if held ~= nil and held > P.now then return 0 end
-redis.call('SET', P.key, str(P.now + P.ttl), 'PX', math.max(1, P.ttl))
-return 1
 `);

@@ -18,7 +18,8 @@ import type {
   Verdict,
 } from "../state.ts";
 import type { RedisConnection, Script } from "./connection.ts";
-import { ADJUST, ADMIT, CLAIM, CREDIT, KEY_HEALTH, LEVEL } from "./lua.ts";
+import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
+import { CLAIM, KEY_HEALTH, LEVEL } from "./lua-keys.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
