@@ -1,4 +1,6 @@
 import { Elysia } from "elysia";
+import { VERSION } from "./version.ts";
+import { openApiDocument } from "./wire/openapi.ts";
 import { dashboardAccountRoutes } from "./accounts/dashboard-routes.ts";
 import { accountRoutes } from "./accounts/routes.ts";
 import { configRoutes } from "./admin/config/routes.ts";
@@ -22,6 +24,9 @@ import { thrownResponse } from "./http/error-response.ts";
  * Composes every route plugin into one Elysia app. No side effects: the server
  * (or a test) decides when and where it listens.
  */
+/** Built on its first request: the same for the life of the process. */
+let openApi: Record<string, unknown> | undefined;
+
 export function createApp(deps: Deps, hot?: HotRoutes) {
   return new Elysia()
     .onError({ as: "global" }, ({ error, code, request, path }) => {
@@ -34,6 +39,8 @@ export function createApp(deps: Deps, hot?: HotRoutes) {
       return thrownResponse(deps, error, request, path);
     })
     .use(healthRoutes(deps))
+    // The management API, described from the models that check its bodies (no key: it holds no secret).
+    .get("/openapi.json", () => (openApi ??= openApiDocument(VERSION)))
     .use(metricsRoutes(deps))
     .use(deps.config.signup ? signupRoutes(deps) : new Elysia())
     .use(dashboardAccountRoutes(deps))

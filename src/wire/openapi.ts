@@ -1,0 +1,218 @@
+/**
+ * `GET /openapi.json`: the management API described from the same TypeBox models that
+ * check its bodies (src/wire/), so the description cannot drift from the validation.
+ * The operations are listed here once, with their parameters and answers; a test
+ * holds this list to the routes the app serves.
+ */
+import type { TSchema } from "@sinclair/typebox";
+import * as accounts from "./accounts.ts";
+import * as config from "./config.ts";
+import * as notices from "./notices.ts";
+import * as oplog from "./oplog.ts";
+import * as pricing from "./pricing.ts";
+import * as keys from "./provider-keys.ts";
+import * as usage from "./usage.ts";
+
+/** The models published under `components.schemas`, by name. */
+const MODELS: Record<string, TSchema> = {
+  AccountBody: accounts.AccountBody,
+  BatchCreditBody: accounts.BatchCreditBody,
+  ManagedAccount: accounts.ManagedAccount,
+  CreatedAccount: accounts.CreatedAccount,
+  AccountInfo: accounts.AccountInfo,
+  AccountDeleted: accounts.AccountDeleted,
+  RotatedKey: accounts.RotatedKey,
+  AccountStatus: accounts.AccountStatus,
+  CreditReport: accounts.CreditReport,
+  BatchResult: accounts.BatchResult,
+  ConfigExport: config.ConfigExport,
+  NoticeBody: notices.NoticeBody,
+  Notice: notices.Notice,
+  NoticeFeed: notices.NoticeFeed,
+  NoticeDeleted: notices.NoticeDeleted,
+  LogPage: oplog.LogPage,
+  PricingAnswer: pricing.PricingAnswer,
+  ProviderKeyCreateBody: keys.ProviderKeyCreateBody,
+  ProviderKeyUpdateBody: keys.ProviderKeyUpdateBody,
+  ProviderKeySummary: keys.ProviderKeySummary,
+  ProviderKeyOverview: keys.ProviderKeyOverview,
+  ProviderKeyRecord: keys.ProviderKeyRecord,
+  ProviderKeyDeleted: keys.ProviderKeyDeleted,
+  LiveUsage: usage.LiveUsage,
+  BillInfo: usage.BillInfo,
+  RankedBill: usage.RankedBill,
+};
+
+type Model = keyof typeof MODELS;
+type Who = "any" | "owner" | "manager" | "none";
+
+interface Parameter {
+  name: string;
+  in: "query" | "path";
+  type: "string" | "integer" | "boolean";
+  description: string;
+}
+
+interface Operation {
+  method: "get" | "post" | "put" | "delete";
+  path: string;
+  summary: string;
+  who: Who;
+  params?: Parameter[];
+  body?: Model | Record<string, unknown>;
+  /** The success status and its model (`[Model]` for a JSON array); a plain object for inline schemas. */
+  answer: [number, Model | [Model] | Record<string, unknown>];
+}
+
+const q = (name: string, type: Parameter["type"], description: string): Parameter => ({ name, in: "query", type, description });
+const p = (name: string, description: string): Parameter => ({ name, in: "path", type: "string", description });
+
+const PAGE = [q("page", "integer", "1-based page (default 1)"), q("size", "integer", "rows per page (default 20, at most 100)")];
+const ACCOUNT_LIST = [
+  ...PAGE,
+  q("id", "integer", "an account ID"),
+  q("level", "integer", "depth below the caller"),
+  q("name", "string", "case-insensitive substring of the name"),
+  q("email", "string", "case-insensitive substring of the email"),
+  q("order", "string", "id, -id, name, -name, email, -email, created, -created, level, -level (default id)"),
+];
+const RANGE = [
+  q("date", "string", "one day, YYYY-MM-DD"),
+  q("start", "string", "first day, YYYY-MM-DD"),
+  q("end", "string", "last day, YYYY-MM-DD (with start)"),
+  q("days", "integer", "the last N business days, today included (1 to 366)"),
+];
+const FIELDS = q("fields", "string", "summary (the spec's masked record), overview (summary, type, service account, sleep; no secret) or full (default)");
+const IDENTIFIER = p("identifier", "an account ID, name or email");
+const KEY_ID = p("id", "a provider key ID");
+
+const OPERATIONS: Operation[] = [
+  { method: "get", path: "/healthz", summary: "Liveness, with the state of the database and Redis", who: "none", answer: [200, { type: "object" }] },
+  { method: "get", path: "/readyz", summary: "Readiness: 503 while a dependency is down or a graceful stop began", who: "none", answer: [200, { type: "object" }] },
+  { method: "get", path: "/metrics", summary: "Prometheus metrics (a bearer --metrics-token when set)", who: "none", answer: [200, { type: "string" }] },
+  { method: "get", path: "/openapi.json", summary: "This description", who: "none", answer: [200, { type: "object" }] },
+
+  { method: "get", path: "/dashboard/status", summary: "The caller's account, level and balance", who: "any", answer: [200, "AccountStatus"] },
+  { method: "get", path: "/dashboard/credit", summary: "The caller's credit grants and balance", who: "any", answer: [200, "CreditReport"] },
+  { method: "get", path: "/dashboard/info", summary: "The caller's full account record", who: "any", answer: [200, "AccountInfo"] },
+  { method: "get", path: "/dashboard/live", summary: "Today's and this month's usage of the caller", who: "any", answer: [200, "LiveUsage"] },
+  { method: "get", path: "/dashboard/bill", summary: "The caller's bill over a range", who: "any", params: RANGE, answer: [200, "BillInfo"] },
+  { method: "get", path: "/dashboard/news", summary: "Unexpired notices addressed to the caller", who: "any", answer: [200, "NoticeFeed"] },
+  {
+    method: "get",
+    path: "/dashboard/logs",
+    summary: "The operation log, newest first",
+    who: "owner",
+    params: [...PAGE, q("action", "string", "an action, or a pattern with *"), q("target", "integer", "an account ID"), q("since", "string", "a date or an instant"), q("until", "string", "a date or an instant")],
+    answer: [200, "LogPage"],
+  },
+
+  { method: "get", path: "/x-users", summary: "Direct accounts of the caller", who: "manager", params: ACCOUNT_LIST, answer: [200, ["ManagedAccount"]] },
+  { method: "post", path: "/x-users", summary: "Create a direct account (its API key is in the answer, once)", who: "manager", body: "AccountBody", answer: [201, "CreatedAccount"] },
+  { method: "get", path: "/x-users/{identifier}", summary: "One direct account", who: "manager", params: [IDENTIFIER], answer: [200, "ManagedAccount"] },
+  { method: "put", path: "/x-users/{identifier}", summary: "Update an account of the caller's subtree", who: "manager", params: [IDENTIFIER], body: "AccountBody", answer: [200, "ManagedAccount"] },
+  { method: "delete", path: "/x-users/{identifier}", summary: "Delete an account of the caller's subtree; its credit returns to its parent", who: "manager", params: [IDENTIFIER], answer: [200, "AccountDeleted"] },
+  { method: "post", path: "/x-users/batch-credit", summary: "Add or deduct credit for several accounts (DryRun previews)", who: "manager", body: "BatchCreditBody", answer: [200, "BatchResult"] },
+  { method: "get", path: "/x-dna", summary: "Every descendant of the caller", who: "manager", params: ACCOUNT_LIST, answer: [200, ["ManagedAccount"]] },
+  { method: "get", path: "/x-dna/{identifier}", summary: "One descendant", who: "manager", params: [IDENTIFIER], answer: [200, "ManagedAccount"] },
+  {
+    method: "post",
+    path: "/x-self",
+    summary: "Rotate the caller's API key (the new key is in the answer, once)",
+    who: "any",
+    body: { type: "object", properties: { confirm: { type: "string", description: "YYYY-MM-DD-ROTATE-SELF with the server's date" } }, required: ["confirm"], additionalProperties: false },
+    answer: [200, "RotatedKey"],
+  },
+  { method: "get", path: "/x-bill", summary: "The bill of the caller's descendants (or one subtree), with the ranking", who: "manager", params: [...RANGE, q("user", "string", "one descendant (ID, name or email) and its subtree")], answer: [200, "RankedBill"] },
+
+  { method: "get", path: "/x-pricing", summary: "The prices that apply (catalog and overrides)", who: "any", answer: [200, "PricingAnswer"] },
+  { method: "get", path: "/x-config", summary: "Every configuration item", who: "owner", answer: [200, "ConfigExport"] },
+  { method: "put", path: "/x-config", summary: "Change configuration items (only those sent)", who: "owner", body: { type: "object", description: "item name → value (docs/api.md, Configuration items)" }, answer: [200, "ConfigExport"] },
+  {
+    method: "delete",
+    path: "/x-config",
+    summary: "Reset configuration items to their defaults",
+    who: "owner",
+    body: { type: "object", properties: { keys: { type: "array", items: { type: "string" }, minItems: 1 } }, additionalProperties: false },
+    answer: [200, "ConfigExport"],
+  },
+  {
+    method: "post",
+    path: "/x-config/test-mail",
+    summary: "Send a test mail with the stored mail settings",
+    who: "owner",
+    body: { type: "object", properties: { to: { type: "string" } }, additionalProperties: false },
+    answer: [200, { type: "object" }],
+  },
+
+  { method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID"), q("level", "integer", "a Level"), q("provider", "string", "a substring of the URL")], answer: [200, ["ProviderKeyRecord"]] },
+  { method: "post", path: "/x-keys", summary: "Add a provider key", who: "owner", body: "ProviderKeyCreateBody", answer: [201, "ProviderKeyRecord"] },
+  { method: "get", path: "/x-keys/{id}", summary: "One provider key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, "ProviderKeyRecord"] },
+  { method: "put", path: "/x-keys/{id}", summary: "Update a provider key (a new SecretKey rotates it)", who: "owner", params: [KEY_ID], body: "ProviderKeyUpdateBody", answer: [200, "ProviderKeyRecord"] },
+  { method: "delete", path: "/x-keys/{id}", summary: "Delete a provider key (force: even the last enabled key of a Level)", who: "owner", params: [KEY_ID, q("force", "boolean", "delete the last enabled key of a Level too")], answer: [200, "ProviderKeyDeleted"] },
+  { method: "post", path: "/x-keys/{id}/sleep", summary: "Put a key to sleep until woken", who: "owner", params: [KEY_ID], answer: [200, "ProviderKeyRecord"] },
+  { method: "post", path: "/x-keys/{id}/wake", summary: "Wake a key", who: "owner", params: [KEY_ID], answer: [200, "ProviderKeyRecord"] },
+
+  { method: "get", path: "/x-news", summary: "Notices the caller published (and, for owners, every system-wide one)", who: "any", params: PAGE, answer: [200, ["Notice"]] },
+  { method: "post", path: "/x-news", summary: "Publish a notice", who: "any", body: "NoticeBody", answer: [201, "Notice"] },
+  { method: "delete", path: "/x-news/{id}", summary: "Delete a notice (its author or an owner)", who: "any", params: [p("id", "a notice ID")], answer: [200, "NoticeDeleted"] },
+];
+
+const ref = (model: string) => ({ $ref: `#/components/schemas/${model}` });
+const schemaOf = (spec: Model | [Model] | Record<string, unknown>) =>
+  typeof spec === "string" ? ref(spec) : Array.isArray(spec) ? { type: "array", items: ref(spec[0]!) } : spec;
+
+const WHO: Record<Who, string> = {
+  none: "No key needed.",
+  any: "Any account whose Resources allow the path.",
+  manager: "An account that manages accounts (its Resources allow /x-users).",
+  owner: "Owner accounts only.",
+};
+
+/** The OpenAPI 3.1 document of the management API. */
+export function openApiDocument(version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of OPERATIONS) {
+    const [status, answer] = op.answer;
+    (paths[op.path] ??= {})[op.method] = {
+      summary: op.summary,
+      description: WHO[op.who],
+      ...(op.who === "none" ? { security: [] } : {}),
+      parameters: (op.params ?? []).map((param) => ({
+        name: param.name,
+        in: param.in,
+        required: param.in === "path",
+        description: param.description,
+        schema: { type: param.type },
+      })),
+      ...(op.body && { requestBody: { required: true, content: { "application/json": { schema: schemaOf(op.body) } } } }),
+      responses: {
+        [status]: { description: "Success", content: { [op.path === "/metrics" ? "text/plain" : "application/json"]: { schema: schemaOf(answer) } } },
+        default: { description: "An error in the OpenAI envelope (docs/api.md, Error envelopes)", content: { "application/json": { schema: ref("Error") } } },
+      },
+    };
+  }
+  // TypeBox schemas are JSON Schema; a JSON round trip drops TypeBox's own symbol keys.
+  const schemas: Record<string, unknown> = JSON.parse(JSON.stringify(MODELS));
+  schemas.Error = {
+    type: "object",
+    properties: {
+      error: {
+        type: "object",
+        properties: { message: { type: "string" }, type: { type: "string" }, param: { type: ["string", "null"] }, code: { type: ["string", "null"] } },
+        required: ["message", "type"],
+      },
+    },
+    required: ["error"],
+  };
+  return {
+    openapi: "3.1.0",
+    info: { title: "router management API", version, description: "Accounts, provider keys, configuration, usage and notices. Model endpoints follow the OpenAI, Anthropic and Gemini APIs (docs/api.md)." },
+    components: { schemas, securitySchemes: { apiKey: { type: "http", scheme: "bearer" } } },
+    security: [{ apiKey: [] }],
+    paths,
+  };
+}
+
+/** Every operation's method and path in Elysia's form (`/x-users/:identifier`), for the test that holds this list to the app. */
+export const DESCRIBED_ROUTES = OPERATIONS.map((op) => `${op.method.toUpperCase()} ${op.path.replace(/\{(\w+)\}/g, ":$1")}`);

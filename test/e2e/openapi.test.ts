@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Value } from "@sinclair/typebox/value";
+import { createApp } from "../../src/app.ts";
+import { ProviderKeyRecord } from "../../src/wire/provider-keys.ts";
+import { ManagedAccount } from "../../src/wire/accounts.ts";
+import { DESCRIBED_ROUTES } from "../../src/wire/openapi.ts";
+import { createAccount } from "../helpers/owner-ops.ts";
+import { startRouter, type TestRouter } from "../helpers/router.ts";
+import pkg from "../../package.json" with { type: "json" };
+
+let router: TestRouter;
+beforeAll(async () => {
+  router = await startRouter();
+});
+afterAll(() => router?.stop());
+
+/** The management routes the app serves: everything but the model APIs. */
+const managementRoutes = (r: TestRouter) =>
+  createApp(r.deps)
+    .routes.filter((route) => !/^\/(v1|v1beta|chat|responses|embeddings|models)(\/|$)/.test(route.path))
+    .map((route) => `${route.method} ${route.path}`);
+
+describe("GET /openapi.json", () => {
+  test("is served without a key, as OpenAPI 3.1 with the package version", async () => {
+    const res = await fetch(`${router.url}/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; info: { version: string }; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.info.version).toBe(pkg.version);
+  });
+
+  test("describes every management path the app serves, and nothing it does not", () => {
+    const served = new Set(managementRoutes(router));
+    expect(served.size).toBeGreaterThan(30);
+    expect([...served].filter((route) => !DESCRIBED_ROUTES.includes(route)).sort()).toEqual([]);
+    expect(DESCRIBED_ROUTES.filter((route) => !served.has(route)).sort()).toEqual([]);
+  });
+
+  test("every reference resolves, and the schemas are those that check the bodies and shape the answers", async () => {
+    const doc = (await (await fetch(`${router.url}/openapi.json`)).json()) as { components: { schemas: Record<string, unknown> } };
+    const refs = [...JSON.stringify(doc).matchAll(/"#\/components\/schemas\/(\w+)"/g)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(30);
+    for (const name of refs) expect(doc.components.schemas[name]).toBeDefined();
+    // The published schemas are the wire models themselves, and the API's answers satisfy them.
+    expect(doc.components.schemas.ManagedAccount).toEqual(JSON.parse(JSON.stringify(ManagedAccount)));
+    expect(doc.components.schemas.ProviderKeyRecord).toEqual(JSON.parse(JSON.stringify(ProviderKeyRecord)));
+    const account = await createAccount(router);
+    const record = await (await router.fetch(`/x-users/${account.id}`)).json();
+    expect(Value.Check(ManagedAccount, record)).toBe(true);
+    const key = await (await router.fetch("/x-keys", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ Provider: "https://api.example.com/v1", SecretKey: "sk-openapi-0123456789abcdef", Level: 1, Status: true }) })).json();
+    expect(Value.Check(ProviderKeyRecord, key)).toBe(true);
+    // No secret or default secret value sits in the description.
+    expect(JSON.stringify(doc)).not.toContain("sk-openapi-0123456789abcdef");
+  });
+});
