@@ -152,6 +152,14 @@ const OPERATIONS: Operation[] = [
   { method: "delete", path: "/x-keys/{id}", summary: "Delete a provider key (force: even the last enabled key of a Level)", who: "owner", params: [KEY_ID, q("force", "boolean", "delete the last enabled key of a Level too")], answer: [200, "ProviderKeyDeleted"] },
   { method: "post", path: "/x-keys/{id}/sleep", summary: "Put a key to sleep until woken", who: "owner", params: [KEY_ID], answer: [200, "ProviderKeyRecord"] },
   { method: "post", path: "/x-keys/{id}/wake", summary: "Wake a key", who: "owner", params: [KEY_ID], answer: [200, "ProviderKeyRecord"] },
+  {
+    method: "post",
+    path: "/x-keys/{id}/test",
+    summary: "The cheapest call the key allows (a model list, or a Vertex token), and what came of it in words",
+    who: "owner",
+    params: [KEY_ID],
+    answer: [200, { type: "object", properties: { ok: { type: "boolean" }, status: { type: ["integer", "null"] }, message: { type: "string" } }, required: ["ok", "status", "message"] }],
+  },
 
   { method: "get", path: "/x-news", summary: "Notices the caller published (and, for owners, every system-wide one)", who: "any", params: PAGE, answer: [200, ["Notice"]] },
   { method: "post", path: "/x-news", summary: "Publish a notice", who: "any", body: "NoticeBody", answer: [201, "Notice"] },

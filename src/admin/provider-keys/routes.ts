@@ -16,6 +16,8 @@ import type { Tenant } from "../../tenancy/tenants.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import type { OperationLog } from "../oplog/writer.ts";
 import { fullRecord, overviewRecord, summaryRecord } from "./records.ts";
+import { testKey } from "./key-test.ts";
+import type { Adapters } from "../../upstreams/index.ts";
 import { selfAddress, validateCreate, validateUpdate } from "./validation.ts";
 
 /** Models no LEVEL_MAPPER rule matches are served by Level 1. */
@@ -44,6 +46,8 @@ function formWanted(query: URLSearchParams): RecordForm {
 export interface ProviderKeyRouteDeps {
   config: Pick<ServeConfig, "host" | "port" | "baseUrl" | "maxBody" | "trustProxy">;
   addressGuard: AddressGuard;
+  adapters: Adapters;
+  upstreamTls: { ca: string[] } | undefined;
   log: Logger;
   oplog: OperationLog;
   bus: InvalidationBus;
@@ -192,5 +196,18 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
     .post("/x-keys/:id/wake", ({ params, principal, request, tenant }) => setSleep(tenant, params.id, false, principal, request), {
       owner: true,
       parse: "none",
-    });
+    })
+    .post(
+      "/x-keys/:id/test",
+      async ({ params, principal, request, tenant }) => {
+        const row = await existing(tenant, params.id);
+        const key = tenant.pool.get(row.id);
+        // A key the pool does not hold yet (a write another process made) is read again first.
+        if (!key) await tenant.pool.reload();
+        const result = await testKey(tenant.pool.get(row.id)!, deps);
+        await audit(tenant, "key.test", principal, request, row.id, { ok: result.ok, status: result.status ?? undefined });
+        return result;
+      },
+      { owner: true, parse: "none" },
+    );
 }
