@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { routeExplainRoutes } from "./gateway/route-explain.ts";
 import { VERSION } from "./version.ts";
 import { openApiDocument } from "./wire/openapi.ts";
 import { dashboardAccountRoutes } from "./accounts/dashboard-routes.ts";
@@ -51,6 +52,7 @@ export function createApp(deps: Deps, hot?: HotRoutes) {
     .use(reportRoutes(deps))
     .use(noticeRoutes(deps))
     .use(operationLogRoutes(deps))
+    .use(routeExplainRoutes(deps))
     .use(gatewayRoutes(deps, hot))
     .use(realtimeClientSecretRoutes(deps));
 }

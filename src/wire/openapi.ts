@@ -125,6 +125,14 @@ const OPERATIONS: Operation[] = [
   },
   { method: "get", path: "/x-bill", summary: "The bill of the caller's descendants (or one subtree), with the ranking", who: "manager", params: [...RANGE, q("user", "string", "one descendant (ID, name or email) and its subtree")], answer: [200, "RankedBill"] },
 
+  {
+    method: "get",
+    path: "/x-route",
+    summary: "How a call for a model by an account would be served now: rules, Levels, keys in pick order, price, limits",
+    who: "manager",
+    params: [q("model", "string", "the model a client would ask for (required)"), q("account", "string", "an account (ID, name or email) of the caller's subtree; default the caller"), q("family", "string", "the client's API family: openai (default), anthropic, gemini")],
+    answer: [200, { type: "object" }],
+  },
   { method: "get", path: "/x-pricing", summary: "The prices that apply (catalog and overrides)", who: "any", answer: [200, "PricingAnswer"] },
   { method: "get", path: "/x-config", summary: "Every configuration item", who: "owner", answer: [200, "ConfigExport"] },
   { method: "put", path: "/x-config", summary: "Change configuration items (only those sent)", who: "owner", body: { type: "object", description: "item name → value (docs/api.md, Configuration items)" }, answer: [200, "ConfigExport"] },
