@@ -166,6 +166,9 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   const softLimit = createSoftLimitNotifier({ store, clock, log, claims: state.claims });
   const tenants = createTenants(config.byok ?? false, {
     store,
+    // Actions of the system itself: no operator, in the tenant they happened in.
+    onSystemEvent: (tenantId, action, details) =>
+      void oplog.write({ tenantId, actorId: null, action, details }).catch((error: unknown) => log.error("a system action could not be logged", { action, error: (error as Error).message })),
     clock,
     log,
     sealer,

@@ -105,6 +105,8 @@ export interface UpstreamModelPage {
 export interface PathModelCalls {
   /** The version segments served (`/v1beta/models/…`, `/v1/models/…`). */
   versions: readonly string[];
+  /** The method most calls use (Gemini's `generateContent`), for describing a route. */
+  primary: string;
   /** The endpoint of a method, or undefined when the family has no such method (404). */
   endpoint(version: string, method: string): Endpoint | undefined;
   /** Reads the call; `spec` is the path's last segment (`{model}:{method}`). */

@@ -56,6 +56,13 @@ const RANK: Record<string, number> = { probe: 0, ready: 1 };
 const byPickOrder = (a: { state: string; inFlight: number }, b: { state: string; inFlight: number }) =>
   (RANK[a.state] ?? 2) - (RANK[b.state] ?? 2) || a.inFlight - b.inFlight;
 
+/** The path of the family's most usual call, for asking a provider type whether it serves the call. */
+function representativePath(family: Family, model: string): string {
+  const format = formatOf(family);
+  if (format.pathModels) return `/${format.pathModels.versions[0]}/models/${model}:${format.pathModels.primary}`;
+  return Object.values(format.endpoints)[0]?.path ?? "/v1/chat/completions";
+}
+
 export function explainRoute(tenant: Tenant, principal: Principal, model: string, family: Family, now: number, adapters: Adapters, withKeys: boolean) {
   let refusal: { rule: string; message: string } | null = null;
   try {
@@ -74,7 +81,7 @@ export function explainRoute(tenant: Tenant, principal: Principal, model: string
   const call = {
     family,
     method: "POST",
-    path: family === "gemini" ? `/v1beta/models/${effectiveModel}:generateContent` : (Object.values(formatOf(family).endpoints)[0]?.path ?? "/v1/chat/completions"),
+    path: representativePath(family, effectiveModel),
     search: "",
     model: effectiveModel,
     stream: false,

@@ -56,7 +56,10 @@ const storedSleep = (row: { sleeping: boolean; sleepReason: string | null; sleep
 
 const toSleepState = (sleep: KeySleep): SleepState => ({ sleeping: sleep.sleeping, reason: sleep.reason, until: sleep.until, count: sleep.count });
 
-export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock; log: Logger; keys: KeyState; tenantId: number }): KeyPool {
+/** What the system did on its own, for the operation log (`key.auto_sleep`, `key.auto_wake`). */
+export type SystemEvent = (action: "key.auto_sleep" | "key.auto_wake" | "level.switch_over" | "level.switch_back", details: Record<string, string | number | null>) => void;
+
+export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock; log: Logger; keys: KeyState; tenantId: number; onSystemEvent?: SystemEvent }): KeyPool {
   const { keys: state, tenantId } = deps;
   let byId = new Map<number, PoolKey>();
   let byLevel = new Map<number, PoolKey[]>();
@@ -116,6 +119,8 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
   const persist = (key: PoolKey, change: KeySleep | undefined) => {
     if (!change) return;
     void store(key.id, change);
+    const until = change.until === null ? null : new Date(change.until).toISOString();
+    deps.onSystemEvent?.(change.sleeping ? "key.auto_sleep" : "key.auto_wake", { key: key.id, level: key.level, ...(change.sleeping && { reason: change.reason, until }) });
     if (change.sleeping) {
       deps.log.warn("provider key sleeps", {
         key: key.id,
@@ -210,6 +215,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
       mirrorSleep(key, change);
       key.failures = 0;
       deps.log.warn("provider key unusable: its upstream address is refused", { key: key.id, level: key.level, reason });
+      deps.onSystemEvent?.("key.auto_sleep", { key: key.id, level: key.level, reason: "address", until: null });
       void store(key.id, change);
       await state.setSleep(tenantId, refOf(key), change).catch(unrecorded("sleep", key));
     },

@@ -1,4 +1,5 @@
 import type { LevelState, LevelStatus } from "../state/state.ts";
+import type { SystemEvent } from "./key-pool.ts";
 
 /** More than this many upstream errors within the window switch a Level to its backup (spec 3, 8). */
 export const SWITCH_THRESHOLD = 5;
@@ -24,7 +25,7 @@ export interface SwitchOver {
   isSwitched(level: number): boolean;
 }
 
-export function createSwitchOver(levels: LevelState, tenantId: number): SwitchOver {
+export function createSwitchOver(levels: LevelState, tenantId: number, onSystemEvent?: SystemEvent): SwitchOver {
   /** What this process last saw of each Level that had errors: read by metrics, and to skip work on the success path. */
   const seen = new Map<number, boolean>();
   const note = (level: number, status: LevelStatus) => seen.set(level, status.switchedAt !== null);
@@ -45,13 +46,20 @@ export function createSwitchOver(levels: LevelState, tenantId: number): SwitchOv
       }
     },
     async recordError(level, now) {
-      note(level, await levels.recordError(tenantId, level, now, SWITCH_THRESHOLD, SWITCH_WINDOW_MS));
+      const status = await levels.recordError(tenantId, level, now, SWITCH_THRESHOLD, SWITCH_WINDOW_MS);
+      note(level, status);
+      // The error that switched the Level (its switch time is this error's): one entry, whichever instance saw it.
+      if (status.switchedAt === now) onSystemEvent?.("level.switch_over", { level, errors: SWITCH_THRESHOLD + 1, window_s: SWITCH_WINDOW_MS / 1000 });
     },
     async recordSuccess(level, probe) {
       // A Level never seen with errors has nothing to recover (the hot path's common case).
       if (!probe && !seen.has(level)) return;
       await levels.recover(tenantId, level, probe);
-      if (probe) seen.set(level, false);
+      if (probe) {
+        seen.set(level, false);
+        // Only the probe's holder switches back: one entry.
+        onSystemEvent?.("level.switch_back", { level });
+      }
     },
     async abandonProbe(level) {
       await levels.abandonProbe(tenantId, level);

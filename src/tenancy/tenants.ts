@@ -5,7 +5,7 @@ import type { Logger } from "../core/log.ts";
 import { createMailer, type Mailer } from "../mail/mailer.ts";
 import type { State } from "../state/state.ts";
 import type { Meter } from "../metering/meter.ts";
-import { createKeyPool, type KeyPool } from "../routing/key-pool.ts";
+import { createKeyPool, type KeyPool, type SystemEvent } from "../routing/key-pool.ts";
 import { createSwitchOver, type SwitchOver } from "../routing/switch-over.ts";
 import type { Sealer } from "../store/crypto.ts";
 import type { AccountRow, Store } from "../store/store.ts";
@@ -54,6 +54,8 @@ export interface TenantParts {
   sealer: Sealer;
   /** Where switch-over state is kept (with the rest of the counted state). */
   state: State;
+  /** What the system did on its own in a tenant (a key slept or woke, a Level switched), for the operation log. */
+  onSystemEvent?: (tenantId: number, ...event: Parameters<SystemEvent>) => void;
   /** Builds the tenant's meter once its settings exist (the meter prices with them). */
   meterFor(tenantId: number, settings: ConfigService, mailer: Mailer): Meter;
 }
@@ -64,7 +66,8 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
     const { store, clock, log, sealer, state } = parts;
     const settings = createConfigService({ store, clock, sealer, tenantId });
     const providerKeys = createProviderKeysRepository({ store, sealer, clock, tenantId });
-    const pool = createKeyPool({ repo: providerKeys, clock, log, keys: state.keys, tenantId });
+    const onSystemEvent: SystemEvent | undefined = parts.onSystemEvent && ((action, details) => parts.onSystemEvent!(tenantId, action, details));
+    const pool = createKeyPool({ repo: providerKeys, clock, log, keys: state.keys, tenantId, onSystemEvent });
     const mailer = createMailer(settings);
     const ready = Promise.all([settings.reload(), pool.reload()]).then(() => undefined);
     // Whoever loads the tenant hears of a failure; nobody waiting is not a crash.
@@ -75,7 +78,7 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
       settings,
       providerKeys,
       pool,
-      switchOver: createSwitchOver(state.levels, tenantId),
+      switchOver: createSwitchOver(state.levels, tenantId, onSystemEvent),
       mailer,
       meter: parts.meterFor(tenantId, settings, mailer),
     };

@@ -40,6 +40,9 @@ async function namesOf(ids: number[], self: { id: number; name: string; email: s
 }
 
 /** The operation log, newest first, 24 rows a page, filtered by action, target account and dates. */
+/** Actions the router takes on its own (automatic sleep and wake, Level switch-over): no operator. */
+const SYSTEM_ACTION = /^(key\.auto_|level\.switch_)/;
+
 export function OplogPanel() {
   const { status } = useConsole();
   const [action, setAction] = useState("");
@@ -84,7 +87,7 @@ export function OplogPanel() {
             columns={[
               { label: "Time", render: (r) => formatTime(r.time) },
               { label: "Action", render: (r) => <span class="mono">{r.action}</span> },
-              { label: "By", render: (r) => (r.operator_id === null ? "CLI" : named(r.operator_id)) },
+              { label: "By", render: (r) => (r.operator_id !== null ? named(r.operator_id) : SYSTEM_ACTION.test(r.action) ? "System" : "CLI") },
               { label: "Target", detail: true, render: (r) => (r.target_id === null ? "—" : named(r.target_id)) },
               { label: "Details", detail: true, render: (r) => readableDetails(r.details) },
               { label: "IP", detail: true, render: (r) => r.ip ?? "—" },

@@ -50,4 +50,4 @@ function read(endpoint: Endpoint, bytes: Uint8Array, spec: string, source: CallS
   };
 }
 
-export const geminiPathModels: PathModelCalls = { versions: ["v1beta", "v1"], endpoint, read };
+export const geminiPathModels: PathModelCalls = { versions: ["v1beta", "v1"], primary: "generateContent", endpoint, read };
