@@ -2,15 +2,9 @@ import { badRequest } from "../core/errors.ts";
 import { bestMatch, compilePattern, splitList } from "../routing/patterns.ts";
 import type { AccountRow, NewAccountRow } from "../store/store.ts";
 import { DEFAULT_RESOURCES, resourcesOf } from "./access.ts";
-import {
-  MODEL_LIMIT_MEMBERS,
-  RATE_FIELDS,
-  SPEND_FIELDS,
-  type AccountInput,
-  type ModelLimits,
-  type RateField,
-  type SpendField,
-} from "./input.ts";
+import type { AccountInput } from "./input.ts";
+import type { ModelLimits } from "../wire/accounts.ts";
+import { MODEL_LIMIT_MEMBERS, RATE_FIELDS, SPEND_FIELDS, type RateField, type SpendField } from "../wire/constants.ts";
 import { parseRange, rangeContains, type IpRange } from "./ip-ranges.ts";
 
 /**

@@ -6,11 +6,6 @@ import { AccountBody, type ModelLimit, type ModelLimits } from "../wire/accounts
 import { bodyCheck } from "../wire/check.ts";
 import { MODEL_LIMIT_MEMBERS, RATE_FIELDS, SPEND_FIELDS, type ModelLimitMember, type RateField, type SpendField } from "../wire/constants.ts";
 
-// The lists live with the wire models, shared with the console and the CLI; re-exported for the domain's importers.
-export { MAX_RATES, MAX_SPEND_LIMIT, MODEL_LIMIT_MEMBERS, RATE_FIELDS, SPEND_FIELDS } from "../wire/constants.ts";
-export type { ModelLimitMember, RateField, SpendField } from "../wire/constants.ts";
-export type { ModelLimit, ModelLimits } from "../wire/accounts.ts";
-
 /** A creation or update body, checked field by field (spec 2.2). Absent fields are undefined; `null` clears. */
 export interface AccountInput {
   email?: string;
