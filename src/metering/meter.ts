@@ -38,6 +38,13 @@ const NO_RETRY = { "x-should-retry": "false" } as const;
 /** A refusal only calls in flight cause: they end within moments, so retry soon. */
 const RETRY_SOON = { "retry-after": "1" } as const;
 
+/** Too many settled usage rows wait for the database (it is down, or far behind). */
+const DATABASE_BEHIND = new HttpError(
+  "unavailable",
+  "PostgreSQL, where this router records usage, is unavailable or behind and too many charges wait for it; try again shortly",
+  { code: "database_unavailable", headers: RETRY_SOON },
+);
+
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
 /** Whose limit a refusal is: the caller's own, or an ancestor's that bounds its subtree. */
@@ -203,6 +210,8 @@ export function createMeter(deps: {
 
   return {
     async admit(input) {
+      // Charges must reach the database some day: past the bound of rows waiting for it, no more are made.
+      if (deps.recorder.full()) throw DATABASE_BEHIND;
       const account = input.principal.account;
       const model = input.effectiveModel;
       // A token count spends nothing: only access rules (checked before) and request windows apply.

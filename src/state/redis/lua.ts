@@ -239,10 +239,19 @@ end
 return { 'ok' }
 `);
 
-/** Credit outside admission: P = {op: 'held', key} | {op: 'flushed', charges: [[key, amount]…]}. */
+/**
+ * Credit outside admission: P = {op: 'held', key} | {op: 'flushed', charges: [[key, amount]…],
+ * drop?: [claim list, claims set]}. With drop, the drained claim of usage rows whose charges
+ * these are goes in the same step: a process dying in between can neither leave the charges
+ * counted as unwritten for good nor have them written off twice.
+ */
 export const CREDIT = script(`${PRELUDE}
 if P.op == 'held' then
   return str((num(redis.call('HGET', P.key, 'unflushed')) or 0) + credit_reserved(P.key))
+end
+if P.drop ~= nil then
+  redis.call('DEL', P.drop[1])
+  redis.call('SREM', P.drop[2], OWNER)
 end
 for _, pair in ipairs(P.charges) do
   local key, amount = pair[1], pair[2]
@@ -414,4 +423,56 @@ local held = num(redis.call('GET', P.key))
 if held ~= nil and held > P.now then return 0 end
 redis.call('SET', P.key, str(P.now + P.ttl), 'PX', math.max(1, P.ttl))
 return 1
+`);
+
+/**
+ * Usage rows waiting for the database (a list of JSON rows, oldest first) and what each
+ * process claimed of them to write (its own list, its owner id in the claims set).
+ * P = {queue, claims, claimPrefix, max}. Answers {kind, waiting, row…}: 'retry' with the
+ * rows of an unfinished claim (this process's own, or one a dead process left: its lease
+ * expired), which may be in the database already; 'new' with up to max rows moved from
+ * the queue to this process's claim; 'none' when nothing waits. `waiting` is the queue's
+ * length after the claim.
+ */
+export const USAGE_CLAIM = script(`${PRELUDE}
+local mine = P.claimPrefix .. OWNER
+local held = redis.call('LRANGE', mine, 0, -1)
+if #held > 0 then return { 'retry', redis.call('LLEN', P.queue), unpack(held) } end
+for _, other in ipairs(redis.call('SMEMBERS', P.claims)) do
+  if other ~= OWNER and not alive(other) then
+    redis.call('SREM', P.claims, other)
+    local theirs = P.claimPrefix .. other
+    if redis.call('EXISTS', theirs) == 1 then
+      redis.call('RENAME', theirs, mine)
+      redis.call('SADD', P.claims, OWNER)
+      return { 'retry', redis.call('LLEN', P.queue), unpack(redis.call('LRANGE', mine, 0, -1)) }
+    end
+  end
+end
+local rows = redis.call('LRANGE', P.queue, 0, P.max - 1)
+if #rows == 0 then return { 'none', 0 } end
+redis.call('LTRIM', P.queue, #rows, -1)
+redis.call('RPUSH', mine, unpack(rows))
+redis.call('SADD', P.claims, OWNER)
+return { 'new', redis.call('LLEN', P.queue), unpack(rows) }
+`);
+
+/**
+ * A process that stops hands its unfinished claim back: P = {queue, claims, claimPrefix}.
+ * The rows go back to the head of the queue in their order, flagged (an 'R' before the
+ * JSON) for the check a retried claim gets (the database may hold them already), so another process writes
+ * them at once instead of after this one's lease expired.
+ */
+export const USAGE_RELEASE = script(`${PRELUDE}
+local mine = P.claimPrefix .. OWNER
+local rows = redis.call('LRANGE', mine, 0, -1)
+-- 'R' before a row flags it (rows are JSON objects, so they start with '{').
+for i = #rows, 1, -1 do
+  local row = rows[i]
+  if string.sub(row, 1, 1) ~= 'R' then row = 'R' .. row end
+  redis.call('LPUSH', P.queue, row)
+end
+redis.call('DEL', mine)
+redis.call('SREM', P.claims, OWNER)
+return #rows
 `);
