@@ -184,6 +184,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
         counts: state.counts,
         periods,
         recorder: usageRecorder,
+        databaseName: config.database !== undefined ? "PostgreSQL" : "The SQLite database",
         metrics,
         tenantRoot: config.byok ? tenantId : undefined,
         chainOf: (account) => chains.of(account),

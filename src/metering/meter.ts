@@ -39,11 +39,11 @@ const NO_RETRY = { "x-should-retry": "false" } as const;
 const RETRY_SOON = { "retry-after": "1" } as const;
 
 /** Too many settled usage rows wait for the database (it is down, or far behind). */
-const DATABASE_BEHIND = new HttpError(
-  "unavailable",
-  "PostgreSQL, where this router records usage, is unavailable or behind and too many charges wait for it; try again shortly",
-  { code: "database_unavailable", headers: RETRY_SOON },
-);
+const databaseBehind = (database: string) =>
+  new HttpError("unavailable", `${database}, where this router records usage, is unavailable or behind and too many charges wait for it; try again shortly`, {
+    code: "database_unavailable",
+    headers: RETRY_SOON,
+  });
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
@@ -99,10 +99,13 @@ export function createMeter(deps: {
   tenantRoot?: number;
   /** An account and its ancestors, nearest first (default: the account alone). */
   chainOf?: (account: Readonly<AccountRow>) => Promise<readonly Readonly<AccountRow>[]>;
+  /** The database usage rows go to, as a refusal names it (default "PostgreSQL"). */
+  databaseName?: string;
   /** Told after a charge, for each account whose subtree spent it, with the counter of its month's charges. */
   onSpend?: (account: Readonly<AccountRow>, spentThisMonth: PeriodCounter) => void;
 }): Meter {
   const { clock, counts, periods } = deps;
+  const DATABASE_BEHIND = databaseBehind(deps.databaseName ?? "PostgreSQL");
   const alone = new WeakMap<Readonly<AccountRow>, Promise<readonly Readonly<AccountRow>[]>>();
   const chainOf =
     deps.chainOf ??
