@@ -156,6 +156,39 @@ if (!skipServices) {
       expect(await balanceOf(a, account.key)).toBe(GRANTED * 1e9 - (account.warmUps + served) * CALL_COST);
     }, 40_000);
 
+    test("an instance stopped cleanly while PostgreSQL is away hands its unwritten rows back to Redis for the others", async () => {
+      const f = await startRouter({ dataDir, config, pricing: false });
+      const account = await warmAccount(f);
+      const owner = (f.deps.state as RedisState).owner;
+      await postgres.halt();
+      let served = 0;
+      try {
+        await waitFor(
+          async () => {
+            expect((await chat(f, account.key)).status).toBe(200);
+            served++;
+            await f.deps.usageRecorder.flush();
+            return Number(await redisClient.send("LLEN", [`router:usage:claim:${owner}`])) > 0;
+          },
+          10_000,
+          "F to hold a claim of rows",
+        );
+        await f.stop();
+        // Its claim went back to the queue, at once (no lease to wait for).
+        expect(await redisClient.send("EXISTS", [`router:usage:claim:${owner}`])).toBe(0);
+        expect(await waitingInRedis()).toBeGreaterThanOrEqual(served);
+      } finally {
+        await postgres.resume();
+      }
+      for (const router of [a, b]) await waitFor(() => databaseReady(router), 10_000, "/readyz to be ready again");
+      await a.deps.usageRecorder.flush();
+      await b.deps.usageRecorder.flush();
+      const rows = await rowsOf(account.id);
+      expect(rows).toHaveLength(account.warmUps + served);
+      expect(new Set(rows.map((row) => row.requestId)).size).toBe(rows.length);
+      expect(await balanceOf(a, account.key)).toBe(GRANTED * 1e9 - (account.warmUps + served) * CALL_COST);
+    }, 40_000);
+
     test("a claim whose writer committed it and died before clearing it is written once, and charged once", async () => {
       const account = await warmAccount();
       await a.deps.usageRecorder.flush();
