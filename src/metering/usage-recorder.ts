@@ -95,7 +95,6 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
 
   /** The batch's rows, their daily rollups and the charges, in one transaction. */
   const write = async (rows: NewUsageEventRow[], check = false): Promise<Map<number, number>> => {
-    const charged = new Map<number, number>();
     const now = deps.clock.now();
     await deps.store.transaction(async (tx) => {
       // Rows a dead writer may have committed: the ones stored already are charged once, then.
@@ -112,8 +111,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
     });
     // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
-    for (const [accountId, amount] of chargesOf(rows)) charged.set(accountId, amount);
-    return charged;
+    return chargesOf(rows);
   };
   const chargesOf = (rows: readonly NewUsageEventRow[]) => {
     const charged = new Map<number, number>();
