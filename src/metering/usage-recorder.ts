@@ -212,7 +212,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       }
       claimed = 0;
       succeeded();
-      return rows.length >= DRAIN_ROWS || waiting > 0 ? "more" : "idle";
+      // Claim again at once: the queue, or a dead writer's claim (not counted in `waiting`), may hold more.
+      return "more";
     });
     writing = done;
     return done;
