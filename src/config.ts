@@ -31,6 +31,11 @@ export interface ServeConfig {
   secretKeyFile?: string;
   /** Seconds in-flight requests get to finish on SIGTERM/SIGINT. */
   graceSeconds: number;
+  /**
+   * Settled usage rows that may wait for the database before model calls are refused
+   * with 503 (default 100,000: see docs/architecture.md, "Store on PostgreSQL").
+   */
+  usageBacklogLimit?: number;
   /** Upstream attempts per call (first try included). */
   maxAttempts: number;
   /** Longest wait for an upstream's response headers (connecting included) and, for a stream, its first chunk, ms. */

@@ -28,6 +28,7 @@ import { SECRET_ITEMS } from "./admin/config/items.ts";
 import { connectRedis } from "./state/redis/connection.ts";
 import { createRedisState } from "./state/redis/state.ts";
 import { createRedisBus } from "./state/redis/bus.ts";
+import { createRedisUsageBuffer } from "./state/redis/usage-buffer.ts";
 import type { Lifecycle } from "./health/routes.ts";
 import { createDependencyMonitor, type DependencyMonitor } from "./health/dependencies.ts";
 import { databasePath } from "./store/data-dir.ts";
@@ -149,7 +150,14 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     // In the BYOK style a change belongs to its author's tenant: the root of its path.
     tenantOf: config.byok ? async (actorId) => tenantIdOf(true, (await store.accounts.byId(actorId))?.path ?? "") : undefined,
   });
-  const usageRecorder = createUsageRecorder({ store, clock, log });
+  // With Redis, settled rows wait in a Redis list until the database holds them (an outage, a killed instance).
+  const usageRecorder = createUsageRecorder({
+    store,
+    clock,
+    log,
+    buffer: redisState && redisConnection ? createRedisUsageBuffer({ connection: redisConnection, state: redisState }) : undefined,
+    backlogLimit: config.usageBacklogLimit,
+  });
   const metrics = createRouterMetrics();
   // Single-tenant owners run their own network; BYOK tenants may not reach it unless allowed.
   const addressGuard = createAddressGuard({ allowPrivate: !config.byok || config.allowPrivateUpstreams === true }, overrides.resolve, () => clock.now());
@@ -182,6 +190,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
         counts: state.counts,
         periods,
         recorder: usageRecorder,
+        databaseName: config.database !== undefined ? "PostgreSQL" : "The SQLite database",
         metrics,
         tenantRoot: config.byok ? tenantId : undefined,
         chainOf: (account) => chains.of(account),

@@ -16,14 +16,32 @@ export interface RunningServer {
   /** e.g. `http://127.0.0.1:8080` (the port actually bound). */
   readonly url: string;
   readonly port: number;
-  /** Graceful stop: refuse new connections, let in-flight requests finish within the grace period, close the store. */
-  stop(graceSeconds?: number): Promise<void>;
+  /**
+   * Graceful stop: /readyz answers 503 at once while the socket still listens for
+   * `drainPauseMs` (by default min(grace, 5 s) with --redis, else none: see
+   * `defaultDrainPauseMs`) so a load balancer sees it and sends no more;
+   * then refuse new connections, let in-flight requests finish within the grace period,
+   * close the store.
+   */
+  stop(graceSeconds?: number, drainPauseMs?: number): Promise<void>;
 }
 
 /** Bun answers a bare 413 above this; our own limit (--max-body) must always bite first. */
 const BUN_BODY_CEILING = Number.MAX_SAFE_INTEGER;
 /** Idle seconds before Bun closes a silent connection; streaming routes lift it per request. */
 const IDLE_TIMEOUT_SECONDS = 120;
+
+/** The longest pause between /readyz turning 503 and the socket closing, in a graceful stop. */
+export const MAX_DRAIN_PAUSE_SECONDS = 5;
+
+/**
+ * Only an instance that may have peers (several instances share a database through
+ * Redis) sits behind a load balancer that can send its calls elsewhere: it pauses. A
+ * single instance has nowhere to drain to, and stops at once as it always did.
+ */
+export function defaultDrainPauseMs(shared: boolean, graceSeconds: number): number {
+  return shared ? Math.min(graceSeconds, MAX_DRAIN_PAUSE_SECONDS) * 1000 : 0;
+}
 
 export class ServeError extends Error {}
 
@@ -151,10 +169,16 @@ export function startServer(deps: Deps): RunningServer {
     server,
     url: `${scheme}://${host}:${port}`,
     port,
-    stop(graceSeconds = config.graceSeconds) {
+    stop(graceSeconds = config.graceSeconds, drainPauseMs = defaultDrainPauseMs(config.redis !== undefined, graceSeconds)) {
       // From here /readyz answers 503, so a load balancer drains this instance.
       deps.lifecycle.stopping = true;
       stopping ??= (async () => {
+        // A balancer learns of the 503 at its next health check: until then the socket
+        // stays open and calls are still served, rather than refused at the door.
+        if (drainPauseMs > 0) {
+          log.info("stopping: /readyz answers 503; the socket closes after the drain pause", { pauseMs: drainPauseMs });
+          await Bun.sleep(drainPauseMs);
+        }
         clearInterval(watcher);
         realtime.closeAll();
         let timer: ReturnType<typeof setTimeout> | undefined;

@@ -38,6 +38,13 @@ const NO_RETRY = { "x-should-retry": "false" } as const;
 /** A refusal only calls in flight cause: they end within moments, so retry soon. */
 const RETRY_SOON = { "retry-after": "1" } as const;
 
+/** Too many settled usage rows wait for the database (it is down, or far behind). */
+const databaseBehind = (database: string) =>
+  new HttpError("unavailable", `${database}, where this router records usage, is unavailable or behind and too many charges wait for it; try again shortly`, {
+    code: "database_unavailable",
+    headers: RETRY_SOON,
+  });
+
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
 /** Whose limit a refusal is: the caller's own, or an ancestor's that bounds its subtree. */
@@ -92,10 +99,13 @@ export function createMeter(deps: {
   tenantRoot?: number;
   /** An account and its ancestors, nearest first (default: the account alone). */
   chainOf?: (account: Readonly<AccountRow>) => Promise<readonly Readonly<AccountRow>[]>;
+  /** The database usage rows go to, as a refusal names it (default "PostgreSQL"). */
+  databaseName?: string;
   /** Told after a charge, for each account whose subtree spent it, with the counter of its month's charges. */
   onSpend?: (account: Readonly<AccountRow>, spentThisMonth: PeriodCounter) => void;
 }): Meter {
   const { clock, counts, periods } = deps;
+  const DATABASE_BEHIND = databaseBehind(deps.databaseName ?? "PostgreSQL");
   const alone = new WeakMap<Readonly<AccountRow>, Promise<readonly Readonly<AccountRow>[]>>();
   const chainOf =
     deps.chainOf ??
@@ -203,6 +213,8 @@ export function createMeter(deps: {
 
   return {
     async admit(input) {
+      // Charges must reach the database some day: past the bound of rows waiting for it, no more are made.
+      if (deps.recorder.full()) throw DATABASE_BEHIND;
       const account = input.principal.account;
       const model = input.effectiveModel;
       // A token count spends nothing: only access rules (checked before) and request windows apply.

@@ -1,8 +1,9 @@
 import type { Clock } from "../core/clock.ts";
-import type { Logger } from "../core/log.ts";
+import type { LogFields, Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
-import type { NewUsageEventRow, RollupRow, Store } from "../store/store.ts";
+import { usageRowIdentity, type NewUsageEventRow, type RollupRow, type Store } from "../store/store.ts";
+import type { UsageBuffer } from "./usage-buffer.ts";
 
 /** What the gateway reports when a model call ends. */
 export interface UsageEvent {
@@ -38,9 +39,22 @@ export interface UsageRecorder extends UsageSink {
   flush(): Promise<void>;
   /** Stops the timer and writes what is pending. */
   stop(): Promise<void>;
-  /** Called after each committed flush with the credit charged per account (nano-credits). */
+  /**
+   * Called after each committed write of rows held in this process with the credit
+   * charged per account (nano-credits). Rows drained from a durable buffer note their
+   * charges through the buffer instead (`UsageBuffer.done`).
+   */
   onCharged(listener: (charged: ReadonlyMap<number, number>) => void): void;
+  /** Rows settled and not yet in the database (in this process, and in the buffer as last seen). */
+  backlog(): number;
+  /** Whether the backlog reached its bound: model calls are then refused (503 naming PostgreSQL). */
+  full(): boolean;
+  /** Stops the timer and writes nothing more, handing nothing back: what a killed process leaves (tests). */
+  halt(): void;
 }
+
+/** Rows waiting for the database before model calls are refused (docs/architecture.md, "Store on PostgreSQL"). */
+export const DEFAULT_BACKLOG_LIMIT = 100_000;
 
 /** Short ticks keep each batch small, so one write never holds the event loop for long. */
 const FLUSH_INTERVAL_MS = 50;
@@ -53,21 +67,61 @@ export function isBillable(row: NewUsageEventRow): boolean {
   return row.status < 400 || (row.costNanos ?? 0) > 0 || (row.promptTokens ?? 0) + (row.completionTokens ?? 0) > 0;
 }
 
+/** Rows one drain writes at most per transaction. */
+const DRAIN_ROWS = 500;
+
 /**
  * Buffers usage rows and writes them, their daily rollups and the credit they consumed
- * in one transaction per short tick, so SQLite never sits between a client and its
- * response. A clean shutdown flushes; a crash loses at most the last tick (50 ms).
+ * in one transaction per short tick, so the database never sits between a client and
+ * its response.
+ *
+ * Without a durable buffer, rows wait in this process: a clean shutdown flushes, a crash
+ * loses at most the last tick (50 ms), and rows the database refuses are retried on the
+ * next tick, in memory. With one (Redis), every settled row is appended to it at once,
+ * and each tick drains a batch from it: rows survive the database being down and this
+ * process dying, and any instance writes them (a batch claimed by a writer that died is
+ * checked against what the database holds first, so nothing is charged twice).
+ * Past `backlogLimit` rows waiting, `full()` says so and model calls are refused.
  */
-export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Logger }): UsageRecorder {
+export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Logger; buffer?: UsageBuffer; backlogLimit?: number }): UsageRecorder {
+  const buffer = deps.buffer;
+  const backlogLimit = deps.backlogLimit ?? DEFAULT_BACKLOG_LIMIT;
   let pending: NewUsageEventRow[] = [];
+  /** The buffer's length at the last claim. */
+  let waiting = 0;
+  /** Appends to the buffer not answered yet. */
+  const appending = new Set<Promise<void>>();
   const listeners: Array<(charged: ReadonlyMap<number, number>) => void> = [];
 
   /** The batch's rows, their daily rollups and the charges, in one transaction. */
-  const write = async (rows: NewUsageEventRow[]): Promise<Map<number, number>> => {
+  const write = async (rows: NewUsageEventRow[], check = false): Promise<Map<number, number>> => {
+    const now = deps.clock.now();
+    await deps.store.transaction(async (tx) => {
+      // Rows a dead writer may have committed: the ones stored already are charged once, then.
+      let fresh = rows;
+      if (check) {
+        const stored = new Set((await tx.usage.alreadyStored(rows)).map(usageRowIdentity));
+        if (stored.size > 0) {
+          deps.log.info("usage rows already written by a writer that stopped are not written again", { rows: stored.size });
+          fresh = rows.filter((row) => !stored.has(usageRowIdentity(row)));
+        }
+      }
+      const rollups = sums(fresh);
+      await tx.usage.append(fresh, rollups.values());
+      for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
+    });
+    // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
+    return chargesOf(rows);
+  };
+  const chargesOf = (rows: readonly NewUsageEventRow[]) => {
     const charged = new Map<number, number>();
+    for (const row of rows) if (row.costNanos) charged.set(row.accountId, (charged.get(row.accountId) ?? 0) + row.costNanos);
+    return charged;
+  };
+  /** The daily rollups of the rows that count in bills. */
+  const sums = (rows: readonly NewUsageEventRow[]) => {
     const rollups = new Map<string, RollupRow>();
     for (const row of rows) {
-      if (row.costNanos) charged.set(row.accountId, (charged.get(row.accountId) ?? 0) + row.costNanos);
       if (!isBillable(row)) continue;
       const model = row.effectiveModel ?? row.requestedModel ?? "";
       const key = `${row.accountId}\u0000${row.day}\u0000${model}`;
@@ -84,12 +138,18 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       sum.cacheWrite += row.cacheWriteTokens ?? 0;
       sum.costNanos += row.costNanos ?? 0;
     }
-    const now = deps.clock.now();
-    await deps.store.transaction(async (tx) => {
-      await tx.usage.append(rows, rollups.values());
-      for (const [accountId, amount] of charged) await tx.credit.consume(accountId, amount, now);
-    });
-    return charged;
+    return rollups;
+  };
+
+  /** Whether the last write failed: logged once per outage, not on every tick. */
+  let failing = false;
+  const failed = (message: string, fields: LogFields) => {
+    if (!failing) deps.log.error(message, fields);
+    failing = true;
+  };
+  const succeeded = () => {
+    if (failing) deps.log.info("usage rows are written again");
+    failing = false;
   };
 
   /**
@@ -104,10 +164,11 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       try {
         charged = await write(rows);
       } catch (error) {
-        deps.log.error("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: (error as Error).message });
+        failed("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: (error as Error).message });
         pending = rows.concat(pending);
         return false;
       }
+      succeeded();
       for (const listener of listeners) listener(charged);
       return true;
     });
@@ -115,13 +176,77 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     return done;
   };
 
+  /** Rows of this process's claim that could not be written yet (they wait in the buffer). */
+  let claimed = 0;
+  /**
+   * Claims a batch from the durable buffer and writes it, after the writes before it.
+   * A batch that fails stays claimed, and the next claim retries it (checked against the
+   * database then: the commit may have happened without its answer arriving).
+   */
+  const drainOnce = (): Promise<"more" | "idle" | "failed"> => {
+    const done = writing.then(async (): Promise<"more" | "idle" | "failed"> => {
+      let batch: Awaited<ReturnType<UsageBuffer["claim"]>>;
+      try {
+        batch = await buffer!.claim(DRAIN_ROWS);
+      } catch (error) {
+        failed("usage rows waiting in Redis could not be claimed; retrying shortly", { error: (error as Error).message });
+        return "failed";
+      }
+      waiting = batch.waiting;
+      if (batch.rows.length === 0) return "idle";
+      const check = batch.rows.some((row) => row.retried);
+      const rows = batch.rows.map(({ retried: _retried, ...row }) => row);
+      claimed = rows.length;
+      let charged: Map<number, number>;
+      try {
+        charged = await write(rows, check);
+      } catch (error) {
+        failed("usage rows could not be written; they wait in Redis and are retried shortly", { rows: rows.length, waiting, error: (error as Error).message });
+        return "failed";
+      }
+      try {
+        await buffer!.done(charged);
+      } catch (error) {
+        failed("written usage rows could not be cleared from Redis; the next claim checks them", { rows: rows.length, error: (error as Error).message });
+        return "failed";
+      }
+      claimed = 0;
+      succeeded();
+      // Claim again at once: the queue, or a dead writer's claim (not counted in `waiting`), may hold more.
+      return "more";
+    });
+    writing = done;
+    return done;
+  };
+  /** After a failed drain, ticks leave the database (or Redis) alone this long. */
+  const RETRY_MS = 250;
+  let retryAt = 0;
+  let draining = false;
+  const drain = async () => {
+    draining = true;
+    try {
+      for (;;) {
+        const outcome = await drainOnce();
+        if (outcome === "failed") retryAt = Date.now() + RETRY_MS;
+        if (outcome !== "more") return;
+        // Let requests through between two batches of a backlog.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      draining = false;
+    }
+  };
+
   /** Everything pending, now, in one transaction (shutdown, tests); resolves once stored. */
   const flush = async (): Promise<void> => {
+    await Promise.all(appending);
     if (pending.length > 0) {
       const rows = pending;
       pending = [];
       await writeRows(rows);
     } else await writing;
+    // The buffer, drained until empty (or while the database refuses), whoever's rows they are.
+    if (buffer) for (let round = 0; round < 10_000 && (await drainOnce()) === "more"; round++);
   };
 
   /**
@@ -145,15 +270,18 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     });
   };
   const tick = () => {
-    if (slicing || pending.length === 0) return;
-    slicing = true;
-    writeSlice();
+    if (!slicing && pending.length > 0) {
+      slicing = true;
+      writeSlice();
+    }
+    if (buffer && !draining && Date.now() >= retryAt) void drain();
   };
   const timer = setInterval(tick, FLUSH_INTERVAL_MS);
   timer.unref();
+  const backlog = () => pending.length + appending.size + waiting + claimed;
   return {
     record(event) {
-      pending.push({
+      const row: NewUsageEventRow = {
         requestId: event.requestId,
         accountId: event.accountId,
         day: deps.clock.businessDate(event.at),
@@ -174,7 +302,20 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
         latencyMs: Math.round(event.latencyMs),
         costNanos: event.costNanos ?? 0,
         extra: event.extra ? JSON.stringify(event.extra) : null,
-      });
+      };
+      if (buffer) {
+        // Durable once Redis holds it; when Redis refuses, it waits here and is written directly.
+        const appended: Promise<void> = buffer
+          .append(row)
+          .catch((error: unknown) => {
+            deps.log.warn("a usage row could not be put in Redis; it waits in this process", { error: (error as Error).message });
+            pending.push(row);
+          })
+          .finally(() => appending.delete(appended));
+        appending.add(appended);
+        return;
+      }
+      pending.push(row);
       // A full batch is written right after the current request's work, not inside it.
       if (pending.length >= MAX_PENDING && !slicing) {
         slicing = true;
@@ -182,12 +323,19 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       }
     },
     flush,
-    stop() {
+    async stop() {
       clearInterval(timer);
-      return flush();
+      await flush();
+      // What this process could not write goes back to the buffer for the others, at once.
+      if (buffer && claimed > 0) await buffer.release().catch((error: unknown) => deps.log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: (error as Error).message }));
     },
     onCharged(listener) {
       listeners.push(listener);
+    },
+    backlog,
+    full: () => backlog() >= backlogLimit,
+    halt() {
+      clearInterval(timer);
     },
   };
 }

@@ -200,6 +200,17 @@ export interface UsageStore {
   sumsByModel(audience: Audience, range: DayRange): Promise<Array<UsageSums & { model: string }>>;
   /** Call rows in the order they were stored, after `afterId`, at most `limit`. */
   events(afterId: number, limit: number): Promise<UsageEventRow[]>;
+  /**
+   * Which of `rows` are stored already, by request id, start, endpoint and status (a
+   * batch written again after its writer died between commit and clean-up): found
+   * through the account and day index, so it stays cheap however large the table.
+   */
+  alreadyStored(rows: readonly NewUsageEventRow[]): Promise<NewUsageEventRow[]>;
+}
+
+/** What tells one usage row from another: a request may leave several (attempts), never two alike. */
+export function usageRowIdentity(row: Pick<NewUsageEventRow, "requestId" | "createdAt" | "endpoint" | "status">): string {
+  return `${row.requestId}\u0000${row.createdAt}\u0000${row.endpoint}\u0000${row.status}`;
 }
 
 export interface UpstreamObjectStore {

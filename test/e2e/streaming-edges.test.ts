@@ -464,7 +464,8 @@ describe("graceful shutdown", () => {
 
     let stopped = false;
     let upstreamDoneAtStop = false;
-    const stopping = r.server.stop(10).then(() => {
+    // No drain pause (covered in test/e2e/scale-out-faults.test.ts): new connections are refused at once.
+    const stopping = r.server.stop(10, 0).then(() => {
       stopped = true;
       upstreamDoneAtStop = upstreamDone;
     });

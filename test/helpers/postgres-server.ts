@@ -22,6 +22,9 @@ export interface PostgresServer {
   createDatabase(template?: string): Promise<string>;
   /** Drops a database, closing whatever is still connected to it. */
   dropDatabase(name: string): Promise<void>;
+  /** Takes the server down (an outage: every connection drops), keeping its data; `resume` brings it back on the same port. */
+  halt(): Promise<void>;
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -84,10 +87,12 @@ export async function startPostgres(): Promise<PostgresServer> {
   const port = freePort();
   const logFile = join(dir, "postgres.log");
   // fsync off: a test cluster is thrown away, and durability only slows it down.
-  const server = Bun.spawn(
-    as([join(bin, "postgres"), "-D", data, "-p", String(port), "-k", sockets, "-h", "127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200"]),
-    { stdout: Bun.file(logFile), stderr: Bun.file(logFile) },
-  );
+  const spawnServer = () =>
+    Bun.spawn(
+      as([join(bin, "postgres"), "-D", data, "-p", String(port), "-k", sockets, "-h", "127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200"]),
+      { stdout: Bun.file(logFile), stderr: Bun.file(logFile) },
+    );
+  let server = spawnServer();
   const url = (database = "postgres") => `postgres://postgres@127.0.0.1:${port}/${database}`;
   const log = () => (existsSync(logFile) ? readFileSync(logFile, "utf8").slice(-2000) : "");
 
@@ -108,8 +113,8 @@ export async function startPostgres(): Promise<PostgresServer> {
     const file = join(data, "postmaster.pid");
     return existsSync(file) ? Number(readFileSync(file, "utf8").split("\n")[0]) : undefined;
   };
-  const stop = async () => {
-    await admin?.close().catch(() => {});
+  /** Stops the postmaster and waits until it is gone (fast shutdown: sessions are ended). */
+  const shutDown = async () => {
     const pid = postmasterPid();
     if (pid) {
       try {
@@ -128,6 +133,10 @@ export async function startPostgres(): Promise<PostgresServer> {
         await Bun.sleep(50);
       }
     }
+  };
+  const stop = async () => {
+    await admin?.close().catch(() => {});
+    await shutDown();
     rmSync(dir, { recursive: true, force: true });
   };
   if (!admin) {
@@ -147,6 +156,25 @@ export async function startPostgres(): Promise<PostgresServer> {
     },
     async dropDatabase(name) {
       await ready.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    },
+    async halt() {
+      await shutDown();
+    },
+    async resume() {
+      server = spawnServer();
+      for (let attempt = 0; attempt < 300; attempt++) {
+        if (server.exitCode !== null) throw new Error(`PostgreSQL did not start again:\n${log()}`);
+        const client = new SQL(url(), { max: 1 });
+        try {
+          await client`SELECT 1`;
+          await client.close();
+          return;
+        } catch {
+          await client.close().catch(() => {});
+          await Bun.sleep(100);
+        }
+      }
+      throw new Error(`PostgreSQL did not start again:\n${log()}`);
     },
     stop,
   };

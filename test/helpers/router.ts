@@ -89,7 +89,8 @@ export async function startRouter(options: StartOptions = {}): Promise<TestRoute
       return fetch(server.url + path, { ...rest, headers });
     },
     async stop() {
-      await server.stop(1);
+      // No drain pause: no load balancer watches a test router (the shutdown tests ask for one).
+      await server.stop(1, 0);
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };

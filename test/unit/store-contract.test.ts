@@ -452,5 +452,15 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       expect(all[2]).toMatchObject({ stream: true, latencyMs: 2, promptTokens: 0, extra: null });
       expect((await store.usage.events(all[37]!.id, 10)).map((r) => r.requestId)).toEqual(["r38", "r39"]);
     });
+
+    test("alreadyStored names the rows stored before, by request id, start, endpoint and status", async () => {
+      const store = await fresh();
+      const call = (n: number, status = 200) => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", status, source: "upstream", latencyMs: n, stream: false });
+      await store.usage.append([call(1), call(2), call(3, 500)], []);
+      expect(await store.usage.alreadyStored([])).toEqual([]);
+      // The same request's other attempt (another status), and rows never stored, are not.
+      const asked = [call(1), call(3, 200), call(3, 500), call(4), { ...call(2), createdAt: T0 + 99 }];
+      expect((await store.usage.alreadyStored(asked)).map((r) => [r.requestId, r.status])).toEqual([["r1", 200], ["r3", 500]]);
+    });
   });
 });

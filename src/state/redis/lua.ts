@@ -240,10 +240,19 @@ end
 return { 'ok' }
 `);
 
-/** Credit outside admission: P = {op: 'held', key} | {op: 'flushed', charges: [[key, amount]…]}. */
+/**
+ * Credit outside admission: P = {op: 'held', key} | {op: 'flushed', charges: [[key, amount]…],
+ * drop?: [claim list, claims set]}. With drop, the drained claim of usage rows whose charges
+ * these are goes in the same step: a process dying in between can neither leave the charges
+ * counted as unwritten for good nor have them written off twice.
+ */
 export const CREDIT = script(`${PRELUDE}
 if P.op == 'held' then
   return str((num(redis.call('HGET', P.key, 'unflushed')) or 0) + credit_reserved(P.key))
+end
+if P.drop ~= nil then
+  redis.call('DEL', P.drop[1])
+  redis.call('SREM', P.drop[2], OWNER)
 end
 for _, pair in ipairs(P.charges) do
   local key, amount = pair[1], pair[2]

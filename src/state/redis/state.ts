@@ -43,6 +43,13 @@ export interface RedisStateOptions {
 export interface RedisState extends State {
   /** This process's owner id in Redis. */
   readonly owner: string;
+  /** How long this process's holdings outlive its last heartbeat. */
+  readonly leaseMs: number;
+  /**
+   * `credit.flushed`, and in the same script the drained claim of usage rows those
+   * charges came from is dropped (`drop`: the claim list and the claims set).
+   */
+  flushedClaim(charged: ReadonlyMap<number, number>, drop: [string, string]): Promise<void>;
   /** Stops the heartbeat (what this process holds then expires with its lease) and closes the connection. */
   close(): void;
 }
@@ -178,16 +185,18 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     entry.settled();
   };
 
+  const flushed = async (charged: ReadonlyMap<number, number>, drop?: [string, string]) => {
+    if (charged.size === 0 && !drop) return;
+    await run(CREDIT, { op: "flushed", charges: [...charged].map(([accountId, amount]) => [creditKey(accountId), amount]), drop });
+    if (retired.size > 0) for (const accountId of charged.keys()) await settleRetired(accountId);
+  };
+
   const credit: CreditState = {
     async invalidate(accountId) {
       // The next use, by any process, reads the ledger again; what calls hold stays.
       await redis.send("HDEL", [creditKey(accountId), "stored", "staleAt"]);
     },
-    async flushed(charged) {
-      if (charged.size === 0) return;
-      await run(CREDIT, { op: "flushed", charges: [...charged].map(([accountId, amount]) => [creditKey(accountId), amount]) });
-      if (retired.size > 0) for (const accountId of charged.keys()) await settleRetired(accountId);
-    },
+    flushed: (charged) => flushed(charged),
     held,
     async retire(accountId, settled) {
       // Calls on other instances settle there, and a killed one's leases only expire:
@@ -203,6 +212,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
 
   return {
     owner,
+    leaseMs,
+    flushedClaim: flushed,
     counts,
     credit,
     levels: createLevels(prefix, run),

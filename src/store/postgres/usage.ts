@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, inArray, like, ne, sql, type SQL } from "drizzle-orm";
-import type { Audience, DayRange, RollupRow, UsageStore } from "../store.ts";
+import { usageRowIdentity, type Audience, type DayRange, type NewUsageEventRow, type RollupRow, type UsageStore } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
 import { accounts } from "./schema/accounts.ts";
 import { usageDaily, usageEvents } from "./schema/usage.ts";
@@ -70,6 +70,16 @@ function audienceCondition(db: Db, audience: Audience, range: DayRange): SQL {
   return and(inArray(usageDaily.accountId, audienceMembers(db, audience)), days)!;
 }
 
+/** Rows that may be among `rows`: narrowed by the account and day index first, then by request id. */
+function identityCondition(rows: readonly NewUsageEventRow[]): SQL | undefined {
+  const unique = <T>(values: T[]) => [...new Set(values)];
+  return and(
+    inArray(usageEvents.accountId, unique(rows.map((r) => r.accountId))),
+    inArray(usageEvents.day, unique(rows.map((r) => r.day))),
+    inArray(usageEvents.requestId, unique(rows.map((r) => r.requestId))),
+  );
+}
+
 export function postgresUsage({ db, atomic }: Scope): UsageStore {
   const membersUnder = (path: string) => audienceMembers(db, { path, includeRoot: true });
   return {
@@ -124,6 +134,15 @@ export function postgresUsage({ db, atomic }: Scope): UsageStore {
         .where(audienceCondition(db, audience, range))
         // SQLite hands them over in primary-key order; so does this.
         .orderBy(asc(usageDaily.accountId), asc(usageDaily.day), asc(modelOrder)),
+    async alreadyStored(rows) {
+      if (rows.length === 0) return [];
+      const stored = await db
+        .select({ requestId: usageEvents.requestId, createdAt: usageEvents.createdAt, endpoint: usageEvents.endpoint, status: usageEvents.status })
+        .from(usageEvents)
+        .where(identityCondition(rows));
+      const found = new Set(stored.map(usageRowIdentity));
+      return rows.filter((row) => found.has(usageRowIdentity(row)));
+    },
     events: (afterId, limit) => db.select().from(usageEvents).where(gt(usageEvents.id, afterId)).orderBy(asc(usageEvents.id)).limit(limit),
     sumsByModel: (audience, range) =>
       db

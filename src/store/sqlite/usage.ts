@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, inArray, like, sql, type SQL } from "drizzle-orm";
 import { accounts } from "../schema/accounts.ts";
 import { usageDaily, usageEvents, type NewUsageEventRow } from "../schema/usage.ts";
-import type { Audience, RollupRow, UsageStore } from "../store.ts";
+import { usageRowIdentity, type Audience, type RollupRow, type UsageStore } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
 
@@ -50,6 +50,16 @@ const SUMS = {
 const pathUpperBound = (path: string) => `${path.slice(0, -1)}0`;
 
 type RawRollup = [number, string, string, number, number, number, number, number, number, number];
+
+/** Rows that may be among `rows`: narrowed by the account and day index first, then by request id. */
+function identityCondition(rows: readonly NewUsageEventRow[]): SQL | undefined {
+  const unique = <T>(values: T[]) => [...new Set(values)];
+  return and(
+    inArray(usageEvents.accountId, unique(rows.map((r) => r.accountId))),
+    inArray(usageEvents.day, unique(rows.map((r) => r.day))),
+    inArray(usageEvents.requestId, unique(rows.map((r) => r.requestId))),
+  );
+}
 
 export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore> {
   // Prepared statements on the raw connection: the query builder cost more per row than SQLite did.
@@ -113,6 +123,18 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
       return raw.map(([accountId, day, model, requests, prompt, completion, reasoning, cacheRead, cacheWrite, costNanos]): RollupRow => ({
         accountId, day, model, requests, prompt, completion, reasoning, cacheRead, cacheWrite, costNanos,
       }));
+    },
+    alreadyStored(rows) {
+      if (rows.length === 0) return [];
+      const found = new Set(
+        db
+          .select({ requestId: usageEvents.requestId, createdAt: usageEvents.createdAt, endpoint: usageEvents.endpoint, status: usageEvents.status })
+          .from(usageEvents)
+          .where(identityCondition(rows))
+          .all()
+          .map(usageRowIdentity),
+      );
+      return rows.filter((row) => found.has(usageRowIdentity(row)));
     },
     events: (afterId, limit) => db.select().from(usageEvents).where(gt(usageEvents.id, afterId)).orderBy(asc(usageEvents.id)).limit(limit).all(),
     sumsByModel(audience, range) {

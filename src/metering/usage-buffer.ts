@@ -1,0 +1,22 @@
+import type { NewUsageEventRow } from "../store/store.ts";
+
+/**
+ * A durable place for settled usage rows on their way to the database, shared by every
+ * instance (docs/architecture.md, "State on Redis"): a row appended here survives the
+ * database being down and the process that settled it dying, and any instance writes
+ * it once the database answers.
+ */
+export interface UsageBuffer {
+  /** Appends one settled row; resolves once the buffer holds it. */
+  append(row: NewUsageEventRow): Promise<void>;
+  /**
+   * Claims rows for this process to write (at most `max` new ones). `retried` rows come
+   * from a claim that was not finished (this process's write failed, or its writer died)
+   * and may already be in the database. `waiting` is what is left in the buffer after.
+   */
+  claim(max: number): Promise<{ rows: Array<NewUsageEventRow & { retried?: boolean }>; waiting: number }>;
+  /** The claimed rows are in the database: drops the claim and notes their charges (nano-credits per account) in one step. */
+  done(charged: ReadonlyMap<number, number>): Promise<void>;
+  /** Hands an unfinished claim back to the buffer for other processes (a clean stop). */
+  release(): Promise<void>;
+}

@@ -1,0 +1,56 @@
+import { script } from "./connection.ts";
+import { PRELUDE } from "./lua.ts";
+
+/* The Lua scripts of the usage rows waiting in Redis for the database (conventions in lua.ts). */
+
+/**
+ * Usage rows waiting for the database (a list of JSON rows, oldest first) and what each
+ * process claimed of them to write (its own list, its owner id in the claims set).
+ * P = {queue, claims, claimPrefix, max}. Answers {kind, waiting, row…}: 'retry' with the
+ * rows of an unfinished claim (this process's own, or one a dead process left: its lease
+ * expired), which may be in the database already; 'new' with up to max rows moved from
+ * the queue to this process's claim; 'none' when nothing waits. `waiting` is the queue's
+ * length after the claim.
+ */
+export const USAGE_CLAIM = script(`${PRELUDE}
+local mine = P.claimPrefix .. OWNER
+local held = redis.call('LRANGE', mine, 0, -1)
+if #held > 0 then return { 'retry', redis.call('LLEN', P.queue), unpack(held) } end
+for _, other in ipairs(redis.call('SMEMBERS', P.claims)) do
+  if other ~= OWNER and not alive(other) then
+    redis.call('SREM', P.claims, other)
+    local theirs = P.claimPrefix .. other
+    if redis.call('EXISTS', theirs) == 1 then
+      redis.call('RENAME', theirs, mine)
+      redis.call('SADD', P.claims, OWNER)
+      return { 'retry', redis.call('LLEN', P.queue), unpack(redis.call('LRANGE', mine, 0, -1)) }
+    end
+  end
+end
+local rows = redis.call('LRANGE', P.queue, 0, P.max - 1)
+if #rows == 0 then return { 'none', 0 } end
+redis.call('LTRIM', P.queue, #rows, -1)
+redis.call('RPUSH', mine, unpack(rows))
+redis.call('SADD', P.claims, OWNER)
+return { 'new', redis.call('LLEN', P.queue), unpack(rows) }
+`);
+
+/**
+ * A process that stops hands its unfinished claim back: P = {queue, claims, claimPrefix}.
+ * The rows go back to the head of the queue in their order, flagged (an 'R' before the
+ * JSON) for the check a retried claim gets (the database may hold them already), so another process writes
+ * them at once instead of after this one's lease expired.
+ */
+export const USAGE_RELEASE = script(`${PRELUDE}
+local mine = P.claimPrefix .. OWNER
+local rows = redis.call('LRANGE', mine, 0, -1)
+-- 'R' before a row flags it (rows are JSON objects, so they start with '{').
+for i = #rows, 1, -1 do
+  local row = rows[i]
+  if string.sub(row, 1, 1) ~= 'R' then row = 'R' .. row end
+  redis.call('LPUSH', P.queue, row)
+end
+redis.call('DEL', mine)
+redis.call('SREM', P.claims, OWNER)
+return #rows
+`);

@@ -1,0 +1,269 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { RedisClient } from "bun";
+import { rmSync } from "node:fs";
+import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { api, createAccount, type Reply } from "../helpers/owner-ops.ts";
+import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
+import type { RedisState } from "../../src/state/redis/state.ts";
+import type { ServeConfig } from "../../src/config.ts";
+
+/**
+ * Scale-out faults (issue 15): PostgreSQL down while calls run, an instance dying while
+ * the usage rows it settled wait in Redis, the bound past which calls are refused, and
+ * the drain pause of a graceful stop. Routers run in this process on one PostgreSQL
+ * cluster and one Redis; PostgreSQL is stopped and started again on the same port.
+ */
+
+const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
+const USAGE = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
+/** (10 × 2 + 10 × 8) × 1000 nano-credits per call (Rates 1). */
+const CALL_COST = (10 * 2 + 10 * 8) * 1000;
+const GRANTED = 1000;
+
+async function chat(router: TestRouter, key: string): Promise<Reply> {
+  return api(router, "/v1/chat/completions", { key, body: { model: "acme-chat", max_tokens: 20, messages: [{ role: "user", content: "hi" }] } });
+}
+
+if (!skipServices) {
+  let postgres: PostgresServer;
+  let redis: RedisServer;
+  let redisClient: RedisClient;
+  let dataDir: string;
+  let config: Partial<ServeConfig>;
+  let a: TestRouter;
+  let b: TestRouter;
+  let upstream: MockUpstream;
+  const extra: TestRouter[] = [];
+
+  /** Usage rows of an account as PostgreSQL holds them. */
+  const rowsOf = async (accountId: number) => (await a.deps.store.usage.events(0, 100_000)).filter((row) => row.accountId === accountId);
+  /** The account's balance in nano-credits, as the router reports it once every row is written. */
+  const balanceOf = async (router: TestRouter, key: string) => Math.round(((await api(router, "/dashboard/status", { key })).body.balance as number) * 1e9);
+  const databaseReady = async (router: TestRouter) => (await router.fetch("/readyz", { key: null })).status === 200;
+  /** Rows waiting in Redis: the queue and every claim. */
+  const waitingInRedis = async () => {
+    const claims = (await redisClient.send("KEYS", ["router:usage:claim:*"])) as string[];
+    let total = Number(await redisClient.send("LLEN", ["router:usage:queue"]));
+    for (const claim of claims) total += Number(await redisClient.send("LLEN", [claim]));
+    return total;
+  };
+
+  beforeAll(async () => {
+    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
+    redisClient = new RedisClient(redis.url);
+    dataDir = tempDir("router-faults-");
+    config = { database: postgres.url(await postgres.createDatabase()), redis: redis.url };
+    a = await startRouter({ dataDir, config, pricing: false });
+    b = await startRouter({ dataDir, config, pricing: false });
+    upstream = startMockUpstream();
+    upstream.route("POST", "/v1/chat/completions", (req) =>
+      json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE }),
+    );
+    expect((await api(a, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
+    expect((await api(a, "/x-keys", { body: { Provider: `${upstream.url}/v1`, SecretKey: "sk-faults-0123456789abcdef", Level: 1, Status: true } })).status).toBe(201);
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.allSettled([a, b, ...extra].map((router) => router?.stop()));
+    redisClient?.close();
+    await upstream?.stop();
+    await redis?.close();
+    await postgres?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** An account both instances (and `others`) have served once: its key and balance are in their caches and in Redis. */
+  const warmAccount = async (...others: TestRouter[]) => {
+    const account = await createAccount(a, { CreditGranted: GRANTED });
+    const routers = [a, b, ...others];
+    for (const router of routers) await waitFor(async () => (await chat(router, account.key)).status === 200, 5000, "the account to be served");
+    return { ...account, warmUps: routers.length };
+  };
+
+  describe("PostgreSQL away", () => {
+    test("calls are served and charged; /healthz says database down, /readyz 503; once it returns every row is stored once and the balance is right", async () => {
+      const account = await warmAccount();
+      await postgres.halt();
+      let served = 0;
+      try {
+        for (const router of [a, b]) {
+          await waitFor(async () => !(await databaseReady(router)), 5000, "/readyz to say PostgreSQL is down");
+          const health = await router.fetch("/healthz", { key: null });
+          expect(health.status).toBe(200);
+          expect(await health.json()).toEqual({ status: "ok", database: "down", redis: "up" });
+          expect((await router.fetch("/readyz", { key: null })).status).toBe(503);
+        }
+        const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
+        for (const reply of replies) expect(reply.status).toBe(200);
+        served = replies.length;
+        // Settled and told to the clients, so in Redis until PostgreSQL takes them.
+        await waitFor(async () => (await waitingInRedis()) >= served, 5000, "the rows to wait in Redis");
+      } finally {
+        await postgres.resume();
+      }
+      for (const router of [a, b]) await waitFor(() => databaseReady(router), 10_000, "/readyz to be ready again");
+      await a.deps.usageRecorder.flush();
+      await b.deps.usageRecorder.flush();
+      const rows = await rowsOf(account.id);
+      // The warm-up calls and the ones served during the outage, each once.
+      expect(rows).toHaveLength(account.warmUps + served);
+      expect(new Set(rows.map((row) => row.requestId)).size).toBe(rows.length);
+      expect(await waitingInRedis()).toBe(0);
+      const expected = GRANTED * 1e9 - (account.warmUps + served) * CALL_COST;
+      expect(await balanceOf(a, account.key)).toBe(expected);
+      expect(await balanceOf(b, account.key)).toBe(expected);
+    }, 40_000);
+
+    test("an instance killed while its rows wait in Redis loses none: another instance writes them once PostgreSQL returns", async () => {
+      const c = await startRouter({ dataDir, config, pricing: false });
+      const account = await warmAccount(c);
+      const owner = (c.deps.state as RedisState).owner;
+      await postgres.halt();
+      let served = 0;
+      try {
+        // C claims rows to write and keeps them while PostgreSQL refuses: call until its claim holds some.
+        await waitFor(
+          async () => {
+            expect((await chat(c, account.key)).status).toBe(200);
+            served++;
+            await c.deps.usageRecorder.flush();
+            return Number(await redisClient.send("LLEN", [`router:usage:claim:${owner}`])) > 0;
+          },
+          10_000,
+          "C to hold a claim of rows",
+        );
+        // Killed: no flush, no claim handed back, no more heartbeats; its lease is removed
+        // here rather than waited for (30 s).
+        c.deps.usageRecorder.halt();
+        c.server.server.stop(true);
+        (c.deps.state as RedisState).close();
+        await redisClient.send("DEL", [`router:lease:${owner}`]);
+        // Its rows are still in Redis (the others may have taken its claim over by now).
+        expect(await waitingInRedis()).toBeGreaterThanOrEqual(served);
+      } finally {
+        await postgres.resume();
+      }
+      for (const router of [a, b]) await waitFor(() => databaseReady(router), 10_000, "/readyz to be ready again");
+      // Whichever of the living instances holds the rows now writes them on its next tick; flushing asks at once.
+      await a.deps.usageRecorder.flush();
+      await b.deps.usageRecorder.flush();
+      const rows = await rowsOf(account.id);
+      expect(rows).toHaveLength(account.warmUps + served);
+      expect(new Set(rows.map((row) => row.requestId)).size).toBe(rows.length);
+      expect(await waitingInRedis()).toBe(0);
+      expect(await balanceOf(a, account.key)).toBe(GRANTED * 1e9 - (account.warmUps + served) * CALL_COST);
+    }, 40_000);
+
+    test("an instance stopped cleanly while PostgreSQL is away hands its unwritten rows back to Redis for the others", async () => {
+      const f = await startRouter({ dataDir, config, pricing: false });
+      const account = await warmAccount(f);
+      const owner = (f.deps.state as RedisState).owner;
+      await postgres.halt();
+      let served = 0;
+      try {
+        await waitFor(
+          async () => {
+            expect((await chat(f, account.key)).status).toBe(200);
+            served++;
+            await f.deps.usageRecorder.flush();
+            return Number(await redisClient.send("LLEN", [`router:usage:claim:${owner}`])) > 0;
+          },
+          10_000,
+          "F to hold a claim of rows",
+        );
+        await f.stop();
+        // Its claim went back to the queue, at once (no lease to wait for).
+        expect(await redisClient.send("EXISTS", [`router:usage:claim:${owner}`])).toBe(0);
+        expect(await waitingInRedis()).toBeGreaterThanOrEqual(served);
+      } finally {
+        await postgres.resume();
+      }
+      for (const router of [a, b]) await waitFor(() => databaseReady(router), 10_000, "/readyz to be ready again");
+      await a.deps.usageRecorder.flush();
+      await b.deps.usageRecorder.flush();
+      const rows = await rowsOf(account.id);
+      expect(rows).toHaveLength(account.warmUps + served);
+      expect(new Set(rows.map((row) => row.requestId)).size).toBe(rows.length);
+      expect(await balanceOf(a, account.key)).toBe(GRANTED * 1e9 - (account.warmUps + served) * CALL_COST);
+    }, 40_000);
+
+    test("a claim whose writer committed it and died before clearing it is written once, and charged once", async () => {
+      const account = await warmAccount();
+      await a.deps.usageRecorder.flush();
+      await b.deps.usageRecorder.flush();
+      const stored = await rowsOf(account.id);
+      const ledger = await a.deps.store.credit.balance(account.id, Date.now());
+      // The same rows again, as the claim of a process whose lease is gone.
+      const claim = "router:usage:claim:dead-writer";
+      for (const { id: _id, ...row } of stored) await redisClient.send("RPUSH", [claim, JSON.stringify(row)]);
+      await redisClient.send("SADD", ["router:usage:claims", "dead-writer"]);
+      // Whichever instance claims next takes it over.
+      await a.deps.usageRecorder.flush();
+      await b.deps.usageRecorder.flush();
+      expect(await redisClient.send("EXISTS", [claim])).toBe(0);
+      expect(await waitingInRedis()).toBe(0);
+      expect(await rowsOf(account.id)).toHaveLength(stored.length);
+      expect(await a.deps.store.credit.balance(account.id, Date.now())).toBe(ledger);
+      expect([...a.logs, ...b.logs].join("\n")).toContain("already written");
+    }, 20_000);
+
+    test("past the bound of rows waiting, model calls get 503 naming PostgreSQL in their family's envelope, until it returns", async () => {
+      const d = await startRouter({ dataDir, config: { ...config, usageBacklogLimit: 5 }, pricing: false });
+      extra.push(d);
+      const account = await warmAccount(d);
+      await postgres.halt();
+      let served = 0;
+      try {
+        const refused = await waitFor(
+          async () => {
+            const reply = await chat(d, account.key);
+            if (reply.status === 200) served++;
+            return reply.status === 503 ? reply : undefined;
+          },
+          10_000,
+          "calls to be refused",
+        );
+        expect(refused!.body.error.message).toContain("PostgreSQL");
+        expect(refused!.body.error.code).toBe("database_unavailable");
+        const anthropic = await api(d, "/v1/messages", { key: account.key, body: { model: "acme-chat", max_tokens: 20, messages: [{ role: "user", content: "hi" }] } });
+        expect(anthropic.status).toBe(503);
+        expect(anthropic.body.type).toBe("error");
+        expect(anthropic.body.error.message).toContain("PostgreSQL");
+      } finally {
+        await postgres.resume();
+      }
+      await waitFor(async () => (await chat(d, account.key)).status === 200, 10_000, "calls to be served again");
+      served++;
+      // Every living instance writes what it holds (a claim waits for its holder's retry otherwise).
+      for (const router of [a, b, d]) await router.deps.usageRecorder.flush();
+      // A refused call is not charged: the warm-up calls and those served.
+      expect(await rowsOf(account.id)).toHaveLength(account.warmUps + served);
+      expect(await balanceOf(a, account.key)).toBe(GRANTED * 1e9 - (account.warmUps + served) * CALL_COST);
+    }, 40_000);
+  });
+
+  describe("graceful stop", () => {
+    test("with --redis, /readyz answers 503 to a new connection during the drain pause, then the socket closes", async () => {
+      const e = await startRouter({ dataDir, config, pricing: false });
+      expect(await databaseReady(e)).toBe(true);
+      let stopped = false;
+      // With --redis, the pause is min(grace, 5 s): 1 s here.
+      const stopping = e.server.stop(1).then(() => {
+        stopped = true;
+      });
+      // A load balancer's health check on a fresh connection sees the instance leaving.
+      const during = await fetch(`${e.url}/readyz`, { keepalive: false });
+      expect(during.status).toBe(503);
+      expect(((await during.json()) as { status: string }).status).toBe("stopping");
+      expect(stopped).toBe(false);
+      await stopping;
+      const after = await fetch(`${e.url}/readyz`, { keepalive: false }).then(
+        () => "answered",
+        () => "refused",
+      );
+      expect(after).toBe("refused");
+    }, 20_000);
+  });
+}

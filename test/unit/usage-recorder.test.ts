@@ -1,0 +1,67 @@
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClock } from "../../src/core/clock.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { createUsageRecorder, type UsageEvent } from "../../src/metering/usage-recorder.ts";
+import { openSqliteStore } from "../../src/store/sqlite/store.ts";
+import type { Store } from "../../src/store/store.ts";
+
+/**
+ * The recorder without a durable buffer (one instance, no Redis): rows the database
+ * refuses wait in memory and are written once it answers, each once; past the bound of
+ * rows waiting it says it is full (admission then refuses model calls).
+ */
+
+const dir = mkdtempSync(join(tmpdir(), "router-recorder-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const event = (n: number): UsageEvent => ({
+  requestId: `req-${n}`,
+  accountId: 1,
+  endpoint: "/v1/chat/completions",
+  requestedModel: "m",
+  effectiveModel: "m",
+  level: 1,
+  keyId: undefined,
+  status: 200,
+  stream: false,
+  usage: { prompt: 1, completion: 1, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
+  source: "upstream",
+  latencyMs: 1,
+  at: Date.UTC(2026, 2, 10) + n,
+  costNanos: 0,
+});
+
+test("without a buffer, rows wait in memory while the database refuses them, up to the bound, and are written once after", async () => {
+  const store = openSqliteStore(join(dir, "router.db"));
+  let down = true;
+  // The database refuses every transaction while `down`.
+  const flaky = new Proxy(store, {
+    get: (target, name, receiver) =>
+      name === "transaction" ? (body: Parameters<Store["transaction"]>[0]) => (down ? Promise.reject(new Error("database down")) : target.transaction(body)) : Reflect.get(target, name, receiver),
+  });
+  const logs: string[] = [];
+  const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)), backlogLimit: 3 });
+  try {
+    for (let i = 0; i < 2; i++) recorder.record(event(i));
+    await recorder.flush();
+    expect(recorder.backlog()).toBe(2);
+    expect(recorder.full()).toBe(false);
+    recorder.record(event(2));
+    await recorder.flush();
+    expect(recorder.full()).toBe(true);
+    // One error for the outage, however many ticks retried.
+    expect(logs.filter((line) => line.includes("could not be written"))).toHaveLength(1);
+    down = false;
+    await recorder.flush();
+    expect(recorder.backlog()).toBe(0);
+    expect(recorder.full()).toBe(false);
+    expect((await store.usage.events(0, 100)).map((row) => row.requestId)).toEqual(["req-0", "req-1", "req-2"]);
+    expect(logs.some((line) => line.includes("written again"))).toBe(true);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
