@@ -21,11 +21,21 @@ const TYPE_FORMATS: Partial<Record<ProviderConfig["provider_type"], readonly Key
   vertex: ["gemini", "anthropic", "openai"],
 };
 
+const OPENAI_COMPATIBLE_PATH = /\/openai\/?$/;
+
 function hostOf(provider: string): string | undefined {
   try {
     return new URL(provider).hostname.toLowerCase();
   } catch {
     return undefined;
+  }
+}
+
+function pathOf(provider: string): string {
+  try {
+    return new URL(provider).pathname;
+  } catch {
+    return "";
   }
 }
 
@@ -37,6 +47,8 @@ function hostOf(provider: string): string | undefined {
 export function defaultFormats(provider: string, config: Pick<ProviderConfig, "provider_type">): KeyFormat[] {
   const byType = TYPE_FORMATS[config.provider_type];
   if (byType) return [...byType];
+  // A provider's OpenAI-compatible endpoint (Google's `…/v1beta/openai`) speaks OpenAI Chat, whatever its host.
+  if (OPENAI_COMPATIBLE_PATH.test(pathOf(provider))) return ["openai"];
   const host = hostOf(provider);
   for (const format of Object.values(FORMATS)) {
     if (host && format.hosts.includes(host)) return [...FAMILY_FORMATS[format.family]];
