@@ -230,6 +230,25 @@ describe("Anthropic client, OpenAI-format key", () => {
     ]);
   });
 
+  test("the client's first event leaves with the upstream's first, not when the stream ends", async () => {
+    oa.route("POST", "/v1/chat/completions", (req) =>
+      sse([chunk(req.json.model, { role: "assistant", content: "" }), chunk(req.json.model, { content: "Bon" }), chunk(req.json.model, {}, "stop")], { delayMs: 400, done: true }),
+    );
+    const started = Date.now();
+    const res = await router.fetch("/v1/messages", {
+      method: "POST",
+      headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "acme-oa", max_tokens: 50, stream: true, messages: [{ role: "user", content: "Salut" }] }),
+    });
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first).toContain("event: message_start");
+    expect(Date.now() - started).toBeLessThan(350);
+    let rest = "";
+    for (let read = await reader.read(); !read.done; read = await reader.read()) rest += new TextDecoder().decode(read.value);
+    expect(rest).toContain("event: message_stop");
+  });
+
   test("an upstream error comes back in Anthropic's envelope with its status", async () => {
     oa.route("POST", "/v1/chat/completions", () => json({ error: { message: "bad things", type: "invalid_request_error", param: "messages", code: null } }, 400));
     const res = await router.fetch("/v1/messages", {
