@@ -27,12 +27,13 @@ interface Attempt {
   key: PoolKey;
   level: number;
   probe: boolean;
-  /** What goes upstream: the client's call, or its translation for a key of another format. */
-  upstream: UpstreamCall;
+  /**
+   * What goes upstream: the client's call, or its translation for a key of another
+   * format; or the translator's refusal (a parameter that format cannot carry): a 400, nothing sent.
+   */
+  upstream: UpstreamCall | HttpError;
   /** Set when the key does not speak the client's format. */
   translator?: Translator;
-  /** The translator refused the request (a parameter the upstream format cannot carry): a 400, nothing sent. */
-  refusal?: HttpError;
 }
 
 class AttemptTimeout extends Error {}
@@ -99,8 +100,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         const translator = fit.translatorFor(key.formats);
         const upstream = upstreamOf(translator);
         const probe = resolved.probe && current === resolved.level;
-        if (upstream instanceof HttpError) return { key, level: current, probe, upstream: upstreamOf(undefined) as UpstreamCall, translator, refusal: upstream };
-        if (adapterFor(deps.adapters, key).supports(upstream)) return { key, level: current, probe, upstream, translator };
+        if (upstream instanceof HttpError || adapterFor(deps.adapters, key).supports(upstream)) return { key, level: current, probe, upstream, translator };
         await pool.release(key);
         tried.add(key.id);
       }
@@ -192,15 +192,13 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         }
         break;
       }
-      const { key, translator } = chosen;
-      if (chosen.refusal) {
+      const { key, translator, upstream: sent } = chosen;
+      if (sent instanceof HttpError) {
         // The request cannot be carried to this key's format: nothing was sent, nothing is charged.
         await pool.release(key);
         if (chosen.probe) await switchOver.abandonProbe(chosen.level);
-        const refusal = chosen.refusal;
-        return ended(errorResponse(call.family, refusal), { route: { ...route, keyId: key.id }, status: refusal.status, usage: ZERO_USAGE, source: "upstream", started, unsent: true });
+        return ended(errorResponse(call.family, sent), { route: { ...route, keyId: key.id }, status: sent.status, usage: ZERO_USAGE, source: "upstream", started, unsent: true });
       }
-      const sent = chosen.upstream;
       const adapter = adapterFor(deps.adapters, key);
       const controller = new AbortController();
       /**
