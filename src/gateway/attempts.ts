@@ -18,11 +18,22 @@ import { ZERO_USAGE } from "../formats/usage.ts";
 import type { AttemptsEnd, CallOutcome, PeekedStream, ReadAnswer, RelayInput } from "./call-outcome.ts";
 import { judgeJson, readFirstEvent } from "./answer-check.ts";
 import { AddressRefusedError } from "../upstreams/address-policy.ts";
+import type { Translator } from "../formats/translate/translator.ts";
+import { DEFAULT_MAX_OUTPUT_TOKENS } from "../metering/billing.ts";
+import type { KeyFormat } from "../wire/constants.ts";
+import { callFit, translatedCall, unservedFormat, upstreamFamilyOf, type CallFit } from "./translation.ts";
 
 interface Attempt {
   key: PoolKey;
   level: number;
   probe: boolean;
+  /**
+   * What goes upstream: the client's call, or its translation for a key of another
+   * format; or the translator's refusal (a parameter that format cannot carry): a 400, nothing sent.
+   */
+  upstream: UpstreamCall | HttpError;
+  /** Set when the key does not speak the client's format. */
+  translator?: Translator;
 }
 
 class AttemptTimeout extends Error {}
@@ -72,19 +83,24 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
   const { settings, pool, switchOver } = tenant;
   const fetchTls = deps.upstreamTls ? { tls: deps.upstreamTls } : {};
 
-  /** Picks the next key: the resolved Level first, then down its SWITCH_OVER chain. */
-  const pick = async (level: number, tried: Set<number>, call: UpstreamCall): Promise<Attempt | undefined> => {
+  /**
+   * Picks the next key: the resolved Level first, then down its SWITCH_OVER chain; on
+   * each Level a key speaking the client's format before one that needs a translator.
+   * `upstreamOf` is the call a key is sent: the client's own, or its translation.
+   */
+  const pick = async (level: number, tried: Set<number>, fit: CallFit, upstreamOf: (translator: Translator | undefined) => UpstreamCall | HttpError): Promise<Attempt | undefined> => {
     const backups = settings.routing().switchOver;
     const resolved = await switchOver.resolve(level, backups, clock.now());
     const seen = new Set<number>();
     for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
       seen.add(current);
       for (;;) {
-        const key = await pool.acquire(current, tried);
+        const key = await pool.acquire(current, tried, fit.rank);
         if (!key) break;
-        if (adapterFor(deps.adapters, key).supports(call)) {
-          return { key, level: current, probe: resolved.probe && current === resolved.level };
-        }
+        const translator = fit.translatorFor(key.formats);
+        const upstream = upstreamOf(translator);
+        const probe = resolved.probe && current === resolved.level;
+        if (upstream instanceof HttpError || adapterFor(deps.adapters, key).supports(upstream)) return { key, level: current, probe, upstream, translator };
         await pool.release(key);
         tried.add(key.id);
       }
@@ -93,11 +109,31 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
     return undefined;
   };
 
-  /** The one key an object is bound to; never another, even when it fails. */
-  const pinned = async (keyId: number, tried: Set<number>): Promise<Attempt | undefined> => {
+  /** The one key an object is bound to; never another, even when it fails. Objects are never translated. */
+  const pinned = async (keyId: number, tried: Set<number>, upstream: UpstreamCall): Promise<Attempt | undefined> => {
     if (tried.has(keyId)) return undefined;
     const key = await pool.acquireById(keyId);
-    return key ? { key, level: key.level, probe: false } : undefined;
+    return key ? { key, level: key.level, probe: false, upstream } : undefined;
+  };
+
+  /**
+   * When no key of the Level (or its backups) could serve the call's format at all,
+   * whatever their health: the formats they speak, to say so in a 400 rather than a
+   * misleading "try again later". Undefined when some key could (or the Level has none).
+   */
+  const unserved = (level: number, fit: CallFit): Set<KeyFormat> | undefined => {
+    const backups = settings.routing().switchOver;
+    const spoken = new Set<KeyFormat>();
+    const seen = new Set<number>();
+    for (let current: number | undefined = level; current !== undefined && !seen.has(current); current = backups.get(current)) {
+      seen.add(current);
+      for (const key of pool.keysOf(current)) {
+        if (!key.status) continue;
+        if (fit.rank(key) > 0) return undefined;
+        for (const format of key.formats.set) spoken.add(format);
+      }
+    }
+    return spoken.size > 0 ? spoken : undefined;
   };
 
   return async function attempts(input: RelayInput): Promise<AttemptsEnd> {
@@ -105,13 +141,31 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
     const { call } = input;
     const route = input.route;
     const upstream = upstreamCall(call, route.effectiveModel);
+    const fit = callFit(call, route.effectiveModel);
+    /** Translated requests, made once per translator a chosen key needed (each a body or the translator's refusal). */
+    const translated = new Map<Translator, UpstreamCall | HttpError>();
+    const maxTokens = input.admission.plan.bound?.output ?? DEFAULT_MAX_OUTPUT_TOKENS;
+    const upstreamOf = (translator: Translator | undefined): UpstreamCall | HttpError => {
+      if (!translator) return upstream;
+      let made = translated.get(translator);
+      if (!made) {
+        try {
+          made = translatedCall(call, translator, route.effectiveModel, maxTokens);
+        } catch (error) {
+          if (!(error instanceof HttpError)) throw error;
+          made = error;
+        }
+        translated.set(translator, made);
+      }
+      return made;
+    };
     const tried = new Set<number>();
     /** Keys whose last attempt may be repeated on them when no other key can take the call. */
     const retrySameKey = new Set<number>();
     let sameKeyRetries = 0;
     let lastFailure: { response?: Response; failure: AttemptFailure; retryAfter?: number } | undefined;
     let credentialRefreshed = false;
-    const choose = () => (input.pinnedKeyId === undefined ? pick(route.level, tried, upstream) : pinned(input.pinnedKeyId, tried));
+    const choose = () => (input.pinnedKeyId === undefined ? pick(route.level, tried, fit, upstreamOf) : pinned(input.pinnedKeyId, tried, upstream));
     const clientClosed = (keyId?: number) =>
       ended(errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 })), {
         route: { ...route, keyId },
@@ -138,7 +192,13 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         }
         break;
       }
-      const { key } = chosen;
+      const { key, translator, upstream: sent } = chosen;
+      if (sent instanceof HttpError) {
+        // The request cannot be carried to this key's format: nothing was sent, nothing is charged.
+        await pool.release(key);
+        if (chosen.probe) await switchOver.abandonProbe(chosen.level);
+        return ended(errorResponse(call.family, sent), { route: { ...route, keyId: key.id }, status: sent.status, usage: ZERO_USAGE, source: "upstream", started, unsent: true });
+      }
       const adapter = adapterFor(deps.adapters, key);
       const controller = new AbortController();
       /**
@@ -171,14 +231,14 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
       let read: ReadAnswer | undefined;
       const timer = setTimeout(() => controller.abort(new AttemptTimeout()), config.firstByteTimeoutMs);
       try {
-        const prepared = await adapter.prepare(key, upstream);
+        const prepared = await adapter.prepare(key, sent);
         // The secret goes only where the address policy allows, checked again at each
         // connection: a name may resolve elsewhere since the URL was saved.
         const refusal = await deps.addressGuard.check(prepared.url);
         if (refusal) throw new AddressRefusedError(refusal);
         const sentAt = performance.now();
         response = await fetch(prepared.url, {
-          method: upstream.method,
+          method: sent.method,
           headers: prepared.headers,
           body: prepared.body,
           signal: controller.signal,
@@ -255,6 +315,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             detach,
             release,
             clientLeft: input.clientSignal.aborted,
+            translation: translator ? { translator, upstream: upstreamFamilyOf(translator) } : undefined,
           },
         };
       }
@@ -282,7 +343,8 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
           const text = redact(redactSecret(await response.text(), key.secret));
           release();
-          return ended(new Response(text, { status, headers: clientResponseHeaders(response.headers) }), {
+          const answer = translator ? translatedError(translator, status, text) : new Response(text, { status, headers: clientResponseHeaders(response.headers) });
+          return ended(answer, {
             route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id },
             status,
             usage: ZERO_USAGE,
@@ -315,7 +377,8 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
       if (nextStep(failure!, call.endpoint.idempotent, attempt, config.maxAttempts) === "give_up") break;
     }
 
-    const error = finalError(call.requestedModel, lastFailure);
+    const spoken = lastFailure || input.pinnedKeyId !== undefined ? undefined : unserved(route.level, fit);
+    const error = spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure);
     return ended(errorResponse(call.family, error), { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
   };
 
@@ -349,6 +412,18 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
 }
 
 export type Attempts = ReturnType<typeof createAttempts>;
+
+/** An upstream's error answer in the client's envelope, with the status the client's format uses for it. */
+function translatedError(translator: Translator, status: number, text: string): Response {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = { error: { message: text } };
+  }
+  const client = translator.error(status, body);
+  return new Response(JSON.stringify(client.body), { status: client.status, headers: { "content-type": "application/json" } });
+}
 
 /** One set of attempts per tenant, made on first use: each routes over its own keys, mappers and switch-over state. */
 export function tenantAttempts(deps: AttemptDeps): (tenant: AttemptTenant) => Attempts {

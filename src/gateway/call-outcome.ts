@@ -2,6 +2,8 @@ import type { Principal } from "../accounts/principal.ts";
 import type { Admission } from "../metering/admission.ts";
 import type { ModelRoute } from "../routing/route-model.ts";
 import type { ClientCall } from "../formats/format.ts";
+import type { Family } from "../formats/family.ts";
+import type { Translator } from "../formats/translate/translator.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
 
 /**
@@ -45,6 +47,11 @@ export interface CallOutcome {
   started: number;
   /** The quantities of an answered call priced per unit (images, seconds), when it was answered. */
   extra?: Record<string, number>;
+  /**
+   * Nothing was sent upstream (a request its translation refused): no usage row, like a
+   * call refused before admission; the admission is still settled, at nothing.
+   */
+  unsent?: true;
 }
 
 /**
@@ -98,6 +105,8 @@ export interface Answered {
    * worked, so its usage is read (within the drain time) and charged, recorded as 499.
    */
   clientLeft: boolean;
+  /** Set when the key did not speak the client's format: the answer is translated back, and metered in the upstream's format. */
+  translation?: { translator: Translator; upstream: Family };
 }
 
 /** How the attempts ended: an answer to deliver, or a response of their own. */

@@ -8,6 +8,8 @@ import { answerQuantities, createdObjects, streamedObjects } from "./created-obj
 import { clientResponseHeaders } from "./headers.ts";
 import type { Answered, CallOutcome, Delivery, RelayInput, ServedRoute } from "./call-outcome.ts";
 import { relayStream } from "./stream.ts";
+import { rewriteStream } from "./translated-stream.ts";
+import { clientWantsUsageChunk } from "./translation.ts";
 import { countContent } from "./usage/content-count.ts";
 import { formatOf } from "../formats/registry.ts";
 import { ZERO_USAGE, type Usage, type UsageSource } from "../formats/usage.ts";
@@ -69,6 +71,10 @@ export function createDeliver(deps: DeliverDeps) {
     const { response, peeked, route, started, controller, release, clientLeft } = answer;
     const { call } = input;
     const headers = clientResponseHeaders(response.headers);
+    const translation = answer.translation;
+    // A translated call is metered on the upstream's own answer, read as its format reads it.
+    const upstreamFamily = translation?.upstream ?? call.family;
+    const answerContext = translation && { created: Math.floor(started / 1000), usageChunk: clientWantsUsageChunk(call) };
     if (peeked) {
       // From here on a client leaving must not cut the upstream: it is drained for its usage.
       answer.detach();
@@ -79,8 +85,9 @@ export function createDeliver(deps: DeliverDeps) {
           }
         : undefined;
       const stream = relayStream(peeked.reader, peeked.first, {
-        family: call.family,
+        family: upstreamFamily,
         hideUsageChunk: call.hideUsageChunk,
+        rewrite: translation && rewriteStream(translation.translator.stream(answerContext)),
         idleMs: config.streamIdleTimeoutMs,
         drainMs: config.drainTimeoutMs,
         abortUpstream: () => controller.abort(),
@@ -135,7 +142,7 @@ export function createDeliver(deps: DeliverDeps) {
     const left = clientLeft || input.clientSignal.aborted;
     const status = left ? 499 : response.status;
     for (const object of createdObjects(call.endpoint, parsed)) await remember(input, route, object.id, object.kind);
-    const reported = formatOf(call.family).usageFromJson(parsed);
+    const reported = formatOf(upstreamFamily).usageFromJson(parsed);
     const usage = reported && call.endpoint.embedding ? { ...reported, completion: 0, reasoning: 0 } : reported;
     const quantities = answerQuantities(parsed);
     let outcome: CallOutcome;
@@ -150,6 +157,7 @@ export function createDeliver(deps: DeliverDeps) {
       outcome = { route, status, usage: { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion }, source: "estimated", started, extra: quantities };
     }
     if (left) return { response: clientClosed(call.family), outcome };
+    if (translation) return { response: Response.json(translation.translator.response(parsed, answerContext), { status: response.status }), outcome };
     return { response: new Response(text, { status: response.status, headers }), outcome };
   };
 }

@@ -152,7 +152,7 @@ function settleWhenEnded(sink: UsageSink, clock: Clock, input: RelayInput, outco
 }
 
 /** Metering charges the call (releasing its admission) and its usage row is recorded. */
-function settle(sink: UsageSink, clock: Clock, input: RelayInput, { route, status, usage, source, started, extra }: CallOutcome): void {
+function settle(sink: UsageSink, clock: Clock, input: RelayInput, { route, status, usage, source, started, extra, unsent }: CallOutcome): void {
   sink.record({
     requestId: input.requestId,
     accountId: input.principal.account.id,
@@ -169,6 +169,6 @@ function settle(sink: UsageSink, clock: Clock, input: RelayInput, { route, statu
     at: started,
     extra,
     admission: input.admission,
-    notUsage: input.call.endpoint.counting,
+    notUsage: input.call.endpoint.counting || unsent,
   });
 }

@@ -6,6 +6,7 @@ import { countContent } from "./usage/content-count.ts";
 import { HAS_USAGE_OBJECT } from "../formats/json.ts";
 import type { Usage } from "../formats/usage.ts";
 import type { ReadResult } from "./call-outcome.ts";
+import type { StreamRewrite } from "./translated-stream.ts";
 
 /** How a relayed stream ended, for metering. */
 export interface StreamEnd {
@@ -30,6 +31,11 @@ export interface StreamOptions {
   abortUpstream(): void;
   /** Sees every decoded event (e.g. to learn a created object's id). */
   watch?: (event: SseEvent) => void;
+  /**
+   * A translated stream: what the client receives in place of the upstream's bytes
+   * (`family` stays the upstream's, whose tap meters the call).
+   */
+  rewrite?: StreamRewrite;
 }
 
 const encoder = new TextEncoder();
@@ -84,7 +90,8 @@ export function relayStream(
 ): RelayedStream {
   const format = formatOf(options.family);
   const tap = format.streamUsageTap();
-  const hide = options.hideUsageChunk;
+  const rewrite = options.rewrite;
+  const hide = options.hideUsageChunk && !rewrite;
   let dataBytes = 0;
   let contentBytes = 0;
   /** With `hide`: the complete events of the current read, encoded only if the read cannot pass as it came. */
@@ -166,7 +173,17 @@ export function relayStream(
 
   const source = {
     type: "direct",
-    async pull(controller: DirectController) {
+    async pull(direct: DirectController) {
+      // A translated stream writes what its rewrite makes of each read, and nothing when that is empty.
+      const controller: DirectController = rewrite
+        ? {
+            write: (chunk) => {
+              const out = rewrite.push(chunk);
+              return out.byteLength === 0 ? 0 : direct.write(out);
+            },
+            close: (error) => direct.close(error),
+          }
+        : direct;
       let ending: StreamEnd["ending"] = "complete";
       try {
         let result = first ?? (await reader.read());
@@ -218,9 +235,13 @@ export function relayStream(
       try {
         if (ending !== "complete") {
           options.abortUpstream();
-          controller.write(format.streamErrorEvent(ending === "timeout" ? streamTimeout(Math.round(options.idleMs / 1000)) : streamBroken()));
+          const error = ending === "timeout" ? streamTimeout(Math.round(options.idleMs / 1000)) : streamBroken();
+          direct.write(rewrite ? rewrite.fail(error) : format.streamErrorEvent(error));
+        } else if (rewrite) {
+          const closing = rewrite.end();
+          if (closing.byteLength > 0) direct.write(closing);
         }
-        controller.close();
+        direct.close();
       } catch {
         // The client left while the last bytes were written.
       }

@@ -6,6 +6,7 @@ import type { KeyHealth, KeyRef, KeySleep, KeyState } from "../state/state.ts";
 import { availability, mirrorHealth, type KeyOutcome } from "./health.ts";
 import type { PoolKey, SleepReason } from "./pool-key.ts";
 import type { ProviderConfig } from "./provider-config.ts";
+import { keyFormats } from "./key-formats.ts";
 
 /**
  * A tenant's Provider Keys, grouped by Level. The keys themselves (URL, secret, config)
@@ -26,9 +27,11 @@ export interface KeyPool {
   /**
    * Chooses a key of the Level not in `exclude`: a key due for its probe first (one
    * request), else the ready key with the fewest calls in flight, round-robin on ties.
+   * With `rank`, keys ranked 0 are passed over and a higher rank wins before all else
+   * (keys speaking the client's format natively before those that need a translator).
    * The chosen key counts as in flight until `release`.
    */
-  acquire(level: number, exclude: ReadonlySet<number>): Promise<PoolKey | undefined>;
+  acquire(level: number, exclude: ReadonlySet<number>, rank?: KeyRank): Promise<PoolKey | undefined>;
   /**
    * A specific key, for calls on an object it holds: enabled keys only, sleeping or
    * not (the object lives nowhere else). Counts as in flight until `release`.
@@ -45,6 +48,9 @@ export interface KeyPool {
   /** Manual sleep/wake from /x-keys/{id}/sleep|wake; resolves once stored. */
   setManualSleep(id: number, sleeping: boolean): Promise<void>;
 }
+
+/** How well a key fits a call: 0 cannot serve it; higher is preferred. */
+export type KeyRank = (key: PoolKey) => number;
 
 /** A key's sleep as stored with it (where the State starts when it holds none). */
 const storedSleep = (row: { sleeping: boolean; sleepReason: string | null; sleepUntil: number | null; sleepCount: number }): KeySleep => ({
@@ -77,13 +83,16 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     const nextLevelRefs = new Map<number, KeyRef[]>();
     for (const row of rows) {
       const previous = byId.get(row.id);
+      const provider = row.provider.replace(/\/+$/, "");
+      const config = JSON.parse(row.config) as ProviderConfig;
       const fields = {
         id: row.id,
         name: row.name,
         level: row.level,
-        provider: row.provider.replace(/\/+$/, ""),
+        provider,
         secret: deps.repo.secretOf(row),
-        config: JSON.parse(row.config) as ProviderConfig,
+        config,
+        formats: keyFormats(provider, config),
         noSleep: row.noSleep,
         status: row.status,
       };
@@ -142,18 +151,25 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
   };
 
   /** The Level's choice on the health the State reports now; undefined when no key can serve. */
-  const choose = (keys: readonly PoolKey[], health: readonly KeyHealth[], level: number, exclude: ReadonlySet<number>) => {
+  const choose = (keys: readonly PoolKey[], health: readonly KeyHealth[], level: number, exclude: ReadonlySet<number>, rank: KeyRank | undefined) => {
     const now = deps.clock.now();
     const start = cursor.get(level) ?? 0;
-    let chosen: { key: PoolKey; index: number; probe: boolean } | undefined;
+    let chosen: { key: PoolKey; index: number; probe: boolean; rank: number } | undefined;
     for (let i = 0; i < keys.length; i++) {
       const index = (start + i) % keys.length;
       const key = keys[index]!;
       mirrorHealth(key, health[index]!);
       if (exclude.has(key.id)) continue;
       const state = availabilityOf(key.status, health[index]!, now);
-      if (state === "probe") return { key, index, probe: true };
-      if (state === "ready" && (!chosen || health[index]!.inFlight < health[chosen.index]!.inFlight)) chosen = { key, index, probe: false };
+      if (state !== "probe" && state !== "ready") continue;
+      const fit = rank ? rank(key) : 1;
+      if (fit <= 0) continue;
+      // A better rank first; within a rank a probe first, then the fewest calls in flight.
+      const better =
+        !chosen ||
+        fit > chosen.rank ||
+        (fit === chosen.rank && !chosen.probe && (state === "probe" || health[index]!.inFlight < health[chosen.index]!.inFlight));
+      if (better) chosen = { key, index, probe: state === "probe", rank: fit };
     }
     return chosen;
   };
@@ -174,7 +190,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
       key.inFlight++;
       return key;
     },
-    async acquire(level, exclude) {
+    async acquire(level, exclude, rank) {
       // Another call (here or on another instance) may claim a probe between the read
       // and the take: then the choice is made again, on what the State says then.
       for (let round = 0; round < 4; round++) {
@@ -184,7 +200,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
         const health = await state.health(tenantId, keyRefs);
         // A reload while the State answered: choose from the keys as they are now.
         if (byLevel.get(level) !== keys) continue;
-        const chosen = choose(keys, health, level, exclude);
+        const chosen = choose(keys, health, level, exclude, rank);
         if (!chosen) return undefined;
         cursor.set(level, (chosen.index + 1) % keys.length);
         if (!(await state.take(tenantId, refOf(chosen.key), chosen.probe))) continue;

@@ -1,4 +1,5 @@
 import type { ProviderConfig } from "./provider-config.ts";
+import type { KeyFormats } from "./key-formats.ts";
 
 export type { SleepReason } from "../state/state.ts";
 import type { SleepReason } from "../state/state.ts";
@@ -14,6 +15,8 @@ export interface PoolKey {
   readonly provider: string;
   readonly secret: string;
   readonly config: ProviderConfig;
+  /** The wire formats it speaks natively, read from `config` at reload (routing asks per call). */
+  readonly formats: KeyFormats;
   readonly noSleep: boolean;
   readonly status: boolean;
   sleeping: boolean;

@@ -14,6 +14,11 @@ export const MODEL_LIMIT_MEMBERS = ["rpm", "rph", "rpd", "tpm", "tph", "tpd"] as
 export const PRICING_SECTIONS = ["ChatPricing", "ImgPricing", "AudioPricing", "VideoPricing", "CallPricing"] as const;
 /** Upstream schemes a Provider Key speaks (its `config.provider_type`). */
 export const PROVIDER_TYPES = ["standard", "azure", "vertex"] as const;
+/**
+ * Wire formats a Provider Key speaks (its `config.formats`): OpenAI Chat Completions and
+ * the rest of the OpenAI surface, OpenAI Responses, Anthropic Messages, Gemini generateContent.
+ */
+export const KEY_FORMATS = ["openai", "responses", "anthropic", "gemini"] as const;
 /** Why a Provider Key sleeps: put to sleep by hand, refused credentials, repeated errors, a refused address. */
 export const SLEEP_REASONS = ["manual", "auth", "errors", "address"] as const;
 
@@ -24,6 +29,7 @@ export type ModelLimitMember = (typeof MODEL_LIMIT_MEMBERS)[number];
 export type PricingSection = (typeof PRICING_SECTIONS)[number];
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
 export type SleepReason = (typeof SLEEP_REASONS)[number];
+export type KeyFormat = (typeof KEY_FORMATS)[number];
 
 /** Largest Rates multiplier: with prices at most MAX_PRICE, costs stay exact integers of nano-credits. */
 export const MAX_RATES = 1000;

@@ -5,17 +5,24 @@
  */
 import { Type, type Static } from "@sinclair/typebox";
 import { Count, Instant, Nullable } from "./common.ts";
-import { PROVIDER_TYPES, SLEEP_REASONS } from "./constants.ts";
+import { KEY_FORMATS, PROVIDER_TYPES, SLEEP_REASONS } from "./constants.ts";
 
 /** Model names and patterns a key serves, for model lists; when absent, what its upstream's own list says. */
 const Models = Type.Optional(Type.Array(Type.String()));
+/**
+ * The wire formats the key speaks natively (issue 16); when absent, a default from the
+ * provider type and host (src/routing/key-formats.ts). A call in another format is
+ * translated when a translator joins the two.
+ */
+const Formats = Type.Optional(Type.Array(Type.Union(KEY_FORMATS.map((format) => Type.Literal(format)))));
 
-export const StandardConfig = Type.Object({ provider_type: Type.Literal("standard"), models: Models });
+export const StandardConfig = Type.Object({ provider_type: Type.Literal("standard"), models: Models, formats: Formats });
 export type StandardConfig = Static<typeof StandardConfig>;
 
 export const AzureConfig = Type.Object({
   provider_type: Type.Literal("azure"),
   models: Models,
+  formats: Formats,
   /** model → deployment name; a model without an entry uses its own name as the deployment. */
   deployments: Type.Optional(Type.Record(Type.String(), Type.String())),
   /** model → api-version; falls back to env AZURE_OPENAI_API_VERSION, then the built-in default. */
@@ -26,6 +33,7 @@ export type AzureConfig = Static<typeof AzureConfig>;
 export const VertexConfig = Type.Object({
   provider_type: Type.Literal("vertex"),
   models: Models,
+  formats: Formats,
   project_id: Type.Optional(Type.String()),
   /** Default `global`. */
   location: Type.Optional(Type.String()),

@@ -45,7 +45,8 @@ describe("console management paths", () => {
     await keyForm().getByRole("button", { name: "Add key" }).click();
     await page.getByText("Key 1 added to Level 1.").waitFor();
     const stored = (await (await router.fetch("/x-keys/1")).json()) as Record<string, any>;
-    expect(stored.config).toEqual({ provider_type: "vertex", base_url: "https://vertex.invalid", location: "us-central1" });
+    // `formats` is shown filled with a Vertex key's default (issue 16).
+    expect(stored.config).toEqual({ provider_type: "vertex", base_url: "https://vertex.invalid", location: "us-central1", formats: ["gemini", "anthropic", "openai"] });
     // The list names the key's type and its service account, not the tail of its file.
     const row = page.getByRole("row", { name: /Vertex AI/ });
     await row.getByText("sa@demo-project.iam.gserviceaccount.com").waitFor();

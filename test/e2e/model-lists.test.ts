@@ -117,7 +117,8 @@ describe("what a key serves", () => {
     }
     const ok = await api(r, "/x-keys", { body: { Provider: "https://api.example.com/v1", SecretKey: "sk-0123456789abcdefghijkl", Level: 1, Status: true, config: { provider_type: "standard", models: ["gpt-4o", "o*"] } } });
     expect(ok.status).toBe(201);
-    expect(ok.body.config).toEqual({ provider_type: "standard", models: ["gpt-4o", "o*"] });
+    // `formats` is shown filled with the default of a host the router does not know: every format (issue 16).
+    expect(ok.body.config).toEqual({ provider_type: "standard", models: ["gpt-4o", "o*"], formats: ["openai", "responses", "anthropic", "gemini"] });
   });
 });
 

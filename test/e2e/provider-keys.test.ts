@@ -413,12 +413,13 @@ describe("provider keys: validation writes nothing", () => {
     await refused(router, "/x-keys", "POST", keyBody({ SecretKey: serviceAccount("p"), config: { provider_type: "vertex", token_uri: `https://localhost:${port}/token` } }), "config.token_uri");
 
     const azure = await create(router, { config: { provider_type: "azure", deployments: { "gpt-4o": "prod-4o" }, api_versions: { "gpt-4o": "2024-10-21" } } });
-    expect(azure.config).toEqual({ provider_type: "azure", deployments: { "gpt-4o": "prod-4o" }, api_versions: { "gpt-4o": "2024-10-21" } });
+    // The record shows `formats` filled with the provider type's default (issue 16).
+    expect(azure.config).toEqual({ provider_type: "azure", deployments: { "gpt-4o": "prod-4o" }, api_versions: { "gpt-4o": "2024-10-21" }, formats: ["openai", "responses"] });
 
     const sa = serviceAccount("my-project");
     const vertex = await create(router, { Provider: "https://aiplatform.googleapis.com", SecretKey: sa, config: { provider_type: "vertex", location: "us-central1" } });
     expect(vertex.SecretKey).toBe(sa);
-    expect(vertex.config).toEqual({ provider_type: "vertex", location: "us-central1" });
+    expect(vertex.config).toEqual({ provider_type: "vertex", location: "us-central1", formats: ["gemini", "anthropic", "openai"] });
     expect((await create(router, { SecretKey: serviceAccount(), config: { provider_type: "vertex", project_id: "other-project" } })).config.project_id).toBe("other-project");
 
     // A vertex key's new secret must still be a service account; a config change is checked against the stored secret.

@@ -1,8 +1,12 @@
 import type { PoolKey } from "../../src/routing/pool-key.ts";
+import { keyFormats } from "../../src/routing/key-formats.ts";
 
 /** A provider key as the pool holds it, awake and idle, for unit tests. */
 export function poolKey(overrides: Partial<PoolKey> = {}): PoolKey {
+  const provider = overrides.provider ?? "https://upstream.test/v1";
+  const config = overrides.config ?? { provider_type: "standard" };
   return {
+    formats: keyFormats(provider, config),
     id: 1,
     name: "",
     level: 1,

@@ -224,3 +224,31 @@ describe("key pool", () => {
     expect((await keyPool.acquire(1, none))?.id).toBe(1);
   });
 });
+
+describe("key pool: formats (issue 16)", () => {
+  const rank = (key: PoolKey) => (key.formats.set.has("anthropic") ? 2 : key.formats.set.has("openai") ? 1 : 0);
+  const formats = (list: string[]) => JSON.stringify({ provider_type: "standard", formats: list });
+
+  test("a higher rank wins whatever the calls in flight; rank 0 is never chosen; a lower rank serves when nothing better can", async () => {
+    const { pool: keyPool } = await pool([row(1, { config: formats(["openai"]) }), row(2, { config: formats(["anthropic"]) }), row(3, { config: formats(["gemini"]) })]);
+    const busy = (await keyPool.acquire(1, none, rank))!;
+    expect(busy.id).toBe(2);
+    // Key 2 has a call in flight and key 1 none: the native key is still chosen.
+    const again = (await keyPool.acquire(1, none, rank))!;
+    expect(again.id).toBe(2);
+    await keyPool.release(busy);
+    await keyPool.release(again);
+    expect((await keyPool.acquire(1, new Set([2]), rank))?.id).toBe(1);
+    expect(await keyPool.acquire(1, new Set([1, 2]), rank)).toBeUndefined();
+  });
+
+  test("each key's formats are read at reload: declared, or the default of its host", async () => {
+    const { pool: keyPool } = await pool([
+      row(1, { provider: "https://api.anthropic.com" }),
+      row(2, { provider: "https://generativelanguage.googleapis.com/v1beta/openai/" }),
+      row(3),
+      row(4, { config: formats(["responses"]) }),
+    ]);
+    expect(keyPool.keysOf(1).map((key) => [...key.formats.set])).toEqual([["anthropic"], ["openai"], ["openai", "responses", "anthropic", "gemini"], ["responses"]]);
+  });
+});

@@ -1,5 +1,6 @@
+import { KEY_FORMATS, type KeyFormat } from "../../../src/wire/constants.ts";
 import { checkLevelMapper, type Checked, type Row } from "../lib/validate.ts";
-import { TextArea, TextField } from "../ui/field.tsx";
+import { CheckField, TextArea, TextField } from "../ui/field.tsx";
 import { RowsEditor } from "../ui/rows-editor.tsx";
 
 /** A model → value mapping (Azure deployments, api versions): both sides required, no repeats. */
@@ -93,6 +94,32 @@ export function VertexFields(props: { value: VertexState; onChange: (value: Vert
         hint={sa.email ? `Client email: ${sa.email}` : props.editing ? "Leave empty to keep the stored key file." : "Holds the client email and private key; stored sealed."}
         error={sa.error}
       />
+    </fieldset>
+  );
+}
+
+const FORMAT_LABELS: Record<KeyFormat, string> = {
+  openai: "OpenAI Chat Completions (and the rest of the OpenAI API)",
+  responses: "OpenAI Responses",
+  anthropic: "Anthropic Messages",
+  gemini: "Gemini generateContent",
+};
+
+/**
+ * `config.formats`: what the key speaks natively. Routing prefers such keys and translates
+ * for the others, so the list matters; none checked sends no list (the server's default).
+ */
+export function FormatsField(props: { value: KeyFormat[]; onChange: (value: KeyFormat[]) => void }) {
+  const toggle = (format: KeyFormat, on: boolean) => props.onChange(KEY_FORMATS.filter((f) => (f === format ? on : props.value.includes(f))));
+  return (
+    <fieldset>
+      <legend>Formats the key speaks</legend>
+      <p class="hint">None checked: the default for the provider type and host (every format for a host the router does not know).</p>
+      <div class="grid">
+        {KEY_FORMATS.map((format) => (
+          <CheckField key={format} label={FORMAT_LABELS[format]} checked={props.value.includes(format)} onChange={(on) => toggle(format, on)} />
+        ))}
+      </div>
     </fieldset>
   );
 }

@@ -6,7 +6,11 @@ import { ErrorNote, serverFieldError } from "../ui/feedback.tsx";
 import { CheckField, SelectField, TextField } from "../ui/field.tsx";
 import { useAction } from "../ui/use-load.ts";
 import { addLevelMapping } from "./config-api.ts";
-import { AzureFields, checkPairs, describeServiceAccount, VertexFields, type AzureState, type VertexState } from "./key-config.tsx";
+import { AzureFields, checkPairs, describeServiceAccount, FormatsField, VertexFields, type AzureState, type VertexState } from "./key-config.tsx";
+import type { KeyFormat } from "../../../src/wire/constants.ts";
+
+/** A config as JSON with its members in name order, so a record's member order does not count as a change. */
+const canonical = (config: ProviderConfig) => JSON.stringify(Object.fromEntries(Object.entries(config).sort(([a], [b]) => (a < b ? -1 : 1))));
 
 function httpsError(url: string): string | undefined {
   if (!url.trim()) return "Enter the upstream's https:// base URL";
@@ -34,6 +38,7 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
   const [type, setType] = useState<ProviderType>(cfg.provider_type ?? "standard");
   const [azure, setAzure] = useState<AzureState>({ deployments: objectToRows(cfg.deployments), apiVersions: objectToRows(cfg.api_versions) });
   const [vertex, setVertex] = useState<VertexState>({ projectId: cfg.project_id ?? "", location: cfg.location ?? "" });
+  const [formats, setFormats] = useState<KeyFormat[]>(cfg.formats ?? []);
   const [pattern, setPattern] = useState("");
   const [tried, setTried] = useState(false);
   const action = useAction();
@@ -53,6 +58,11 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
   const valid = !Object.values(errors).some(Boolean) && rowsOk;
 
   const config = (): ProviderConfig => {
+    const out = typeConfig();
+    if (formats.length) out.formats = formats;
+    return out;
+  };
+  const typeConfig = (): ProviderConfig => {
     if (type === "azure") {
       const out: ProviderConfig = { provider_type: "azure" };
       if (azure.deployments.length) out.deployments = rowsToObject(azure.deployments);
@@ -77,7 +87,7 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
     level !== String(r.Level) ||
     enabled !== r.Status ||
     noSleep !== r.NoSleep ||
-    JSON.stringify(config()) !== JSON.stringify({ provider_type: "standard", ...r.config });
+    canonical(config()) !== canonical({ provider_type: "standard", ...r.config });
 
   const submit = (event: Event) => {
     event.preventDefault();
@@ -87,7 +97,7 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
       const body: Record<string, unknown> = { Name: name.trim(), Provider: provider.trim(), Level: Number(level), Status: enabled, NoSleep: noSleep };
       if (secret) body.SecretKey = type === "vertex" ? secret : secret.trim();
       const nextConfig = config();
-      if (!r || JSON.stringify(nextConfig) !== JSON.stringify({ provider_type: "standard", ...r.config })) body.config = nextConfig;
+      if (!r || canonical(nextConfig) !== canonical({ provider_type: "standard", ...r.config })) body.config = nextConfig;
       if (!r) {
         const { data } = await api.post<ProviderKey>("/x-keys", body);
         let message = `Key ${data.ID} added to Level ${data.Level}.`;
@@ -136,6 +146,7 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
       )}
       {type === "azure" && <AzureFields value={azure} onChange={setAzure} />}
       {type === "vertex" && <VertexFields value={vertex} onChange={setVertex} secret={secret} onSecret={setSecret} editing={!!r} />}
+      <FormatsField value={formats} onChange={setFormats} />
       <div class="grid">
         <CheckField label="Enabled" checked={enabled} onChange={setEnabled} />
         <CheckField label="Never sleep automatically" checked={noSleep} onChange={setNoSleep} />

@@ -5,6 +5,7 @@
  * the owner needs to audit or copy a key, so it includes the opened secret.
  */
 import type { ProviderConfig } from "../../routing/provider-config.ts";
+import { formatsOf } from "../../routing/key-formats.ts";
 import type { SleepReason } from "../../routing/pool-key.ts";
 import type { ProviderKeyRow } from "../../store/store.ts";
 import type { ProviderKeyOverview, ProviderKeyRecord, ProviderKeySummary } from "../../wire/provider-keys.ts";
@@ -25,12 +26,17 @@ export function summaryRecord(row: ProviderKeyRow): ProviderKeySummary {
   };
 }
 
-/** `secret` is passed in opened (repository.secretOf) so this module never sees the sealer. */
+/**
+ * `secret` is passed in opened (repository.secretOf) so this module never sees the sealer.
+ * `config.formats` is shown filled with its default when the key has none, so the owner
+ * sees what routing assumes the key speaks.
+ */
 export function fullRecord(row: ProviderKeyRow, secret: string): ProviderKeyRecord {
+  const config = JSON.parse(row.config) as ProviderConfig;
   return {
     ...summaryRecord(row),
     SecretKey: secret,
-    config: JSON.parse(row.config) as ProviderConfig,
+    config: { ...config, formats: formatsOf(row.provider, config) },
     SleepReason: (row.sleepReason as SleepReason | null) ?? null,
     SleepUntil: row.sleepUntil === null ? null : iso(row.sleepUntil),
     UpdatedAt: iso(row.updatedAt),

@@ -10,6 +10,7 @@ import { badRequest } from "../../core/errors.ts";
 import type { ProviderConfig, ProviderType, VertexConfig } from "../../routing/provider-config.ts";
 import { bodyCheck } from "../../wire/check.ts";
 import { ProviderKeyCreateBody, ProviderKeyUpdateBody } from "../../wire/provider-keys.ts";
+import { KEY_FORMATS, type KeyFormat } from "../../wire/constants.ts";
 import { parseServiceAccount } from "../../upstreams/google-auth.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import type { ProviderKeyInput } from "./repository.ts";
@@ -23,9 +24,9 @@ const DNS_CACHE_MS = 30_000;
 const VERTEX_LOCATION = /^[a-z][a-z0-9-]*[a-z0-9]$/;
 const PROJECT_ID = /^[a-z0-9][a-z0-9.:-]*$/;
 const CONFIG_MEMBERS: Record<ProviderType, readonly string[]> = {
-  standard: ["models"],
-  azure: ["models", "deployments", "api_versions"],
-  vertex: ["models", "project_id", "location", "base_url", "token_uri"],
+  standard: ["models", "formats"],
+  azure: ["models", "formats", "deployments", "api_versions"],
+  vertex: ["models", "formats", "project_id", "location", "base_url", "token_uri"],
 };
 /** `config.models`: at most this many entries of at most MAX_MODEL_NAME characters. */
 const MAX_MODELS = 1000;
@@ -164,6 +165,25 @@ function modelList(value: unknown): string[] {
   return out;
 }
 
+/**
+ * `config.formats`: the wire formats the key speaks, each once. An empty list would make
+ * the key serve nothing, which is what Status false is for.
+ */
+function formatList(value: unknown): KeyFormat[] {
+  const param = "config.formats";
+  const expected = `${param} must be a non-empty array of distinct formats among ${KEY_FORMATS.join(", ")}`;
+  if (!Array.isArray(value) || value.length === 0) throw badRequest(expected, param);
+  const out: KeyFormat[] = [];
+  for (const [i, entry] of value.entries()) {
+    if (typeof entry !== "string" || !(KEY_FORMATS as readonly string[]).includes(entry)) {
+      throw badRequest(`${param}[${i}] must be one of ${KEY_FORMATS.join(", ")}`, param);
+    }
+    if (out.includes(entry as KeyFormat)) throw badRequest(`${param}[${i}] repeats ${entry}; ${expected}`, param);
+    out.push(entry as KeyFormat);
+  }
+  return out;
+}
+
 /** The structure of `config`; checks that need the secret come later (checkSecret). */
 function parseConfig(value: unknown): ProviderConfig {
   if (!isObject(value)) throw badRequest("config must be an object", "config");
@@ -177,7 +197,10 @@ function parseConfig(value: unknown): ProviderConfig {
     const allowed = CONFIG_MEMBERS[providerType].join(", ") || "none";
     throw badRequest(`config has unknown member(s) ${unknown.join(", ")} for provider_type ${providerType} (allowed: ${allowed})`, `config.${unknown[0]}`);
   }
-  const models = value.models === undefined ? {} : { models: modelList(value.models) };
+  const models = {
+    ...(value.models !== undefined && { models: modelList(value.models) }),
+    ...(value.formats !== undefined && { formats: formatList(value.formats) }),
+  };
   if (providerType === "standard") return { provider_type: "standard", ...models };
   if (providerType === "azure") {
     return {

@@ -1,0 +1,121 @@
+/**
+ * When a call is translated (issue 16): the client's wire format, how well a key fits it
+ * (natively, through a translator, or not at all), and the upstream call a translator
+ * makes of it. The translators themselves are pure (`formats/translate/`); this module
+ * only decides and assembles.
+ */
+import { HttpError } from "../core/errors.ts";
+import type { Family } from "../formats/family.ts";
+import type { ClientCall } from "../formats/format.ts";
+import { translatorFor } from "../formats/translate/index.ts";
+import type { Translator, Wire } from "../formats/translate/translator.ts";
+import { speaks, type KeyFormats } from "../routing/key-formats.ts";
+import type { KeyRank } from "../routing/key-pool.ts";
+import type { UpstreamCall } from "../upstreams/types.ts";
+import type { KeyFormat } from "../wire/constants.ts";
+
+/** The key format and family that carry each translatable wire. */
+const WIRES: Record<Wire, { format: KeyFormat; family: Family; path: string }> = {
+  "anthropic-messages": { format: "anthropic", family: "anthropic", path: "/v1/messages" },
+  "openai-chat": { format: "openai", family: "openai", path: "/v1/chat/completions" },
+};
+const WIRE_NAMES = Object.keys(WIRES) as Wire[];
+
+/** The key format a call is in: OpenAI's family carries Chat (and the rest of its surface) and Responses. */
+export function clientFormatOf(call: Pick<ClientCall, "family" | "endpoint">): KeyFormat {
+  if (call.family === "openai") return call.endpoint.path.startsWith("/v1/responses") ? "responses" : "openai";
+  return call.family;
+}
+
+/** The translatable wire a call is in, when it is one a translator reads. */
+function clientWireOf(call: Pick<ClientCall, "family" | "endpoint">): Wire | undefined {
+  return WIRE_NAMES.find((wire) => WIRES[wire].family === call.family && WIRES[wire].path === call.endpoint.path);
+}
+
+/** A translator and the key format its upstream side needs. */
+interface Route {
+  translator: Translator;
+  format: KeyFormat;
+}
+
+/** How keys fit one call: made once per call, asked once per key considered. */
+export interface CallFit {
+  readonly format: KeyFormat;
+  /** 2: speaks the call's format; 1: serves it through a translator; 0: cannot serve it. */
+  readonly rank: KeyRank;
+  /** The translator a key needs, or undefined when it speaks the call's format (or cannot serve it). */
+  translatorFor(formats: KeyFormats): Translator | undefined;
+}
+
+/** The translators from each client wire, found once (the table does not change at run time). */
+const ROUTES = new Map<Wire, readonly Route[]>(
+  WIRE_NAMES.map((client) => [
+    client,
+    WIRE_NAMES.flatMap((upstream) => {
+      const translator = upstream === client ? undefined : translatorFor(client, upstream);
+      return translator ? [{ translator, format: WIRES[upstream].format }] : [];
+    }),
+  ]),
+);
+const NO_ROUTES: readonly Route[] = [];
+
+export function callFit(call: Pick<ClientCall, "family" | "endpoint">, model: string | undefined): CallFit {
+  const format = clientFormatOf(call);
+  const client = clientWireOf(call);
+  const routes = (client && ROUTES.get(client)) || NO_ROUTES;
+  const translated = (formats: KeyFormats) => routes.find((route) => speaks(formats, route.format, model))?.translator;
+  return {
+    format,
+    rank: (key) => (speaks(key.formats, format, model) ? 2 : translated(key.formats) ? 1 : 0),
+    translatorFor: (formats) => (speaks(formats, format, model) ? undefined : translated(formats)),
+  };
+}
+
+/** The family whose upstream API a translator's requests go to. */
+export const upstreamFamilyOf = (translator: Translator): Family => WIRES[translator.upstream].family;
+
+/** Headers only the client's own format understands (Anthropic's version and betas): not sent to another format's upstream. */
+const foreignHeader = (name: string, upstream: Family) => upstream !== "anthropic" && name.startsWith("anthropic-");
+
+/**
+ * The upstream call of a translated request: the client's body (with the effective
+ * model) in the upstream's format, to the translator's path. Throws the translator's
+ * 400 when the request holds something the upstream cannot carry; nothing is sent then.
+ */
+export function translatedCall(call: ClientCall, translator: Translator, effectiveModel: string | undefined, maxTokens: number): UpstreamCall {
+  const family = upstreamFamilyOf(translator);
+  const json = call.json ?? {};
+  const body = translator.request(effectiveModel === undefined ? json : { ...json, model: effectiveModel }, { maxTokens });
+  const headers = new Headers();
+  call.headers.forEach((value, name) => {
+    if (!foreignHeader(name, family)) headers.set(name, value);
+  });
+  headers.set("content-type", "application/json");
+  return {
+    family,
+    method: "POST",
+    path: translator.upstreamPath,
+    search: "",
+    model: effectiveModel,
+    stream: call.stream,
+    json: body,
+    bytes: undefined,
+    headers,
+  };
+}
+
+/** Whether an OpenAI Chat client asked for the usage chunk at the end of its stream. */
+export function clientWantsUsageChunk(call: ClientCall): boolean {
+  const options = call.json?.stream_options;
+  return options !== null && typeof options === "object" && (options as Record<string, unknown>).include_usage === true;
+}
+
+/** The 400 of a call no key of its Level can serve, in any way: naming the model and what its keys speak. */
+export function unservedFormat(model: string | undefined, format: KeyFormat, spoken: ReadonlySet<KeyFormat>): HttpError {
+  const list = [...spoken].join(", ") || "none";
+  return new HttpError(
+    "invalid_request",
+    `Model ${model ?? "(none)"} is served by keys that speak ${list}; this call is in the ${format} format, which none of them speaks and no translator yet carries to theirs`,
+    { code: "unsupported_format", param: "model" },
+  );
+}
