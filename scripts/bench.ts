@@ -4,7 +4,7 @@
  * against calling the mock upstream directly, all on loopback, in interleaved rounds,
  * with the targets of issue 6. Writes docs/benchmarks.md (full runs) and prints a table.
  *
- *   npm run bench                      full run (about 12 minutes)
+ *   npm run bench                      full run (about 17 minutes)
  *   npm run bench -- --quick           smoke run of every phase (about 2.5 minutes)
  *   flags: --soak <s> --rounds <n> --seconds <s> --rows <n> --only <phase,…>
  *          --profile | --no-profile --write | --no-write --rebuild --keep

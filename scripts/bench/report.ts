@@ -399,6 +399,16 @@ function scaleOutFigures(so: ScaleOutResult, rows: Row[], checks: TargetCheck[])
       router: fmt(scripts, 2),
       comparison: `other commands, those run inside the scripts included: ${fmt(inner.reduce((n, [, v]) => n + v, 0), 1)} (${inner.slice(0, 6).map(([name, n]) => `${name} ${fmt(n, 1)}`).join(", ")}); ${fmt(c.redisUsPerCall)} µs Redis server time`,
     });
+    if (Object.keys(c.scripts ?? {}).length > 0) {
+      const runs = Object.entries(c.scripts).sort((x, y) => y[1].perCall - x[1].perCall);
+      rows.push({
+        section,
+        measure: "Redis scripts of one call, by name (sequential calls)",
+        baseline: "",
+        router: fmt(runs.reduce((n, [, r]) => n + r.perCall, 0), 2),
+        comparison: runs.map(([name, r]) => `${name} ${fmt(r.perCall, 2)} × ${fmt(r.meanUs)} µs`).join(", "),
+      });
+    }
     rows.push({
       section,
       measure: "PostgreSQL per call (two instances, c=32)",

@@ -11,6 +11,7 @@
 import { RedisClient, SQL } from "bun";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import * as scripts from "../../src/state/redis/lua.ts";
 import { startPostgres, type PostgresServer } from "../../test/helpers/postgres-server.ts";
 import { startRedisServer, type RedisServer } from "../../test/helpers/redis-server.ts";
 import { headersFor, log, NONSTREAM_BODY, PATH, quiet, servicePids, type Target } from "./phases.ts";
@@ -61,6 +62,8 @@ export interface Census {
   pgCommitsPerCall: number;
   pgInsertsPerCall: number;
   pgUpdatesPerCall: number;
+  /** Script runs per call by script name (ADMIT, ADJUST, …) and their mean time in Redis, µs, from sequential calls. */
+  scripts: Record<string, { perCall: number; meanUs: number }>;
   /** CPU per call, µs: both router processes, PostgreSQL, Redis. */
   routerCpuUs: number;
   pgCpuUs: number;
@@ -301,7 +304,9 @@ async function takeCensus(s: Settings, work: string, targets: Target[], database
       redisPerCall[match[1]!] = per(Number(match[2]));
       redisUs += Number(match[3]);
     }
+    const byScript = await scriptRuns(redis, targets[0]!);
     const census: Census = {
+      scripts: byScript,
       requests,
       redisPerCall,
       redisUsPerCall: per(redisUs),
@@ -313,6 +318,7 @@ async function takeCensus(s: Settings, work: string, targets: Target[], database
       redisCpuUs: per(cpu1.redis - cpu0.redis) * 1e6,
     };
     const commands = Object.entries(redisPerCall).map(([name, n]) => `${name} ${n.toFixed(2)}`).join(", ");
+    log(`scale-out scripts per call: ${Object.entries(byScript).map(([name, r]) => `${name} ${r.perCall.toFixed(2)} (${r.meanUs.toFixed(0)} µs)`).join(", ")}`);
     log(
       `scale-out census over ${requests} calls: Redis per call ${commands} (${census.redisUsPerCall.toFixed(0)} µs server time); ` +
         `PostgreSQL per call ${census.pgCommitsPerCall.toFixed(3)} commits, ${census.pgInsertsPerCall.toFixed(2)} rows inserted, ${census.pgUpdatesPerCall.toFixed(2)} updated; ` +
@@ -322,6 +328,46 @@ async function takeCensus(s: Settings, work: string, targets: Target[], database
   } finally {
     redis.close();
     await sql.close().catch(() => {});
+  }
+}
+
+/**
+ * Which scripts a call runs: Redis's slow log set to keep every command while a few
+ * calls are made one after the other, EVALSHA entries named by the scripts' hashes.
+ * Commands on timers (lease heartbeats) are left out: they do not come with calls.
+ */
+async function scriptRuns(redis: RedisClient, target: Target): Promise<Record<string, { perCall: number; meanUs: number }>> {
+  const names = new Map<string, string>();
+  for (const [name, value] of Object.entries(scripts)) {
+    if (value && typeof value === "object" && "sha" in value) names.set((value as { sha: string }).sha, name);
+  }
+  const CALLS = 20;
+  await redis.send("CONFIG", ["SET", "slowlog-max-len", "10000"]);
+  await redis.send("CONFIG", ["SET", "slowlog-log-slower-than", "0"]);
+  await redis.send("SLOWLOG", ["RESET"]);
+  try {
+    for (let i = 0; i < CALLS; i++) {
+      const response = await fetch(target.url + PATH, { method: "POST", headers: headersFor(target), body: NONSTREAM_BODY });
+      if (!response.ok) throw new Error(`scale-out: a census call answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+      await response.arrayBuffer();
+    }
+    // Settlement runs after the answer: let it land.
+    await Bun.sleep(1000);
+    const entries = (await redis.send("SLOWLOG", ["GET", "10000"])) as Array<[number, number, number, string[]]>;
+    const runs = new Map<string, { n: number; us: number }>();
+    for (const [, , us, args] of entries) {
+      const command = String(args[0]).toUpperCase();
+      if (command !== "EVALSHA" && command !== "EVAL") continue;
+      const name = names.get(String(args[1])) ?? "other script";
+      const entry = runs.get(name) ?? { n: 0, us: 0 };
+      entry.n++;
+      entry.us += Number(us);
+      runs.set(name, entry);
+    }
+    return Object.fromEntries([...runs].map(([name, { n, us }]) => [name, { perCall: n / CALLS, meanUs: us / n }]));
+  } finally {
+    await redis.send("CONFIG", ["SET", "slowlog-log-slower-than", "10000"]);
+    await redis.send("SLOWLOG", ["RESET"]);
   }
 }
 
