@@ -5,7 +5,7 @@
  * with the targets of issue 6. Writes docs/benchmarks.md (full runs) and prints a table.
  *
  *   npm run bench                      full run (about 17 minutes)
- *   npm run bench -- --quick           smoke run of every phase (about 2.5 minutes)
+ *   npm run bench -- --quick           smoke run of every phase (about 3.5 minutes)
  *   flags: --soak <s> --rounds <n> --seconds <s> --rows <n> --only <phase,…>
  *          --profile | --no-profile --write | --no-write --rebuild --keep
  *          --repeats <n>  measurements repeated when other programs load the machine (default 6)
