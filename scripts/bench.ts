@@ -4,14 +4,15 @@
  * against calling the mock upstream directly, all on loopback, in interleaved rounds,
  * with the targets of issue 6. Writes docs/benchmarks.md (full runs) and prints a table.
  *
- *   npm run bench                      full run (about 12 minutes)
- *   npm run bench -- --quick           smoke run of every phase (about 2.5 minutes)
+ *   npm run bench                      full run (about 17 minutes)
+ *   npm run bench -- --quick           smoke run of every phase (about 3.5 minutes)
  *   flags: --soak <s> --rounds <n> --seconds <s> --rows <n> --only <phase,…>
  *          --profile | --no-profile --write | --no-write --rebuild --keep
  *          --repeats <n>  measurements repeated when other programs load the machine (default 6)
  *          --soak-raised  also soak a router started with BUN_CONFIG_MAX_HTTP_REQUESTS raised
  *          --tree <dir>  measure the router of another source tree (its dist/router, src/main.ts)
- *   phases: throughput, latency, cpu, ttft, soak, bills, profile
+ *   phases: throughput, latency, cpu, ttft, soak, scaleout, bills, profile
+ *   (scaleout: two instances on a throwaway PostgreSQL and Redis; skipped when those are not installed)
  *
  * Processes: mock upstream (HTTPS), floor proxy and dist/router each in their own
  * process, so /proc CPU and memory figures are per process. wrk drives plain HTTP
@@ -44,6 +45,7 @@ import {
 import { machine, rssMb, runChecked, startService, type Service } from "./bench/proc.ts";
 import { RAISED, renderMarkdown, renderTable, type BenchReport } from "./bench/report.ts";
 import { configureRouter, startRouter } from "./bench/router.ts";
+import { scaleOutPhase } from "./bench/scaleout.ts";
 import { parseSettings, ROOT } from "./bench/settings.ts";
 import { median } from "./bench/stats.ts";
 import { ensureWrk } from "./bench/wrk.ts";
@@ -215,6 +217,11 @@ async function main() {
         log(`phase: soak of the router with the fetch limit raised, 1,000 streams for ${s.soakSeconds} s`);
         report.soakRaised = await soakPhase(s, await raisedRouter(), mock.url, certs.caFile);
       }
+    }
+    if (s.phases.has("scaleout")) {
+      log("phase: scale-out, two instances on one PostgreSQL and one Redis");
+      report.scaleout = await scaleOutPhase(s, { work, binary, mockUrl: mock.url, caFile: certs.caFile, direct, floor, router });
+      if (report.scaleout.skipped && s.phases.size === 1) throw new Error(`scale-out phase skipped: ${report.scaleout.skipped}`);
     }
     for (const service of services.splice(1)) await service.stop();
 

@@ -75,7 +75,7 @@ export function setRepeats(budget: number): () => number {
  * (builds and tests of other users share these CPUs); a noisy measurement is
  * repeated, within the run's budget of repeats.
  */
-async function quiet<T>(phase: string, label: string, measure: () => Promise<T>): Promise<{ value: T; other: number }> {
+export async function quiet<T>(phase: string, label: string, measure: () => Promise<T>): Promise<{ value: T; other: number }> {
   for (;;) {
     const meter = foreignLoad(() => servicePids);
     const value = await measure();

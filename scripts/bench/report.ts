@@ -4,6 +4,7 @@
  */
 import type { BillsResult } from "./bills.ts";
 import type { ProfileSummary } from "./profile.ts";
+import { ONE_INSTANCE, TWO_INSTANCES, type ScaleOutResult } from "./scaleout.ts";
 import { max, median } from "./stats.ts";
 
 export interface ThroughputRound {
@@ -97,6 +98,8 @@ export interface BenchReport {
   soak?: SoakResult;
   /** The soak of a router started with BUN_CONFIG_MAX_HTTP_REQUESTS raised. */
   soakRaised?: SoakResult;
+  /** Two instances on PostgreSQL and Redis (issue 15), with the targets of issue 19. */
+  scaleout?: ScaleOutResult;
   bills?: BillsResult;
   profiles?: ProfileResult[];
   elapsedSeconds?: number;
@@ -115,6 +118,7 @@ const sum = <T>(rounds: T[] | undefined, pick: (r: T) => number) => (rounds ?? [
 
 const fmt = (x: number, digits = 0) => (Number.isFinite(x) ? x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits }) : "–");
 const us = (ms: number) => fmt(ms * 1000, 0);
+const signed = (ms: number) => (ms >= 0 ? `+${us(ms)}` : `−${us(-ms)}`);
 const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)}%` : "–");
 
 interface Row {
@@ -334,7 +338,97 @@ export function derive(report: BenchReport): { rows: Row[]; checks: TargetCheck[
       checks.push({ target: `${t.path.split("?")[0]} over ${fmt(b.rows)} rows ≤ 50 ms`, measured: `p50 ${fmt(t.p50, 1)} ms (p95 ${fmt(t.p95, 1)})`, met: t.p50 <= 50 });
     }
   }
+  if (report.scaleout) scaleOutFigures(report.scaleout, rows, checks);
   return { rows, checks };
+}
+
+/** The scale-out rows and the targets of issues 15 and 19 for it. */
+function scaleOutFigures(so: ScaleOutResult, rows: Row[], checks: TargetCheck[]) {
+  const section = "6 scale-out";
+  if (so.skipped) {
+    rows.push({ section, measure: "two instances on PostgreSQL + Redis", baseline: "", router: "skipped", comparison: so.skipped });
+    return;
+  }
+  if (so.throughput) {
+    const t = so.throughput;
+    const floor = med(t.floor, (r) => r.rps);
+    for (const name of ["router", ONE_INSTANCE, TWO_INSTANCES]) {
+      const rps = med(t[name], (r) => r.rps);
+      const errors = sum(t[name], (r) => r.errors);
+      const label = name === "router" ? "one instance on SQLite" : name;
+      rows.push({ section, measure: `non-streaming c=32 (req/s): ${label}`, baseline: fmt(floor), router: fmt(rps), comparison: `${pct(rps / floor)} of floor${errors ? `, ${errors} errors` : ""}` });
+      rows.push({
+        section,
+        measure: `c=32 CPU per request (µs): ${label}`,
+        baseline: fmt(med(t.floor, (r) => r.cpuUs)),
+        router: fmt(med(t[name], (r) => r.cpuUs)),
+        comparison: name === "router" ? "router processes" : `router processes, plus PostgreSQL + Redis ${fmt(med(t[name], (r) => r.servicesCpuUs))} µs`,
+      });
+    }
+    const ratio = med(t[TWO_INSTANCES], (r) => r.rps) / floor;
+    checks.push({ target: "scale-out: non-streaming c=32 over two instances ≥ 50% of the floor (issue 19)", measured: pct(ratio), met: ratio >= 0.5 });
+  }
+  if (so.latency) {
+    const l = so.latency;
+    const direct = med(l.direct, (r) => r.p50);
+    const directP99 = med(l.direct, (r) => r.p99);
+    for (const name of ["floor", "router", ONE_INSTANCE]) {
+      const label = name === "router" ? "one instance on SQLite" : name;
+      rows.push({
+        section,
+        measure: `c=1 p50 / p99 (µs): ${label}`,
+        baseline: `direct ${us(direct)} / ${us(directP99)}`,
+        router: `${us(med(l[name], (r) => r.p50))} / ${us(med(l[name], (r) => r.p99))}`,
+        comparison: `${signed(med(l[name], (r) => r.p50) - direct)} / ${signed(med(l[name], (r) => r.p99) - directP99)} µs vs direct`,
+      });
+    }
+    const added = med(l[ONE_INSTANCE], (r) => r.p50) - direct;
+    checks.push({ target: "scale-out: added latency at c=1 ≤ 0.5 ms p50 (issue 19)", measured: `${us(added)} µs`, met: added <= 0.5 });
+  }
+  if (so.census) {
+    const c = so.census;
+    // INFO commandstats also counts the commands a script runs inside Redis: tell them apart.
+    const isScript = (name: string) => /^eval/.test(name);
+    const entries = Object.entries(c.redisPerCall).sort((x, y) => y[1] - x[1]);
+    const scripts = entries.filter(([name]) => isScript(name)).reduce((n, [, v]) => n + v, 0);
+    const inner = entries.filter(([name]) => !isScript(name));
+    rows.push({
+      section,
+      measure: "Redis script runs per call (two instances, c=32)",
+      baseline: "",
+      router: fmt(scripts, 2),
+      comparison: `other commands, those run inside the scripts included: ${fmt(inner.reduce((n, [, v]) => n + v, 0), 1)} (${inner.slice(0, 6).map(([name, n]) => `${name} ${fmt(n, 1)}`).join(", ")}); ${fmt(c.redisUsPerCall)} µs Redis server time`,
+    });
+    if (Object.keys(c.scripts ?? {}).length > 0) {
+      const runs = Object.entries(c.scripts).sort((x, y) => y[1].perCall - x[1].perCall);
+      rows.push({
+        section,
+        measure: "Redis scripts of one call, by name (sequential calls)",
+        baseline: "",
+        router: fmt(runs.reduce((n, [, r]) => n + r.perCall, 0), 2),
+        comparison: runs.map(([name, r]) => `${name} ${fmt(r.perCall, 2)} × ${fmt(r.meanUs)} µs`).join(", "),
+      });
+    }
+    rows.push({
+      section,
+      measure: "PostgreSQL per call (two instances, c=32)",
+      baseline: "",
+      router: `${fmt(c.pgCommitsPerCall, 3)} commits`,
+      comparison: `${fmt(c.pgInsertsPerCall, 2)} rows inserted, ${fmt(c.pgUpdatesPerCall, 2)} updated`,
+    });
+    rows.push({ section, measure: "CPU per call (µs, two instances, c=32)", baseline: "", router: fmt(c.routerCpuUs), comparison: `routers; PostgreSQL ${fmt(c.pgCpuUs)}, Redis ${fmt(c.redisCpuUs)}` });
+  }
+  if (so.lag) {
+    const g = so.lag;
+    rows.push({
+      section,
+      measure: `invalidation lag, ${g.rotations} key rotations on A (ms)`,
+      baseline: "",
+      router: `p50 ${fmt(g.p50, 2)}`,
+      comparison: `p99 ${fmt(g.p99, 2)}, max ${fmt(g.max, 2)}; until B refuses the old key (one poll of B takes ${fmt(g.pollMs, 2)} ms)`,
+    });
+    checks.push({ target: "scale-out: invalidation lag well under 100 ms, p99 (issue 15)", measured: `p99 ${fmt(g.p99, 2)} ms`, met: g.p99 < 100 });
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -380,7 +474,7 @@ export function renderMarkdown(report: BenchReport): string {
   out.push("", "Medians over the rounds; \"floor\" is the bare Bun proxy, \"direct\" calls the mock upstream itself.", "");
   out.push("| | measure | floor | router | comparison |", "|---|---|---:|---:|---|");
   for (const r of rows) out.push(`| ${cell(r.section)} | ${cell(r.measure)} | ${cell(r.baseline)} | ${cell(r.router)} | ${cell(r.comparison)} |`);
-  out.push("", "### Targets (issue 6)", "", "| target | measured | |", "|---|---|---|");
+  out.push("", `### Targets (issue 6${report.scaleout && !report.scaleout.skipped ? "; scale-out: issues 15 and 19" : ""})`, "", "| target | measured | |", "|---|---|---|");
   for (const c of checks) out.push(`| ${cell(c.target)} | ${cell(c.measured)} | ${c.met === undefined ? "–" : c.met ? "✅ met" : "❌ not met"} |`);
 
   const ttftErrors = [...Object.entries(report.ttft100 ?? {}), ...Object.entries(report.ttft1000 ?? {})].flatMap(([name, rounds]) =>
@@ -441,6 +535,14 @@ export function renderMarkdown(report: BenchReport): string {
     const b = report.bills;
     out.push(`bills: ${fmt(b.rows)} usage rows and ${fmt(b.rollupRows)} daily rollups seeded in ${fmt(b.seedSeconds, 1)} s; database ${fmt(b.dbMb)} MB`);
   }
+  if (report.scaleout?.versions) out.push(`scale-out services: ${report.scaleout.versions.postgres}; ${report.scaleout.versions.redis}`);
+  for (const [target, rounds] of Object.entries(report.scaleout?.throughput ?? {})) {
+    out.push(`scale-out c=32 ${target}: req/s ${rounds.map((r) => fmt(r.rps)).join(", ")}; router CPU µs/req ${rounds.map((r) => fmt(r.cpuUs)).join(", ")}; PostgreSQL+Redis µs/req ${rounds.map((r) => fmt(r.servicesCpuUs)).join(", ")}`);
+  }
+  for (const [target, rounds] of Object.entries(report.scaleout?.latency ?? {})) {
+    out.push(`scale-out c=1 ${target}: p50 µs ${rounds.map((r) => us(r.p50)).join(", ")}; p99 µs ${rounds.map((r) => us(r.p99)).join(", ")}`);
+  }
+  if (report.scaleout?.lag) out.push(`scale-out invalidation lag (ms, in order): ${report.scaleout.lag.samples.map((v) => fmt(v, 2)).join(", ")}`);
   out.push("```", "", "</details>");
   return out.join("\n");
 }

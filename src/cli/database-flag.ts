@@ -22,10 +22,25 @@ export function databaseUrl(fromFlag: string | undefined, flag: string, env: Nod
     throw new UsageError(`${source} must be a postgres:// or postgresql:// URL, got ${shownUrl(value)}`);
   }
   if (!url.hostname) throw new UsageError(`${source} names no host: ${shownUrl(value)}`);
-  if (given && url.password) {
-    warn(`--${flag} holds a password, which other users of this machine can see in the process list; set ROUTER_DATABASE instead`);
-  }
+  const warning = given ? passwordFlagWarning(flag, "ROUTER_DATABASE", value) : undefined;
+  if (warning) warn(warning);
   return value;
+}
+
+/**
+ * The warning for a URL that carries a password and was given as `--flag` (undefined
+ * otherwise): the process list shows it to every user of the machine, the environment
+ * does not. Names the flag and the variable, never the URL.
+ */
+export function passwordFlagWarning(flag: string, envName: string, value: string | undefined): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  let password = "";
+  try {
+    password = new URL(value).password;
+  } catch {
+    return undefined;
+  }
+  return password ? `--${flag} holds a password, which other users of this machine can see in the process list; set ${envName} instead` : undefined;
 }
 
 function printWarning(message: string): void {

@@ -8,6 +8,7 @@ import { assertCanListen, startServer } from "../server.ts";
 import { clearSpool, databasePath, prepareDataDir } from "../store/data-dir.ts";
 import { existsSync } from "node:fs";
 import { dataArgs } from "./common-args.ts";
+import { databaseUrl, passwordFlagWarning } from "./database-flag.ts";
 import { flagOrEnv, parseBooleanFlag, parseIntegerFlag, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 
@@ -116,14 +117,15 @@ function requireReadable(flag: string, path: string | undefined): string | undef
   return path;
 }
 
-/** Checks the scale-out URLs: their schemes, and that Redis comes with a database. Errors never echo a URL (it may hold a password). */
-function resolveDependencies(database: string | undefined, redis: string | undefined): { database?: string; redis?: string } {
-  if (database !== undefined) {
-    const scheme = schemeOf(database);
-    if (scheme !== "postgres:" && scheme !== "postgresql:") {
-      throw new UsageError("--database must be a PostgreSQL URL, postgres://user@host:5432/name");
-    }
-  }
+/**
+ * Checks the scale-out URLs: the database's the way every command checks it
+ * (database-flag.ts: errors show it with its password masked), Redis's scheme, and that
+ * Redis comes with a database. Errors never show a password.
+ */
+function resolveDependencies(args: Record<string, unknown>, env: NodeJS.ProcessEnv, redis: string | undefined): { database?: string; redis?: string } {
+  const flag = typeof args.database === "string" ? args.database : undefined;
+  // The flag's password warning is not printed here: serveWarnings reports it with the others.
+  const database = databaseUrl(flag, "database", env, () => {});
   if (redis !== undefined) {
     const scheme = schemeOf(redis);
     if (scheme !== "redis:" && scheme !== "rediss:") throw new UsageError("--redis must be a Redis URL, redis://host:6379 or rediss://host:6380");
@@ -156,22 +158,13 @@ export function serveWarnings(args: Record<string, unknown>, config: Pick<ServeC
     ["redis", "ROUTER_REDIS"],
   ] as const) {
     const given = args[flag];
-    if (typeof given === "string" && given !== "" && hasPassword(given)) {
-      warnings.push(`--${flag} holds a password, which other users of this machine can read in the process list; set ${env} instead`);
-    }
+    const warning = passwordFlagWarning(flag, env, typeof given === "string" ? given : undefined);
+    if (warning) warnings.push(warning);
   }
   if (config.database !== undefined && config.redis === undefined) {
     warnings.push("--database without --redis: limits and credit in flight are kept in this process, so this instance must be the only one on the database (give every instance --redis to run several)");
   }
   return warnings;
-}
-
-function hasPassword(url: string): boolean {
-  try {
-    return new URL(url).password !== "";
-  } catch {
-    return false;
-  }
 }
 
 /** Merges flags, ROUTER_* environment variables and defaults into a checked config. */
@@ -200,7 +193,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
     throw new UsageError("--tls-cert and --tls-key must be given together");
   }
-  const { database, redis } = resolveDependencies(get("database"), get("redis"));
+  const { database, redis } = resolveDependencies(args, env, get("redis"));
   return {
     host: get("host") ?? "127.0.0.1",
     port,

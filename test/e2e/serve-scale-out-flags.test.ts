@@ -77,6 +77,16 @@ const closedPort = () => {
 };
 
 describe("serve: flag rules that need no server", () => {
+  test("serve --help lists --database and --redis with their environment variables", async () => {
+    const help = await serve(["--help"]);
+    expect(help.exitCode).toBe(0);
+    const text = help.out.text + help.err.text;
+    const line = (flag: string) => text.split("\n").find((l) => l.includes(`--${flag}=<url>`)) ?? "";
+    expect(line("database")).toContain("env ROUTER_DATABASE");
+    expect(line("redis")).toContain("env ROUTER_REDIS");
+    expect(line("redis")).toContain("needs --database");
+  });
+
   test("--redis without --database is refused (exit 2) naming the database, without echoing the URL", async () => {
     const result = await serve(["--data", tempDir(), "--redis", `redis://:${PASSWORD}@127.0.0.1:6379`]);
     expect(result.exitCode).toBe(2);
@@ -93,7 +103,7 @@ describe("serve: flag rules that need no server", () => {
   test("URLs of the wrong kind are refused (exit 2)", async () => {
     const database = await serve(["--data", tempDir(), "--database", `mysql://root:${PASSWORD}@127.0.0.1/db`]);
     expect(database.exitCode).toBe(2);
-    expect(database.err.text).toContain("--database must be a PostgreSQL URL");
+    expect(database.err.text).toContain("--database must be a postgres:// or postgresql:// URL, got mysql://root:***@127.0.0.1/db");
     expectNoPassword(database);
     const redis = await serve(["--data", tempDir(), "--database", "postgres://127.0.0.1/db", "--redis", "http://127.0.0.1:6379"]);
     expect(redis.exitCode).toBe(2);

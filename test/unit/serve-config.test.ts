@@ -40,8 +40,10 @@ test("--database and --redis: flags or ROUTER_DATABASE / ROUTER_REDIS; Redis nee
   const refused: Array<[Record<string, string>, Record<string, string>, RegExp]> = [
     [{ redis: "redis://:hunter2@cache" }, {}, /--redis needs --database/],
     [{}, { ROUTER_REDIS: "redis://cache" }, /--redis needs --database/],
-    [{ database: "mysql://root:hunter2@db/x" }, {}, /--database must be a PostgreSQL URL/],
-    [{ database: "not a url hunter2" }, {}, /--database must be a PostgreSQL URL/],
+    [{ database: "mysql://root:hunter2@db/x" }, {}, /--database must be a postgres:\/\/ or postgresql:\/\/ URL, got mysql:\/\/root:\*\*\*@db\/x/],
+    [{}, { ROUTER_DATABASE: "mysql://root:hunter2@db/x" }, /ROUTER_DATABASE must be a postgres:\/\/ or postgresql:\/\/ URL/],
+    [{ database: "not a url hunter2" }, {}, /--database is not a URL/],
+    [{ database: "postgres:///x" }, {}, /--database names no host/],
     [{ database: "postgres://db/x", redis: "memcached://hunter2@cache" }, {}, /--redis must be a Redis URL/],
   ];
   for (const [args, env, message] of refused) {
