@@ -11,9 +11,9 @@ export function assertSealingKey(sealed: string | undefined, sealer: Sealer, key
   try {
     sealer.open(sealed);
   } catch {
-    const which = created ? `a new key was just created in ${keyFile}` : `the key in ${keyFile} is not the one`;
+    const which = created ? `this instance just created a new key in ${keyFile}` : `the key in ${keyFile} is not the one they were sealed with`;
     throw new Error(
-      `the database holds provider secrets sealed with another key, and ${which} they were sealed with: give this instance the secret.key the other instances use (--secret-key-file or ROUTER_SECRET_KEY_FILE)`,
+      `the database holds provider secrets sealed with another key, and ${which}: give this instance the secret.key the other instances use (--secret-key-file or ROUTER_SECRET_KEY_FILE)`,
     );
   }
 }
