@@ -24,8 +24,12 @@ export interface Counters {
 /** One sliding-window series. */
 export interface Window {
   add(amount: number, now: number): void;
-  sum(now: number): number;
-  retryAfterMs(now: number, limit: number): number;
+  /**
+   * The total at `now`. `later`: also what was counted at moments after `now` (an
+   * admission whose clock reading is older than another's already counted must see it).
+   */
+  sum(now: number, later?: boolean): number;
+  retryAfterMs(now: number, limit: number, later?: boolean): number;
 }
 
 /** A period total: `value` counts for `day` (a `YYYY-MM-DD` or `YYYY-MM`), nothing for any other. */
@@ -88,8 +92,8 @@ class RingWindow implements Window {
   }
 
   /** Whether slot `i` holds events inside the window that ends at `now`. */
-  private counts(i: number, now: number): boolean {
-    return this.starts[i]! <= now && this.latest[i]! > now - this.windowMs;
+  private counts(i: number, now: number, later = false): boolean {
+    return (later || this.starts[i]! <= now) && this.latest[i]! > now - this.windowMs;
   }
 
   add(amount: number, now: number): void {
@@ -104,24 +108,24 @@ class RingWindow implements Window {
     if (amount > 0 && now > this.latest[slot]!) this.latest[slot] = now;
   }
 
-  sum(now: number): number {
+  sum(now: number, later = false): number {
     // Within the newest bucket the ring spans the window plus the oldest bucket, which
     // counts only while its newest event is younger than a window. A sum never moves
     // the ring, so asking about an earlier moment afterwards still sees its buckets.
     if (this.exact && now >= this.head && now < this.head + this.width) {
       const oldest = Math.floor((this.head - BUCKETS * this.width) / this.width) % SLOTS;
-      return this.counts(oldest, now) ? this.total : this.total - this.amounts[oldest]!;
+      return this.counts(oldest, now, later) ? this.total : this.total - this.amounts[oldest]!;
     }
     let total = 0;
-    for (let i = 0; i < SLOTS; i++) if (this.counts(i, now)) total += this.amounts[i]!;
+    for (let i = 0; i < SLOTS; i++) if (this.counts(i, now, later)) total += this.amounts[i]!;
     return total;
   }
 
-  retryAfterMs(now: number, limit: number): number {
+  retryAfterMs(now: number, limit: number, later = false): number {
     const live: Array<[number, number]> = [];
     let total = 0;
     for (let i = 0; i < SLOTS; i++) {
-      if (this.counts(i, now)) {
+      if (this.counts(i, now, later)) {
         live.push([this.latest[i]!, this.amounts[i]!]);
         total += this.amounts[i]!;
       }

@@ -142,10 +142,11 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     return pending && Promise.all(pending);
   };
 
-  const valueOf = (counter: Counter, now: number, period: string | undefined): number => {
+  /** `admitting`: a window also counts what was counted after `now` (see Window.sum). */
+  const valueOf = (counter: Counter, now: number, period: string | undefined, admitting = false): number => {
     switch (counter.kind) {
       case "window":
-        return windowOf(counter).sum(now);
+        return windowOf(counter).sum(now, admitting);
       case "period": {
         const cell = periodOf(counter);
         return cell.day === period ? cell.value : 0;
@@ -169,10 +170,12 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i]!;
       if (line.limit === undefined) continue;
-      const used = valueOf(line.counter, now, line.period);
+      // Concurrent admissions may carry clock readings out of order: one counted at a
+      // later moment still counts against this one, or together they would pass the limit.
+      const used = valueOf(line.counter, now, line.period, true);
       const reached = line.counter.kind === "credit" ? used <= line.limit : used >= line.limit;
       if (!reached) continue;
-      const retryAfterMs = line.counter.kind === "window" ? windowOf(line.counter).retryAfterMs(now, line.limit) : 0;
+      const retryAfterMs = line.counter.kind === "window" ? windowOf(line.counter).retryAfterMs(now, line.limit, true) : 0;
       return { admitted: false, refusal: { line: i, used, held: heldBy(line), retryAfterMs } };
     }
     for (const line of lines) {

@@ -163,6 +163,20 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(verdicts.filter((v) => v.admitted)).toHaveLength(10);
         expect(await state.counts.read(rpm, T0)).toBe(10);
       });
+
+      test("admissions whose clock readings arrive out of order never pass a limit together", async () => {
+        // Calls read the clock, then wait (for the store, another instance's network)
+        // before admission: one counted at a later moment must count against the earlier.
+        const { state } = await fixture(make);
+        const rpm = windowOf("w:out-of-order");
+        const readings = [5, 3, 4, 1, 2, 0].map((s) => T0 + s * SECOND);
+        const verdicts = [];
+        for (const now of readings) verdicts.push(await state.counts.admit([{ counter: rpm, limit: 3, add: 1 }], now));
+        expect(verdicts.filter((v) => v.admitted)).toHaveLength(3);
+        // A refusal waits until the window frees the oldest counted call, as ever.
+        const refused = verdicts.find((v) => !v.admitted);
+        if (refused && !refused.admitted) expect(refused.refusal.retryAfterMs).toBeGreaterThan(0);
+      });
     });
 
     describe("credit", () => {

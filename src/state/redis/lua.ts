@@ -55,7 +55,9 @@ local function window_fields(key, ms)
   if h.ms ~= nil and tonumber(h.ms) ~= ms then return nil end
   return h
 end
-local function window_live(key, ms, now)
+-- later: also buckets that began after now (an admission whose clock reading is older
+-- than another's already counted must still see it).
+local function window_live(key, ms, now, later)
   local h = window_fields(key, ms)
   local live = {}
   if h == nil then return live end
@@ -63,18 +65,18 @@ local function window_live(key, ms, now)
     if string.sub(field, 1, 1) == 'a' then
       local start = tonumber(string.sub(field, 2))
       local latest = num(h['l' .. string.sub(field, 2)])
-      if latest ~= nil and start <= now and latest > now - ms then live[#live + 1] = { latest, tonumber(amount) } end
+      if latest ~= nil and (later or start <= now) and latest > now - ms then live[#live + 1] = { latest, tonumber(amount) } end
     end
   end
   return live
 end
-local function window_sum(key, ms, now)
+local function window_sum(key, ms, now, later)
   local total = 0
-  for _, b in ipairs(window_live(key, ms, now)) do total = total + b[2] end
+  for _, b in ipairs(window_live(key, ms, now, later)) do total = total + b[2] end
   return total
 end
-local function window_retry(key, ms, now, limit)
-  local live = window_live(key, ms, now)
+local function window_retry(key, ms, now, limit, later)
+  local live = window_live(key, ms, now, later)
   local total = 0
   for _, b in ipairs(live) do total = total + b[2] end
   if total < limit then return 0 end
@@ -158,8 +160,8 @@ for i, line in ipairs(P) do
 end
 if #missing > 0 then return { 'load', unpack(missing) } end
 
-local function value(line)
-  if line.k == 'w' then return window_sum(line.key, line.w, NOW)
+local function value(line, admitting)
+  if line.k == 'w' then return window_sum(line.key, line.w, NOW, admitting)
   elseif line.k == 'p' then
     local f = redis.call('HMGET', line.key, 'day', 'value')
     if f[1] == line.p then return num(f[2]) or 0 end
@@ -172,13 +174,14 @@ if MODE == 'read' then return { 'value', str(value(P[1])) } end
 
 for i, line in ipairs(P) do
   if line.l ~= nil then
-    local used = value(line)
+    -- Concurrent admissions may carry clock readings out of order: count what came after NOW too.
+    local used = value(line, true)
     local reached
     if line.k == 'c' then reached = used <= line.l else reached = used >= line.l end
     if reached then
       local held, retry = 0, 0
       if line.k == 'c' then held = credit_reserved(line.key) elseif line.h ~= nil then held = gauge_sum(line.h) end
-      if line.k == 'w' then retry = window_retry(line.key, line.w, NOW, line.l) end
+      if line.k == 'w' then retry = window_retry(line.key, line.w, NOW, line.l, true) end
       return { 'no', tostring(i - 1), str(used), str(held), str(retry) }
     end
   end
