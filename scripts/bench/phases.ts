@@ -362,6 +362,7 @@ export async function profilePhase(s: Settings, work: string, mockUrl: string, c
       dataDir: join(work, `profile-data-${i}`),
       logFile: join(work, `router-profile-${i}.log`),
       caFile,
+      trust: "env",
       // With the fetch limit already set, serve does not re-exec itself: an execve while
       // the sampling profiler signals the thread sometimes killed the process (SIGPWR).
       extraEnv: { BUN_CONFIG_MAX_HTTP_REQUESTS: "65535" },

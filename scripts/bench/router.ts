@@ -19,6 +19,12 @@ export interface RouterOptions {
   dataDir: string;
   logFile: string;
   caFile: string;
+  /**
+   * How the router is told to trust the bench CA: `flag`, as the README tells a deployment
+   * behind a private CA (--upstream-ca-file; serve re-launches once with the runtime trusting
+   * it), or `env` (NODE_EXTRA_CA_CERTS), for runs that must not re-launch (the profiler).
+   */
+  trust?: "flag" | "env";
   extraEnv?: Record<string, string>;
   extraArgs?: string[];
 }
@@ -27,11 +33,15 @@ export async function startRouter(options: RouterOptions): Promise<Service & { o
   mkdirSync(options.dataDir, { recursive: true });
   const service = await startService({
     name: options.name,
-    cmd: [...options.cmd, "serve", "--port", "0", "--data", options.dataDir, "--timezone", "UTC", "--grace", "5", ...(options.extraArgs ?? [])],
+    cmd: [
+      ...options.cmd, "serve", "--port", "0", "--data", options.dataDir, "--timezone", "UTC", "--grace", "5",
+      ...((options.trust ?? "flag") === "flag" ? ["--upstream-ca-file", options.caFile] : []),
+      ...(options.extraArgs ?? []),
+    ],
     cwd: options.cwd,
-    // The binary trusts the bench CA the way a deployment would. BUN_CONFIG_MAX_HTTP_REQUESTS
-    // is deliberately NOT set here: the router must cope with 1,000 streams on its own.
-    env: { PATH: process.env.PATH, HOME: options.cwd, NODE_EXTRA_CA_CERTS: options.caFile, ...options.extraEnv },
+    // BUN_CONFIG_MAX_HTTP_REQUESTS is deliberately NOT set here: the router must cope with
+    // 1,000 streams on its own.
+    env: { PATH: process.env.PATH, HOME: options.cwd, ...((options.trust ?? "flag") === "env" && { NODE_EXTRA_CA_CERTS: options.caFile }), ...options.extraEnv },
     logFile: options.logFile,
     ready: /router listening on (\S+)/,
   });
