@@ -85,10 +85,16 @@ export interface StreamUsageTap {
   firstNeeded(bytes: Uint8Array): number;
 }
 
-/** What a family's model list may say about a model (from the tenant's price table). */
+/** What a family's model list may say about a model. */
 export interface ModelFacts {
+  /** From the tenant's price table. */
   contextWindow?: number;
   maxOutput?: number;
+  /**
+   * The wire formats its Level's keys speak natively (`openai`, `responses`, `anthropic`,
+   * `gemini`): with translation every model is reachable from every family, natively or not.
+   */
+  formats: readonly string[];
 }
 
 /** One page of an upstream's model list. */

@@ -2,6 +2,9 @@ import { Elysia } from "elysia";
 import type { Principal } from "../accounts/principal.ts";
 import { notFound } from "../core/errors.ts";
 import type { ModelFacts } from "../formats/format.ts";
+import { speaks } from "../routing/key-formats.ts";
+import { routeModel } from "../routing/route-model.ts";
+import { KEY_FORMATS } from "../wire/constants.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import type { Tenant } from "../tenancy/tenants.ts";
@@ -62,10 +65,19 @@ export function modelListRoutes(deps: ModelListDeps) {
     throw notFound(`The model ${id} does not exist or is not available to this key`, "model_not_found");
   };
 
-  /** What the tenant's price table says of a model's context (Gemini lists show it). */
+  /**
+   * What a list says of a model: its context from the tenant's price table (Gemini lists
+   * show it), and the formats its Level's enabled keys speak natively for it.
+   */
   const factsOf = (tenant: Tenant) => (id: string): ModelFacts => {
     const limits = tenant.settings.prices().lookup("ChatPricing", id);
-    return { contextWindow: limits?.ContextWindow, maxOutput: limits?.MaxOutput };
+    const route = routeModel(tenant.settings.routing(), id);
+    const formats = new Set<string>();
+    for (const key of tenant.pool.keysOf(route.level)) {
+      if (!key.status) continue;
+      for (const format of KEY_FORMATS) if (speaks(key.formats, format, route.effectiveModel)) formats.add(format);
+    }
+    return { contextWindow: limits?.ContextWindow, maxOutput: limits?.MaxOutput, formats: KEY_FORMATS.filter((format) => formats.has(format)) };
   };
 
   const list = (family: Family, request: Request, principal: Principal, tenant: Tenant) =>

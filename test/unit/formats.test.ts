@@ -123,7 +123,7 @@ describe("what each family owns", () => {
 
   test("model lists page in each family's own parameters", () => {
     const ids = ["a", "b", "c"];
-    const facts = () => ({ contextWindow: 1000 });
+    const facts = () => ({ contextWindow: 1000, formats: ["openai"] });
     expect(formatOf("openai").modelList(ids, new URLSearchParams(), facts)).toMatchObject({ object: "list", data: [{ id: "a" }, { id: "b" }, { id: "c" }] });
     expect(formatOf("anthropic").modelList(ids, new URLSearchParams("limit=2"), facts)).toMatchObject({ has_more: true, first_id: "a", last_id: "b" });
     const first = formatOf("gemini").modelList(ids, new URLSearchParams("pageSize=2"), facts) as { models: Array<{ name: string; inputTokenLimit: number }>; nextPageToken: string };

@@ -1,5 +1,5 @@
 import { ERROR_TYPE_OF, sseErrorEvent } from "../envelope.ts";
-import type { Endpoint, WireFormat } from "../format.ts";
+import type { Endpoint, ModelFacts, WireFormat } from "../format.ts";
 import { idsOf } from "../model-lists.ts";
 import { isObject } from "../json.ts";
 import { pageSize } from "../paging.ts";
@@ -14,7 +14,7 @@ const ENDPOINTS: Record<string, Endpoint> = {
   "/v1/messages/count_tokens": { family: "anthropic", path: "/v1/messages/count_tokens", model: "body", idempotent: true, billing: "free", counting: true },
 };
 
-const model = (id: string) => ({ type: "model", id, display_name: id, created_at: EPOCH });
+const model = (id: string, facts: (id: string) => ModelFacts) => ({ type: "model", id, display_name: id, created_at: EPOCH, x_router_formats: facts(id).formats });
 
 /** Anthropic Messages: `/v1/messages…`, keys in `x-api-key` (0.x SDKs), named SSE events. */
 export const anthropic: WireFormat = {
@@ -39,7 +39,7 @@ export const anthropic: WireFormat = {
   usageFromJson: anthropicUsageFromJson,
   streamUsageTap: anthropicTap,
   /** Paged by `limit`, `after_id` and `before_id`, as Anthropic's own list. */
-  modelList(ids, query) {
+  modelList(ids, query, facts) {
     const limit = pageSize(query.get("limit"), 20, 1000, "limit");
     const after = query.get("after_id");
     const before = query.get("before_id");
@@ -49,7 +49,7 @@ export const anthropic: WireFormat = {
     if (before) to = Math.max(0, ids.indexOf(before));
     const page = before && !after ? ids.slice(Math.max(from, to - limit), to) : ids.slice(from, Math.min(to, from + limit));
     const more = before && !after ? to - page.length > from : from + page.length < to;
-    return { data: page.map(model), has_more: more, first_id: page[0] ?? null, last_id: page.at(-1) ?? null };
+    return { data: page.map((id) => model(id, facts)), has_more: more, first_id: page[0] ?? null, last_id: page.at(-1) ?? null };
   },
   model,
   upstreamModelList: (secret, cursor) => ({

@@ -27,7 +27,7 @@ export const GEMINI_MODEL_METHOD = /^\/v1(?:beta)?\/models\/[^/]+:[A-Za-z]+$/;
 const EMBEDDING = /embed/i;
 
 function model(id: string, facts: (id: string) => ModelFacts) {
-  const { contextWindow, maxOutput } = facts(id);
+  const { contextWindow, maxOutput, formats } = facts(id);
   return {
     name: `models/${id}`,
     baseModelId: id,
@@ -37,6 +37,7 @@ function model(id: string, facts: (id: string) => ModelFacts) {
     ...(contextWindow !== undefined && { inputTokenLimit: contextWindow }),
     ...(maxOutput !== undefined && { outputTokenLimit: maxOutput }),
     supportedGenerationMethods: EMBEDDING.test(id) ? ["embedContent", "batchEmbedContents"] : ["generateContent", "streamGenerateContent", "countTokens"],
+    x_router_formats: formats,
   };
 }
 

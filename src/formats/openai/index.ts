@@ -1,10 +1,10 @@
 import { ERROR_TYPE_OF, sseErrorEvent } from "../envelope.ts";
 import { idsOf } from "../model-lists.ts";
-import type { WireFormat } from "../format.ts";
+import type { ModelFacts, WireFormat } from "../format.ts";
 import { OPENAI_ALIASES, OPENAI_ENDPOINTS } from "./endpoints.ts";
 import { openaiTap, openaiUsageFromJson } from "./usage.ts";
 
-const model = (id: string) => ({ id, object: "model", created: 0, owned_by: "router" });
+const model = (id: string, facts: (id: string) => ModelFacts) => ({ id, object: "model", created: 0, owned_by: "router", x_router_formats: facts(id).formats });
 
 const endpoints = { ...OPENAI_ENDPOINTS };
 for (const [alias, path] of Object.entries(OPENAI_ALIASES)) endpoints[alias] = OPENAI_ENDPOINTS[path]!;
@@ -29,7 +29,7 @@ export const openai: WireFormat = {
   },
   usageFromJson: openaiUsageFromJson,
   streamUsageTap: openaiTap,
-  modelList: (ids) => ({ object: "list", data: ids.map(model) }),
+  modelList: (ids, _query, facts) => ({ object: "list", data: ids.map((id) => model(id, facts)) }),
   model,
   upstreamModelList: (secret) => ({ path: "/v1/models", headers: { authorization: `Bearer ${secret}` } }),
   readModelPage: (body) => ({ ids: idsOf(body), next: undefined }),
