@@ -152,6 +152,8 @@ export interface WireFormat {
   /** Sets a provider key's secret where this family's upstreams read it. */
   authorize(headers: Headers, secret: string): void;
 
+  /** The answer of the family's token-counting call for a count the router made itself (Anthropic `count_tokens`, Gemini `countTokens`). */
+  tokenCountAnswer?(tokens: number): unknown;
   /** Usage from a complete JSON answer; undefined when it reports none. */
   usageFromJson(body: unknown): Usage | undefined;
   /** A usage reader for one stream. */

@@ -21,7 +21,8 @@ import { AddressRefusedError } from "../upstreams/address-policy.ts";
 import type { Translator } from "../formats/translate/translator.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS } from "../metering/billing.ts";
 import type { KeyFormat } from "../wire/constants.ts";
-import { callFit, translatedCall, unservedFormat, upstreamFamilyOf, type CallFit } from "./translation.ts";
+import { callFit, localTokenCount, translatedCall, unservedFormat, upstreamFamilyOf, type CallFit } from "./translation.ts";
+import { formatOf } from "../formats/registry.ts";
 
 interface Attempt {
   key: PoolKey;
@@ -378,6 +379,13 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
     }
 
     const spoken = lastFailure || input.pinnedKeyId !== undefined ? undefined : unserved(route.level, fit);
+    const count = formatOf(call.family).tokenCountAnswer;
+    if (spoken && call.endpoint.counting && count) {
+      // A count no key can make in the client's format is made here: free, and no usage.
+      const tokens = localTokenCount(call);
+      const response = new Response(JSON.stringify(count(tokens)), { status: 200, headers: { "content-type": "application/json", "x-router-count": "estimated" } });
+      return ended(response, { route, status: 200, usage: { ...ZERO_USAGE, prompt: tokens }, source: "estimated", started });
+    }
     const error = spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure);
     return ended(errorResponse(call.family, error), { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
   };

@@ -10,14 +10,10 @@ import type { Answered, CallOutcome, Delivery, RelayInput, ServedRoute } from ".
 import { relayStream } from "./stream.ts";
 import { rewriteStream } from "./translated-stream.ts";
 import { clientWantsUsageChunk } from "./translation.ts";
-import { countContent } from "./usage/content-count.ts";
+import { countContent, estimateTokens } from "./usage/content-count.ts";
 import { formatOf } from "../formats/registry.ts";
 import { ZERO_USAGE, type Usage, type UsageSource } from "../formats/usage.ts";
 
-/** A rough token count for when the upstream reported none: about four bytes per token. */
-export function estimateTokens(bytes: number): number {
-  return Math.ceil(bytes / 4);
-}
 
 const isJson = (response: Response) => /\bjson\b/i.test(response.headers.get("content-type") ?? "");
 

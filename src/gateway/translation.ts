@@ -5,6 +5,7 @@
  * only decides and assembles.
  */
 import { HttpError } from "../core/errors.ts";
+import { countContent, estimateTokens } from "./usage/content-count.ts";
 import type { Family } from "../formats/family.ts";
 import type { ClientCall } from "../formats/format.ts";
 import { translatorFor } from "../formats/translate/index.ts";
@@ -118,4 +119,17 @@ export function unservedFormat(model: string | undefined, format: KeyFormat, spo
     `Model ${model ?? "(none)"} is served by keys that speak ${list}; this call is in the ${format} format, which none of them speaks and no translator yet carries to theirs`,
     { code: "unsupported_format", param: "model" },
   );
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * A count of a call's input tokens made here, for a counting call no key can answer in
+ * its format (docs/translation.md): the text of its messages, parts and system prompt
+ * (the content members the estimates of usage read), at about four bytes a token.
+ */
+export function localTokenCount(call: Pick<ClientCall, "bytes" | "json">): number {
+  const system = call.json?.system;
+  const systemBytes = typeof system === "string" ? utf8.encode(system).byteLength : 0;
+  return estimateTokens(countContent(call.bytes) + systemBytes);
 }

@@ -36,6 +36,7 @@ export const anthropic: WireFormat = {
     headers.set("x-api-key", secret);
     if (!headers.has("anthropic-version")) headers.set("anthropic-version", ANTHROPIC_VERSION);
   },
+  tokenCountAnswer: (tokens) => ({ input_tokens: tokens }),
   usageFromJson: anthropicUsageFromJson,
   streamUsageTap: anthropicTap,
   /** Paged by `limit`, `after_id` and `before_id`, as Anthropic's own list. */

@@ -61,6 +61,7 @@ export const gemini: WireFormat = {
   authorize(headers, secret) {
     headers.set("x-goog-api-key", secret);
   },
+  tokenCountAnswer: (tokens) => ({ totalTokens: tokens }),
   usageFromJson: geminiUsageFromJson,
   streamUsageTap: geminiTap,
   /** Paged by `pageSize` and an opaque `pageToken`, as Google's own list. */

@@ -75,3 +75,8 @@ export function countContent(bytes: Uint8Array): number {
   }
   return total;
 }
+
+/** A rough token count for when the upstream reported none: about four bytes per token. */
+export function estimateTokens(bytes: number): number {
+  return Math.ceil(bytes / 4);
+}
