@@ -21,6 +21,7 @@ import { AddressRefusedError } from "../upstreams/address-policy.ts";
 import type { Translator } from "../formats/translate/translator.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS } from "../metering/billing.ts";
 import type { KeyFormat } from "../wire/constants.ts";
+import { finalError, keyGone, translatedError, waitUnlessClientLeaves } from "./attempt-errors.ts";
 import { callFit, localTokenCount, translatedCall, unservedFormat, upstreamFamilyOf, type CallFit } from "./translation.ts";
 import { formatOf } from "../formats/registry.ts";
 
@@ -42,20 +43,6 @@ class AttemptTimeout extends Error {}
 const SUCCESS = Object.freeze({ kind: "success" as const });
 
 const isEventStream = (response: Response) => (response.headers.get("content-type") ?? "").includes("text/event-stream");
-
-/** Waits `ms`, or less when the client goes away meanwhile. */
-function waitUnlessClientLeaves(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done);
-  });
-}
 
 /** The attempts end with a response of their own: an error, a passed-on client mistake, a client that left. */
 const ended = (response: Response, outcome: CallOutcome): AttemptsEnd => ({ delivery: { response, outcome } });
@@ -389,49 +376,9 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
     const error = spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure);
     return ended(errorResponse(call.family, error), { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
   };
-
-  function keyGone(): HttpError {
-    return new HttpError("unavailable", "The provider key that holds this object was deleted or disabled; the object cannot be reached", {
-      code: "object_key_unavailable",
-    });
-  }
-
-  function finalError(model: string | undefined, last: { failure: AttemptFailure; retryAfter?: number } | undefined): HttpError {
-    if (!last) {
-      return new HttpError("unavailable", `No upstream key is available for model ${model ?? "(none)"}; try again later`, {
-        code: "no_available_key",
-      });
-    }
-    if (last.failure.kind === "status" && last.failure.status === 429) {
-      const seconds = Math.max(1, Math.ceil((last.retryAfter ?? 1000) / 1000));
-      return new HttpError("rate_limit", "The upstream is rate limiting; retry later", {
-        code: "upstream_rate_limited",
-        headers: { "retry-after": String(seconds) },
-      });
-    }
-    if (last.failure.kind === "timeout") {
-      return new HttpError("timeout", "The upstream did not answer in time", { code: "upstream_timeout" });
-    }
-    if (last.failure.kind === "non_answer") {
-      return new HttpError("upstream", "The upstream answered without an answer (an error object or an unreadable body); try again later", { code: "upstream_error" });
-    }
-    return new HttpError("upstream", "The upstream failed; try again later", { code: "upstream_error" });
-  }
 }
 
 export type Attempts = ReturnType<typeof createAttempts>;
-
-/** An upstream's error answer in the client's envelope, with the status the client's format uses for it. */
-function translatedError(translator: Translator, status: number, text: string): Response {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = { error: { message: text } };
-  }
-  const client = translator.error(status, body);
-  return new Response(JSON.stringify(client.body), { status: client.status, headers: { "content-type": "application/json" } });
-}
 
 /** One set of attempts per tenant, made on first use: each routes over its own keys, mappers and switch-over state. */
 export function tenantAttempts(deps: AttemptDeps): (tenant: AttemptTenant) => Attempts {

@@ -1,0 +1,64 @@
+/**
+ * What the attempts say when they end without an answer, and their small waits: the
+ * errors a client gets in its envelope (no key, rate limited, timed out, failed), an
+ * upstream's error translated into the client's format, and a back-off that ends early
+ * when the client leaves.
+ */
+import { HttpError } from "../core/errors.ts";
+import type { Translator } from "../formats/translate/translator.ts";
+import type { AttemptFailure } from "../routing/failover.ts";
+
+/** Waits `ms`, or less when the client goes away meanwhile. */
+export function waitUnlessClientLeaves(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
+}
+
+export function keyGone(): HttpError {
+  return new HttpError("unavailable", "The provider key that holds this object was deleted or disabled; the object cannot be reached", {
+    code: "object_key_unavailable",
+  });
+}
+
+/** The error of a call whose attempts all failed (or found no key), from the last failure. */
+export function finalError(model: string | undefined, last: { failure: AttemptFailure; retryAfter?: number } | undefined): HttpError {
+  if (!last) {
+    return new HttpError("unavailable", `No upstream key is available for model ${model ?? "(none)"}; try again later`, {
+      code: "no_available_key",
+    });
+  }
+  if (last.failure.kind === "status" && last.failure.status === 429) {
+    const seconds = Math.max(1, Math.ceil((last.retryAfter ?? 1000) / 1000));
+    return new HttpError("rate_limit", "The upstream is rate limiting; retry later", {
+      code: "upstream_rate_limited",
+      headers: { "retry-after": String(seconds) },
+    });
+  }
+  if (last.failure.kind === "timeout") {
+    return new HttpError("timeout", "The upstream did not answer in time", { code: "upstream_timeout" });
+  }
+  if (last.failure.kind === "non_answer") {
+    return new HttpError("upstream", "The upstream answered without an answer (an error object or an unreadable body); try again later", { code: "upstream_error" });
+  }
+  return new HttpError("upstream", "The upstream failed; try again later", { code: "upstream_error" });
+}
+
+/** An upstream's error answer in the client's envelope, with the status the client's format uses for it. */
+export function translatedError(translator: Translator, status: number, text: string): Response {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = { error: { message: text } };
+  }
+  const client = translator.error(status, body);
+  return new Response(JSON.stringify(client.body), { status: client.status, headers: { "content-type": "application/json" } });
+}
