@@ -93,6 +93,33 @@ if (!skipServices) {
       expect(upstream.requests.at(-1)?.headers.get("authorization")).toBe("Bearer sk-scale-out-0123456789abcdef");
     });
 
+    test("a key put to sleep or disabled on one is skipped by the other; a config change on one applies on the other", async () => {
+      const second = startMockUpstream();
+      second.route("POST", "/v1/chat/completions", (req) => completion(req.json.model, "from the second key"));
+      try {
+        await api(a, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "acme-two=2" } });
+        const key = await api(a, "/x-keys", { body: { Provider: `${second.url}/v1`, SecretKey: "sk-scale-two-0123456789abcdef", Level: 2, Status: true } });
+        expect(key.status).toBe(201);
+        const account = await createAccount(a, { CreditGranted: 1000 });
+        // The Level mapping made on A routes B's calls once B heard of it.
+        await waitFor(async () => (await chat(b, account.key, "acme-two")).body?.choices?.[0]?.message?.content === "from the second key", 5000, "B to route acme-two to Level 2");
+        // Asleep on A: B skips it (Level 2 has no other key, so B answers 503).
+        expect((await api(a, `/x-keys/${key.body.ID}/sleep`, { method: "POST" })).status).toBe(200);
+        await waitFor(async () => (await chat(b, account.key, "acme-two")).status === 503, 5000, "B to skip the key slept on A");
+        const before = second.requests.length;
+        expect((await chat(b, account.key, "acme-two")).status).toBe(503);
+        expect(second.requests.length).toBe(before);
+        // Woken, then disabled on A: B serves with it, then skips it again.
+        expect((await api(a, `/x-keys/${key.body.ID}/wake`, { method: "POST" })).status).toBe(200);
+        await waitFor(async () => (await chat(b, account.key, "acme-two")).status === 200, 5000, "B to use the woken key");
+        expect((await api(a, `/x-keys/${key.body.ID}`, { method: "PUT", body: { Status: false } })).status).toBe(200);
+        await waitFor(async () => (await chat(b, account.key, "acme-two")).status === 503, 5000, "B to skip the key disabled on A");
+      } finally {
+        await api(a, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "" } });
+        await second.stop();
+      }
+    });
+
     test("50 concurrent calls over both against credit for 3 end no lower than minus one call", async () => {
       const account = await createAccount(a, { CreditGranted: (3 * CALL_COST) / 1e9 });
       const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
