@@ -6,6 +6,7 @@ import { api, createAccount, type Reply } from "../helpers/owner-ops.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
+import { testCertificates } from "../helpers/tls.ts";
 
 /**
  * Scale-out (issue 15): two router instances on one PostgreSQL database and one Redis,
@@ -154,6 +155,52 @@ if (!skipServices) {
       await waitFor(async () => (await api(b, "/dashboard/status", { key: account.key })).status === 401, 5000, "B to refuse the rotated key");
       expect((await chat(b, account.key)).status).toBe(401);
       expect((await chat(b, fresh)).status).toBe(200);
+    });
+
+    test("a key rotated on one closes the realtime session it opened on the other", async () => {
+      // A WSS realtime upstream that greets each session (the test CA signs its certificate).
+      const certs = testCertificates();
+      const realtime = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        tls: { cert: certs.certPem, key: certs.keyPem },
+        fetch: (request, server) => (server.upgrade(request, { data: undefined }) ? undefined : new Response("no upgrade", { status: 400 })),
+        websocket: { open: (ws) => void ws.send(JSON.stringify({ type: "session.created", event_id: "ev_0" })), message() {} },
+      });
+      try {
+        await api(a, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "gpt-realtime-*=5" } });
+        expect((await api(a, "/x-keys", { body: { Provider: `https://127.0.0.1:${realtime.port}/v1`, SecretKey: "sk-scale-rt-0123456789abcdef", Level: 5, Status: true } })).status).toBe(201);
+        const account = await createAccount(a, { CreditGranted: 1000 });
+        const messages: string[] = [];
+        let closed: { code: number; reason: string } | undefined;
+        // The session lives on B; the rotation happens on A.
+        await waitFor(async () => (await api(b, "/dashboard/status", { key: account.key })).status === 200, 5000, "B to know the account");
+        const open = async () => {
+          const ws = new WebSocket(`${b.url.replace(/^http/, "ws")}/v1/realtime?model=gpt-realtime-x`, { headers: { authorization: `Bearer ${account.key}` } } as unknown as string[]);
+          ws.onmessage = (event) => messages.push(String(event.data));
+          ws.onclose = (event) => (closed = { code: event.code, reason: event.reason });
+          return ws;
+        };
+        await waitFor(async () => {
+          if (messages.some((m) => m.includes("session.created"))) return true;
+          if (closed || messages.length === 0) {
+            closed = undefined;
+            messages.length = 0;
+            await open();
+            await Bun.sleep(200);
+          }
+          return messages.some((m) => m.includes("session.created")) || undefined;
+        }, 10_000, "a realtime session on B (once B routes the model to the key added on A)");
+        const rotated = await api(a, "/x-self", { key: account.key, body: { confirm: `${a.deps.clock.businessDate()}-ROTATE-SELF` } });
+        expect(rotated.status).toBe(200);
+        await waitFor(() => closed, 5000, "B to close the session of the rotated key");
+        expect(closed!.code).toBe(1008);
+        const error = messages.map((m) => JSON.parse(m)).find((event) => event.type === "error");
+        expect(error?.error?.code).toBe("session_revoked");
+      } finally {
+        await api(a, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "" } });
+        realtime.stop(true);
+      }
     });
 
     test("errors that trip SWITCH_OVER on one switch both", async () => {
