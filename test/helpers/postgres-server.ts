@@ -1,5 +1,5 @@
 import { SQL } from "bun";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -56,7 +56,8 @@ function uidOf(user: string): { uid: number; gid: number } {
 
 let databases = 0;
 
-export async function startPostgres(): Promise<PostgresServer> {
+/** `tls`: serve TLS with this certificate and key (PEM files), for tests of `sslmode`. */
+export async function startPostgres(options: { tls?: { certFile: string; keyFile: string } } = {}): Promise<PostgresServer> {
   const bin = binDir();
   if (!bin) {
     throw new Error(
@@ -86,10 +87,25 @@ export async function startPostgres(): Promise<PostgresServer> {
 
   const port = freePort();
   const logFile = join(dir, "postgres.log");
+  // PostgreSQL reads its key only when it is private to the server's user.
+  const tlsArgs: string[] = [];
+  if (options.tls) {
+    const cert = join(dir, "server.crt");
+    const key = join(dir, "server.key");
+    copyFileSync(options.tls.certFile, cert);
+    copyFileSync(options.tls.keyFile, key);
+    chmodSync(key, 0o600);
+    if (asRoot) {
+      const { uid, gid } = uidOf("postgres");
+      chownSync(cert, uid, gid);
+      chownSync(key, uid, gid);
+    }
+    tlsArgs.push("-c", "ssl=on", "-c", `ssl_cert_file=${cert}`, "-c", `ssl_key_file=${key}`);
+  }
   // fsync off: a test cluster is thrown away, and durability only slows it down.
   const spawnServer = () =>
     Bun.spawn(
-      as([join(bin, "postgres"), "-D", data, "-p", String(port), "-k", sockets, "-h", "127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200"]),
+      as([join(bin, "postgres"), "-D", data, "-p", String(port), "-k", sockets, "-h", "127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200", ...tlsArgs]),
       { stdout: Bun.file(logFile), stderr: Bun.file(logFile) },
     );
   let server = spawnServer();

@@ -44,7 +44,8 @@ async function answers(port: number): Promise<boolean> {
   }
 }
 
-export async function startRedisServer(): Promise<RedisServer> {
+/** `tls`: serve TLS only (no plain port) with this certificate and key; `password`: require it. */
+export async function startRedisServer(options: { tls?: { certFile: string; keyFile: string; caFile: string }; password?: string } = {}): Promise<RedisServer> {
   const binary = Bun.which("redis-server");
   if (!binary) throw new Error("redis-server is not installed: install the Debian package `redis-server` (apt-get install -y redis-server), or set ROUTER_TEST_SKIP_SERVICES=1 to leave the Redis suites out");
   const dir = mkdtempSync(join(tmpdir(), "router-redis-"));
@@ -52,7 +53,11 @@ export async function startRedisServer(): Promise<RedisServer> {
   let process: ReturnType<typeof Bun.spawn> | undefined;
 
   const start = async () => {
-    process = Bun.spawn([binary, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { cwd: dir, stdout: "ignore", stderr: "pipe" });
+    const listen = options.tls
+      ? ["--port", "0", "--tls-port", String(port), "--tls-cert-file", options.tls.certFile, "--tls-key-file", options.tls.keyFile, "--tls-ca-cert-file", options.tls.caFile, "--tls-auth-clients", "no"]
+      : ["--port", String(port)];
+    const auth = options.password ? ["--requirepass", options.password] : [];
+    process = Bun.spawn([binary, ...listen, ...auth, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { cwd: dir, stdout: "ignore", stderr: "pipe" });
     const deadline = Date.now() + 10_000;
     while (!(await answers(port))) {
       if (process.exitCode !== null || Date.now() > deadline) {

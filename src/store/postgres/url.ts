@@ -27,5 +27,9 @@ export function withoutPassword(message: string, url: string): string {
 export function describeFailure(error: unknown, url: string): string {
   const { message, code } = error as { message?: string; code?: string };
   const reason = withoutPassword(String(message ?? error), url);
-  return `PostgreSQL at ${shownUrl(url)}: ${reason}${code && !reason.includes(code) ? ` (${code})` : ""}`;
+  // A certificate the runtime does not trust: say how to trust a private CA.
+  const hint = /CERT|UNABLE_TO_VERIFY|SELF_SIGNED/.test(`${code ?? ""} ${reason}`)
+    ? "; if the server's certificate comes from a private CA, give that CA with --upstream-ca-file (its trust covers the database and Redis too)"
+    : "";
+  return `PostgreSQL at ${shownUrl(url)}: ${reason}${code && !reason.includes(code) ? ` (${code})` : ""}${hint}`;
 }
