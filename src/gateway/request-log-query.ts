@@ -36,7 +36,8 @@ export function readRequestLogQuery(clock: Clock, query: URLSearchParams): Reque
   }
   const status = query.get("status")?.trim();
   if (status) Object.assign(filter, statusBounds(status));
-  filter.keyId = positiveIntParam(query, "key");
+  // Not `key`: a `?key=` is refused before any route as an API key in the URL (http/auth.ts).
+  filter.keyId = positiveIntParam(query, "key_id");
   filter.level = positiveIntParam(query, "level");
   filter.since = timeBound(clock, query, "since");
   filter.until = timeBound(clock, query, "until");

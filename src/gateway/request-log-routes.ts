@@ -110,7 +110,7 @@ export function requestLogRoutes(deps: RequestLogRouteDeps) {
       const query = readRequestLogQuery(deps.clock, new URL(request.url).searchParams);
       if (!caller.principal.account.isOwner) {
         // Keys and Levels are the owner's to see: a filter on them would tell them apart.
-        if (query.filter.keyId !== undefined) throw forbidden("The key filter is for owners", "owner_only");
+        if (query.filter.keyId !== undefined) throw forbidden("The key_id filter is for owners", "owner_only");
         if (query.filter.level !== undefined) throw forbidden("The level filter is for owners", "owner_only");
       }
       const scope = await scopeOf(caller, query.account);

@@ -145,7 +145,7 @@ const OPERATIONS: Operation[] = [
       q("account", "string", "an account (ID, name or email) within the caller's scope"),
       q("model", "string", "the requested or effective model"),
       q("status", "string", "an HTTP status (429) or a class (5xx)"),
-      q("key", "integer", "calls any of whose attempts used this provider key (owner only)"),
+      q("key_id", "integer", "calls any of whose attempts used this provider key (owner only)"),
       q("level", "integer", "calls any of whose attempts used this Level (owner only)"),
       q("since", "string", "a date or an instant"),
       q("until", "string", "a date or an instant"),
