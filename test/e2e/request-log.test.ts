@@ -3,9 +3,9 @@ import { nanosToCredits } from "../../src/accounts/records.ts";
 import { createManualClock } from "../../src/core/clock.ts";
 import { startRequestLogPruner } from "../../src/metering/request-log-retention.ts";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
-import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 
 /**
  * Issue 17, the request log: every model call is kept with its attempts and figures,
@@ -102,6 +102,31 @@ describe("a call's record", () => {
     const row = (await usageRows(router)).find((r) => r.request_id === id && r.status === 200)!;
     expect(row.cost_nanos).toBeGreaterThan(0);
     expect(record.cost).toBe(nanosToCredits(row.cost_nanos));
+  });
+
+  test("a stream is kept when it ends: stream flag, its usage, the time to its first event within its duration", async () => {
+    const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ id: "c", object: "chat.completion.chunk", created: 1, model: "gpt-stream", choices: [{ index: 0, delta, finish_reason: null }], ...extra });
+    upstream.once(() =>
+      sse([chunk({ role: "assistant", content: "he" }), chunk({ content: "llo" }), { id: "c", object: "chat.completion.chunk", created: 1, model: "gpt-stream", choices: [], usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } }], { done: true, delayMs: 30 }),
+    );
+    const res = await router.fetch("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-stream", stream: true, messages: [{ role: "user", content: "hi" }] }),
+    });
+    const id = res.headers.get("x-request-id")!;
+    expect(await res.text()).toContain("[DONE]");
+    const record = await waitFor(async () => {
+      await flushed();
+      const got = await api(router, `/x-requests/${id}`);
+      return got.status === 200 ? got.body : undefined;
+    }, 5000, "the stream's record");
+    expect(record).toMatchObject({ stream: true, status: 200, tokens: { prompt: 5, completion: 3 }, source: "upstream" });
+    expect(record.attempts).toHaveLength(1);
+    expect(record.attempts[0]).toMatchObject({ status: 200, answered: true });
+    // Three events 30 ms apart: the first arrived well before the stream ended.
+    expect(record.ttfb_ms).toBeLessThan(record.duration_ms);
+    expect(record.duration_ms).toBeGreaterThanOrEqual(50);
   });
 
   test("a call that fails on every key is kept with its status and attempts", async () => {
