@@ -146,8 +146,15 @@ describe("listing", () => {
   let ids: string[] = [];
   beforeAll(async () => {
     ids = [];
-    for (const model of ["list-a", "list-b", "list-a"]) ids.push((await call(plain.key, model)).id);
-    ids.push((await call(child.key, "list-c")).id);
+    // Calls starting in one millisecond have no order between them: each starts in a later one.
+    const afterThisMillisecond = async () => {
+      const now = Date.now();
+      await waitFor(() => Date.now() > now, 1000, "the next millisecond");
+    };
+    for (const [key, model] of [[plain.key, "list-a"], [plain.key, "list-b"], [plain.key, "list-a"], [child.key, "list-c"]] as const) {
+      await afterThisMillisecond();
+      ids.push((await call(key, model)).id);
+    }
     await flushed();
   });
 
