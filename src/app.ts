@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { routeExplainRoutes } from "./gateway/route-explain.ts";
+import { requestLogRoutes } from "./gateway/request-log-routes.ts";
 import { VERSION } from "./version.ts";
 import { openApiDocument } from "./wire/openapi.ts";
 import { dashboardAccountRoutes } from "./accounts/dashboard-routes.ts";
@@ -53,6 +54,7 @@ export function createApp(deps: Deps, hot?: HotRoutes) {
     .use(noticeRoutes(deps))
     .use(operationLogRoutes(deps))
     .use(routeExplainRoutes(deps))
+    .use(requestLogRoutes(deps))
     .use(gatewayRoutes(deps, hot))
     .use(realtimeClientSecretRoutes(deps));
 }

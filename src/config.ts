@@ -36,6 +36,8 @@ export interface ServeConfig {
    * with 503 (default 100,000: see docs/architecture.md, "Store on PostgreSQL").
    */
   usageBacklogLimit?: number;
+  /** Days of request log kept (default 30, metering/request-log-retention.ts). */
+  requestLogDays?: number;
   /** Upstream attempts per call (first try included). */
   maxAttempts: number;
   /** Longest wait for an upstream's response headers (connecting included) and, for a stream, its first chunk, ms. */

@@ -11,6 +11,7 @@ import { dataArgs } from "./common-args.ts";
 import { databaseUrl, passwordFlagWarning } from "./database-flag.ts";
 import { flagOrEnv, parseBooleanFlag, parseIntegerFlag, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
+import { DEFAULT_REQUEST_LOG_DAYS, startRequestLogPruner } from "../metering/request-log-retention.ts";
 
 export const serveArgs = {
   host: { type: "string", description: "Address to listen on (env ROUTER_HOST; default 127.0.0.1)", valueHint: "addr" },
@@ -66,6 +67,11 @@ export const serveArgs = {
     type: "string",
     description: "Seconds in-flight requests get to finish on SIGTERM/SIGINT (env ROUTER_GRACE; default 30)",
     valueHint: "s",
+  },
+  "request-log-days": {
+    type: "string",
+    description: `Days the request log (GET /x-requests) keeps each call (env ROUTER_REQUEST_LOG_DAYS; default ${DEFAULT_REQUEST_LOG_DAYS})`,
+    valueHint: "days",
   },
   "max-attempts": {
     type: "string",
@@ -211,6 +217,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     ownerEmail: get("owner-email") ?? "owner@localhost",
     secretKeyFile: get("secret-key-file"),
     graceSeconds: parseIntegerFlag("grace", get("grace"), 30),
+    requestLogDays: parseIntegerFlag("request-log-days", get("request-log-days"), DEFAULT_REQUEST_LOG_DAYS, 1),
     maxAttempts: parseIntegerFlag("max-attempts", get("max-attempts"), UPSTREAM_DEFAULTS.maxAttempts, 1),
     firstByteTimeoutMs: seconds("first-byte-timeout", UPSTREAM_DEFAULTS.firstByteTimeoutMs),
     streamIdleTimeoutMs: seconds("stream-idle-timeout", UPSTREAM_DEFAULTS.streamIdleTimeoutMs),
@@ -254,6 +261,8 @@ export const serveCommand = defineCommand({
       }
       const server = running;
       deps.beforeClose.push(deps.store.startUpkeep(deps.log));
+      const pruner = startRequestLogPruner({ store: deps.store, clock: deps.clock, log: deps.log, days: config.requestLogDays ?? DEFAULT_REQUEST_LOG_DAYS });
+      deps.beforeClose.push(() => pruner.stop());
       let stopping = false;
       const shutdown = (signal: string) => {
         // A second signal (an impatient Ctrl-C, a supervisor repeating itself) must not

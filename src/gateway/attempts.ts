@@ -24,6 +24,8 @@ import type { KeyFormat } from "../wire/constants.ts";
 import { finalError, keyGone, translatedError, waitUnlessClientLeaves } from "./attempt-errors.ts";
 import { callFit, localTokenCount, translatedCall, unservedFormat, upstreamFamilyOf, type CallFit } from "./translation.ts";
 import { formatOf } from "../formats/registry.ts";
+import { MAX_MESSAGE, type AttemptFact } from "../metering/request-log.ts";
+import { errorMessage, failureMessage } from "./attempt-facts.ts";
 
 interface Attempt {
   key: PoolKey;
@@ -126,6 +128,8 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
 
   return async function attempts(input: RelayInput): Promise<AttemptsEnd> {
     const started = clock.now();
+    /** The request log's durations are measured on the monotonic clock: a test's manual clock stands still. */
+    const callStart = performance.now();
     const { call } = input;
     const route = input.route;
     const upstream = upstreamCall(call, route.effectiveModel);
@@ -188,6 +192,13 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         return ended(errorResponse(call.family, sent), { route: { ...route, keyId: key.id }, status: sent.status, usage: ZERO_USAGE, source: "upstream", started, unsent: true });
       }
       const adapter = adapterFor(deps.adapters, key);
+      const attemptStart = performance.now();
+      const level = chosen.level;
+      /** This attempt's line in the request log. */
+      const note = (fact: Partial<AttemptFact>) =>
+        input.trace.attempts.push({ keyId: key.id, keyName: key.name, level, durationMs: Math.round(performance.now() - attemptStart), answered: false, ...fact });
+      /** When the upstream's first byte (a stream's first event) arrived. */
+      let firstByteAt = attemptStart;
       const controller = new AbortController();
       /**
        * A client that leaves before the answer does not cut the upstream, which may
@@ -236,7 +247,8 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           timeout: false,
           ...fetchTls,
         } as BunFetchRequestInit);
-        deps.metrics.ttfb.observe((performance.now() - sentAt) / 1000, { family: call.family });
+        firstByteAt = performance.now();
+        deps.metrics.ttfb.observe((firstByteAt - sentAt) / 1000, { family: call.family });
         if (response.ok && response.body && isEventStream(response)) {
           // Providers send a stream's headers at once and its first event when the model
           // has started: the first-byte limit runs until that first event, which must be
@@ -244,6 +256,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           // upstream that never answered, before the client has seen anything.
           const reader = response.body.getReader();
           const first = await readFirstEvent(reader);
+          firstByteAt = performance.now();
           if (first.judgement.answer) peeked = { reader, first: first.bytes.byteLength > 0 ? { done: false, value: first.bytes } : { done: true, value: undefined } };
           else {
             nonAnswer = first.judgement.why;
@@ -266,6 +279,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         // first chunk is a failed attempt like any other.
         response = undefined;
         if (input.clientSignal.aborted) {
+          note({ error: "client_closed" });
           release();
           // No verdict on the primary: the next call may probe it.
           if (chosen.probe) await switchOver.abandonProbe(chosen.level);
@@ -281,6 +295,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
               ? { kind: "refused" }
               : { kind: "network" };
         log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
+        note({ error: failure.kind, message: failure.kind === "timeout" ? `no first byte within ${config.firstByteTimeoutMs} ms` : failureMessage(error) });
       } finally {
         clearTimeout(timer);
       }
@@ -289,6 +304,8 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         // Bookkeeping of a success, not waited for: the State takes the verdict when
         // asked, and the answer need not wait for it (a failure to record is logged).
         void pool.report(key, SUCCESS);
+        note({ status: response.status, answered: true });
+        input.trace.ttfbMs = firstByteAt - callStart;
         switchOver.recordSuccess(chosen.level, chosen.probe).catch((error: unknown) =>
           log.error("a Level's recovery could not be recorded", { level: chosen.level, error: (error as Error).message }),
         );
@@ -311,6 +328,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
       if (response && nonAnswer) {
         failure = { kind: "non_answer" };
         await response.body?.cancel().catch(() => {});
+        note({ status: response.status, error: "non_answer", message: `a ${response.status} with ${nonAnswer}` });
         log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status: response.status, failure: `2xx with ${nonAnswer}` });
       } else if (response) {
         const status = response.status;
@@ -318,6 +336,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           // A stale access token, not a bad key: one more try with a fresh one.
           credentialRefreshed = true;
           await response.body?.cancel().catch(() => {});
+          note({ status, error: "status", message: "the access token was stale; retried with a fresh one" });
           release();
           if (chosen.probe) await switchOver.abandonProbe(chosen.level);
           tried.delete(key.id);
@@ -330,6 +349,8 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           await switchOver.recordSuccess(chosen.level, chosen.probe);
           // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
           const text = redact(redactSecret(await response.text(), key.secret));
+          note({ status, answered: true, message: text.slice(0, MAX_MESSAGE) });
+          input.trace.ttfbMs = firstByteAt - callStart;
           release();
           const answer = translator ? translatedError(translator, status, text) : new Response(text, { status, headers: clientResponseHeaders(response.headers) });
           return ended(answer, {
@@ -342,7 +363,10 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         }
         failure = { kind: "status", status };
         retryAfter = retryAfterMs(response.headers, clock.now());
-        await response.body?.cancel().catch(() => {});
+        // A redirect's body may repeat its Location, which may carry anything: not kept.
+        const message = isRedirectStatus(status) ? undefined : await errorMessage(response, key.secret);
+        if (message === undefined) await response.body?.cancel().catch(() => {});
+        note({ status, error: "status", message });
         // The Location is not logged: a redirect may carry anything in its URL.
         log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status });
       }

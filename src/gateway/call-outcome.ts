@@ -1,5 +1,6 @@
 import type { Principal } from "../accounts/principal.ts";
 import type { Admission } from "../metering/admission.ts";
+import type { CallTrace } from "../metering/request-log.ts";
 import type { ModelRoute } from "../routing/route-model.ts";
 import type { ClientCall } from "../formats/format.ts";
 import type { Family } from "../formats/family.ts";
@@ -28,6 +29,8 @@ export interface RelayInput {
   requestId: string;
   /** Fires when the client goes away. */
   clientSignal: AbortSignal;
+  /** The request log's facts: the attempts add theirs, settlement hands them on. */
+  trace: CallTrace;
 }
 
 /** Where a call was served, as far as it got. */

@@ -18,6 +18,7 @@ import { bodyCall, multipartCall } from "../formats/read-call.ts";
 import { forwardableRequestHeaders } from "./headers.ts";
 import type { CallOutcome, Delivery, RelayInput } from "./call-outcome.ts";
 import { createDeliver, type DeliverDeps } from "./deliver.ts";
+import { startTrace } from "./trace.ts";
 
 /** Reads the client's call from the request (JSON, multipart or Gemini form). */
 export type CallReader = (request: Request) => Promise<ClientCall>;
@@ -54,7 +55,7 @@ export function createPipeline(deps: PipelineDeps) {
   async function forward(tenant: Tenant, input: RelayInput): Promise<Response> {
     const end = await attemptsFor(tenant)(input);
     const delivery: Delivery = "answered" in end ? await deliver(input, end.answered) : end.delivery;
-    settleWhenEnded(tenant.meter, deps.clock, input, delivery.outcome);
+    settleWhenEnded(tenant.meter, deps.clock, tenant.tenantId, input, delivery.outcome);
     return delivery.response;
   }
 
@@ -99,7 +100,7 @@ export function createPipeline(deps: PipelineDeps) {
         fields: call.form?.fields,
         bodyBytes: call.form?.size ?? call.bytes.byteLength,
       });
-      return await forward(tenant, { call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal, pinnedKeyId });
+      return await forward(tenant, { call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal, pinnedKeyId, trace: startTrace(request, deps.config.trustProxy) });
     } finally {
       // The upstream has the body once its answer began; an unlinked file stays readable until closed.
       call.form?.remove();
@@ -146,13 +147,13 @@ function routeOf(tenant: Pick<Tenant, "settings">, call: ClientCall, level: numb
 }
 
 /** Settles the call once its outcome is known: at once, or when its stream ends. */
-function settleWhenEnded(sink: UsageSink, clock: Clock, input: RelayInput, outcome: CallOutcome | Promise<CallOutcome>): void {
-  if (outcome instanceof Promise) void outcome.then((ended) => settle(sink, clock, input, ended));
-  else settle(sink, clock, input, outcome);
+function settleWhenEnded(sink: UsageSink, clock: Clock, tenantId: number, input: RelayInput, outcome: CallOutcome | Promise<CallOutcome>): void {
+  if (outcome instanceof Promise) void outcome.then((ended) => settle(sink, clock, tenantId, input, ended));
+  else settle(sink, clock, tenantId, input, outcome);
 }
 
-/** Metering charges the call (releasing its admission) and its usage row is recorded. */
-function settle(sink: UsageSink, clock: Clock, input: RelayInput, { route, status, usage, source, started, extra, unsent }: CallOutcome): void {
+/** Metering charges the call (releasing its admission) and its usage and request-log rows are recorded. */
+function settle(sink: UsageSink, clock: Clock, tenantId: number, input: RelayInput, { route, status, usage, source, started, extra, unsent }: CallOutcome): void {
   sink.record({
     requestId: input.requestId,
     accountId: input.principal.account.id,
@@ -170,5 +171,6 @@ function settle(sink: UsageSink, clock: Clock, input: RelayInput, { route, statu
     extra,
     admission: input.admission,
     notUsage: input.call.endpoint.counting || unsent,
+    logged: { tenantId, family: input.call.family, trace: input.trace },
   });
 }

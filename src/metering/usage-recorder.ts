@@ -2,7 +2,8 @@ import type { Clock } from "../core/clock.ts";
 import type { LogFields, Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
-import { usageRowIdentity, type NewUsageEventRow, type RollupRow, type Store } from "../store/store.ts";
+import { usageRowIdentity, type NewRequestLogRow, type NewUsageEventRow, type RollupRow, type Store } from "../store/store.ts";
+import { requestLogRow, type LoggedCall } from "./request-log.ts";
 import type { UsageBuffer } from "./usage-buffer.ts";
 
 /** What the gateway reports when a model call ends. */
@@ -27,6 +28,8 @@ export interface UsageEvent {
   notUsage?: boolean;
   /** What admission decided for the call: the meter settles it (reservations, windows, spend). */
   admission?: Admission;
+  /** The call's request-log facts (attempts, time to first byte, client); absent, it leaves no request-log row. */
+  logged?: LoggedCall;
 }
 
 /** Receives every completed call; metering charges it, then it is stored. */
@@ -87,6 +90,12 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   const buffer = deps.buffer;
   const backlogLimit = deps.backlogLimit ?? DEFAULT_BACKLOG_LIMIT;
   let pending: NewUsageEventRow[] = [];
+  /**
+   * Request-log rows waiting, in this process only (never in the durable buffer: the log
+   * is for reading back, bills do not depend on it). Each write takes a batch of them
+   * into its own transaction, so the log costs no write of its own.
+   */
+  let pendingLog: NewRequestLogRow[] = [];
   /** The buffer's length at the last claim. */
   let waiting = 0;
   /** Appends to the buffer not answered yet. */
@@ -96,7 +105,20 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   /** The batch's rows, their daily rollups and the charges, in one transaction. */
   const write = async (rows: NewUsageEventRow[], check = false): Promise<Map<number, number>> => {
     const now = deps.clock.now();
-    await deps.store.transaction(async (tx) => {
+    // As many log rows as usage rows (at least a slice's worth), so a backlog drains at the same pace.
+    const logRows = pendingLog.length <= Math.max(rows.length, SLICE_ROWS) ? pendingLog : pendingLog.slice(0, Math.max(rows.length, SLICE_ROWS));
+    pendingLog = logRows === pendingLog ? [] : pendingLog.slice(logRows.length);
+    try {
+      await transaction(rows, logRows, check, now);
+    } catch (error) {
+      pendingLog = logRows.concat(pendingLog);
+      throw error;
+    }
+    // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
+    return chargesOf(rows);
+  };
+  const transaction = (rows: NewUsageEventRow[], logRows: NewRequestLogRow[], check: boolean, now: number) =>
+    deps.store.transaction(async (tx) => {
       // Rows a dead writer may have committed: the ones stored already are charged once, then.
       let fresh = rows;
       if (check) {
@@ -109,10 +131,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       const rollups = sums(fresh);
       await tx.usage.append(fresh, rollups.values());
       for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
+      if (logRows.length > 0) await tx.requests.append(logRows);
     });
-    // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
-    return chargesOf(rows);
-  };
   const chargesOf = (rows: readonly NewUsageEventRow[]) => {
     const charged = new Map<number, number>();
     for (const row of rows) if (row.costNanos) charged.set(row.accountId, (charged.get(row.accountId) ?? 0) + row.costNanos);
@@ -240,7 +260,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   /** Everything pending, now, in one transaction (shutdown, tests); resolves once stored. */
   const flush = async (): Promise<void> => {
     await Promise.all(appending);
-    if (pending.length > 0) {
+    if (pending.length > 0 || pendingLog.length > 0) {
       const rows = pending;
       pending = [];
       await writeRows(rows);
@@ -257,7 +277,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
    */
   let slicing = false;
   const writeSlice = () => {
-    if (pending.length === 0) {
+    if (pending.length === 0 && pendingLog.length === 0) {
       slicing = false;
       return;
     }
@@ -270,7 +290,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     });
   };
   const tick = () => {
-    if (!slicing && pending.length > 0) {
+    // Log rows alone are written too: with a durable buffer, another instance may drain their usage rows.
+    if (!slicing && (pending.length > 0 || pendingLog.length > 0)) {
       slicing = true;
       writeSlice();
     }
@@ -303,6 +324,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
         costNanos: event.costNanos ?? 0,
         extra: event.extra ? JSON.stringify(event.extra) : null,
       };
+      // The log gives way before bills do: past the backlog bound, a call's log row is dropped.
+      if (event.logged && pendingLog.length < backlogLimit) pendingLog.push(requestLogRow(event, event.logged, row.costNanos ?? 0));
       if (buffer) {
         // Durable once Redis holds it; when Redis refuses, it waits here and is written directly.
         const appended: Promise<void> = buffer

@@ -13,9 +13,10 @@ import type { UpstreamObjectRow } from "./schema/affinity.ts";
 import type { NoticeRow } from "./schema/notices.ts";
 import type { OperationLogRow } from "./schema/operation-log.ts";
 import type { ProviderKeyRow } from "./schema/provider-keys.ts";
+import type { NewRequestLogRow, RequestLogRow } from "./schema/request-log.ts";
 import type { NewUsageEventRow, UsageEventRow } from "./schema/usage.ts";
 
-export type { AccountRow, NewAccountRow, NoticeRow, OperationLogRow, ProviderKeyRow, UpstreamObjectRow, NewUsageEventRow, UsageEventRow };
+export type { AccountRow, NewAccountRow, NoticeRow, OperationLogRow, ProviderKeyRow, UpstreamObjectRow, NewUsageEventRow, UsageEventRow, NewRequestLogRow, RequestLogRow };
 export type CreditGrantRow = typeof import("./schema/accounts.ts").creditGrants.$inferSelect;
 
 /** An amount of credit (nano-credits) with the expiry it carries. */
@@ -213,6 +214,38 @@ export function usageRowIdentity(row: Pick<NewUsageEventRow, "requestId" | "crea
   return `${row.requestId}\u0000${row.createdAt}\u0000${row.endpoint}\u0000${row.status}`;
 }
 
+/** Which request-log rows a list reads; every filter narrows (all of them hold together). */
+export interface RequestLogFilter {
+  tenantId: number;
+  /** One account's calls. */
+  accountId?: number;
+  /** The calls of the accounts under this path, the account owning it included (a manager's subtree). */
+  under?: string;
+  /** The requested or the effective model. */
+  model?: string;
+  /** Inclusive status bounds: `429` is 429..429, `5xx` is 500..599. */
+  statusFrom?: number;
+  statusTo?: number;
+  /** Calls any of whose attempts used this key, or this Level. */
+  keyId?: number;
+  level?: number;
+  /** Inclusive bounds on when the call started, epoch ms. */
+  since?: number;
+  until?: number;
+  requestId?: string;
+}
+
+/** The request log (one row per model call, docs/api.md "Request log"). */
+export interface RequestLogStore {
+  /** Stores rows; a row whose request id is stored already is left as it is (a batch written again). */
+  append(rows: readonly NewRequestLogRow[]): Promise<void>;
+  /** Newest first. */
+  list(filter: RequestLogFilter, page: number, size: number): Promise<Page<RequestLogRow>>;
+  get(tenantId: number, requestId: string): Promise<RequestLogRow | undefined>;
+  /** Removes the rows of calls that started before `before` (ms); returns how many. */
+  prune(before: number): Promise<number>;
+}
+
 export interface UpstreamObjectStore {
   put(row: UpstreamObjectRow): Promise<void>;
   get(objectId: string): Promise<UpstreamObjectRow | undefined>;
@@ -235,6 +268,7 @@ export interface Repositories {
   readonly notices: NoticeStore;
   readonly operations: OperationStore;
   readonly usage: UsageStore;
+  readonly requests: RequestLogStore;
   readonly objects: UpstreamObjectStore;
   readonly softLimitMail: SoftLimitMailStore;
 }

@@ -11,6 +11,7 @@ import * as notices from "./notices.ts";
 import * as oplog from "./oplog.ts";
 import * as pricing from "./pricing.ts";
 import * as keys from "./provider-keys.ts";
+import * as requests from "./requests.ts";
 import * as usage from "./usage.ts";
 
 /** The models published under `components.schemas`, by name. */
@@ -41,6 +42,7 @@ const MODELS: Record<string, TSchema> = {
   LiveUsage: usage.LiveUsage,
   BillInfo: usage.BillInfo,
   RankedBill: usage.RankedBill,
+  RequestRecord: requests.RequestRecord,
 };
 
 type Model = keyof typeof MODELS;
@@ -133,6 +135,25 @@ const OPERATIONS: Operation[] = [
     params: [q("model", "string", "the model a client would ask for (required)"), q("account", "string", "an account (ID, name or email) of the caller's subtree; default the caller"), q("family", "string", "the client's API family: openai (default), anthropic, gemini")],
     answer: [200, { type: "object" }],
   },
+  {
+    method: "get",
+    path: "/x-requests",
+    summary: "Model calls, newest first: an owner's tenant, a manager's subtree (no key ids), any account's own",
+    who: "any",
+    params: [
+      ...PAGE,
+      q("account", "string", "an account (ID, name or email) within the caller's scope"),
+      q("model", "string", "the requested or effective model"),
+      q("status", "string", "an HTTP status (429) or a class (5xx)"),
+      q("key_id", "integer", "calls any of whose attempts used this provider key (owner only)"),
+      q("level", "integer", "calls any of whose attempts used this Level (owner only)"),
+      q("since", "string", "a date or an instant"),
+      q("until", "string", "a date or an instant"),
+      q("request_id", "string", "one request id"),
+    ],
+    answer: [200, ["RequestRecord"]],
+  },
+  { method: "get", path: "/x-requests/{request_id}", summary: "One model call in full, with its attempts", who: "any", params: [p("request_id", "the X-Request-Id the router returned")], answer: [200, "RequestRecord"] },
   { method: "get", path: "/x-pricing", summary: "The prices that apply (catalog and overrides)", who: "any", answer: [200, "PricingAnswer"] },
   { method: "get", path: "/x-config", summary: "Every configuration item", who: "owner", answer: [200, "ConfigExport"] },
   { method: "put", path: "/x-config", summary: "Change configuration items (only those sent)", who: "owner", body: { type: "object", description: "item name → value (docs/api.md, Configuration items)" }, answer: [200, "ConfigExport"] },

@@ -67,3 +67,12 @@ test("warnings: a password given as a flag (not through the environment), a data
   expect(alone[0]).toContain("--redis");
   expect(serveWarnings({}, resolveServeConfig({}, {}))).toEqual([]);
 });
+
+test("--request-log-days: default 30, ROUTER_REQUEST_LOG_DAYS, the flag wins; at least 1", () => {
+  expect(resolveServeConfig({}, {}).requestLogDays).toBe(30);
+  expect(resolveServeConfig({}, { ROUTER_REQUEST_LOG_DAYS: "7" }).requestLogDays).toBe(7);
+  expect(resolveServeConfig({ "request-log-days": "90" }, { ROUTER_REQUEST_LOG_DAYS: "7" }).requestLogDays).toBe(90);
+  for (const bad of ["0", "-1", "a week"]) {
+    expect(() => resolveServeConfig({ "request-log-days": bad }, {})).toThrow(/--request-log-days/);
+  }
+});

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrateDatabase, openPostgresStore } from "../../src/store/postgres/index.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
-import type { NewAccountRow, Store } from "../../src/store/store.ts";
+import type { NewAccountRow, NewRequestLogRow, RequestLogFilter, Store } from "../../src/store/store.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 
 /**
@@ -461,6 +461,63 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       // The same request's other attempt (another status), and rows never stored, are not.
       const asked = [call(1), call(3, 200), call(3, 500), call(4), { ...call(2), createdAt: T0 + 99 }];
       expect((await store.usage.alreadyStored(asked)).map((r) => [r.requestId, r.status])).toEqual([["r1", 200], ["r3", 500]]);
+    });
+  });
+
+  describe("request log", () => {
+    const call = (n: number, fields: Partial<NewRequestLogRow> = {}): NewRequestLogRow => ({
+      requestId: `req_${n}`, tenantId: 0, accountId: 1, createdAt: T0 + n, family: "openai", endpoint: "/v1/chat/completions",
+      requestedModel: "m", effectiveModel: "m", status: 200, durationMs: n, source: "upstream", ...fields,
+    });
+
+    test("rows come back newest first, paged, with every field as stored; a row stored again is left alone", async () => {
+      const store = await fresh();
+      await store.requests.append(Array.from({ length: 150 }, (_, i) => call(i)));
+      await store.requests.append([call(3, { status: 500 }), call(200, { stream: true, attempts: '[{"level":1}]', keyIds: ",7,", levels: ",1,", ttfbMs: 12, promptTokens: 5, costNanos: 2 ** 40, clientIp: "10.0.0.1", userAgent: "ua" })]);
+      const first = await store.requests.list({ tenantId: 0 }, 1, 10);
+      expect(first.total).toBe(151);
+      expect(first.rows.map((r) => r.requestId)).toEqual(["req_200", ...Array.from({ length: 9 }, (_, i) => `req_${149 - i}`)]);
+      expect(first.rows[0]).toMatchObject({ stream: true, attempts: '[{"level":1}]', ttfbMs: 12, promptTokens: 5, costNanos: 2 ** 40, clientIp: "10.0.0.1", userAgent: "ua", completionTokens: 0 });
+      expect((await store.requests.list({ tenantId: 0 }, 16, 10)).rows.map((r) => r.requestId)).toEqual(["req_0"]);
+      expect((await store.requests.get(0, "req_3"))?.status).toBe(200);
+      expect(await store.requests.get(1, "req_3")).toBeUndefined();
+      expect(await store.requests.get(0, "req_nothing")).toBeUndefined();
+    });
+
+    test("filters narrow by tenant, account, subtree, model, status, key, Level, time and id", async () => {
+      const store = await fresh();
+      const root = await store.accounts.insert(account({ isOwner: true }), "");
+      const child = await store.accounts.insert(account({ parentId: root.id }), root.path);
+      const other = await store.accounts.insert(account({ isOwner: true }), "");
+      await store.requests.append([
+        call(1, { accountId: root.id, status: 200, keyIds: ",3,", levels: ",1," }),
+        call(2, { accountId: child.id, status: 429, requestedModel: "a", effectiveModel: "b", keyIds: ",13,4,", levels: ",1,2," }),
+        call(3, { accountId: child.id, status: 502, keyIds: ",31,", levels: ",2," }),
+        call(4, { accountId: other.id, tenantId: 9 }),
+      ]);
+      const ids = async (filter: Omit<RequestLogFilter, "tenantId">, tenantId = 0) => (await store.requests.list({ tenantId, ...filter }, 1, 100)).rows.map((r) => r.requestId);
+      expect(await ids({})).toEqual(["req_3", "req_2", "req_1"]);
+      expect(await ids({}, 9)).toEqual(["req_4"]);
+      expect(await ids({ accountId: child.id })).toEqual(["req_3", "req_2"]);
+      expect(await ids({ under: child.path })).toEqual(["req_3", "req_2"]);
+      expect(await ids({ under: root.path })).toEqual(["req_3", "req_2", "req_1"]);
+      expect(await ids({ model: "a" })).toEqual(["req_2"]);
+      expect(await ids({ model: "b" })).toEqual(["req_2"]);
+      expect(await ids({ statusFrom: 500, statusTo: 599 })).toEqual(["req_3"]);
+      expect(await ids({ statusFrom: 429, statusTo: 429 })).toEqual(["req_2"]);
+      expect(await ids({ keyId: 3 })).toEqual(["req_1"]);
+      expect(await ids({ keyId: 4 })).toEqual(["req_2"]);
+      expect(await ids({ level: 2 })).toEqual(["req_3", "req_2"]);
+      expect(await ids({ since: T0 + 2, until: T0 + 2 })).toEqual(["req_2"]);
+      expect(await ids({ requestId: "req_1" })).toEqual(["req_1"]);
+    });
+
+    test("prune removes the calls that started before the bound, in every tenant", async () => {
+      const store = await fresh();
+      await store.requests.append([call(1), call(2, { tenantId: 5 }), call(3)]);
+      expect(await store.requests.prune(T0 + 3)).toBe(2);
+      expect((await store.requests.list({ tenantId: 0 }, 1, 10)).rows.map((r) => r.requestId)).toEqual(["req_3"]);
+      expect(await store.requests.prune(T0 + 3)).toBe(0);
     });
   });
 });

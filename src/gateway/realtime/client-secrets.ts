@@ -7,6 +7,7 @@ import { routeModel } from "../../routing/route-model.ts";
 import type { ClientCall } from "../../formats/format.ts";
 import type { Endpoint } from "../../formats/format.ts";
 import { forwardableRequestHeaders } from "../headers.ts";
+import { startTrace } from "../trace.ts";
 import { createPipeline, type PipelineDeps } from "../pipeline.ts";
 import { isObject } from "../../formats/json.ts";
 
@@ -75,6 +76,7 @@ export function realtimeClientSecretRoutes(deps: PipelineDeps) {
         principal,
         requestId: meta?.id ?? "",
         clientSignal: request.signal,
+        trace: startTrace(request, deps.config.trustProxy),
       });
     },
     { auth: true },

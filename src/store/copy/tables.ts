@@ -42,4 +42,5 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
     key: [lite.softLimitNotices.accountId, lite.softLimitNotices.month],
   },
   { name: "upstream_objects", sqlite: lite.upstreamObjects, postgres: pg.upstreamObjects, key: [lite.upstreamObjects.objectId] },
+  { name: "request_log", sqlite: lite.requestLog, postgres: pg.requestLog, key: [lite.requestLog.requestId] },
 ];

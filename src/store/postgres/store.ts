@@ -11,6 +11,7 @@ import { postgresProviderKeys } from "./provider-keys.ts";
 import { postgresNotices, postgresObjects, postgresOperations, postgresSettings, postgresSoftLimitMail } from "./small-stores.ts";
 import { describeFailure } from "./url.ts";
 import { postgresUsage } from "./usage.ts";
+import { postgresRequestLog } from "./request-log.ts";
 
 export interface PostgresOptions {
   /** Apply pending migrations on open (default true). */
@@ -37,6 +38,7 @@ function repositories(scope: Scope): Repositories {
     notices: postgresNotices(scope),
     operations: postgresOperations(scope),
     usage: postgresUsage(scope),
+    requests: postgresRequestLog(scope),
     objects: postgresObjects(scope),
     softLimitMail: postgresSoftLimitMail(scope),
   };

@@ -8,6 +8,7 @@ import { sqliteProviderKeys } from "./provider-keys.ts";
 import { sqliteNotices, sqliteObjects, sqliteOperations, sqliteSettings, sqliteSoftLimitMail } from "./small-stores.ts";
 import { asynchronous } from "./synchronous.ts";
 import { sqliteUsage } from "./usage.ts";
+import { sqliteRequestLog } from "./request-log.ts";
 
 /**
  * The embedded store: bun:sqlite on one connection. SQLite answers synchronously, so
@@ -41,6 +42,7 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     notices: asynchronous(sqliteNotices(connection.db), run),
     operations: asynchronous(sqliteOperations(connection.db), run),
     usage: asynchronous(sqliteUsage(connection), run),
+    requests: asynchronous(sqliteRequestLog(connection.db), run),
     objects: asynchronous(sqliteObjects(connection.db), run),
     softLimitMail: asynchronous(sqliteSoftLimitMail(connection.db), run),
   });

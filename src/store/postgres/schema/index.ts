@@ -5,3 +5,4 @@ export * from "./usage.ts";
 export * from "./operation-log.ts";
 export * from "./notices.ts";
 export * from "./affinity.ts";
+export * from "./request-log.ts";

@@ -1,0 +1,91 @@
+import type { NewRequestLogRow } from "../store/store.ts";
+
+/** One upstream attempt of a call, as the request log keeps it (never a secret, never a body). */
+export interface AttemptFact {
+  keyId: number;
+  keyName: string;
+  level: number;
+  /** The upstream's HTTP status; absent when none arrived (timeout, refused, network). */
+  status?: number;
+  /** Why the attempt failed: `status`, `timeout`, `refused`, `network`, `blocked`, `non_answer`, `client_closed`. */
+  error?: string;
+  /** What the upstream or the connection said, redacted and cut short. */
+  message?: string;
+  durationMs: number;
+  /** This attempt's answer went to the client. */
+  answered: boolean;
+}
+
+/**
+ * What the request log keeps of a call besides its usage, gathered on the way: the
+ * pipeline starts it (client address, user agent), the attempts add each attempt and
+ * the time to first byte, and settlement hands it to the usage recorder.
+ */
+export interface CallTrace {
+  readonly attempts: AttemptFact[];
+  /** From the call's start to the answering upstream's first byte (a stream's first event). */
+  ttfbMs?: number;
+  readonly clientIp?: string;
+  readonly userAgent?: string;
+}
+
+/** The call's facts beyond a usage row: absent, the call leaves no request-log row. */
+export interface LoggedCall {
+  tenantId: number;
+  family: string;
+  trace: CallTrace;
+}
+
+/** Longest user agent and attempt message kept: enough to recognise them, not a place to store text. */
+export const MAX_USER_AGENT = 300;
+export const MAX_MESSAGE = 500;
+
+/** `,3,7,`: ids a LIKE on `%,3,%` finds (RequestLogFilter's key and Level). */
+const idList = (ids: readonly number[]) => (ids.length === 0 ? "," : `,${[...new Set(ids)].join(",")},`);
+
+/** The request-log row of a settled call: built on the request path, written with its usage row. */
+export function requestLogRow(
+  event: {
+    requestId: string;
+    accountId: number;
+    endpoint: string;
+    requestedModel: string | undefined;
+    effectiveModel: string | undefined;
+    status: number;
+    stream: boolean;
+    usage: { prompt: number; completion: number; cacheRead: number; cacheWrite: number; reasoning: number };
+    source: string;
+    latencyMs: number;
+    at: number;
+  },
+  logged: LoggedCall,
+  costNanos: number,
+): NewRequestLogRow {
+  const attempts = logged.trace.attempts;
+  return {
+    requestId: event.requestId,
+    tenantId: logged.tenantId,
+    accountId: event.accountId,
+    createdAt: event.at,
+    family: logged.family,
+    endpoint: event.endpoint,
+    requestedModel: event.requestedModel ?? null,
+    effectiveModel: event.effectiveModel ?? null,
+    stream: event.stream,
+    status: event.status,
+    attempts: JSON.stringify(attempts),
+    keyIds: idList(attempts.map((a) => a.keyId)),
+    levels: idList(attempts.map((a) => a.level)),
+    ttfbMs: logged.trace.ttfbMs === undefined ? null : Math.round(logged.trace.ttfbMs),
+    durationMs: Math.round(event.latencyMs),
+    promptTokens: event.usage.prompt,
+    completionTokens: event.usage.completion,
+    cacheReadTokens: event.usage.cacheRead,
+    cacheWriteTokens: event.usage.cacheWrite,
+    reasoningTokens: event.usage.reasoning,
+    costNanos,
+    source: event.source,
+    clientIp: logged.trace.clientIp ?? null,
+    userAgent: logged.trace.userAgent?.slice(0, MAX_USER_AGENT) ?? null,
+  };
+}
