@@ -1,5 +1,5 @@
 /**
- * The console's three pages (spec 1, issue 9), as Bun HTML imports: `bun build
+ * The console's pages (spec 1, issue 9), as Bun HTML imports: `bun build
  * --compile` bundles each page with its scripts and styles and embeds them in the
  * executable, so the console works offline with nothing next to the binary. When
  * run from source, Bun bundles them on first request. Served through Bun.serve's
@@ -8,6 +8,7 @@
 import accountsPage from "../../console/accounts.html";
 import ownerPage from "../../console/owner.html";
 import userPage from "../../console/index.html";
+import playgroundPage from "../../console/playground.html";
 
 export const CONSOLE_BASE = "/console";
 
@@ -18,4 +19,5 @@ export const consoleRoutes = {
   [`${CONSOLE_BASE}/`]: userPage,
   [`${CONSOLE_BASE}/owner`]: ownerPage,
   [`${CONSOLE_BASE}/accounts`]: accountsPage,
+  [`${CONSOLE_BASE}/playground`]: playgroundPage,
 };

@@ -1,18 +1,19 @@
 import type { AccountStatus } from "./types.ts";
 
-export type PageId = "user" | "accounts" | "owner";
+export type PageId = "user" | "accounts" | "owner" | "playground";
 
 export const PAGES: Record<PageId, { path: string; label: string }> = {
   owner: { path: "/console/owner", label: "Owner" },
   accounts: { path: "/console/accounts", label: "Accounts" },
   user: { path: "/console/", label: "My usage" },
+  playground: { path: "/console/playground", label: "Playground" },
 };
 
-/** An owner reaches all three pages, a managing account two, others the user page. */
+/** An owner reaches every page, a managing account the accounts and user pages, others the user page; every account the playground. */
 export function allowedPages(status: AccountStatus): PageId[] {
-  if (status.isOwner) return ["owner", "accounts", "user"];
-  if (status.manage) return ["accounts", "user"];
-  return ["user"];
+  if (status.isOwner) return ["owner", "accounts", "user", "playground"];
+  if (status.manage) return ["accounts", "user", "playground"];
+  return ["user", "playground"];
 }
 
 /** The page that fits the key right after login. */
@@ -23,4 +24,5 @@ export const WHY_NOT: Record<PageId, string> = {
   accounts:
     "Sub-account management needs account-management access: the key's Resources must allow /x-users. This key does not have it.",
   user: "",
+  playground: "",
 };
