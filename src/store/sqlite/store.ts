@@ -42,7 +42,7 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     notices: asynchronous(sqliteNotices(connection.db), run),
     operations: asynchronous(sqliteOperations(connection.db), run),
     usage: asynchronous(sqliteUsage(connection), run),
-    requests: asynchronous(sqliteRequestLog(connection.db), run),
+    requests: asynchronous(sqliteRequestLog(connection), run),
     objects: asynchronous(sqliteObjects(connection.db), run),
     softLimitMail: asynchronous(sqliteSoftLimitMail(connection.db), run),
   });
