@@ -22,7 +22,7 @@ import type { Translator } from "../formats/translate/translator.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS } from "../metering/billing.ts";
 import type { KeyFormat } from "../wire/constants.ts";
 import { finalError, keyGone, translatedError, waitUnlessClientLeaves } from "./attempt-errors.ts";
-import { callFit, localTokenCount, translatedCall, unservedFormat, upstreamFamilyOf, type CallFit } from "./translation.ts";
+import { callFit, localTokenCount, translatedCall, unservedFormat, unservedFormats, upstreamFamilyOf, type CallFit } from "./translation.ts";
 import { formatOf } from "../formats/registry.ts";
 import { MAX_MESSAGE, type AttemptFact } from "../metering/request-log.ts";
 import { errorMessage, failureMessage } from "./attempt-facts.ts";
@@ -104,26 +104,6 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
     if (tried.has(keyId)) return undefined;
     const key = await pool.acquireById(keyId);
     return key ? { key, level: key.level, probe: false, upstream } : undefined;
-  };
-
-  /**
-   * When no key of the Level (or its backups) could serve the call's format at all,
-   * whatever their health: the formats they speak, to say so in a 400 rather than a
-   * misleading "try again later". Undefined when some key could (or the Level has none).
-   */
-  const unserved = (level: number, fit: CallFit): Set<KeyFormat> | undefined => {
-    const backups = settings.routing().switchOver;
-    const spoken = new Set<KeyFormat>();
-    const seen = new Set<number>();
-    for (let current: number | undefined = level; current !== undefined && !seen.has(current); current = backups.get(current)) {
-      seen.add(current);
-      for (const key of pool.keysOf(current)) {
-        if (!key.status) continue;
-        if (fit.rank(key) > 0) return undefined;
-        for (const format of key.formats.set) spoken.add(format);
-      }
-    }
-    return spoken.size > 0 ? spoken : undefined;
   };
 
   return async function attempts(input: RelayInput): Promise<AttemptsEnd> {
@@ -389,7 +369,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
       if (nextStep(failure!, call.endpoint.idempotent, attempt, config.maxAttempts) === "give_up") break;
     }
 
-    const spoken = lastFailure || input.pinnedKeyId !== undefined ? undefined : unserved(route.level, fit);
+    const spoken = lastFailure || input.pinnedKeyId !== undefined ? undefined : unservedFormats(settings.routing().switchOver, pool, route.level, fit);
     const count = formatOf(call.family).tokenCountAnswer;
     if (spoken && call.endpoint.counting && count) {
       // A count no key can make in the client's format is made here: free, and no usage.

@@ -11,7 +11,7 @@ import type { ClientCall } from "../formats/format.ts";
 import { translatorFor } from "../formats/translate/index.ts";
 import type { Translator, Wire } from "../formats/translate/translator.ts";
 import { speaks, type KeyFormats } from "../routing/key-formats.ts";
-import type { KeyRank } from "../routing/key-pool.ts";
+import type { KeyPool, KeyRank } from "../routing/key-pool.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import type { KeyFormat } from "../wire/constants.ts";
 
@@ -132,4 +132,23 @@ export function localTokenCount(call: Pick<ClientCall, "bytes" | "json">): numbe
   const system = call.json?.system;
   const systemBytes = typeof system === "string" ? utf8.encode(system).byteLength : 0;
   return estimateTokens(countContent(call.bytes) + systemBytes);
+}
+
+/**
+ * When no key of the Level (or its backups) could serve the call's format at all,
+ * whatever their health: the formats they speak, to say so in a 400 rather than a
+ * misleading "try again later". Undefined when some key could (or the Level has none).
+ */
+export function unservedFormats(backups: ReadonlyMap<number, number>, pool: Pick<KeyPool, "keysOf">, level: number, fit: CallFit): Set<KeyFormat> | undefined {
+  const spoken = new Set<KeyFormat>();
+  const seen = new Set<number>();
+  for (let current: number | undefined = level; current !== undefined && !seen.has(current); current = backups.get(current)) {
+    seen.add(current);
+    for (const key of pool.keysOf(current)) {
+      if (!key.status) continue;
+      if (fit.rank(key) > 0) return undefined;
+      for (const format of key.formats.set) spoken.add(format);
+    }
+  }
+  return spoken.size > 0 ? spoken : undefined;
 }
