@@ -67,7 +67,7 @@ export const ProviderKeyCreateBody = Type.Object(
 );
 export type ProviderKeyCreateBody = Static<typeof ProviderKeyCreateBody>;
 
-/** `PUT /x-keys/:id`: any of the creation fields; those absent stay as they are. */
+/** `PUT /x-keys/:id`: some or all of the creation fields; those absent stay as they are. */
 export const ProviderKeyUpdateBody = Type.Partial(ProviderKeyCreateBody, { additionalProperties: false });
 export type ProviderKeyUpdateBody = Static<typeof ProviderKeyUpdateBody>;
 

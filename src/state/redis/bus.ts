@@ -51,7 +51,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
 
   let markReady!: () => void;
   const isReady = new Promise<void>((resolve) => (markReady = resolve));
-  /** Whether a subscription was ever attempted: any later one may have missed events. */
+  /** Whether a subscription was ever attempted: a later one may have missed events. */
   let attempted = false;
 
   const onMessage = (text: string) => {
