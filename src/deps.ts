@@ -19,7 +19,7 @@ import { createAccountChains } from "./accounts/chain.ts";
 import { createAddressGuard, type AddressGuard, type Resolve } from "./upstreams/address-policy.ts";
 import { createLocalBus, type InvalidationBus } from "./core/invalidation.ts";
 import { createRetiredCreditSweeper } from "./accounts/retired-credit.ts";
-import { createUsageRecorder, type UsageRecorder, type UsageSink } from "./metering/usage-recorder.ts";
+import { createUsageRecorder, type UsageRecorder } from "./metering/usage-recorder.ts";
 import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
 import { openServeStore } from "./store/open.ts";
 import { acquireSingleInstanceLock, oneSealedValue, pingDatabase, shownUrl, withStartupLock } from "./store/postgres/index.ts";

@@ -5,7 +5,7 @@ import { assertTimeZone, systemTimeZone } from "../core/clock.ts";
 import { LOG_LEVELS, type LogLevel } from "../core/log.ts";
 import { buildDeps } from "../deps.ts";
 import { assertCanListen, startServer } from "../server.ts";
-import { clearSpool, databasePath, prepareDataDir } from "../store/data-dir.ts";
+import { clearSpool, prepareDataDir } from "../store/data-dir.ts";
 import { existsSync } from "node:fs";
 import { dataArgs } from "./common-args.ts";
 import { databaseUrl, passwordFlagWarning } from "./database-flag.ts";

@@ -20,7 +20,6 @@ import { judgeJson, readFirstEvent } from "./answer-check.ts";
 import { AddressRefusedError } from "../upstreams/address-policy.ts";
 import type { Translator } from "../formats/translate/translator.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS } from "../metering/billing.ts";
-import type { KeyFormat } from "../wire/constants.ts";
 import { finalError, keyGone, translatedError, waitUnlessClientLeaves } from "./attempt-errors.ts";
 import { callFit, localTokenCount, translatedCall, unservedFormat, unservedFormats, upstreamFamilyOf, type CallFit } from "./translation.ts";
 import { formatOf } from "../formats/registry.ts";

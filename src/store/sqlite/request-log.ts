@@ -1,7 +1,8 @@
-import { and, count, desc, eq, gte, inArray, like, lt, lte, or, sql, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, lt, type SQL } from "drizzle-orm";
 import { accounts } from "../schema/accounts.ts";
 import { requestLog, type NewRequestLogRow } from "../schema/request-log.ts";
 import type { RequestLogFilter, RequestLogStore } from "../store.ts";
+import { requestLogWhere } from "../request-log-filter.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
 
@@ -27,26 +28,7 @@ function appendValues(out: SqlValue[], row: NewRequestLogRow): SqlValue[] {
   return out;
 }
 
-/** Every path with the prefix `/1/4/` lies in [`/1/4/`, `/1/40`): an index range scan on accounts.path. */
-const pathUpperBound = (path: string) => `${path.slice(0, -1)}0`;
-
-function whereOf(filter: RequestLogFilter): SQL {
-  const parts: SQL[] = [eq(requestLog.tenantId, filter.tenantId)];
-  if (filter.accountId !== undefined) parts.push(eq(requestLog.accountId, filter.accountId));
-  if (filter.under !== undefined) {
-    const members = sql`${accounts.path} >= ${filter.under} AND ${accounts.path} < ${pathUpperBound(filter.under)}`;
-    parts.push(inArray(requestLog.accountId, sql`(SELECT ${accounts.id} FROM ${accounts} WHERE ${members})`));
-  }
-  if (filter.model !== undefined) parts.push(or(eq(requestLog.requestedModel, filter.model), eq(requestLog.effectiveModel, filter.model))!);
-  if (filter.statusFrom !== undefined) parts.push(gte(requestLog.status, filter.statusFrom));
-  if (filter.statusTo !== undefined) parts.push(lte(requestLog.status, filter.statusTo));
-  if (filter.keyId !== undefined) parts.push(like(requestLog.keyIds, `%,${filter.keyId},%`));
-  if (filter.level !== undefined) parts.push(like(requestLog.levels, `%,${filter.level},%`));
-  if (filter.since !== undefined) parts.push(gte(requestLog.createdAt, filter.since));
-  if (filter.until !== undefined) parts.push(lte(requestLog.createdAt, filter.until));
-  if (filter.requestId !== undefined) parts.push(eq(requestLog.requestId, filter.requestId));
-  return and(...parts)!;
-}
+const whereOf = (filter: RequestLogFilter): SQL => requestLogWhere(requestLog, accounts, filter);
 
 export function sqliteRequestLog({ db, sqlite }: Connection): Synchronous<RequestLogStore> {
   // Prepared once on the raw connection, as the usage rows' (the query builder made and

@@ -1,0 +1,37 @@
+import { and, eq, gte, inArray, like, lte, or, sql, type AnyColumn, type SQL, type Table } from "drizzle-orm";
+import type { RequestLogFilter } from "./store.ts";
+
+/** The request-log columns a filter reads, from either dialect's table. */
+export interface RequestLogColumns {
+  tenantId: AnyColumn;
+  accountId: AnyColumn;
+  requestedModel: AnyColumn;
+  effectiveModel: AnyColumn;
+  status: AnyColumn;
+  keyIds: AnyColumn;
+  levels: AnyColumn;
+  createdAt: AnyColumn;
+  requestId: AnyColumn;
+}
+
+/** Every path with the prefix `/1/4/` lies in [`/1/4/`, `/1/40`): paths are digits and slashes, so any collation agrees, and the range is an index scan. */
+const pathUpperBound = (path: string) => `${path.slice(0, -1)}0`;
+
+/** A request-log filter as one condition: the same SQL in both dialects (the store of each passes its own tables). */
+export function requestLogWhere(log: RequestLogColumns, accounts: Table & { id: AnyColumn; path: AnyColumn }, filter: RequestLogFilter): SQL {
+  const parts: SQL[] = [eq(log.tenantId, filter.tenantId)];
+  if (filter.accountId !== undefined) parts.push(eq(log.accountId, filter.accountId));
+  if (filter.under !== undefined) {
+    const members = sql`${accounts.path} >= ${filter.under} AND ${accounts.path} < ${pathUpperBound(filter.under)}`;
+    parts.push(inArray(log.accountId, sql`(SELECT ${accounts.id} FROM ${accounts} WHERE ${members})`));
+  }
+  if (filter.model !== undefined) parts.push(or(eq(log.requestedModel, filter.model), eq(log.effectiveModel, filter.model))!);
+  if (filter.statusFrom !== undefined) parts.push(gte(log.status, filter.statusFrom));
+  if (filter.statusTo !== undefined) parts.push(lte(log.status, filter.statusTo));
+  if (filter.keyId !== undefined) parts.push(like(log.keyIds, `%,${filter.keyId},%`));
+  if (filter.level !== undefined) parts.push(like(log.levels, `%,${filter.level},%`));
+  if (filter.since !== undefined) parts.push(gte(log.createdAt, filter.since));
+  if (filter.until !== undefined) parts.push(lte(log.createdAt, filter.until));
+  if (filter.requestId !== undefined) parts.push(eq(log.requestId, filter.requestId));
+  return and(...parts)!;
+}
