@@ -9,8 +9,8 @@ import { join } from "node:path";
 const store = join(import.meta.dir, "..", "src", "store");
 /** Each dialect's migrations folder, and where (relative to it) the module declaring `Migration` lives. */
 const FOLDERS = [
-  { dir: join(store, "migrations"), migrationType: "../sqlite/migrate.ts" },
-  { dir: join(store, "postgres", "migrations"), migrationType: "../migrate.ts" },
+  { dir: join(store, "migrations"), migrationType: "../migration-plan.ts" },
+  { dir: join(store, "postgres", "migrations"), migrationType: "../../migration-plan.ts" },
 ];
 
 for (const { dir, migrationType } of FOLDERS) {

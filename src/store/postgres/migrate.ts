@@ -1,8 +1,7 @@
 import type { SQL } from "bun";
-import type { Migration } from "../sqlite/migrate.ts";
+import { pendingMigrations, type Migration } from "../migration-plan.ts";
 import { LOCKS } from "./locks.ts";
 
-export type { Migration };
 
 /**
  * Applies the migrations not yet recorded in `schema_migrations` (the same record the
@@ -18,19 +17,9 @@ export async function migratePostgres(client: SQL, migrations: Migration[], now:
     try {
       await connection.unsafe("CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY NOT NULL, applied_at bigint NOT NULL)");
       const rows = (await connection.unsafe("SELECT name FROM schema_migrations")) as Array<{ name: string }>;
-      const applied = new Set(rows.map((row) => row.name));
-      const known = new Set(migrations.map((m) => m.name));
-      const unknown = [...applied].filter((name) => !known.has(name));
-      if (unknown.length > 0) {
-        throw new Error(`the database was migrated by a newer router (unknown migrations: ${unknown.join(", ")}); use that version or a backup`);
-      }
       const done: string[] = [];
-      for (const migration of migrations) {
-        if (applied.has(migration.name)) continue;
-        const statements = migration.sql
-          .split("--> statement-breakpoint")
-          .map((s) => s.trim())
-          .filter(Boolean);
+      for (const migration of pendingMigrations(migrations, new Set(rows.map((row) => row.name)))) {
+        const { statements } = migration;
         await connection.unsafe("BEGIN");
         try {
           for (const statement of statements) await connection.unsafe(statement);

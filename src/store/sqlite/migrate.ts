@@ -1,10 +1,5 @@
 import type { Database } from "bun:sqlite";
-
-export interface Migration {
-  /** drizzle-kit's tag, e.g. `0000_accounts`; applied in array order. */
-  name: string;
-  sql: string;
-}
+import { pendingMigrations, type Migration } from "../migration-plan.ts";
 
 /**
  * Applies the migrations not yet recorded in `schema_migrations`, each in its own
@@ -21,20 +16,9 @@ export function migrate(sqlite: Database, migrations: Migration[], now: () => nu
       .all()
       .map((row) => row.name),
   );
-  const known = new Set(migrations.map((m) => m.name));
-  const unknown = [...applied].filter((name) => !known.has(name));
-  if (unknown.length > 0) {
-    throw new Error(
-      `the database was migrated by a newer router (unknown migrations: ${unknown.join(", ")}); use that version or a backup`,
-    );
-  }
   const done: string[] = [];
-  for (const migration of migrations) {
-    if (applied.has(migration.name)) continue;
-    const statements = migration.sql
-      .split("--> statement-breakpoint")
-      .map((s) => s.trim())
-      .filter(Boolean);
+  for (const migration of pendingMigrations(migrations, applied)) {
+    const { statements } = migration;
     sqlite.transaction(() => {
       for (const statement of statements) sqlite.run(statement);
       sqlite.run("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", [migration.name, now()]);
