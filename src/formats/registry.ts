@@ -31,3 +31,15 @@ export function familyOfRequest(headers: Headers, path: string): Family {
   }
   return familyOf(path);
 }
+
+/** The family whose own provider API a URL's host is (`api.anthropic.com` → anthropic); undefined for other hosts. */
+export function familyOfHost(url: string): Family | undefined {
+  let host: string;
+  try {
+    host = new URL(url).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
+  for (const format of CLAIM_ORDER) if (format.hosts.includes(host)) return format.family;
+  return undefined;
+}

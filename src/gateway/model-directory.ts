@@ -5,7 +5,7 @@ import type { PoolKey } from "../routing/pool-key.ts";
 import type { AzureConfig } from "../routing/provider-config.ts";
 import { joinProviderPath } from "../upstreams/standard.ts";
 import type { Family } from "../formats/family.ts";
-import { FORMATS, formatOf } from "../formats/registry.ts";
+import { familyOfHost, FORMATS, formatOf } from "../formats/registry.ts";
 
 /**
  * Which models each provider key serves, for the model lists (docs/api.md, "Model
@@ -27,19 +27,21 @@ const FETCH_TIMEOUT_MS = 10_000;
 const MAX_PAGES = 10;
 const CONCURRENCY = 4;
 
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return "";
+  }
+};
+
 /** The provider a key's host is known as; undefined for hosts the router does not know. */
 export function knownProvider(key: Pick<PoolKey, "provider" | "config">): KnownProvider | undefined {
   if (key.config.provider_type === "vertex") return "vertex";
   if (key.config.provider_type === "azure") return "openai";
-  let host: string;
-  try {
-    host = new URL(key.provider).hostname.toLowerCase();
-  } catch {
-    return undefined;
-  }
-  for (const format of Object.values(FORMATS)) if (format.hosts.includes(host)) return format.family;
-  if (host.endsWith("aiplatform.googleapis.com")) return "vertex";
-  return undefined;
+  const family = familyOfHost(key.provider);
+  if (family) return family;
+  return /aiplatform\.googleapis\.com$/i.test(hostOf(key.provider)) ? "vertex" : undefined;
 }
 
 /** Which provider a catalog model belongs to, by its name. */

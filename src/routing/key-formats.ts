@@ -4,7 +4,7 @@
  * the client's format; the others serve a call only through a translator.
  */
 import type { Family } from "../formats/family.ts";
-import { FORMATS } from "../formats/registry.ts";
+import { familyOfHost } from "../formats/registry.ts";
 import { KEY_FORMATS, type KeyFormat } from "../wire/constants.ts";
 import type { ProviderConfig } from "./provider-config.ts";
 
@@ -22,14 +22,6 @@ const TYPE_FORMATS: Partial<Record<ProviderConfig["provider_type"], readonly Key
 };
 
 const OPENAI_COMPATIBLE_PATH = /\/openai\/?$/;
-
-function hostOf(provider: string): string | undefined {
-  try {
-    return new URL(provider).hostname.toLowerCase();
-  } catch {
-    return undefined;
-  }
-}
 
 function pathOf(provider: string): string {
   try {
@@ -49,11 +41,8 @@ export function defaultFormats(provider: string, config: Pick<ProviderConfig, "p
   if (byType) return [...byType];
   // A provider's OpenAI-compatible endpoint (Google's `…/v1beta/openai`) speaks OpenAI Chat, whatever its host.
   if (OPENAI_COMPATIBLE_PATH.test(pathOf(provider))) return ["openai"];
-  const host = hostOf(provider);
-  for (const format of Object.values(FORMATS)) {
-    if (host && format.hosts.includes(host)) return [...FAMILY_FORMATS[format.family]];
-  }
-  return [...KEY_FORMATS];
+  const family = familyOfHost(provider);
+  return family ? [...FAMILY_FORMATS[family]] : [...KEY_FORMATS];
 }
 
 /** The formats a key speaks: its own list when it has one, else the default. */

@@ -7,13 +7,12 @@
  * the answer.
  */
 import { redact, redactSecret } from "../../core/redact.ts";
-import { formatOf } from "../../formats/registry.ts";
+import { familyOfHost, formatOf } from "../../formats/registry.ts";
 import type { PoolKey } from "../../routing/pool-key.ts";
 import { DEFAULT_AZURE_API_VERSION } from "../../routing/provider-config.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import { adapterFor, type Adapters } from "../../upstreams/index.ts";
 import { joinProviderPath } from "../../upstreams/standard.ts";
-import { knownProvider } from "../../gateway/model-directory.ts";
 
 export interface KeyTestResult {
   ok: boolean;
@@ -67,9 +66,8 @@ function listRequest(key: PoolKey): { url: string; headers: Record<string, strin
   if (key.config.provider_type === "azure") {
     return { url: `${key.provider}/openai/models?api-version=${DEFAULT_AZURE_API_VERSION}`, headers: { "api-key": key.secret }, what: "model list" };
   }
-  const known = knownProvider(key);
-  const family = known === "anthropic" || known === "gemini" ? known : "openai";
-  const { path, headers } = formatOf(family).upstreamModelList(key.secret, undefined);
+  // The list API of the family whose provider the host is; OpenAI's, which most others speak, elsewhere.
+  const { path, headers } = formatOf(familyOfHost(key.provider) ?? "openai").upstreamModelList(key.secret, undefined);
   return { url: joinProviderPath(key.provider, path), headers, what: "model list" };
 }
 
