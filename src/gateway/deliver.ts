@@ -75,7 +75,8 @@ export function createDeliver(deps: DeliverDeps) {
       // From here on a client leaving must not cut the upstream: it is drained for its usage.
       answer.detach();
       metrics.streamStarted();
-      const watch = call.endpoint.creates
+      // A translated answer made no object at the upstream the client could name later.
+      const watch = call.endpoint.creates && !translation
         ? (event: { event?: string; data: string }) => {
             for (const object of streamedObjects(call.endpoint, event)) void remember(input, route, object.id, object.kind);
           }
@@ -137,7 +138,7 @@ export function createDeliver(deps: DeliverDeps) {
     // The client may have left while the answer was read: its abort can arrive any time.
     const left = clientLeft || input.clientSignal.aborted;
     const status = left ? 499 : response.status;
-    for (const object of createdObjects(call.endpoint, parsed)) await remember(input, route, object.id, object.kind);
+    if (!translation) for (const object of createdObjects(call.endpoint, parsed)) await remember(input, route, object.id, object.kind);
     const reported = formatOf(upstreamFamily).usageFromJson(parsed);
     const usage = reported && call.endpoint.embedding ? { ...reported, completion: 0, reasoning: 0 } : reported;
     const quantities = answerQuantities(parsed);

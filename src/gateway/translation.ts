@@ -16,9 +16,11 @@ import type { UpstreamCall } from "../upstreams/types.ts";
 import type { KeyFormat } from "../wire/constants.ts";
 
 /** The key format and family that carry each translatable wire. */
-const WIRES: Record<Wire, { format: KeyFormat; family: Family; path: string }> = {
-  "anthropic-messages": { format: "anthropic", family: "anthropic", path: "/v1/messages" },
-  "openai-chat": { format: "openai", family: "openai", path: "/v1/chat/completions" },
+const WIRES: Record<Wire, { format: KeyFormat; family: Family }> = {
+  "anthropic-messages": { format: "anthropic", family: "anthropic" },
+  "openai-chat": { format: "openai", family: "openai" },
+  "openai-responses": { format: "responses", family: "openai" },
+  "gemini-generate": { format: "gemini", family: "gemini" },
 };
 const WIRE_NAMES = Object.keys(WIRES) as Wire[];
 
@@ -28,9 +30,20 @@ export function clientFormatOf(call: Pick<ClientCall, "family" | "endpoint">): K
   return call.family;
 }
 
-/** The translatable wire a call is in, when it is one a translator reads. */
-function clientWireOf(call: Pick<ClientCall, "family" | "endpoint">): Wire | undefined {
-  return WIRE_NAMES.find((wire) => WIRES[wire].family === call.family && WIRES[wire].path === call.endpoint.path);
+/**
+ * The translatable wire a call is in, when it is one a translator reads: the model calls
+ * of each format (not its token counts, embeddings, objects or other endpoints).
+ */
+export function clientWireOf(call: Pick<ClientCall, "family" | "endpoint" | "operation">): Wire | undefined {
+  switch (call.family) {
+    case "anthropic":
+      return call.endpoint.path === "/v1/messages" ? "anthropic-messages" : undefined;
+    case "openai":
+      if (call.endpoint.path === "/v1/chat/completions") return "openai-chat";
+      return call.endpoint.path === "/v1/responses" ? "openai-responses" : undefined;
+    case "gemini":
+      return call.operation === "generateContent" || call.operation === "streamGenerateContent" ? "gemini-generate" : undefined;
+  }
 }
 
 /** A translator and the key format its upstream side needs. */
@@ -60,7 +73,7 @@ const ROUTES = new Map<Wire, readonly Route[]>(
 );
 const NO_ROUTES: readonly Route[] = [];
 
-export function callFit(call: Pick<ClientCall, "family" | "endpoint">, model: string | undefined): CallFit {
+export function callFit(call: Pick<ClientCall, "family" | "endpoint" | "operation">, model: string | undefined): CallFit {
   const format = clientFormatOf(call);
   const client = clientWireOf(call);
   const routes = (client && ROUTES.get(client)) || NO_ROUTES;
@@ -86,7 +99,12 @@ const foreignHeader = (name: string, upstream: Family) => upstream !== "anthropi
 export function translatedCall(call: ClientCall, translator: Translator, effectiveModel: string | undefined, maxTokens: number): UpstreamCall {
   const family = upstreamFamilyOf(translator);
   const json = call.json ?? {};
-  const body = translator.request(effectiveModel === undefined ? json : { ...json, model: effectiveModel }, { maxTokens });
+  const body = translator.request(effectiveModel === undefined || call.endpoint.model !== "body" ? json : { ...json, model: effectiveModel }, {
+    maxTokens,
+    model: effectiveModel ?? call.requestedModel,
+    stream: call.stream,
+  });
+  const target = translator.upstreamTarget(effectiveModel ?? call.requestedModel, call.stream);
   const headers = new Headers();
   call.headers.forEach((value, name) => {
     if (!foreignHeader(name, family)) headers.set(name, value);
@@ -95,8 +113,8 @@ export function translatedCall(call: ClientCall, translator: Translator, effecti
   return {
     family,
     method: "POST",
-    path: translator.upstreamPath,
-    search: "",
+    path: target.path,
+    search: target.search,
     model: effectiveModel,
     stream: call.stream,
     json: body,

@@ -29,14 +29,32 @@ function kindOfStatus(status: number): ErrorKind {
   return status >= 500 ? "upstream" : "invalid_request";
 }
 
+/** Google's canonical status names (a Gemini error's `error.status`). */
+const KIND_OF_GOOGLE_STATUS: Record<string, ErrorKind> = {
+  INVALID_ARGUMENT: "invalid_request",
+  FAILED_PRECONDITION: "invalid_request",
+  OUT_OF_RANGE: "invalid_request",
+  UNAUTHENTICATED: "authentication",
+  PERMISSION_DENIED: "permission",
+  NOT_FOUND: "not_found",
+  ALREADY_EXISTS: "conflict",
+  ABORTED: "conflict",
+  RESOURCE_EXHAUSTED: "rate_limit",
+  UNAVAILABLE: "unavailable",
+  DEADLINE_EXCEEDED: "timeout",
+  INTERNAL: "upstream",
+  UNKNOWN: "upstream",
+};
+
 /** Statuses that say what went wrong by themselves (OpenAI calls a bad key an `invalid_request_error` with a 401). */
 const TELLING_STATUS = new Set([401, 403, 404, 409, 413, 429, 503, 504, 529]);
 
 /**
- * An upstream error answer (Anthropic's `{type:"error", error:{type, message}}` or
- * OpenAI's `{error:{message, type, param, code}}`) as an HttpError keeping its status,
- * message, code and param. A telling status decides the kind; otherwise the type does
- * when it is one both sides know, and the status when it is not.
+ * An upstream error answer (Anthropic's `{type:"error", error:{type, message}}`,
+ * OpenAI's `{error:{message, type, param, code}}` or Gemini's
+ * `{error:{code, message, status}}`) as an HttpError keeping its status, message, code
+ * and param. A telling status decides the kind; otherwise the type (or Google status
+ * name) does when it is one the router knows, and the status when it is not.
  */
 export function upstreamError(status: number, body: unknown): HttpError {
   const error = field(body, "error");
@@ -44,7 +62,8 @@ export function upstreamError(status: number, body: unknown): HttpError {
   const message = field(error, "message");
   const code = field(error, "code");
   const param = field(error, "param");
-  const byType = typeof type === "string" ? KIND_OF_TYPE[type] : undefined;
+  const google = field(error, "status");
+  const byType = typeof type === "string" ? KIND_OF_TYPE[type] : typeof google === "string" ? KIND_OF_GOOGLE_STATUS[google] : undefined;
   const kind = TELLING_STATUS.has(status) ? kindOfStatus(status) : (byType ?? kindOfStatus(status));
   return new HttpError(kind, typeof message === "string" && message !== "" ? message : `The upstream answered ${status}`, {
     status,

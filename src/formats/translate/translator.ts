@@ -9,7 +9,7 @@ import type { JsonObject } from "../json.ts";
 import type { SseEvent } from "../sse.ts";
 
 /** The wire formats a translator joins (a family may carry several; OpenAI carries Chat and Responses). */
-export type Wire = "anthropic-messages" | "openai-chat";
+export type Wire = "anthropic-messages" | "openai-chat" | "openai-responses" | "gemini-generate";
 
 export interface RequestContext {
   /**
@@ -17,6 +17,19 @@ export interface RequestContext {
    * none (Anthropic's `max_tokens`): the bound the router reserved for the call.
    */
   maxTokens: number;
+  /**
+   * The effective model. Formats that name it in the body find it there too; a Gemini
+   * client names it only in its path, so a translator from Gemini reads it here.
+   */
+  model?: string;
+  /** Whether the client asked for a stream (a Gemini client asks by its path, not its body). */
+  stream?: boolean;
+}
+
+/** Where a translated request goes: the upstream's path and query (`?…` or empty). */
+export interface UpstreamTarget {
+  path: string;
+  search: string;
 }
 
 export interface AnswerContext {
@@ -43,8 +56,11 @@ export interface StreamTranslator {
 export interface Translator {
   readonly client: Wire;
   readonly upstream: Wire;
-  /** The upstream path the translated request goes to. */
-  readonly upstreamPath: string;
+  /**
+   * Where the translated request goes. Most formats have one path; Gemini names the
+   * model and the streaming method in it (`/v1beta/models/m:streamGenerateContent?alt=sse`).
+   */
+  upstreamTarget(model: string | undefined, stream: boolean): UpstreamTarget;
   /**
    * The client's request body in the upstream's format. Throws a 400 (`badRequest`)
    * naming the parameter and the upstream format when something cannot be carried.

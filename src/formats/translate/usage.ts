@@ -38,3 +38,36 @@ export function openaiUsageObject(u: Usage): JsonObject {
     completion_tokens_details: { reasoning_tokens: u.reasoning },
   };
 }
+
+/**
+ * The Responses API's `usage`: `input_tokens` includes cached tokens (as Chat's
+ * `prompt_tokens` does), reasoning is inside `output_tokens`; a cache write is written
+ * as `input_tokens_details.cache_write_tokens` only when there was one.
+ */
+export function responsesUsageObject(u: Usage): JsonObject {
+  const inputDetails: JsonObject = { cached_tokens: u.cacheRead };
+  if (u.cacheWrite > 0) inputDetails.cache_write_tokens = u.cacheWrite;
+  return {
+    input_tokens: u.prompt,
+    input_tokens_details: inputDetails,
+    output_tokens: u.completion,
+    output_tokens_details: { reasoning_tokens: u.reasoning },
+    total_tokens: u.prompt + u.completion,
+  };
+}
+
+/**
+ * Gemini's `usageMetadata`: `promptTokenCount` includes cached content (a cache write is
+ * ordinary input to Gemini, which has no word for it); thoughts are counted outside
+ * `candidatesTokenCount`, as `thoughtsTokenCount`, written only when there were some.
+ */
+export function geminiUsageObject(u: Usage): JsonObject {
+  const out: JsonObject = {
+    promptTokenCount: u.prompt,
+    candidatesTokenCount: Math.max(0, u.completion - u.reasoning),
+    totalTokenCount: u.prompt + u.completion,
+  };
+  if (u.cacheRead > 0) out.cachedContentTokenCount = u.cacheRead;
+  if (u.reasoning > 0) out.thoughtsTokenCount = u.reasoning;
+  return out;
+}

@@ -1,6 +1,7 @@
 /** An Anthropic Messages client served by an OpenAI Chat Completions upstream. */
 import { anthropic } from "../../anthropic/index.ts";
 import { errorTranslator } from "../errors.ts";
+import { fixedTarget } from "../targets.ts";
 import type { Translator } from "../translator.ts";
 import { toOpenaiChatRequest } from "./request.ts";
 import { toAnthropicMessage } from "./response.ts";
@@ -9,7 +10,7 @@ import { anthropicStreamFromOpenai } from "./stream.ts";
 export const anthropicToOpenai: Translator = {
   client: "anthropic-messages",
   upstream: "openai-chat",
-  upstreamPath: "/v1/chat/completions",
+  upstreamTarget: fixedTarget("/v1/chat/completions"),
   request: toOpenaiChatRequest,
   response: (body) => toAnthropicMessage(body),
   stream: () => anthropicStreamFromOpenai(),
