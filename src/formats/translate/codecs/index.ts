@@ -1,0 +1,7 @@
+/** The codec of each wire format that has one. */
+import type { Codec } from "../codec.ts";
+import type { Wire } from "../translator.ts";
+
+const CODECS: Partial<Record<Wire, Codec>> = {};
+
+export const codecOf = (wire: Wire): Codec | undefined => CODECS[wire];
