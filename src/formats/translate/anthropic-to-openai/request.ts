@@ -18,7 +18,6 @@ const refuse = (param: string, what: string) =>
 const REFUSED: Record<string, string> = {
   container: "A code-execution container",
   mcp_servers: "Remote MCP servers",
-  context_management: "Context management",
 };
 
 /**
@@ -114,9 +113,22 @@ function messages(body: JsonObject): JsonObject[] {
     if (!isObject(m)) throw badRequest("each message must be an object", `messages[${i}]`);
     if (m.role === "assistant") out.push(assistantMessage(m.content, i));
     else if (m.role === "user") out.push(...userMessages(m.content, i));
+    // A system message mid-conversation (Claude Code sends them): Chat has them too, in place.
+    else if (m.role === "system") out.push({ role: "system", content: systemText(m.content, i) });
     else throw badRequest(`unknown message role ${JSON.stringify(m.role)}`, `messages[${i}].role`);
   });
   return out;
+}
+
+function systemText(content: unknown, i: number): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) throw badRequest("content must be a string or an array", `messages[${i}].content`);
+  return content
+    .map((b, j) => {
+      if (!isObject(b) || b.type !== "text" || typeof b.text !== "string") throw badRequest("system message blocks must be text", `messages[${i}].content[${j}]`);
+      return b.text;
+    })
+    .join("\n\n");
 }
 
 /**
