@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { ensureAgentClis, type AgentCli } from "../../scripts/agent-clis.ts";
 import type { KeyFormat } from "../../src/wire/constants.ts";
 import { startAgentUpstream, type AgentScript } from "../helpers/agent-upstream.ts";
+import { CANNED_USAGE } from "../helpers/format-answers.ts";
 import { addKey, usageRows } from "../helpers/keys.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 
@@ -130,14 +131,14 @@ for (const [cli, formats] of CASES) {
           expect(upstream.lastToolResult(), output).toContain(SECRET);
           const streamed = upstream.calls().filter((call) => (format === "gemini" ? call.path.endsWith(":streamGenerateContent") : call.json?.stream === true));
           expect(streamed.length, output).toBeGreaterThanOrEqual(2);
-          // Metered on the upstream's own usage, like a native call: 120 in (40 cached), 12 out, per streamed call.
+          // Metered on the upstream's own usage, like a native call: 130 in (100 cached), 20 out, per streamed call.
           const rows = await waitFor(async () => {
-            const all = (await usageRows(router)).slice(before).filter((row) => row.prompt_tokens === 120);
+            const all = (await usageRows(router)).slice(before).filter((row) => row.prompt_tokens === CANNED_USAGE.input);
             return all.length >= 2 ? all : undefined;
           }, 5000, "usage rows of the streamed calls");
-          for (const row of rows) {
-            expect(row.completion_tokens).toBe(12);
-            expect(row.cache_read_tokens).toBe(40);
+          for (const row of rows ?? []) {
+            expect(row.completion_tokens).toBe(CANNED_USAGE.output);
+            expect(row.cache_read_tokens).toBe(CANNED_USAGE.cached);
           }
         } finally {
           await upstream.stop();

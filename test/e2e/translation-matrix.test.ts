@@ -1,0 +1,248 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import type { KeyFormat } from "../../src/wire/constants.ts";
+import { CANNED_USAGE, cannedAnswer, cannedError, cannedStream, type CannedCall } from "../helpers/format-answers.ts";
+import { addKey, usageRows } from "../helpers/keys.ts";
+import { startMockUpstream, type MockUpstream, type RecordedRequest } from "../helpers/mock-upstream.ts";
+import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
+
+/**
+ * Issue 16, every directed pair: each of the four client formats, through its official
+ * SDK, served by a key of each of the three other formats. The upstreams answer in their
+ * own format (format-answers.ts, written independently of the translators); the SDK must
+ * read a complete answer, a stream of thinking and text, a stream of two parallel tool
+ * calls (fragmented, and interleaved where the upstream format allows), and an upstream
+ * error, and every call is metered on the upstream's own usage.
+ */
+
+const FORMATS: KeyFormat[] = ["openai", "responses", "anthropic", "gemini"];
+const PRICING = { ChatPricing: { "pair-*": { InputText: 2, OutputText: 8, CachedText: 0.5 } } };
+
+const CALLS: CannedCall[] = [
+  { id: "call_paris", name: "weather", args: { city: "Paris" } },
+  { id: "call_oslo", name: "weather", args: { city: "Oslo" } },
+];
+const WEATHER = { name: "weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } };
+
+let router: TestRouter;
+const upstreams = new Map<KeyFormat, MockUpstream>();
+
+beforeAll(async () => {
+  router = await startRouter({ pricing: PRICING });
+  const mapping: string[] = [];
+  for (const [i, format] of FORMATS.entries()) {
+    const mock = startMockUpstream();
+    upstreams.set(format, mock);
+    await addKey(router, { provider: mock.url, level: i + 1, config: { provider_type: "standard", formats: [format] } });
+    mapping.push(`pair-${format}=${i + 1}`);
+  }
+  await router.deps.settings.update({ LEVEL_MAPPER: mapping.join(",") });
+});
+afterAll(async () => {
+  await router.stop();
+  await Promise.all([...upstreams.values()].map((m) => m.stop()));
+});
+beforeEach(() => {
+  for (const mock of upstreams.values()) mock.reset();
+});
+
+type Answer = "json" | "thinking" | "tools" | "error";
+
+/** Scripts the upstream of a format to give one kind of answer to any model call. */
+function script(format: KeyFormat, answer: Answer): MockUpstream {
+  const mock = upstreams.get(format)!;
+  mock.route("POST", /.*/, (request) => {
+    const model = String(request.json?.model ?? /models\/([^:]+)/.exec(request.path)?.[1] ?? "");
+    switch (answer) {
+      case "json": return cannedAnswer(format, model, "Bonjour");
+      case "thinking": return cannedStream(format, { model, thinking: "Let me think.", text: "Bonjour tout le monde" });
+      case "tools": return cannedStream(format, { model, calls: CALLS });
+      case "error": return cannedError(format, 429, "Slow down please");
+    }
+  });
+  return mock;
+}
+
+/** What every client reads back, whatever its format. */
+interface Read {
+  text: string;
+  thinking?: string;
+  calls: Array<{ id: string; name: string; args: unknown }>;
+  usage: { input: number; output: number };
+}
+
+/** The client of one format, through its official SDK. */
+interface Client {
+  json(model: string): Promise<Read>;
+  stream(model: string, tools: boolean): Promise<Read>;
+  /** The status of the SDK's error for a failed call. */
+  errorStatus(model: string): Promise<number>;
+}
+
+const statusOf = async (call: () => Promise<unknown>): Promise<number> => {
+  try {
+    await call();
+  } catch (error) {
+    return (error as { status?: number; code?: number }).status ?? (error as { code?: number }).code ?? -1;
+  }
+  return 200;
+};
+
+function clientOf(format: KeyFormat): Client {
+  switch (format) {
+    case "openai": {
+      const sdk = openaiClient(router.url, router.ownerKey);
+      const request = (model: string, tools: boolean) => ({ model, messages: [{ role: "user" as const, content: "Weather in Paris and Oslo?" }], ...(tools ? { tools: [{ type: "function" as const, function: WEATHER }] } : {}) });
+      return {
+        async json(model) {
+          const answer = await sdk.chat.completions.create(request(model, false));
+          return { text: answer.choices[0]!.message.content ?? "", calls: [], usage: { input: answer.usage!.prompt_tokens, output: answer.usage!.completion_tokens } };
+        },
+        async stream(model, tools) {
+          const stream = sdk.chat.completions.stream({ ...request(model, tools), stream_options: { include_usage: true } });
+          let thinking = "";
+          stream.on("chunk", (chunk) => {
+            const delta = chunk.choices[0]?.delta as { reasoning_content?: string } | undefined;
+            if (delta?.reasoning_content) thinking += delta.reasoning_content;
+          });
+          const answer = await stream.finalChatCompletion();
+          const message = answer.choices[0]!.message;
+          return {
+            text: message.content ?? "",
+            thinking,
+            calls: (message.tool_calls ?? []).map((c) => ({ id: c.id, name: (c as { function: { name: string } }).function.name, args: JSON.parse((c as { function: { arguments: string } }).function.arguments) })),
+            usage: { input: answer.usage!.prompt_tokens, output: answer.usage!.completion_tokens },
+          };
+        },
+        errorStatus: (model) => statusOf(() => sdk.chat.completions.create(request(model, false))),
+      };
+    }
+    case "responses": {
+      const sdk = openaiClient(router.url, router.ownerKey);
+      const request = (model: string, tools: boolean) => ({ model, input: "Weather in Paris and Oslo?", ...(tools ? { tools: [{ type: "function" as const, strict: false, ...WEATHER }] } : {}) });
+      const read = (answer: { output_text: string; output: Array<Record<string, any>>; usage?: { input_tokens: number; output_tokens: number } | null }): Read => ({
+        text: answer.output_text,
+        thinking: answer.output.filter((item) => item.type === "reasoning").flatMap((item) => (item.summary ?? []).map((s: { text: string }) => s.text)).join(""),
+        calls: answer.output.filter((item) => item.type === "function_call").map((item) => ({ id: item.call_id, name: item.name, args: JSON.parse(item.arguments) })),
+        usage: { input: answer.usage!.input_tokens, output: answer.usage!.output_tokens },
+      });
+      return {
+        json: async (model) => read(await sdk.responses.create(request(model, false))),
+        async stream(model, tools) {
+          const stream = sdk.responses.stream({ ...request(model, tools), ...(tools ? {} : { reasoning: { effort: "low", summary: "auto" } }) });
+          return read(await stream.finalResponse());
+        },
+        errorStatus: (model) => statusOf(() => sdk.responses.create(request(model, false))),
+      };
+    }
+    case "anthropic": {
+      const sdk = anthropicClient(router.url, router.ownerKey);
+      const request = (model: string, tools: boolean) => ({ model, max_tokens: 1000, messages: [{ role: "user" as const, content: "Weather in Paris and Oslo?" }], ...(tools ? { tools: [{ name: WEATHER.name, description: WEATHER.description, input_schema: WEATHER.parameters as never }] } : {}) });
+      const read = (message: { content: Array<Record<string, any>>; usage: { input_tokens: number; output_tokens: number; cache_read_input_tokens?: number | null; cache_creation_input_tokens?: number | null } }): Read => ({
+        text: message.content.filter((b) => b.type === "text").map((b) => b.text).join(""),
+        thinking: message.content.filter((b) => b.type === "thinking").map((b) => b.thinking).join(""),
+        calls: message.content.filter((b) => b.type === "tool_use").map((b) => ({ id: b.id, name: b.name, args: b.input })),
+        // Anthropic counts cached input apart: all input is the sum.
+        usage: { input: message.usage.input_tokens + (message.usage.cache_read_input_tokens ?? 0) + (message.usage.cache_creation_input_tokens ?? 0), output: message.usage.output_tokens },
+      });
+      return {
+        json: async (model) => read(await sdk.messages.create(request(model, false))),
+        stream: async (model, tools) => read(await sdk.messages.stream({ ...request(model, tools), ...(tools ? {} : { thinking: { type: "enabled", budget_tokens: 1024 } }) }).finalMessage()),
+        errorStatus: (model) => statusOf(() => sdk.messages.create(request(model, false))),
+      };
+    }
+    case "gemini": {
+      const sdk = geminiClient(router.url, router.ownerKey);
+      const request = (model: string, tools: boolean) => ({
+        model,
+        contents: "Weather in Paris and Oslo?",
+        config: tools ? { tools: [{ functionDeclarations: [{ name: WEATHER.name, description: WEATHER.description, parametersJsonSchema: WEATHER.parameters }] }] } : { thinkingConfig: { includeThoughts: true } },
+      });
+      return {
+        async json(model) {
+          const answer = await sdk.models.generateContent(request(model, false));
+          return { text: answer.text ?? "", calls: [], usage: { input: answer.usageMetadata!.promptTokenCount!, output: answer.usageMetadata!.candidatesTokenCount! + (answer.usageMetadata!.thoughtsTokenCount ?? 0) } };
+        },
+        async stream(model, tools) {
+          let text = "";
+          let thinking = "";
+          const calls: Read["calls"] = [];
+          let usage = { input: 0, output: 0 };
+          for await (const chunk of await sdk.models.generateContentStream(request(model, tools))) {
+            for (const part of chunk.candidates?.[0]?.content?.parts ?? []) {
+              if (part.thought && part.text) thinking += part.text;
+              else if (part.text) text += part.text;
+              if (part.functionCall) calls.push({ id: part.functionCall.id ?? "", name: part.functionCall.name ?? "", args: part.functionCall.args });
+            }
+            if (chunk.usageMetadata?.promptTokenCount) usage = { input: chunk.usageMetadata.promptTokenCount, output: (chunk.usageMetadata.candidatesTokenCount ?? 0) + (chunk.usageMetadata.thoughtsTokenCount ?? 0) };
+          }
+          return { text, thinking, calls, usage };
+        },
+        errorStatus: (model) => statusOf(() => sdk.models.generateContent(request(model, false))),
+      };
+    }
+  }
+}
+
+/** The usage rows written since `before`, once `count` are there. */
+async function newRows(before: number, count: number): Promise<Array<Record<string, any>>> {
+  const rows = await waitFor(async () => {
+    const all = (await usageRows(router)).slice(before);
+    return all.length >= count ? all : undefined;
+  }, 5000, `${count} usage rows`);
+  return rows ?? [];
+}
+
+/** The model call the upstream received (the last one). */
+const lastCall = (mock: MockUpstream): RecordedRequest => mock.requests.at(-1)!;
+
+for (const client of FORMATS) {
+  for (const upstream of FORMATS.filter((f) => f !== client)) {
+    describe(`${client} client, ${upstream} key`, () => {
+      const model = `pair-${upstream}`;
+
+      test("a complete answer, metered on the upstream's usage", async () => {
+        const mock = script(upstream, "json");
+        const before = (await usageRows(router)).length;
+        const read = await clientOf(client).json(model);
+        expect(read.text).toBe("Bonjour");
+        expect(read.usage).toEqual({ input: CANNED_USAGE.input, output: CANNED_USAGE.output });
+        expect(mock.requests).toHaveLength(1);
+        const [row] = await newRows(before, 1);
+        expect(row).toMatchObject({ prompt_tokens: CANNED_USAGE.input, completion_tokens: CANNED_USAGE.output, cache_read_tokens: CANNED_USAGE.cached });
+      });
+
+      test("a stream of thinking and text", async () => {
+        script(upstream, "thinking");
+        const read = await clientOf(client).stream(model, false);
+        expect(read.text).toBe("Bonjour tout le monde");
+        // Chat has no reasoning field of its own; the router writes `reasoning_content`, which the others read.
+        expect(read.thinking).toBe("Let me think.");
+        expect(read.usage).toEqual({ input: CANNED_USAGE.input, output: CANNED_USAGE.output });
+      });
+
+      test("a stream of two parallel tool calls, each with its own arguments, in order", async () => {
+        const mock = script(upstream, "tools");
+        const before = (await usageRows(router)).length;
+        const read = await clientOf(client).stream(model, true);
+        expect(read.calls.map((c) => [c.name, c.args])).toEqual([
+          ["weather", { city: "Paris" }],
+          ["weather", { city: "Oslo" }],
+        ]);
+        // Ids are distinct (a client answers each call by its id).
+        expect(new Set(read.calls.map((c) => c.id)).size).toBe(2);
+        // The tool reached the upstream in its own format.
+        const sent = lastCall(mock).json;
+        const names = upstream === "gemini" ? sent.tools[0].functionDeclarations.map((f: { name: string }) => f.name) : sent.tools.map((t: any) => t.name ?? t.function?.name);
+        expect(names).toEqual(["weather"]);
+        const [row] = await newRows(before, 1);
+        expect(row).toMatchObject({ prompt_tokens: CANNED_USAGE.input, completion_tokens: CANNED_USAGE.output, cache_read_tokens: CANNED_USAGE.cached });
+      });
+
+      test("an upstream error reaches the SDK with its status", async () => {
+        script(upstream, "error");
+        expect(await clientOf(client).errorStatus(model)).toBe(429);
+      });
+    });
+  }
+}
