@@ -11,7 +11,7 @@
  *          --repeats <n>  measurements repeated when other programs load the machine (default 6)
  *          --soak-raised  also soak a router started with BUN_CONFIG_MAX_HTTP_REQUESTS raised
  *          --tree <dir>  measure the router of another source tree (its dist/router, src/main.ts)
- *   phases: throughput, latency, cpu, ttft, soak, scaleout, bills, profile
+ *   phases: throughput, large, latency, cpu, ttft, soak, scaleout, bills, profile
  *   (scaleout: two instances on a throwaway PostgreSQL and Redis; skipped when those are not installed)
  *
  * Processes: mock upstream (HTTPS), floor proxy and dist/router each in their own
@@ -38,6 +38,7 @@ import {
   soakPhase,
   STREAM_BODY,
   STREAM_USAGE_BODY,
+  largePhase,
   throughputPhase,
   ttftPhase,
   type Target,
@@ -187,6 +188,10 @@ async function main() {
     if (s.phases.has("throughput")) {
       log("phase: throughput (wrk, floor vs router)");
       report.throughput = await throughputPhase(s, work, floor, router, mock.pid);
+    }
+    if (s.phases.has("large")) {
+      log("phase: large prompts (256 KiB conversation, 8 paced connections; floor vs router)");
+      report.large = await largePhase(s, work, floor, router);
     }
     if (s.phases.has("latency")) {
       log("phase: added latency at c=1 (wrk; direct, floor, router)");

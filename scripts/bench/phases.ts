@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { cpuSeconds, foreignLoad, rssMb } from "./proc.ts";
 import { findProfile, summariseProfile } from "./profile.ts";
-import type { CpuRound, LatencyRound, ProfileResult, SoakResult, ThroughputRound, TtftRound } from "./report.ts";
+import type { CpuRound, LargeRound, LatencyRound, ProfileResult, SoakResult, ThroughputRound, TtftRound } from "./report.ts";
 import { BENCH_MODEL, configureRouter, startRouter } from "./router.ts";
 import type { Settings } from "./settings.ts";
 import type { ClientConfig, ClientResult } from "./stream-client.ts";
@@ -38,6 +38,26 @@ export const STREAM_USAGE_BODY = JSON.stringify({
   stream_options: { include_usage: true },
 });
 export const PATH = "/v1/chat/completions";
+
+/**
+ * A long conversation of ordinary text (issue 19): 278 messages, about 256 KiB, the size
+ * an agent's context reaches after an hour of work.
+ */
+export const LARGE_BODY = (() => {
+  const sentences = [
+    "The deployment finished without errors, but the health check on the second region took longer than usual.",
+    "Could you look at the retry policy and tell me whether the backoff doubles or grows linearly?",
+    "I compared the two configuration files line by line and only the timeout and the pool size differ.",
+    "Here is the stack trace from the failing job; the interesting part starts after the connection reset.",
+  ];
+  const messages: Array<{ role: string; content: string }> = [{ role: "system", content: MESSAGES[0]!.content }];
+  for (let i = 0; messages.length < 278; i++) {
+    let content = "";
+    while (content.length < 920) content += `${sentences[(i + content.length) % sentences.length]} `;
+    messages.push({ role: i % 2 === 0 ? "user" : "assistant", content: content.trim() });
+  }
+  return JSON.stringify({ model: BENCH_MODEL, messages, max_tokens: 256, temperature: 0.2 });
+})();
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -196,6 +216,35 @@ export async function throughputPhase(s: Settings, work: string, floor: Target, 
   return results;
 }
 
+/**
+ * Large prompts (issue 19): the 256 KiB conversation at 8 connections, paced (each
+ * connection waits 25 ms between calls) so the machine is not saturated: CPU per call
+ * and p50 latency, router against floor.
+ */
+export async function largePhase(s: Settings, work: string, floor: Target, router: Target) {
+  const results: Record<string, LargeRound[]> = { floor: [], router: [] };
+  const scripts = new Map<string, string>();
+  for (const target of [floor, router]) {
+    scripts.set(target.name, wrkScript(work, `${target.name}-large`, LARGE_BODY, headersFor(target), { delayMs: 25 }));
+    await runWrk({ url: target.url + PATH, script: scripts.get(target.name)!, connections: 8, seconds: 1 });
+  }
+  for (let round = 1; round <= s.rounds; round++) {
+    for (const target of [floor, router]) {
+      const label = `large prompt round ${round} ${target.name}`;
+      const { value } = await quiet("large", label, async () => {
+        const cpu0 = cpuSeconds(target.pid!);
+        const r = await runWrk({ url: target.url + PATH, script: scripts.get(target.name)!, connections: 8, seconds: s.seconds });
+        return { r, cpu: cpuSeconds(target.pid!) - cpu0 };
+      });
+      const { r, cpu } = value;
+      const cpuUs = (cpu / Math.max(1, r.requests)) * 1e6;
+      results[target.name]!.push({ rps: r.rps, errors: r.errors, p50: r.p50, p99: r.p99, cpuUs });
+      log(`${label}: ${r.rps.toFixed(0)} req/s, p50 ${(r.p50 * 1000).toFixed(0)} µs, CPU ${cpuUs.toFixed(0)} µs/req, errors ${r.errors}`);
+    }
+  }
+  return results;
+}
+
 export async function latencyPhase(s: Settings, work: string, targets: Target[]) {
   const results: Record<string, LatencyRound[]> = {};
   const scripts = new Map<string, string>();
@@ -349,8 +398,9 @@ export async function soakPhase(s: Settings, router: Target, mockUrl: string, ca
 export async function profilePhase(s: Settings, work: string, mockUrl: string, caFile: string): Promise<ProfileResult[]> {
   const tree = s.tree;
   const workloads = [
-    { name: "non-streaming, wrk c=32", body: NONSTREAM_BODY },
-    { name: "streaming (20 chunks at once), wrk c=32", body: STREAM_BODY },
+    { name: "non-streaming, wrk c=32", body: NONSTREAM_BODY, connections: 32, delayMs: 0 },
+    { name: "streaming (20 chunks at once), wrk c=32", body: STREAM_BODY, connections: 32, delayMs: 0 },
+    { name: "256 KiB prompt, wrk c=8 paced", body: LARGE_BODY, connections: 8, delayMs: 25 },
   ];
   const out: ProfileResult[] = [];
   for (const [i, workload] of workloads.entries()) {
@@ -369,9 +419,9 @@ export async function profilePhase(s: Settings, work: string, mockUrl: string, c
     });
     const key = await configureRouter(router, mockUrl);
     const target: Target = { name: "router", url: router.url, key, pid: router.pid };
-    const script = wrkScript(work, `profile-${i}`, workload.body, headersFor(target, { "x-mock-chunks": "20" }));
-    await runWrk({ url: router.url + PATH, script, connections: 32, seconds: 2 });
-    const r = await runWrk({ url: router.url + PATH, script, connections: 32, seconds: Math.max(3, s.seconds) });
+    const script = wrkScript(work, `profile-${i}`, workload.body, headersFor(target, { "x-mock-chunks": "20" }), { delayMs: workload.delayMs });
+    await runWrk({ url: router.url + PATH, script, connections: workload.connections, seconds: 2 });
+    const r = await runWrk({ url: router.url + PATH, script, connections: workload.connections, seconds: Math.max(3, s.seconds) });
     await router.stop(20_000);
     const file = findProfile(dir);
     if (!file) throw new Error(`no .cpuprofile written in ${dir}`);

@@ -17,6 +17,16 @@ export interface ThroughputRound {
   mockCpuUs: number;
 }
 
+/** One round of the large-prompt phase. */
+export interface LargeRound {
+  rps: number;
+  errors: number;
+  p50: number;
+  p99: number;
+  /** Proxy CPU per call, µs. */
+  cpuUs: number;
+}
+
 export interface LatencyRound {
   /** ms */
   p50: number;
@@ -92,6 +102,8 @@ export interface BenchReport {
   floorIdleRss: number;
   throughput?: Record<string, Record<string, ThroughputRound[]>>;
   latency?: Record<string, LatencyRound[]>;
+  /** The 256 KiB conversation at 8 paced connections. */
+  large?: Record<string, LargeRound[]>;
   cpu?: Record<string, CpuRound[]>;
   ttft100?: Record<string, TtftRound[]>;
   ttft1000?: Record<string, TtftRound[]>;
@@ -185,6 +197,16 @@ export function derive(report: BenchReport): { rows: Row[]; checks: TargetCheck[
         checks.push({ target: "non-streaming throughput ≥ 80% of the floor at c=32", measured: pct(router / floor), met: router / floor >= 0.8 });
       }
     }
+  }
+
+  if (report.large) {
+    const floor = { cpu: med(report.large.floor, (r) => r.cpuUs), p50: med(report.large.floor, (r) => r.p50) };
+    const router = { cpu: med(report.large.router, (r) => r.cpuUs), p50: med(report.large.router, (r) => r.p50) };
+    const errors = sum(report.large.router, (r) => r.errors) + sum(report.large.floor, (r) => r.errors);
+    rows.push({ section: "4 CPU", measure: `256 KiB prompt, 8 paced connections: CPU per call (µs)`, baseline: fmt(floor.cpu), router: fmt(router.cpu), comparison: `${fmt(router.cpu / floor.cpu, 2)}× floor${errors ? `, ${errors} errors` : ""}` });
+    rows.push({ section: "2 latency c=1", measure: `256 KiB prompt, 8 paced connections: p50 (µs)`, baseline: us(floor.p50), router: us(router.p50), comparison: `${signed(router.p50 - floor.p50)} µs` });
+    checks.push({ target: "256 KiB prompt: CPU per call ≤ 1.5× the floor's", measured: `${fmt(router.cpu / floor.cpu, 2)}×`, met: router.cpu / floor.cpu <= 1.5 });
+    checks.push({ target: "256 KiB prompt: p50 ≤ floor + 0.5 ms", measured: `${signed(router.p50 - floor.p50)} µs`, met: router.p50 - floor.p50 <= 0.5 });
   }
 
   if (report.latency) {
@@ -507,6 +529,9 @@ export function renderMarkdown(report: BenchReport): string {
         out.push(`${scenario.padEnd(20)} ${target.padEnd(7)} req/s ${rounds.map((r) => fmt(r.rps)).join(", ")}; CPU µs/req ${rounds.map((r) => fmt(r.cpuUs)).join(", ")}; p99 ms ${rounds.map((r) => fmt(r.p99, 2)).join(", ")}`);
       }
     }
+  }
+  for (const [target, rounds] of Object.entries(report.large ?? {})) {
+    out.push(`large prompt ${target.padEnd(7)} CPU µs/req ${rounds.map((r) => fmt(r.cpuUs)).join(", ")}; p50 µs ${rounds.map((r) => us(r.p50)).join(", ")}; req/s ${rounds.map((r) => fmt(r.rps)).join(", ")}`);
   }
   if (report.latency) {
     for (const [target, rounds] of Object.entries(report.latency)) {

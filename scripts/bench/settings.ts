@@ -2,7 +2,7 @@
 import { join } from "node:path";
 
 export const ROOT = join(import.meta.dir, "..", "..");
-export const PHASES = ["throughput", "latency", "cpu", "ttft", "soak", "scaleout", "bills", "profile"] as const;
+export const PHASES = ["throughput", "large", "latency", "cpu", "ttft", "soak", "scaleout", "bills", "profile"] as const;
 export type Phase = (typeof PHASES)[number];
 
 // ---------------------------------------------------------------------------

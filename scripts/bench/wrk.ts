@@ -42,9 +42,11 @@ function wrkVersion(bin: string): string {
 
 const luaString = (text: string) => `[==[${text}]==]`;
 
-/** Writes a Lua script for POSTing `body` with `headers`, and returns its path. */
-export function wrkScript(dir: string, name: string, body: string, headers: Record<string, string>): string {
+/** Writes a Lua script for POSTing `body` with `headers` (each connection pausing `delayMs` between calls), and returns its path. */
+export function wrkScript(dir: string, name: string, body: string, headers: Record<string, string>, options: { delayMs?: number } = {}): string {
   const lines = [
+    // A pause before each request on a connection paces the load instead of saturating.
+    ...(options.delayMs ? [`delay = function() return ${options.delayMs} end`] : []),
     `wrk.method = "POST"`,
     `wrk.body = ${luaString(body)}`,
     ...Object.entries(headers).map(([k, v]) => `wrk.headers[ ${luaString(k)} ] = ${luaString(v)}`),
