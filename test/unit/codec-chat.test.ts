@@ -1,0 +1,389 @@
+/**
+ * The OpenAI Chat Completions codec (src/formats/translate/codecs/chat/): Chat requests
+ * read into the shared model and written out of it, upstream answers and streams read,
+ * client answers and streams written (and read back by the official OpenAI SDKs), errors
+ * both ways. Fixtures are hand-written from OpenAI's Chat Completions reference.
+ */
+import { describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import OpenAIV7 from "openai-v7";
+import { HttpError } from "../../src/core/errors.ts";
+import type { JsonObject } from "../../src/formats/json.ts";
+import { openaiUsageFromJson } from "../../src/formats/openai/usage.ts";
+import { createSseDecoder, type SseEvent } from "../../src/formats/sse.ts";
+import type { ReadContext } from "../../src/formats/translate/codec.ts";
+import { chatCodec } from "../../src/formats/translate/codecs/chat/index.ts";
+import { codecOf } from "../../src/formats/translate/codecs/index.ts";
+import type { IrAnswer, IrEvent, IrRequest } from "../../src/formats/translate/ir.ts";
+import { CREATED, chunk, FULL_IR, FULL_REQUEST, INTERLEAVED_EVENTS, INTERLEAVED_STREAM, NORMAL_REQUESTS, PNG, STREAM_USAGE, TOOL_ANSWER, usageChunk } from "../fixtures/translation/chat.ts";
+
+const UPSTREAM = "Anthropic Messages";
+const readContext = (body: JsonObject): ReadContext => ({ model: typeof body.model === "string" ? body.model : undefined, stream: body.stream === true, upstream: UPSTREAM });
+const read = (body: JsonObject) => chatCodec.readRequest(structuredClone(body), readContext(body));
+const requestContext = { maxTokens: 4096 };
+const write = (request: IrRequest) => chatCodec.writeRequest(structuredClone(request), requestContext);
+
+/** The HttpError a call throws. */
+function thrown(run: () => unknown): HttpError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof HttpError) return error;
+    throw error;
+  }
+  throw new Error("expected an HttpError");
+}
+
+/** A minimal IR request, with `extra` over it. */
+const ir = (extra: Partial<IrRequest> = {}): IrRequest => ({
+  model: "m", stream: false, system: [], messages: [{ role: "user", parts: [{ type: "text", text: "hi" }], param: "messages[0]" }], tools: [], ...extra,
+});
+
+/** SSE events of chunks as an upstream sends them. */
+const sse = (items: Array<JsonObject | "[DONE]">): SseEvent[] => items.map((data) => ({ event: undefined, data: typeof data === "string" ? data : JSON.stringify(data) }));
+
+/** Every event an upstream stream makes, `end()` included. */
+function readStream(items: Array<JsonObject | "[DONE]">): IrEvent[] {
+  const reader = chatCodec.streamReader();
+  return [...sse(items).flatMap((e) => reader.push(e)), ...reader.end()];
+}
+
+/** The SSE text a writer makes of events (each batch written as it comes), then `end()`. */
+function writeStream(batches: IrEvent[][], context = { created: CREATED }): string {
+  const writer = chatCodec.streamWriter(context);
+  return batches.map((b) => writer.write(b)).join("") + writer.end();
+}
+
+/** SSE text decoded with the router's own decoder, JSON data parsed. */
+function decode(text: string): Array<JsonObject | "[DONE]"> {
+  const out: Array<JsonObject | "[DONE]"> = [];
+  const decoder = createSseDecoder((e) => out.push(e.data === "[DONE]" ? "[DONE]" : (JSON.parse(e.data) as JsonObject)));
+  decoder.push(new TextEncoder().encode(text));
+  decoder.end();
+  return out;
+}
+
+// ——— (a) client requests read into the model ———
+
+describe("reading Chat requests", () => {
+  test("a request using nearly every field reads into exact model values", () => {
+    expect(read(FULL_REQUEST)).toEqual(FULL_IR);
+  });
+
+  test("the effective model and stream flag come from the context", () => {
+    const request = chatCodec.readRequest({ messages: [{ role: "user", content: "hi" }] }, { model: "from-path", stream: true, upstream: UPSTREAM });
+    expect({ model: request.model, stream: request.stream }).toEqual({ model: "from-path", stream: true });
+  });
+
+  test("max_tokens when max_completion_tokens is absent; JSON mode; text format; nulls read as absent", () => {
+    const request = read({
+      model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 77, response_format: { type: "json_object" },
+      temperature: null, stop: null, tool_choice: null, reasoning_effort: null, n: 1, logprobs: false, functions: null, audio: null,
+    });
+    expect(request).toEqual({ ...ir(), maxTokens: 77, output: { type: "json", param: "response_format" } });
+    expect(read({ model: "m", messages: [], response_format: { type: "text" } }).output).toEqual({ type: "text" });
+  });
+
+  test("a schema without strict reads as loose (Chat's default); stop lists; tool choices", () => {
+    const request = read({
+      model: "m", messages: [], stop: ["a", "b"], tools: [{ type: "function", function: { name: "f" } }], tool_choice: "required",
+      response_format: { type: "json_schema", json_schema: { name: "n", schema: { type: "object" } } },
+    });
+    expect(request.output).toEqual({ type: "json_schema", name: "n", schema: { type: "object" }, strict: false, param: "response_format" });
+    expect(request.stop).toEqual({ sequences: ["a", "b"], param: "stop" });
+    expect(request.toolChoice).toEqual({ type: "required" });
+    expect(read({ model: "m", messages: [], tool_choice: "none" }).toolChoice).toEqual({ type: "none" });
+    expect(read({ model: "m", messages: [], tool_choice: "auto", parallel_tool_calls: true }).parallelToolCalls).toBe(true);
+  });
+
+  test("a logprobs request without top_logprobs asks for no alternatives", () => {
+    expect(read({ model: "m", messages: [], logprobs: true }).logprobs).toEqual({ top: 0, param: "logprobs" });
+  });
+
+  test("an assistant turn of refusal text, empty text and reasoning; a tool message answering an unknown call has no name", () => {
+    const request = read({
+      model: "m",
+      messages: [
+        { role: "assistant", content: [{ type: "refusal", refusal: "I can't." }, { type: "text", text: "" }], reasoning: "hidden" },
+        { role: "assistant", content: "" },
+        { role: "tool", tool_call_id: "nowhere", content: "" },
+      ],
+    });
+    expect(request.messages).toEqual([
+      { role: "assistant", parts: [{ type: "text", text: "I can't." }], param: "messages[0]" },
+      { role: "user", parts: [{ type: "tool_result", callId: "nowhere", content: [{ type: "text", text: "" }] }], param: "messages[2]" },
+    ]);
+  });
+
+  const refused: Array<[string, JsonObject]> = [
+    ["logit_bias", { logit_bias: { "50256": -100 } }],
+    ["audio", { modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" } }],
+    ["modalities", { modalities: ["text", "audio"] }],
+    ["web_search_options", { web_search_options: {} }],
+    ["functions", { functions: [{ name: "f" }] }],
+    ["function_call", { function_call: "auto" }],
+    ["tools[1].type", { tools: [{ type: "function", function: { name: "f" } }, { type: "file_search", vector_store_ids: ["vs"] }] }],
+    ["tools[0].type", { tools: [{ type: "custom", custom: { name: "grammar" } }] }],
+    ["tool_choice", { tools: [{ type: "function", function: { name: "f" } }], tool_choice: { type: "allowed_tools", allowed_tools: { mode: "auto", tools: [] } } }],
+    ["messages[0].content[0].type", { messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "AA==", format: "wav" } }] }] }],
+    ["messages[0].content[0].file", { messages: [{ role: "user", content: [{ type: "file", file: { file_id: "file-1" } }] }] }],
+    ["messages[0].content[0].file", { messages: [{ role: "user", content: [{ type: "file", file: { filename: "a.txt", file_data: "data:text/plain;base64,aGk=" } }] }] }],
+    ["messages[0].content[0].image_url.url", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/svg+xml,<svg/>" } }] }] }],
+    ["messages[0].role", { messages: [{ role: "function", name: "f", content: "x" }] }],
+    ["messages[0].function_call", { messages: [{ role: "assistant", content: null, function_call: { name: "f", arguments: "{}" } }] }],
+    ["messages[0].audio", { messages: [{ role: "assistant", content: null, audio: { id: "audio_1" } }] }],
+    ["messages[0].tool_calls[0].type", { messages: [{ role: "assistant", content: null, tool_calls: [{ id: "c", type: "custom", custom: { name: "g", input: "x" } }] }] }],
+  ];
+  for (const [param, extra] of refused) {
+    test(`refused: ${param} (${JSON.stringify(extra).slice(0, 60)})`, () => {
+      const error = thrown(() => read({ model: "m", messages: [{ role: "user", content: "hi" }], ...extra }));
+      expect({ status: error.status, param: error.param, code: error.code }).toEqual({ status: 400, param, code: "unsupported_parameter" });
+      expect(error.message).toContain("which speaks Anthropic Messages");
+    });
+  }
+
+  const malformed: Array<[string, JsonObject]> = [
+    ["messages", { messages: "hi" }],
+    ["messages[0]", { messages: ["hi"] }],
+    ["messages[0].role", { messages: [{ role: "robot", content: "hi" }] }],
+    ["messages[0].content", { messages: [{ role: "user", content: 5 }] }],
+    ["messages[0].content[0]", { messages: [{ role: "system", content: [{ type: "image_url", image_url: { url: "https://x" } }] }] }],
+    ["messages[0].content[0].text", { messages: [{ role: "user", content: [{ type: "text", text: 1 }] }] }],
+    ["messages[0].content[0].image_url.url", { messages: [{ role: "user", content: [{ type: "image_url", image_url: {} }] }] }],
+    ["messages[0].content[0]", { messages: [{ role: "assistant", content: [{ type: "image_url" }] }] }],
+    ["messages[0].tool_calls", { messages: [{ role: "assistant", tool_calls: {} }] }],
+    ["messages[0].tool_calls[0]", { messages: [{ role: "assistant", tool_calls: [{ type: "function", function: { name: "f" } }] }] }],
+    ["messages[0].tool_calls[0].function.arguments", { messages: [{ role: "assistant", content: null, tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{not json" } }] }] }],
+    ["messages[0].tool_calls[0].function.arguments", { messages: [{ role: "assistant", content: null, tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "[1]" } }] }] }],
+    ["messages[0].tool_call_id", { messages: [{ role: "tool", content: "x" }] }],
+    ["max_completion_tokens", { max_completion_tokens: "100" }],
+    ["max_tokens", { max_tokens: "100" }],
+    ["temperature", { temperature: "hot" }],
+    ["stop", { stop: [1] }],
+    ["reasoning_effort", { reasoning_effort: "extreme" }],
+    ["response_format", { response_format: "json" }],
+    ["response_format.type", { response_format: { type: "xml" } }],
+    ["response_format.json_schema", { response_format: { type: "json_schema", json_schema: { schema: {} } } }],
+    ["response_format.json_schema.schema", { response_format: { type: "json_schema", json_schema: { name: "n", schema: "x" } } }],
+    ["tools", { tools: { type: "function" } }],
+    ["tools[0]", { tools: ["f"] }],
+    ["tools[0].function", { tools: [{ type: "function", function: { description: "no name" } }] }],
+    ["tool_choice", { tool_choice: 5 }],
+    ["tool_choice.function.name", { tool_choice: { type: "function", function: {} } }],
+  ];
+  for (const [param, extra] of malformed) {
+    test(`malformed: ${param} (${JSON.stringify(extra).slice(0, 60)})`, () => {
+      const error = thrown(() => read({ model: "m", messages: [{ role: "user", content: "hi" }], ...extra }));
+      expect({ status: error.status, param: error.param, code: error.code }).toEqual({ status: 400, param, code: "invalid_request" });
+    });
+  }
+
+  test("reading leaves the client's body as it was", () => {
+    const body = structuredClone(FULL_REQUEST);
+    chatCodec.readRequest(body, readContext(body));
+    expect(body).toEqual(FULL_REQUEST);
+  });
+});
+
+// ——— (b) the model written as a Chat request ———
+
+describe("writing Chat requests", () => {
+  test("a conversation from another format: system texts as parts, thinking dropped, tool results split out, top_k and user dropped", () => {
+    const request: IrRequest = {
+      model: "gpt-5",
+      stream: true,
+      system: ["You answer with tools.", "Be brief."],
+      messages: [
+        { role: "user", parts: [{ type: "text", text: "Screenshot please" }], param: "messages[0]" },
+        {
+          role: "assistant",
+          param: "messages[1]",
+          parts: [
+            { type: "thinking", text: "hm", signature: { wire: "anthropic-messages", value: "sig" } },
+            { type: "redacted_thinking", signature: { wire: "anthropic-messages", value: "enc" } },
+            { type: "text", text: "Taking " },
+            { type: "text", text: "it." },
+            { type: "tool_call", id: "t1", name: "shot", arguments: "{}", signature: { wire: "gemini-generate", value: "ts" } },
+            { type: "tool_call", id: "t2", name: "read", arguments: '{"path":"a.md"}' },
+          ],
+        },
+        {
+          role: "user",
+          param: "messages[2]",
+          parts: [
+            { type: "tool_result", callId: "t1", name: "shot", isError: false, content: [{ type: "text", text: "done" }, { type: "image", source: { kind: "base64", mediaType: "image/png", data: PNG }, param: "messages[2].content[0].content[1]" }] },
+            { type: "tool_result", callId: "t2", content: [{ type: "document", source: { kind: "text", text: "# A" }, param: "messages[2].content[1].content[0]" }, { type: "text", text: "(end)" }], isError: true },
+            { type: "text", text: "What do you see?" },
+            { type: "document", source: { kind: "base64", mediaType: "text/plain", data: "plain notes" }, param: "messages[2].content[2]" },
+            { type: "document", source: { kind: "base64", mediaType: "application/pdf", data: "JVBERi0=" }, param: "messages[2].content[3]" },
+          ],
+        },
+      ],
+      tools: [{ name: "shot", parameters: { type: "object", properties: {} }, param: "tools[0]" }, { name: "read", description: "Reads a file", parameters: { type: "object" }, strict: false, param: "tools[1]" }],
+      toolChoice: { type: "auto" },
+      parallelToolCalls: true,
+      topK: 40,
+      user: "user-1",
+      reasoning: { budget: 8000, visible: true },
+      output: { type: "json_schema", schema: { type: "object" }, param: "output_config.format" },
+    };
+    expect(write(request)).toEqual({
+      model: "gpt-5",
+      messages: [
+        { role: "system", content: [{ type: "text", text: "You answer with tools." }, { type: "text", text: "Be brief." }] },
+        { role: "user", content: "Screenshot please" },
+        {
+          role: "assistant", content: "Taking it.",
+          tool_calls: [
+            { id: "t1", type: "function", function: { name: "shot", arguments: "{}" } },
+            { id: "t2", type: "function", function: { name: "read", arguments: '{"path":"a.md"}' } },
+          ],
+        },
+        { role: "tool", tool_call_id: "t1", content: "done" },
+        { role: "tool", tool_call_id: "t2", content: "# A\n(end)" },
+        {
+          role: "user",
+          content: [
+            { type: "image_url", image_url: { url: `data:image/png;base64,${PNG}` } },
+            { type: "text", text: "What do you see?" },
+            { type: "text", text: "plain notes" },
+            { type: "file", file: { filename: "document.pdf", file_data: "data:application/pdf;base64,JVBERi0=" } },
+          ],
+        },
+      ],
+      max_completion_tokens: 4096,
+      tools: [
+        { type: "function", function: { name: "shot", parameters: { type: "object", properties: {} } } },
+        { type: "function", function: { name: "read", description: "Reads a file", parameters: { type: "object" }, strict: false } },
+      ],
+      tool_choice: "auto",
+      reasoning_effort: "medium",
+      response_format: { type: "json_schema", json_schema: { name: "output", schema: { type: "object" }, strict: true } },
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+  });
+
+  test("the model from the context when the request names none (a Gemini client names it in its path)", () => {
+    expect(chatCodec.writeRequest(ir({ model: undefined }), { maxTokens: 10, model: "gpt-5" }).model).toBe("gpt-5");
+  });
+
+  test("sampling, penalties, seed and stop sequences as they are; the client's bound over the reserved one", () => {
+    const body = write(ir({ maxTokens: 300, temperature: 1.5, topP: 0.5, seed: 3, presencePenalty: 1, frequencyPenalty: -1, stop: { sequences: ["END"], param: "stop_sequences" } }));
+    expect(body).toEqual({
+      model: "m", messages: [{ role: "user", content: "hi" }], max_completion_tokens: 300,
+      temperature: 1.5, top_p: 0.5, seed: 3, presence_penalty: 1, frequency_penalty: -1, stop: ["END"],
+    });
+    expect(write(ir({ stop: { sequences: [], param: "stop" } })).stop).toBeUndefined();
+  });
+
+  test("reasoning: an effort as it is (max as xhigh); a budget as its effort; budgets 0 and -1 send none", () => {
+    const effort = (reasoning: IrRequest["reasoning"]) => write(ir({ reasoning })).reasoning_effort;
+    expect([effort({ effort: "none" }), effort({ effort: "minimal" }), effort({ effort: "xhigh" }), effort({ effort: "max" })]).toEqual(["none", "minimal", "xhigh", "xhigh"]);
+    expect([effort({ budget: 1024 }), effort({ budget: 4096 }), effort({ budget: 16384 }), effort({ effort: "low", budget: 30000 })]).toEqual(["low", "medium", "high", "low"]);
+    expect([effort({ budget: 0 }), effort({ budget: -1 }), effort({ visible: true })]).toEqual([undefined, undefined, undefined]);
+  });
+
+  test("output formats: JSON mode, a named loose schema, plain text sends nothing", () => {
+    expect(write(ir({ output: { type: "json", param: "p" } })).response_format).toEqual({ type: "json_object" });
+    expect(write(ir({ output: { type: "json_schema", name: "w", description: "d", schema: {}, strict: false, param: "p" } })).response_format).toEqual({
+      type: "json_schema", json_schema: { name: "w", description: "d", schema: {}, strict: false },
+    });
+    expect(write(ir({ output: { type: "text" } })).response_format).toBeUndefined();
+  });
+
+  test("tool choices are sent only with tools; one call at a time is said, the default is not", () => {
+    const tools = [{ name: "f", parameters: { type: "object" }, param: "tools[0]" }];
+    const choice = (toolChoice: IrRequest["toolChoice"]) => write(ir({ tools, toolChoice })).tool_choice;
+    expect([choice({ type: "auto" }), choice({ type: "required" }), choice({ type: "none" }), choice({ type: "tool", name: "f", param: "tool_choice" })]).toEqual([
+      "auto", "required", "none", { type: "function", function: { name: "f" } },
+    ]);
+    expect(write(ir({ tools, parallelToolCalls: false })).parallel_tool_calls).toBe(false);
+    const withoutTools = write(ir({ toolChoice: { type: "none" }, parallelToolCalls: false }));
+    expect([withoutTools.tools, withoutTools.tool_choice, withoutTools.parallel_tool_calls]).toEqual([undefined, undefined, undefined]);
+  });
+
+  test("an assistant turn of thinking only sends empty content; a user turn of tool results only sends no user message", () => {
+    const body = write(ir({
+      messages: [
+        { role: "assistant", parts: [{ type: "thinking", text: "x" }], param: "messages[0]" },
+        { role: "user", parts: [{ type: "tool_result", callId: "c", content: [] }], param: "messages[1]" },
+      ],
+    }));
+    expect(body.messages).toEqual([{ role: "assistant", content: "" }, { role: "tool", tool_call_id: "c", content: "" }]);
+  });
+
+  const refused: Array<[string, string, Partial<IrRequest>]> = [
+    ["candidateCount", "More than one candidate answer", { candidates: { count: 2, param: "candidateCount" } }],
+    ["logprobs", "Log probabilities", { logprobs: { top: 0, param: "logprobs" } }],
+    ["messages[0].content[0]", "A document given by URL", { messages: [{ role: "user", parts: [{ type: "document", source: { kind: "url", url: "https://x/a.pdf" }, param: "messages[0].content[0]" }], param: "messages[0]" }] }],
+    ["messages[0].content[0]", "A document of type application/msword", { messages: [{ role: "user", parts: [{ type: "document", source: { kind: "base64", mediaType: "application/msword", data: "AA" }, param: "messages[0].content[0]" }], param: "messages[0]" }] }],
+    ["messages[0].content[0]", "An image given as text", { messages: [{ role: "user", parts: [{ type: "image", source: { kind: "text", text: "x" }, param: "messages[0].content[0]" }], param: "messages[0]" }] }],
+    ["messages[0]", "An assistant part of type image", { messages: [{ role: "assistant", parts: [{ type: "image", source: { kind: "url", url: "https://x" }, param: "messages[0].content[0]" }], param: "messages[0]" }] }],
+    ["messages[0].content[0].content[0]", "A tool result holding a document part", { messages: [{ role: "user", parts: [{ type: "tool_result", callId: "c", content: [{ type: "document", source: { kind: "base64", mediaType: "application/pdf", data: "AA" }, param: "messages[0].content[0].content[0]" }] }], param: "messages[0]" }] }],
+    ["messages[0]", "A user part of type thinking", { messages: [{ role: "user", parts: [{ type: "thinking", text: "x" }], param: "messages[0]" }] }],
+  ];
+  for (const [param, what, extra] of refused) {
+    test(`refused: ${what} (${param})`, () => {
+      const error = thrown(() => write(ir(extra)));
+      expect({ status: error.status, param: error.param, code: error.code }).toEqual({ status: 400, param, code: "unsupported_parameter" });
+      expect(error.message).toBe(`${what} cannot be carried to this model's upstream, which speaks OpenAI Chat Completions`);
+    });
+  }
+
+  test("one candidate is not refused", () => {
+    expect(write(ir({ candidates: { count: 1, param: "n" } })).n).toBeUndefined();
+  });
+});
+
+// ——— (c) round trips ———
+
+describe("round trips: what is read and written back is what was sent", () => {
+  NORMAL_REQUESTS.forEach((body, i) => {
+    test(`request ${i}`, () => {
+      expect(write(read(body))).toEqual(body);
+    });
+  });
+
+  test("the full request (without n and logprobs, which a Chat upstream is not asked for), modulo the documented normalisations", () => {
+    const { n: _n, logprobs: _logprobs, top_logprobs: _top, ...carried } = FULL_REQUEST;
+    const written = write(read(carried));
+    expect(written.messages).toEqual([
+      { role: "system", content: [{ type: "text", text: "You are a meteorologist." }, { type: "text", text: "Answer in JSON." }, { type: "text", text: "Be brief." }, { type: "text", text: "Mind the units." }] },
+      (FULL_REQUEST.messages as JsonObject[])[2],
+      {
+        role: "assistant", content: "Looking it up.",
+        tool_calls: [
+          { id: "call_a", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } },
+          { id: "call_b", type: "function", function: { name: "get_time", arguments: "{}" } },
+        ],
+      },
+      { role: "tool", tool_call_id: "call_a", content: "18°C, sunny" },
+      { role: "tool", tool_call_id: "call_b", content: "09:30\nCET" },
+      { role: "user", content: "Celsius please." },
+    ].map((m, i) => (i === 1 ? withoutDetail(m as JsonObject) : m)));
+    // The older max_tokens, the user ids and the hints dropped, a stop string as a list, an empty schema for a function without one (stream_options is the writer's own).
+    const { messages: _messages, ...rest } = written;
+    expect(rest).toEqual({
+      model: "gpt-5", max_completion_tokens: 900, temperature: 0.4, top_p: 0.8, seed: 42, presence_penalty: 0.1, frequency_penalty: 0.2, stop: ["END"],
+      tools: [(FULL_REQUEST.tools as JsonObject[])[0], { type: "function", function: { name: "get_time", parameters: { type: "object", properties: {} } } }], tool_choice: FULL_REQUEST.tool_choice, parallel_tool_calls: false, reasoning_effort: "low",
+      response_format: FULL_REQUEST.response_format, stream: true, stream_options: { include_usage: true },
+    });
+  });
+
+  test("an answer", () => {
+    expect(chatCodec.writeAnswer(chatCodec.readAnswer(TOOL_ANSWER), { created: CREATED })).toEqual(TOOL_ANSWER);
+  });
+
+  test("a stream in the writer's form (each call's first fragment with empty arguments)", () => {
+    const stream = decode(writeStream([INTERLEAVED_EVENTS]));
+    expect(decode(writeStream([readStream(stream)]))).toEqual(stream);
+  });
+});
+
+/** The user message of FULL_REQUEST without the image `detail`, which has no counterpart. */
+function withoutDetail(message: JsonObject): JsonObject {
+  const m = structuredClone(message);
+  for (const part of m.content as JsonObject[]) if (part.type === "image_url") delete (part.image_url as JsonObject).detail;
+  return m;
+}
