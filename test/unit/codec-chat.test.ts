@@ -387,3 +387,310 @@ function withoutDetail(message: JsonObject): JsonObject {
   for (const part of m.content as JsonObject[]) if (part.type === "image_url") delete (part.image_url as JsonObject).detail;
   return m;
 }
+
+// ——— (d) upstream answers and streams read into the model ———
+
+const TOOL_ANSWER_IR: IrAnswer = {
+  id: "chatcmpl-7",
+  model: "deepseek-reasoner",
+  parts: [
+    { type: "thinking", text: "Two lookups are needed." },
+    { type: "text", text: "Checking both." },
+    { type: "tool_call", id: "call_a", name: "get_weather", arguments: '{"city":"Paris"}' },
+    { type: "tool_call", id: "call_b", name: "get_time", arguments: '{"tz":"Asia/Tokyo"}' },
+  ],
+  finish: "tool_calls",
+  usage: { prompt: 2000, completion: 140, cacheRead: 1800, cacheWrite: 150, reasoning: 90 },
+};
+
+describe("reading upstream answers", () => {
+  test("reasoning, text, parallel tool calls and usage with cache reads, writes and reasoning tokens", () => {
+    expect(chatCodec.readAnswer(TOOL_ANSWER)).toEqual(TOOL_ANSWER_IR);
+    expect(chatCodec.readAnswer(TOOL_ANSWER).usage).toEqual(openaiUsageFromJson(TOOL_ANSWER)!);
+  });
+
+  test("finish reasons", () => {
+    const finish = (reason: unknown) => chatCodec.readAnswer({ choices: [{ message: { content: "x" }, finish_reason: reason }] }).finish;
+    expect(["stop", "length", "tool_calls", "function_call", "content_filter", null, "weird"].map(finish)).toEqual(["stop", "length", "tool_calls", "tool_calls", "content_filter", "stop", "stop"]);
+  });
+
+  test("a refusal is text; content as parts; the `reasoning` field; a call without arguments; no usage", () => {
+    const answer = chatCodec.readAnswer({
+      id: "c", model: "m",
+      choices: [{ message: { content: [{ type: "text", text: "a" }, { type: "text", text: "b" }], refusal: "No.", reasoning: "think", tool_calls: [{ id: "x", type: "function", function: { name: "f" } }, "junk"] }, finish_reason: "stop" }],
+    });
+    expect(answer).toEqual({
+      id: "c", model: "m", finish: "stop",
+      parts: [{ type: "thinking", text: "think" }, { type: "text", text: "ab" }, { type: "text", text: "No." }, { type: "tool_call", id: "x", name: "f", arguments: "{}" }],
+    });
+  });
+
+  test("odd bodies give an empty answer, never a throw", () => {
+    for (const body of [undefined, null, "oops", [], { choices: "no" }, { choices: [null] }, { choices: [{ message: 5 }], usage: {} }]) {
+      expect(chatCodec.readAnswer(body)).toEqual({ id: "", model: "", parts: [], finish: "stop" });
+    }
+  });
+});
+
+describe("reading upstream streams", () => {
+  test("parallel calls whose fragments interleave stay apart, each on its own call, in order", () => {
+    expect(readStream(INTERLEAVED_STREAM)).toEqual(INTERLEAVED_EVENTS);
+  });
+
+  test("events come as the chunks arrive, none held back", () => {
+    const reader = chatCodec.streamReader();
+    const perChunk = sse(INTERLEAVED_STREAM).map((e) => reader.push(e).length);
+    expect(perChunk).toEqual([1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 0]);
+    expect(reader.end()).toEqual([]);
+  });
+
+  test("usage in the finishing chunk comes before the finish; usage on every chunk is cumulative", () => {
+    const events = readStream([
+      { ...chunk({ content: "hi" }), usage: { prompt_tokens: 7, completion_tokens: 1 } },
+      { ...chunk({}, "length"), usage: { prompt_tokens: 7, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 2 } } },
+    ]);
+    expect(events).toEqual([
+      { type: "start", id: "chatcmpl-s", model: "gpt-5" },
+      { type: "text", text: "hi" },
+      { type: "usage", usage: { prompt: 7, completion: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0 } },
+      { type: "usage", usage: { prompt: 7, completion: 3, cacheRead: 2, cacheWrite: 0, reasoning: 0 } },
+      { type: "finish", finish: "length" },
+    ]);
+  });
+
+  test("a stream cut before its finish ends as a stop; an empty one still starts", () => {
+    expect(readStream(INTERLEAVED_STREAM.slice(0, 4))).toEqual([...INTERLEAVED_EVENTS.slice(0, 4), { type: "finish", finish: "stop" }]);
+    expect(readStream([])).toEqual([{ type: "start", id: "", model: "" }, { type: "finish", finish: "stop" }]);
+  });
+
+  test("an in-stream error object is the upstream failing: an error event, and nothing after it", () => {
+    const reader = chatCodec.streamReader();
+    const [first, failed, after] = sse([chunk({ role: "assistant", content: "" }), { error: { message: "boom", type: "server_error", code: "overloaded" } }, chunk({ content: "late" })]).map((e) => reader.push(e));
+    expect(first).toEqual([{ type: "start", id: "chatcmpl-s", model: "gpt-5" }]);
+    expect(failed!.length).toBe(1);
+    const error = (failed![0] as Extract<IrEvent, { type: "error" }>).error;
+    expect({ kind: error.kind, status: error.status, message: error.message, code: error.code }).toEqual({ kind: "upstream", status: 502, message: "boom", code: "overloaded" });
+    expect([after, reader.end()]).toEqual([[], []]);
+  });
+
+  test("non-JSON data, comments-only chunks, other choices and empty deltas make nothing", () => {
+    const reader = chatCodec.streamReader();
+    reader.push({ event: undefined, data: JSON.stringify(chunk({ role: "assistant" })) });
+    const pushes = [
+      { event: undefined, data: "not json" },
+      { event: undefined, data: "[1,2]" },
+      { event: undefined, data: JSON.stringify({ ...chunk({}), choices: [] }) },
+      { event: undefined, data: JSON.stringify({ ...chunk({}), choices: [{ index: 1, delta: { content: "second candidate" }, finish_reason: null }] }) },
+      { event: undefined, data: JSON.stringify(chunk({ content: "", reasoning_content: null, refusal: null, tool_calls: [] })) },
+    ].map((e) => reader.push(e));
+    expect(pushes).toEqual([[], [], [], [], []]);
+  });
+
+  test("calls sent whole at one index (as some compatible servers do) and calls without an index are told apart", () => {
+    const events = readStream([
+      chunk({ tool_calls: [{ index: 0, id: "a", type: "function", function: { name: "f", arguments: '{"x":1}' } }] }),
+      chunk({ tool_calls: [{ index: 0, id: "b", type: "function", function: { name: "g", arguments: '{"y":2}' } }] }),
+      chunk({ tool_calls: [{ id: "c", type: "function", function: { name: "h", arguments: "{}" } }, { id: "d", type: "function", function: { name: "k" } }] }),
+      chunk({}, "tool_calls"),
+    ]);
+    expect(events.filter((e) => e.type.startsWith("tool_call"))).toEqual([
+      { type: "tool_call_start", call: 0, id: "a", name: "f" },
+      { type: "tool_call_arguments", call: 0, delta: '{"x":1}' },
+      { type: "tool_call_start", call: 1, id: "b", name: "g" },
+      { type: "tool_call_arguments", call: 1, delta: '{"y":2}' },
+      { type: "tool_call_start", call: 2, id: "c", name: "h" },
+      { type: "tool_call_arguments", call: 2, delta: "{}" },
+      { type: "tool_call_start", call: 3, id: "d", name: "k" },
+    ]);
+  });
+
+  test("refusal deltas are text; the `reasoning` delta field is thinking", () => {
+    expect(readStream([chunk({ reasoning: "r" }), chunk({ refusal: "No." }), chunk({}, "content_filter")]).slice(1)).toEqual([
+      { type: "thinking", text: "r" }, { type: "text", text: "No." }, { type: "finish", finish: "content_filter" },
+    ]);
+  });
+});
+
+// ——— (e) the model written as Chat answers and streams ———
+
+const INTERLEAVED_CHUNKS: Array<JsonObject | "[DONE]"> = [
+  chunk({ role: "assistant", content: "" }),
+  chunk({ reasoning_content: "Two " }),
+  chunk({ reasoning_content: "lookups." }),
+  chunk({ content: "Checking" }),
+  chunk({ content: " both." }),
+  chunk({ tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "get_weather", arguments: "" } }] }),
+  chunk({ tool_calls: [{ index: 1, id: "call_b", type: "function", function: { name: "get_time", arguments: "" } }] }),
+  chunk({ tool_calls: [{ index: 1, function: { arguments: '{"tz":' } }] }),
+  chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }),
+  chunk({ tool_calls: [{ index: 1, function: { arguments: '"Asia/Tokyo"}' } }] }),
+  chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }),
+  chunk({}, "tool_calls"),
+  usageChunk(STREAM_USAGE),
+  "[DONE]",
+];
+
+const sseResponse = (text: string) => async () => new Response(text, { headers: { "content-type": "text/event-stream" } });
+const jsonResponse = (body: unknown) => async () => new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
+const SDKS = [
+  { name: "openai 6", make: (fetch: () => Promise<Response>) => new OpenAI({ apiKey: "k", baseURL: "http://router.test/v1", maxRetries: 0, fetch }) },
+  { name: "openai 7", make: (fetch: () => Promise<Response>) => new OpenAIV7({ apiKey: "k", baseURL: "http://router.test/v1", maxRetries: 0, fetch }) as unknown as OpenAI },
+];
+const params = { model: "gpt-5", messages: [{ role: "user" as const, content: "x" }] };
+
+describe("writing Chat answers", () => {
+  test("an answer from the model, exactly", () => {
+    expect(chatCodec.writeAnswer(TOOL_ANSWER_IR, { created: CREATED })).toEqual(TOOL_ANSWER);
+  });
+
+  test("only tool calls: content null; signatures and redacted thinking dropped; stop sequences and pauses are stops; no usage is zeros", () => {
+    const answer: IrAnswer = {
+      id: "msg", model: "claude", finish: "stop_sequence", stopSequence: "END",
+      parts: [
+        { type: "redacted_thinking", signature: { wire: "anthropic-messages", value: "x" } },
+        { type: "thinking", text: "a", signature: { wire: "anthropic-messages", value: "s" } },
+        { type: "thinking", text: "b" },
+        { type: "tool_call", id: "t", name: "f", arguments: "{}", signature: { wire: "gemini-generate", value: "g" } },
+      ],
+    };
+    expect(chatCodec.writeAnswer(answer, { created: 5 })).toEqual({
+      id: "msg", object: "chat.completion", created: 5, model: "claude",
+      choices: [{ index: 0, message: { role: "assistant", content: null, refusal: null, reasoning_content: "ab", tool_calls: [{ id: "t", type: "function", function: { name: "f", arguments: "{}" } }] }, logprobs: null, finish_reason: "stop" }],
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } },
+    });
+    const finish = (f: IrAnswer["finish"]) => (chatCodec.writeAnswer({ ...answer, finish: f }, {}).choices as JsonObject[])[0]!.finish_reason;
+    expect((["stop", "stop_sequence", "pause", "length", "tool_calls", "content_filter"] as const).map(finish)).toEqual(["stop", "stop", "stop", "length", "tool_calls", "content_filter"]);
+  });
+
+  test("an empty answer has empty text content; created defaults to now", () => {
+    const written = chatCodec.writeAnswer({ id: "i", model: "m", parts: [], finish: "stop" }, {});
+    expect((written.choices as JsonObject[])[0]!.message).toEqual({ role: "assistant", content: "", refusal: null });
+    expect(Math.abs(Number(written.created) - Date.now() / 1000)).toBeLessThan(5);
+  });
+
+  for (const sdk of SDKS) {
+    test(`${sdk.name} reads the written answer as it is`, async () => {
+      const created = await sdk.make(jsonResponse(chatCodec.writeAnswer(TOOL_ANSWER_IR, { created: CREATED }))).chat.completions.create(params);
+      expect(JSON.parse(JSON.stringify(created))).toEqual(TOOL_ANSWER);
+    });
+  }
+});
+
+describe("writing Chat streams", () => {
+  test("each call keeps its own index; first fragments carry id, type, name and empty arguments; usage chunk and [DONE] last", () => {
+    expect(decode(writeStream([INTERLEAVED_EVENTS]))).toEqual(INTERLEAVED_CHUNKS);
+  });
+
+  test("written as the events come: nothing waits but the usage chunk and [DONE], which end() writes", () => {
+    const writer = chatCodec.streamWriter({ created: CREATED });
+    const sizes = INTERLEAVED_EVENTS.map((e) => decode(writer.write([e])).length);
+    expect(sizes).toEqual([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0]);
+    expect(decode(writer.end())).toEqual(INTERLEAVED_CHUNKS.slice(-2));
+  });
+
+  test("no usage chunk when the client did not ask for one", () => {
+    expect(decode(writeStream([INTERLEAVED_EVENTS], { created: CREATED, usageChunk: false } as { created: number }))).toEqual([...INTERLEAVED_CHUNKS.slice(0, -2), "[DONE]"]);
+  });
+
+  test("usage from the start event when no later usage comes; empty deltas, signatures and redacted thinking send nothing", () => {
+    const events: IrEvent[] = [
+      { type: "start", id: "msg", model: "claude", usage: { prompt: 10, completion: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0 } },
+      { type: "thinking", text: "" },
+      { type: "thinking_signature", signature: { wire: "anthropic-messages", value: "s" } },
+      { type: "redacted_thinking", signature: { wire: "anthropic-messages", value: "r" } },
+      { type: "text", text: "" },
+      { type: "tool_call_start", call: 7, id: "t", name: "f" },
+      { type: "tool_call_arguments", call: 7, delta: "" },
+      { type: "tool_call_arguments", call: 8, delta: "{}" },
+    ];
+    const c = (delta: JsonObject, finish: string | null = null) => ({ id: "msg", object: "chat.completion.chunk", created: CREATED, model: "claude", choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+    expect(decode(writeStream([events]))).toEqual([
+      c({ role: "assistant", content: "" }),
+      c({ tool_calls: [{ index: 0, id: "t", type: "function", function: { name: "f", arguments: "" } }] }),
+      c({}, "stop"),
+      { id: "msg", object: "chat.completion.chunk", created: CREATED, model: "claude", choices: [], usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } } },
+      "[DONE]",
+    ]);
+  });
+
+  test("a failure midway is OpenAI's terminal error event, with nothing after it", () => {
+    const writer = chatCodec.streamWriter({ created: CREATED });
+    const before = writer.write(INTERLEAVED_EVENTS.slice(0, 4));
+    const failed = writer.fail(new HttpError("unavailable", "upstream overloaded"));
+    expect(decode(failed)).toEqual([{ error: { message: "upstream overloaded", type: "overloaded_error", param: null, code: null } }]);
+    expect([writer.write(INTERLEAVED_EVENTS.slice(4)), writer.end(), writer.fail(new HttpError("upstream", "again"))]).toEqual(["", "", ""]);
+    expect(decode(before).length).toBe(4);
+  });
+
+  test("an upstream error event is the same terminal event", () => {
+    const text = writeStream([[INTERLEAVED_EVENTS[0]!, { type: "error", error: new HttpError("rate_limit", "slow down", { code: "rate_limit_exceeded" }) }, { type: "text", text: "late" }]]);
+    expect(decode(text)).toEqual([INTERLEAVED_CHUNKS[0]!, { error: { message: "slow down", type: "rate_limit_error", param: null, code: "rate_limit_exceeded" } }]);
+  });
+
+  test("fail() after the finish adds nothing (the client has its answer), and end() then adds nothing either", () => {
+    const writer = chatCodec.streamWriter({ created: CREATED });
+    writer.write(INTERLEAVED_EVENTS);
+    expect([writer.fail(new HttpError("upstream", "late")), writer.end()]).toEqual(["", ""]);
+  });
+
+  for (const sdk of SDKS) {
+    test(`${sdk.name}: the stream helper assembles each call apart, with the text, finish and usage`, async () => {
+      let reasoning = "";
+      const stream = sdk.make(sseResponse(writeStream([INTERLEAVED_EVENTS]))).chat.completions.stream(params);
+      stream.on("chunk", (c) => {
+        reasoning += (c.choices[0]?.delta as { reasoning_content?: string } | undefined)?.reasoning_content ?? "";
+      });
+      const final = await stream.finalChatCompletion();
+      const message = final.choices[0]!.message;
+      expect(message.content).toBe("Checking both.");
+      expect(message.tool_calls!.map((c) => (c.type === "function" ? [c.id, c.function.name, c.function.arguments] : []))).toEqual([
+        ["call_a", "get_weather", '{"city":"Paris"}'],
+        ["call_b", "get_time", '{"tz":"Asia/Tokyo"}'],
+      ]);
+      expect(final.choices[0]!.finish_reason).toBe("tool_calls");
+      expect(JSON.parse(JSON.stringify(final.usage))).toEqual(STREAM_USAGE);
+      expect(reasoning).toBe("Two lookups.");
+    });
+
+    test(`${sdk.name}: a failure midway raises the SDK's error`, async () => {
+      const writer = chatCodec.streamWriter({ created: CREATED });
+      const text = writer.write(INTERLEAVED_EVENTS.slice(0, 4)) + writer.fail(new HttpError("unavailable", "upstream overloaded")) + writer.end();
+      await expect(sdk.make(sseResponse(text)).chat.completions.stream(params).finalChatCompletion()).rejects.toThrow("upstream overloaded");
+    });
+  }
+});
+
+// ——— (f) errors ———
+
+describe("errors", () => {
+  test("written in OpenAI's envelope; Anthropic's 529 as 503", () => {
+    expect(chatCodec.writeError(new HttpError("unavailable", "Overloaded", { status: 529 }))).toEqual({
+      status: 503, body: { error: { message: "Overloaded", type: "overloaded_error", param: null, code: null } },
+    });
+    expect(chatCodec.writeError(new HttpError("invalid_request", "bad temperature", { param: "temperature", code: "invalid_value" }))).toEqual({
+      status: 400, body: { error: { message: "bad temperature", type: "invalid_request_error", param: "temperature", code: "invalid_value" } },
+    });
+    expect(chatCodec.writeError(new HttpError("rate_limit", "slow", { status: 429 })).status).toBe(429);
+  });
+
+  test("read from an upstream: status, message, code and param kept; the status decides when it tells", () => {
+    const error = chatCodec.readError(429, { error: { message: "Rate limit reached", type: "requests", param: null, code: "rate_limit_exceeded" } });
+    expect({ kind: error.kind, status: error.status, message: error.message, code: error.code }).toEqual({ kind: "rate_limit", status: 429, message: "Rate limit reached", code: "rate_limit_exceeded" });
+    const badKey = chatCodec.readError(401, { error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } });
+    expect({ kind: badKey.kind, status: badKey.status }).toEqual({ kind: "authentication", status: 401 });
+    const param = chatCodec.readError(400, { error: { message: "bad", type: "invalid_request_error", param: "messages[1]", code: null } });
+    expect({ kind: param.kind, param: param.param }).toEqual({ kind: "invalid_request", param: "messages[1]" });
+    const html = chatCodec.readError(502, "<html>Bad gateway</html>");
+    expect({ kind: html.kind, status: html.status, message: html.message }).toEqual({ kind: "upstream", status: 502, message: "The upstream answered 502" });
+  });
+
+  test("an error read from a Chat upstream and written for a Chat client is what the upstream sent", () => {
+    const body = { error: { message: "Context too long", type: "invalid_request_error", param: "messages", code: "context_length_exceeded" } };
+    expect(chatCodec.writeError(chatCodec.readError(400, body))).toEqual({ status: 400, body });
+  });
+});
+
+test("the codec is registered for openai-chat and sends to /v1/chat/completions", () => {
+  expect(codecOf("openai-chat")).toBe(chatCodec);
+  expect([chatCodec.wire, chatCodec.name, chatCodec.target("gpt-5", true)]).toEqual(["openai-chat", "OpenAI Chat Completions", { path: "/v1/chat/completions", search: "" }]);
+});
