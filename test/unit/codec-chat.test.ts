@@ -15,6 +15,7 @@ import type { ReadContext } from "../../src/formats/translate/codec.ts";
 import { chatCodec } from "../../src/formats/translate/codecs/chat/index.ts";
 import { codecOf } from "../../src/formats/translate/codecs/index.ts";
 import type { IrAnswer, IrEvent, IrRequest } from "../../src/formats/translate/ir.ts";
+import type { AnswerContext } from "../../src/formats/translate/translator.ts";
 import { CREATED, chunk, FULL_IR, FULL_REQUEST, INTERLEAVED_EVENTS, INTERLEAVED_STREAM, NORMAL_REQUESTS, PNG, STREAM_USAGE, TOOL_ANSWER, usageChunk } from "../fixtures/translation/chat.ts";
 
 const UPSTREAM = "Anthropic Messages";
@@ -49,7 +50,7 @@ function readStream(items: Array<JsonObject | "[DONE]">): IrEvent[] {
 }
 
 /** The SSE text a writer makes of events (each batch written as it comes), then `end()`. */
-function writeStream(batches: IrEvent[][], context = { created: CREATED }): string {
+function writeStream(batches: IrEvent[][], context: AnswerContext = { created: CREATED }): string {
   const writer = chatCodec.streamWriter(context);
   return batches.map((b) => writer.write(b)).join("") + writer.end();
 }
@@ -589,7 +590,7 @@ describe("writing Chat streams", () => {
   });
 
   test("no usage chunk when the client did not ask for one", () => {
-    expect(decode(writeStream([INTERLEAVED_EVENTS], { created: CREATED, usageChunk: false } as { created: number }))).toEqual([...INTERLEAVED_CHUNKS.slice(0, -2), "[DONE]"]);
+    expect(decode(writeStream([INTERLEAVED_EVENTS], { created: CREATED, usageChunk: false }))).toEqual([...INTERLEAVED_CHUNKS.slice(0, -2), "[DONE]"]);
   });
 
   test("usage from the start event when no later usage comes; empty deltas, signatures and redacted thinking send nothing", () => {
