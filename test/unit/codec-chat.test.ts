@@ -97,8 +97,10 @@ describe("reading Chat requests", () => {
     expect(read({ model: "m", messages: [], tool_choice: "auto", parallel_tool_calls: true }).parallelToolCalls).toBe(true);
   });
 
-  test("a logprobs request without top_logprobs asks for no alternatives", () => {
+  test("a logprobs request without top_logprobs asks for no alternatives; every effort word reads as itself", () => {
     expect(read({ model: "m", messages: [], logprobs: true }).logprobs).toEqual({ top: 0, param: "logprobs" });
+    const efforts = ["none", "minimal", "low", "medium", "high", "xhigh", "max"];
+    expect(efforts.map((e) => read({ model: "m", messages: [], reasoning_effort: e }).reasoning as unknown)).toEqual(efforts.map((effort) => ({ effort })));
   });
 
   test("an assistant turn of refusal text, empty text and reasoning; a tool message answering an unknown call has no name", () => {
@@ -162,6 +164,9 @@ describe("reading Chat requests", () => {
     ["temperature", { temperature: "hot" }],
     ["stop", { stop: [1] }],
     ["reasoning_effort", { reasoning_effort: "extreme" }],
+    ["n", { n: 1.5 }],
+    ["n", { n: "2" }],
+    ["top_logprobs", { logprobs: true, top_logprobs: -1 }],
     ["response_format", { response_format: "json" }],
     ["response_format.type", { response_format: { type: "xml" } }],
     ["response_format.json_schema", { response_format: { type: "json_schema", json_schema: { schema: {} } } }],
@@ -278,9 +283,9 @@ describe("writing Chat requests", () => {
     expect(write(ir({ stop: { sequences: [], param: "stop" } })).stop).toBeUndefined();
   });
 
-  test("reasoning: an effort as it is (max as xhigh); a budget as its effort; budgets 0 and -1 send none", () => {
+  test("reasoning: an effort as it is; a budget as its effort; budgets 0 and -1 send none", () => {
     const effort = (reasoning: IrRequest["reasoning"]) => write(ir({ reasoning })).reasoning_effort;
-    expect([effort({ effort: "none" }), effort({ effort: "minimal" }), effort({ effort: "xhigh" }), effort({ effort: "max" })]).toEqual(["none", "minimal", "xhigh", "xhigh"]);
+    expect([effort({ effort: "none" }), effort({ effort: "minimal" }), effort({ effort: "xhigh" }), effort({ effort: "max" })]).toEqual(["none", "minimal", "xhigh", "max"]);
     expect([effort({ budget: 1024 }), effort({ budget: 4096 }), effort({ budget: 16384 }), effort({ effort: "low", budget: 30000 })]).toEqual(["low", "medium", "high", "low"]);
     expect([effort({ budget: 0 }), effort({ budget: -1 }), effort({ visible: true })]).toEqual([undefined, undefined, undefined]);
   });

@@ -11,7 +11,8 @@ import { refusal, type ReadContext } from "../../codec.ts";
 import { parseDataUrl } from "../../content.ts";
 import type { Effort, IrMessage, IrOutputFormat, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, Param } from "../../ir.ts";
 
-const EFFORTS: readonly Effort[] = ["none", "minimal", "low", "medium", "high", "xhigh"];
+/** Chat's reasoning efforts (openai-node's `ReasoningEffort`): the model's own words. */
+const EFFORTS: readonly Effort[] = ["none", "minimal", "low", "medium", "high", "xhigh", "max"];
 
 /** Present and not null: Chat clients send `null` for "not set". */
 const given = (v: unknown) => v !== undefined && v !== null;
@@ -35,8 +36,10 @@ export function readChatRequest(body: JsonObject, context: ReadContext): IrReque
   if (output !== undefined) request.output = output;
   const user = body.safety_identifier ?? body.user;
   if (typeof user === "string" && user !== "") request.user = user;
-  if (typeof body.n === "number" && body.n > 1) request.candidates = { count: body.n, param: "n" };
-  if (body.logprobs === true) request.logprobs = { top: typeof body.top_logprobs === "number" ? body.top_logprobs : 0, param: "logprobs" };
+  const candidates = optionalCount(body, "n");
+  if (candidates !== undefined && candidates > 1) request.candidates = { count: candidates, param: "n" };
+  const top = optionalCount(body, "top_logprobs");
+  if (body.logprobs === true) request.logprobs = { top: top ?? 0, param: "logprobs" };
   return request;
 }
 
@@ -53,6 +56,12 @@ function optionalNumber(body: JsonObject, param: string): number | undefined {
   const value = body[param];
   if (!given(value)) return undefined;
   if (typeof value !== "number" || !Number.isFinite(value)) throw badRequest(`${param} must be a number`, param);
+  return value;
+}
+
+function optionalCount(body: JsonObject, param: string): number | undefined {
+  const value = optionalNumber(body, param);
+  if (value !== undefined && (!Number.isInteger(value) || value < 0)) throw badRequest(`${param} must be a whole number`, param);
   return value;
 }
 

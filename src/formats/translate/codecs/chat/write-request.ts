@@ -72,13 +72,13 @@ function toolChoice(choice: IrToolChoice): unknown {
 }
 
 /**
- * The effort itself when the client spoke in efforts (Anthropic's `max` is Chat's
- * `xhigh`), else its budget's effort. A budget of 0 or -1 sends none: Chat models
+ * The effort itself when the client spoke in efforts (Chat has every word the model
+ * has), else its budget's effort. A budget of 0 or -1 sends none: Chat models
  * disagree on the word for "no reasoning" (`minimal`, `none`, or no reasoning_effort at
  * all), so the model's own default is kept.
  */
 function reasoningEffort(reasoning: IrReasoning): string | undefined {
-  if (reasoning.effort !== undefined) return reasoning.effort === "max" ? "xhigh" : reasoning.effort;
+  if (reasoning.effort !== undefined) return reasoning.effort;
   if (reasoning.budget !== undefined && reasoning.budget > 0) return effortOfBudget(reasoning.budget);
   return undefined;
 }
