@@ -260,7 +260,8 @@ describe("golden transcripts, Chat client → Anthropic upstream: the Chat codec
   }
 
   for (const t of OPENAI_CLIENT) {
-    test(`${t.name}: the client stream read and written back is itself`, () => {
+    test(`${t.name}: the client answer and stream read and written back are themselves`, () => {
+      expect(chatCodec.writeAnswer(chatCodec.readAnswer(structuredClone(t.clientJson)), { created: CREATED })).toEqual(t.clientJson);
       expect(writeEvents(readEvents(t.clientSse))).toEqual(t.clientSse);
     });
   }

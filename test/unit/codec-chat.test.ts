@@ -10,6 +10,7 @@ import OpenAIV7 from "openai-v7";
 import { HttpError } from "../../src/core/errors.ts";
 import type { JsonObject } from "../../src/formats/json.ts";
 import { openaiUsageFromJson } from "../../src/formats/openai/usage.ts";
+import { formatOf } from "../../src/formats/registry.ts";
 import { createSseDecoder, type SseEvent } from "../../src/formats/sse.ts";
 import type { ReadContext } from "../../src/formats/translate/codec.ts";
 import { chatCodec } from "../../src/formats/translate/codecs/chat/index.ts";
@@ -662,6 +663,24 @@ describe("writing Chat streams", () => {
       const writer = chatCodec.streamWriter({ created: CREATED });
       const text = writer.write(INTERLEAVED_EVENTS.slice(0, 4)) + writer.fail(new HttpError("unavailable", "upstream overloaded")) + writer.end();
       await expect(sdk.make(sseResponse(text)).chat.completions.stream(params).finalChatCompletion()).rejects.toThrow("upstream overloaded");
+    });
+  }
+});
+
+describe("metering parity: the router's OpenAI readers find in what is written the usage the model was given", () => {
+  const usages = [
+    { prompt: 2000, completion: 140, cacheRead: 1800, cacheWrite: 150, reasoning: 90 },
+    { prompt: 12, completion: 3, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+    { prompt: 500, completion: 0, cacheRead: 500, cacheWrite: 0, reasoning: 0 },
+  ];
+  for (const usage of usages) {
+    test(JSON.stringify(usage), () => {
+      expect(openaiUsageFromJson(chatCodec.writeAnswer({ ...TOOL_ANSWER_IR, usage }, { created: CREATED }))).toEqual(usage);
+      const tap = formatOf("openai").streamUsageTap();
+      const decoder = createSseDecoder((e) => tap.onEvent(e));
+      decoder.push(new TextEncoder().encode(writeStream([[...INTERLEAVED_EVENTS.slice(0, -1), { type: "usage", usage }]])));
+      decoder.end();
+      expect(tap.result()).toEqual(usage);
     });
   }
 });
