@@ -19,28 +19,52 @@ const given = (v: unknown) => v !== undefined && v !== null;
 
 export function readChatRequest(body: JsonObject, context: ReadContext): IrRequest {
   refuseUnheld(body, context.upstream);
-  const request: IrRequest = { model: context.model, stream: context.stream, ...conversation(body.messages, context.upstream), tools: tools(body.tools, context.upstream) };
-  const maxTokens = optionalNumber(body, body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? "max_completion_tokens" : "max_tokens");
-  if (maxTokens !== undefined) request.maxTokens = maxTokens;
+  return {
+    model: context.model,
+    stream: context.stream,
+    ...conversation(body.messages, context.upstream),
+    tools: tools(body.tools, context.upstream),
+    ...sampling(body),
+    ...toolOptions(body, context.upstream),
+    ...answerOptions(body),
+  };
+}
+
+/** The output bound (`max_completion_tokens`, or the older `max_tokens`), sampling numbers and stop sequences. */
+function sampling(body: JsonObject): Partial<IrRequest> {
+  const out: Partial<IrRequest> = {};
+  const maxTokens = optionalNumber(body, given(body.max_completion_tokens) ? "max_completion_tokens" : "max_tokens");
+  if (maxTokens !== undefined) out.maxTokens = maxTokens;
   for (const [key, param] of SAMPLING) {
     const value = optionalNumber(body, param);
-    if (value !== undefined) request[key] = value;
+    if (value !== undefined) out[key] = value;
   }
   const stop = stopSequences(body.stop);
-  if (stop !== undefined) request.stop = stop;
-  if (given(body.tool_choice)) request.toolChoice = toolChoice(body.tool_choice, context.upstream);
-  if (typeof body.parallel_tool_calls === "boolean") request.parallelToolCalls = body.parallel_tool_calls;
+  if (stop !== undefined) out.stop = stop;
+  return out;
+}
+
+function toolOptions(body: JsonObject, upstream: string): Partial<IrRequest> {
+  const out: Partial<IrRequest> = {};
+  if (given(body.tool_choice)) out.toolChoice = toolChoice(body.tool_choice, upstream);
+  if (typeof body.parallel_tool_calls === "boolean") out.parallelToolCalls = body.parallel_tool_calls;
+  return out;
+}
+
+/** What kind of answer is asked for: reasoning, format, candidates, log probabilities, and whose it is. */
+function answerOptions(body: JsonObject): Partial<IrRequest> {
+  const out: Partial<IrRequest> = {};
   const reasoning = reasoningOf(body.reasoning_effort);
-  if (reasoning !== undefined) request.reasoning = reasoning;
+  if (reasoning !== undefined) out.reasoning = reasoning;
   const output = outputFormat(body.response_format);
-  if (output !== undefined) request.output = output;
+  if (output !== undefined) out.output = output;
   const user = body.safety_identifier ?? body.user;
-  if (typeof user === "string" && user !== "") request.user = user;
+  if (typeof user === "string" && user !== "") out.user = user;
   const candidates = optionalCount(body, "n");
-  if (candidates !== undefined && candidates > 1) request.candidates = { count: candidates, param: "n" };
+  if (candidates !== undefined && candidates > 1) out.candidates = { count: candidates, param: "n" };
   const top = optionalCount(body, "top_logprobs");
-  if (body.logprobs === true) request.logprobs = { top: top ?? 0, param: "logprobs" };
-  return request;
+  if (body.logprobs === true) out.logprobs = { top: top ?? 0, param: "logprobs" };
+  return out;
 }
 
 /** Sampling numbers the model holds as they are. */

@@ -2,7 +2,8 @@
  * The shared model written as a Chat Completions request (the upstream's side). Tool
  * results leave their user turn as `tool` messages (text only), sent first; images from
  * results and the turn's other parts follow as one user message. Thinking in the history
- * is dropped (Chat takes no reasoning back); `top_k` has no counterpart and is dropped.
+ * is dropped (Chat takes no reasoning back); `top_k` has no counterpart and is dropped,
+ * and so is the end-user id (see docs/translation-chat.md).
  */
 import type { JsonObject } from "../../../json.ts";
 import { refusal } from "../../codec.ts";
@@ -14,14 +15,12 @@ import { CHAT } from "./name.ts";
 
 export function writeChatRequest(request: IrRequest, context: RequestContext): JsonObject {
   refuseUncarried(request);
-  const out: JsonObject = { model: request.model ?? context.model, messages: [...systemMessages(request.system), ...request.messages.flatMap(messagesOfTurn)] };
-  out.max_completion_tokens = request.maxTokens ?? context.maxTokens;
-  if (request.temperature !== undefined) out.temperature = request.temperature;
-  if (request.topP !== undefined) out.top_p = request.topP;
-  if (request.seed !== undefined) out.seed = request.seed;
-  if (request.presencePenalty !== undefined) out.presence_penalty = request.presencePenalty;
-  if (request.frequencyPenalty !== undefined) out.frequency_penalty = request.frequencyPenalty;
-  if (request.stop !== undefined && request.stop.sequences.length > 0) out.stop = request.stop.sequences;
+  const out: JsonObject = {
+    model: request.model ?? context.model,
+    messages: [...systemMessages(request.system), ...request.messages.flatMap(messagesOfTurn)],
+    max_completion_tokens: request.maxTokens ?? context.maxTokens,
+    ...samplingFields(request),
+  };
   if (request.tools.length > 0) Object.assign(out, toolFields(request));
   const effort = request.reasoning && reasoningEffort(request.reasoning);
   if (effort !== undefined) out.reasoning_effort = effort;
@@ -32,6 +31,18 @@ export function writeChatRequest(request: IrRequest, context: RequestContext): J
     // Chat streams report usage only when asked, and metering needs it.
     out.stream_options = { include_usage: true };
   }
+  return out;
+}
+
+/** Sampling numbers as they are, and stop sequences as a list; `top_k` has no Chat counterpart. */
+function samplingFields(request: IrRequest): JsonObject {
+  const out: JsonObject = {};
+  if (request.temperature !== undefined) out.temperature = request.temperature;
+  if (request.topP !== undefined) out.top_p = request.topP;
+  if (request.seed !== undefined) out.seed = request.seed;
+  if (request.presencePenalty !== undefined) out.presence_penalty = request.presencePenalty;
+  if (request.frequencyPenalty !== undefined) out.frequency_penalty = request.frequencyPenalty;
+  if (request.stop !== undefined && request.stop.sequences.length > 0) out.stop = request.stop.sequences;
   return out;
 }
 
