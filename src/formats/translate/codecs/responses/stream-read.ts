@@ -1,0 +1,197 @@
+/**
+ * A Responses stream read into the shared model's events, one upstream event at a time.
+ * Function calls are numbered in the order their items appear and their argument deltas
+ * are routed by `item_id`, so interleaved calls never mix. Unknown events are skipped.
+ */
+import { HttpError, type ErrorKind } from "../../../../core/errors.ts";
+import { isObject, parseObject, type JsonObject } from "../../../json.ts";
+import { openaiUsage } from "../../../openai/usage.ts";
+import type { SseEvent } from "../../../sse.ts";
+import type { StreamReader } from "../../codec.ts";
+import { streamedError } from "../../errors.ts";
+import type { IrEvent } from "../../ir.ts";
+import { finishOfStatus } from "./names.ts";
+import { outputParts } from "./answer-read.ts";
+import { reasoningPart } from "./reasoning-item.ts";
+
+interface CallState {
+  ordinal: number;
+  /** The arguments received so far, to send only what a `done` event adds (servers that send no deltas). */
+  args: string;
+}
+
+export function responsesStreamReader(): StreamReader {
+  let started = false;
+  let finished = false;
+  /** Function calls by item id (and by output index, for events that lack the id). */
+  const calls = new Map<string, CallState>();
+  let callCount = 0;
+  /** Items whose text or thinking arrived as deltas (a `done` then adds nothing). */
+  const streamed = new Set<string>();
+
+  const start = (response: JsonObject, out: IrEvent[]) => {
+    started = true;
+    const event: IrEvent = { type: "start", id: str(response.id), model: str(response.model) };
+    const usage = isObject(response.usage) ? openaiUsage(response.usage) : undefined;
+    if (usage) event.usage = usage;
+    out.push(event);
+  };
+  /** Content before any `response.created` (a server that skips it) still starts the stream. */
+  const ensureStarted = (out: IrEvent[]) => {
+    if (!started) start({}, out);
+  };
+
+  const keyOf = (e: JsonObject) => (typeof e.item_id === "string" ? e.item_id : `#${String(e.output_index)}`);
+
+  function callStart(item: JsonObject, outputIndex: unknown, out: IrEvent[]): CallState {
+    const call: CallState = { ordinal: callCount++, args: "" };
+    if (typeof item.id === "string") calls.set(item.id, call);
+    calls.set(`#${String(outputIndex)}`, call);
+    out.push({ type: "tool_call_start", call: call.ordinal, id: str(item.call_id), name: str(item.name) });
+    return call;
+  }
+
+  function callArguments(call: CallState, delta: string, out: IrEvent[]): void {
+    if (delta === "") return;
+    call.args += delta;
+    out.push({ type: "tool_call_arguments", call: call.ordinal, delta });
+  }
+
+  /** A `done` carrying the whole arguments: what the deltas did not already bring. */
+  function callDone(call: CallState, args: unknown, out: IrEvent[]): void {
+    if (typeof args === "string" && args.startsWith(call.args)) callArguments(call, args.slice(call.args.length), out);
+  }
+
+  function itemAdded(e: JsonObject, out: IrEvent[]): void {
+    const item = isObject(e.item) ? e.item : {};
+    if (item.type !== "function_call") return;
+    const call = callStart(item, e.output_index, out);
+    if (typeof item.arguments === "string") callArguments(call, item.arguments, out);
+  }
+
+  /** A finished item: a reasoning item's encrypted content, or what a server that sent no deltas put only here. */
+  function itemDone(e: JsonObject, out: IrEvent[]): void {
+    const item = isObject(e.item) ? e.item : {};
+    const key = typeof item.id === "string" ? item.id : `#${String(e.output_index)}`;
+    if (item.type === "function_call") {
+      const call = calls.get(key) ?? calls.get(`#${String(e.output_index)}`) ?? callStart(item, e.output_index, out);
+      callDone(call, item.arguments, out);
+      return;
+    }
+    if (item.type === "reasoning") return reasoningDone(item, key, out);
+    if (item.type === "message" && !streamed.has(key)) {
+      for (const part of outputParts(item)) if (part.type === "text") out.push({ type: "text", text: part.text });
+    }
+  }
+
+  function reasoningDone(item: JsonObject, key: string, out: IrEvent[]): void {
+    const part = reasoningPart(item);
+    if (part === undefined) return;
+    if (part.type === "redacted_thinking") {
+      out.push({ type: "redacted_thinking", signature: part.signature });
+      return;
+    }
+    if (part.type !== "thinking") return;
+    if (!streamed.has(key)) out.push({ type: "thinking", text: part.text });
+    if (part.signature) out.push({ type: "thinking_signature", signature: part.signature });
+  }
+
+  function text(e: JsonObject, kind: "text" | "thinking", out: IrEvent[]): void {
+    if (typeof e.delta !== "string" || e.delta === "") return;
+    streamed.add(keyOf(e));
+    out.push({ type: kind, text: e.delta });
+  }
+
+  /** A second summary part of one reasoning item is a new paragraph of the same thinking. */
+  function summaryPartAdded(e: JsonObject, out: IrEvent[]): void {
+    if (typeof e.summary_index === "number" && e.summary_index > 0 && streamed.has(keyOf(e))) out.push({ type: "thinking", text: "\n\n" });
+  }
+
+  function ended(e: JsonObject, out: IrEvent[]): void {
+    const response = isObject(e.response) ? e.response : {};
+    const usage = isObject(response.usage) ? openaiUsage(response.usage) : undefined;
+    if (usage) out.push({ type: "usage", usage });
+    const reason = isObject(response.incomplete_details) ? response.incomplete_details.reason : undefined;
+    out.push({ type: "finish", finish: finishOfStatus(response.status ?? "completed", reason, callCount > 0) });
+    finished = true;
+  }
+
+  function failed(error: HttpError, out: IrEvent[]): void {
+    out.push({ type: "error", error });
+    finished = true;
+  }
+
+  function onEvent(e: JsonObject, out: IrEvent[]): void {
+    switch (e.type) {
+      case "response.created":
+        if (!started) start(isObject(e.response) ? e.response : {}, out);
+        return;
+      case "response.output_item.added":
+        return itemAdded(e, out);
+      case "response.function_call_arguments.delta": {
+        const call = calls.get(keyOf(e)) ?? calls.get(`#${String(e.output_index)}`);
+        if (call && typeof e.delta === "string") callArguments(call, e.delta, out);
+        return;
+      }
+      case "response.function_call_arguments.done": {
+        const call = calls.get(keyOf(e)) ?? calls.get(`#${String(e.output_index)}`);
+        if (call) callDone(call, e.arguments, out);
+        return;
+      }
+      case "response.output_text.delta":
+      case "response.refusal.delta":
+        return text(e, "text", out);
+      case "response.reasoning_summary_text.delta":
+      case "response.reasoning_text.delta":
+        return text(e, "thinking", out);
+      case "response.reasoning_summary_part.added":
+        return summaryPartAdded(e, out);
+      case "response.output_item.done":
+        return itemDone(e, out);
+      case "response.completed":
+      case "response.incomplete":
+        return ended(e, out);
+      case "response.failed":
+        return failed(failedError(e.response), out);
+      case "error":
+        return failed(errorEventError(e), out);
+    }
+  }
+
+  return {
+    push(event: SseEvent): IrEvent[] {
+      if (finished) return [];
+      const data = parseObject(event.data);
+      if (data === undefined) return [];
+      const out: IrEvent[] = [];
+      if (data.type !== "response.created" && data.type !== "error" && data.type !== "response.failed") ensureStarted(out);
+      onEvent(data, out);
+      return out;
+    },
+    end(): IrEvent[] {
+      // A stream cut before its end: the finish it never sent, as the content so far implies.
+      if (finished || !started) return [];
+      finished = true;
+      return [{ type: "finish", finish: callCount > 0 ? "tool_calls" : "stop" }];
+    },
+  };
+}
+
+const str = (v: unknown): string => (typeof v === "string" ? v : "");
+
+/** `response.error.code` values read as the kind of failure they name. */
+const KIND_OF_CODE: Record<string, ErrorKind> = { rate_limit_exceeded: "rate_limit", server_error: "upstream", invalid_prompt: "invalid_request" };
+
+/** A `response.failed` event's `response.error {code, message}` as an HttpError. */
+function failedError(response: unknown): HttpError {
+  const error = isObject(response) && isObject(response.error) ? response.error : {};
+  const code = typeof error.code === "string" ? error.code : undefined;
+  const message = typeof error.message === "string" && error.message !== "" ? error.message : "The upstream response failed";
+  return new HttpError((code === undefined ? undefined : KIND_OF_CODE[code]) ?? "upstream", message, { code });
+}
+
+/** An `error` event: `{code, message, param}` at its top level, or an OpenAI error envelope. */
+function errorEventError(e: JsonObject): HttpError {
+  if (isObject(e.error)) return streamedError(e);
+  return streamedError({ error: { type: e.code, code: e.code, message: e.message, param: e.param } });
+}
