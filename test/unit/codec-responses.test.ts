@@ -271,7 +271,7 @@ describe("round trips", () => {
 
   test("an answer read then written is unchanged", () => {
     expect(codec.writeAnswer(codec.readAnswer(structuredClone(CLIENT_ANSWER)), { created: CREATED })).toEqual(CLIENT_ANSWER);
-    const incomplete = { ...CLIENT_ANSWER, status: "incomplete", incomplete_details: { reason: "max_output_tokens" }, output: [{ ...(CLIENT_ANSWER.output as JsonObject[])[1], id: "msg_msg_01XYz_0" }] };
+    const incomplete = { ...CLIENT_ANSWER, status: "incomplete", incomplete_details: { reason: "max_output_tokens" }, output: [{ ...(CLIENT_ANSWER.output as JsonObject[])[1], id: "msg_msg_01XYz_0", status: "incomplete" }] };
     expect(codec.writeAnswer(codec.readAnswer(structuredClone(incomplete)), { created: CREATED })).toEqual(incomplete);
   });
 
@@ -479,6 +479,7 @@ describe("writing for a Responses client", () => {
       "response.incomplete",
     ]);
     expect((events[3]!.data as JsonObject).item).toEqual({ id: "rs_x_0", type: "reasoning", summary: [], encrypted_content: "e" });
+    expect((events[9]!.data as JsonObject).item).toEqual({ id: "msg_x_1", type: "message", status: "incomplete", content: [{ type: "output_text", annotations: [], text: "a" }], role: "assistant" });
     expect((events.at(-1)!.data as JsonObject).response).toMatchObject({ status: "incomplete", incomplete_details: { reason: "max_output_tokens" } });
   });
 

@@ -13,7 +13,7 @@ export function writeResponsesAnswer(answer: IrAnswer, context: AnswerContext): 
     createdAt: context.created ?? nowSeconds(),
     model: answer.model,
     status,
-    output: outputItems(answer.parts, base),
+    output: markCutShort(outputItems(answer.parts, base), status),
     incompleteReason: incomplete_details?.reason,
     usage: answer.usage,
   });
@@ -40,6 +40,13 @@ function outputItems(parts: IrPart[], base: string): JsonObject[] {
     const item = otherItem(part, base, items.length);
     if (item) items.push(item);
   }
+  return items;
+}
+
+/** An answer cut short (by its bound or a filter) leaves its last message or call incomplete, as the Responses API marks it. */
+function markCutShort(items: JsonObject[], status: string): JsonObject[] {
+  const last = items.at(-1);
+  if (status === "incomplete" && last !== undefined && "status" in last) last.status = "incomplete";
   return items;
 }
 

@@ -25,6 +25,8 @@ interface OpenText {
   encrypted?: string;
 }
 
+type ItemStatus = "completed" | "incomplete";
+
 interface OpenCall {
   index: number;
   id: string;
@@ -99,12 +101,12 @@ export function responsesStreamWriter(context: AnswerContext): StreamWriter {
     else emit(out, "response.reasoning_summary_text.delta", { item_id: item.id, output_index: item.index, summary_index: 0, delta: text });
   }
 
-  function closeText(item: OpenText, out: string[]): void {
+  function closeText(item: OpenText, out: string[], status: ItemStatus): void {
     const at = { item_id: item.id, output_index: item.index };
     if (item.kind === "message") {
       emit(out, "response.output_text.done", { ...at, content_index: 0, text: item.text, logprobs: [] });
       emit(out, "response.content_part.done", { ...at, content_index: 0, part: outputText(item.text) });
-      finishItem(item.index, messageItem(item.id, "completed", [outputText(item.text)]), out);
+      finishItem(item.index, messageItem(item.id, status, [outputText(item.text)]), out);
     } else {
       emit(out, "response.reasoning_summary_text.done", { ...at, summary_index: 0, text: item.text });
       emit(out, "response.reasoning_summary_part.done", { ...at, summary_index: 0, part: { type: "summary_text", text: item.text } });
@@ -112,16 +114,19 @@ export function responsesStreamWriter(context: AnswerContext): StreamWriter {
     }
   }
 
-  function closeCall(call: OpenCall, out: string[]): void {
+  function closeCall(call: OpenCall, out: string[], status: ItemStatus): void {
     emit(out, "response.function_call_arguments.done", { item_id: call.id, output_index: call.index, name: call.name, arguments: call.args });
-    finishItem(call.index, functionCallItem(call.id, "completed", call.callId, call.name, call.args), out);
+    finishItem(call.index, functionCallItem(call.id, status, call.callId, call.name, call.args), out);
   }
 
-  /** Closes the open text item and every open call, in the order they were opened. */
-  function closeAll(out: string[]): void {
-    if (open) closeText(open, out);
+  /**
+   * Closes the open text item and every open call, in the order they were opened:
+   * completed when another item follows, incomplete when the answer was cut short.
+   */
+  function closeAll(out: string[], status: ItemStatus = "completed"): void {
+    if (open) closeText(open, out, status);
     open = undefined;
-    for (const call of calls.values()) closeCall(call, out);
+    for (const call of calls.values()) closeCall(call, out, status);
     calls.clear();
   }
 
@@ -136,7 +141,7 @@ export function responsesStreamWriter(context: AnswerContext): StreamWriter {
   }
 
   function callStart(e: Extract<IrEvent, { type: "tool_call_start" }>, out: string[]): void {
-    if (open) closeText(open, out);
+    if (open) closeText(open, out, "completed");
     open = undefined;
     const index = state!.output.length;
     const call: OpenCall = { index, id: itemId("fc", base, index), callId: e.id, name: e.name, args: "" };
@@ -173,7 +178,7 @@ export function responsesStreamWriter(context: AnswerContext): StreamWriter {
         return;
       case "finish":
         finish = e.finish;
-        closeAll(out);
+        closeAll(out, statusOfFinish(finish).status === "incomplete" ? "incomplete" : "completed");
         return;
       case "error":
         out.push(failed(e.error));
