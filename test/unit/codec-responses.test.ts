@@ -378,7 +378,7 @@ describe("reading a Responses upstream's stream", () => {
         ev({ type: "response.output_text.delta", item_id: "m", output_index: 0, delta: "late" }),
       ]),
     ).toEqual([{ type: "start", id: "resp_x", model: "m" }, { type: "text", text: "No" }, { type: "thinking", text: "raw" }, { type: "finish", finish: "length" }]);
-    expect(readStream([ev(created), ev({ type: "response.incomplete", response: { status: "incomplete", incomplete_details: { reason: "content_filter" } } })]).at(-1)).toEqual({ type: "finish", finish: "content_filter" });
+    expect(readStream([ev(created), ev({ type: "response.incomplete", response: { incomplete_details: { reason: "content_filter" } } })]).at(-1)).toEqual({ type: "finish", finish: "content_filter" });
   });
 
   test("response.failed and error events are errors; nothing follows", () => {
@@ -394,6 +394,8 @@ describe("reading a Responses upstream's stream", () => {
     expect(events).toHaveLength(1);
     const bad = (events[0] as Extract<IrEvent, { type: "error" }>).error;
     expect([bad.kind, bad.status, bad.message, bad.param]).toEqual(["invalid_request", 400, "Bad input", "input"]);
+    const limited = (readStream([ev({ type: "error", code: "rate_limit_exceeded", message: "Slow down", param: null })])[0] as Extract<IrEvent, { type: "error" }>).error;
+    expect([limited.kind, limited.status, limited.code, limited.param]).toEqual(["rate_limit", 429, "rate_limit_exceeded", undefined]);
     const enveloped = (readStream([ev({ type: "error", error: { type: "server_error", message: "Boom" } })])[0] as Extract<IrEvent, { type: "error" }>).error;
     expect([enveloped.kind, enveloped.message]).toEqual(["upstream", "Boom"]);
   });

@@ -112,7 +112,9 @@ export function responsesStreamReader(): StreamReader {
     const usage = isObject(response.usage) ? openaiUsage(response.usage) : undefined;
     if (usage) out.push({ type: "usage", usage });
     const reason = isObject(response.incomplete_details) ? response.incomplete_details.reason : undefined;
-    out.push({ type: "finish", finish: finishOfStatus(response.status ?? "completed", reason, callCount > 0) });
+    // The event's name says how it ended even when its response omits the status.
+    const status = e.type === "response.incomplete" ? "incomplete" : "completed";
+    out.push({ type: "finish", finish: finishOfStatus(status, reason, callCount > 0) });
     finished = true;
   }
 
@@ -182,16 +184,22 @@ const str = (v: unknown): string => (typeof v === "string" ? v : "");
 /** `response.error.code` values read as the kind of failure they name. */
 const KIND_OF_CODE: Record<string, ErrorKind> = { rate_limit_exceeded: "rate_limit", server_error: "upstream", invalid_prompt: "invalid_request" };
 
-/** A `response.failed` event's `response.error {code, message}` as an HttpError. */
+/** An error a Responses stream names by its code: a code the table knows decides the kind, else it is read as an error type would be. */
+function codedError(code: unknown, message: unknown, param: unknown): HttpError {
+  const kind = typeof code === "string" ? KIND_OF_CODE[code] : undefined;
+  if (kind === undefined) return streamedError({ error: { type: code, code, message, param } });
+  return new HttpError(kind, typeof message === "string" && message !== "" ? message : "The upstream response failed", {
+    code: code as string,
+    param: typeof param === "string" ? param : undefined,
+  });
+}
+
+/** A `response.failed` event's `response.error {code, message}`. */
 function failedError(response: unknown): HttpError {
   const error = isObject(response) && isObject(response.error) ? response.error : {};
-  const code = typeof error.code === "string" ? error.code : undefined;
   const message = typeof error.message === "string" && error.message !== "" ? error.message : "The upstream response failed";
-  return new HttpError((code === undefined ? undefined : KIND_OF_CODE[code]) ?? "upstream", message, { code });
+  return codedError(error.code ?? "server_error", message, undefined);
 }
 
 /** An `error` event: `{code, message, param}` at its top level, or an OpenAI error envelope. */
-function errorEventError(e: JsonObject): HttpError {
-  if (isObject(e.error)) return streamedError(e);
-  return streamedError({ error: { type: e.code, code: e.code, message: e.message, param: e.param } });
-}
+const errorEventError = (e: JsonObject): HttpError => (isObject(e.error) ? streamedError(e) : codedError(e.code, e.message, e.param));
