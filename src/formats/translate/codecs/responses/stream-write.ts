@@ -68,7 +68,7 @@ export function responsesStreamWriter(context: AnswerContext): StreamWriter {
   function addItem(item: JsonObject, out: string[]): number {
     const index = state!.output.length;
     state!.output.push(item);
-    emit(out, "response.output_item.added", { output_index: index, item: structuredClone(item) });
+    emit(out, "response.output_item.added", { output_index: index, item });
     return index;
   }
 
