@@ -368,6 +368,26 @@ describe("reading a Responses upstream's stream", () => {
     ]);
   });
 
+  test("events lacking item_id are routed by output_index; a finished item whose text came as deltas adds nothing", () => {
+    expect(
+      readStream([
+        ev(created),
+        ev({ type: "response.output_text.delta", output_index: 0, content_index: 0, delta: "Hi" }),
+        ev({ type: "response.output_item.done", output_index: 0, item: { id: "m", type: "message", content: [{ type: "output_text", text: "Hi" }] } }),
+        ev({ type: "response.output_item.added", output_index: 1, item: { id: "f", type: "function_call", call_id: "c", name: "n", arguments: "" } }),
+        ev({ type: "response.function_call_arguments.delta", output_index: 1, delta: "{}" }),
+        ev({ type: "response.output_item.done", output_index: 1, item: { type: "function_call", call_id: "c", name: "n", arguments: "{}" } }),
+        ev(completed({})),
+      ]),
+    ).toEqual([
+      { type: "start", id: "resp_x", model: "m" },
+      { type: "text", text: "Hi" },
+      { type: "tool_call_start", call: 0, id: "c", name: "n" },
+      { type: "tool_call_arguments", call: 0, delta: "{}" },
+      { type: "finish", finish: "tool_calls" },
+    ]);
+  });
+
   test("refusal and reasoning text deltas; incomplete endings; nothing after the end", () => {
     expect(
       readStream([

@@ -23,11 +23,13 @@ interface CallState {
 export function responsesStreamReader(): StreamReader {
   let started = false;
   let finished = false;
-  /** Function calls by item id (and by output index, for events that lack the id). */
+  /** Function calls by item id and by output index (an event may lack either). */
   const calls = new Map<string, CallState>();
   let callCount = 0;
-  /** Items whose text or thinking arrived as deltas (a `done` then adds nothing). */
+  /** Items (by id and by index) whose text or thinking arrived as deltas: their `done` adds nothing. */
   const streamed = new Set<string>();
+  const callOf = (keys: string[]) => keys.map((k) => calls.get(k)).find((c) => c !== undefined);
+  const wasStreamed = (keys: string[]) => keys.some((k) => streamed.has(k));
 
   const start = (response: JsonObject, out: IrEvent[]) => {
     started = true;
@@ -41,12 +43,9 @@ export function responsesStreamReader(): StreamReader {
     if (!started) start({}, out);
   };
 
-  const keyOf = (e: JsonObject) => (typeof e.item_id === "string" ? e.item_id : `#${String(e.output_index)}`);
-
   function callStart(item: JsonObject, outputIndex: unknown, out: IrEvent[]): CallState {
     const call: CallState = { ordinal: callCount++, args: "" };
-    if (typeof item.id === "string") calls.set(item.id, call);
-    calls.set(`#${String(outputIndex)}`, call);
+    for (const key of itemKeys(item.id, outputIndex)) calls.set(key, call);
     out.push({ type: "tool_call_start", call: call.ordinal, id: str(item.call_id), name: str(item.name) });
     return call;
   }
@@ -72,19 +71,18 @@ export function responsesStreamReader(): StreamReader {
   /** A finished item: a reasoning item's encrypted content, or what a server that sent no deltas put only here. */
   function itemDone(e: JsonObject, out: IrEvent[]): void {
     const item = isObject(e.item) ? e.item : {};
-    const key = typeof item.id === "string" ? item.id : `#${String(e.output_index)}`;
+    const keys = itemKeys(item.id, e.output_index);
     if (item.type === "function_call") {
-      const call = calls.get(key) ?? calls.get(`#${String(e.output_index)}`) ?? callStart(item, e.output_index, out);
-      callDone(call, item.arguments, out);
+      callDone(callOf(keys) ?? callStart(item, e.output_index, out), item.arguments, out);
       return;
     }
-    if (item.type === "reasoning") return reasoningDone(item, key, out);
-    if (item.type === "message" && !streamed.has(key)) {
+    if (item.type === "reasoning") return reasoningDone(item, keys, out);
+    if (item.type === "message" && !wasStreamed(keys)) {
       for (const part of outputParts(item)) if (part.type === "text") out.push({ type: "text", text: part.text });
     }
   }
 
-  function reasoningDone(item: JsonObject, key: string, out: IrEvent[]): void {
+  function reasoningDone(item: JsonObject, keys: string[], out: IrEvent[]): void {
     const part = reasoningPart(item);
     if (part === undefined) return;
     if (part.type === "redacted_thinking") {
@@ -92,19 +90,19 @@ export function responsesStreamReader(): StreamReader {
       return;
     }
     if (part.type !== "thinking") return;
-    if (!streamed.has(key)) out.push({ type: "thinking", text: part.text });
+    if (!wasStreamed(keys)) out.push({ type: "thinking", text: part.text });
     if (part.signature) out.push({ type: "thinking_signature", signature: part.signature });
   }
 
   function text(e: JsonObject, kind: "text" | "thinking", out: IrEvent[]): void {
     if (typeof e.delta !== "string" || e.delta === "") return;
-    streamed.add(keyOf(e));
+    for (const key of itemKeys(e.item_id, e.output_index)) streamed.add(key);
     out.push({ type: kind, text: e.delta });
   }
 
   /** A second summary part of one reasoning item is a new paragraph of the same thinking. */
   function summaryPartAdded(e: JsonObject, out: IrEvent[]): void {
-    if (typeof e.summary_index === "number" && e.summary_index > 0 && streamed.has(keyOf(e))) out.push({ type: "thinking", text: "\n\n" });
+    if (typeof e.summary_index === "number" && e.summary_index > 0 && wasStreamed(itemKeys(e.item_id, e.output_index))) out.push({ type: "thinking", text: "\n\n" });
   }
 
   function ended(e: JsonObject, out: IrEvent[]): void {
@@ -131,12 +129,12 @@ export function responsesStreamReader(): StreamReader {
       case "response.output_item.added":
         return itemAdded(e, out);
       case "response.function_call_arguments.delta": {
-        const call = calls.get(keyOf(e)) ?? calls.get(`#${String(e.output_index)}`);
+        const call = callOf(itemKeys(e.item_id, e.output_index));
         if (call && typeof e.delta === "string") callArguments(call, e.delta, out);
         return;
       }
       case "response.function_call_arguments.done": {
-        const call = calls.get(keyOf(e)) ?? calls.get(`#${String(e.output_index)}`);
+        const call = callOf(itemKeys(e.item_id, e.output_index));
         if (call) callDone(call, e.arguments, out);
         return;
       }
@@ -180,6 +178,14 @@ export function responsesStreamReader(): StreamReader {
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
+
+/** The keys an output item is known by: its id and its output index (`#2`), whichever the event carries. */
+function itemKeys(itemId: unknown, outputIndex: unknown): string[] {
+  const keys: string[] = [];
+  if (typeof itemId === "string" && itemId !== "") keys.push(itemId);
+  if (typeof outputIndex === "number") keys.push(`#${outputIndex}`);
+  return keys;
+}
 
 /** `response.error.code` values read as the kind of failure they name. */
 const KIND_OF_CODE: Record<string, ErrorKind> = { rate_limit_exceeded: "rate_limit", server_error: "upstream", invalid_prompt: "invalid_request" };
