@@ -111,6 +111,25 @@ describe("reading a Responses client's request", () => {
     ]);
   });
 
+  test("a plain-text file is a text document; bare base64 file data is a PDF", () => {
+    const ir = read({
+      model: "m",
+      input: [
+        {
+          role: "user",
+          content: [
+            { type: "input_file", filename: "notes.txt", file_data: `data:text/plain;base64,${Buffer.from("héllo").toString("base64")}` },
+            { type: "input_file", file_data: "JVBERi0x" },
+          ],
+        },
+      ],
+    });
+    expect(ir.messages[0]!.parts).toEqual([
+      { type: "document", source: { kind: "text", text: "héllo" }, title: "notes.txt", param: "input[0].content[0]" },
+      { type: "document", source: { kind: "base64", mediaType: "application/pdf", data: "JVBERi0x" }, param: "input[0].content[1]" },
+    ]);
+  });
+
   test("json_object, text and effort without summary; user as a fallback for safety_identifier; include alone asks for logprobs", () => {
     const ir = read({ model: "m", input: "hi", text: { format: { type: "json_object" } }, reasoning: { effort: "minimal", summary: null }, user: "u", include: ["message.output_text.logprobs"] });
     expect(ir.output).toEqual({ type: "json", param: "text.format" });

@@ -8,7 +8,7 @@ import { badRequest } from "../../../../core/errors.ts";
 import { isObject, type JsonObject } from "../../../json.ts";
 import { refusal, type ReadContext } from "../../codec.ts";
 import { parseDataUrl } from "../../content.ts";
-import type { Effort, IrMessage, IrOutputFormat, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, IrToolResult, Param } from "../../ir.ts";
+import type { Effort, IrMessage, IrOutputFormat, IrPart, IrReasoning, IrRequest, IrSource, IrTool, IrToolChoice, IrToolResult, Param } from "../../ir.ts";
 import { RESPONSES_EFFORTS } from "./names.ts";
 import { reasoningPart } from "./reasoning-item.ts";
 
@@ -184,13 +184,14 @@ function imagePart(part: JsonObject, param: Param, upstream: string): IrPart {
   return { type: "image", source: data ? { kind: "base64", ...data } : { kind: "url", url }, param };
 }
 
-/** A file given inline (`file_data`, a data URL or bare base64 of a PDF) as a document. */
+/** A file given inline (`file_data`, a data URL or bare base64 of a PDF) as a document; a plain-text file as a text document. */
 function filePart(part: JsonObject, param: Param, upstream: string): IrPart {
   if (typeof part.file_id === "string") throw refusal(`${param}.file_id`, "A file uploaded to OpenAI (file_id)", upstream);
   if (typeof part.file_url === "string") throw refusal(`${param}.file_url`, "A file by URL (file_url)", upstream);
   const fileData = stringField(part, "file_data", param);
-  const source = parseDataUrl(fileData) ?? { mediaType: "application/pdf", data: fileData };
-  const document: IrPart = { type: "document", source: { kind: "base64", ...source }, param };
+  const file = parseDataUrl(fileData) ?? { mediaType: "application/pdf", data: fileData };
+  const source: IrSource = file.mediaType === "text/plain" ? { kind: "text", text: Buffer.from(file.data, "base64").toString("utf8") } : { kind: "base64", ...file };
+  const document: IrPart = { type: "document", source, param };
   if (typeof part.filename === "string" && part.filename !== "") document.title = part.filename;
   return document;
 }
