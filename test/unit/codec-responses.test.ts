@@ -498,6 +498,11 @@ describe("writing for a Responses client", () => {
     });
   });
 
+  test("a stream: usage told up front stands when no later report comes", () => {
+    const events = decode(writeStream([{ type: "start", id: "x", model: "m", usage: { prompt: 7, completion: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 } }, { type: "text", text: "a" }, { type: "finish", finish: "stop" }]));
+    expect((events.at(-1)!.data as JsonObject).response).toMatchObject({ status: "completed", usage: { input_tokens: 7, output_tokens: 0, total_tokens: 7 } });
+  });
+
   test("a stream that fails before anything: created, then failed", () => {
     const events = decode(codec.streamWriter({ created: CREATED }).fail(new HttpError("unavailable", "Overloaded")));
     expect(events.map((e) => e.event)).toEqual(["response.created", "response.in_progress", "response.failed"]);

@@ -157,7 +157,11 @@ export function responsesStreamWriter(context: AnswerContext): StreamWriter {
   }
 
   function onEvent(e: IrEvent, out: string[]): void {
-    if (e.type === "start") return state ? undefined : start(e.id, e.model, out);
+    if (e.type === "start") {
+      // Usage told up front (Anthropic's input tokens) stands until a later report replaces it.
+      if (e.usage) usage = e.usage;
+      return state ? undefined : start(e.id, e.model, out);
+    }
     ensureStarted(out);
     switch (e.type) {
       case "text":
