@@ -41,15 +41,14 @@ export function openaiUsageObject(u: Usage): JsonObject {
 
 /**
  * The Responses API's `usage`: `input_tokens` includes cached tokens (as Chat's
- * `prompt_tokens` does), reasoning is inside `output_tokens`; a cache write is written
- * as `input_tokens_details.cache_write_tokens` only when there was one.
+ * `prompt_tokens` does), reasoning is inside `output_tokens`; the cache write is
+ * `input_tokens_details.cache_write_tokens`, always written (the openai SDK's
+ * `ResponseUsage` type requires it, 0 when there was none).
  */
 export function responsesUsageObject(u: Usage): JsonObject {
-  const inputDetails: JsonObject = { cached_tokens: u.cacheRead };
-  if (u.cacheWrite > 0) inputDetails.cache_write_tokens = u.cacheWrite;
   return {
     input_tokens: u.prompt,
-    input_tokens_details: inputDetails,
+    input_tokens_details: { cached_tokens: u.cacheRead, cache_write_tokens: u.cacheWrite },
     output_tokens: u.completion,
     output_tokens_details: { reasoning_tokens: u.reasoning },
     total_tokens: u.prompt + u.completion,
