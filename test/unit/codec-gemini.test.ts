@@ -422,3 +422,384 @@ describe("call ids", () => {
     expect(originOfCallId("gemini_bm90LXNlcGFyYXRlZA")).toBeUndefined();
   });
 });
+
+// ——— (c) round trips ———
+
+describe("round trips", () => {
+  test("a Gemini request read and written again is itself (signed calls, thoughts, JSON-schema tools)", () => {
+    const request: JsonObject = {
+      contents: [
+        { role: "user", parts: [{ text: "Plan a trip." }, { inlineData: { mimeType: "image/png", data: "iVBOR" } }] },
+        {
+          role: "model",
+          parts: [
+            { text: "Thinking about it", thought: true, thoughtSignature: SIG_A },
+            { functionCall: { name: "search", args: { q: "Rome" } }, thoughtSignature: SIG_B },
+            { functionCall: { name: "search", args: { q: "Paris" } } },
+          ],
+        },
+        { role: "user", parts: [{ functionResponse: { name: "search", response: { hits: 3 } } }, { functionResponse: { name: "search", response: { hits: 0 } } }] },
+        { role: "model", parts: [{ text: "Rome it is." }] },
+        { role: "user", parts: [{ text: "Book it." }] },
+      ],
+      systemInstruction: { parts: [{ text: "Be helpful." }] },
+      tools: [{ functionDeclarations: [{ name: "search", description: "Search", parametersJsonSchema: { type: "object", properties: { q: { type: "string" } } } }] }],
+      toolConfig: { functionCallingConfig: { mode: "AUTO" } },
+      generationConfig: { maxOutputTokens: 512, temperature: 1, topP: 0.95, topK: 64, stopSequences: ["x"], seed: 1, responseMimeType: "application/json", responseJsonSchema: { type: "object" }, thinkingConfig: { thinkingBudget: 4096, includeThoughts: true } },
+    };
+    expect(geminiCodec.writeRequest(read(request), { maxTokens: 4096 })).toEqual(request);
+  });
+
+  /** Call ids are the one documented difference: an answer read from Gemini carries ids made to hold signatures. */
+  const idsAs = (body: unknown, ids: string[]): unknown => {
+    let k = 0;
+    return JSON.parse(JSON.stringify(body), (key, value) => (key === "functionCall" && value !== null && typeof value === "object" && !Array.isArray(value) ? { ...value, id: ids[k++] } : value));
+  };
+
+  test("a Gemini answer read and written again is itself, but for the call ids", () => {
+    const again = geminiCodec.writeAnswer(geminiCodec.readAnswer(UPSTREAM_ANSWER), {});
+    const expected = idsAs(UPSTREAM_ANSWER, [PARIS_ID, ROME_ID]) as JsonObject;
+    const candidate = (expected.candidates as JsonObject[])[0]!;
+    delete candidate.safetyRatings; // Safety ratings have no place in the shared model.
+    expect(again).toEqual(expected);
+  });
+
+  test("a Gemini stream read and written again carries the same parts, usage and finish", () => {
+    const reader = geminiCodec.streamReader();
+    const writer = geminiCodec.streamWriter({});
+    const text = UPSTREAM_SSE.map((chunk) => writer.write(reader.push(sse(chunk)))).join("") + writer.write(reader.end()) + writer.end();
+    const expected = idsAs(UPSTREAM_SSE, [PARIS_ID, ROME_ID]) as JsonObject[];
+    // The writer sends the finish in a chunk of its own, after the calls.
+    const last = expected[3]!;
+    const lastCandidate = (last.candidates as JsonObject[])[0]!;
+    delete lastCandidate.finishReason;
+    // Usage is rewritten from the normalised counts: a zero count is written (Gemini omits it), cached and thought counts when there are some.
+    const usage = (u: JsonObject) => ({ promptTokenCount: u.promptTokenCount, candidatesTokenCount: u.candidatesTokenCount ?? 0, totalTokenCount: u.totalTokenCount, cachedContentTokenCount: u.cachedContentTokenCount, ...(u.thoughtsTokenCount !== undefined && { thoughtsTokenCount: u.thoughtsTokenCount }) });
+    for (const chunk of expected) chunk.usageMetadata = usage(chunk.usageMetadata as JsonObject);
+    expected.push({ candidates: [{ finishReason: "STOP", index: 0 }], usageMetadata: last.usageMetadata, modelVersion: "gemini-3-pro-preview", responseId: "resp-1" });
+    expect(events(text)).toEqual(expected);
+  });
+});
+
+// ——— (d) upstream answers and streams read into the shared model ———
+
+describe("reading a Gemini upstream's answer", () => {
+  test("thoughts, text and parallel calls with their signatures; usage by Gemini's own reader", () => {
+    expect(geminiCodec.readAnswer(UPSTREAM_ANSWER)).toEqual(UPSTREAM_ANSWER_IR);
+  });
+
+  const finishes: [unknown, boolean, string][] = [
+    ["STOP", false, "stop"],
+    ["STOP", true, "tool_calls"],
+    ["MAX_TOKENS", true, "length"],
+    ["SAFETY", false, "content_filter"],
+    ["RECITATION", false, "content_filter"],
+    ["BLOCKLIST", false, "content_filter"],
+    ["PROHIBITED_CONTENT", false, "content_filter"],
+    ["SPII", false, "content_filter"],
+    ["MALFORMED_FUNCTION_CALL", false, "stop"],
+    ["OTHER", false, "stop"],
+    [undefined, false, "stop"],
+  ];
+  for (const [reason, calls, finish] of finishes) {
+    test(`finishReason ${String(reason)}${calls ? " with calls" : ""} reads as ${finish}`, () => {
+      const parts = calls ? [{ functionCall: { name: "f", args: {} } }] : [{ text: "x" }];
+      expect(geminiCodec.readAnswer({ candidates: [{ content: { role: "model", parts }, finishReason: reason }], responseId: "r" }).finish).toBe(finish as IrAnswer["finish"]);
+    });
+  }
+
+  test("a blocked prompt is an empty answer stopped by the filter", () => {
+    const answer = geminiCodec.readAnswer({ promptFeedback: { blockReason: "SAFETY" }, usageMetadata: { promptTokenCount: 9, totalTokenCount: 9 }, modelVersion: "gemini-2.5-flash", responseId: "r-b" });
+    expect(answer).toEqual({ id: "r-b", model: "gemini-2.5-flash", parts: [], finish: "content_filter", usage: { prompt: 9, completion: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 } });
+  });
+
+  test("odd bodies never throw: an empty answer with a made id", () => {
+    for (const body of [undefined, null, "oops", [], { candidates: "x" }, { candidates: [{ content: { parts: [null, 3, { functionCall: { args: {} } }, { inlineData: {} }] } }] }]) {
+      const answer = geminiCodec.readAnswer(body);
+      expect(answer.parts).toEqual([]);
+      expect(answer.finish).toBe("stop");
+      expect(answer.id).toMatch(/^gemini-[0-9a-f-]{36}$/);
+      expect(answer.usage).toBeUndefined();
+    }
+  });
+
+  test("calls without id or signature get ids from the answer's id and their order", () => {
+    const answer = geminiCodec.readAnswer({ candidates: [{ content: { parts: [{ functionCall: { name: "a", args: { x: 1 } } }, { functionCall: { name: "b" } }] }, finishReason: "STOP" }], responseId: "abc" });
+    expect(answer.parts).toEqual([
+      { type: "tool_call", id: "call_abc_0", name: "a", arguments: '{"x":1}' },
+      { type: "tool_call", id: "call_abc_1", name: "b", arguments: "{}" },
+    ]);
+  });
+});
+
+describe("reading a Gemini upstream's stream", () => {
+  test("each event reads as it arrives: deltas, whole calls, cumulative usage, the finish", () => {
+    const reader = geminiCodec.streamReader();
+    expect(UPSTREAM_SSE.map((chunk) => reader.push(sse(chunk)))).toEqual(UPSTREAM_SSE_IR);
+    expect(reader.end()).toEqual([]);
+  });
+
+  test("non-JSON events are skipped; usage after the finish still counts; nothing after", () => {
+    const reader = geminiCodec.streamReader();
+    expect(reader.push(sse(": keep-alive"))).toEqual([]);
+    expect(reader.push(sse({ candidates: [{ content: { parts: [{ text: "Hi" }] }, finishReason: "MAX_TOKENS" }], responseId: "r", modelVersion: "m" }))).toEqual([
+      { type: "start", id: "r", model: "m" },
+      { type: "text", text: "Hi" },
+      { type: "finish", finish: "length" },
+    ]);
+    expect(reader.push(sse({ usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1 } }))).toEqual([{ type: "usage", usage: { prompt: 3, completion: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0 } }]);
+    expect(reader.push(sse({ candidates: [{ content: { parts: [{ text: "late" }] } }] }))).toEqual([]);
+    expect(reader.end()).toEqual([]);
+  });
+
+  test("an error event ends the stream with the error Google's status names", () => {
+    const reader = geminiCodec.streamReader();
+    reader.push(sse({ candidates: [{ content: { parts: [{ text: "Hi" }] } }], responseId: "r" }));
+    const out = reader.push(sse({ error: { code: 429, message: "Resource has been exhausted", status: "RESOURCE_EXHAUSTED" } }));
+    expect(out).toHaveLength(1);
+    const event = out[0] as Extract<IrEvent, { type: "error" }>;
+    expect([event.type, event.error.kind, event.error.status, event.error.message]).toEqual(["error", "rate_limit", 429, "Resource has been exhausted"]);
+    expect(reader.push(sse({ candidates: [{ content: { parts: [{ text: "more" }] } }] }))).toEqual([]);
+    expect(reader.end()).toEqual([]);
+  });
+
+  test("a stream cut before its finish ends as what came: the calls made", () => {
+    const reader = geminiCodec.streamReader();
+    reader.push(sse({ candidates: [{ content: { parts: [{ functionCall: { name: "f", args: { a: 1 } } }] } }], responseId: "cut" }));
+    expect(reader.end()).toEqual([{ type: "finish", finish: "tool_calls" }]);
+    const empty = geminiCodec.streamReader();
+    const out = empty.end();
+    expect(out.map((e) => e.type)).toEqual(["start", "finish"]);
+  });
+
+  test("a blocked prompt in a stream finishes by the filter", () => {
+    expect(geminiCodec.streamReader().push(sse({ promptFeedback: { blockReason: "PROHIBITED_CONTENT" }, responseId: "b", modelVersion: "m" }))).toEqual([
+      { type: "start", id: "b", model: "m" },
+      { type: "finish", finish: "content_filter" },
+    ]);
+  });
+});
+
+// ——— (e) answers and streams written for a Gemini client ———
+
+/** An answer as another provider's reader gives it (Anthropic's: its signatures, its ids). */
+const FOREIGN_ANSWER: IrAnswer = {
+  id: "msg_01",
+  model: "claude-sonnet-4-5",
+  parts: [
+    { type: "thinking", text: "Two cities.", signature: { wire: "anthropic-messages", value: "EqQB" } },
+    { type: "redacted_thinking", signature: { wire: "anthropic-messages", value: "EmwK" } },
+    { type: "text", text: "Checking." },
+    { type: "tool_call", id: "toolu_01", name: "get_weather", arguments: '{"city":"Paris"}' },
+    { type: "tool_call", id: "toolu_02", name: "get_weather", arguments: '{"city":"Rome"}' },
+  ],
+  finish: "tool_calls",
+  usage: { prompt: 1200, completion: 80, cacheRead: 1000, cacheWrite: 100, reasoning: 20 },
+};
+
+const FOREIGN_ANSWER_JSON = {
+  candidates: [
+    {
+      content: {
+        role: "model",
+        parts: [
+          { text: "Two cities.", thought: true },
+          { text: "Checking." },
+          { functionCall: { id: "toolu_01", name: "get_weather", args: { city: "Paris" } } },
+          { functionCall: { id: "toolu_02", name: "get_weather", args: { city: "Rome" } } },
+        ],
+      },
+      finishReason: "STOP",
+      index: 0,
+    },
+  ],
+  usageMetadata: { promptTokenCount: 1200, candidatesTokenCount: 60, totalTokenCount: 1280, cachedContentTokenCount: 1000, thoughtsTokenCount: 20 },
+  modelVersion: "claude-sonnet-4-5",
+  responseId: "msg_01",
+};
+
+/**
+ * A stream as a Chat upstream's reader gives it: two parallel calls whose arguments
+ * arrive in fragments, interleaved, then the finish, and the usage after it.
+ */
+const FOREIGN_EVENTS: IrEvent[][] = [
+  [{ type: "start", id: "chatcmpl-1", model: "gpt-5" }],
+  [{ type: "thinking", text: "Two " }],
+  [{ type: "thinking", text: "cities." }, { type: "thinking_signature", signature: { wire: "openai-responses", value: "enc" } }],
+  [{ type: "text", text: "Check" }, { type: "text", text: "ing." }],
+  [{ type: "tool_call_start", call: 0, id: "call_a", name: "get_weather" }, { type: "tool_call_arguments", call: 0, delta: '{"city":' }],
+  [{ type: "tool_call_start", call: 1, id: "call_b", name: "get_weather" }, { type: "tool_call_arguments", call: 1, delta: '{"city":"Ro' }],
+  [{ type: "tool_call_arguments", call: 0, delta: '"Paris"}' }],
+  [{ type: "tool_call_arguments", call: 1, delta: 'me"}' }],
+  [{ type: "finish", finish: "tool_calls" }],
+  [{ type: "usage", usage: { prompt: 50, completion: 30, cacheRead: 10, cacheWrite: 0, reasoning: 8 } }],
+];
+
+const chunk = (parts: JsonObject[] | undefined, extra: JsonObject = {}) => ({
+  candidates: [{ ...(parts && { content: { role: "model", parts } }), ...extra, index: 0 }],
+  modelVersion: "gpt-5",
+  responseId: "chatcmpl-1",
+});
+
+/** What each batch of FOREIGN_EVENTS writes: a call goes out whole, once a later part has started and its arguments are complete. */
+const FOREIGN_SSE: unknown[][] = [
+  [],
+  [chunk([{ text: "Two ", thought: true }])],
+  [chunk([{ text: "cities.", thought: true }])],
+  [chunk([{ text: "Checking." }])],
+  [],
+  [],
+  [chunk([{ functionCall: { id: "call_a", name: "get_weather", args: { city: "Paris" } } }])],
+  [],
+  [chunk([{ functionCall: { id: "call_b", name: "get_weather", args: { city: "Rome" } } }])],
+  [{ ...chunk(undefined, { finishReason: "STOP" }), usageMetadata: { promptTokenCount: 50, candidatesTokenCount: 22, totalTokenCount: 80, cachedContentTokenCount: 10, thoughtsTokenCount: 8 } }],
+];
+
+describe("writing for a Gemini client", () => {
+  test("an answer: thoughts without foreign signatures, hidden reasoning left out, calls with parsed args, usage in Gemini's counts", () => {
+    expect(geminiCodec.writeAnswer(FOREIGN_ANSWER, {})).toEqual(FOREIGN_ANSWER_JSON);
+  });
+
+  test("finish reasons", () => {
+    const reasonOf = (finish: IrAnswer["finish"]) => ((geminiCodec.writeAnswer({ id: "i", model: "m", parts: [], finish }, {}).candidates as JsonObject[])[0]!).finishReason;
+    expect(["stop", "stop_sequence", "tool_calls", "pause", "length", "content_filter"].map((f) => reasonOf(f as IrAnswer["finish"]))).toEqual(["STOP", "STOP", "STOP", "STOP", "MAX_TOKENS", "SAFETY"]);
+  });
+
+  test("a call whose arguments are not a JSON object is written with empty args", () => {
+    const body = geminiCodec.writeAnswer({ id: "i", model: "m", parts: [{ type: "tool_call", id: "c", name: "f", arguments: "{broken" }], finish: "tool_calls" }, {});
+    expect(((body.candidates as JsonObject[])[0]!.content as JsonObject).parts).toEqual([{ functionCall: { id: "c", name: "f", args: {} } }]);
+  });
+
+  test("a stream, batch by batch: deltas as they come, each call whole once complete, the finish with the usage that follows it", () => {
+    const writer = geminiCodec.streamWriter({});
+    const written = FOREIGN_EVENTS.map((batch) => writer.write(batch));
+    expect(written.map(events)).toEqual(FOREIGN_SSE);
+    expect(written.join("")).toContain("\r\n\r\n");
+    expect(writer.end()).toBe("");
+    expect(writer.fail(new HttpError("upstream", "late"))).toBe("");
+  });
+
+  test("a finish with no usage after it goes out at the end, with the usage known; calls still held go out first", () => {
+    const writer = geminiCodec.streamWriter({});
+    const usage = { prompt: 5, completion: 2, cacheRead: 0, cacheWrite: 0, reasoning: 0 };
+    expect(writer.write([{ type: "start", id: "m1", model: "claude", usage }, { type: "tool_call_start", call: 0, id: "toolu_1", name: "f" }, { type: "tool_call_arguments", call: 0, delta: '{"a":' }])).toBe("");
+    expect(writer.write([{ type: "usage", usage }])).toBe("");
+    const usageMetadata = { promptTokenCount: 5, candidatesTokenCount: 2, totalTokenCount: 7 };
+    // The upstream never completed the arguments: the call goes out at the finish with empty args.
+    expect(events(writer.write([{ type: "finish", finish: "tool_calls" }]))).toEqual([
+      { candidates: [{ content: { role: "model", parts: [{ functionCall: { id: "toolu_1", name: "f", args: {} } }] }, index: 0 }], usageMetadata, modelVersion: "claude", responseId: "m1" },
+    ]);
+    expect(events(writer.end())).toEqual([{ candidates: [{ finishReason: "STOP", index: 0 }], usageMetadata, modelVersion: "claude", responseId: "m1" }]);
+  });
+
+  test("an in-stream error ends the stream in Google's envelope, after the parts already made", () => {
+    const writer = geminiCodec.streamWriter({});
+    const text = writer.write([{ type: "start", id: "r", model: "m" }, { type: "text", text: "Hel" }, { type: "error", error: new HttpError("rate_limit", "Slow down", { status: 429 }) }]);
+    expect(events(text)).toEqual([
+      { candidates: [{ content: { role: "model", parts: [{ text: "Hel" }] }, index: 0 }], modelVersion: "m", responseId: "r" },
+      { error: { code: 429, message: "Slow down", status: "RESOURCE_EXHAUSTED" } },
+    ]);
+    expect(writer.write([{ type: "text", text: "lo" }])).toBe("");
+    expect(writer.end()).toBe("");
+  });
+
+  test("a failure mid-stream is Google's error event", () => {
+    const writer = geminiCodec.streamWriter({});
+    writer.write([{ type: "start", id: "r", model: "m" }]);
+    expect(events(writer.fail(new HttpError("upstream", "The upstream went away")))).toEqual([{ error: { code: 502, message: "The upstream went away", status: "UNAVAILABLE" } }]);
+    expect(writer.fail(new HttpError("upstream", "again"))).toBe("");
+  });
+});
+
+describe("the @google/genai SDK reads what the writer makes", () => {
+  const serve = (respond: (url: URL) => Response) => Bun.serve({ port: 0, fetch: (req) => respond(new URL(req.url)) });
+
+  test("generateContent: text, function calls and usage", async () => {
+    const paths: string[] = [];
+    const server = serve((url) => {
+      paths.push(url.pathname);
+      return Response.json(geminiCodec.writeAnswer(FOREIGN_ANSWER, {}));
+    });
+    try {
+      const ai = new GoogleGenAI({ apiKey: "test", httpOptions: { baseUrl: `http://localhost:${server.port}` } });
+      const answer = await ai.models.generateContent({ model: "gemini-2.5-pro", contents: "Weather?" });
+      expect(paths).toEqual(["/v1beta/models/gemini-2.5-pro:generateContent"]);
+      expect(answer.text).toBe("Checking.");
+      expect(answer.functionCalls).toEqual([
+        { id: "toolu_01", name: "get_weather", args: { city: "Paris" } },
+        { id: "toolu_02", name: "get_weather", args: { city: "Rome" } },
+      ]);
+      expect(answer.usageMetadata).toEqual(FOREIGN_ANSWER_JSON.usageMetadata);
+      expect(answer.responseId).toBe("msg_01");
+      expect(answer.candidates?.[0]?.finishReason).toBe("STOP" as never);
+    } finally {
+      server.stop(true);
+    }
+  });
+
+  test("generateContentStream: the chunks' text, calls and final usage", async () => {
+    const writer = geminiCodec.streamWriter({});
+    const body = FOREIGN_EVENTS.map((batch) => writer.write(batch)).join("") + writer.end();
+    const server = serve(() => new Response(body, { headers: { "content-type": "text/event-stream" } }));
+    try {
+      const ai = new GoogleGenAI({ apiKey: "test", httpOptions: { baseUrl: `http://localhost:${server.port}` } });
+      let text = "";
+      const calls: unknown[] = [];
+      let usage: unknown;
+      let finish: unknown;
+      for await (const piece of await ai.models.generateContentStream({ model: "gemini-2.5-pro", contents: "Weather?" })) {
+        text += piece.text ?? "";
+        calls.push(...(piece.functionCalls ?? []));
+        usage = piece.usageMetadata ?? usage;
+        finish = piece.candidates?.[0]?.finishReason ?? finish;
+      }
+      expect(text).toBe("Checking.");
+      expect(calls).toEqual([
+        { id: "call_a", name: "get_weather", args: { city: "Paris" } },
+        { id: "call_b", name: "get_weather", args: { city: "Rome" } },
+      ]);
+      expect(usage).toEqual({ promptTokenCount: 50, candidatesTokenCount: 22, totalTokenCount: 80, cachedContentTokenCount: 10, thoughtsTokenCount: 8 });
+      expect(finish).toBe("STOP");
+    } finally {
+      server.stop(true);
+    }
+  });
+});
+
+// ——— (f) errors both ways ———
+
+describe("errors", () => {
+  const cases: [HttpError, number, string][] = [
+    [new HttpError("invalid_request", "Bad field", { param: "contents" }), 400, "INVALID_ARGUMENT"],
+    [new HttpError("authentication", "Bad key"), 401, "UNAUTHENTICATED"],
+    [new HttpError("permission", "No"), 403, "PERMISSION_DENIED"],
+    [new HttpError("not_found", "No model"), 404, "NOT_FOUND"],
+    [new HttpError("rate_limit", "Slow down"), 429, "RESOURCE_EXHAUSTED"],
+    [new HttpError("unavailable", "Overloaded", { status: 529 }), 529, "UNAVAILABLE"],
+    [new HttpError("timeout", "Too slow"), 504, "DEADLINE_EXCEEDED"],
+  ];
+  for (const [error, status, name] of cases) {
+    test(`${error.kind} is written as ${status} ${name}`, () => {
+      expect(geminiCodec.writeError(error)).toEqual({ status, body: { error: { code: status, message: error.message, status: name } } });
+    });
+  }
+
+  const upstream: [number, JsonObject, string][] = [
+    [400, { error: { code: 400, message: "Invalid JSON payload", status: "INVALID_ARGUMENT" } }, "invalid_request"],
+    [403, { error: { code: 403, message: "API key not valid", status: "PERMISSION_DENIED" } }, "permission"],
+    [429, { error: { code: 429, message: "Quota exceeded", status: "RESOURCE_EXHAUSTED" } }, "rate_limit"],
+    [500, { error: { code: 500, message: "Internal error", status: "INTERNAL" } }, "upstream"],
+    [503, { error: { code: 503, message: "The model is overloaded", status: "UNAVAILABLE" } }, "unavailable"],
+  ];
+  for (const [status, body, kind] of upstream) {
+    test(`an upstream ${status} reads as ${kind}, keeping status and message`, () => {
+      const error = geminiCodec.readError(status, body);
+      expect([error.kind, error.status, error.message]).toEqual([kind, status, (body.error as JsonObject).message]);
+    });
+  }
+
+  test("an upstream error without Google's envelope still has a message", () => {
+    const error = geminiCodec.readError(502, "<html>bad gateway</html>");
+    expect([error.kind, error.status, error.message]).toEqual(["upstream", 502, "The upstream answered 502"]);
+  });
+});
