@@ -794,7 +794,7 @@ describe("errors", () => {
   for (const [status, body, kind] of upstream) {
     test(`an upstream ${status} reads as ${kind}, keeping status and message`, () => {
       const error = geminiCodec.readError(status, body);
-      expect([error.kind, error.status, error.message]).toEqual([kind, status, (body.error as JsonObject).message]);
+      expect([error.kind, error.status, error.message]).toEqual([kind, status, String((body.error as JsonObject).message)]);
     });
   }
 
