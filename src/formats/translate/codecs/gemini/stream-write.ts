@@ -6,9 +6,9 @@
  * `functionCall` part: complete when a later call has started and its arguments parse,
  * or when anything else starts (text, thoughts, the finish). Calls go out in the order
  * they started. Every chunk carries the usage known so far (Gemini's `usageMetadata` is
- * cumulative); the last chunk carries the `finishReason` and the total usage, so it waits
- * for the usage that some upstreams send after their finish (Chat's usage chunk), or for
- * the end of the stream.
+ * cumulative); the last chunk carries the `finishReason` and the total usage: it goes out
+ * with the upstream event that finished when that event told the usage too, else it waits
+ * for the usage that follows (Chat's usage chunk) or for the end of the stream.
  */
 import type { HttpError } from "../../../../core/errors.ts";
 import { gemini } from "../../../gemini/index.ts";
@@ -50,7 +50,6 @@ export function geminiStreamWriter(): StreamWriter {
   let usage: Usage | undefined;
   const held: HeldCall[] = [];
   let finish: IrFinish | undefined;
-  let usageAfterFinish = false;
   let done = false;
 
   function chunk(parts: JsonObject[], finishReason?: string): string {
@@ -115,7 +114,6 @@ export function geminiStreamWriter(): StreamWriter {
       }
       case "usage":
         usage = event.usage;
-        if (finish !== undefined) usageAfterFinish = true;
         return;
       case "finish":
         closeAll();
@@ -130,9 +128,10 @@ export function geminiStreamWriter(): StreamWriter {
     }
   }
 
-  function final(reason: IrFinish): string {
+  /** The last chunk: the parts still to send, the finish and the total usage. */
+  function final(parts: JsonObject[], reason: IrFinish): string {
     done = true;
-    return chunk([], geminiFinishOf(reason));
+    return chunk(parts, geminiFinishOf(reason));
   }
 
   return {
@@ -140,22 +139,24 @@ export function geminiStreamWriter(): StreamWriter {
       if (done) return "";
       const out: string[] = [];
       const parts: JsonObject[] = [];
+      let usageHere = false;
       for (const event of events) {
         apply(event, parts, out);
         if (done) return out.join("");
+        usageHere ||= event.type === "usage";
       }
-      if (parts.length > 0) out.push(chunk(parts));
-      if (finish !== undefined && usageAfterFinish) out.push(final(finish));
+      // The upstream event that ends the answer tells its usage too (all but Chat, whose usage follows).
+      if (finish !== undefined && usageHere) out.push(final(parts, finish));
+      else if (parts.length > 0) out.push(chunk(parts));
       return out.join("");
     },
     end(): string {
       if (done) return "";
       const parts: JsonObject[] = [];
       release(parts, true);
-      const out = parts.length > 0 ? [chunk(parts)] : [];
-      if (finish !== undefined) out.push(final(finish));
       done = true;
-      return out.join("");
+      if (finish !== undefined) return final(parts, finish);
+      return parts.length > 0 ? chunk(parts) : "";
     },
     fail(error: HttpError): string {
       if (done) return "";
