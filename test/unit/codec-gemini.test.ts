@@ -121,6 +121,11 @@ describe("reading a Gemini client's request", () => {
     ]);
   });
 
+  test("a text blob of any text type is a text document", () => {
+    const ir = read({ contents: [{ parts: [{ inlineData: { mimeType: "text/csv", data: Buffer.from("a,b\n1,2").toString("base64") } }] }] });
+    expect(ir.messages[0]!.parts).toEqual([{ type: "document", source: { kind: "text", text: "a,b\n1,2" }, param: "contents[0].parts[0].inlineData" }]);
+  });
+
   test("images inside a function response (Gemini 3) ride in the tool result", () => {
     const ir = read({
       contents: [
@@ -618,7 +623,7 @@ const FOREIGN_ANSWER_JSON = {
  * arrive in fragments, interleaved, then the finish, and the usage after it.
  */
 const FOREIGN_EVENTS: IrEvent[][] = [
-  [{ type: "start", id: "chatcmpl-1", model: "gpt-5" }],
+  [{ type: "start", id: "chatcmpl-1", model: "gpt-5" }, { type: "thinking", text: "" }],
   [{ type: "thinking", text: "Two " }],
   [{ type: "thinking", text: "cities." }, { type: "thinking_signature", signature: { wire: "openai-responses", value: "enc" } }],
   [{ type: "text", text: "Check" }, { type: "text", text: "ing." }],

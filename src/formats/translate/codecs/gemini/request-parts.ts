@@ -107,13 +107,13 @@ function textPart(part: JsonObject, param: string): IrPart {
   return { type: "thinking", text, ...(signature && { signature }) };
 }
 
-/** `inlineData`: images and PDFs are carried; a `text/plain` blob is a text document; other media are refused. */
+/** `inlineData`: images and PDFs are carried; a text blob (`text/plain`, `text/csv`…) is a text document; other media are refused. */
 function inlineData(blob: unknown, param: string, upstream: string): IrPart {
   if (!isObject(blob) || typeof blob.mimeType !== "string" || typeof blob.data !== "string") throw badRequest("inlineData must have a mimeType and base64 data", param);
   const mediaType = blob.mimeType.toLowerCase();
   if (mediaType.startsWith("image/")) return { type: "image", source: { kind: "base64", mediaType, data: blob.data }, param };
   if (mediaType === "application/pdf") return { type: "document", source: { kind: "base64", mediaType, data: blob.data }, param };
-  if (mediaType === "text/plain") return { type: "document", source: { kind: "text", text: Buffer.from(blob.data, "base64").toString("utf8") }, param };
+  if (mediaType.startsWith("text/")) return { type: "document", source: { kind: "text", text: Buffer.from(blob.data, "base64").toString("utf8") }, param };
   throw refusal(`${param}.mimeType`, `Inline data of type ${JSON.stringify(blob.mimeType)}`, upstream);
 }
 

@@ -75,8 +75,12 @@ export function geminiStreamWriter(): StreamWriter {
     for (const call of held) call.closed = true;
   }
 
-  /** Appends a text or thought delta, joining it to the part this batch has open of the same kind. */
+  /**
+   * Appends a text or thought delta, joining it to the part this batch has open of the
+   * same kind. An empty delta (a block opened before its text) makes no part.
+   */
   function delta(parts: JsonObject[], text: string, thought: boolean): void {
+    if (text === "") return;
     closeAll();
     release(parts, true);
     const last = parts.at(-1);
