@@ -371,8 +371,9 @@ describe("writing a Gemini upstream's request", () => {
   });
 
   test("tool choices and reasoning", () => {
+    const tools = [{ name: "f", parameters: { type: "object" }, param: "tools[0]" }];
     const config = (request: Partial<IrRequest>) => {
-      const body = write(request);
+      const body = write({ tools, ...request });
       return [body.toolConfig, (body.generationConfig as JsonObject | undefined)?.thinkingConfig];
     };
     expect(config({ toolChoice: { type: "auto" } })).toEqual([{ functionCallingConfig: { mode: "AUTO" } }, undefined]);
@@ -382,6 +383,8 @@ describe("writing a Gemini upstream's request", () => {
     expect(config({ reasoning: { effort: "high" } })).toEqual([undefined, { thinkingBudget: 16384 }]);
     expect(config({ reasoning: { budget: -1, effort: "low" } })).toEqual([undefined, { thinkingBudget: -1 }]);
     expect(config({ reasoning: { visible: false } })).toEqual([undefined, undefined]);
+    // Without tools, a tool choice is not sent.
+    expect(write({ toolChoice: { type: "none" } })).toEqual({ contents: [] });
     expect((write({ output: { type: "json", param: "response_format" }, logprobs: { top: 0, param: "logprobs" } }).generationConfig as JsonObject)).toEqual({ responseMimeType: "application/json", responseLogprobs: true });
   });
 

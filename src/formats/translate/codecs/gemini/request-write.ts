@@ -30,9 +30,10 @@ export function writeGeminiRequest(request: IrRequest, _context: RequestContext)
   if (request.system.length > 0) out.systemInstruction = { parts: request.system.map((text) => ({ text })) };
   if (request.tools.length > 0) {
     out.tools = [{ functionDeclarations: request.tools.map((t) => ({ name: t.name, ...(t.description !== undefined && { description: t.description }), parametersJsonSchema: t.parameters })) }];
+    // A calling mode means something only where functions are declared.
+    const choice = toolConfig(request);
+    if (choice !== undefined) out.toolConfig = choice;
   }
-  const choice = toolConfig(request);
-  if (choice !== undefined) out.toolConfig = choice;
   const config = generationConfig(request);
   if (Object.keys(config).length > 0) out.generationConfig = config;
   return out;
