@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { GoogleGenAI } from "@google/genai";
+import { GoogleGenAI as GoogleGenAIV3 } from "genai-v3";
 import { HttpError } from "../../src/core/errors.ts";
 import type { JsonObject } from "../../src/formats/json.ts";
 import { createSseDecoder, type SseEvent } from "../../src/formats/sse.ts";
@@ -714,7 +715,14 @@ describe("writing for a Gemini client", () => {
   });
 });
 
-describe("the @google/genai SDK reads what the writer makes", () => {
+/** Both pinned majors of the SDK: 2.x calls /v1beta, 3.x /v1. */
+type GeminiSdk = Pick<GoogleGenAI, "models">;
+const SDKS: [string, (baseUrl: string) => GeminiSdk, string][] = [
+  ["@google/genai 2.x", (baseUrl) => new GoogleGenAI({ apiKey: "test", httpOptions: { baseUrl } }), "v1beta"],
+  ["@google/genai 3.x", (baseUrl) => new GoogleGenAIV3({ apiKey: "test", httpOptions: { baseUrl } }) as unknown as GeminiSdk, "v1"],
+];
+
+describe.each(SDKS)("%s reads what the writer makes", (_label, sdk, version) => {
   const serve = (respond: (url: URL) => Response) => Bun.serve({ port: 0, fetch: (req) => respond(new URL(req.url)) });
 
   test("generateContent: text, function calls and usage", async () => {
@@ -724,9 +732,9 @@ describe("the @google/genai SDK reads what the writer makes", () => {
       return Response.json(geminiCodec.writeAnswer(FOREIGN_ANSWER, {}));
     });
     try {
-      const ai = new GoogleGenAI({ apiKey: "test", httpOptions: { baseUrl: `http://localhost:${server.port}` } });
+      const ai = sdk(`http://localhost:${server.port}`);
       const answer = await ai.models.generateContent({ model: "gemini-2.5-pro", contents: "Weather?" });
-      expect(paths).toEqual(["/v1beta/models/gemini-2.5-pro:generateContent"]);
+      expect(paths).toEqual([`/${version}/models/gemini-2.5-pro:generateContent`]);
       expect(answer.text).toBe("Checking.");
       expect(answer.functionCalls).toEqual([
         { id: "toolu_01", name: "get_weather", args: { city: "Paris" } },
@@ -745,7 +753,7 @@ describe("the @google/genai SDK reads what the writer makes", () => {
     const body = FOREIGN_EVENTS.map((batch) => writer.write(batch)).join("") + writer.end();
     const server = serve(() => new Response(body, { headers: { "content-type": "text/event-stream" } }));
     try {
-      const ai = new GoogleGenAI({ apiKey: "test", httpOptions: { baseUrl: `http://localhost:${server.port}` } });
+      const ai = sdk(`http://localhost:${server.port}`);
       let text = "";
       const calls: unknown[] = [];
       let usage: unknown;
