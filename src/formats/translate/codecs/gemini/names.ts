@@ -1,0 +1,2 @@
+/** Constants the Gemini codec's files share. */
+export const NAME = "Gemini generateContent";
