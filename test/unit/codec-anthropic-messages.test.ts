@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
+import AnthropicV0 from "anthropic-v0";
 import { HttpError } from "../../src/core/errors.ts";
 import type { JsonObject } from "../../src/formats/json.ts";
 import { formatOf } from "../../src/formats/registry.ts";
 import { createSseDecoder } from "../../src/formats/sse.ts";
 import { codecOf } from "../../src/formats/translate/codecs/index.ts";
+import { compose } from "../../src/formats/translate/compose.ts";
 import { anthropicCodec as codec } from "../../src/formats/translate/codecs/anthropic/index.ts";
 import type { IrEvent, IrRequest } from "../../src/formats/translate/ir.ts";
 import {
@@ -643,7 +645,10 @@ describe("the official Anthropic SDK reads what the codec writes (a local server
   });
   afterAll(() => server.stop(true));
 
-  const client = () => new Anthropic({ apiKey: "k", baseURL: `http://localhost:${server.port}`, maxRetries: 0 });
+  const clients = [
+    { name: "@anthropic-ai/sdk 1.x", make: () => new Anthropic({ apiKey: "k", baseURL: `http://localhost:${server.port}`, maxRetries: 0 }) },
+    { name: "@anthropic-ai/sdk 0.x", make: () => new AnthropicV0({ apiKey: "k", baseURL: `http://localhost:${server.port}`, maxRetries: 0 }) as unknown as Anthropic },
+  ];
   const params = { model: "m", max_tokens: 100, messages: [{ role: "user" as const, content: "x" }] };
   const plain = (message: unknown) => {
     const m = JSON.parse(JSON.stringify(message)) as JsonObject;
@@ -651,44 +656,46 @@ describe("the official Anthropic SDK reads what the codec writes (a local server
     return m;
   };
 
-  test("a stream read back from the model: finalMessage() is the answer itself", async () => {
-    next = { sse: writeStream(readStream(STREAM_AS_SENT)) };
-    expect(plain(await client().messages.stream(params).finalMessage())).toEqual(ANSWER);
-  });
-
-  test("interleaved parallel calls: the SDK assembles each call's input apart", async () => {
-    next = { sse: writeStream(CHAT_LIKE) };
-    const final = await client().messages.stream(params).finalMessage();
-    expect(plain(final)).toEqual({
-      id: "chatcmpl-9", type: "message", role: "assistant", model: "gpt-5",
-      content: [
-        { type: "thinking", thinking: "Two lookups.", signature: "" },
-        { type: "tool_use", id: "call_a", name: "get_weather", input: { city: "Paris" } },
-        { type: "tool_use", id: "call_b", name: "get_time", input: { tz: "Asia/Tokyo" } },
-      ],
-      stop_reason: "tool_use", stop_sequence: null,
-      usage: { input_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 20, output_tokens: 40, output_tokens_details: { thinking_tokens: 10 } },
+  for (const client of clients) {
+    test(`${client.name}: a stream read back from the model: finalMessage() is the answer itself`, async () => {
+      next = { sse: writeStream(readStream(STREAM_AS_SENT)) };
+      expect(plain(await client.make().messages.stream(params).finalMessage())).toEqual(ANSWER);
     });
-  });
 
-  test("a JSON answer: messages.create() returns it as written", async () => {
-    next = { status: 200, body: codec.writeAnswer(codec.readAnswer(ANSWER), {}) };
-    expect(plain(await client().messages.create(params))).toEqual(ANSWER);
-  });
+    test(`${client.name}: interleaved parallel calls: the SDK assembles each call's input apart`, async () => {
+      next = { sse: writeStream(CHAT_LIKE) };
+      const final = await client.make().messages.stream(params).finalMessage();
+      expect(plain(final)).toEqual({
+        id: "chatcmpl-9", type: "message", role: "assistant", model: "gpt-5",
+        content: [
+          { type: "thinking", thinking: "Two lookups.", signature: "" },
+          { type: "tool_use", id: "call_a", name: "get_weather", input: { city: "Paris" } },
+          { type: "tool_use", id: "call_b", name: "get_time", input: { tz: "Asia/Tokyo" } },
+        ],
+        stop_reason: "tool_use", stop_sequence: null,
+        usage: { input_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 20, output_tokens: 40, output_tokens_details: { thinking_tokens: 10 } },
+      });
+    });
 
-  test("an error midway raises the SDK's error with the message", async () => {
-    const writer = codec.streamWriter({});
-    next = { sse: writer.write(CHAT_LIKE.slice(0, 5)) + writer.fail(new HttpError("unavailable", "upstream overloaded")) + writer.end() };
-    await expect(client().messages.stream(params).finalMessage()).rejects.toThrow("upstream overloaded");
-  });
+    test(`${client.name}: a JSON answer: messages.create() returns it as written`, async () => {
+      next = { status: 200, body: codec.writeAnswer(codec.readAnswer(ANSWER), {}) };
+      expect(plain(await client.make().messages.create(params))).toEqual(ANSWER);
+    });
 
-  test("an error answer: the SDK raises the class its status means, with the message", async () => {
-    const written = codec.writeError(codec.readError(429, { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } }));
-    next = { status: written.status, body: written.body };
-    const error = await client().messages.create(params).then(() => undefined, (e: unknown) => e);
-    expect(error).toBeInstanceOf(Anthropic.RateLimitError);
-    expect({ status: (error as InstanceType<typeof Anthropic.RateLimitError>).status, message: (error as Error).message }).toEqual({ status: 429, message: expect.stringContaining("Rate limit reached") });
-  });
+    test(`${client.name}: an error midway raises the SDK's error with the message`, async () => {
+      const writer = codec.streamWriter({});
+      next = { sse: writer.write(CHAT_LIKE.slice(0, 5)) + writer.fail(new HttpError("unavailable", "upstream overloaded")) + writer.end() };
+      await expect(client.make().messages.stream(params).finalMessage()).rejects.toThrow("upstream overloaded");
+    });
+
+    test(`${client.name}: an error answer: the SDK raises the class its status means, with the message`, async () => {
+      const written = codec.writeError(codec.readError(429, { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } }));
+      next = { status: written.status, body: written.body };
+      const error = await client.make().messages.create(params).then(() => undefined, (e: unknown) => e);
+      expect((error as { constructor: { name: string } }).constructor.name).toBe("RateLimitError");
+      expect({ status: (error as InstanceType<typeof Anthropic.RateLimitError>).status, message: (error as Error).message }).toEqual({ status: 429, message: expect.stringContaining("Rate limit reached") });
+    });
+  }
 });
 
 // ——— (f) errors ———
@@ -712,6 +719,36 @@ describe("errors both ways", () => {
     expect(codec.writeError(codec.readError(429, { error: { message: "Slow down", type: "requests" } }))).toEqual({ status: 429, body: { type: "error", error: { type: "rate_limit_error", message: "Slow down" } } });
     expect(codec.writeError(codec.readError(404, { error: { code: 404, message: "model not found", status: "NOT_FOUND" } }))).toEqual({ status: 404, body: { type: "error", error: { type: "not_found_error", message: "model not found" } } });
     expect(codec.writeError(new HttpError("invalid_request", "bad", { param: "messages" }))).toEqual({ status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "bad" } } });
+  });
+});
+
+describe("as both halves of a composed translator (the path every pair takes)", () => {
+  const translator = compose(codec, codec);
+
+  test("request, answer and error pass through unchanged", () => {
+    expect(translator.upstreamTarget("m", true)).toEqual({ path: "/v1/messages", search: "" });
+    expect(translator.request(structuredClone(CLIENT_REQUEST_NORMALISED), { maxTokens: 1 })).toEqual(CLIENT_REQUEST_NORMALISED);
+    expect(translator.response(structuredClone(ANSWER))).toEqual(ANSWER);
+    expect(translator.error(529, { type: "error", error: { type: "overloaded_error", message: "Overloaded" } })).toEqual({ status: 529, body: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } });
+  });
+
+  test("a stream fed event by event, then end(): the same events, and the same usage metered on both sides", () => {
+    const stream = translator.stream();
+    const parts: string[] = [];
+    const text = new TextDecoder();
+    const decoder = createSseDecoder((e) => parts.push(text.decode(stream.push(e))));
+    decoder.push(new TextEncoder().encode(sseText(STREAM_AS_SENT)));
+    decoder.end();
+    parts.push(text.decode(stream.end()));
+    expect(decode(parts.join(""))).toEqual(STREAM);
+    const usage = (sse: string) => {
+      const tap = formatOf("anthropic").streamUsageTap();
+      const d = createSseDecoder((e) => tap.onEvent(e));
+      d.push(new TextEncoder().encode(sse));
+      d.end();
+      return tap.result();
+    };
+    expect(usage(parts.join(""))).toEqual(usage(sseText(STREAM_AS_SENT))!);
   });
 });
 
