@@ -243,6 +243,37 @@ describe("writing an Anthropic request", () => {
     expect(reasoning({ budget: 2000, effort: "minimal" })).toEqual({ thinking: { type: "enabled", budget_tokens: 2000 }, output_config: undefined });
   });
 
+  test("a tool loop whose last assistant turn has no Anthropic thinking goes on without thinking (Anthropic would refuse it)", () => {
+    const loop = (first: IrRequest["messages"][0]["parts"]): IrRequest["messages"] => [
+      { role: "user", parts: [{ type: "text", text: "q" }], param: "messages[0]" },
+      { role: "assistant", parts: [...first, { type: "tool_call", id: "c", name: "f", arguments: "{}" }], param: "messages[1]" },
+      { role: "user", parts: [{ type: "tool_result", callId: "c", content: [{ type: "text", text: "r" }] }], param: "messages[2]" },
+    ];
+    const thinking = (messages: IrRequest["messages"], reasoning: IrRequest["reasoning"]) => write(ir({ messages, reasoning, maxTokens: 20000 })).thinking;
+    expect(thinking(loop([]), { effort: "high" })).toBeUndefined();
+    expect(thinking(loop([{ type: "thinking", text: "from Chat" }]), { budget: -1 })).toBeUndefined();
+    expect(thinking(loop([]), { budget: 0 })).toEqual({ type: "disabled" });
+    expect(thinking(loop([{ type: "thinking", text: "ours", signature: { wire: W, value: "s" } }]), { effort: "high" })).toEqual({ type: "enabled", budget_tokens: 16384 });
+    expect(thinking(loop([{ type: "redacted_thinking", signature: { wire: W, value: "r" } }]), { effort: "low" })).toEqual({ type: "enabled", budget_tokens: 2048 });
+    // A finished loop (the last assistant turn answered in text) asks for thinking again.
+    const finished: IrRequest["messages"] = [...loop([]), { role: "assistant", parts: [{ type: "text", text: "done" }], param: "messages[3]" }, { role: "user", parts: [{ type: "text", text: "next" }], param: "messages[4]" }];
+    expect(thinking(finished, { effort: "high" })).toEqual({ type: "enabled", budget_tokens: 16384 });
+  });
+
+  test("a forced tool call goes without thinking; with thinking, the sampling settings Anthropic refuses beside it are dropped", () => {
+    const tools = [{ name: "f", parameters: { type: "object" }, param: "tools[0]" }];
+    const sampling = { temperature: 0.3, topP: 0.9, topK: 20 };
+    const written = (extra: Partial<IrRequest>) => {
+      const out = write(ir({ tools, maxTokens: 20000, ...extra }));
+      return { thinking: out.thinking, tool_choice: out.tool_choice, temperature: out.temperature, top_p: out.top_p, top_k: out.top_k };
+    };
+    expect(written({ toolChoice: { type: "required" }, reasoning: { effort: "high" }, ...sampling })).toEqual({ thinking: undefined, tool_choice: { type: "any" }, temperature: 0.3, top_p: 0.9, top_k: 20 });
+    expect(written({ toolChoice: { type: "tool", name: "f", param: "tool_choice" }, reasoning: { budget: -1 } }).thinking).toBeUndefined();
+    expect(written({ toolChoice: { type: "auto" }, reasoning: { effort: "high" }, ...sampling })).toEqual({ thinking: { type: "enabled", budget_tokens: 16384 }, tool_choice: { type: "auto" }, temperature: undefined, top_p: undefined, top_k: undefined });
+    expect(written({ reasoning: { budget: -1 }, temperature: 1.4, topP: 0.97 })).toEqual({ thinking: { type: "adaptive" }, tool_choice: undefined, temperature: 1, top_p: 0.97, top_k: undefined });
+    expect(written({ reasoning: { budget: 0 }, toolChoice: { type: "required" }, ...sampling })).toEqual({ thinking: { type: "disabled" }, tool_choice: { type: "any" }, temperature: 0.3, top_p: 0.9, top_k: 20 });
+  });
+
   test("tool choices, and one call at a time said on an explicit choice", () => {
     const tools = [{ name: "f", parameters: { type: "object" }, param: "tools[0]" }];
     const choice = (extra: Partial<IrRequest>) => write(ir({ tools, ...extra })).tool_choice;
@@ -329,6 +360,22 @@ describe("round trips: an Anthropic request, answer and stream through the model
     const context = { maxTokens: 1 };
     expect(codec.writeRequest(read(CLIENT_REQUEST), context)).toEqual(CLIENT_REQUEST_NORMALISED);
     expect(codec.writeRequest(read(CLIENT_REQUEST_NORMALISED), context)).toEqual(CLIENT_REQUEST_NORMALISED);
+  });
+
+  test("a thinking turn: enabled thinking with its display, signed and redacted thinking sent back, the sampling thinking allows", () => {
+    const x: JsonObject = {
+      model: "claude-opus-4-5", max_tokens: 16000, system: [{ type: "text", text: "Think first." }],
+      messages: [
+        { role: "user", content: [{ type: "text", text: "Is 391 prime?" }] },
+        { role: "assistant", content: [{ type: "thinking", thinking: "17 × 23 = 391.", signature: "EqQBsig" }, { type: "redacted_thinking", data: "EmwKr" }, { type: "tool_use", id: "toolu_1", name: "factor", input: { n: 391 } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "17 × 23" }] },
+      ],
+      temperature: 1, top_p: 0.95,
+      tools: [{ name: "factor", input_schema: { type: "object", properties: { n: { type: "integer" } } } }],
+      thinking: { type: "enabled", budget_tokens: 8000, display: "summarized" },
+      output_config: { effort: "high" },
+    };
+    expect(codec.writeRequest(read(x, { model: "claude-opus-4-5", stream: false }), { maxTokens: 1 })).toEqual(x);
   });
 
   test("documented normalisations: a string system and string contents come back as text blocks, one text block of a result as a string", () => {

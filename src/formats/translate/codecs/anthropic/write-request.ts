@@ -22,7 +22,8 @@ export function writeAnthropicRequest(request: IrRequest, context: RequestContex
   const system = request.system.filter((text) => text !== "");
   // Each instruction stays its own text block, as the client separated them.
   if (system.length > 0) out.system = system.map((text) => ({ type: "text", text }));
-  out.messages = turnsOf(request.messages);
+  const turns = turnsOf(request.messages);
+  out.messages = turns;
   const maxTokens = request.maxTokens ?? context.maxTokens;
   out.max_tokens = maxTokens;
   // Anthropic's range is 0 to 1; hotter settings of other formats are as hot as it goes.
@@ -32,6 +33,7 @@ export function writeAnthropicRequest(request: IrRequest, context: RequestContex
   if (request.stop !== undefined && request.stop.sequences.length > 0) out.stop_sequences = request.stop.sequences;
   writeTools(request, out);
   writeReasoning(request.reasoning, maxTokens, out);
+  fitThinking(out, turns);
   // JSON mode (no schema) has no Anthropic counterpart and is dropped: the formats that
   // have it require the prompt itself to ask for JSON, so the answer is asked for anyway.
   if (request.output?.type === "json_schema") outputConfig(out).format = { type: "json_schema", schema: request.output.schema };
@@ -71,10 +73,17 @@ function turnsOf(messages: IrMessage[]): JsonObject[] {
   for (const message of messages) {
     for (const part of message.parts) {
       const block = message.role === "assistant" ? assistantBlock(part, message.param) : userBlock(part, message.param);
-      if (block !== undefined) add(part.type === "tool_result" ? "user" : part.type === "tool_call" ? "assistant" : message.role, block);
+      if (block !== undefined) add(turnRole(part, message.role), block);
     }
   }
   return turns.map(({ role, content }) => ({ role, content: role === "user" ? toolResultsFirst(content) : content }));
+}
+
+/** Results answer the assistant, so they ride in user turns; calls are the assistant's. */
+function turnRole(part: IrPart, role: Turn["role"]): Turn["role"] {
+  if (part.type === "tool_result") return "user";
+  if (part.type === "tool_call") return "assistant";
+  return role;
 }
 
 function toolResultsFirst(blocks: JsonObject[]): JsonObject[] {
@@ -211,4 +220,34 @@ function thinkingOf(reasoning: IrReasoning, maxTokens: number): JsonObject | und
   if (budget < 0) return { type: "adaptive" };
   if (maxTokens <= MIN_BUDGET) return undefined;
   return { type: "enabled", budget_tokens: Math.min(Math.max(budget, MIN_BUDGET), maxTokens - 1) };
+}
+
+/**
+ * What Anthropic refuses alongside thinking, settled before sending rather than failed
+ * upstream. Thinking is left out where it cannot be had: with a forced tool call
+ * (`tool_choice` `any` or `tool`, which changes the answer, while thinking is a hint),
+ * and in a tool loop whose last assistant turn does not start with Anthropic's own
+ * thinking (another format's client never has it to send back). Where thinking stays,
+ * the sampling settings it refuses are dropped as the hints they are: a temperature
+ * other than 1, `top_k`, a `top_p` under 0.95.
+ */
+function fitThinking(out: JsonObject, turns: JsonObject[]): void {
+  const thinking = out.thinking as JsonObject | undefined;
+  if (thinking === undefined || thinking.type === "disabled") return;
+  const choice = (out.tool_choice as JsonObject | undefined)?.type;
+  if (choice === "any" || choice === "tool" || toolLoopWithoutThinking(turns)) {
+    delete out.thinking;
+    return;
+  }
+  if (out.temperature !== undefined && out.temperature !== 1) delete out.temperature;
+  delete out.top_k;
+  if (typeof out.top_p === "number" && out.top_p < 0.95) delete out.top_p;
+}
+
+/** Whether the last assistant turn calls tools without starting with thinking (as Anthropic requires when thinking is on). */
+function toolLoopWithoutThinking(turns: JsonObject[]): boolean {
+  const last = turns.findLast((t) => t.role === "assistant");
+  const content = (last?.content ?? []) as JsonObject[];
+  const first = content[0]?.type;
+  return content.some((b) => b.type === "tool_use") && first !== "thinking" && first !== "redacted_thinking";
 }
