@@ -179,6 +179,7 @@ describe("reading an Anthropic client's request", () => {
       ["messages[1].content[0].data", { messages: [{ role: "user", content: "q" }, { role: "assistant", content: [{ type: "redacted_thinking" }] }] }],
       ["system", { system: 5 }],
       ["system[1]", { system: [{ type: "text", text: "a" }, { type: "image", source: {} }] }],
+      ["messages[0].content[0]", { messages: [{ role: "system", content: [{ type: "image", source: {} }] }, { role: "user", content: "hi" }] }],
       ["max_tokens", { max_tokens: "100" }],
       ["temperature", { temperature: "hot" }],
       ["top_k", { top_k: "5" }],

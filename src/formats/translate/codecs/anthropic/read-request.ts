@@ -65,12 +65,12 @@ function stopSequences(value: unknown): string[] {
 }
 
 /** `system` as a string or text blocks (one instruction each); `cache_control` marks are dropped. */
-function systemOf(system: unknown): string[] {
+function systemOf(system: unknown, param = "system"): string[] {
   if (system === undefined || system === null) return [];
   if (typeof system === "string") return system === "" ? [] : [system];
-  if (!Array.isArray(system)) throw badRequest("system must be a string or an array of text blocks", "system");
+  if (!Array.isArray(system)) throw badRequest("system must be a string or an array of text blocks", param);
   return system.map((block, j) => {
-    if (!isObject(block) || block.type !== "text" || typeof block.text !== "string") throw badRequest("system blocks must be text blocks", `system[${j}]`);
+    if (!isObject(block) || block.type !== "text" || typeof block.text !== "string") throw badRequest("system blocks must be text blocks", `${param}[${j}]`);
     return block.text;
   });
 }
@@ -89,7 +89,7 @@ function readMessages(messages: unknown, request: IrRequest, refuse: Refuse): vo
         return;
       case "system":
         // Newer API versions accept system messages in the list; the model holds instructions apart.
-        request.system.push(...systemOf(m.content));
+        request.system.push(...systemOf(m.content, `${param}.content`));
         return;
     }
     throw badRequest(`unknown message role ${JSON.stringify(m.role)}`, `${param}.role`);
