@@ -134,7 +134,7 @@ export function unservedFormat(model: string | undefined, format: KeyFormat, spo
   const list = [...spoken].join(", ") || "none";
   return new HttpError(
     "invalid_request",
-    `Model ${model ?? "(none)"} is served by keys that speak ${list}; this call is in the ${format} format, which none of them speaks and no translator yet carries to theirs`,
+    `Model ${model ?? "(none)"} is served by keys that speak ${list}; this call is in the ${format} format, which none of them speaks and no translator carries to theirs`,
     { code: "unsupported_format", param: "model" },
   );
 }

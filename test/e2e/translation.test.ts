@@ -163,18 +163,18 @@ describe("routing", () => {
     expect(an.requests[0]!.body).toBe(body);
   });
 
-  test("a model whose keys speak no format the client's can reach is a 400 naming the model and their formats", async () => {
-    const res = await router.fetch("/v1/messages", {
+  test("a call no translator carries (embeddings) for a model whose keys speak another format is a 400 naming the model and their formats", async () => {
+    const res = await router.fetch("/v1/embeddings", {
       method: "POST",
-      headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" },
-      body: JSON.stringify({ model: "acme-gem", max_tokens: 50, messages: [{ role: "user", content: "Salut" }] }),
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "acme-an", input: "Salut" }),
     });
     expect(res.status).toBe(400);
     const body = await res.json();
-    expect(body.type).toBe("error");
-    expect(body.error.message).toContain("acme-gem");
-    expect(body.error.message).toContain("gemini");
-    expect(gem.requests).toHaveLength(0);
+    expect(body.error.code).toBe("unsupported_format");
+    expect(body.error.message).toContain("acme-an");
+    expect(body.error.message).toContain("anthropic");
+    expect(an.requests).toHaveLength(0);
   });
 });
 
