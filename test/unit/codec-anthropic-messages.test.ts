@@ -133,11 +133,15 @@ describe("reading an Anthropic client's request", () => {
     expect(request.messages[0]!.parts).toEqual([{ type: "tool_result", callId: "toolu_x", content: [] }]);
   });
 
+  test("context management is dropped: the upstream reads the whole conversation (Claude Code sends it on every call)", () => {
+    const request = read(body({ context_management: { edits: [{ type: "clear_thinking_20251015", keep: "all" }] } }));
+    expect(request).toEqual(read(body({})));
+  });
+
   describe("what the model cannot hold is refused: a 400 naming the client's parameter and the upstream format", () => {
     const refused: Array<[string, JsonObject]> = [
       ["container", { container: "container_1" }],
       ["mcp_servers", { mcp_servers: [{ type: "url", url: "https://mcp.example", name: "x" }] }],
-      ["context_management", { context_management: { edits: [{ type: "clear_tool_uses_20250919" }] } }],
       ["tools[1].type", { tools: [{ name: "f", input_schema: { type: "object" } }, { type: "web_search_20250305", name: "web_search" }] }],
       ["tools[0].type", { tools: [{ type: "bash_20250124", name: "bash" }] }],
       ["tools[0].type", { tools: [{ type: "text_editor_20250728", name: "str_replace_based_edit_tool" }] }],

@@ -15,8 +15,10 @@ import { anthropicSignature } from "./blocks.ts";
 const REFUSED: Record<string, string> = {
   container: "A code-execution container",
   mcp_servers: "Remote MCP servers",
-  context_management: "Context management",
 };
+// `context_management` (clearing old tool results or thinking past a threshold) is dropped,
+// not refused: it saves context, and the upstream then reads the whole conversation, which
+// is what it would have read below the threshold. Claude Code sends it on every call.
 
 const EFFORTS: ReadonlySet<string> = new Set(["low", "medium", "high", "xhigh", "max"]);
 
