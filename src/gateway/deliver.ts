@@ -70,7 +70,7 @@ export function createDeliver(deps: DeliverDeps) {
     const translation = answer.translation;
     // A translated call is metered on the upstream's own answer, read as its format reads it.
     const upstreamFamily = translation?.upstream ?? call.family;
-    const answerContext = translation && { created: Math.floor(started / 1000), usageChunk: clientWantsUsageChunk(call) };
+    const answerContext = translation && { created: Math.floor(started / 1000), usageChunk: clientWantsUsageChunk(call), clientRequest: call.json };
     if (peeked) {
       // From here on a client leaving must not cut the upstream: it is drained for its usage.
       answer.detach();

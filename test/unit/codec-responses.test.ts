@@ -618,3 +618,59 @@ describe("errors", () => {
 test("fixture sanity: the PNG is base64", () => {
   expect(Buffer.from(PNG, "base64").subarray(1, 4).toString()).toBe("PNG");
 });
+
+describe("namespace tools (Codex groups its sub-agent tools so)", () => {
+  const clientRequest: JsonObject = {
+    model: "m",
+    input: [
+      { role: "user", content: "spawn one" },
+      { type: "function_call", call_id: "call_1", namespace: "agents", name: "spawn", arguments: '{"task":"x"}' },
+      { type: "function_call_output", call_id: "call_1", output: "spawned" },
+    ],
+    tools: [
+      { type: "function", name: "exec", parameters: { type: "object" } },
+      { type: "namespace", name: "agents", description: "Sub-agents", tools: [{ type: "function", name: "spawn", description: "Start one", parameters: { type: "object", properties: { task: { type: "string" } } } }, { type: "function", name: "close", parameters: { type: "object" } }] },
+    ],
+  };
+
+  test("a namespace's functions travel flat, as <namespace>__<function>, and so do the calls sent back", () => {
+    const request = read(clientRequest);
+    expect(request.tools.map((t) => [t.name, t.param])).toEqual([
+      ["exec", "tools[0]"],
+      ["agents__spawn", "tools[1].tools[0]"],
+      ["agents__close", "tools[1].tools[1]"],
+    ]);
+    expect(request.tools[1]!.description).toBe("Start one");
+    expect(request.messages[1]!.parts).toEqual([{ type: "tool_call", id: "call_1", name: "agents__spawn", arguments: '{"task":"x"}' }]);
+    expect(request.messages[2]!.parts).toEqual([{ type: "tool_result", callId: "call_1", name: "agents__spawn", content: [{ type: "text", text: "spawned" }] }]);
+  });
+
+  test("a namespace holding a hosted tool is refused like the hosted tool itself", () => {
+    const error = thrown(() => read({ model: "m", input: "x", tools: [{ type: "namespace", name: "n", tools: [{ type: "web_search" }] }] }));
+    expect({ status: error.status, param: error.param }).toEqual({ status: 400, param: "tools[0].tools[0].type" });
+  });
+
+  test("calls coming back are named as the client declared them: namespace apart, in answers and streams", () => {
+    const answer: IrAnswer = { id: "up", model: "m", parts: [{ type: "tool_call", id: "call_2", name: "agents__close", arguments: "{}" }, { type: "tool_call", id: "call_3", name: "exec", arguments: "{}" }], finish: "tool_calls" };
+    const written = codec.writeAnswer(answer, { created: CREATED, clientRequest });
+    expect((written.output as JsonObject[]).map((item) => [item.namespace, item.name])).toEqual([
+      ["agents", "close"],
+      [undefined, "exec"],
+    ]);
+    // Without the request's namespaces a flat name stays as it is.
+    expect((codec.writeAnswer(answer, { created: CREATED }).output as JsonObject[])[0]!.name).toBe("agents__close");
+    const writer = codec.streamWriter({ created: CREATED, clientRequest });
+    const events = decode(
+      writer.write([
+        { type: "start", id: "up", model: "m" },
+        { type: "tool_call_start", call: 0, id: "call_2", name: "agents__close" },
+        { type: "tool_call_arguments", call: 0, delta: "{}" },
+        { type: "finish", finish: "tool_calls" },
+      ]) + writer.end(),
+    );
+    const added = events.find((e) => (e.data as JsonObject).type === "response.output_item.added")!.data as JsonObject;
+    expect(added.item).toMatchObject({ type: "function_call", namespace: "agents", name: "close", call_id: "call_2" });
+    const completed = events.at(-1)!.data as JsonObject;
+    expect((completed.response as JsonObject).output).toEqual([expect.objectContaining({ namespace: "agents", name: "close" })]);
+  });
+});

@@ -41,6 +41,11 @@ export interface AnswerContext {
    * streams always carry usage.
    */
   usageChunk?: boolean;
+  /**
+   * The client's request body, for answers that name what the request declared (the
+   * Responses namespaces a function call belongs to).
+   */
+  clientRequest?: JsonObject;
 }
 
 /** Turns one upstream stream into the client's, event by event. */

@@ -3,6 +3,7 @@ import type { JsonObject } from "../../../json.ts";
 import type { IrAnswer, IrPart } from "../../ir.ts";
 import type { AnswerContext } from "../../translator.ts";
 import { idBase, itemId, nowSeconds, statusOfFinish } from "./names.ts";
+import { namespacesOf } from "./namespaces.ts";
 import { functionCallItem, messageItem, outputText, reasoningItem, responseObject } from "./response-object.ts";
 
 export function writeResponsesAnswer(answer: IrAnswer, context: AnswerContext): JsonObject {
@@ -13,7 +14,7 @@ export function writeResponsesAnswer(answer: IrAnswer, context: AnswerContext): 
     createdAt: context.created ?? nowSeconds(),
     model: answer.model,
     status,
-    output: markCutShort(outputItems(answer.parts, base), status),
+    output: markCutShort(outputItems(answer.parts, base, namespacesOf(context.clientRequest)), status),
     incompleteReason: incomplete_details?.reason,
     usage: answer.usage,
   });
@@ -23,7 +24,7 @@ export function writeResponsesAnswer(answer: IrAnswer, context: AnswerContext): 
  * Parts as output items in order: each reasoning part its own reasoning item, each run
  * of text one message (its texts joined as one `output_text`), each call its own item.
  */
-function outputItems(parts: IrPart[], base: string): JsonObject[] {
+function outputItems(parts: IrPart[], base: string, namespaces: ReadonlySet<string>): JsonObject[] {
   const items: JsonObject[] = [];
   let text: string[] | undefined;
   for (const part of parts) {
@@ -37,7 +38,7 @@ function outputItems(parts: IrPart[], base: string): JsonObject[] {
       continue;
     }
     text = undefined;
-    const item = otherItem(part, base, items.length);
+    const item = otherItem(part, base, items.length, namespaces);
     if (item) items.push(item);
   }
   return items;
@@ -50,7 +51,7 @@ function markCutShort(items: JsonObject[], status: string): JsonObject[] {
   return items;
 }
 
-function otherItem(part: IrPart, base: string, index: number): JsonObject | undefined {
+function otherItem(part: IrPart, base: string, index: number, namespaces: ReadonlySet<string>): JsonObject | undefined {
   switch (part.type) {
     case "thinking":
       return reasoningItem(itemId("rs", base, index), part.text === "" ? [] : [part.text], part.signature?.wire === "openai-responses" ? part.signature.value : undefined);
@@ -58,7 +59,7 @@ function otherItem(part: IrPart, base: string, index: number): JsonObject | unde
       // Another format's hidden reasoning is nothing a Responses client can read or send back.
       return part.signature.wire === "openai-responses" ? reasoningItem(itemId("rs", base, index), [], part.signature.value) : undefined;
     case "tool_call":
-      return functionCallItem(itemId("fc", base, index), "completed", part.id, part.name, part.arguments);
+      return functionCallItem(itemId("fc", base, index), "completed", part.id, part.name, part.arguments, namespaces);
   }
   return undefined;
 }

@@ -11,6 +11,7 @@ import { parseDataUrl } from "../../content.ts";
 import type { Effort, IrMessage, IrOutputFormat, IrPart, IrReasoning, IrRequest, IrSource, IrTool, IrToolChoice, IrToolResult, Param } from "../../ir.ts";
 import { RESPONSES_EFFORTS } from "./names.ts";
 import { reasoningPart } from "./reasoning-item.ts";
+import { flatName } from "./namespaces.ts";
 
 export function readResponsesRequest(body: JsonObject, context: ReadContext): IrRequest {
   refuseServerState(body, context.upstream);
@@ -198,7 +199,8 @@ function filePart(part: JsonObject, param: Param, upstream: string): IrPart {
 
 function readFunctionCall(item: JsonObject, param: Param, conversation: Conversation): void {
   const id = stringField(item, "call_id", param);
-  const name = stringField(item, "name", param);
+  const fn = stringField(item, "name", param);
+  const name = typeof item.namespace === "string" && item.namespace !== "" ? flatName(item.namespace, fn) : fn;
   const args = item.arguments === undefined ? "{}" : stringField(item, "arguments", param);
   conversation.names.set(id, name);
   conversation.assistant({ type: "tool_call", id, name, arguments: args }, param);
@@ -229,10 +231,20 @@ function readReasoning(item: JsonObject, param: Param): IrPart | undefined {
 function readTools(body: JsonObject, request: IrRequest, upstream: string): void {
   if (body.tools !== undefined && body.tools !== null) {
     if (!Array.isArray(body.tools)) throw badRequest("tools must be an array", "tools");
-    request.tools = body.tools.map((t: unknown, i) => functionTool(t, `tools[${i}]`, upstream));
+    request.tools = body.tools.flatMap((t: unknown, i) => (isObject(t) && t.type === "namespace" ? namespaceTools(t, `tools[${i}]`, upstream) : [functionTool(t, `tools[${i}]`, upstream)]));
   }
   if (body.tool_choice !== undefined && body.tool_choice !== null) request.toolChoice = toolChoice(body.tool_choice, upstream);
   if (typeof body.parallel_tool_calls === "boolean") request.parallelToolCalls = body.parallel_tool_calls;
+}
+
+/** A namespace's functions, flat (namespaces.ts says why and how). */
+function namespaceTools(t: JsonObject, param: Param, upstream: string): IrTool[] {
+  const namespace = stringField(t, "name", param);
+  if (!Array.isArray(t.tools)) throw badRequest(`${param}.tools must be an array`, `${param}.tools`);
+  return t.tools.map((inner: unknown, j) => {
+    const tool = functionTool(inner, `${param}.tools[${j}]`, upstream);
+    return { ...tool, name: flatName(namespace, tool.name) };
+  });
 }
 
 function functionTool(t: unknown, param: Param, upstream: string): IrTool {

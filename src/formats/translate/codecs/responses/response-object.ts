@@ -7,6 +7,7 @@
 import type { JsonObject } from "../../../json.ts";
 import type { Usage } from "../../../usage.ts";
 import { responsesUsageObject } from "../../usage.ts";
+import { splitName } from "./namespaces.ts";
 
 export type ResponseStatus = "in_progress" | "completed" | "incomplete" | "failed";
 
@@ -53,14 +54,13 @@ export const outputText = (text: string): JsonObject => ({ type: "output_text", 
 
 export const messageItem = (id: string, status: string, content: JsonObject[]): JsonObject => ({ id, type: "message", status, content, role: "assistant" });
 
-export const functionCallItem = (id: string, status: string, callId: string, name: string, args: string): JsonObject => ({
-  id,
-  type: "function_call",
-  status,
-  arguments: args,
-  call_id: callId,
-  name,
-});
+/** A function call item; a function of one of the request's namespaces is named apart from it, as the client declared it. */
+export function functionCallItem(id: string, status: string, callId: string, name: string, args: string, namespaces: ReadonlySet<string>): JsonObject {
+  const declared = splitName(name, namespaces);
+  const item: JsonObject = { id, type: "function_call", status, arguments: args, call_id: callId, name: declared.name };
+  if (declared.namespace !== undefined) item.namespace = declared.namespace;
+  return item;
+}
 
 /** A reasoning item; `encrypted_content` only when the reasoning was Responses' own (only it can read it). */
 export function reasoningItem(id: string, summary: string[], encrypted: string | undefined): JsonObject {

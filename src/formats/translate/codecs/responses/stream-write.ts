@@ -15,6 +15,7 @@ import { namedEvent } from "../../sse-write.ts";
 import type { AnswerContext } from "../../translator.ts";
 import { idBase, itemId, nowSeconds, statusOfFinish } from "./names.ts";
 import { functionCallItem, messageItem, outputText, reasoningItem, responseObject, type ResponseState } from "./response-object.ts";
+import { namespacesOf } from "./namespaces.ts";
 
 /** The text or reasoning item open now (at most one; function calls are tracked apart, several may be open). */
 interface OpenText {
@@ -40,6 +41,7 @@ const failureCode = (error: HttpError) => (error.kind === "rate_limit" ? "rate_l
 
 export function responsesStreamWriter(context: AnswerContext): StreamWriter {
   const createdAt = context.created ?? nowSeconds();
+  const namespaces = namespacesOf(context.clientRequest);
   let sequence = 0;
   let base = "";
   let state: ResponseState | undefined;
@@ -116,7 +118,7 @@ export function responsesStreamWriter(context: AnswerContext): StreamWriter {
 
   function closeCall(call: OpenCall, out: string[], status: ItemStatus): void {
     emit(out, "response.function_call_arguments.done", { item_id: call.id, output_index: call.index, name: call.name, arguments: call.args });
-    finishItem(call.index, functionCallItem(call.id, status, call.callId, call.name, call.args), out);
+    finishItem(call.index, functionCallItem(call.id, status, call.callId, call.name, call.args, namespaces), out);
   }
 
   /**
@@ -146,7 +148,7 @@ export function responsesStreamWriter(context: AnswerContext): StreamWriter {
     const index = state!.output.length;
     const call: OpenCall = { index, id: itemId("fc", base, index), callId: e.id, name: e.name, args: "" };
     calls.set(e.call, call);
-    addItem(functionCallItem(call.id, "in_progress", call.callId, call.name, ""), out);
+    addItem(functionCallItem(call.id, "in_progress", call.callId, call.name, "", namespaces), out);
   }
 
   function callArguments(e: Extract<IrEvent, { type: "tool_call_arguments" }>, out: string[]): void {
@@ -195,7 +197,7 @@ export function responsesStreamWriter(context: AnswerContext): StreamWriter {
     const out: string[] = [];
     ensureStarted(out);
     if (open) state!.output[open.index] = open.kind === "message" ? messageItem(open.id, "incomplete", [outputText(open.text)]) : reasoningItem(open.id, [open.text], open.encrypted);
-    for (const call of calls.values()) state!.output[call.index] = functionCallItem(call.id, "incomplete", call.callId, call.name, call.args);
+    for (const call of calls.values()) state!.output[call.index] = functionCallItem(call.id, "incomplete", call.callId, call.name, call.args, namespaces);
     state!.status = "failed";
     state!.error = { code: failureCode(error), message: error.message };
     if (usage) state!.usage = usage;
