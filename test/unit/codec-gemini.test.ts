@@ -284,8 +284,7 @@ describe("writing a Gemini upstream's request", () => {
     reasoning: { effort: "medium", visible: true },
     output: { type: "json_schema", name: "answer", schema: { type: "object", properties: { ok: { type: "boolean" } } }, strict: true, param: "response_format" },
     user: "user-42",
-    candidates: { count: 2, param: "n" },
-    logprobs: { top: 5, param: "top_logprobs" },
+    candidates: { count: 1, param: "n" },
   };
 
   test("every field is written exactly; model, stream, user, strict and parallel_tool_calls are not in the body", () => {
@@ -354,17 +353,26 @@ describe("writing a Gemini upstream's request", () => {
         topP: 0.8,
         topK: 20,
         stopSequences: ["###"],
-        candidateCount: 2,
         seed: 11,
         presencePenalty: 0.1,
         frequencyPenalty: 0.2,
         responseMimeType: "application/json",
         responseJsonSchema: { type: "object", properties: { ok: { type: "boolean" } } },
-        responseLogprobs: true,
-        logprobs: 5,
         thinkingConfig: { thinkingBudget: 8192, includeThoughts: true },
       },
     });
+  });
+
+  test("several candidates and log probabilities are refused, naming the client's parameter: the answer would bring back neither", () => {
+    for (const [extra, param] of [[{ candidates: { count: 2, param: "n" } }, "n"], [{ logprobs: { top: 0, param: "logprobs" } }, "logprobs"]] as const) {
+      let error: unknown;
+      try {
+        write(extra as Partial<IrRequest>);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toMatchObject({ status: 400, param, code: "unsupported_parameter" });
+    }
   });
 
   test("a bare request has contents only: no bound (Gemini needs none), no config", () => {
@@ -386,7 +394,7 @@ describe("writing a Gemini upstream's request", () => {
     expect(config({ reasoning: { visible: false } })).toEqual([undefined, undefined]);
     // Without tools, a tool choice is not sent.
     expect(write({ toolChoice: { type: "none" } })).toEqual({ contents: [] });
-    expect((write({ output: { type: "json", param: "response_format" }, logprobs: { top: 0, param: "logprobs" } }).generationConfig as JsonObject)).toEqual({ responseMimeType: "application/json", responseLogprobs: true });
+    expect((write({ output: { type: "json", param: "response_format" } }).generationConfig as JsonObject)).toEqual({ responseMimeType: "application/json" });
   });
 
   test("a Gemini client's own calls keep their signature; a signed step gets no placeholder", () => {

@@ -233,13 +233,12 @@ describe("writing a request for a Responses upstream", () => {
     expect(codec.writeRequest(minimal({ reasoning: { visible: true } }), requestContext)).toMatchObject({ reasoning: { summary: "auto" }, include: ["reasoning.encrypted_content"] });
   });
 
-  test("json mode, plain tool choices, logprobs without alternatives, top_logprobs capped at 20", () => {
-    const out = codec.writeRequest(minimal({ output: { type: "json", param: "response_format" }, toolChoice: { type: "required" }, logprobs: { top: 0, param: "logprobs" } }), requestContext);
+  test("json mode and plain tool choices; log probabilities refused (the shared answer cannot bring them back)", () => {
+    const out = codec.writeRequest(minimal({ output: { type: "json", param: "response_format" }, toolChoice: { type: "required" } }), requestContext);
     expect(out.text).toEqual({ format: { type: "json_object" } });
     expect(out.tool_choice).toBe("required");
-    expect(out.top_logprobs).toBeUndefined();
-    expect(out.include).toEqual(["message.output_text.logprobs"]);
-    expect(codec.writeRequest(minimal({ logprobs: { top: 50, param: "top_logprobs" } }), requestContext).top_logprobs).toBe(20);
+    const error = thrown(() => codec.writeRequest(minimal({ logprobs: { top: 5, param: "top_logprobs" } }), requestContext));
+    expect({ status: error.status, param: error.param, code: error.code }).toEqual({ status: 400, param: "top_logprobs", code: "unsupported_parameter" });
   });
 
   test("a document by URL is a file URL; a plain-text base64 document is its text", () => {

@@ -21,11 +21,22 @@ import type { RequestContext } from "../../translator.ts";
 import { originOfCallId } from "./call-ids.ts";
 import { NAME } from "./names.ts";
 
+/**
+ * Gemini could be asked for several candidates and log probabilities, but the shared
+ * answer brings back one candidate and no log probabilities: the client would pay for
+ * what it never sees. Refused, like every other format's writer does.
+ */
+function refuseUnanswerable(request: IrRequest): void {
+  if (request.candidates !== undefined && request.candidates.count > 1) throw refusal(request.candidates.param, "More than one candidate answer", NAME);
+  if (request.logprobs !== undefined) throw refusal(request.logprobs.param, "Log probabilities", NAME);
+}
+
 export const PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator";
 
 const geminiSignature = (signature: Signature | undefined) => (signature?.wire === "gemini-generate" ? signature.value : undefined);
 
 export function writeGeminiRequest(request: IrRequest, _context: RequestContext): JsonObject {
+  refuseUnanswerable(request);
   const out: JsonObject = { contents: contents(request.messages) };
   if (request.system.length > 0) out.systemInstruction = { parts: request.system.map((text) => ({ text })) };
   if (request.tools.length > 0) {
@@ -60,7 +71,6 @@ function generationConfig(request: IrRequest): JsonObject {
   put("topP", request.topP);
   put("topK", request.topK);
   put("stopSequences", request.stop?.sequences);
-  put("candidateCount", request.candidates?.count);
   put("seed", request.seed);
   put("presencePenalty", request.presencePenalty);
   put("frequencyPenalty", request.frequencyPenalty);
@@ -68,10 +78,6 @@ function generationConfig(request: IrRequest): JsonObject {
   if (request.output?.type === "json_schema") {
     config.responseMimeType = "application/json";
     config.responseJsonSchema = request.output.schema;
-  }
-  if (request.logprobs !== undefined) {
-    config.responseLogprobs = true;
-    if (request.logprobs.top > 0) config.logprobs = request.logprobs.top;
   }
   put("thinkingConfig", thinkingConfig(request));
   return config;

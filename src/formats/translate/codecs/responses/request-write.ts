@@ -11,8 +11,6 @@ import { effortOfBudget } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
 import { NAME } from "./names.ts";
 
-/** OpenAI's largest `top_logprobs`. */
-const MAX_TOP_LOGPROBS = 20;
 
 export function writeResponsesRequest(request: IrRequest, context: RequestContext): JsonObject {
   refuseUncarried(request);
@@ -34,10 +32,6 @@ export function writeResponsesRequest(request: IrRequest, context: RequestContex
     out.reasoning = reasoning;
     if (reasoning.effort !== "none") include.push("reasoning.encrypted_content");
   }
-  if (request.logprobs) {
-    if (request.logprobs.top > 0) out.top_logprobs = Math.min(request.logprobs.top, MAX_TOP_LOGPROBS);
-    include.push("message.output_text.logprobs");
-  }
   if (include.length > 0) out.include = include;
   if (request.user !== undefined) out.safety_identifier = request.user;
   out.store = false;
@@ -48,6 +42,8 @@ export function writeResponsesRequest(request: IrRequest, context: RequestContex
 /** What Responses cannot carry and would change the answer. */
 function refuseUncarried(request: IrRequest): void {
   if (request.candidates && request.candidates.count > 1) throw refusal(request.candidates.param, "More than one candidate answer", NAME);
+  // The shared answer has no place for log probabilities: asked for, they would never reach the client.
+  if (request.logprobs) throw refusal(request.logprobs.param, "Log probabilities", NAME);
   if (request.stop && request.stop.sequences.length > 0) throw refusal(request.stop.param, "Stop sequences", NAME);
 }
 
