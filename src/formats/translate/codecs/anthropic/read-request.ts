@@ -3,7 +3,7 @@
  * Malformed input is a 400 naming the parameter; what the model cannot hold and that
  * changes the answer (Anthropic's server tools, MCP servers, containers, files held at
  * Anthropic) is refused; hints with no counterpart (`cache_control`, `service_tier`,
- * citations settings) are dropped. docs/translation-anthropic-messages.md has the table.
+ * citations settings) are dropped. docs/translation.md has the table.
  */
 import { badRequest } from "../../../../core/errors.ts";
 import { isObject, type JsonObject } from "../../../json.ts";

@@ -3,7 +3,7 @@
  * Anthropic's rules shape it: a `max_tokens` always, a temperature of at most 1, no
  * empty text blocks, every tool result of a turn first in the one next user message,
  * turns of one role merged, thinking sent back only with Anthropic's own signature.
- * docs/translation-anthropic-messages.md has the table.
+ * docs/translation.md has the table.
  */
 import { badRequest } from "../../../../core/errors.ts";
 import type { JsonObject } from "../../../json.ts";

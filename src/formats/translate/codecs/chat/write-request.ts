@@ -3,7 +3,7 @@
  * results leave their user turn as `tool` messages (text only), sent first; images from
  * results and the turn's other parts follow as one user message. Thinking in the history
  * is dropped (Chat takes no reasoning back); `top_k` has no counterpart and is dropped,
- * and so is the end-user id (see docs/translation-chat.md).
+ * and so is the end-user id (see docs/translation.md).
  */
 import type { JsonObject } from "../../../json.ts";
 import { refusal } from "../../codec.ts";

@@ -1,7 +1,7 @@
 /**
  * The Gemini generateContent codec (`gemini-generate`): a Gemini client's requests read
  * into the shared model and its answers, streams and errors written; and the same model
- * written to, and read back from, a Gemini upstream. docs/translation-gemini.md has the
+ * written to, and read back from, a Gemini upstream. docs/translation.md has the
  * field-by-field table.
  */
 import type { Codec } from "../../codec.ts";

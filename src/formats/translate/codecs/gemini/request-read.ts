@@ -3,7 +3,7 @@
  * and the stream flag are in the client's path, so they come from the ReadContext.
  * Hints with no counterpart are dropped; what changes the answer's meaning and has none
  * (Google's hosted tools, a cache held at Google, speech) is refused naming the field.
- * docs/translation-gemini.md has the table.
+ * docs/translation.md has the table.
  */
 import { badRequest } from "../../../../core/errors.ts";
 import { isObject, type JsonObject } from "../../../json.ts";

@@ -2,7 +2,7 @@
  * A Responses client's request (POST /v1/responses) read into the shared model. What
  * needs server-side state the upstream does not have (a previous response, a stored
  * conversation or prompt, a background run) and OpenAI's hosted tools are refused; hints
- * with no counterpart are dropped (docs/translation-responses.md has the table).
+ * with no counterpart are dropped (docs/translation.md has the table).
  */
 import { badRequest } from "../../../../core/errors.ts";
 import { isObject, type JsonObject } from "../../../json.ts";

@@ -2,7 +2,7 @@
  * The `response` object a Responses client receives, as a whole answer and inside the
  * stream's lifecycle events. The SDK's types require echoes of the request (tools,
  * tool_choice, temperature…); a translated answer does not know the request, so they
- * hold the API's defaults (docs/translation-responses.md).
+ * hold the API's defaults (docs/translation.md).
  */
 import type { JsonObject } from "../../../json.ts";
 import type { Usage } from "../../../usage.ts";
