@@ -46,12 +46,6 @@ export function clientWireOf(call: Pick<ClientCall, "family" | "endpoint" | "ope
   }
 }
 
-/** A translator and the key format its upstream side needs. */
-interface Route {
-  translator: Translator;
-  format: KeyFormat;
-}
-
 /** How keys fit one call: made once per call, asked once per key considered. */
 export interface CallFit {
   readonly format: KeyFormat;
@@ -61,23 +55,38 @@ export interface CallFit {
   translatorFor(formats: KeyFormats): Translator | undefined;
 }
 
-/** The translators from each client wire, found once (the table does not change at run time). */
-const ROUTES = new Map<Wire, readonly Route[]>(
+/** From each client wire, the translator to each key format (the table does not change at run time). */
+const ROUTES = new Map<Wire, ReadonlyMap<KeyFormat, Translator>>(
   WIRE_NAMES.map((client) => [
     client,
-    WIRE_NAMES.flatMap((upstream) => {
-      const translator = upstream === client ? undefined : translatorFor(client, upstream);
-      return translator ? [{ translator, format: WIRES[upstream].format }] : [];
-    }),
+    new Map(
+      WIRE_NAMES.flatMap((upstream) => {
+        const translator = upstream === client ? undefined : translatorFor(client, upstream);
+        return translator ? [[WIRES[upstream].format, translator] as const] : [];
+      }),
+    ),
   ]),
 );
-const NO_ROUTES: readonly Route[] = [];
+const NO_ROUTES: ReadonlyMap<KeyFormat, Translator> = new Map();
 
 export function callFit(call: Pick<ClientCall, "family" | "endpoint" | "operation">, model: string | undefined): CallFit {
   const format = clientFormatOf(call);
   const client = clientWireOf(call);
   const routes = (client && ROUTES.get(client)) || NO_ROUTES;
-  const translated = (formats: KeyFormats) => routes.find((route) => speaks(formats, route.format, model))?.translator;
+  /**
+   * A key that speaks several formats is translated to the first of its list that a
+   * translator reaches: a key's formats are in its order of preference (the defaults
+   * put the provider's own API first, so a Vertex key serves Gemini models as Gemini,
+   * not through its OpenAI-compatible endpoint).
+   */
+  const translated = (formats: KeyFormats): Translator | undefined => {
+    if (routes.size === 0) return undefined;
+    for (const spoken of formats.set) {
+      const translator = routes.get(spoken);
+      if (translator && speaks(formats, spoken, model)) return translator;
+    }
+    return undefined;
+  };
   return {
     format,
     rank: (key) => (speaks(key.formats, format, model) ? 2 : translated(key.formats) ? 1 : 0),

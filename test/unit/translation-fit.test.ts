@@ -12,11 +12,19 @@ const embeddings = { family: "openai" as const, endpoint: OPENAI_ENDPOINTS["/v1/
 const key = (formats: Array<"openai" | "responses" | "anthropic" | "gemini">) => poolKey({ config: { provider_type: "standard", formats } });
 
 describe("call fit", () => {
-  test("Anthropic Messages: an Anthropic key natively, an OpenAI key through a translator, a Gemini key not at all", () => {
+  test("Anthropic Messages: an Anthropic key natively, a key of any other format through a translator", () => {
     const fit = callFit(messages, "m");
-    expect([fit.rank(key(["anthropic"])), fit.rank(key(["openai"])), fit.rank(key(["gemini"])), fit.rank(key(["responses"]))]).toEqual([2, 1, 0, 0]);
+    expect([fit.rank(key(["anthropic"])), fit.rank(key(["openai"])), fit.rank(key(["gemini"])), fit.rank(key(["responses"]))]).toEqual([2, 1, 1, 1]);
     expect(fit.translatorFor(key(["anthropic"]).formats)).toBeUndefined();
     expect(fit.translatorFor(key(["openai"]).formats)?.upstream).toBe("openai-chat");
+    expect(fit.translatorFor(key(["gemini"]).formats)?.upstream).toBe("gemini-generate");
+  });
+
+  test("a key of several formats is translated to the first of its list", () => {
+    const fit = callFit(messages, "m");
+    expect(fit.translatorFor(key(["responses", "openai"]).formats)?.upstream).toBe("openai-responses");
+    expect(fit.translatorFor(key(["gemini", "openai"]).formats)?.upstream).toBe("gemini-generate");
+    expect(fit.translatorFor(key(["openai", "gemini"]).formats)?.upstream).toBe("openai-chat");
   });
 
   test("OpenAI Chat is translated to Anthropic; other OpenAI endpoints have no translator", () => {
@@ -30,6 +38,8 @@ describe("call fit", () => {
     expect(speaks(vertex.formats, "anthropic", "claude-sonnet-4-5")).toBe(true);
     expect(speaks(vertex.formats, "anthropic", "gemini-2.5-pro")).toBe(false);
     expect(callFit(messages, "gemini-2.5-pro").rank(vertex)).toBe(1);
+    // Its own API first: a Gemini model is translated to Gemini, not to the OpenAI-compatible endpoint.
+    expect(callFit(messages, "gemini-2.5-pro").translatorFor(vertex.formats)?.upstream).toBe("gemini-generate");
     expect(callFit(messages, "claude-sonnet-4-5").rank(vertex)).toBe(2);
     expect([...keyFormats("https://x.openai.azure.com", { provider_type: "azure" }).set]).toEqual(["openai", "responses"]);
   });
