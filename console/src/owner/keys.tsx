@@ -114,14 +114,22 @@ export function KeysPanel() {
               // A Vertex key file's tail says nothing; its service account says which key it is.
               { label: "Key", detail: true, render: (r) => <span class="mono">{r.ClientEmail ?? r.PartialKey}</span>, sortValue: (r) => r.ClientEmail ?? r.PartialKey },
               { label: "Health", render: (r) => <HealthBadge row={r} />, sortValue: (r) => healthBadge({ ...r, Health: healthOf(r) }).label },
-              { label: "Status", detail: true, render: (r) => <span class={`badge ${r.Status ? "on" : "off"}`}>{r.Status ? "Enabled" : "Disabled"}</span> },
-              { label: "Sleeping", detail: true, render: (r) => <span class={r.Sleeping ? "badge sleep" : undefined}>{sleepText(r)}</span> },
-              { label: "Requests today", detail: true, numeric: true, render: (r) => today(r, (t) => formatInt(t.Requests)) },
+              {
+                label: "State",
+                detail: true,
+                render: (r) => (
+                  <span class="states">
+                    <span class={`badge ${r.Status ? "on" : "off"}`}>{r.Status ? "Enabled" : "Disabled"}</span>{" "}
+                    <span class={r.Sleeping ? "badge sleep" : undefined}>{sleepText(r)}</span>
+                    {r.NoSleep && <span class="hint">never sleeps on its own</span>}
+                  </span>
+                ),
+              },
+              { label: "Calls today", detail: true, numeric: true, render: (r) => today(r, (t) => formatInt(t.Requests)) },
               { label: "Errors today", detail: true, numeric: true, render: (r) => today(r, (t) => formatInt(t.Errors)) },
               { label: "Spend today", detail: true, numeric: true, render: (r) => today(r, (t) => formatCredit(t.Spend)) },
               { label: "Avg latency", detail: true, numeric: true, render: (r) => today(r, (t) => formatMs(t.AvgLatencyMs)) },
               { label: "Last error", detail: true, render: (r) => <LastError row={r} />, sortValue: (r) => healthOf(r)?.LastError?.At ?? "" },
-              { label: "No sleep", detail: true, render: (r) => (r.NoSleep ? "Yes" : "No") },
               { label: "Created", detail: true, render: (r) => formatTime(r.CreatedAt) },
               { label: "Actions", render: (r) => <KeyActions row={r} onEdit={() => void edit(r)} onChanged={changed} onError={setError} /> },
             ]}
