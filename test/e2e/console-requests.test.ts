@@ -178,6 +178,8 @@ describe("the Requests page", () => {
     const drawer = page.getByRole("dialog");
     await drawer.getByText("Effective model").waitFor();
     expect(await drawer.evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+    const attempts = drawer.getByRole("region", { name: "Upstream attempts" });
+    expect(await attempts.evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
     await screenshot(page, "requests-phone");
     expect(errors).toEqual([]);
     await context.close();

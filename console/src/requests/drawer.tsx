@@ -17,9 +17,10 @@ function Attempts({ attempts }: { attempts: RequestAttempt[] }) {
     ...(withKeys ? [{ label: "Key", render: (a: (typeof rows)[number]) => (a.key_id === undefined ? "—" : `${a.key_name || "(no name)"} #${a.key_id}`) }] : []),
     { label: "Level", numeric: true, render: (a) => a.level },
     { label: "Status", render: (a) => (a.status === null ? "none" : a.status) },
-    { label: "Error", render: (a) => a.error ?? "—" },
-    { label: "Message", render: (a) => (a.message ? <span class="message">{a.message}</span> : "—") },
-    { label: "Duration", numeric: true, render: (a) => formatMs(a.duration_ms) },
+    // On a phone these open under the row's More.
+    { label: "Error", detail: true, render: (a) => a.error ?? "—" },
+    { label: "Message", detail: true, render: (a) => (a.message ? <span class="message">{a.message}</span> : "—") },
+    { label: "Duration", numeric: true, detail: true, render: (a) => formatMs(a.duration_ms) },
   ];
   return <DataTable caption="Upstream attempts" rows={rows} rowKey={(a) => a.n} empty="No upstream attempt: the router refused the call before routing it." columns={columns} />;
 }
