@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, query } from "../lib/api.ts";
 import { formatCredit, formatCredits, formatInt } from "../lib/format.ts";
-import { requestsLink } from "../requests/filters.ts";
+import { requestsLink } from "../lib/pages.ts";
 import { serverToday } from "../lib/server-date.ts";
 import type { BillInfo } from "../lib/types.ts";
 import { BarChart, TimeChart } from "../ui/chart.tsx";

@@ -31,3 +31,14 @@ export const WHY_NOT: Record<PageId, string> = {
   requests: "",
   playground: "",
 };
+
+/**
+ * The Requests page filtered (a bill's day links to that day's calls): the filters'
+ * API names (`key_id`, never `key`), dates and names only, never a secret.
+ */
+export function requestsLink(filters: Partial<Record<"account" | "model" | "since" | "until", string>>): string {
+  const params = new URLSearchParams();
+  for (const name of ["account", "model", "since", "until"] as const) if (filters[name]) params.set(name, filters[name]!);
+  const text = params.toString();
+  return `${PAGES.requests.path}${text ? `?${text}` : ""}`;
+}

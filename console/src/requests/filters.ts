@@ -62,10 +62,3 @@ export function filterErrors(filters: RequestFilters): Partial<Record<keyof Requ
   if (filters.since && filters.until && filters.since > filters.until) errors.until = "Until is before since";
   return errors;
 }
-
-/** The Requests page filtered to one day (and model, account): a bill's day links here. */
-export function requestsLink(filters: Partial<RequestFilters>): string {
-  const params = new URLSearchParams(filterParams({ ...NO_FILTERS, ...filters }, true));
-  const text = params.toString();
-  return `/console/requests${text ? `?${text}` : ""}`;
-}
