@@ -24,6 +24,8 @@ const main = defineCommand({
     usage: () => import("./cli/usage.ts").then((m) => m.usageCommand),
     news: () => import("./cli/news.ts").then((m) => m.newsCommand),
     logs: () => import("./cli/logs.ts").then((m) => m.logsCommand),
+    requests: () => import("./cli/requests.ts").then((m) => m.requestsCommand),
+    route: () => import("./cli/route.ts").then((m) => m.routeCommand),
     version: () => import("./cli/version.ts").then((m) => m.versionCommand),
   },
 });

@@ -1,9 +1,10 @@
 /**
  * The admin commands that talk to a running router over HTTP (`router keys`,
- * `accounts`, `config`, `usage`, `news`, `logs`): where the server is and which key
- * to use, one request helper that turns the server's error envelope into exit code
- * 1 with the server's own message, and the citty plumbing every such command shares
- * (unknown flags and stray arguments are usage errors, exit code 2).
+ * `accounts`, `config`, `usage`, `news`, `logs`, `requests`, `route`): where the
+ * server is and which key to use, one request helper that turns the server's error
+ * envelope into exit code 1 with the server's own message, and the citty plumbing
+ * every such command shares (unknown flags and stray arguments are usage errors,
+ * exit code 2).
  */
 import { defineCommand, type ArgsDef, type CommandDef } from "citty";
 import { readFileSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * `router keys list|add|update|rm|sleep|wake`: the upstream provider keys
+ * `router keys list|add|update|rm|sleep|wake|test`: the upstream provider keys
  * (`/x-keys`, owner only). A provider secret is never printed: lists ask the server
  * for the summary form (PartialKey only), and the full records that writes answer
  * with lose `SecretKey` before anything is shown, `--json` included. Secrets come in
@@ -237,6 +237,20 @@ function sleepCommand(action: "sleep" | "wake") {
   });
 }
 
+/** `POST /x-keys/{id}/test`: the cheapest call the key allows. A key that fails exits 1, for scripts. */
+const test = remoteCommand({
+  name: "test",
+  description: "Test a provider key with the cheapest call it allows (a model list); exit 1 when it fails",
+  args: idArg,
+  check: (args) => void idArgument(args),
+  async run({ args, client, json }) {
+    const { body } = await client.request<{ ok: boolean; status: number | null; message: string }>("POST", `/x-keys/${idArgument(args)}/test`);
+    if (json) printJson(body);
+    else print(formatRecord([["OK", body.ok], ["Status", body.status ?? "no answer"], ["Message", body.message]], 300));
+    if (!body.ok) process.exitCode = 1;
+  },
+});
+
 export const keysCommand = commandGroup("keys", "Manage upstream provider keys (owner)", {
   list,
   add,
@@ -244,4 +258,5 @@ export const keysCommand = commandGroup("keys", "Manage upstream provider keys (
   rm,
   sleep: sleepCommand("sleep"),
   wake: sleepCommand("wake"),
+  test,
 });

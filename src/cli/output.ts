@@ -139,3 +139,19 @@ export function formatBytes(bytes: number): string {
   }
   return unit === 0 ? `${bytes} bytes` : `${value.toFixed(1)} ${units[unit]}`;
 }
+
+/**
+ * Lines of fixed-width columns, for output that arrives a row at a time (`--follow`):
+ * the widths cannot follow the rows, so each column has its own and longer cells are cut.
+ */
+export function fixedColumns<T>(columns: ReadonlyArray<Column<T> & { width: number }>): { header: string; line: (row: T) => string } {
+  const join = (values: readonly string[]) =>
+    values
+      .map((value, i) => pad(truncate(value, columns[i]!.width), columns[i]!.width, columns[i]!.align ?? "left"))
+      .join("  ")
+      .trimEnd();
+  return {
+    header: join(columns.map((column) => column.header)),
+    line: (row) => join(columns.map((column) => cell(column.value(row), column.width))),
+  };
+}

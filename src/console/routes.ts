@@ -9,6 +9,7 @@ import accountsPage from "../../console/accounts.html";
 import ownerPage from "../../console/owner.html";
 import userPage from "../../console/index.html";
 import playgroundPage from "../../console/playground.html";
+import requestsPage from "../../console/requests.html";
 
 export const CONSOLE_BASE = "/console";
 
@@ -19,5 +20,6 @@ export const consoleRoutes = {
   [`${CONSOLE_BASE}/`]: userPage,
   [`${CONSOLE_BASE}/owner`]: ownerPage,
   [`${CONSOLE_BASE}/accounts`]: accountsPage,
+  [`${CONSOLE_BASE}/requests`]: requestsPage,
   [`${CONSOLE_BASE}/playground`]: playgroundPage,
 };

@@ -63,7 +63,7 @@ function rows(table: string): string[][] {
 describe("router CLI: help and usage errors", () => {
   test("every new command shows up in --help; subcommands have their own", async () => {
     const top = ok(await cli(["--help"]));
-    for (const name of ["keys", "accounts", "config", "usage", "news", "logs", "backup"]) expect(top).toContain(name);
+    for (const name of ["keys", "accounts", "config", "usage", "news", "logs", "backup", "requests", "route"]) expect(top).toContain(name);
     const add = ok(await cli(["keys", "add", "--help"]));
     expect(add).toContain("USAGE router keys add");
     expect(add).toContain("--secret-file");

@@ -4,13 +4,14 @@ import { join } from "node:path";
 import { isolatedBinary, serveBinary, type ServingBinary } from "../helpers/binary.ts";
 
 // The console is embedded in dist/router: copied alone into an empty directory (no
-// console/ sources, no node_modules), the binary still serves the three pages and
-// every script and stylesheet they load.
+// console/ sources, no node_modules), the binary still serves the pages (the three
+// main ones and the Requests page every account has) and every script and stylesheet
+// they load.
 const { dir, bin } = isolatedBinary();
 let server: ServingBinary | undefined;
 afterAll(() => server?.kill("SIGKILL"));
 
-/** Console bytes budget (bundled JS + CSS of the three pages); README states the measured size. */
+/** Console bytes budget (bundled JS + CSS of the pages fetched below); README states the measured size. */
 const BUDGET = 200_000;
 
 test("dist/router alone serves the console pages and their bundled assets", async () => {
@@ -35,7 +36,7 @@ test("dist/router alone serves the console pages and their bundled assets", asyn
     assets.set(ref, new TextEncoder().encode(body).length);
     for (const m of body.matchAll(/(?:from|import\()\s*"([^"]+\.js)"/g)) await fetchAsset(new URL(m[1]!, server!.url + ref).pathname);
   };
-  for (const path of ["/console/", "/console/owner", "/console/accounts"]) {
+  for (const path of ["/console/", "/console/owner", "/console/accounts", "/console/requests"]) {
     const page = await fetch(server.url + path);
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toContain("text/html");

@@ -62,7 +62,7 @@ describe("console in chromium", () => {
   test("the owner signs in, lands on the owner page and adds a provider key with a model pattern", async () => {
     await signIn(owner, `${router.url}/console/`, router.ownerKey);
     await owner.waitForURL(/\/console\/owner$/);
-    await expect(owner.getByRole("navigation", { name: "Console pages" }).getByRole("link").allTextContents()).resolves.toEqual(["Owner", "Accounts", "My usage", "Playground"]);
+    await expect(owner.getByRole("navigation", { name: "Console pages" }).getByRole("link").allTextContents()).resolves.toEqual(["Owner", "Accounts", "My usage", "Requests", "Playground"]);
 
     await owner.getByRole("button", { name: "+ Add provider key" }).click();
     const form = owner.locator('form[aria-labelledby="key-form-h"]');
@@ -181,7 +181,7 @@ describe("console in chromium", () => {
     const alice = await freshPage();
     await signIn(alice, `${router.url}/console/owner`, aliceKey);
     await alice.waitForURL(/\/console\/$/);
-    await expect(alice.getByRole("navigation", { name: "Console pages" }).getByRole("link").allTextContents()).resolves.toEqual(["My usage", "Playground"]);
+    await expect(alice.getByRole("navigation", { name: "Console pages" }).getByRole("link").allTextContents()).resolves.toEqual(["My usage", "Requests", "Playground"]);
     const today = alice.getByTestId("live-today");
     await today.getByRole("row", { name: /mock-gpt/ }).waitFor({ timeout: 12_000 });
     expect(await today.locator(".stat .value").first().textContent()).toBe("3");

@@ -44,3 +44,16 @@ describe("CLI times", () => {
     expect(run("Asia/Kolkata")).toBe("2025-03-01 17:30:00 +05:30");
   });
 });
+
+describe("CLI lines of fixed columns (--follow)", () => {
+  test("every line has the header's columns, longer cells cut", async () => {
+    const { fixedColumns } = await import("../../src/cli/output.ts");
+    const fixed = fixedColumns([
+      { header: "ID", value: (r: { id: number; name: string }) => r.id, align: "right", width: 4 },
+      { header: "NAME", value: (r: { id: number; name: string }) => r.name, width: 8 },
+    ]);
+    expect(fixed.header).toBe("  ID  NAME");
+    expect(fixed.line({ id: 7, name: "short" })).toBe("   7  short");
+    expect(fixed.line({ id: 12, name: "a much longer name" })).toBe("  12  a much …");
+  });
+});

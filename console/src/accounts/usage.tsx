@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, query } from "../lib/api.ts";
 import { formatCredit, formatCredits, formatInt } from "../lib/format.ts";
+import { requestsLink } from "../lib/pages.ts";
 import { serverToday } from "../lib/server-date.ts";
 import type { BillInfo } from "../lib/types.ts";
 import { BarChart, TimeChart } from "../ui/chart.tsx";
@@ -44,7 +45,8 @@ export function UsagePanel() {
         <>
           <p>
             {formatInt(data.total_requests)} requests, {formatInt(data.total_prompt + data.total_completion)} tokens, {formatCredits(data.total_credit_used)}
-            {applied ? ` for ${applied} and below` : " for all your descendants"}.
+            {applied ? ` for ${applied} and below` : " for all your descendants"}.{" "}
+            <a href={requestsLink({ since: range.start, until: range.end, account: applied })}>See these calls</a>
           </p>
           <div class="charts">
             <BarChart testId="usage-by-account" title="Credits by account" labels={ranking.map((u) => u.alias || u.name)} values={ranking.map((u) => u.total_credit_used)} format={formatCredit} />

@@ -60,3 +60,11 @@ export function download(name: string, text: string, type = "text/csv"): void {
 export function numberOrEmpty(text: string): number | undefined {
   return text.trim() === "" ? undefined : Number(text);
 }
+
+/** A duration in milliseconds as read at a glance: `840 ms`, `1.20 s`, `2 min 5 s`. */
+export function formatMs(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return "—";
+  if (ms < 1000) return `${integer.format(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(2)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}

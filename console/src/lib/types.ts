@@ -17,6 +17,7 @@ export type { ConfigExport } from "../../../src/wire/config.ts";
 export type { Notice, NoticeFeed } from "../../../src/wire/notices.ts";
 export type { LogPage, LogRow } from "../../../src/wire/oplog.ts";
 export type { PricingAnswer } from "../../../src/wire/pricing.ts";
+export type { RequestAttempt, RequestRecord } from "../../../src/wire/requests.ts";
 export type { LiveUsage, UsageTotals } from "../../../src/wire/usage.ts";
 
 /** The account views read `/dashboard/info` (no balance) and `/x-users` (with it; the key once, on creation). */

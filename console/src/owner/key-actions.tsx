@@ -2,9 +2,10 @@ import { useState } from "preact/hooks";
 import { api, ApiError } from "../lib/api.ts";
 import type { ProviderKey } from "../lib/types.ts";
 import { ConfirmDialog } from "../ui/confirm.tsx";
+import { KeyTest } from "./key-test.tsx";
 
 /**
- * Sleep / wake, enable / disable (PUT Status), edit and delete of one key. Delete
+ * Sleep / wake, enable / disable (PUT Status), edit, test and delete of one key. Delete
  * asks first; when the router answers 409 (the last enabled key of a routed Level)
  * its explanation is shown and the owner may repeat with ?force=true.
  */
@@ -57,6 +58,7 @@ export function KeyActions(props: { row: ProviderKey; onEdit: () => void; onChan
       <button type="button" class="danger" aria-label={`Delete ${label}`} onClick={() => setConfirm("delete")}>
         Delete
       </button>
+      <KeyTest id={row.ID} label={label} />
       <ConfirmDialog open={confirm === "delete"} title={`Delete ${label}?`} confirmLabel="Delete key" danger onConfirm={() => void remove(false)} onCancel={() => setConfirm(null)}>
         <p>
           The key is removed from Level {row.Level} for good. Another usable key should remain in this Level. This cannot be undone.

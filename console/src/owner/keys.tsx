@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { api, pagination, query } from "../lib/api.ts";
-import { formatTime } from "../lib/format.ts";
+import { formatCredit, formatInt, formatMs, formatTime } from "../lib/format.ts";
 import type { ProviderKey, ProviderKeyRow } from "../lib/types.ts";
 import { ErrorNote, Loading, Success } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
@@ -8,6 +8,7 @@ import { DataTable, Pager } from "../ui/table.tsx";
 import { useLoad } from "../ui/use-load.ts";
 import { KeyActions } from "./key-actions.tsx";
 import { KeyForm } from "./key-form.tsx";
+import { healthBadge, healthOf } from "./key-health.ts";
 
 const SIZE = 20;
 
@@ -26,6 +27,34 @@ function sleepText(row: ProviderKey): string {
   if (!row.Sleeping) return "Awake";
   const reason = row.SleepReason ?? "unknown";
   return row.SleepUntil ? `Asleep (${reason}) until ${formatTime(row.SleepUntil)}` : `Asleep (${reason}) until woken`;
+}
+
+/** A figure of today's health, or a dash when the server sent none (an older router). */
+const today = (row: ProviderKeyRow, pick: (t: NonNullable<ReturnType<typeof healthOf>>["Today"]) => string) => {
+  const health = healthOf(row);
+  return health ? pick(health.Today) : "—";
+};
+
+/** The last error: when and which status, its (redacted) message behind a disclosure. */
+function LastError({ row }: { row: ProviderKeyRow }) {
+  const error = healthOf(row)?.LastError;
+  if (!error) return <>—</>;
+  return (
+    <>
+      {formatTime(error.At)} · {error.Status ? `status ${error.Status}` : "no answer"}
+      {error.Message && (
+        <details class="why">
+          <summary>Message</summary>
+          <span class="message">{error.Message}</span>
+        </details>
+      )}
+    </>
+  );
+}
+
+function HealthBadge({ row }: { row: ProviderKeyRow }) {
+  const badge = healthBadge({ ...row, Health: healthOf(row) });
+  return <span class={`badge ${badge.kind}`}>{badge.label}</span>;
 }
 
 export function KeysPanel() {
@@ -84,9 +113,23 @@ export function KeysPanel() {
               { label: "Provider", detail: true, render: (r) => <span class="mono">{r.Provider}</span> },
               // A Vertex key file's tail says nothing; its service account says which key it is.
               { label: "Key", detail: true, render: (r) => <span class="mono">{r.ClientEmail ?? r.PartialKey}</span>, sortValue: (r) => r.ClientEmail ?? r.PartialKey },
-              { label: "Status", render: (r) => <span class={`badge ${r.Status ? "on" : "off"}`}>{r.Status ? "Enabled" : "Disabled"}</span> },
-              { label: "Sleeping", render: (r) => <span class={r.Sleeping ? "badge sleep" : undefined}>{sleepText(r)}</span> },
-              { label: "No sleep", detail: true, render: (r) => (r.NoSleep ? "Yes" : "No") },
+              { label: "Health", render: (r) => <HealthBadge row={r} />, sortValue: (r) => healthBadge({ ...r, Health: healthOf(r) }).label },
+              {
+                label: "State",
+                detail: true,
+                render: (r) => (
+                  <span class="states">
+                    <span class={`badge ${r.Status ? "on" : "off"}`}>{r.Status ? "Enabled" : "Disabled"}</span>{" "}
+                    <span class={r.Sleeping ? "badge sleep" : undefined}>{sleepText(r)}</span>
+                    {r.NoSleep && <span class="hint">never sleeps on its own</span>}
+                  </span>
+                ),
+              },
+              { label: "Calls today", detail: true, numeric: true, render: (r) => today(r, (t) => formatInt(t.Requests)) },
+              { label: "Errors today", detail: true, numeric: true, render: (r) => today(r, (t) => formatInt(t.Errors)) },
+              { label: "Spend today", detail: true, numeric: true, render: (r) => today(r, (t) => formatCredit(t.Spend)) },
+              { label: "Avg latency", detail: true, numeric: true, render: (r) => today(r, (t) => formatMs(t.AvgLatencyMs)) },
+              { label: "Last error", detail: true, render: (r) => <LastError row={r} />, sortValue: (r) => healthOf(r)?.LastError?.At ?? "" },
               { label: "Created", detail: true, render: (r) => formatTime(r.CreatedAt) },
               { label: "Actions", render: (r) => <KeyActions row={r} onEdit={() => void edit(r)} onChanged={changed} onError={setError} /> },
             ]}

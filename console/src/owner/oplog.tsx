@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { api, query } from "../lib/api.ts";
 import { formatTime } from "../lib/format.ts";
-import type { LogPage } from "../lib/types.ts";
+import type { LogPage, LogRow, ProviderKeyRow } from "../lib/types.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
@@ -39,10 +39,36 @@ async function namesOf(ids: number[], self: { id: number; name: string; email: s
   return names;
 }
 
-/** The operation log, newest first, 24 rows a page, filtered by action, target account and dates. */
+/** The provider key a `key.*` row is about (its details' `key`), if any. */
+const keyIdOf = (row: LogRow): number | undefined => {
+  const key = (row.details as { key?: unknown } | null)?.key;
+  return row.action.startsWith("key.") && typeof key === "number" ? key : undefined;
+};
+
+/**
+ * Key names by ID, from the keys list in its overview form (no secret travels), read
+ * only when the page of the log has key rows; a deleted key keeps its ID alone.
+ */
+async function keyNamesOf(ids: number[]): Promise<Map<number, string>> {
+  const names = new Map<number, string>();
+  if (ids.length === 0) return names;
+  const wanted = new Set(ids);
+  try {
+    for (let page = 1, pages = 1; page <= pages && page <= 10 && names.size < wanted.size; page++) {
+      const { data, headers } = await api.get<ProviderKeyRow[]>(`/x-keys${query({ fields: "overview", page, size: 100 })}`);
+      pages = Number(headers.get("x-total-pages") ?? 1);
+      for (const key of data) if (wanted.has(key.ID)) names.set(key.ID, key.Name || "(no name)");
+    }
+  } catch {
+    // The IDs alone.
+  }
+  return names;
+}
+
 /** Actions the router takes on its own (automatic sleep and wake, Level switch-over): no operator. */
 const SYSTEM_ACTION = /^(key\.auto_|level\.switch_)/;
 
+/** The operation log, newest first, 24 rows a page, filtered by action, target account and dates; names where IDs are stored. */
 export function OplogPanel() {
   const { status } = useConsole();
   const [action, setAction] = useState("");
@@ -57,7 +83,8 @@ export function OplogPanel() {
     async () => {
       const { data } = await api.get<LogPage>(`/dashboard/logs${query({ ...filters, page, size: SIZE })}`);
       const ids = data.logs.flatMap((r) => [r.operator_id, r.target_id]).filter((id): id is number => typeof id === "number");
-      return { ...data, names: await namesOf(ids, status) };
+      const [names, keyNames] = await Promise.all([namesOf(ids, status), keyNamesOf(data.logs.map(keyIdOf).filter((id): id is number => id !== undefined))]);
+      return { ...data, names, keyNames };
     },
     [filters.action, filters.target, filters.since, filters.until, page],
   );
@@ -65,6 +92,17 @@ export function OplogPanel() {
   const named = (id: number) => {
     const name = logs.data?.names.get(id);
     return name ? `${name} #${id}` : `#${id}`;
+  };
+  /** What a row is about: an account, a provider key (by name), a Level, or nothing. */
+  const about = (r: LogRow) => {
+    if (r.target_id !== null) return named(r.target_id);
+    const key = keyIdOf(r);
+    if (key !== undefined) {
+      const name = logs.data?.keyNames.get(key);
+      return name ? `Key ${name} #${key}` : `Key #${key}`;
+    }
+    const level = (r.details as { level?: unknown } | null)?.level;
+    return r.action.startsWith("level.") && typeof level === "number" ? `Level ${level}` : "—";
   };
   return (
     <div>
@@ -88,7 +126,7 @@ export function OplogPanel() {
               { label: "Time", render: (r) => formatTime(r.time) },
               { label: "Action", render: (r) => <span class="mono">{r.action}</span> },
               { label: "By", render: (r) => (r.operator_id !== null ? named(r.operator_id) : SYSTEM_ACTION.test(r.action) ? "System" : "CLI") },
-              { label: "Target", detail: true, render: (r) => (r.target_id === null ? "—" : named(r.target_id)) },
+              { label: "Target", detail: true, render: about },
               { label: "Details", detail: true, render: (r) => readableDetails(r.details) },
               { label: "IP", detail: true, render: (r) => r.ip ?? "—" },
             ]}

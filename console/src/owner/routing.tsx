@@ -4,6 +4,7 @@ import { ErrorNote, Loading, Success } from "../ui/feedback.tsx";
 import { RowsEditor } from "../ui/rows-editor.tsx";
 import { useAction, useLoad } from "../ui/use-load.ts";
 import { loadConfig, putConfig } from "./config-api.ts";
+import { RouteExplain } from "./route-explain.tsx";
 
 interface MapperSpec {
   item: "MODEL_MAPPER" | "LEVEL_MAPPER" | "SWITCH_OVER";
@@ -98,7 +99,7 @@ function MapperEditor(props: { spec: MapperSpec; initial: unknown }) {
   );
 }
 
-/** MODEL_MAPPER, LEVEL_MAPPER and SWITCH_OVER as row editors, each saved on its own. */
+/** MODEL_MAPPER, LEVEL_MAPPER and SWITCH_OVER as row editors, each saved on its own; the Route explain box under them. */
 export function RoutingPanel() {
   const config = useLoad(loadConfig, []);
   if (!config.data) return config.error ? <ErrorNote error={config.error} /> : <Loading />;
@@ -107,6 +108,7 @@ export function RoutingPanel() {
       {MAPPERS.map((spec) => (
         <MapperEditor key={spec.item} spec={spec} initial={config.data![spec.item]} />
       ))}
+      <RouteExplain />
     </div>
   );
 }

@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, query } from "../lib/api.ts";
 import { billModels, lineRows, lineRowsCsv, perModelSeries } from "../lib/bill-data.ts";
 import { download, formatCredit, formatCredits, formatInt } from "../lib/format.ts";
+import { requestsLink } from "../lib/pages.ts";
 import { serverToday } from "../lib/server-date.ts";
 import type { BillInfo } from "../lib/types.ts";
 import { TimeChart } from "../ui/chart.tsx";
@@ -73,7 +74,16 @@ export function BillPanel() {
             rowKey={(r) => `${r.date}/${r.model}`}
             empty="No usage in this range."
             columns={[
-              { label: "Date", render: (r) => r.date },
+              // A day's line links to that day's calls of that model on the Requests page.
+              {
+                label: "Date",
+                render: (r) => (
+                  <a href={requestsLink({ since: r.date, until: r.date, model: r.model })} aria-label={`Calls of ${r.model} on ${r.date}`}>
+                    {r.date}
+                  </a>
+                ),
+                sortValue: (r) => r.date,
+              },
               { label: "Model", render: (r) => <span class="mono">{r.model}</span> },
               { label: "Requests", numeric: true, render: (r) => formatInt(r.requests) },
               { label: "Input tokens", numeric: true, render: (r) => formatInt(r.prompt) },
