@@ -4,7 +4,7 @@ import { CANNED_USAGE, cannedAnswer, cannedError, cannedStream, type CannedCall 
 import { addKey, usageRows } from "../helpers/keys.ts";
 import { startMockUpstream, type MockUpstream, type RecordedRequest } from "../helpers/mock-upstream.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
-import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
+import { anthropicClient, geminiClient, geminiV3Client, openaiClient } from "../helpers/sdk.ts";
 
 /**
  * Issue 16, every directed pair: each of the four client formats, through its official
@@ -246,3 +246,49 @@ for (const client of FORMATS) {
     });
   }
 }
+
+describe("the Gemini SDK's other major (genai 3.x calls /v1/models/…)", () => {
+  test("a stream of text through a Chat key, and a complete answer through an Anthropic key", async () => {
+    const sdk = geminiV3Client(router.url, router.ownerKey);
+    script("openai", "thinking");
+    let text = "";
+    for await (const chunk of await sdk.models.generateContentStream({ model: "pair-openai", contents: "Bonjour?" })) text += chunk.text ?? "";
+    expect(text).toBe("Bonjour tout le monde");
+    // The upstream got a Chat request for the model the path named.
+    expect(lastCall(upstreams.get("openai")!).json).toMatchObject({ model: "pair-openai", stream: true });
+    script("anthropic", "json");
+    const answer = await sdk.models.generateContent({ model: "pair-anthropic", contents: "Bonjour?" });
+    expect(answer.text).toBe("Bonjour");
+    expect(answer.usageMetadata?.promptTokenCount).toBe(CANNED_USAGE.input);
+  });
+});
+
+describe("what cannot be carried", () => {
+  test("is a 400 in the client's envelope naming its parameter and the upstream format, with nothing sent upstream and nothing charged", async () => {
+    for (const mock of upstreams.values()) script([...upstreams.entries()].find(([, m]) => m === mock)![0], "json");
+    const before = (await usageRows(router)).length;
+    const cases: Array<{ path: string; body: unknown; param: string; upstream: string; envelope: (body: any) => unknown }> = [
+      // Server-side state a non-Responses upstream does not hold. (A `previous_response_id`
+      // never gets this far: the router pins it to the key that made the response, and a
+      // translated answer made none, so its id is a 404 like any unknown one.)
+      { path: "/v1/responses", body: { model: "pair-anthropic", input: "hi", background: true }, param: "background", upstream: "Anthropic Messages", envelope: (b) => b.error.param },
+      // Several candidates: the answer would bring back one.
+      { path: "/v1beta/models/pair-openai:generateContent", body: { contents: [{ role: "user", parts: [{ text: "hi" }] }], generationConfig: { candidateCount: 2 } }, param: "generationConfig.candidateCount", upstream: "OpenAI Chat Completions", envelope: (b) => b.error.status },
+      { path: "/v1/chat/completions", body: { model: "pair-responses", messages: [{ role: "user", content: "hi" }], n: 2 }, param: "n", upstream: "OpenAI Responses", envelope: (b) => b.error.param },
+      // A tool only OpenAI runs.
+      { path: "/v1/responses", body: { model: "pair-gemini", input: "hi", tools: [{ type: "file_search", vector_store_ids: ["vs_1"] }] }, param: "tools[0].type", upstream: "Gemini generateContent", envelope: (b) => b.error.param },
+    ];
+    for (const c of cases) {
+      const res = await router.fetch(c.path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(c.body) });
+      const body = await res.json();
+      expect(res.status, c.path).toBe(400);
+      expect(body.error.message, c.path).toContain(c.upstream);
+      // OpenAI's envelope names the parameter; Google's carries its status name and the message says which.
+      if (c.path.startsWith("/v1beta")) expect(c.envelope(body)).toBe("INVALID_ARGUMENT");
+      else expect(c.envelope(body)).toBe(c.param);
+    }
+    for (const mock of upstreams.values()) expect(mock.requests).toHaveLength(0);
+    await router.deps.usageRecorder.flush();
+    expect((await usageRows(router)).length).toBe(before);
+  });
+});
