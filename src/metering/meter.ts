@@ -1,5 +1,5 @@
 import type { Principal } from "../accounts/principal.ts";
-import type { AccountRow } from "../store/store.ts";
+import type { AccountRow, NewRequestLogRow } from "../store/store.ts";
 import { msUntilNextBusinessDay, msUntilNextBusinessMonth, type Clock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
@@ -72,6 +72,8 @@ export interface Meter extends UsageSink {
    * closes between responses held a reservation for a response that never came.
    */
   release(admission: Admission): Promise<void>;
+  /** A call refused before it went upstream: its request-log row alone (docs/api.md, "Request log"). */
+  refused(row: NewRequestLogRow): void;
 }
 
 /**
@@ -250,6 +252,10 @@ export function createMeter(deps: {
       settleSpend(admission, 0, clock.now(), changes);
       settleTokens(admission.subjects, admission.day, admission.admittedAt, admission.plan.tokens, 0, changes);
       await counts.adjust(changes);
+    },
+
+    refused(row) {
+      deps.recorder.refused(row);
     },
 
     record(incoming: UsageEvent) {

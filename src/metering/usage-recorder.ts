@@ -38,6 +38,11 @@ export interface UsageSink {
 }
 
 export interface UsageRecorder extends UsageSink {
+  /**
+   * A call the router refused before it went upstream (403, 400, 429, …): only its
+   * request-log row, written with the next batch; no usage row, nothing charged.
+   */
+  refused(row: NewRequestLogRow): void;
   /** Writes everything pending now (shutdown, tests); resolves once it is stored. */
   flush(): Promise<void>;
   /** Stops the timer and writes what is pending. */
@@ -344,6 +349,9 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
         slicing = true;
         setImmediate(writeSlice);
       }
+    },
+    refused(row) {
+      if (pendingLog.length < backlogLimit) pendingLog.push(row);
     },
     flush,
     async stop() {

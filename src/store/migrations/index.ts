@@ -11,6 +11,7 @@ import m7 from "./0007_tenants.sql" with { type: "text" };
 import m8 from "./0008_usage_events_one_index.sql" with { type: "text" };
 import m9 from "./0009_usage_daily_clustered.sql" with { type: "text" };
 import m10 from "./0010_tearful_gauntlet.sql" with { type: "text" };
+import m11 from "./0011_request_log_error.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -24,4 +25,5 @@ export const migrations: Migration[] = [
   { name: "0008_usage_events_one_index", sql: m8 },
   { name: "0009_usage_daily_clustered", sql: m9 },
   { name: "0010_tearful_gauntlet", sql: m10 },
+  { name: "0011_request_log_error", sql: m11 },
 ];
