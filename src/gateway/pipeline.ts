@@ -20,6 +20,7 @@ import type { CallOutcome, Delivery, RelayInput } from "./call-outcome.ts";
 import { createDeliver, type DeliverDeps } from "./deliver.ts";
 import { startTrace } from "./trace.ts";
 import { logRefused, type RefusedAt } from "./refused.ts";
+import { withRateLimitHeaders } from "../metering/rate-limit-headers.ts";
 import { pathOnly } from "../core/redact.ts";
 import type { Admission } from "../metering/admission.ts";
 
@@ -59,7 +60,7 @@ export function createPipeline(deps: PipelineDeps) {
     const end = await attemptsFor(tenant)(input);
     const delivery: Delivery = "answered" in end ? await deliver(input, end.answered) : end.delivery;
     settleWhenEnded(tenant.meter, deps.clock, tenant.tenantId, input, delivery.outcome);
-    return delivery.response;
+    return withRateLimitHeaders(delivery.response, input.call.family, input.admission.rateLimits, input.admission.admittedAt);
   }
 
   /**

@@ -5,7 +5,9 @@ import { HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { Endpoint } from "../formats/format.ts";
 import type { Usage } from "../formats/usage.ts";
-import type { Adjustment, AdmitLine, CountState, PeriodCounter, Refusal } from "../state/state.ts";
+import type { Adjustment, AdmitLine, CountState, LimitStanding, PeriodCounter, Refusal, Standings } from "../state/state.ts";
+import { rateLimitHeaders, type RateLimits, type RateLimitStanding } from "./rate-limit-headers.ts";
+import type { Family } from "../formats/family.ts";
 import { limitSubjects, planWindows, settleTokens, type RefusalReason, type SystemLimits } from "./limits.ts";
 import { planBilling, type BillingPlan } from "./billing.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
@@ -213,6 +215,29 @@ export function createMeter(deps: {
     return counter;
   };
 
+  /** A limit's standing for the headers: a period total resets with its business day. */
+  const standingOf = (lines: readonly AdmitLine[], standing: LimitStanding, now: number): RateLimitStanding => ({
+    limit: lines[standing.line]!.limit!,
+    remaining: standing.remaining,
+    resetMs: standing.resetMs ?? msUntilNextBusinessDay(clock, now),
+  });
+  const rateLimitsOf = (lines: readonly AdmitLine[], standings: Standings, now: number): RateLimits => {
+    const limits: RateLimits = {};
+    if (standings.requests) limits.requests = standingOf(lines, standings.requests, now);
+    if (standings.tokens) limits.tokens = standingOf(lines, standings.tokens, now);
+    return limits;
+  };
+  /** A refusal, with the rate-limit headers of the window that refused (nothing left, free again when the refusal says). */
+  const refusalOf = (lines: readonly AdmitLine[], reasons: ReadonlyArray<RefusalReason | undefined>, refusal: Refusal, family: Family, now: number): HttpError => {
+    const error = reasons[refusal.line]!(refusal);
+    const line = lines[refusal.line]!;
+    if (line.report === undefined || line.limit === undefined) return error;
+    const resetMs = line.counter.kind === "window" ? refusal.retryAfterMs : msUntilNextBusinessDay(clock, now);
+    const headers = rateLimitHeaders(family, { [line.report]: { limit: line.limit, remaining: 0, resetMs } }, now);
+    if (!headers) return error;
+    return new HttpError(error.kind, error.message, { code: error.code, param: error.param, status: error.status, headers: { ...error.headers, ...headers } });
+  };
+
   return {
     async admit(input) {
       // Charges must reach the database some day: past the bound of rows waiting for it, no more are made.
@@ -243,8 +268,10 @@ export function createMeter(deps: {
       const subjects = limitSubjects(account, model, periods, deps.modelLimits(), deps.tenantRoot);
       planWindows({ subjects, day, now, tokens: plan.tokens, clock, requestsOnly: counting }, lines, reasons);
       const verdict = await counts.admit(lines, now);
-      if (!verdict.admitted) throw reasons[verdict.refusal.line]!(verdict.refusal);
-      return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, subjects, spend, admittedAt: now, day };
+      if (!verdict.admitted) throw refusalOf(lines, reasons, verdict.refusal, input.endpoint.family, now);
+      const admission: Admission = { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, subjects, spend, admittedAt: now, day };
+      if (verdict.standings) admission.rateLimits = rateLimitsOf(lines, verdict.standings, now);
+      return admission;
     },
 
     async release(admission) {
