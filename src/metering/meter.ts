@@ -16,6 +16,7 @@ import type { Admission, SubtreeSpend } from "./admission.ts";
 import type { UsageEvent, UsageRecorder, UsageSink } from "./usage-recorder.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import { familyOf } from "../formats/registry.ts";
+import type { AttemptFact } from "./request-log.ts";
 
 export { DEFAULT_MAX_OUTPUT_TOKENS, worstCaseNanos } from "./billing.ts";
 
@@ -345,4 +346,22 @@ function observe(metrics: RouterMetrics | undefined, event: UsageEvent, cost: nu
   if (usage.cacheWrite) metrics.tokens.inc({ model, kind: "cache_write" }, usage.cacheWrite);
   if (usage.reasoning) metrics.tokens.inc({ model, kind: "reasoning" }, usage.reasoning);
   if (cost) metrics.credit.inc({ model }, cost / 1e9);
+  const attempts = event.logged?.trace.attempts;
+  if (attempts) for (const attempt of attempts) observeAttempt(metrics, attempt);
+}
+
+/** One upstream attempt in the per-key and per-Level series; a client that left is nobody's attempt. */
+function observeAttempt(metrics: RouterMetrics, attempt: AttemptFact): void {
+  if (attempt.error === "client_closed") return;
+  const key = { key: String(attempt.keyId), level: String(attempt.level) };
+  const level = { level: key.level };
+  const seconds = attempt.durationMs / 1000;
+  metrics.keyRequests.inc(key);
+  metrics.keyLatency.observe(seconds, key);
+  metrics.levelRequests.inc(level);
+  metrics.levelLatency.observe(seconds, level);
+  if (attempt.error !== undefined) {
+    metrics.keyErrors.inc({ ...key, error: attempt.error });
+    metrics.levelErrors.inc({ level: key.level, error: attempt.error });
+  }
 }
