@@ -270,9 +270,9 @@ export function createMeter(deps: {
       planWindows({ subjects, day, now, tokens: plan.tokens, clock, requestsOnly: counting }, lines, reasons);
       const verdict = await counts.admit(lines, now);
       if (!verdict.admitted) throw refusalOf(lines, reasons, verdict.refusal, input.endpoint.family, now);
-      const admission: Admission = { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, subjects, spend, admittedAt: now, day };
-      if (verdict.standings) admission.rateLimits = rateLimitsOf(lines, verdict.standings, now);
-      return admission;
+      // One shape for every admission, limits or not.
+      const rateLimits = verdict.standings ? rateLimitsOf(lines, verdict.standings, now) : undefined;
+      return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, subjects, spend, admittedAt: now, day, rateLimits };
     },
 
     async release(admission) {
@@ -350,11 +350,23 @@ function observe(metrics: RouterMetrics | undefined, event: UsageEvent, cost: nu
   if (attempts) for (const attempt of attempts) observeAttempt(metrics, attempt);
 }
 
+/** The label sets of a key on a Level, made once (the settle path builds no strings for them). */
+const attemptLabels = new Map<number, { level: number; key: { key: string; level: string }; levelOnly: { level: string } }>();
+function labelsOf(keyId: number, levelNumber: number) {
+  let labels = attemptLabels.get(keyId);
+  if (!labels || labels.level !== levelNumber) {
+    const level = String(levelNumber);
+    labels = { level: levelNumber, key: { key: String(keyId), level }, levelOnly: { level } };
+    if (attemptLabels.size >= 10_000) attemptLabels.clear();
+    attemptLabels.set(keyId, labels);
+  }
+  return labels;
+}
+
 /** One upstream attempt in the per-key and per-Level series; a client that left is nobody's attempt. */
 function observeAttempt(metrics: RouterMetrics, attempt: AttemptFact): void {
   if (attempt.error === "client_closed") return;
-  const key = { key: String(attempt.keyId), level: String(attempt.level) };
-  const level = { level: key.level };
+  const { key, levelOnly: level } = labelsOf(attempt.keyId, attempt.level);
   const seconds = attempt.durationMs / 1000;
   metrics.keyRequests.inc(key);
   metrics.keyLatency.observe(seconds, key);
