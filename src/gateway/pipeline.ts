@@ -114,7 +114,7 @@ export function createPipeline(deps: PipelineDeps) {
           bodyBytes: call.form?.size ?? call.bytes.byteLength,
         });
       } catch (error) {
-        // Refused before any attempt: the request log keeps it, without tokens or cost.
+        // Refused before an upstream attempt: the request log keeps it, without tokens or cost.
         refused(request, pathOnly(request.url), caller, error, { call, effectiveModel: route?.effectiveModel });
         throw error;
       }
@@ -125,7 +125,7 @@ export function createPipeline(deps: PipelineDeps) {
     }
   }
 
-  /** Logs a call refused before any attempt (docs/api.md, "Request log"). */
+  /** Logs a call refused before its first attempt (docs/api.md, "Request log"). */
   const refusedDeps = { clock: deps.clock, trustProxy: deps.config.trustProxy };
   const refused = (request: Request, path: string, caller: Caller, error: unknown, at?: RefusedAt) => logRefused(refusedDeps, request, path, caller, error, at);
 

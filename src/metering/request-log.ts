@@ -90,7 +90,7 @@ export function requestLogRow(
   };
 }
 
-/** A call the router refused before any upstream attempt, as the request log keeps it. */
+/** A call the router refused before its first upstream attempt, as the request log keeps it. */
 export interface RefusedCall {
   requestId: string;
   tenantId: number;

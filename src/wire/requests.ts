@@ -33,7 +33,7 @@ export const RequestRecord = Type.Object({
   error: Nullable(
     Type.String({
       description:
-        "why the router itself refused the call before any upstream attempt: its error body's code (rpm_limit_reached, insufficient_credit, model_not_allowed, ip_not_allowed, …) or type (invalid_request, …); null when the call went upstream (its attempts say how it ended)",
+        "why the router itself refused the call before its first upstream attempt: its error body's code (rpm_limit_reached, insufficient_credit, model_not_allowed, ip_not_allowed, …) or type (invalid_request, …); null when the call went upstream (its attempts say how it ended)",
     }),
   ),
   attempts: Type.Array(RequestAttempt),
@@ -41,8 +41,8 @@ export const RequestRecord = Type.Object({
   duration_ms: Count(),
   tokens: Type.Object({ prompt: Count(), completion: Count(), cache_read: Count(), cache_write: Count(), reasoning: Count() }),
   cost: Credits(),
-  /** `upstream` when the provider reported the counts, `estimated` when the router counted them, `none` for a call refused before any attempt. */
-  source: Type.String({ description: "upstream (the provider reported the token counts), estimated (the router counted them), none (refused before any upstream attempt: no tokens, no cost)" }),
+  /** `upstream` when the provider reported the counts, `estimated` when the router counted them, `none` for a call refused before its first attempt. */
+  source: Type.String({ description: "upstream (the provider reported the token counts), estimated (the router counted them), none (refused before its first upstream attempt: no tokens, no cost)" }),
   client_ip: Nullable(Type.String()),
   user_agent: Nullable(Type.String()),
 });

@@ -5,7 +5,7 @@ import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
  * the sum of their durations, the spend of the calls it answered) and its last error and
  * last success whenever they were. Every instance's usage recorder adds its batches'
  * figures here (an upsert that starts the counts afresh on a new day), so the key list
- * reads the same figures from any instance: the store is the source of truth.
+ * reads the same figures from every instance: the store is the source of truth.
  */
 export const keyHealth = sqliteTable(
   "key_health",
