@@ -1,5 +1,6 @@
 import type { HttpError } from "../core/errors.ts";
 import type { SpooledForm } from "../http/multipart.ts";
+import type { RateLimits } from "./rate-limits.ts";
 import type { Family } from "./family.ts";
 import type { SseEvent } from "./sse.ts";
 import type { Usage } from "./usage.ts";
@@ -151,6 +152,12 @@ export interface WireFormat {
   upstreamPath(call: ClientCall, effectiveModel: string | undefined): string;
   /** Sets a provider key's secret where this family's upstreams read it. */
   authorize(headers: Headers, secret: string): void;
+
+  /**
+   * The caller's tightest limits in this family's rate-limit headers (docs/api.md,
+   * "Rate-limit headers"); absent when the family's provider sends none (Gemini).
+   */
+  rateLimitHeaders?(limits: RateLimits, now: number): Record<string, string>;
 
   /** The answer of the family's token-counting call for a count the router made itself (Anthropic `count_tokens`, Gemini `countTokens`). */
   tokenCountAnswer?(tokens: number): unknown;

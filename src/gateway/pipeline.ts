@@ -19,6 +19,10 @@ import { forwardableRequestHeaders } from "./headers.ts";
 import type { CallOutcome, Delivery, RelayInput } from "./call-outcome.ts";
 import { createDeliver, type DeliverDeps } from "./deliver.ts";
 import { startTrace } from "./trace.ts";
+import { logRefused, type RefusedAt } from "./refused.ts";
+import { withRateLimitHeaders } from "../metering/rate-limit-headers.ts";
+import { pathOnly } from "../core/redact.ts";
+import type { Admission } from "../metering/admission.ts";
 
 /** Reads the client's call from the request (JSON, multipart or Gemini form). */
 export type CallReader = (request: Request) => Promise<ClientCall>;
@@ -56,7 +60,7 @@ export function createPipeline(deps: PipelineDeps) {
     const end = await attemptsFor(tenant)(input);
     const delivery: Delivery = "answered" in end ? await deliver(input, end.answered) : end.delivery;
     settleWhenEnded(tenant.meter, deps.clock, tenant.tenantId, input, delivery.outcome);
-    return delivery.response;
+    return withRateLimitHeaders(delivery.response, input.call.family, input.admission.rateLimits, input.admission.admittedAt);
   }
 
   /**
@@ -83,23 +87,37 @@ export function createPipeline(deps: PipelineDeps) {
     // Reasoning models may think for minutes before the first byte: the attempts' own
     // timers guard upstream silence, so Bun's connection idle limit must not.
     meta?.server?.timeout(request, 0);
-    const call = await read(request);
+    let call: ClientCall;
     try {
-      checkModel(principal, call.requestedModel);
-      const route = routeOf(tenant, call, options.level);
+      call = await read(request);
+    } catch (error) {
+      refused(request, pathOnly(request.url), caller, error);
+      throw error;
+    }
+    try {
+      let route: ModelRoute | undefined;
+      let admission: Admission;
       let pinnedKeyId = options.pinnedKeyId;
-      if (pinnedKeyId === undefined) {
-        const continued = continuation(caller, call);
-        if (continued) pinnedKeyId = await continued;
+      try {
+        checkModel(principal, call.requestedModel);
+        route = routeOf(tenant, call, options.level);
+        if (pinnedKeyId === undefined) {
+          const continued = continuation(caller, call);
+          if (continued) pinnedKeyId = await continued;
+        }
+        admission = await tenant.meter.admit({
+          principal,
+          endpoint: call.endpoint,
+          effectiveModel: route.effectiveModel,
+          json: call.json,
+          fields: call.form?.fields,
+          bodyBytes: call.form?.size ?? call.bytes.byteLength,
+        });
+      } catch (error) {
+        // Refused before an upstream attempt: the request log keeps it, without tokens or cost.
+        refused(request, pathOnly(request.url), caller, error, { call, effectiveModel: route?.effectiveModel });
+        throw error;
       }
-      const admission = await tenant.meter.admit({
-        principal,
-        endpoint: call.endpoint,
-        effectiveModel: route.effectiveModel,
-        json: call.json,
-        fields: call.form?.fields,
-        bodyBytes: call.form?.size ?? call.bytes.byteLength,
-      });
       return await forward(tenant, { call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal, pinnedKeyId, trace: startTrace(request, deps.config.trustProxy) });
     } finally {
       // The upstream has the body once its answer began; an unlinked file stays readable until closed.
@@ -107,9 +125,15 @@ export function createPipeline(deps: PipelineDeps) {
     }
   }
 
+  /** Logs a call refused before its first attempt (docs/api.md, "Request log"). */
+  const refusedDeps = { clock: deps.clock, trustProxy: deps.config.trustProxy };
+  const refused = (request: Request, path: string, caller: Caller, error: unknown, at?: RefusedAt) => logRefused(refusedDeps, request, path, caller, error, at);
+
   return {
-    /** A model call from its request: authenticated here (401, 403), then run. */
-    handle: async (request: Request, path: string, read: CallReader) => run(request, await authenticate(deps, request, path), read),
+    /** A model call from its request: authenticated here (401, 403: a 403 is logged), then run. */
+    handle: async (request: Request, path: string, read: CallReader) => run(request, await authenticate(deps, request, path, refused), read),
+    /** The caller of a model call, as `handle` authenticates it (a 403 is logged). */
+    authenticate: (request: Request, path: string) => authenticate(deps, request, path, refused),
     run,
     forward,
     /** A JSON call of an endpoint. */

@@ -73,6 +73,7 @@ export function requestRecord(row: RequestLogRow, who: AccountIdentity | undefin
     effective_model: row.effectiveModel,
     stream: row.stream,
     status: row.status,
+    error: row.error,
     attempts: attemptsOf(row.attempts, withKeys),
     ttfb_ms: row.ttfbMs,
     duration_ms: row.durationMs,

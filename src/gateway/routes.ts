@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { notFound } from "../core/errors.ts";
 import { readBodyBytes } from "../http/body.ts";
-import { authPlugin, type Caller } from "../http/plugins.ts";
+import { authPlugin } from "../http/plugins.ts";
 import { createPipeline, sourceOf, type PipelineDeps } from "./pipeline.ts";
 import { objectRoutes, type ObjectRouteDeps } from "./object-routes.ts";
 import type { Endpoint, PathModelCalls } from "../formats/format.ts";
@@ -28,16 +28,18 @@ export function gatewayRoutes(deps: GatewayDeps, hot: HotRoutes = new Map()) {
   const post = (app: Base, path: string, endpoint: Endpoint): Base => {
     const read = endpoint.multipart ? pipeline.multipart(endpoint) : pipeline.json(endpoint);
     hot.set(path, (request, path) => pipeline.handle(request, path, read));
-    return app.post(path, ({ request, principal, tenant }) => pipeline.run(request, { principal, tenant }, read), { auth: true }) as unknown as Base;
+    return app.post(path, ({ request, path }) => pipeline.handle(request, path, read)) as unknown as Base;
   };
 
   /** `/{version}/models/{model}:{method}` (Gemini): the method in the path picks the endpoint. */
   const pathModel = (calls: PathModelCalls, version: string) => {
-    return ({ request, principal, tenant, params }: Caller & { request: Request; params: { spec: string } }) => {
+    return async ({ request, params, path }: { request: Request; params: { spec: string }; path: string }) => {
+      // Authenticated here rather than by the macro, so a 403 reaches the request log as the other model calls' do.
+      const caller = await pipeline.authenticate(request, path);
       const method = params.spec.slice(params.spec.lastIndexOf(":") + 1);
       const endpoint = params.spec.includes(":") ? calls.endpoint(version, method) : undefined;
       if (!endpoint) throw notFound(`No route for POST ${new URL(request.url).pathname}`);
-      return pipeline.run(request, { principal, tenant }, async () =>
+      return pipeline.run(request, caller, async () =>
         calls.read(endpoint, await readBodyBytes(request, deps.config.maxBody), params.spec, sourceOf(request)),
       );
     };
@@ -51,7 +53,7 @@ export function gatewayRoutes(deps: GatewayDeps, hot: HotRoutes = new Map()) {
   for (const format of Object.values(FORMATS)) {
     const calls = format.pathModels;
     if (!calls) continue;
-    for (const version of calls.versions) app = app.post(`/${version}/models/:spec`, pathModel(calls, version), { auth: true }) as unknown as Base;
+    for (const version of calls.versions) app = app.post(`/${version}/models/:spec`, pathModel(calls, version)) as unknown as Base;
   }
   return app.use(modelListRoutes(deps));
 }

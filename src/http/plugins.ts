@@ -23,11 +23,24 @@ export interface AuthenticateDeps {
   tenantOf(account: Pick<AccountRow, "path">): Promise<Tenant>;
 }
 
-/** The caller of an authenticated route: key (401), then AllowIPs and Resources (403). */
-export async function authenticate(deps: AuthenticateDeps, request: Request, path: string): Promise<Caller> {
+/**
+ * The caller of an authenticated route: key (401), then AllowIPs and Resources (403).
+ * `refused` hears of a 403 (the caller is known by then), before it is thrown.
+ */
+export async function authenticate(
+  deps: AuthenticateDeps,
+  request: Request,
+  path: string,
+  refused?: (request: Request, path: string, caller: Caller, error: unknown) => void,
+): Promise<Caller> {
   const principal = await deps.auth.require(request, familyOfRequest(request.headers, path));
   const tenant = await deps.tenantOf(principal.account);
-  checkAccess(principal, path, () => clientIp(request, deps.config.trustProxy), tenant.settings.resources());
+  try {
+    checkAccess(principal, path, () => clientIp(request, deps.config.trustProxy), tenant.settings.resources());
+  } catch (error) {
+    refused?.(request, path, { principal, tenant }, error);
+    throw error;
+  }
   return { principal, tenant };
 }
 

@@ -2,6 +2,7 @@ import type { AccountRow } from "../store/store.ts";
 import type { GaugeCounter, PeriodCounter } from "../state/state.ts";
 import type { BillingPlan } from "./billing.ts";
 import type { LimitSubject } from "./limits.ts";
+import type { RateLimits } from "./rate-limit-headers.ts";
 
 /** What admission decided, settled when the call ends. */
 export interface Admission {
@@ -16,6 +17,8 @@ export interface Admission {
   /** When and on which business day the call was admitted: where its token reservation sits. */
   admittedAt: number;
   day: string;
+  /** The tightest request and token limits as this call left them (the rate-limit headers); absent when no limit applies. */
+  rateLimits?: RateLimits;
 }
 
 /**

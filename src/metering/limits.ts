@@ -154,15 +154,15 @@ export function planWindows(
   for (const subject of input.subjects) {
     const { limits } = subject;
     const why = (subject.reasons ??= reasonsOf(subject, clock));
-    lines.push({ counter: subject.requestsPerMinute, limit: limitOf(limits.rpm), add: 1 });
-    lines.push({ counter: subject.requestsPerHour, limit: limitOf(limits.rph), add: 1 });
-    lines.push({ counter: subject.requestsPerDay, period: day, limit: limitOf(limits.rpd), add: 1 });
+    lines.push({ counter: subject.requestsPerMinute, limit: limitOf(limits.rpm), add: 1, report: "requests" });
+    lines.push({ counter: subject.requestsPerHour, limit: limitOf(limits.rph), add: 1, report: "requests" });
+    lines.push({ counter: subject.requestsPerDay, period: day, limit: limitOf(limits.rpd), add: 1, report: "requests" });
     reasons.push(why.rpm, why.rph, why.rpd);
     // Token windows hold settled counts plus the reservations of calls in flight.
     const held = subject.tokensInFlight;
-    lines.push({ counter: subject.tokensPerMinute, limit: requestsOnly ? undefined : limitOf(limits.tpm), add, held });
-    lines.push({ counter: subject.tokensPerHour, limit: requestsOnly ? undefined : limitOf(limits.tph), add, held });
-    lines.push({ counter: subject.tokensPerDay, period: day, limit: requestsOnly ? undefined : limitOf(limits.tpd), add, held });
+    lines.push({ counter: subject.tokensPerMinute, limit: requestsOnly ? undefined : limitOf(limits.tpm), add, held, report: "tokens" });
+    lines.push({ counter: subject.tokensPerHour, limit: requestsOnly ? undefined : limitOf(limits.tph), add, held, report: "tokens" });
+    lines.push({ counter: subject.tokensPerDay, period: day, limit: requestsOnly ? undefined : limitOf(limits.tpd), add, held, report: "tokens" });
     reasons.push(why.tpm, why.tph, why.tpd);
     if (add > 0) {
       lines.push({ counter: held, add });

@@ -1,11 +1,13 @@
 import type { Principal } from "../accounts/principal.ts";
-import type { AccountRow } from "../store/store.ts";
+import type { AccountRow, NewRequestLogRow } from "../store/store.ts";
 import { msUntilNextBusinessDay, msUntilNextBusinessMonth, type Clock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { Endpoint } from "../formats/format.ts";
 import type { Usage } from "../formats/usage.ts";
-import type { Adjustment, AdmitLine, CountState, PeriodCounter, Refusal } from "../state/state.ts";
+import type { Adjustment, AdmitLine, CountState, LimitStanding, PeriodCounter, Refusal, Standings } from "../state/state.ts";
+import { rateLimitHeaders, type RateLimits, type RateLimitStanding } from "./rate-limit-headers.ts";
+import type { Family } from "../formats/family.ts";
 import { limitSubjects, planWindows, settleTokens, type RefusalReason, type SystemLimits } from "./limits.ts";
 import { planBilling, type BillingPlan } from "./billing.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
@@ -14,6 +16,7 @@ import type { Admission, SubtreeSpend } from "./admission.ts";
 import type { UsageEvent, UsageRecorder, UsageSink } from "./usage-recorder.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import { familyOf } from "../formats/registry.ts";
+import type { AttemptFact } from "./request-log.ts";
 
 export { DEFAULT_MAX_OUTPUT_TOKENS, worstCaseNanos } from "./billing.ts";
 
@@ -72,6 +75,8 @@ export interface Meter extends UsageSink {
    * closes between responses held a reservation for a response that never came.
    */
   release(admission: Admission): Promise<void>;
+  /** A call refused before it went upstream: its request-log row alone (docs/api.md, "Request log"). */
+  refused(row: NewRequestLogRow): void;
 }
 
 /**
@@ -211,6 +216,29 @@ export function createMeter(deps: {
     return counter;
   };
 
+  /** A limit's standing for the headers: a period total resets with its business day. */
+  const standingOf = (lines: readonly AdmitLine[], standing: LimitStanding, now: number): RateLimitStanding => ({
+    limit: lines[standing.line]!.limit!,
+    remaining: standing.remaining,
+    resetMs: standing.resetMs ?? msUntilNextBusinessDay(clock, now),
+  });
+  const rateLimitsOf = (lines: readonly AdmitLine[], standings: Standings, now: number): RateLimits => {
+    const limits: RateLimits = {};
+    if (standings.requests) limits.requests = standingOf(lines, standings.requests, now);
+    if (standings.tokens) limits.tokens = standingOf(lines, standings.tokens, now);
+    return limits;
+  };
+  /** A refusal, with the rate-limit headers of the window that refused (nothing left, free again when the refusal says). */
+  const refusalOf = (lines: readonly AdmitLine[], reasons: ReadonlyArray<RefusalReason | undefined>, refusal: Refusal, family: Family, now: number): HttpError => {
+    const error = reasons[refusal.line]!(refusal);
+    const line = lines[refusal.line]!;
+    if (line.report === undefined || line.limit === undefined) return error;
+    const resetMs = line.counter.kind === "window" ? refusal.retryAfterMs : msUntilNextBusinessDay(clock, now);
+    const headers = rateLimitHeaders(family, { [line.report]: { limit: line.limit, remaining: 0, resetMs } }, now);
+    if (!headers) return error;
+    return new HttpError(error.kind, error.message, { code: error.code, param: error.param, status: error.status, headers: { ...error.headers, ...headers } });
+  };
+
   return {
     async admit(input) {
       // Charges must reach the database some day: past the bound of rows waiting for it, no more are made.
@@ -241,8 +269,10 @@ export function createMeter(deps: {
       const subjects = limitSubjects(account, model, periods, deps.modelLimits(), deps.tenantRoot);
       planWindows({ subjects, day, now, tokens: plan.tokens, clock, requestsOnly: counting }, lines, reasons);
       const verdict = await counts.admit(lines, now);
-      if (!verdict.admitted) throw reasons[verdict.refusal.line]!(verdict.refusal);
-      return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, subjects, spend, admittedAt: now, day };
+      if (!verdict.admitted) throw refusalOf(lines, reasons, verdict.refusal, input.endpoint.family, now);
+      // One shape for every admission, limits or not.
+      const rateLimits = verdict.standings ? rateLimitsOf(lines, verdict.standings, now) : undefined;
+      return { account, accountId: account.id, rates: account.rates, plan, reserved: reserve, subjects, spend, admittedAt: now, day, rateLimits };
     },
 
     async release(admission) {
@@ -250,6 +280,10 @@ export function createMeter(deps: {
       settleSpend(admission, 0, clock.now(), changes);
       settleTokens(admission.subjects, admission.day, admission.admittedAt, admission.plan.tokens, 0, changes);
       await counts.adjust(changes);
+    },
+
+    refused(row) {
+      deps.recorder.refused(row);
     },
 
     record(incoming: UsageEvent) {
@@ -312,4 +346,34 @@ function observe(metrics: RouterMetrics | undefined, event: UsageEvent, cost: nu
   if (usage.cacheWrite) metrics.tokens.inc({ model, kind: "cache_write" }, usage.cacheWrite);
   if (usage.reasoning) metrics.tokens.inc({ model, kind: "reasoning" }, usage.reasoning);
   if (cost) metrics.credit.inc({ model }, cost / 1e9);
+  const attempts = event.logged?.trace.attempts;
+  if (attempts) for (const attempt of attempts) observeAttempt(metrics, attempt);
+}
+
+/** The label sets of a key on a Level, made once (the settle path builds no strings for them). */
+const attemptLabels = new Map<number, { level: number; key: { key: string; level: string }; levelOnly: { level: string } }>();
+function labelsOf(keyId: number, levelNumber: number) {
+  let labels = attemptLabels.get(keyId);
+  if (!labels || labels.level !== levelNumber) {
+    const level = String(levelNumber);
+    labels = { level: levelNumber, key: { key: String(keyId), level }, levelOnly: { level } };
+    if (attemptLabels.size >= 10_000) attemptLabels.clear();
+    attemptLabels.set(keyId, labels);
+  }
+  return labels;
+}
+
+/** One upstream attempt in the per-key and per-Level series; a client that left is nobody's attempt. */
+function observeAttempt(metrics: RouterMetrics, attempt: AttemptFact): void {
+  if (attempt.error === "client_closed") return;
+  const { key, levelOnly: level } = labelsOf(attempt.keyId, attempt.level);
+  const seconds = attempt.durationMs / 1000;
+  metrics.keyRequests.inc(key);
+  metrics.keyLatency.observe(seconds, key);
+  metrics.levelRequests.inc(level);
+  metrics.levelLatency.observe(seconds, level);
+  if (attempt.error !== undefined) {
+    metrics.keyErrors.inc({ ...key, error: attempt.error });
+    metrics.levelErrors.inc({ level: key.level, error: attempt.error });
+  }
 }

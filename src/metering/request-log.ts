@@ -89,3 +89,49 @@ export function requestLogRow(
     userAgent: logged.trace.userAgent?.slice(0, MAX_USER_AGENT) ?? null,
   };
 }
+
+/** A call the router refused before its first upstream attempt, as the request log keeps it. */
+export interface RefusedCall {
+  requestId: string;
+  tenantId: number;
+  accountId: number;
+  /** When the call arrived (ms). */
+  at: number;
+  durationMs: number;
+  family: string;
+  endpoint: string;
+  requestedModel: string | undefined;
+  effectiveModel: string | undefined;
+  stream: boolean;
+  status: number;
+  /** The refusal's code (`rpm_limit_reached`, `model_not_allowed`, …), or its type when it has none. */
+  error: string;
+  clientIp: string | undefined;
+  userAgent: string | undefined;
+}
+
+/** The request-log row of a refused call: no attempt, no token, no cost. */
+export function refusedRow(call: RefusedCall): NewRequestLogRow {
+  return {
+    requestId: call.requestId,
+    tenantId: call.tenantId,
+    accountId: call.accountId,
+    createdAt: call.at,
+    family: call.family,
+    endpoint: call.endpoint,
+    requestedModel: call.requestedModel ?? null,
+    effectiveModel: call.effectiveModel ?? null,
+    stream: call.stream,
+    status: call.status,
+    error: call.error,
+    attempts: "[]",
+    keyIds: ",",
+    levels: ",",
+    ttfbMs: null,
+    durationMs: Math.max(0, Math.round(call.durationMs)),
+    costNanos: 0,
+    source: "none",
+    clientIp: call.clientIp ?? null,
+    userAgent: call.userAgent?.slice(0, MAX_USER_AGENT) ?? null,
+  };
+}

@@ -2,8 +2,9 @@ import type { Clock } from "../core/clock.ts";
 import type { LogFields, Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
-import { usageRowIdentity, type NewRequestLogRow, type NewUsageEventRow, type RollupRow, type Store } from "../store/store.ts";
+import { usageRowIdentity, type NewKeyHealthRow, type NewRequestLogRow, type NewUsageEventRow, type RollupRow, type Store } from "../store/store.ts";
 import { requestLogRow, type LoggedCall } from "./request-log.ts";
+import { KeyHealthBatch } from "./key-health.ts";
 import type { UsageBuffer } from "./usage-buffer.ts";
 
 /** What the gateway reports when a model call ends. */
@@ -38,6 +39,11 @@ export interface UsageSink {
 }
 
 export interface UsageRecorder extends UsageSink {
+  /**
+   * A call the router refused before it went upstream (403, 400, 429, …): only its
+   * request-log row, written with the next batch; no usage row, nothing charged.
+   */
+  refused(row: NewRequestLogRow): void;
   /** Writes everything pending now (shutdown, tests); resolves once it is stored. */
   flush(): Promise<void>;
   /** Stops the timer and writes what is pending. */
@@ -54,6 +60,8 @@ export interface UsageRecorder extends UsageSink {
   full(): boolean;
   /** Stops the timer and writes nothing more, handing nothing back: what a killed process leaves (tests). */
   halt(): void;
+  /** How many writes of provider keys' health figures this process committed: a reader's cache is stale once it moves. */
+  keyHealthWrites(): number;
 }
 
 /** Rows waiting for the database before model calls are refused (docs/architecture.md, "Store on PostgreSQL"). */
@@ -96,6 +104,9 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
    * into its own transaction, so the log costs no write of its own.
    */
   let pendingLog: NewRequestLogRow[] = [];
+  /** Provider keys' health figures of the settled calls, added to the store with the log rows (in this process only, as they are). */
+  const health = new KeyHealthBatch();
+  let healthWrites = 0;
   /** The buffer's length at the last claim. */
   let waiting = 0;
   /** Appends to the buffer not answered yet. */
@@ -108,16 +119,19 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     // As many log rows as usage rows (at least a slice's worth), so a backlog drains at the same pace.
     const logRows = pendingLog.length <= Math.max(rows.length, SLICE_ROWS) ? pendingLog : pendingLog.slice(0, Math.max(rows.length, SLICE_ROWS));
     pendingLog = logRows === pendingLog ? [] : pendingLog.slice(logRows.length);
+    const healthRows = health.take();
     try {
-      await transaction(rows, logRows, check, now);
+      await transaction(rows, logRows, healthRows, check, now);
     } catch (error) {
       pendingLog = logRows.concat(pendingLog);
+      health.putBack(healthRows);
       throw error;
     }
+    if (healthRows.length > 0) healthWrites++;
     // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
     return chargesOf(rows);
   };
-  const transaction = (rows: NewUsageEventRow[], logRows: NewRequestLogRow[], check: boolean, now: number) =>
+  const transaction = (rows: NewUsageEventRow[], logRows: NewRequestLogRow[], healthRows: NewKeyHealthRow[], check: boolean, now: number) =>
     deps.store.transaction(async (tx) => {
       // Rows a dead writer may have committed: the ones stored already are charged once, then.
       let fresh = rows;
@@ -132,6 +146,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       await tx.usage.append(fresh, rollups.values());
       for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
       if (logRows.length > 0) await tx.requests.append(logRows);
+      if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
     });
   const chargesOf = (rows: readonly NewUsageEventRow[]) => {
     const charged = new Map<number, number>();
@@ -260,7 +275,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   /** Everything pending, now, in one transaction (shutdown, tests); resolves once stored. */
   const flush = async (): Promise<void> => {
     await Promise.all(appending);
-    if (pending.length > 0 || pendingLog.length > 0) {
+    if (pending.length > 0 || pendingLog.length > 0 || health.size > 0) {
       const rows = pending;
       pending = [];
       await writeRows(rows);
@@ -277,7 +292,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
    */
   let slicing = false;
   const writeSlice = () => {
-    if (pending.length === 0 && pendingLog.length === 0) {
+    if (pending.length === 0 && pendingLog.length === 0 && health.size === 0) {
       slicing = false;
       return;
     }
@@ -291,7 +306,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   };
   const tick = () => {
     // Log rows alone are written too: with a durable buffer, another instance may drain their usage rows.
-    if (!slicing && (pending.length > 0 || pendingLog.length > 0)) {
+    if (!slicing && (pending.length > 0 || pendingLog.length > 0 || health.size > 0)) {
       slicing = true;
       writeSlice();
     }
@@ -326,6 +341,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       };
       // The log gives way before bills do: past the backlog bound, a call's log row is dropped.
       if (event.logged && pendingLog.length < backlogLimit) pendingLog.push(requestLogRow(event, event.logged, row.costNanos ?? 0));
+      if (event.logged && event.logged.trace.attempts.length > 0) health.add(event.logged.tenantId, row.day, event.at, event.logged.trace.attempts, row.costNanos ?? 0);
       if (buffer) {
         // Durable once Redis holds it; when Redis refuses, it waits here and is written directly.
         const appended: Promise<void> = buffer
@@ -345,6 +361,9 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
         setImmediate(writeSlice);
       }
     },
+    refused(row) {
+      if (pendingLog.length < backlogLimit) pendingLog.push(row);
+    },
     flush,
     async stop() {
       clearInterval(timer);
@@ -360,5 +379,6 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     halt() {
       clearInterval(timer);
     },
+    keyHealthWrites: () => healthWrites,
   };
 }

@@ -30,6 +30,8 @@ export interface Window {
    */
   sum(now: number, later?: boolean): number;
   retryAfterMs(now: number, limit: number, later?: boolean): number;
+  /** Milliseconds until the oldest amount counting at `now` slides out (0 when none counts). */
+  resetMs(now: number, later?: boolean): number;
 }
 
 /** A period total: `value` counts for `day` (a `YYYY-MM-DD` or `YYYY-MM`), nothing for any other. */
@@ -138,6 +140,12 @@ class RingWindow implements Window {
       if (total < limit) return Math.max(0, latest + this.windowMs - now);
     }
     return this.windowMs;
+  }
+
+  resetMs(now: number, later = false): number {
+    let oldest = Infinity;
+    for (let i = 0; i < SLOTS; i++) if (this.amounts[i]! !== 0 && this.counts(i, now, later) && this.latest[i]! < oldest) oldest = this.latest[i]!;
+    return oldest === Infinity ? 0 : Math.max(0, oldest + this.windowMs - now);
   }
 
   clear(): void {

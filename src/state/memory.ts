@@ -11,14 +11,19 @@ import type {
   GaugeCounter,
   LevelState,
   LevelStatus,
+  LimitStanding,
   PendingState,
   PeriodSeed,
+  Standings,
   State,
   Verdict,
   WindowCounter,
 } from "./state.ts";
 
 type MaybePromise<T> = T | Promise<T>;
+
+/** An admission with nothing to report: one object for all of them. */
+const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
 
 /** What the in-process State reads from the store when it holds nothing yet. */
 export interface StateLoaders {
@@ -167,6 +172,11 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
 
   /** The check and the counting of an admission, in one synchronous step. */
   const admitNow = (lines: readonly AdmitLine[], now: number): Verdict => {
+    // The reported line with the least remaining, per kind (-1: none yet): kept in locals, so a call without limits allocates nothing.
+    let requestsLine = -1;
+    let requestsLeft = 0;
+    let tokensLine = -1;
+    let tokensLeft = 0;
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i]!;
       if (line.limit === undefined) continue;
@@ -174,7 +184,21 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
       // later moment still counts against this one, or together they would pass the limit.
       const used = valueOf(line.counter, now, line.period, true);
       const reached = line.counter.kind === "credit" ? used <= line.limit : used >= line.limit;
-      if (!reached) continue;
+      if (!reached) {
+        if (line.report !== undefined) {
+          const left = Math.max(0, line.limit - used - line.add);
+          if (line.report === "requests") {
+            if (requestsLine < 0 || left < requestsLeft) {
+              requestsLine = i;
+              requestsLeft = left;
+            }
+          } else if (tokensLine < 0 || left < tokensLeft) {
+            tokensLine = i;
+            tokensLeft = left;
+          }
+        }
+        continue;
+      }
       const retryAfterMs = line.counter.kind === "window" ? windowOf(line.counter).retryAfterMs(now, line.limit, true) : 0;
       return { admitted: false, refusal: { line: i, used, held: heldBy(line), retryAfterMs } };
     }
@@ -198,7 +222,15 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
           break;
       }
     }
-    return { admitted: true };
+    if (requestsLine < 0 && tokensLine < 0) return ADMITTED_NOW;
+    const standings: Standings = {};
+    if (requestsLine >= 0) standings.requests = standingOf(lines, requestsLine, requestsLeft, now);
+    if (tokensLine >= 0) standings.tokens = standingOf(lines, tokensLine, tokensLeft, now);
+    return { admitted: true, standings };
+  };
+  const standingOf = (lines: readonly AdmitLine[], line: number, remaining: number, now: number): LimitStanding => {
+    const { counter } = lines[line]!;
+    return counter.kind === "window" ? { line, remaining, resetMs: windowOf(counter).resetMs(now, true) } : { line, remaining };
   };
 
   /** Applies settled changes to the cells (once what they move to is loaded). */
@@ -236,13 +268,13 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     }
   };
 
-  const ADMITTED: Promise<Verdict> = Promise.resolve(Object.freeze({ admitted: true as const }));
+  const ADMITTED: Promise<Verdict> = Promise.resolve(ADMITTED_NOW);
   const counts: CountState = {
     admit(lines, now) {
       const loading = prepare(lines, now);
       if (loading) return loading.then(() => admitNow(lines, now));
       const verdict = admitNow(lines, now);
-      return verdict.admitted ? ADMITTED : Promise.resolve(verdict);
+      return verdict === ADMITTED_NOW ? ADMITTED : Promise.resolve(verdict);
     },
     adjust(changes) {
       const loading = prepareAdjust(changes);

@@ -56,6 +56,33 @@ export interface AdmitLine {
   add: number;
   /** A gauge whose value is part of this counter's (reservations in flight), reported on a refusal. */
   held?: GaugeCounter;
+  /**
+   * A limited window or period total the caller wants to hear about once admitted (the
+   * rate-limit headers): the admission reports, per kind, the line with the least remaining.
+   */
+  report?: LimitKind;
+}
+
+/** What a reported limit counts: calls, or tokens. */
+export type LimitKind = "requests" | "tokens";
+
+/** A reported limit as the admission left it, this call counted. */
+export interface LimitStanding {
+  /** Index of the line in the admission's lines. */
+  line: number;
+  /** The line's limit less its counter's value once this call was added (never below 0). */
+  remaining: number;
+  /**
+   * Windows: milliseconds until the oldest amount counted in the window slides out of it
+   * (remaining grows again then). Undefined for period totals: their period's end is the caller's to know.
+   */
+  resetMs?: number;
+}
+
+/** Per kind, the reported line with the least remaining (the first of equals); absent when no line is reported. */
+export interface Standings {
+  requests?: LimitStanding;
+  tokens?: LimitStanding;
 }
 
 /** Why an admission was refused: the first line whose limit was reached. */
@@ -70,7 +97,7 @@ export interface Refusal {
   retryAfterMs: number;
 }
 
-export type Verdict = { admitted: true } | { admitted: false; refusal: Refusal };
+export type Verdict = { admitted: true; standings?: Standings } | { admitted: false; refusal: Refusal };
 
 /** One change made when a call settles or a count is corrected. */
 export type Adjustment =
@@ -85,8 +112,9 @@ export type Adjustment =
 
 export interface CountState {
   /**
-   * Atomically: when no line's limit is reached, adds every line's amount and admits;
-   * else changes nothing and says which line refused (the first, in order).
+   * Atomically: when no line's limit is reached, adds every line's amount and admits
+   * (with the standings of the lines marked `report` that have a limit, read in the same
+   * step); else changes nothing and says which line refused (the first, in order).
    */
   admit(lines: readonly AdmitLine[], now: number): Promise<Verdict>;
   /** Applies changes (settlement, corrections, events counted without a check). */

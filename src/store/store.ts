@@ -14,9 +14,10 @@ import type { NoticeRow } from "./schema/notices.ts";
 import type { OperationLogRow } from "./schema/operation-log.ts";
 import type { ProviderKeyRow } from "./schema/provider-keys.ts";
 import type { NewRequestLogRow, RequestLogRow } from "./schema/request-log.ts";
+import type { KeyHealthRow, NewKeyHealthRow } from "./schema/key-health.ts";
 import type { NewUsageEventRow, UsageEventRow } from "./schema/usage.ts";
 
-export type { AccountRow, NewAccountRow, NoticeRow, OperationLogRow, ProviderKeyRow, UpstreamObjectRow, NewUsageEventRow, UsageEventRow, NewRequestLogRow, RequestLogRow };
+export type { AccountRow, NewAccountRow, NoticeRow, OperationLogRow, ProviderKeyRow, UpstreamObjectRow, NewUsageEventRow, UsageEventRow, NewRequestLogRow, RequestLogRow, KeyHealthRow, NewKeyHealthRow };
 export type CreditGrantRow = typeof import("./schema/accounts.ts").creditGrants.$inferSelect;
 
 /** An amount of credit (nano-credits) with the expiry it carries. */
@@ -246,6 +247,18 @@ export interface RequestLogStore {
   prune(before: number): Promise<number>;
 }
 
+/** Provider keys' health figures (docs/api.md, "Key health"), added to by every instance's usage recorder. */
+export interface KeyHealthStore {
+  /**
+   * Adds a batch's figures, one row per key: counts of the row's day are added to the
+   * stored ones of the same day, replace those of an older day, and are dropped for an
+   * older day than stored; a later last error or success replaces the stored one.
+   */
+  add(rows: readonly NewKeyHealthRow[]): Promise<void>;
+  /** The rows of a tenant's keys. */
+  ofTenant(tenantId: number): Promise<KeyHealthRow[]>;
+}
+
 export interface UpstreamObjectStore {
   put(row: UpstreamObjectRow): Promise<void>;
   get(objectId: string): Promise<UpstreamObjectRow | undefined>;
@@ -269,6 +282,7 @@ export interface Repositories {
   readonly operations: OperationStore;
   readonly usage: UsageStore;
   readonly requests: RequestLogStore;
+  readonly keyHealth: KeyHealthStore;
   readonly objects: UpstreamObjectStore;
   readonly softLimitMail: SoftLimitMailStore;
 }

@@ -84,7 +84,7 @@ const RANGE = [
   q("end", "string", "last day, YYYY-MM-DD (with start)"),
   q("days", "integer", "the last N business days, today included (1 to 366)"),
 ];
-const FIELDS = q("fields", "string", "summary (the spec's masked record), overview (summary, type, service account, sleep; no secret) or full (default)");
+const FIELDS = q("fields", "string", "summary (the spec's masked record), overview (summary, type, service account, sleep, Health; no secret) or full (default, with Health)");
 const IDENTIFIER = p("identifier", "an account ID, name or email");
 const KEY_ID = p("id", "a provider key ID");
 

@@ -4,7 +4,7 @@
  * back can be sent again as an update.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { Count, Instant, Nullable } from "./common.ts";
+import { Count, Credits, Instant, Nullable } from "./common.ts";
 import { KEY_FORMATS, PROVIDER_TYPES, SLEEP_REASONS } from "./constants.ts";
 
 /** Model names and patterns a key serves, for model lists; when absent, what its upstream's own list says. */
@@ -88,6 +88,32 @@ export type ProviderKeySummary = Static<typeof ProviderKeySummary>;
 
 export const SleepReason = Type.Union(SLEEP_REASONS.map((reason) => Type.Literal(reason)));
 
+/**
+ * A key's health (issue 17), as every instance sees it: read from the store, where each
+ * instance adds the attempts its calls made (cached a few seconds).
+ */
+export const ProviderKeyHealth = Type.Object({
+  Today: Type.Object(
+    {
+      Requests: Count({ description: "upstream attempts made with the key this business day (a failover's attempt counts on each key it tried)" }),
+      Errors: Count({ description: "of those, the attempts that failed: an error status, a timeout, a refused or broken connection, a blocked address, a 2xx without an answer (a client that left, or an upstream 4xx for the client's own mistake, is not the key's error)" }),
+      Spend: Credits({ description: "credits charged for the calls the key answered this business day (the unit of the usage and bill cost fields)" }),
+      AvgLatencyMs: Nullable(Count(), { description: "mean duration of the day's attempts, to the upstream's answer (a stream: its first event) or failure; null with no attempt" }),
+    },
+    { description: "this business day (in --timezone, as bills count days)" },
+  ),
+  LastError: Nullable(
+    Type.Object({
+      At: Instant({ description: "when the failed attempt ended" }),
+      Status: Nullable(Count(), { description: "the upstream's HTTP status; null when none arrived (timeout, network)" }),
+      Message: Type.String({ description: "what the upstream or the connection said, redacted as the request log's attempt messages (never a secret), at most 500 characters; the failure kind when nothing was said" }),
+    }),
+    { description: "the key's latest failed attempt, whenever it was; null when none is known" },
+  ),
+  LastSuccessAt: Nullable(Instant({ description: "when the key's latest answered attempt ended; null when none is known" })),
+});
+export type ProviderKeyHealth = Static<typeof ProviderKeyHealth>;
+
 /** The full form: what the owner needs to audit or copy a key, so with the opened secret. */
 export const ProviderKeyRecord = Type.Composite([
   ProviderKeySummary,
@@ -98,6 +124,7 @@ export const ProviderKeyRecord = Type.Composite([
     /** End of an automatic sleep; null when awake or asleep until woken (manual, auth). */
     SleepUntil: Nullable(Instant()),
     UpdatedAt: Instant(),
+    Health: ProviderKeyHealth,
   }),
 ]);
 export type ProviderKeyRecord = Static<typeof ProviderKeyRecord>;
@@ -114,6 +141,7 @@ export const ProviderKeyOverview = Type.Composite([
     ClientEmail: Nullable(Type.String()),
     SleepReason: Nullable(SleepReason),
     SleepUntil: Nullable(Instant()),
+    Health: ProviderKeyHealth,
   }),
 ]);
 export type ProviderKeyOverview = Static<typeof ProviderKeyOverview>;

@@ -30,13 +30,19 @@ export const RequestRecord = Type.Object({
   effective_model: Nullable(Type.String()),
   stream: Type.Boolean(),
   status: Count(),
+  error: Nullable(
+    Type.String({
+      description:
+        "why the router itself refused the call before its first upstream attempt: its error body's code (rpm_limit_reached, insufficient_credit, model_not_allowed, ip_not_allowed, …) or type (invalid_request, …); null when the call went upstream (its attempts say how it ended)",
+    }),
+  ),
   attempts: Type.Array(RequestAttempt),
   ttfb_ms: Nullable(Count()),
   duration_ms: Count(),
   tokens: Type.Object({ prompt: Count(), completion: Count(), cache_read: Count(), cache_write: Count(), reasoning: Count() }),
   cost: Credits(),
-  /** `upstream` when the provider reported the counts, `estimated` otherwise. */
-  source: Type.String(),
+  /** `upstream` when the provider reported the counts, `estimated` when the router counted them, `none` for a call refused before its first attempt. */
+  source: Type.String({ description: "upstream (the provider reported the token counts), estimated (the router counted them), none (refused before its first upstream attempt: no tokens, no cost)" }),
   client_ip: Nullable(Type.String()),
   user_agent: Nullable(Type.String()),
 });

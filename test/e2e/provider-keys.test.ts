@@ -17,7 +17,7 @@ function secret(tag = "k"): string {
 }
 
 const SUMMARY_FIELDS = ["ID", "Name", "Level", "Provider", "PartialKey", "NoSleep", "Status", "Sleeping", "CreatedAt"];
-const FULL_FIELDS = [...SUMMARY_FIELDS, "SecretKey", "config", "SleepReason", "SleepUntil", "UpdatedAt"];
+const FULL_FIELDS = [...SUMMARY_FIELDS, "SecretKey", "config", "SleepReason", "SleepUntil", "UpdatedAt", "Health"];
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 function serviceAccount(projectId?: string): string {
@@ -155,7 +155,7 @@ describe("provider keys: records, access and lifecycle", () => {
     expect(sleeping.status).toBe(200);
     const list: any[] = await (await router.fetch(`/x-keys?fields=overview&size=100`)).json();
     const mine = list.filter((k) => k.ID === plain.ID || k.ID === vertex.ID);
-    expect(mine.map((k) => Object.keys(k).sort())).toEqual([0, 1].map(() => [...SUMMARY_FIELDS, "ProviderType", "ClientEmail", "SleepReason", "SleepUntil"].sort()));
+    expect(mine.map((k) => Object.keys(k).sort())).toEqual([0, 1].map(() => [...SUMMARY_FIELDS, "ProviderType", "ClientEmail", "SleepReason", "SleepUntil", "Health"].sort()));
     expect(mine.find((k) => k.ID === plain.ID)).toMatchObject({ ProviderType: "standard", ClientEmail: null, Sleeping: true, SleepReason: "manual", SleepUntil: null });
     expect(mine.find((k) => k.ID === vertex.ID)).toMatchObject({ ProviderType: "vertex", ClientEmail: JSON.parse(sa).client_email, Sleeping: false, SleepReason: null });
     const text = JSON.stringify(list);

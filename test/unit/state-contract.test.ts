@@ -179,6 +179,52 @@ for (const [name, make] of IMPLEMENTATIONS) {
       });
     });
 
+    describe("standings of reported limits (rate-limit headers)", () => {
+      test("an admission reports, per kind, the reported line with the least remaining, this call counted, and when its oldest amount leaves", async () => {
+        const { state } = await fixture(make);
+        const rpm = windowOf("s:rpm");
+        const rph = windowOf("s:rph", 60 * MINUTE);
+        const tpm = windowOf("s:tpm");
+        const rpd = periodOf("s:rpd");
+        const lines = (tokens: number) => [
+          { counter: rpm, limit: 5, add: 1, report: "requests" as const },
+          { counter: rph, limit: 100, add: 1, report: "requests" as const },
+          { counter: rpd, period: "2026-03-10", limit: 1000, add: 1, report: "requests" as const },
+          { counter: tpm, limit: 1000, add: tokens, report: "tokens" as const },
+          // Counted, not limited: never reported.
+          { counter: windowOf("s:free"), add: 1, report: "requests" as const },
+        ];
+        const first = await state.counts.admit(lines(300), T0);
+        expect(first).toEqual({ admitted: true, standings: { requests: { line: 0, remaining: 4, resetMs: MINUTE }, tokens: { line: 3, remaining: 700, resetMs: MINUTE } } });
+        // Ten seconds on: the counts go down, the wait runs to when the first call leaves the minute.
+        const second = await state.counts.admit(lines(250), T0 + 10 * SECOND);
+        expect(second).toEqual({ admitted: true, standings: { requests: { line: 0, remaining: 3, resetMs: 50 * SECOND }, tokens: { line: 3, remaining: 450, resetMs: 50 * SECOND } } });
+        // After the minute, the minute windows start over; the hour's is the tighter one only if it has less left.
+        const later = await state.counts.admit(lines(0), T0 + MINUTE + 10 * SECOND);
+        expect(later.admitted && later.standings).toEqual({ requests: { line: 0, remaining: 4, resetMs: MINUTE }, tokens: { line: 3, remaining: 1000, resetMs: 0 } });
+      });
+
+      test("the least remaining wins across windows of different limits; a period total reports no reset of its own", async () => {
+        const { state } = await fixture(make);
+        const rpm = windowOf("t:rpm");
+        const rpd = periodOf("t:rpd");
+        const lines = [
+          { counter: rpm, limit: 10, add: 1, report: "requests" as const },
+          { counter: rpd, period: "2026-03-10", limit: 3, add: 1, report: "requests" as const },
+        ];
+        expect(await state.counts.admit(lines, T0)).toEqual({ admitted: true, standings: { requests: { line: 1, remaining: 2 } } });
+        expect(await state.counts.admit(lines, T0)).toEqual({ admitted: true, standings: { requests: { line: 1, remaining: 1 } } });
+        // A reservation larger than what is left reports 0, never less.
+        const tpm = windowOf("t:tpm");
+        expect(await state.counts.admit([{ counter: tpm, limit: 100, add: 150, report: "tokens" }], T0)).toEqual({ admitted: true, standings: { tokens: { line: 0, remaining: 0, resetMs: MINUTE } } });
+      });
+
+      test("no reported line, no standings", async () => {
+        const { state } = await fixture(make);
+        expect(await state.counts.admit([{ counter: windowOf("u:rpm"), limit: 10, add: 1 }], T0)).toEqual({ admitted: true });
+      });
+    });
+
     describe("credit", () => {
       test("an admission reserves against the ledger balance; settlement charges the actual cost in its place", async () => {
         const { state, balances } = await fixture(make);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrateDatabase, openPostgresStore } from "../../src/store/postgres/index.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
-import type { NewAccountRow, NewRequestLogRow, RequestLogFilter, Store } from "../../src/store/store.ts";
+import type { NewAccountRow, NewKeyHealthRow, NewRequestLogRow, RequestLogFilter, Store } from "../../src/store/store.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 
 /**
@@ -518,6 +518,43 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       expect(await store.requests.prune(T0 + 3)).toBe(2);
       expect((await store.requests.list({ tenantId: 0 }, 1, 10)).rows.map((r) => r.requestId)).toEqual(["req_3"]);
       expect(await store.requests.prune(T0 + 3)).toBe(0);
+    });
+  });
+
+  describe("key health", () => {
+    const delta = (keyId: number, day: string, fields: Partial<NewKeyHealthRow> = {}): NewKeyHealthRow => ({
+      keyId,
+      tenantId: 0,
+      day,
+      requests: 1,
+      errors: 0,
+      latencyMs: 100,
+      spendNanos: 5_000_000_000,
+      lastErrorAt: null,
+      lastErrorStatus: null,
+      lastErrorMessage: null,
+      lastSuccessAt: null,
+      ...fields,
+    });
+    const byKey = async (store: Store, tenantId = 0) => new Map((await store.keyHealth.ofTenant(tenantId)).map((row) => [row.keyId, row]));
+
+    test("batches add up on the same day, start afresh on a newer one and leave the stored day alone for an older one; the latest error and success win", async () => {
+      const store = await fresh();
+      await store.keyHealth.add([delta(1, "2026-03-10", { requests: 3, errors: 1, lastErrorAt: T0, lastErrorStatus: 500, lastErrorMessage: "boom" }), delta(2, "2026-03-10", { tenantId: 9 })]);
+      await store.transaction((tx) => tx.keyHealth.add([delta(1, "2026-03-10", { requests: 2, latencyMs: 50, lastSuccessAt: T0 + 5 })]));
+      let row = (await byKey(store)).get(1)!;
+      expect(row).toMatchObject({ day: "2026-03-10", requests: 5, errors: 1, latencyMs: 150, spendNanos: 10_000_000_000, lastErrorAt: T0, lastErrorStatus: 500, lastErrorMessage: "boom", lastSuccessAt: T0 + 5 });
+      // Another tenant's key is not among this tenant's.
+      expect((await byKey(store)).has(2)).toBe(false);
+      expect((await byKey(store, 9)).get(2)).toMatchObject({ requests: 1 });
+      // An older error does not replace a newer one; a batch of an older day adds nothing.
+      await store.keyHealth.add([delta(1, "2026-03-09", { requests: 7, lastErrorAt: T0 - DAY, lastErrorStatus: 429, lastErrorMessage: "old" })]);
+      row = (await byKey(store)).get(1)!;
+      expect(row).toMatchObject({ day: "2026-03-10", requests: 5, lastErrorStatus: 500, lastErrorMessage: "boom" });
+      // A newer day starts over, keeping the last error and success; a later error replaces the stored one, its null status too.
+      await store.keyHealth.add([delta(1, "2026-03-11", { requests: 1, lastErrorAt: T0 + DAY, lastErrorStatus: null, lastErrorMessage: "timeout" })]);
+      row = (await byKey(store)).get(1)!;
+      expect(row).toMatchObject({ day: "2026-03-11", requests: 1, errors: 0, latencyMs: 100, spendNanos: 5_000_000_000, lastErrorAt: T0 + DAY, lastErrorStatus: null, lastErrorMessage: "timeout", lastSuccessAt: T0 + 5 });
     });
   });
 });

@@ -7,6 +7,8 @@ import { badRequest, HttpError } from "../../src/core/errors.ts";
 import { noticeRecord } from "../../src/admin/notices/routes.ts";
 import { operationRecord } from "../../src/admin/oplog/routes.ts";
 import { fullRecord, summaryRecord } from "../../src/admin/provider-keys/records.ts";
+import { keyHealthFigures } from "../../src/metering/key-health.ts";
+import { nanosToCredits } from "../../src/accounts/records.ts";
 import { buildBill } from "../../src/metering/reports/bill.ts";
 import { rankUsers } from "../../src/metering/reports/ranking.ts";
 import type { AccountRow, NoticeRow, OperationLogRow, ProviderKeyRow } from "../../src/store/store.ts";
@@ -186,7 +188,15 @@ describe("the server's record builders produce their wire models", () => {
       updatedAt: 1_700_000_100_000,
     };
     expect(Value.Check(ProviderKeySummary, summaryRecord(row))).toBe(true);
-    expect([...Value.Errors(ProviderKeyRecord, fullRecord(row, "sk-" + "x".repeat(30)))]).toEqual([]);
+    const quiet = keyHealthFigures(undefined, "2026-03-10", nanosToCredits);
+    expect([...Value.Errors(ProviderKeyRecord, fullRecord(row, "sk-" + "x".repeat(30), quiet))]).toEqual([]);
+    const busy = keyHealthFigures(
+      { keyId: 3, tenantId: 0, day: "2026-03-10", requests: 4, errors: 1, latencyMs: 1000, spendNanos: 1_500_000, lastErrorAt: 1_700_000_000_000, lastErrorStatus: null, lastErrorMessage: "timeout", lastSuccessAt: 1_700_000_100_000 },
+      "2026-03-10",
+      nanosToCredits,
+    );
+    expect(busy.Today).toEqual({ Requests: 4, Errors: 1, Spend: nanosToCredits(1_500_000), AvgLatencyMs: 250 });
+    expect([...Value.Errors(ProviderKeyRecord, fullRecord(row, "sk-" + "x".repeat(30), busy))]).toEqual([]);
   });
 
   test("notice and operation-log row", () => {

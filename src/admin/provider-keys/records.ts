@@ -8,7 +8,7 @@ import type { ProviderConfig } from "../../routing/provider-config.ts";
 import { formatsOf } from "../../routing/key-formats.ts";
 import type { SleepReason } from "../../routing/pool-key.ts";
 import type { ProviderKeyRow } from "../../store/store.ts";
-import type { ProviderKeyOverview, ProviderKeyRecord, ProviderKeySummary } from "../../wire/provider-keys.ts";
+import type { ProviderKeyHealth, ProviderKeyOverview, ProviderKeyRecord, ProviderKeySummary } from "../../wire/provider-keys.ts";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -31,7 +31,7 @@ export function summaryRecord(row: ProviderKeyRow): ProviderKeySummary {
  * `config.formats` is shown filled with its default when the key has none, so the owner
  * sees what routing assumes the key speaks.
  */
-export function fullRecord(row: ProviderKeyRow, secret: string): ProviderKeyRecord {
+export function fullRecord(row: ProviderKeyRow, secret: string, health: ProviderKeyHealth): ProviderKeyRecord {
   const config = JSON.parse(row.config) as ProviderConfig;
   return {
     ...summaryRecord(row),
@@ -40,6 +40,7 @@ export function fullRecord(row: ProviderKeyRow, secret: string): ProviderKeyReco
     SleepReason: (row.sleepReason as SleepReason | null) ?? null,
     SleepUntil: row.sleepUntil === null ? null : iso(row.sleepUntil),
     UpdatedAt: iso(row.updatedAt),
+    Health: health,
   };
 }
 
@@ -54,7 +55,7 @@ export function clientEmailOf(secret: string): string | null {
 }
 
 /** `fields=overview`: the summary plus what a list shows, never the secret itself. */
-export function overviewRecord(row: ProviderKeyRow, secret: () => string): ProviderKeyOverview {
+export function overviewRecord(row: ProviderKeyRow, secret: () => string, health: ProviderKeyHealth): ProviderKeyOverview {
   const config = JSON.parse(row.config) as ProviderConfig;
   const type = config.provider_type ?? "standard";
   return {
@@ -63,5 +64,6 @@ export function overviewRecord(row: ProviderKeyRow, secret: () => string): Provi
     ClientEmail: type === "vertex" ? clientEmailOf(secret()) : null,
     SleepReason: (row.sleepReason as SleepReason | null) ?? null,
     SleepUntil: row.sleepUntil === null ? null : iso(row.sleepUntil),
+    Health: health,
   };
 }

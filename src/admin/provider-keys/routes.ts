@@ -11,7 +11,12 @@ import { authPlugin } from "../../http/plugins.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import type { Principal } from "../../accounts/principal.ts";
 import type { ProviderConfig } from "../../routing/provider-config.ts";
-import type { ProviderKeyRow } from "../../store/store.ts";
+import type { KeyHealthStore, ProviderKeyRow } from "../../store/store.ts";
+import type { Clock } from "../../core/clock.ts";
+import { createKeyHealthReader, keyHealthFigures } from "../../metering/key-health.ts";
+import type { UsageRecorder } from "../../metering/usage-recorder.ts";
+import { nanosToCredits } from "../../accounts/records.ts";
+import type { ProviderKeyHealth } from "../../wire/provider-keys.ts";
 import type { Tenant } from "../../tenancy/tenants.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import type { OperationLog } from "../oplog/writer.ts";
@@ -45,6 +50,10 @@ function formWanted(query: URLSearchParams): RecordForm {
  */
 export interface ProviderKeyRouteDeps {
   config: Pick<ServeConfig, "host" | "port" | "baseUrl" | "maxBody" | "trustProxy">;
+  /** Where the keys' health figures are read (every instance adds to them), on the business day of `clock`. */
+  store: { keyHealth: Pick<KeyHealthStore, "ofTenant"> };
+  clock: Clock;
+  usageRecorder: Pick<UsageRecorder, "keyHealthWrites">;
   addressGuard: AddressGuard;
   adapters: Adapters;
   upstreamTls: { ca: string[] } | undefined;
@@ -63,12 +72,21 @@ type KeyTenant = Pick<Tenant, "tenantId" | "providerKeys" | "pool" | "settings">
  * keys by id and Level only, never by secret.
  */
 export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
-  const render = (tenant: KeyTenant, row: ProviderKeyRow, form: RecordForm) =>
-    form === "summary"
+  const healthRows = createKeyHealthReader({ store: deps.store, clock: deps.clock, writes: deps.usageRecorder.keyHealthWrites });
+  /** The tenant's keys' health, read once for a page of records (the summary form has none). */
+  const healthOf = async (tenant: KeyTenant, form: RecordForm) => {
+    if (form === "summary") return undefined;
+    const rows = await healthRows(tenant.tenantId);
+    const today = deps.clock.businessDate(deps.clock.now());
+    return (row: ProviderKeyRow) => keyHealthFigures(rows.get(row.id), today, nanosToCredits);
+  };
+  const renderWith = (tenant: KeyTenant, row: ProviderKeyRow, form: RecordForm, health: ((row: ProviderKeyRow) => ProviderKeyHealth) | undefined) =>
+    form === "summary" || !health
       ? summaryRecord(row)
       : form === "overview"
-        ? overviewRecord(row, () => tenant.providerKeys.secretOf(row))
-        : fullRecord(row, tenant.providerKeys.secretOf(row));
+        ? overviewRecord(row, () => tenant.providerKeys.secretOf(row), health(row))
+        : fullRecord(row, tenant.providerKeys.secretOf(row), health(row));
+  const render = async (tenant: KeyTenant, row: ProviderKeyRow, form: RecordForm) => renderWith(tenant, row, form, await healthOf(tenant, form));
   // Another tenant's key id is as unknown as one that never existed.
   const existing = async (tenant: KeyTenant, rawId: string): Promise<ProviderKeyRow> => {
     const id = idParam(rawId);
@@ -138,7 +156,8 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
         const filter = { id: positiveIntParam(q, "id"), level: positiveIntParam(q, "level"), provider: q.get("provider") || undefined };
         const { rows, total } = await tenant.providerKeys.list(filter, page, size);
         Object.assign(set.headers, paginationHeaders(total, page, size));
-        return rows.map((row) => render(tenant, row, form));
+        const health = await healthOf(tenant, form);
+        return rows.map((row) => renderWith(tenant, row, form, health));
       },
       { owner: true },
     )

@@ -3,6 +3,7 @@ import type { Endpoint, ModelFacts, WireFormat } from "../format.ts";
 import { idsOf } from "../model-lists.ts";
 import { isObject } from "../json.ts";
 import { pageSize } from "../paging.ts";
+import { rfc3339Seconds } from "../rate-limits.ts";
 import { anthropicTap, anthropicUsageFromJson } from "./usage.ts";
 
 /** The API version sent upstream when the client named none (the SDKs always name one). */
@@ -35,6 +36,21 @@ export const anthropic: WireFormat = {
   authorize(headers, secret) {
     headers.set("x-api-key", secret);
     if (!headers.has("anthropic-version")) headers.set("anthropic-version", ANTHROPIC_VERSION);
+  },
+  // Anthropic's names: anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}, resets as RFC 3339 times.
+  rateLimitHeaders({ requests, tokens }, now) {
+    const out: Record<string, string> = {};
+    if (requests) {
+      out["anthropic-ratelimit-requests-limit"] = String(requests.limit);
+      out["anthropic-ratelimit-requests-remaining"] = String(requests.remaining);
+      out["anthropic-ratelimit-requests-reset"] = rfc3339Seconds(now + requests.resetMs);
+    }
+    if (tokens) {
+      out["anthropic-ratelimit-tokens-limit"] = String(tokens.limit);
+      out["anthropic-ratelimit-tokens-remaining"] = String(tokens.remaining);
+      out["anthropic-ratelimit-tokens-reset"] = rfc3339Seconds(now + tokens.resetMs);
+    }
+    return out;
   },
   tokenCountAnswer: (tokens) => ({ input_tokens: tokens }),
   usageFromJson: anthropicUsageFromJson,

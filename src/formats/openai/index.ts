@@ -1,6 +1,7 @@
 import { ERROR_TYPE_OF, sseErrorEvent } from "../envelope.ts";
 import { idsOf } from "../model-lists.ts";
 import type { ModelFacts, WireFormat } from "../format.ts";
+import { openAiDuration } from "../rate-limits.ts";
 import { OPENAI_ALIASES, OPENAI_ENDPOINTS } from "./endpoints.ts";
 import { openaiTap, openaiUsageFromJson } from "./usage.ts";
 
@@ -26,6 +27,21 @@ export const openai: WireFormat = {
   upstreamPath: (call) => call.endpoint.path,
   authorize(headers, secret) {
     headers.set("authorization", `Bearer ${secret}`);
+  },
+  // OpenAI's names: x-ratelimit-{limit,remaining,reset}-{requests,tokens}, resets as durations.
+  rateLimitHeaders({ requests, tokens }) {
+    const out: Record<string, string> = {};
+    if (requests) {
+      out["x-ratelimit-limit-requests"] = String(requests.limit);
+      out["x-ratelimit-remaining-requests"] = String(requests.remaining);
+      out["x-ratelimit-reset-requests"] = openAiDuration(requests.resetMs);
+    }
+    if (tokens) {
+      out["x-ratelimit-limit-tokens"] = String(tokens.limit);
+      out["x-ratelimit-remaining-tokens"] = String(tokens.remaining);
+      out["x-ratelimit-reset-tokens"] = openAiDuration(tokens.resetMs);
+    }
+    return out;
   },
   usageFromJson: openaiUsageFromJson,
   streamUsageTap: openaiTap,

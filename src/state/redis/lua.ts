@@ -87,6 +87,15 @@ local function window_retry(key, ms, now, limit, later)
   end
   return ms
 end
+-- Until the oldest amount counting at now slides out (0 when none counts).
+local function window_reset(key, ms, now)
+  local oldest = nil
+  for _, b in ipairs(window_live(key, ms, now, true)) do
+    if b[2] ~= 0 and (oldest == nil or b[1] < oldest) then oldest = b[1] end
+  end
+  if oldest == nil then return 0 end
+  return math.max(0, oldest + ms - now)
+end
 local function window_add(key, ms, amount, at)
   local width = width_of(ms)
   local start = math.floor(at / width) * width
@@ -131,11 +140,14 @@ end
 
 /**
  * Admission (and reads): P is a list of lines {k: w|p|g|c, key, w (window ms), p (period),
- * l (limit), a (add), h (held gauge key), s (seed), b (balance), st (stale at)}. First the
- * lines whose period total or balance Redis does not hold are either filled from what the
- * caller loaded (s, b) or named in a {'load', i…} answer; then, in mode 'admit', every
- * limit is checked and, when none is reached, every amount added: {'ok'} or
- * {'no', line, used, held, retryAfterMs}; in mode 'read', the first line's value.
+ * l (limit), a (add), h (held gauge key), r (report: 1 requests, 2 tokens), s (seed),
+ * b (balance), st (stale at)}. First the lines whose period total or balance Redis does
+ * not hold are either filled from what the caller loaded (s, b) or named in a
+ * {'load', i…} answer; then, in mode 'admit', every limit is checked and, when none is
+ * reached, every amount added: {'ok', requests line, remaining, reset, tokens line,
+ * remaining, reset} (the reported lines with the least remaining once counted; '' where
+ * none, and a period's reset '') or {'no', line, used, held, retryAfterMs}; in mode
+ * 'read', the first line's value.
  */
 export const ADMIT = script(`${PRELUDE}
 local MODE, NOW, PERIOD_TTL = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -172,6 +184,8 @@ end
 
 if MODE == 'read' then return { 'value', str(value(P[1])) } end
 
+-- The reported lines with the least remaining, per kind (index 1 requests, 2 tokens).
+local tight_line, tight_left = {}, {}
 for i, line in ipairs(P) do
   if line.l ~= nil then
     -- Concurrent admissions may carry clock readings out of order: count what came after NOW too.
@@ -183,6 +197,10 @@ for i, line in ipairs(P) do
       if line.k == 'c' then held = credit_reserved(line.key) elseif line.h ~= nil then held = gauge_sum(line.h) end
       if line.k == 'w' then retry = window_retry(line.key, line.w, NOW, line.l, true) end
       return { 'no', tostring(i - 1), str(used), str(held), str(retry) }
+    end
+    if line.r ~= nil then
+      local left = math.max(0, line.l - used - line.a)
+      if tight_line[line.r] == nil or left < tight_left[line.r] then tight_line[line.r] = i; tight_left[line.r] = left end
     end
   end
 end
@@ -201,7 +219,19 @@ for _, line in ipairs(P) do
     end
   end
 end
-return { 'ok' }
+local answer = { 'ok' }
+for kind = 1, 2 do
+  local i = tight_line[kind]
+  if i == nil then
+    answer[#answer + 1] = ''; answer[#answer + 1] = ''; answer[#answer + 1] = ''
+  else
+    local line = P[i]
+    answer[#answer + 1] = tostring(i - 1)
+    answer[#answer + 1] = str(tight_left[kind])
+    answer[#answer + 1] = line.k == 'w' and str(window_reset(line.key, line.w, NOW)) or ''
+  end
+end
+return answer
 `);
 
 /**

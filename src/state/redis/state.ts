@@ -12,8 +12,11 @@ import type {
   KeyState,
   LevelState,
   LevelStatus,
+  LimitKind,
+  LimitStanding,
   PendingState,
   SleepReason,
+  Standings,
   State,
   Verdict,
 } from "../state.ts";
@@ -63,6 +66,23 @@ const LOAD_ROUNDS = 3;
 
 type Line = Record<string, string | number | undefined>;
 
+const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
+
+/** The standings in an admission's answer: {'ok', line, remaining, reset} for requests, then for tokens ('' where none). */
+function standingsOf(answer: unknown[]): Standings {
+  const standings: Standings = {};
+  const at = (offset: number): LimitStanding | undefined => {
+    if (answer[offset] === "" || answer[offset] === undefined) return undefined;
+    const reset = String(answer[offset + 2]);
+    return reset === "" ? { line: Number(answer[offset]), remaining: Number(answer[offset + 1]) } : { line: Number(answer[offset]), remaining: Number(answer[offset + 1]), resetMs: Number(reset) };
+  };
+  const requests = at(1);
+  const tokens = at(4);
+  if (requests) standings.requests = requests;
+  if (tokens) standings.tokens = tokens;
+  return standings;
+}
+
 export function createRedisState(options: RedisStateOptions, loaders: StateLoaders, now: () => number): RedisState {
   const redis = options.connection;
   const prefix = options.prefix ?? DEFAULT_PREFIX;
@@ -88,7 +108,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     return key;
   };
 
-  const lineOf = (line: { counter: Counter; period?: string; limit?: number; add?: number; held?: Counter }): Line => {
+  const lineOf = (line: { counter: Counter; period?: string; limit?: number; add?: number; held?: Counter; report?: LimitKind }): Line => {
     const { counter } = line;
     return {
       k: counter.kind[0],
@@ -98,6 +118,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       l: line.limit,
       a: line.add ?? 0,
       h: line.held ? keyOf(line.held) : undefined,
+      r: line.report === undefined || line.limit === undefined ? undefined : line.report === "requests" ? 1 : 2,
     };
   };
 
@@ -133,7 +154,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   const counts: CountState = {
     async admit(lines, at): Promise<Verdict> {
       const answer = await admitOrRead(lines, at, "admit");
-      if (answer[0] === "ok") return { admitted: true };
+      if (answer[0] === "ok") return answer[1] === "" && answer[4] === "" ? ADMITTED_NOW : { admitted: true, standings: standingsOf(answer) };
       const [, line, used, held, retryAfterMs] = answer.map(String);
       return { admitted: false, refusal: { line: Number(line), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
     },

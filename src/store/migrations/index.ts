@@ -11,6 +11,8 @@ import m7 from "./0007_tenants.sql" with { type: "text" };
 import m8 from "./0008_usage_events_one_index.sql" with { type: "text" };
 import m9 from "./0009_usage_daily_clustered.sql" with { type: "text" };
 import m10 from "./0010_tearful_gauntlet.sql" with { type: "text" };
+import m11 from "./0011_request_log_error.sql" with { type: "text" };
+import m12 from "./0012_key_health.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -24,4 +26,6 @@ export const migrations: Migration[] = [
   { name: "0008_usage_events_one_index", sql: m8 },
   { name: "0009_usage_daily_clustered", sql: m9 },
   { name: "0010_tearful_gauntlet", sql: m10 },
+  { name: "0011_request_log_error", sql: m11 },
+  { name: "0012_key_health", sql: m12 },
 ];

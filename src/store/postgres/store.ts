@@ -11,6 +11,7 @@ import { postgresProviderKeys } from "./provider-keys.ts";
 import { postgresNotices, postgresObjects, postgresOperations, postgresSettings, postgresSoftLimitMail } from "./small-stores.ts";
 import { describeFailure } from "./url.ts";
 import { postgresUsage } from "./usage.ts";
+import { postgresKeyHealth } from "./key-health.ts";
 import { postgresRequestLog } from "./request-log.ts";
 
 export interface PostgresOptions {
@@ -39,6 +40,7 @@ function repositories(scope: Scope): Repositories {
     operations: postgresOperations(scope),
     usage: postgresUsage(scope),
     requests: postgresRequestLog(scope),
+    keyHealth: postgresKeyHealth(scope),
     objects: postgresObjects(scope),
     softLimitMail: postgresSoftLimitMail(scope),
   };

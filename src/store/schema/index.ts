@@ -6,3 +6,4 @@ export * from "./operation-log.ts";
 export * from "./notices.ts";
 export * from "./affinity.ts";
 export * from "./request-log.ts";
+export * from "./key-health.ts";

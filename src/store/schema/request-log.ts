@@ -20,6 +20,12 @@ export const requestLog = sqliteTable(
     effectiveModel: text("effective_model"),
     stream: integer("stream", { mode: "boolean" }).notNull().default(false),
     status: integer("status").notNull(),
+    /**
+     * Why the router itself refused or failed the call, as its error body's code (or its
+     * type when it has none): `rpm_limit_reached`, `model_not_allowed`, …; null for calls
+     * the upstream answered or refused itself (their attempts say why).
+     */
+    error: text("error"),
     /** JSON array of the upstream attempts (key, Level, status, error kind, redacted message, duration, answered). */
     attempts: text("attempts").notNull().default("[]"),
     /**

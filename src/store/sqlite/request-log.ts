@@ -10,12 +10,12 @@ import type { Synchronous } from "./synchronous.ts";
 const COLUMNS = [
   "request_id", "tenant_id", "account_id", "created_at", "family", "endpoint", "requested_model", "effective_model", "stream", "status",
   "attempts", "key_ids", "levels", "ttfb_ms", "duration_ms", "prompt_tokens", "completion_tokens", "cache_read_tokens",
-  "cache_write_tokens", "reasoning_tokens", "cost_nanos", "source", "client_ip", "user_agent",
+  "cache_write_tokens", "reasoning_tokens", "cost_nanos", "source", "client_ip", "user_agent", "error",
 ] as const;
 
 type SqlValue = string | number | null;
 
-/** Rows per prepared INSERT (24 parameters each, far below SQLite's bound). */
+/** Rows per prepared INSERT (25 parameters each, far below SQLite's bound). */
 const ROWS_PER_STATEMENT = 32;
 
 function appendValues(out: SqlValue[], row: NewRequestLogRow): SqlValue[] {
@@ -24,6 +24,7 @@ function appendValues(out: SqlValue[], row: NewRequestLogRow): SqlValue[] {
     row.effectiveModel ?? null, row.stream ? 1 : 0, row.status, row.attempts ?? "[]", row.keyIds ?? ",", row.levels ?? ",",
     row.ttfbMs ?? null, row.durationMs, row.promptTokens ?? 0, row.completionTokens ?? 0, row.cacheReadTokens ?? 0,
     row.cacheWriteTokens ?? 0, row.reasoningTokens ?? 0, row.costNanos ?? 0, row.source, row.clientIp ?? null, row.userAgent ?? null,
+    row.error ?? null,
   );
   return out;
 }

@@ -9,6 +9,7 @@ import { sqliteNotices, sqliteObjects, sqliteOperations, sqliteSettings, sqliteS
 import { asynchronous } from "./synchronous.ts";
 import { sqliteUsage } from "./usage.ts";
 import { sqliteRequestLog } from "./request-log.ts";
+import { sqliteKeyHealth } from "./key-health.ts";
 
 /**
  * The embedded store: bun:sqlite on one connection. SQLite answers synchronously, so
@@ -43,6 +44,7 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     operations: asynchronous(sqliteOperations(connection.db), run),
     usage: asynchronous(sqliteUsage(connection), run),
     requests: asynchronous(sqliteRequestLog(connection), run),
+    keyHealth: asynchronous(sqliteKeyHealth(connection), run),
     objects: asynchronous(sqliteObjects(connection.db), run),
     softLimitMail: asynchronous(sqliteSoftLimitMail(connection.db), run),
   });

@@ -16,6 +16,7 @@ export const requestLog = pgTable(
     effectiveModel: text("effective_model"),
     stream: boolean("stream").notNull().default(false),
     status: integer("status").notNull(),
+    error: text("error"),
     attempts: text("attempts").notNull().default("[]"),
     keyIds: text("key_ids").notNull().default(","),
     levels: text("levels").notNull().default(","),
