@@ -1,16 +1,11 @@
 /**
- * A provider key's health as the keys table shows it. `KeyHealth` matches the server's
- * `Health` member of a key record (`GET /x-keys?fields=overview|full`, `GET /x-keys/{id}`);
- * declared here until the wire model has it. An older server sends none: the table then
- * shows what it knows (enabled, asleep) and no figures.
+ * A provider key's health as the keys table shows it: the `Health` member of a key record
+ * (`GET /x-keys?fields=overview|full`, `GET /x-keys/{id}`). An older server sends none:
+ * the table then shows what it knows (enabled, asleep) and no figures.
  */
+import type { ProviderKeyHealth } from "../../../src/wire/provider-keys.ts";
 
-/** Matches the server's `Health` of a provider key record. */
-export interface KeyHealth {
-  Today: { Requests: number; Errors: number; Spend: number; AvgLatencyMs: number | null };
-  LastError: { At: string; Status: number; Message: string } | null;
-  LastSuccessAt: string | null;
-}
+export type KeyHealth = ProviderKeyHealth;
 
 export type HealthState = "disabled" | "asleep" | "failing" | "healthy" | "unused" | "unknown";
 
