@@ -1,5 +1,5 @@
 /**
- * `router route MODEL [--account A] [--family F]`: how a call for MODEL (by account A,
+ * `router route MODEL [--account A] [--format F]`: how a call for MODEL (by account A,
  * default the caller) would be served now (`GET /x-route`), without making it: whether
  * the account may call it, MODEL_MAPPER and LEVEL_MAPPER, the Levels in the order a
  * call tries them with their switch-over state, and each Level's candidate keys.
@@ -24,7 +24,8 @@ interface RouteExplanation {
   limits: Array<{ applies_to: string } & Record<string, unknown>>;
 }
 
-const FAMILIES = ["openai", "anthropic", "gemini"];
+/** The client APIs a route can be explained for (`openai` is Chat Completions). */
+const FORMATS = ["openai", "responses", "anthropic", "gemini"];
 
 /** `rpm 7, tpm 1000`: the members that are set. */
 const members = (object: Record<string, unknown>, skip: string[] = []) =>
@@ -39,16 +40,16 @@ export const routeCommand = remoteCommand({
   args: {
     model: { type: "positional", description: "The model a client would ask for (required)", required: false },
     account: { type: "string", description: "The calling account (ID, name or email; default you)", valueHint: "account" },
-    family: { type: "string", description: `The client's API: ${FAMILIES.join(", ")} (default openai)`, valueHint: "family" },
+    format: { type: "string", description: `The client's API: ${FORMATS.join(", ")} (default openai, Chat Completions)`, valueHint: "format" },
   },
   check(args) {
     requirePositional(args, "model");
-    const family = stringFlag(args, "family");
-    if (family !== undefined && !FAMILIES.includes(family)) throw new UsageError(`--family must be one of ${FAMILIES.join(", ")}, got "${family}"`);
+    const format = stringFlag(args, "format");
+    if (format !== undefined && !FORMATS.includes(format)) throw new UsageError(`--format must be one of ${FORMATS.join(", ")}, got "${format}"`);
   },
   async run({ args, client, json }) {
     const { body: r } = await client.request<RouteExplanation>("GET", "/x-route", {
-      query: { model: requirePositional(args, "model"), account: stringFlag(args, "account"), family: stringFlag(args, "family") },
+      query: { model: requirePositional(args, "model"), account: stringFlag(args, "account"), format: stringFlag(args, "format") },
     });
     if (json) return printJson(r);
     print(

@@ -1,5 +1,5 @@
 /**
- * `GET /x-route?model=M[&account=A][&family=F]`: how a call for M by A would be served
+ * `GET /x-route?model=M[&account=A][&format=F]`: how a call for M by A in the client API F would be served
  * now, step by step, without making it: may A call it at all (and which rule refuses
  * it), MODEL_MAPPER, LEVEL_MAPPER, the Level's switch-over state, the candidate keys
  * in the order they would be tried with why each would or would not be picked, the
@@ -12,8 +12,6 @@ import { principalOf, type Principal } from "../accounts/principal.ts";
 import type { AccountsService } from "../accounts/service.ts";
 import { badRequest, forbidden } from "../core/errors.ts";
 import type { Clock } from "../core/clock.ts";
-import type { Family } from "../formats/family.ts";
-import { FORMATS, formatOf } from "../formats/registry.ts";
 import { checkModel } from "../http/access.ts";
 import { authPlugin, type AuthenticateDeps } from "../http/plugins.ts";
 import { limitSubjects } from "../metering/limits.ts";
@@ -25,6 +23,8 @@ import { DEFAULT_LEVEL } from "../routing/route-model.ts";
 import type { AccountRow } from "../store/store.ts";
 import type { Tenant } from "../tenancy/tenants.ts";
 import { adapterFor, type Adapters } from "../upstreams/index.ts";
+import { KEY_FORMATS, type KeyFormat } from "../wire/constants.ts";
+import { callFit, modelCallOf, representativeTarget, upstreamFamilyOf } from "./translation.ts";
 
 export interface RouteExplainDeps extends AuthenticateDeps {
   readonly clock: Clock;
@@ -33,12 +33,14 @@ export interface RouteExplainDeps extends AuthenticateDeps {
 }
 
 /** Why a key would or would not take the call now. */
-function keyState(key: PoolKey, now: number, serves: boolean): { state: string; why: string } {
+function keyState(key: PoolKey, now: number, speaks: boolean, serves: boolean, translated: string | undefined): { state: string; why: string } {
   if (!key.status) return { state: "disabled", why: "disabled (Status false)" };
+  if (!speaks) return { state: "unsupported", why: `it speaks ${[...key.formats.set].join(", ")}, and no translator carries this call to those` };
   if (!serves) return { state: "unsupported", why: "its provider type has no endpoint for this call" };
+  const through = translated ? `, through a translator to ${translated} (keys speaking the call's format go first)` : "";
   const state = availability(key, now);
-  if (state === "ready") return { state, why: key.inFlight > 0 ? `ready, ${key.inFlight} calls in flight (fewest first)` : "ready" };
-  if (state === "probe") return { state, why: "asleep, due for its one probe call: it goes first" };
+  if (state === "ready") return { state, why: (key.inFlight > 0 ? `ready, ${key.inFlight} calls in flight (fewest first)` : "ready") + through };
+  if (state === "probe") return { state, why: `asleep, due for its one probe call: it goes first${through}` };
   const until = key.sleepUntil === null ? "until woken" : `until ${new Date(key.sleepUntil).toISOString()}`;
   return { state: "asleep", why: `asleep (${key.sleepReason ?? "unknown"}) ${until}` };
 }
@@ -52,18 +54,18 @@ async function subjectOf(deps: RouteExplainDeps, caller: Principal, raw: string 
 }
 
 /** The order a Level's keys are tried in: the probe first, then ready keys by fewest calls in flight. */
-const RANK: Record<string, number> = { probe: 0, ready: 1 };
-const byPickOrder = (a: { state: string; inFlight: number }, b: { state: string; inFlight: number }) =>
-  (RANK[a.state] ?? 2) - (RANK[b.state] ?? 2) || a.inFlight - b.inFlight;
+const USABLE = new Set(["probe", "ready"]);
+/** The pool's own order (key-pool.ts `choose`): usable keys by format fit, then a due probe, then the fewest calls in flight. */
+const byPickOrder = (a: { state: string; inFlight: number; rank: number }, b: { state: string; inFlight: number; rank: number }) =>
+  Number(USABLE.has(b.state)) - Number(USABLE.has(a.state)) || b.rank - a.rank || Number(b.state === "probe") - Number(a.state === "probe") || a.inFlight - b.inFlight;
 
-/** The path of the family's most usual call, for asking a provider type whether it serves the call. */
-function representativePath(family: Family, model: string): string {
-  const format = formatOf(family);
-  if (format.pathModels) return `/${format.pathModels.versions[0]}/models/${model}:${format.pathModels.primary}`;
-  return Object.values(format.endpoints)[0]?.path ?? "/v1/chat/completions";
-}
-
-export function explainRoute(tenant: Tenant, principal: Principal, model: string, family: Family, now: number, adapters: Adapters, withKeys: boolean) {
+/**
+ * How a call for `model` by `principal` in the client format `format` would be served
+ * now, worked out as the pipeline works it out: the same mappers, Level chain, key
+ * states and format fit (a key speaking the format before one reached through a
+ * translator, then a due probe, then the fewest calls in flight).
+ */
+export function explainRoute(tenant: Tenant, principal: Principal, model: string, format: KeyFormat, now: number, adapters: Adapters, withKeys: boolean) {
   let refusal: { rule: string; message: string } | null = null;
   try {
     checkModel(principal, model);
@@ -78,22 +80,25 @@ export function explainRoute(tenant: Tenant, principal: Principal, model: string
   // The Levels in the order a call tries them: the routed one, then down its SWITCH_OVER chain.
   const chain: number[] = [];
   for (let current: number | undefined = level; current !== undefined && !chain.includes(current); current = routing.switchOver.get(current)) chain.push(current);
-  const call = {
-    family,
-    method: "POST",
-    path: representativePath(family, effectiveModel),
-    search: "",
-    model: effectiveModel,
-    stream: false,
-    json: {},
-    bytes: undefined,
-    headers: new Headers(),
+  const modelCall = modelCallOf(format);
+  const fit = callFit(modelCall, effectiveModel);
+  const native = { family: modelCall.family, method: "POST", ...representativeTarget(modelCall, effectiveModel), model: effectiveModel, stream: false, json: {}, bytes: undefined, headers: new Headers() };
+  /** The call a key would be sent (the client's, or its translation) and whether its provider type serves it. */
+  const fitOf = (key: PoolKey) => {
+    const rank = fit.rank(key);
+    if (rank === 0) return { rank, serves: false, translated: undefined };
+    const translator = fit.translatorFor(key.formats);
+    const upstream = translator ? { ...native, family: upstreamFamilyOf(translator), ...translator.upstreamTarget(effectiveModel, false) } : native;
+    return { rank, serves: adapterFor(adapters, key).supports(upstream), translated: translator?.upstream };
   };
   let chosen = false;
   const levels = chain.map((lvl) => {
     const ranked = tenant.pool
       .keysOf(lvl)
-      .map((key) => ({ key, inFlight: key.inFlight, ...keyState(key, now, adapterFor(adapters, key).supports(call)) }))
+      .map((key) => {
+        const f = fitOf(key);
+        return { key, inFlight: key.inFlight, rank: f.serves ? f.rank : 0, ...keyState(key, now, f.rank > 0, f.serves, f.translated) };
+      })
       .sort(byPickOrder);
     const keys = ranked.map(({ key, state, why }) => {
       const picked = !chosen && (state === "ready" || state === "probe");
@@ -133,12 +138,14 @@ export function routeExplainRoutes(deps: RouteExplainDeps) {
       const query = new URL(request.url).searchParams;
       const model = query.get("model")?.trim();
       if (!model) throw badRequest("model is required", "model");
-      const rawFamily = query.get("family") || "openai";
-      if (!(rawFamily in FORMATS)) throw badRequest(`family must be one of ${Object.keys(FORMATS).join(", ")}`, "family");
+      // `family` is the parameter's former name (openai, anthropic or gemini, which are formats too).
+      const param = query.has("format") ? "format" : "family";
+      const rawFormat = query.get(param) || "openai";
+      if (!(KEY_FORMATS as readonly string[]).includes(rawFormat)) throw badRequest(`${param} must be one of ${KEY_FORMATS.join(", ")}`, param);
       const subject = await subjectOf(deps, principal, query.get("account"));
       const asked = subject.id === principal.account.id ? principal : principalOf(subject);
       // Key ids and names are the owner's business; a manager sees Levels and states.
-      return explainRoute(tenant, asked, model, rawFamily as Family, deps.clock.now(), deps.adapters, principal.account.isOwner);
+      return explainRoute(tenant, asked, model, rawFormat as KeyFormat, deps.clock.now(), deps.adapters, principal.account.isOwner);
     },
     { auth: true },
   );

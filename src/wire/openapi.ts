@@ -132,7 +132,7 @@ const OPERATIONS: Operation[] = [
     path: "/x-route",
     summary: "How a call for a model by an account would be served now: rules, Levels, keys in pick order, price, limits",
     who: "manager",
-    params: [q("model", "string", "the model a client would ask for (required)"), q("account", "string", "an account (ID, name or email) of the caller's subtree; default the caller"), q("family", "string", "the client's API family: openai (default), anthropic, gemini")],
+    params: [q("model", "string", "the model a client would ask for (required)"), q("account", "string", "an account (ID, name or email) of the caller's subtree; default the caller"), q("format", "string", "the client's API: openai (Chat Completions, default), responses, anthropic, gemini (`family` is accepted as its former name)")],
     answer: [200, { type: "object" }],
   },
   {

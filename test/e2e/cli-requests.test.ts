@@ -203,6 +203,6 @@ describe("router route", () => {
     expect(lead).not.toContain("good-key");
     expect(lead).toContain("<- this one");
     expect((await cli(["route"])).exitCode).toBe(2);
-    expect((await cli(["route", "m", "--family", "cobol"])).exitCode).toBe(2);
+    expect((await cli(["route", "m", "--format", "cobol"])).exitCode).toBe(2);
   });
 });

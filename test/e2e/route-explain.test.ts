@@ -75,3 +75,36 @@ describe("GET /x-route", () => {
     expect((await explain("model=m&family=cobol")).body.error.param).toBe("family");
   });
 });
+
+test("route explain agrees with where calls really go, translated ones included", async () => {
+  const { json, startMockUpstream } = await import("../helpers/mock-upstream.ts");
+  const native = startMockUpstream().route("POST", "/v1/chat/completions", (r) => json({ id: "c", object: "chat.completion", created: 1, model: r.json.model, choices: [{ index: 0, message: { role: "assistant", content: "native" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+  const other = startMockUpstream().route("POST", "/v1/messages", (r) => json({ id: "m", type: "message", role: "assistant", model: r.json.model, content: [{ type: "text", text: "translated" }], stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } }));
+  try {
+    // Level 7: an Anthropic-format key and, second, an OpenAI-format one; an OpenAI client prefers the native key.
+    const anthropicKey = await addKey(router, { provider: other.url, level: 7, name: "an", config: { provider_type: "standard", formats: ["anthropic"] } });
+    const openaiKey = await addKey(router, { provider: native.url, level: 7, name: "oa", config: { provider_type: "standard", formats: ["openai"] } });
+    await router.deps.settings.update({ LEVEL_MAPPER: "real-*=2,seven-*=7", PRICING: { ChatPricing: { "real-model": { InputText: 1, OutputText: 2 }, "seven-*": { InputText: 1, OutputText: 1 } } } });
+    const picked = (body: any) => body.levels[0].keys.find((k: any) => k.would_serve)?.ID;
+    const chat = async () => {
+      const res = await router.fetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "seven-m", messages: [{ role: "user", content: "hi" }] }) });
+      return (await res.json()).choices[0].message.content;
+    };
+    expect(picked((await explain("model=seven-m")).body)).toBe(openaiKey.id);
+    // An Anthropic client would get the Anthropic key, natively; the other is its translated fallback.
+    const forAnthropic = (await explain("model=seven-m&format=anthropic")).body.levels[0].keys;
+    expect(forAnthropic.map((k: any) => [k.ID, k.would_serve])).toEqual([[anthropicKey.id, true], [openaiKey.id, false]]);
+    expect(forAnthropic[1].why).toContain("through a translator to openai-chat");
+    expect((await explain("model=seven-m&format=cobol")).body.error.param).toBe("format");
+    expect(await chat()).toBe("native");
+    expect([native.requests.length, other.requests.length]).toEqual([1, 0]);
+    // With the native key asleep, both the explanation and the call move to the translated one.
+    expect((await router.fetch(`/x-keys/${openaiKey.id}/sleep`, { method: "POST" })).status).toBe(200);
+    expect(picked((await explain("model=seven-m")).body)).toBe(anthropicKey.id);
+    expect(await chat()).toBe("translated");
+    expect([native.requests.length, other.requests.length]).toEqual([1, 1]);
+  } finally {
+    await native.stop();
+    await other.stop();
+  }
+});

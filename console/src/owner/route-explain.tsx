@@ -107,7 +107,7 @@ function LevelKeys({ level, withKeys }: { level: RouteExplanation["levels"][numb
 export function RouteExplain() {
   const [model, setModel] = useState("");
   const [account, setAccount] = useState("");
-  const [family, setFamily] = useState("openai");
+  const [format, setFormat] = useState("openai");
   const [route, setRoute] = useState<RouteExplanation | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
@@ -117,7 +117,7 @@ export function RouteExplain() {
     setBusy(true);
     setError(null);
     try {
-      setRoute((await api.get<RouteExplanation>(`/x-route${query({ model: model.trim(), account: account.trim(), family })}`)).data);
+      setRoute((await api.get<RouteExplanation>(`/x-route${query({ model: model.trim(), account: account.trim(), format })}`)).data);
     } catch (failure) {
       setRoute(null);
       setError(failure);
@@ -132,7 +132,7 @@ export function RouteExplain() {
       <form class="toolbar" onSubmit={explain}>
         <TextField label="Model" value={model} onInput={setModel} placeholder="gpt-4o" required />
         <TextField label="Account (optional)" value={account} onInput={setAccount} placeholder="ID, name or email; default you" />
-        <SelectField label="Client API" value={family} onChange={setFamily} options={[["openai", "OpenAI"], ["anthropic", "Anthropic"], ["gemini", "Gemini"]]} />
+        <SelectField label="Client API" value={format} onChange={setFormat} options={[["openai", "OpenAI Chat"], ["responses", "OpenAI Responses"], ["anthropic", "Anthropic"], ["gemini", "Gemini"]]} />
         <button type="submit" class="primary" disabled={busy || !model.trim()}>
           Explain
         </button>
