@@ -129,6 +129,36 @@ describe("a call's record", () => {
     expect(record.duration_ms).toBeGreaterThanOrEqual(50);
   });
 
+  test("a stream the client aborts midway is kept as 499, with its attempt answered and the usage the upstream reported", async () => {
+    const chunk = (delta: Record<string, unknown>) => ({ id: "c", object: "chat.completion.chunk", created: 1, model: "gpt-abort", choices: [{ index: 0, delta, finish_reason: null }] });
+    const usage = { id: "c", object: "chat.completion.chunk", created: 1, model: "gpt-abort", choices: [], usage: { prompt_tokens: 9, completion_tokens: 4, total_tokens: 13 } };
+    upstream.once(() => sse([chunk({ role: "assistant", content: "a" }), chunk({ content: "b" }), chunk({ content: "c" }), chunk({ content: "d" }), usage], { done: true, delayMs: 40 }));
+    const controller = new AbortController();
+    const res = await router.fetch("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-abort", stream: true, messages: [{ role: "user", content: "hi" }] }),
+      signal: controller.signal,
+    });
+    const id = res.headers.get("x-request-id")!;
+    // The first event arrives, then the client goes away.
+    const reader = res.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await reader.cancel().catch(() => {});
+    const record = await waitFor(async () => {
+      await flushed();
+      const got = await api(router, `/x-requests/${id}`);
+      return got.status === 200 ? got.body : undefined;
+    }, 5000, "the aborted stream's record");
+    expect(record).toMatchObject({ stream: true, status: 499 });
+    expect(record.attempts).toHaveLength(1);
+    expect(record.attempts[0]).toMatchObject({ answered: true });
+    // The router drained the upstream for its usage: the call is charged for what was generated.
+    expect(record.tokens).toMatchObject({ prompt: 9, completion: 4 });
+    expect(record.source).toBe("upstream");
+  });
+
   test("a call that fails on every key is kept with its status and attempts", async () => {
     upstream.once(() => json({ error: { message: "down" } }, 503)).once(() => json({ error: { message: "down" } }, 503)).once(() => json({ error: { message: "down" } }, 503));
     const { id, status } = await call(router.ownerKey, "gpt-failing");
