@@ -15,7 +15,12 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-/** Short, unique id for a request, echoed in `X-Request-Id` and log lines (cheap: it is made per request). */
+/**
+ * Short, unique id for a request, echoed in `X-Request-Id` and log lines (cheap: it is
+ * made per request). A version 7 UUID: its first 48 bits are the time in milliseconds,
+ * so ids grow with time and each request-log row, keyed by its id, is added at the end
+ * of the table's key index instead of at a random place in it.
+ */
 export function requestId(): string {
-  return `req_${crypto.randomUUID().replaceAll("-", "")}`;
+  return `req_${Bun.randomUUIDv7().replaceAll("-", "")}`;
 }
