@@ -149,7 +149,7 @@ export interface WireFormat {
   /** Whether the body names the model (and so carries an edited model name upstream). */
   readonly modelInBody: boolean;
   /** The upstream path of a call for its effective model. */
-  upstreamPath(call: ClientCall, effectiveModel: string | undefined): string;
+  upstreamPath(call: Pick<ClientCall, "endpoint" | "operation" | "version">, effectiveModel: string | undefined): string;
   /** Sets a provider key's secret where this family's upstreams read it. */
   authorize(headers: Headers, secret: string): void;
 

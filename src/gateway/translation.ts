@@ -9,7 +9,6 @@ import { countContent, estimateTokens } from "./usage/content-count.ts";
 import type { Family } from "../formats/family.ts";
 import type { ClientCall } from "../formats/format.ts";
 import { translatorFor } from "../formats/translate/index.ts";
-import { geminiTarget } from "../formats/translate/targets.ts";
 import type { Translator, UpstreamTarget, Wire } from "../formats/translate/translator.ts";
 import { formatOf } from "../formats/registry.ts";
 import { speaks, type KeyFormats } from "../routing/key-formats.ts";
@@ -186,7 +185,7 @@ export function unservedFormats(backups: ReadonlyMap<number, number>, pool: Pick
  * The model call of a client format, as routing sees it (family, endpoint, method): for
  * explaining a route without a request to read.
  */
-export function modelCallOf(format: KeyFormat): Pick<ClientCall, "family" | "endpoint" | "operation"> {
+export function modelCallOf(format: KeyFormat): Pick<ClientCall, "family" | "endpoint" | "operation" | "version"> {
   switch (format) {
     case "openai":
       return { family: "openai", endpoint: formatOf("openai").endpoints["/v1/chat/completions"]! };
@@ -195,10 +194,12 @@ export function modelCallOf(format: KeyFormat): Pick<ClientCall, "family" | "end
     case "anthropic":
       return { family: "anthropic", endpoint: formatOf("anthropic").endpoints["/v1/messages"]! };
     case "gemini":
-      return { family: "gemini", endpoint: formatOf("gemini").pathModels!.endpoint("v1beta", "generateContent")!, operation: "generateContent" };
+      return { family: "gemini", endpoint: formatOf("gemini").pathModels!.endpoint("v1beta", "generateContent")!, operation: "generateContent", version: "v1beta" };
   }
 }
 
-/** Where a format's model call goes upstream, untranslated (Gemini names the model in the path). */
-export const representativeTarget = (call: Pick<ClientCall, "family" | "endpoint">, model: string): UpstreamTarget =>
-  call.family === "gemini" ? geminiTarget(model, false) : { path: call.endpoint.path, search: "" };
+/** Where a format's model call goes upstream, untranslated, as its format writes the path. */
+export const representativeTarget = (call: Pick<ClientCall, "family" | "endpoint" | "operation" | "version">, model: string): UpstreamTarget => ({
+  path: formatOf(call.family).upstreamPath(call, model),
+  search: "",
+});
