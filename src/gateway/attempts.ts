@@ -174,8 +174,11 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
       const attemptStart = performance.now();
       const level = chosen.level;
       /** This attempt's line in the request log. */
-      const note = (fact: Partial<AttemptFact>) =>
-        input.trace.attempts.push({ keyId: key.id, keyName: key.name, level, durationMs: Math.round(performance.now() - attemptStart), answered: false, ...fact });
+      const note = (fact: Partial<AttemptFact>): AttemptFact => {
+        const noted: AttemptFact = { keyId: key.id, keyName: key.name, level, durationMs: Math.round(performance.now() - attemptStart), answered: false, ...fact };
+        input.trace.attempts.push(noted);
+        return noted;
+      };
       /** When the upstream's first byte (a stream's first event) arrived. */
       let firstByteAt = attemptStart;
       const controller = new AbortController();
@@ -342,10 +345,18 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         }
         failure = { kind: "status", status };
         retryAfter = retryAfterMs(response.headers, clock.now());
+        const noted = note({ status, error: "status" });
         // A redirect's body may repeat its Location, which may carry anything: not kept.
-        const message = isRedirectStatus(status) ? undefined : await errorMessage(response, key.secret);
-        if (message === undefined) await response.body?.cancel().catch(() => {});
-        note({ status, error: "status", message });
+        if (isRedirectStatus(status)) await response.body?.cancel().catch(() => {});
+        else {
+          // The error body is read for the log while the next key is tried: a slow body
+          // must not hold the failover (it is read for at most a second either way).
+          input.trace.reading.push(
+            errorMessage(response, key.secret).then((message) => {
+              if (message !== undefined) noted.message = message;
+            }),
+          );
+        }
         // The Location is not logged: a redirect may carry anything in its URL.
         log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status });
       }

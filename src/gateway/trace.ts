@@ -8,6 +8,7 @@ import { MAX_USER_AGENT, type CallTrace } from "../metering/request-log.ts";
 export function startTrace(request: Request, trustProxy: boolean): CallTrace {
   return {
     attempts: [],
+    reading: [],
     clientIp: clientIp(request, trustProxy),
     userAgent: request.headers.get("user-agent")?.slice(0, MAX_USER_AGENT) || undefined,
   };

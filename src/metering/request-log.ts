@@ -27,6 +27,12 @@ export interface CallTrace {
   ttfbMs?: number;
   readonly clientIp?: string;
   readonly userAgent?: string;
+  /**
+   * Failed attempts' error bodies still being read for their messages: the next key is
+   * tried meanwhile, and settlement waits for these (at most about a second) before the
+   * call's log row is made.
+   */
+  readonly reading: Promise<void>[];
 }
 
 /** The call's facts beyond a usage row: absent, the call leaves no request-log row. */

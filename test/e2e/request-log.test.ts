@@ -159,6 +159,40 @@ describe("a call's record", () => {
     expect(record.source).toBe("upstream");
   });
 
+  test("a failed attempt's slow error body does not hold the failover, and its message still reaches the log", async () => {
+    // Headers and the body's first bytes at once, the rest of the body 600 ms later.
+    upstream.once(
+      () =>
+        new Response(
+          new ReadableStream({
+            async start(controller) {
+              controller.enqueue(new TextEncoder().encode('{"error":'));
+              await Bun.sleep(600);
+              controller.enqueue(new TextEncoder().encode('{"message":"overloaded, slowly"}}'));
+              controller.close();
+            },
+          }),
+          { status: 503, headers: { "content-type": "application/json" } },
+        ),
+    );
+    const started = performance.now();
+    const { id, status } = await call(router.ownerKey, "gpt-slow-error");
+    const took = performance.now() - started;
+    expect(status).toBe(200);
+    // The next key answered without waiting for the first one's body.
+    expect(took).toBeLessThan(450);
+    const record = await waitFor(async () => {
+      await flushed();
+      const got = await api(router, `/x-requests/${id}`);
+      return got.status === 200 ? got.body : undefined;
+    }, 5000, "the call's record");
+    expect(record.attempts).toHaveLength(2);
+    expect(record.attempts[0]).toMatchObject({ status: 503, answered: false, message: expect.stringContaining("overloaded, slowly") });
+    expect(record.attempts[1]).toMatchObject({ status: 200, answered: true });
+    // Its duration is the call's, not the call's plus the body's read.
+    expect(record.duration_ms).toBeLessThan(450);
+  });
+
   test("a call that fails on every key is kept with its status and attempts", async () => {
     upstream.once(() => json({ error: { message: "down" } }, 503)).once(() => json({ error: { message: "down" } }, 503)).once(() => json({ error: { message: "down" } }, 503));
     const { id, status } = await call(router.ownerKey, "gpt-failing");
