@@ -47,7 +47,12 @@ export const MAX_USER_AGENT = 300;
 export const MAX_MESSAGE = 500;
 
 /** `,3,7,`: ids a LIKE on `%,3,%` finds (RequestLogFilter's key and Level). */
-const idList = (ids: readonly number[]) => (ids.length === 0 ? "," : `,${[...new Set(ids)].join(",")},`);
+function idList(attempts: readonly AttemptFact[], pick: (attempt: AttemptFact) => number): string {
+  // Nearly every call has one attempt: no set or array for it (this runs per call).
+  if (attempts.length === 0) return ",";
+  if (attempts.length === 1) return `,${pick(attempts[0]!)},`;
+  return `,${[...new Set(attempts.map(pick))].join(",")},`;
+}
 
 /** The request-log row of a settled call: built on the request path, written with its usage row. */
 export function requestLogRow(
@@ -80,8 +85,8 @@ export function requestLogRow(
     stream: event.stream,
     status: event.status,
     attempts: JSON.stringify(attempts),
-    keyIds: idList(attempts.map((a) => a.keyId)),
-    levels: idList(attempts.map((a) => a.level)),
+    keyIds: idList(attempts, (a) => a.keyId),
+    levels: idList(attempts, (a) => a.level),
     ttfbMs: logged.trace.ttfbMs === undefined ? null : Math.round(logged.trace.ttfbMs),
     durationMs: Math.round(event.latencyMs),
     promptTokens: event.usage.prompt,
