@@ -7,22 +7,7 @@
 import { UsageError } from "./flags.ts";
 import { remoteCommand, requirePositional, stringFlag } from "./client.ts";
 import { formatRecord, formatTable, print, printJson } from "./output.ts";
-
-/** Matches the server's answer of `GET /x-route` (gateway/route-explain.ts, docs/api.md "Route explain"). */
-interface RouteExplanation {
-  model: string;
-  account: { ID: number; Name: string };
-  allowed: boolean;
-  refused_by: { rule: string; message: string } | null;
-  model_mapper: { pattern: string; target: string } | null;
-  effective_model: string;
-  level_mapper: { pattern: string; level: number } | null;
-  level: number;
-  levels: Array<{ level: number; switched: boolean; backup: number | null; keys: Array<{ ID?: number; Name?: string; state: string; why: string; would_serve: boolean }> }>;
-  served: boolean;
-  price: Record<string, unknown> | null;
-  limits: Array<{ applies_to: string } & Record<string, unknown>>;
-}
+import type { RouteExplanation } from "../wire/route.ts";
 
 /** The client APIs a route can be explained for (`openai` is Chat Completions). */
 const FORMATS = ["openai", "responses", "anthropic", "gemini"];

@@ -24,6 +24,7 @@ import type { AccountRow } from "../store/store.ts";
 import type { Tenant } from "../tenancy/tenants.ts";
 import { adapterFor, type Adapters } from "../upstreams/index.ts";
 import { KEY_FORMATS, type KeyFormat } from "../wire/constants.ts";
+import type { RouteExplanation } from "../wire/route.ts";
 import { callFit, modelCallOf, representativeTarget, upstreamFamilyOf } from "./translation.ts";
 
 export interface RouteExplainDeps extends AuthenticateDeps {
@@ -65,7 +66,7 @@ const byPickOrder = (a: { state: string; inFlight: number; rank: number }, b: { 
  * states and format fit (a key speaking the format before one reached through a
  * translator, then a due probe, then the fewest calls in flight).
  */
-export function explainRoute(tenant: Tenant, principal: Principal, model: string, format: KeyFormat, now: number, adapters: Adapters, withKeys: boolean) {
+export function explainRoute(tenant: Tenant, principal: Principal, model: string, format: KeyFormat, now: number, adapters: Adapters, withKeys: boolean): RouteExplanation {
   let refusal: { rule: string; message: string } | null = null;
   try {
     checkModel(principal, model);

@@ -12,6 +12,7 @@ import * as oplog from "./oplog.ts";
 import * as pricing from "./pricing.ts";
 import * as keys from "./provider-keys.ts";
 import * as requests from "./requests.ts";
+import * as route from "./route.ts";
 import * as usage from "./usage.ts";
 
 /** The models published under `components.schemas`, by name. */
@@ -43,6 +44,7 @@ const MODELS: Record<string, TSchema> = {
   BillInfo: usage.BillInfo,
   RankedBill: usage.RankedBill,
   RequestRecord: requests.RequestRecord,
+  RouteExplanation: route.RouteExplanation,
 };
 
 type Model = keyof typeof MODELS;
@@ -133,7 +135,7 @@ const OPERATIONS: Operation[] = [
     summary: "How a call for a model by an account would be served now: rules, Levels, keys in pick order, price, limits",
     who: "manager",
     params: [q("model", "string", "the model a client would ask for (required)"), q("account", "string", "an account (ID, name or email) of the caller's subtree; default the caller"), q("format", "string", "the client's API: openai (Chat Completions, default), responses, anthropic, gemini (`family` is accepted as its former name)")],
-    answer: [200, { type: "object" }],
+    answer: [200, "RouteExplanation"],
   },
   {
     method: "get",

@@ -3,29 +3,7 @@ import { api, query } from "../lib/api.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { SelectField, TextField } from "../ui/field.tsx";
 import { DataTable } from "../ui/table.tsx";
-
-/** Matches the server's answer of `GET /x-route` (gateway/route-explain.ts, docs/api.md "Route explain"). */
-interface RouteKey {
-  ID?: number;
-  Name?: string;
-  state: string;
-  why: string;
-  would_serve: boolean;
-}
-interface RouteExplanation {
-  model: string;
-  account: { ID: number; Name: string };
-  allowed: boolean;
-  refused_by: { rule: string; message: string } | null;
-  model_mapper: { pattern: string; target: string } | null;
-  effective_model: string;
-  level_mapper: { pattern: string; level: number } | null;
-  level: number;
-  levels: Array<{ level: number; switched: boolean; backup: number | null; keys: RouteKey[] }>;
-  served: boolean;
-  price: Record<string, unknown> | null;
-  limits: Array<{ applies_to: string } & Record<string, unknown>>;
-}
+import type { RouteExplanation } from "../../../src/wire/route.ts";
 
 /** `rpm 7 · tpm 1,000`: the members that are set. */
 function members(object: Record<string, unknown>, skip: string[] = []): string {
