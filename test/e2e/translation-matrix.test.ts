@@ -292,3 +292,60 @@ describe("what cannot be carried", () => {
     expect((await usageRows(router)).length).toBe(before);
   });
 });
+
+/** A stream that sends its first `events` chunks (one event each), then breaks off (the connection drops). */
+function breakingAfter(response: Response, events: number): Response {
+  const reader = response.body!.getReader();
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (sent >= events) {
+        // A moment after the last event, so the router has relayed what came before.
+        await Bun.sleep(50);
+        controller.error(new Error("mock: upstream dropped the stream"));
+        return;
+      }
+      const next = await reader.read();
+      if (next.done) controller.close();
+      else {
+        sent++;
+        controller.enqueue(next.value);
+      }
+    },
+  });
+  return new Response(body, { headers: response.headers });
+}
+
+describe("a translated stream that breaks midway", () => {
+  for (const client of FORMATS) {
+    const upstream = client === "anthropic" ? "gemini" : "anthropic";
+    test(`${client} client on a ${upstream} key: the SDK sees the failure, in its format, after the text it got`, async () => {
+      const mock = upstreams.get(upstream)!;
+      // Enough events for text to reach the client, not the end.
+      mock.route("POST", /.*/, (request) => {
+        const model = String(request.json?.model ?? /models\/([^:]+)/.exec(request.path)?.[1] ?? "");
+        return breakingAfter(cannedStream(upstream, { model, text: "Bonjour tout le monde, voici la suite" }), upstream === "anthropic" ? 3 : 1);
+      });
+      if (client === "responses") {
+        // A Responses stream ends with response.failed (its stream helper hands back the failed response).
+        const res = await router.fetch("/v1/responses", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: `pair-${upstream}`, input: "hi", stream: true }) });
+        const events = (await res.text()).split("\n").filter((line) => line.startsWith("event: ")).map((line) => line.slice(7));
+        expect(events).toContain("response.output_text.delta");
+        expect(events.at(-1)).toBe("response.failed");
+        return;
+      }
+      let failed = false;
+      try {
+        await clientOf(client).stream(`pair-${upstream}`, false);
+      } catch {
+        failed = true;
+      }
+      expect(failed).toBe(true);
+      // It failed midway, not before its first event: the attempt answered, the call ended 502.
+      await router.deps.usageRecorder.flush();
+      const [last] = (await (await router.fetch(`/x-requests?model=pair-${upstream}&size=1`)).json()) as Array<{ status: number; attempts: Array<{ answered: boolean }> }>;
+      expect(last!.status).toBe(502);
+      expect(last!.attempts.map((a) => a.answered)).toEqual([true]);
+    });
+  }
+});
