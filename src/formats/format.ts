@@ -1,4 +1,6 @@
 import type { HttpError } from "../core/errors.ts";
+import type { KeyFormat } from "../wire/constants.ts";
+import type { Wire } from "./translate/translator.ts";
 import type { SpooledForm } from "../http/multipart.ts";
 import type { RateLimits } from "./rate-limits.ts";
 import type { Family } from "./family.ts";
@@ -121,6 +123,20 @@ export interface PathModelCalls {
 }
 
 /**
+ * One wire format of a family's model calls that translation reads and writes (OpenAI
+ * has two: Chat Completions and Responses): which calls are in it, the key format that
+ * speaks it, and its model call as routing sees it.
+ */
+export interface ModelWire {
+  readonly wire: Wire;
+  readonly keyFormat: KeyFormat;
+  /** Whether a call of the family is a model call of this wire (not a token count, an embedding or an object call). */
+  carries(call: Pick<ClientCall, "endpoint" | "operation">): boolean;
+  /** Its model call as routing sees it, for explaining a route without a request to read. */
+  readonly modelCall: Pick<ClientCall, "endpoint" | "operation" | "version">;
+}
+
+/**
  * Everything one API family means to the router, behind one interface: adding a
  * family is adding a folder under `src/formats/` and an entry in the registry.
  */
@@ -145,6 +161,11 @@ export interface WireFormat {
   errorBody(error: HttpError): unknown;
   /** The event that ends a stream which failed after it started, so the SDK raises an error. */
   streamErrorEvent(error: HttpError): Uint8Array;
+
+  /** The wire formats of its model calls, the family's own API first (key formats default to these). */
+  readonly wires: readonly ModelWire[];
+  /** The key format a call of this family is in (OpenAI's Responses endpoints are `responses`, the rest `openai`). */
+  keyFormatOf(call: Pick<ClientCall, "endpoint">): KeyFormat;
 
   /** Whether the body names the model (and so carries an edited model name upstream). */
   readonly modelInBody: boolean;

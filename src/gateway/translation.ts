@@ -10,42 +10,27 @@ import type { Family } from "../formats/family.ts";
 import type { ClientCall } from "../formats/format.ts";
 import { translatorFor } from "../formats/translate/index.ts";
 import type { Translator, UpstreamTarget, Wire } from "../formats/translate/translator.ts";
-import { formatOf } from "../formats/registry.ts";
+import { FORMATS, formatOf } from "../formats/registry.ts";
 import { speaks, type KeyFormats } from "../routing/key-formats.ts";
 import type { KeyPool, KeyRank } from "../routing/key-pool.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import type { KeyFormat } from "../wire/constants.ts";
 
-/** The key format and family that carry each translatable wire. */
-const WIRES: Record<Wire, { format: KeyFormat; family: Family }> = {
-  "anthropic-messages": { format: "anthropic", family: "anthropic" },
-  "openai-chat": { format: "openai", family: "openai" },
-  "openai-responses": { format: "responses", family: "openai" },
-  "gemini-generate": { format: "gemini", family: "gemini" },
-};
-const WIRE_NAMES = Object.keys(WIRES) as Wire[];
+/** The key format and family that carry each translatable wire, as the formats declare them. */
+const WIRES = new Map<Wire, { format: KeyFormat; family: Family }>(
+  Object.values(FORMATS).flatMap((f) => f.wires.map((w) => [w.wire, { format: w.keyFormat, family: f.family }] as const)),
+);
+const WIRE_NAMES = [...WIRES.keys()];
 
 /** The key format a call is in: OpenAI's family carries Chat (and the rest of its surface) and Responses. */
-export function clientFormatOf(call: Pick<ClientCall, "family" | "endpoint">): KeyFormat {
-  if (call.family === "openai") return call.endpoint.path.startsWith("/v1/responses") ? "responses" : "openai";
-  return call.family;
-}
+export const clientFormatOf = (call: Pick<ClientCall, "family" | "endpoint">): KeyFormat => formatOf(call.family).keyFormatOf(call);
 
 /**
  * The translatable wire a call is in, when it is one a translator reads: the model calls
  * of each format (not its token counts, embeddings, objects or other endpoints).
  */
-export function clientWireOf(call: Pick<ClientCall, "family" | "endpoint" | "operation">): Wire | undefined {
-  switch (call.family) {
-    case "anthropic":
-      return call.endpoint.path === "/v1/messages" ? "anthropic-messages" : undefined;
-    case "openai":
-      if (call.endpoint.path === "/v1/chat/completions") return "openai-chat";
-      return call.endpoint.path === "/v1/responses" ? "openai-responses" : undefined;
-    case "gemini":
-      return call.operation === "generateContent" || call.operation === "streamGenerateContent" ? "gemini-generate" : undefined;
-  }
-}
+export const clientWireOf = (call: Pick<ClientCall, "family" | "endpoint" | "operation">): Wire | undefined =>
+  formatOf(call.family).wires.find((wire) => wire.carries(call))?.wire;
 
 /** How keys fit one call: made once per call, asked once per key considered. */
 export interface CallFit {
@@ -63,7 +48,7 @@ const ROUTES = new Map<Wire, ReadonlyMap<KeyFormat, Translator>>(
     new Map(
       WIRE_NAMES.flatMap((upstream) => {
         const translator = upstream === client ? undefined : translatorFor(client, upstream);
-        return translator ? [[WIRES[upstream].format, translator] as const] : [];
+        return translator ? [[WIRES.get(upstream)!.format, translator] as const] : [];
       }),
     ),
   ]),
@@ -96,7 +81,7 @@ export function callFit(call: Pick<ClientCall, "family" | "endpoint" | "operatio
 }
 
 /** The family whose upstream API a translator's requests go to. */
-export const upstreamFamilyOf = (translator: Translator): Family => WIRES[translator.upstream].family;
+export const upstreamFamilyOf = (translator: Translator): Family => WIRES.get(translator.upstream)!.family;
 
 /** Headers only the client's own format understands (Anthropic's version and betas): not sent to another format's upstream. */
 const foreignHeader = (name: string, upstream: Family) => upstream !== "anthropic" && name.startsWith("anthropic-");
@@ -186,16 +171,11 @@ export function unservedFormats(backups: ReadonlyMap<number, number>, pool: Pick
  * explaining a route without a request to read.
  */
 export function modelCallOf(format: KeyFormat): Pick<ClientCall, "family" | "endpoint" | "operation" | "version"> {
-  switch (format) {
-    case "openai":
-      return { family: "openai", endpoint: formatOf("openai").endpoints["/v1/chat/completions"]! };
-    case "responses":
-      return { family: "openai", endpoint: formatOf("openai").endpoints["/v1/responses"]! };
-    case "anthropic":
-      return { family: "anthropic", endpoint: formatOf("anthropic").endpoints["/v1/messages"]! };
-    case "gemini":
-      return { family: "gemini", endpoint: formatOf("gemini").pathModels!.endpoint("v1beta", "generateContent")!, operation: "generateContent", version: "v1beta" };
+  for (const f of Object.values(FORMATS)) {
+    const wire = f.wires.find((w) => w.keyFormat === format);
+    if (wire) return { family: f.family, ...wire.modelCall };
   }
+  throw new Error(`no family declares the key format ${format}`);
 }
 
 /** Where a format's model call goes upstream, untranslated, as its format writes the path. */

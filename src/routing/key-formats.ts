@@ -4,16 +4,12 @@
  * the client's format; the others serve a call only through a translator.
  */
 import type { Family } from "../formats/family.ts";
-import { familyOfHost } from "../formats/registry.ts";
+import { familyOfHost, formatOf } from "../formats/registry.ts";
 import { KEY_FORMATS, type KeyFormat } from "../wire/constants.ts";
 import type { ProviderConfig } from "./provider-config.ts";
 
-/** What each family's own provider API speaks (its `hosts`): OpenAI's has both Chat and Responses. */
-const FAMILY_FORMATS: Record<Family, readonly KeyFormat[]> = {
-  openai: ["openai", "responses"],
-  anthropic: ["anthropic"],
-  gemini: ["gemini"],
-};
+/** What each family's own provider API speaks (its `hosts`): the family's wires (OpenAI's has both Chat and Responses). */
+const familyFormats = (family: Family): KeyFormat[] => formatOf(family).wires.map((wire) => wire.keyFormat);
 
 /** Per provider type, when the type alone decides (Vertex: Gemini, Claude publisher models, the OpenAI-compatible chat endpoint). */
 const TYPE_FORMATS: Partial<Record<ProviderConfig["provider_type"], readonly KeyFormat[]>> = {
@@ -42,7 +38,7 @@ export function defaultFormats(provider: string, config: Pick<ProviderConfig, "p
   // A provider's OpenAI-compatible endpoint (Google's `…/v1beta/openai`) speaks OpenAI Chat, whatever its host.
   if (OPENAI_COMPATIBLE_PATH.test(pathOf(provider))) return ["openai"];
   const family = familyOfHost(provider);
-  return family ? [...FAMILY_FORMATS[family]] : [...KEY_FORMATS];
+  return family ? familyFormats(family) : [...KEY_FORMATS];
 }
 
 /** The formats a key speaks: its own list when it has one, else the default. */

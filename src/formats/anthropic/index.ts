@@ -32,6 +32,8 @@ export const anthropic: WireFormat = {
     return sseErrorEvent(this.errorBody(error), "error");
   },
   modelInBody: true,
+  wires: [{ wire: "anthropic-messages", keyFormat: "anthropic", carries: (call) => call.endpoint.path === "/v1/messages", modelCall: { endpoint: ENDPOINTS["/v1/messages"]! } }],
+  keyFormatOf: () => "anthropic",
   upstreamPath: (call) => call.endpoint.path,
   authorize(headers, secret) {
     headers.set("x-api-key", secret);

@@ -57,6 +57,15 @@ export const gemini: WireFormat = {
     return sseErrorEvent(this.errorBody(error));
   },
   modelInBody: false,
+  wires: [
+    {
+      wire: "gemini-generate",
+      keyFormat: "gemini",
+      carries: (call) => call.operation === "generateContent" || call.operation === "streamGenerateContent",
+      modelCall: { endpoint: geminiPathModels.endpoint("v1beta", "generateContent")!, operation: "generateContent", version: "v1beta" },
+    },
+  ],
+  keyFormatOf: () => "gemini",
   upstreamPath: (call, effectiveModel) => `/${call.version}/models/${encodeURIComponent(effectiveModel ?? "")}:${call.operation}`,
   authorize(headers, secret) {
     headers.set("x-goog-api-key", secret);

@@ -24,6 +24,12 @@ export const openai: WireFormat = {
     return sseErrorEvent(this.errorBody(error));
   },
   modelInBody: true,
+  wires: [
+    { wire: "openai-chat", keyFormat: "openai", carries: (call) => call.endpoint.path === "/v1/chat/completions", modelCall: { endpoint: OPENAI_ENDPOINTS["/v1/chat/completions"]! } },
+    { wire: "openai-responses", keyFormat: "responses", carries: (call) => call.endpoint.path === "/v1/responses", modelCall: { endpoint: OPENAI_ENDPOINTS["/v1/responses"]! } },
+  ],
+  // The Responses API's other endpoints (compact, objects) belong with it; the rest of the surface is Chat's family.
+  keyFormatOf: (call) => (call.endpoint.path.startsWith("/v1/responses") ? "responses" : "openai"),
   upstreamPath: (call) => call.endpoint.path,
   authorize(headers, secret) {
     headers.set("authorization", `Bearer ${secret}`);
