@@ -175,7 +175,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
       const level = chosen.level;
       /** This attempt's line in the request log. */
       const note = (fact: Partial<AttemptFact>): AttemptFact => {
-        const noted: AttemptFact = { keyId: key.id, keyName: key.name, level, durationMs: Math.round(performance.now() - attemptStart), answered: false, ...fact };
+        const noted: AttemptFact = { keyId: key.id, keyName: key.name, level, durationMs: Math.round(performance.now() - attemptStart), answered: false, ...(translator && { translatedTo: translator.upstream }), ...fact };
         input.trace.attempts.push(noted);
         return noted;
       };

@@ -59,6 +59,7 @@ function attemptsOf(text: string, withKeys: boolean): RequestAttempt[] {
     message: fact.message ?? null,
     duration_ms: fact.durationMs,
     answered: fact.answered,
+    translated_to: fact.translatedTo ?? null,
   }));
 }
 

@@ -14,6 +14,8 @@ export interface AttemptFact {
   durationMs: number;
   /** This attempt's answer went to the client. */
   answered: boolean;
+  /** The upstream wire format the call was translated to, when the key did not speak the client's. */
+  translatedTo?: string;
 }
 
 /**

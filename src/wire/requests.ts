@@ -16,6 +16,8 @@ export const RequestAttempt = Type.Object({
   duration_ms: Count(),
   /** This attempt's answer went to the client. */
   answered: Type.Boolean(),
+  /** The wire format the call was translated to for this key (openai-chat, openai-responses, anthropic-messages, gemini-generate); null when the key spoke the client's. */
+  translated_to: Nullable(Type.String()),
 });
 export type RequestAttempt = Static<typeof RequestAttempt>;
 

@@ -123,7 +123,7 @@ describe("a call's record", () => {
     }, 5000, "the stream's record");
     expect(record).toMatchObject({ stream: true, status: 200, tokens: { prompt: 5, completion: 3 }, source: "upstream" });
     expect(record.attempts).toHaveLength(1);
-    expect(record.attempts[0]).toMatchObject({ status: 200, answered: true });
+    expect(record.attempts[0]).toMatchObject({ status: 200, answered: true, translated_to: null });
     // Three events 30 ms apart: the first arrived well before the stream ended.
     expect(record.ttfb_ms).toBeLessThan(record.duration_ms);
     expect(record.duration_ms).toBeGreaterThanOrEqual(50);

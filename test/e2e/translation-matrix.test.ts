@@ -16,6 +16,7 @@ import { anthropicClient, geminiClient, geminiV3Client, openaiClient } from "../
  */
 
 const FORMATS: KeyFormat[] = ["openai", "responses", "anthropic", "gemini"];
+const WIRE_OF: Record<KeyFormat, string> = { openai: "openai-chat", responses: "openai-responses", anthropic: "anthropic-messages", gemini: "gemini-generate" };
 const PRICING = { ChatPricing: { "pair-*": { InputText: 2, OutputText: 8, CachedText: 0.5 } } };
 
 const CALLS: CannedCall[] = [
@@ -210,6 +211,9 @@ for (const client of FORMATS) {
         expect(mock.requests).toHaveLength(1);
         const [row] = await newRows(before, 1);
         expect(row).toMatchObject({ prompt_tokens: CANNED_USAGE.input, completion_tokens: CANNED_USAGE.output, cache_read_tokens: CANNED_USAGE.cached });
+        // The request log says which format the call was translated to.
+        const [record] = (await (await router.fetch(`/x-requests?model=${model}&size=1`)).json()) as Array<{ attempts: Array<{ translated_to: string | null }> }>;
+        expect(record!.attempts.map((a) => a.translated_to)).toEqual([WIRE_OF[upstream]]);
       });
 
       test("a stream of thinking and text", async () => {

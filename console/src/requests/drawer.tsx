@@ -17,6 +17,7 @@ function Attempts({ attempts }: { attempts: RequestAttempt[] }) {
     ...(withKeys ? [{ label: "Key", render: (a: (typeof rows)[number]) => (a.key_id === undefined ? "—" : `${a.key_name || "(no name)"} #${a.key_id}`) }] : []),
     { label: "Level", numeric: true, render: (a) => a.level },
     { label: "Status", render: (a) => (a.status === null ? "none" : a.status) },
+    { label: "Translated to", detail: true, render: (a) => a.translated_to ?? "— (the key's own format)" },
     // On a phone these open under the row's More.
     { label: "Error", detail: true, render: (a) => a.error ?? "—" },
     { label: "Message", detail: true, render: (a) => (a.message ? <span class="message">{a.message}</span> : "—") },
