@@ -172,19 +172,12 @@ function routeOf(tenant: Pick<Tenant, "settings">, call: ClientCall, level: numb
 
 /** Settles the call once its outcome is known: at once, or when its stream ends. */
 function settleWhenEnded(sink: UsageSink, clock: Clock, tenantId: number, input: RelayInput, outcome: CallOutcome | Promise<CallOutcome>): void {
-  const settleNow = (ended: CallOutcome) => {
-    const endedAt = clock.now();
-    // Failed attempts' error bodies may still be read for the log's messages (a second at most).
-    const reading = input.trace.reading;
-    if (reading.length === 0) settle(sink, endedAt, tenantId, input, ended);
-    else void Promise.all(reading).then(() => settle(sink, endedAt, tenantId, input, ended));
-  };
-  if (outcome instanceof Promise) void outcome.then(settleNow);
-  else settleNow(outcome);
+  if (outcome instanceof Promise) void outcome.then((ended) => settle(sink, clock, tenantId, input, ended));
+  else settle(sink, clock, tenantId, input, outcome);
 }
 
 /** Metering charges the call (releasing its admission) and its usage and request-log rows are recorded. */
-function settle(sink: UsageSink, endedAt: number, tenantId: number, input: RelayInput, { route, status, usage, source, started, extra, unsent }: CallOutcome): void {
+function settle(sink: UsageSink, clock: Clock, tenantId: number, input: RelayInput, { route, status, usage, source, started, extra, unsent }: CallOutcome): void {
   sink.record({
     requestId: input.requestId,
     accountId: input.principal.account.id,
@@ -197,7 +190,7 @@ function settle(sink: UsageSink, endedAt: number, tenantId: number, input: Relay
     stream: input.call.stream,
     usage,
     source,
-    latencyMs: endedAt - started,
+    latencyMs: clock.now() - started,
     at: started,
     extra,
     admission: input.admission,

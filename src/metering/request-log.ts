@@ -31,8 +31,8 @@ export interface CallTrace {
   readonly userAgent?: string;
   /**
    * Failed attempts' error bodies still being read for their messages: the next key is
-   * tried meanwhile, and settlement waits for these (at most about a second) before the
-   * call's log row is made.
+   * tried meanwhile, and the call's log row waits for these (at most about a second);
+   * its charge and usage row do not.
    */
   readonly reading: Promise<void>[];
 }

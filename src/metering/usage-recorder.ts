@@ -111,6 +111,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   let waiting = 0;
   /** Appends to the buffer not answered yet. */
   const appending = new Set<Promise<void>>();
+  /** Log rows waiting for failed attempts' error messages (each read is bounded). */
+  const logWaits = new Set<Promise<void>>();
   const listeners: Array<(charged: ReadonlyMap<number, number>) => void> = [];
 
   /** The batch's rows, their daily rollups and the charges, in one transaction. */
@@ -274,7 +276,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
 
   /** Everything pending, now, in one transaction (shutdown, tests); resolves once stored. */
   const flush = async (): Promise<void> => {
-    await Promise.all(appending);
+    await Promise.all([...appending, ...logWaits]);
     if (pending.length > 0 || pendingLog.length > 0 || health.size > 0) {
       const rows = pending;
       pending = [];
@@ -340,7 +342,19 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
         extra: event.extra ? JSON.stringify(event.extra) : null,
       };
       // The log gives way before bills do: past the backlog bound, a call's log row is dropped.
-      if (event.logged && pendingLog.length < backlogLimit) pendingLog.push(requestLogRow(event, event.logged, row.costNanos ?? 0));
+      if (event.logged && pendingLog.length < backlogLimit) {
+        const logged = event.logged;
+        const logRow = () => pendingLog.push(requestLogRow(event, logged, row.costNanos ?? 0));
+        // A failed attempt's error body may still be read for its message (a second at
+        // most): the log row waits for it; the charge and the usage row do not.
+        if (logged.trace.reading.length === 0) logRow();
+        else {
+          const waiting: Promise<void> = Promise.all(logged.trace.reading)
+            .then(() => void logRow())
+            .finally(() => logWaits.delete(waiting));
+          logWaits.add(waiting);
+        }
+      }
       if (event.logged && event.logged.trace.attempts.length > 0) health.add(event.logged.tenantId, row.day, event.at, event.logged.trace.attempts, row.costNanos ?? 0);
       if (buffer) {
         // Durable once Redis holds it; when Redis refuses, it waits here and is written directly.

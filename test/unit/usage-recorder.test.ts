@@ -65,3 +65,30 @@ test("without a buffer, rows wait in memory while the database refuses them, up 
     store.close();
   }
 });
+
+test("a call whose failed attempt's error body is still being read: its usage row is written at once, its log row once the read ends", async () => {
+  const store = openSqliteStore(join(dir, "reading.db"));
+  const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error") });
+  try {
+    let finishRead!: () => void;
+    const attempt = { keyId: 1, keyName: "k", level: 1, status: 503, error: "status", durationMs: 3, answered: false } as { message?: string } & Record<string, unknown>;
+    const reading = new Promise<void>((resolve) => {
+      finishRead = () => {
+        attempt.message = "overloaded";
+        resolve();
+      };
+    });
+    recorder.record({ ...event(100), logged: { tenantId: 0, family: "openai", trace: { attempts: [attempt as never], reading: [reading] } } });
+    // The usage row does not wait: a write now stores it (the flush itself waits for the log row, so write through a tick).
+    await Bun.sleep(120);
+    expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toContain("req-100");
+    expect(await store.requests.get(0, "req-100")).toBeUndefined();
+    finishRead();
+    await recorder.flush();
+    const logged = await store.requests.get(0, "req-100");
+    expect(JSON.parse(logged!.attempts)[0].message).toBe("overloaded");
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
