@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { launchChromium, recordedPage, screenshot, signIn, type SeenRequest } from "../helpers/browser.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
-import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { startRouter, type TestRouter } from "../helpers/router.ts";
 import { openaiClient } from "../helpers/sdk.ts";
 
 // The console in a real browser (Debian's chromium through playwright-core) against an

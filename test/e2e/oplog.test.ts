@@ -6,7 +6,6 @@ import { api, createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../h
 
 /** Issue 8: `GET /dashboard/logs`, the operation log. */
 
-const DAY = 86_400_000;
 // 2025-04-01 10:00 UTC; the router's business zone is Asia/Tokyo (UTC+9) for the date filters.
 const START = Date.UTC(2025, 3, 1, 10, 0, 0);
 const clock = createManualClock(START, "Asia/Tokyo");

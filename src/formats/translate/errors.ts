@@ -1,8 +1,7 @@
 /** Upstream errors read from either envelope and rendered in the client's. */
 import { HttpError, type ErrorKind } from "../../core/errors.ts";
 import { ERROR_TYPE_OF } from "../envelope.ts";
-import { field, isObject } from "../json.ts";
-import type { WireFormat } from "../format.ts";
+import { field } from "../json.ts";
 
 /** Error type names of both envelopes (they share Anthropic's vocabulary) and OpenAI's own extras. */
 const KIND_OF_TYPE: Record<string, ErrorKind> = {
@@ -80,14 +79,3 @@ export function streamedError(body: unknown): HttpError {
   const error = upstreamError(500, body);
   return new HttpError(error.kind, error.message, { code: error.code, param: error.param });
 }
-
-/**
- * An error translator for a client format; `status` maps upstream statuses the client's
- * SDK does not know (Anthropic's 529 "overloaded" towards OpenAI clients).
- */
-export const errorTranslator =
-  (client: WireFormat, status: (upstream: number) => number = (s) => s) =>
-  (upstreamStatus: number, body: unknown) => {
-    const error = upstreamError(status(upstreamStatus), isObject(body) ? body : {});
-    return { status: error.status, body: client.errorBody(error) };
-  };

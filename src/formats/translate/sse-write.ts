@@ -1,5 +1,7 @@
-/** Writing the client's SSE: events are built as text and encoded once per upstream event. */
-const encoder = new TextEncoder();
+/** Writing the client's SSE: events are built as text, and encoded once per upstream event by compose(). */
+import type { HttpError } from "../../core/errors.ts";
+import type { WireFormat } from "../format.ts";
+import type { AnswerContext } from "./translator.ts";
 
 export const EMPTY = new Uint8Array(0);
 
@@ -11,5 +13,10 @@ export const dataEvent = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
 
 export const DONE = "data: [DONE]\n\n";
 
-/** The events made from one upstream event as bytes; EMPTY when there are none. */
-export const encodeAll = (events: string[]): Uint8Array => (events.length === 0 ? EMPTY : encoder.encode(events.join("")));
+const decoder = new TextDecoder();
+
+/** A client format's terminal error event (its envelope's own bytes), as the text a stream writer returns. */
+export const errorEventText = (format: WireFormat, error: HttpError): string => decoder.decode(format.streamErrorEvent(error));
+
+/** The creation time an answer is stamped with (Unix seconds): the call's start when the caller gives it, else now. */
+export const createdSeconds = (context: AnswerContext): number => context.created ?? Math.floor(Date.now() / 1000);

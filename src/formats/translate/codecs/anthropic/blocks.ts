@@ -6,6 +6,9 @@ import type { JsonObject } from "../../../json.ts";
 import type { IrPart, IrSource, Signature } from "../../ir.ts";
 
 export const WIRE = "anthropic-messages";
+
+/** The efforts Anthropic's `output_config.effort` accepts. */
+export const EFFORTS: ReadonlySet<string> = new Set(["low", "medium", "high", "xhigh", "max"]);
 export const NAME = "Anthropic Messages";
 
 /** An Anthropic signature (thinking `signature`, redacted thinking `data`) as the model holds it. */

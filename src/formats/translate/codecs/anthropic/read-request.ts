@@ -9,7 +9,7 @@ import { badRequest } from "../../../../core/errors.ts";
 import { isObject, type JsonObject } from "../../../json.ts";
 import { refusal, type ReadContext } from "../../codec.ts";
 import type { Effort, IrMessage, IrOutputFormat, IrPart, IrReasoning, IrRequest, IrSource, IrTool, IrToolChoice, IrToolResult } from "../../ir.ts";
-import { anthropicSignature } from "./blocks.ts";
+import { anthropicSignature, EFFORTS } from "./blocks.ts";
 
 /** Top-level fields that would change the answer and that no other format can carry. */
 const REFUSED: Record<string, string> = {
@@ -20,7 +20,6 @@ const REFUSED: Record<string, string> = {
 // not refused: it saves context, and the upstream then reads the whole conversation, which
 // is what it would have read below the threshold. Claude Code sends it on every call.
 
-const EFFORTS: ReadonlySet<string> = new Set(["low", "medium", "high", "xhigh", "max"]);
 
 export function readAnthropicRequest(body: JsonObject, context: ReadContext): IrRequest {
   const refuse = (param: string, what: string) => refusal(param, what, context.upstream);

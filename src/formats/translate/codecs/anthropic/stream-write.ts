@@ -19,7 +19,7 @@ import type { Usage } from "../../../usage.ts";
 import { ZERO_USAGE } from "../../../usage.ts";
 import type { StreamWriter } from "../../codec.ts";
 import type { IrEvent, IrFinish } from "../../ir.ts";
-import { namedEvent } from "../../sse-write.ts";
+import { errorEventText, namedEvent } from "../../sse-write.ts";
 import { anthropicUsageObject } from "../../usage.ts";
 import { stopReasonOf } from "./answer.ts";
 import { ownSignature } from "./blocks.ts";
@@ -27,7 +27,6 @@ import { ownSignature } from "./blocks.ts";
 type BlockKind = "text" | "thinking" | "tool_use";
 
 const event = (data: JsonObject) => namedEvent(String(data.type), data);
-const decoder = new TextDecoder();
 
 export function anthropicStreamWriter(): StreamWriter {
   let started = false;
@@ -128,7 +127,7 @@ export function anthropicStreamWriter(): StreamWriter {
   function fail(error: HttpError): string {
     if (done) return "";
     done = true;
-    return decoder.decode(anthropic.streamErrorEvent(error));
+    return errorEventText(anthropic, error);
   }
 
   return {

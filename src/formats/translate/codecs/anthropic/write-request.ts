@@ -11,10 +11,9 @@ import { refusal } from "../../codec.ts";
 import type { IrMessage, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, IrToolResult } from "../../ir.ts";
 import { budgetOfEffort, MIN_BUDGET } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
-import { argumentsObject, mediaBlock, NAME, ownSignature } from "./blocks.ts";
+import { argumentsObject, EFFORTS, mediaBlock, NAME, ownSignature } from "./blocks.ts";
 
 /** The efforts `output_config.effort` takes. */
-const EFFORTS: ReadonlySet<string> = new Set(["low", "medium", "high", "xhigh", "max"]);
 
 export function writeAnthropicRequest(request: IrRequest, context: RequestContext): JsonObject {
   refuseUncarried(request);

@@ -7,8 +7,8 @@ import type { IrAnswer, IrPart } from "../../ir.ts";
 import type { AnswerContext } from "../../translator.ts";
 import { openaiUsageObject } from "../../usage.ts";
 import { chatFinishReason, irFinish } from "./finish.ts";
+import { createdSeconds } from "../../sse-write.ts";
 
-export const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** Reasoning text as OpenAI-compatible servers send it (`reasoning_content`, or `reasoning`). */
 export function reasoningText(o: JsonObject): string | undefined {
@@ -66,7 +66,7 @@ export function writeChatAnswer(answer: IrAnswer, context: AnswerContext): JsonO
   return {
     id: answer.id,
     object: "chat.completion",
-    created: context.created ?? nowSeconds(),
+    created: createdSeconds(context),
     model: answer.model,
     choices: [{ index: 0, message, logprobs: null, finish_reason: chatFinishReason(answer.finish) }],
     usage: openaiUsageObject(answer.usage ?? ZERO_USAGE),

@@ -11,16 +11,14 @@ import { openai } from "../../../openai/index.ts";
 import { ZERO_USAGE, type Usage } from "../../../usage.ts";
 import type { StreamWriter } from "../../codec.ts";
 import type { IrEvent } from "../../ir.ts";
-import { dataEvent, DONE } from "../../sse-write.ts";
+import { createdSeconds, dataEvent, DONE, errorEventText } from "../../sse-write.ts";
 import type { AnswerContext } from "../../translator.ts";
 import { openaiUsageObject } from "../../usage.ts";
-import { nowSeconds } from "./answer.ts";
 import { chatFinishReason } from "./finish.ts";
 
-const decoder = new TextDecoder();
 
 export function chatStreamWriter(context: AnswerContext): StreamWriter {
-  const created = context.created ?? nowSeconds();
+  const created = createdSeconds(context);
   const usageChunk = context.usageChunk !== false;
   let id = "";
   let model = "";
@@ -54,7 +52,7 @@ export function chatStreamWriter(context: AnswerContext): StreamWriter {
       return "";
     }
     done = true;
-    return decoder.decode(openai.streamErrorEvent(error));
+    return errorEventText(openai, error);
   }
 
   function one(event: IrEvent, out: string[]): void {

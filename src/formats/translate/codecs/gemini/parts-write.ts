@@ -2,7 +2,8 @@
 import { isObject, type JsonObject } from "../../../json.ts";
 import type { IrToolCall, Signature } from "../../ir.ts";
 
-const geminiSignature = (signature: Signature | undefined) => (signature?.wire === "gemini-generate" ? signature.value : undefined);
+/** A signature Gemini can read back: only its own. */
+export const geminiSignature = (signature: Signature | undefined) => (signature?.wire === "gemini-generate" ? signature.value : undefined);
 
 export const textPart = (text: string): JsonObject => ({ text });
 

@@ -15,11 +15,12 @@ import { badRequest } from "../../../../core/errors.ts";
 import { isObject, type JsonObject } from "../../../json.ts";
 import { refusal } from "../../codec.ts";
 import { parseDataUrl } from "../../content.ts";
-import type { IrMessage, IrPart, IrRequest, IrSource, IrToolCall, IrToolResult, Signature } from "../../ir.ts";
+import type { IrMessage, IrPart, IrRequest, IrSource, IrToolCall, IrToolResult } from "../../ir.ts";
 import { budgetOfEffort } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
 import { originOfCallId } from "./call-ids.ts";
 import { NAME } from "./names.ts";
+import { geminiSignature } from "./parts-write.ts";
 
 /**
  * Gemini could be asked for several candidates and log probabilities, but the shared
@@ -33,7 +34,6 @@ function refuseUnanswerable(request: IrRequest): void {
 
 export const PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator";
 
-const geminiSignature = (signature: Signature | undefined) => (signature?.wire === "gemini-generate" ? signature.value : undefined);
 
 export function writeGeminiRequest(request: IrRequest, _context: RequestContext): JsonObject {
   refuseUnanswerable(request);

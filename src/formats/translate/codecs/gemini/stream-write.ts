@@ -19,8 +19,8 @@ import type { IrEvent, IrFinish, Signature } from "../../ir.ts";
 import { geminiUsageObject } from "../../usage.ts";
 import { geminiFinishOf } from "./finish.ts";
 import { functionCallPart, textPart, thoughtPart } from "./parts-write.ts";
+import { errorEventText } from "../../sse-write.ts";
 
-const decoder = new TextDecoder();
 
 /** One Gemini SSE event (Gemini separates its events with CRLF pairs). */
 export const geminiEvent = (data: unknown) => `data: ${JSON.stringify(data)}\r\n\r\n`;
@@ -126,7 +126,7 @@ export function geminiStreamWriter(): StreamWriter {
         return;
       case "error":
         if (parts.length > 0) out.push(chunk(parts.splice(0)));
-        out.push(decoder.decode(gemini.streamErrorEvent(event.error)));
+        out.push(errorEventText(gemini, event.error));
         done = true;
         return;
     }
@@ -165,7 +165,7 @@ export function geminiStreamWriter(): StreamWriter {
     fail(error: HttpError): string {
       if (done) return "";
       done = true;
-      return decoder.decode(gemini.streamErrorEvent(error));
+      return errorEventText(gemini, error);
     },
   };
 }

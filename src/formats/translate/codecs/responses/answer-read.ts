@@ -2,7 +2,7 @@
 import { isObject, type JsonObject } from "../../../json.ts";
 import { openaiUsageFromJson } from "../../../openai/usage.ts";
 import type { IrAnswer, IrPart } from "../../ir.ts";
-import { finishOfStatus } from "./names.ts";
+import { finishOfStatus, str } from "./names.ts";
 import { reasoningPart } from "./reasoning-item.ts";
 
 export function readResponsesAnswer(body: unknown): IrAnswer {
@@ -37,7 +37,6 @@ export function outputParts(item: JsonObject): IrPart[] {
   return [];
 }
 
-const str = (v: unknown): string => (typeof v === "string" ? v : "");
 
 function messageText(part: JsonObject): IrPart[] {
   const text = part.type === "output_text" ? part.text : part.type === "refusal" ? part.refusal : undefined;

@@ -2,16 +2,17 @@
 import type { JsonObject } from "../../../json.ts";
 import type { IrAnswer, IrPart } from "../../ir.ts";
 import type { AnswerContext } from "../../translator.ts";
-import { idBase, itemId, nowSeconds, statusOfFinish } from "./names.ts";
+import { idBase, itemId, statusOfFinish } from "./names.ts";
 import { namespacesOf } from "./namespaces.ts";
 import { functionCallItem, messageItem, outputText, reasoningItem, responseObject } from "./response-object.ts";
+import { createdSeconds } from "../../sse-write.ts";
 
 export function writeResponsesAnswer(answer: IrAnswer, context: AnswerContext): JsonObject {
   const base = idBase(answer.id);
   const { status, incomplete_details } = statusOfFinish(answer.finish);
   return responseObject({
     id: `resp_${base}`,
-    createdAt: context.created ?? nowSeconds(),
+    createdAt: createdSeconds(context),
     model: answer.model,
     status,
     output: markCutShort(outputItems(answer.parts, base, namespacesOf(context.clientRequest)), status),

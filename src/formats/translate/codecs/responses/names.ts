@@ -3,6 +3,9 @@ import type { Effort, IrFinish } from "../../ir.ts";
 
 export const NAME = "OpenAI Responses";
 
+/** A string member of an upstream event, or "" (readers of answers never throw on odd input). */
+export const str = (v: unknown): string => (typeof v === "string" ? v : "");
+
 /** The efforts the Responses API's `reasoning.effort` accepts. */
 export const RESPONSES_EFFORTS: readonly Effort[] = ["none", "minimal", "low", "medium", "high", "xhigh"];
 
@@ -31,4 +34,3 @@ export function finishOfStatus(status: unknown, reason: unknown, calledFunctions
   return calledFunctions ? "tool_calls" : "stop";
 }
 
-export const nowSeconds = () => Math.floor(Date.now() / 1000);

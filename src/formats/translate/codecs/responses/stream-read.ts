@@ -10,7 +10,7 @@ import type { SseEvent } from "../../../sse.ts";
 import type { StreamReader } from "../../codec.ts";
 import { streamedError } from "../../errors.ts";
 import type { IrEvent } from "../../ir.ts";
-import { finishOfStatus } from "./names.ts";
+import { finishOfStatus, str } from "./names.ts";
 import { outputParts } from "./answer-read.ts";
 import { reasoningPart } from "./reasoning-item.ts";
 
@@ -177,7 +177,6 @@ export function responsesStreamReader(): StreamReader {
   };
 }
 
-const str = (v: unknown): string => (typeof v === "string" ? v : "");
 
 /** The keys an output item is known by: its id and its output index (`#2`), whichever the event carries. */
 function itemKeys(itemId: unknown, outputIndex: unknown): string[] {

@@ -11,9 +11,9 @@ import type { JsonObject } from "../../../json.ts";
 import type { Usage } from "../../../usage.ts";
 import type { StreamWriter } from "../../codec.ts";
 import type { IrEvent, IrFinish, Signature } from "../../ir.ts";
-import { namedEvent } from "../../sse-write.ts";
+import { createdSeconds, namedEvent } from "../../sse-write.ts";
 import type { AnswerContext } from "../../translator.ts";
-import { idBase, itemId, nowSeconds, statusOfFinish } from "./names.ts";
+import { idBase, itemId, statusOfFinish } from "./names.ts";
 import { functionCallItem, messageItem, outputText, reasoningItem, responseObject, type ResponseState } from "./response-object.ts";
 import { namespacesOf } from "./namespaces.ts";
 
@@ -40,7 +40,7 @@ interface OpenCall {
 const failureCode = (error: HttpError) => (error.kind === "rate_limit" ? "rate_limit_exceeded" : error.kind === "invalid_request" ? "invalid_prompt" : "server_error");
 
 export function responsesStreamWriter(context: AnswerContext): StreamWriter {
-  const createdAt = context.created ?? nowSeconds();
+  const createdAt = createdSeconds(context);
   const namespaces = namespacesOf(context.clientRequest);
   let sequence = 0;
   let base = "";
