@@ -9,7 +9,6 @@ import type { Adapters } from "../upstreams/index.ts";
 import { errorResponse } from "../http/envelopes.ts";
 import { redact, redactSecret } from "../core/redact.ts";
 import { isCredentialStatus, isRedirectStatus, isRetryableStatus, nextStep, sameKeyBackoffMs, sameKeyMayRetry, type AttemptFailure } from "../routing/failover.ts";
-import type { PoolKey } from "../routing/pool-key.ts";
 import { adapterFor } from "../upstreams/index.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall } from "./call.ts";
@@ -21,23 +20,11 @@ import { AddressRefusedError } from "../upstreams/address-policy.ts";
 import type { Translator } from "../formats/translate/translator.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS } from "../metering/billing.ts";
 import { finalError, keyGone, translatedError, waitUnlessClientLeaves } from "./attempt-errors.ts";
-import { callFit, localTokenCount, translatedCall, unservedFormat, unservedFormats, upstreamFamilyOf, type CallFit } from "./translation.ts";
+import { callFit, localTokenCount, translatedCall, unservedFormat, unservedFormats, upstreamFamilyOf } from "./translation.ts";
+import { createKeyChoice } from "./key-choice.ts";
 import { formatOf } from "../formats/registry.ts";
 import { MAX_MESSAGE, type AttemptFact } from "../metering/request-log.ts";
 import { errorMessage, failureMessage } from "./attempt-facts.ts";
-
-interface Attempt {
-  key: PoolKey;
-  level: number;
-  probe: boolean;
-  /**
-   * What goes upstream: the client's call, or its translation for a key of another
-   * format; or the translator's refusal (a parameter that format cannot carry): a 400, nothing sent.
-   */
-  upstream: UpstreamCall | HttpError;
-  /** Set when the key does not speak the client's format. */
-  translator?: Translator;
-}
 
 class AttemptTimeout extends Error {}
 
@@ -72,38 +59,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
   const { settings, pool, switchOver } = tenant;
   const fetchTls = deps.upstreamTls ? { tls: deps.upstreamTls } : {};
 
-  /**
-   * Picks the next key: the resolved Level first, then down its SWITCH_OVER chain; on
-   * each Level a key speaking the client's format before one that needs a translator.
-   * `upstreamOf` is the call a key is sent: the client's own, or its translation.
-   */
-  const pick = async (level: number, tried: Set<number>, fit: CallFit, upstreamOf: (translator: Translator | undefined) => UpstreamCall | HttpError): Promise<Attempt | undefined> => {
-    const backups = settings.routing().switchOver;
-    const resolved = await switchOver.resolve(level, backups, clock.now());
-    const seen = new Set<number>();
-    for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
-      seen.add(current);
-      for (;;) {
-        const key = await pool.acquire(current, tried, fit.rank);
-        if (!key) break;
-        const translator = fit.translatorFor(key.formats);
-        const upstream = upstreamOf(translator);
-        const probe = resolved.probe && current === resolved.level;
-        if (upstream instanceof HttpError || adapterFor(deps.adapters, key).supports(upstream)) return { key, level: current, probe, upstream, translator };
-        await pool.release(key);
-        tried.add(key.id);
-      }
-      if (resolved.probe && current === resolved.level) await switchOver.abandonProbe(current);
-    }
-    return undefined;
-  };
-
-  /** The one key an object is bound to; never another, even when it fails. Objects are never translated. */
-  const pinned = async (keyId: number, tried: Set<number>, upstream: UpstreamCall): Promise<Attempt | undefined> => {
-    if (tried.has(keyId)) return undefined;
-    const key = await pool.acquireById(keyId);
-    return key ? { key, level: key.level, probe: false, upstream } : undefined;
-  };
+  const { pick, pinned } = createKeyChoice({ clock, adapters: deps.adapters, settings, pool, switchOver });
 
   return async function attempts(input: RelayInput): Promise<AttemptsEnd> {
     const started = clock.now();

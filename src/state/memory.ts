@@ -1,18 +1,16 @@
 import { settle } from "./settled.ts";
 import { createMemoryKeys } from "./memory-keys.ts";
+import { createMemoryLevels } from "./memory-levels.ts";
+import { createMemoryClaims, createMemoryPending } from "./memory-pending.ts";
 import { createMemoryCounters, type DaySlot, type Window } from "./memory-windows.ts";
 import type {
   Adjustment,
   AdmitLine,
-  ClaimState,
   Counter,
   CountState,
   CreditState,
   GaugeCounter,
-  LevelState,
-  LevelStatus,
   LimitStanding,
-  PendingState,
   PeriodSeed,
   Standings,
   State,
@@ -329,88 +327,4 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
   };
 
   return { counts, credit, levels: createMemoryLevels(cells), keys: createMemoryKeys(), signups: createMemoryPending(), claims: createMemoryClaims() };
-}
-
-/** Switch-over state of every tenant's Levels, with their error windows. */
-function createMemoryLevels(cells: ReturnType<typeof createMemoryCounters>): LevelState {
-  // By tenant, then Level (numbers: the request path reads a Level's status on every call).
-  const tenants = new Map<number, Map<number, LevelStatus>>();
-  /** The error window's cell: a string key, made only when an error is counted. */
-  const windowKey = (tenantId: number, level: number) => `switch:${tenantId}:${level}`;
-  const find = (tenantId: number, level: number) => tenants.get(tenantId)?.get(level);
-  const stateOf = (tenantId: number, level: number) => {
-    let levels = tenants.get(tenantId);
-    if (!levels) tenants.set(tenantId, (levels = new Map()));
-    let state = levels.get(level);
-    if (!state) levels.set(level, (state = { switchedAt: null, lastErrorAt: null, probing: false }));
-    return state;
-  };
-  /** A Level never seen with an error: the answer of nearly every call. */
-  const NORMAL: Promise<LevelStatus> = Promise.resolve(Object.freeze({ switchedAt: null, lastErrorAt: null, probing: false }));
-  return {
-    status(tenantId, level) {
-      const state = find(tenantId, level);
-      return state ? Promise.resolve({ ...state }) : NORMAL;
-    },
-    async recordError(tenantId, level, now, threshold, windowMs) {
-      const key = windowKey(tenantId, level);
-      const state = stateOf(tenantId, level);
-      state.lastErrorAt = now;
-      state.probing = false;
-      cells.add(key, 1, now, windowMs);
-      if (state.switchedAt === null && cells.sum(key, now, windowMs) > threshold) state.switchedAt = now;
-      return { ...state };
-    },
-    async claimProbe(tenantId, level, quietSince) {
-      const state = find(tenantId, level);
-      if (!state || state.switchedAt === null || state.probing || (state.lastErrorAt ?? -Infinity) > quietSince) return false;
-      state.probing = true;
-      return true;
-    },
-    async recover(tenantId, level, probe) {
-      const state = find(tenantId, level);
-      if (!state) return;
-      if (probe || state.switchedAt === null) {
-        state.switchedAt = null;
-        state.probing = false;
-        if (probe) cells.clear(windowKey(tenantId, level));
-      }
-    },
-    async abandonProbe(tenantId, level) {
-      const state = find(tenantId, level);
-      if (state) state.probing = false;
-    },
-  };
-}
-
-function createMemoryPending<T>(): PendingState<T> {
-  const entries = new Map<string, { value: T; expiresAt: number }>();
-  return {
-    async put(key, value, ttlMs, now) {
-      // Expired entries go when a new one comes: the map stays as small as the live ones.
-      for (const [k, entry] of entries) if (entry.expiresAt < now) entries.delete(k);
-      entries.set(key, { value, expiresAt: now + ttlMs });
-    },
-    async take(key, now) {
-      const entry = entries.get(key);
-      if (!entry) return undefined;
-      entries.delete(key);
-      return entry.expiresAt >= now ? entry.value : undefined;
-    },
-  };
-}
-
-function createMemoryClaims(): ClaimState {
-  const claims = new Map<string, number>();
-  return {
-    async claim(key, ttlMs, now) {
-      const until = claims.get(key);
-      if (until !== undefined && until > now) return false;
-      claims.set(key, now + ttlMs);
-      return true;
-    },
-    async release(key) {
-      claims.delete(key);
-    },
-  };
 }

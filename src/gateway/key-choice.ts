@@ -1,0 +1,64 @@
+/**
+ * Which key an attempt goes to: down the routed Level's SWITCH_OVER chain, a key that
+ * speaks the client's format before one reached through a translator; or, for a call
+ * that continues an upstream object, the one key that holds it.
+ */
+import { HttpError } from "../core/errors.ts";
+import type { Clock } from "../core/clock.ts";
+import type { Translator } from "../formats/translate/translator.ts";
+import type { PoolKey } from "../routing/pool-key.ts";
+import type { Tenant } from "../tenancy/tenants.ts";
+import { adapterFor, type Adapters } from "../upstreams/index.ts";
+import type { UpstreamCall } from "../upstreams/types.ts";
+import type { CallFit } from "./translation.ts";
+
+export interface Attempt {
+  key: PoolKey;
+  level: number;
+  probe: boolean;
+  /**
+   * What goes upstream: the client's call, or its translation for a key of another
+   * format; or the translator's refusal (a parameter that format cannot carry): a 400, nothing sent.
+   */
+  upstream: UpstreamCall | HttpError;
+  /** Set when the key does not speak the client's format. */
+  translator?: Translator;
+}
+
+export function createKeyChoice(deps: { clock: Clock; adapters: Adapters } & Pick<Tenant, "settings" | "pool" | "switchOver">) {
+  const { clock, settings, pool, switchOver } = deps;
+  /**
+   * Picks the next key: the resolved Level first, then down its SWITCH_OVER chain; on
+   * each Level a key speaking the client's format before one that needs a translator.
+   * `upstreamOf` is the call a key is sent: the client's own, or its translation.
+   */
+  const pick = async (level: number, tried: Set<number>, fit: CallFit, upstreamOf: (translator: Translator | undefined) => UpstreamCall | HttpError): Promise<Attempt | undefined> => {
+    const backups = settings.routing().switchOver;
+    const resolved = await switchOver.resolve(level, backups, clock.now());
+    const seen = new Set<number>();
+    for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
+      seen.add(current);
+      for (;;) {
+        const key = await pool.acquire(current, tried, fit.rank);
+        if (!key) break;
+        const translator = fit.translatorFor(key.formats);
+        const upstream = upstreamOf(translator);
+        const probe = resolved.probe && current === resolved.level;
+        if (upstream instanceof HttpError || adapterFor(deps.adapters, key).supports(upstream)) return { key, level: current, probe, upstream, translator };
+        await pool.release(key);
+        tried.add(key.id);
+      }
+      if (resolved.probe && current === resolved.level) await switchOver.abandonProbe(current);
+    }
+    return undefined;
+  };
+
+  /** The one key an object is bound to; never another, even when it fails. Objects are never translated. */
+  const pinned = async (keyId: number, tried: Set<number>, upstream: UpstreamCall): Promise<Attempt | undefined> => {
+    if (tried.has(keyId)) return undefined;
+    const key = await pool.acquireById(keyId);
+    return key ? { key, level: key.level, probe: false, upstream } : undefined;
+  };
+
+  return { pick, pinned };
+}
