@@ -70,10 +70,11 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
     const upstream = upstreamCall(call, route.effectiveModel);
     const fit = callFit(call, route.effectiveModel);
     /** Translated requests, made once per translator a chosen key needed (each a body or the translator's refusal). */
-    const translated = new Map<Translator, UpstreamCall | HttpError>();
+    let translated: Map<Translator, UpstreamCall | HttpError> | undefined;
     const maxTokens = input.admission.plan.bound?.output ?? DEFAULT_MAX_OUTPUT_TOKENS;
     const upstreamOf = (translator: Translator | undefined): UpstreamCall | HttpError => {
       if (!translator) return upstream;
+      translated ??= new Map();
       let made = translated.get(translator);
       if (!made) {
         try {
