@@ -13,6 +13,7 @@ import {
   ANSWER, ANSWER_IR, answerSchema, blockDelta, blockStart, blockStop, CLIENT_REQUEST, CLIENT_REQUEST_IR, CLIENT_REQUEST_NORMALISED, MAX_TOKENS,
   MESSAGE_STOP, messageDelta, messageStart, MODEL_REQUEST, MODEL_REQUEST_WRITTEN, PING, PNG, STREAM, STREAM_AS_SENT, STREAM_IR, type Ev,
 } from "../fixtures/translation/anthropic-messages.ts";
+import { decodeSse as decode, sseText, thrownHttpError } from "../helpers/sse-transcripts.ts";
 
 const UPSTREAM = "OpenAI Chat Completions";
 const readContext = { model: "claude-sonnet-4-5", stream: true, upstream: UPSTREAM };
@@ -26,18 +27,6 @@ const write = (request: IrRequest) => codec.writeRequest(structuredClone(request
 const body = (extra: JsonObject = {}): JsonObject => ({ model: "claude-sonnet-4-5", max_tokens: 100, messages: [{ role: "user", content: "hi" }], ...extra });
 /** A model request, minimal, with `extra` fields over it. */
 const ir = (extra: Partial<IrRequest> = {}): IrRequest => ({ model: "m", stream: false, system: [], messages: [{ role: "user", parts: [{ type: "text", text: "hi" }], param: "messages[0]" }], tools: [], ...extra });
-
-/** SSE text of events, written as Anthropic writes them. */
-const sseText = (events: Ev[]) => events.map((e) => `${e.event === undefined ? "" : `event: ${e.event}\n`}data: ${typeof e.data === "string" ? e.data : JSON.stringify(e.data)}\n\n`).join("");
-
-/** Decodes SSE text with the router's own decoder into events (JSON data parsed). */
-function decode(text: string): Ev[] {
-  const events: Ev[] = [];
-  const decoder = createSseDecoder((e) => events.push(e.event === undefined ? { data: JSON.parse(e.data) } : { event: e.event, data: JSON.parse(e.data) }));
-  decoder.push(new TextEncoder().encode(text));
-  decoder.end();
-  return events;
-}
 
 /** An upstream stream read as the relay would feed it: decoded event by event, then `end()`. */
 function readStream(events: Ev[] | string): IrEvent[] {
@@ -56,15 +45,10 @@ function writeStream(events: IrEvent[]): string {
   return events.map((e) => writer.write([e])).join("") + writer.end();
 }
 
-/** The error a call throws, as the router would render it. */
+/** The refusal a call throws, as the assertions compare it. */
 function thrown(run: () => unknown): { status: number; param: string | undefined; code: string | undefined; message: string } {
-  try {
-    run();
-  } catch (error) {
-    if (!(error instanceof HttpError)) throw error;
-    return { status: error.status, param: error.param, code: error.code, message: error.message };
-  }
-  throw new Error("expected an error");
+  const error = thrownHttpError(run);
+  return { status: error.status, param: error.param, code: error.code, message: error.message };
 }
 
 describe("the codec is registered", () => {

@@ -15,22 +15,10 @@ import { compose } from "../../src/formats/translate/compose.ts";
 import type { IrAnswer, IrEvent, IrRequest } from "../../src/formats/translate/ir.ts";
 import { ANTHROPIC_CLIENT, CREATED, MAX_TOKENS, OPENAI_CLIENT, type Ev, type Transcript } from "../fixtures/translation/anthropic-openai.ts";
 import { PNG } from "../fixtures/translation/chat.ts";
+import { decodeSse as decode, sseText } from "../helpers/sse-transcripts.ts";
 
 const context = { maxTokens: MAX_TOKENS };
 const named = (transcripts: Transcript[], name: string) => transcripts.find((t) => t.name.startsWith(name))!;
-
-const sseText = (events: Ev[]) => events.map((e) => `${e.event === undefined ? "" : `event: ${e.event}\n`}data: ${typeof e.data === "string" ? e.data : JSON.stringify(e.data)}\n\n`).join("");
-
-function decode(text: string): Ev[] {
-  const events: Ev[] = [];
-  const decoder = createSseDecoder((e) => {
-    const data = e.data === "[DONE]" ? e.data : JSON.parse(e.data);
-    events.push(e.event === undefined ? { data } : { event: e.event, data });
-  });
-  decoder.push(new TextEncoder().encode(text));
-  decoder.end();
-  return events;
-}
 
 function readEvents(upstream: Ev[]): IrEvent[] {
   const reader = chatCodec.streamReader();

@@ -18,23 +18,13 @@ import { codecOf } from "../../src/formats/translate/codecs/index.ts";
 import type { IrAnswer, IrEvent, IrRequest } from "../../src/formats/translate/ir.ts";
 import type { AnswerContext } from "../../src/formats/translate/translator.ts";
 import { CREATED, chunk, FULL_IR, FULL_REQUEST, INTERLEAVED_EVENTS, INTERLEAVED_STREAM, NORMAL_REQUESTS, PNG, STREAM_USAGE, TOOL_ANSWER, usageChunk } from "../fixtures/translation/chat.ts";
+import { decodeSse, thrownHttpError as thrown } from "../helpers/sse-transcripts.ts";
 
 const UPSTREAM = "Anthropic Messages";
 const readContext = (body: JsonObject): ReadContext => ({ model: typeof body.model === "string" ? body.model : undefined, stream: body.stream === true, upstream: UPSTREAM });
 const read = (body: JsonObject) => chatCodec.readRequest(structuredClone(body), readContext(body));
 const requestContext = { maxTokens: 4096 };
 const write = (request: IrRequest) => chatCodec.writeRequest(structuredClone(request), requestContext);
-
-/** The HttpError a call throws. */
-function thrown(run: () => unknown): HttpError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof HttpError) return error;
-    throw error;
-  }
-  throw new Error("expected an HttpError");
-}
 
 /** A minimal IR request, with `extra` over it. */
 const ir = (extra: Partial<IrRequest> = {}): IrRequest => ({
@@ -56,14 +46,8 @@ function writeStream(batches: IrEvent[][], context: AnswerContext = { created: C
   return batches.map((b) => writer.write(b)).join("") + writer.end();
 }
 
-/** SSE text decoded with the router's own decoder, JSON data parsed. */
-function decode(text: string): Array<JsonObject | "[DONE]"> {
-  const out: Array<JsonObject | "[DONE]"> = [];
-  const decoder = createSseDecoder((e) => out.push(e.data === "[DONE]" ? "[DONE]" : (JSON.parse(e.data) as JsonObject)));
-  decoder.push(new TextEncoder().encode(text));
-  decoder.end();
-  return out;
-}
+/** A Chat stream's chunks (and its `[DONE]`), decoded. */
+const decode = (text: string) => decodeSse(text).map((e) => e.data) as Array<JsonObject | "[DONE]">;
 
 // ——— (a) client requests read into the model ———
 

@@ -10,23 +10,13 @@ import { callIdOf, originOfCallId } from "../../src/formats/translate/codecs/gem
 import { geminiCodec } from "../../src/formats/translate/codecs/gemini/index.ts";
 import type { IrAnswer, IrEvent, IrRequest } from "../../src/formats/translate/ir.ts";
 import { CLIENT_IR, CLIENT_REQUEST, PARIS_ID, ROME_ID, SIG_A, SIG_B, UPSTREAM_ANSWER, UPSTREAM_ANSWER_IR, UPSTREAM_SSE, UPSTREAM_SSE_IR } from "../fixtures/translation/gemini.ts";
+import { thrownHttpError as thrown } from "../helpers/sse-transcripts.ts";
 
 const UPSTREAM = "Anthropic Messages";
 const readContext: ReadContext = { model: "gemini-2.5-pro", stream: true, upstream: UPSTREAM };
 const read = (body: JsonObject, context: Partial<ReadContext> = {}) => geminiCodec.readRequest(body, { ...readContext, ...context });
 const write = (request: Partial<IrRequest>) => geminiCodec.writeRequest({ model: "gemini-3-pro-preview", stream: false, system: [], messages: [], tools: [], ...request }, { maxTokens: 4096 });
 const user = (text: string) => ({ role: "user", parts: [{ text }] });
-
-/** The error a call throws (fails the test when it throws none). */
-function thrown(run: () => unknown): HttpError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof HttpError) return error;
-    throw error;
-  }
-  throw new Error("expected an HttpError");
-}
 
 const sse = (data: unknown): SseEvent => ({ event: undefined, data: typeof data === "string" ? data : JSON.stringify(data) });
 

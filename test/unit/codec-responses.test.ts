@@ -30,33 +30,12 @@ import {
   UPSTREAM_SSE_IR,
   type Ev,
 } from "../fixtures/translation/responses.ts";
+import { decodeSse as decode, sseText, thrownHttpError as thrown } from "../helpers/sse-transcripts.ts";
 
 const UPSTREAM_NAME = "Anthropic Messages";
 const readContext = (body: JsonObject): ReadContext => ({ model: typeof body.model === "string" ? body.model : undefined, stream: body.stream === true, upstream: UPSTREAM_NAME });
 const read = (body: JsonObject) => codec.readRequest(structuredClone(body), readContext(body));
 const requestContext = { maxTokens: 4096 };
-
-/** The HttpError a call throws (fails the test when it throws none). */
-function thrown(run: () => unknown): HttpError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof HttpError) return error;
-    throw error;
-  }
-  throw new Error("expected an HttpError");
-}
-
-const sseText = (events: Ev[]) => events.map((e) => `${e.event === undefined ? "" : `event: ${e.event}\n`}data: ${typeof e.data === "string" ? e.data : JSON.stringify(e.data)}\n\n`).join("");
-
-/** SSE text decoded by the router's own decoder (JSON data parsed). */
-function decode(text: string): Ev[] {
-  const events: Ev[] = [];
-  const decoder = createSseDecoder((e) => events.push(e.event === undefined ? { data: JSON.parse(e.data) } : { event: e.event, data: JSON.parse(e.data) }));
-  decoder.push(new TextEncoder().encode(text));
-  decoder.end();
-  return events;
-}
 
 /** An upstream SSE transcript read event by event, then ended. */
 function readStream(events: Ev[] | string): IrEvent[] {

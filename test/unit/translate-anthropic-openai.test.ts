@@ -11,28 +11,12 @@ import { createSseDecoder } from "../../src/formats/sse.ts";
 import { translatorFor } from "../../src/formats/translate/index.ts";
 import type { AnswerContext, Translator } from "../../src/formats/translate/translator.ts";
 import { ANTHROPIC_CLIENT, CREATED, MAX_TOKENS, OPENAI_CLIENT, type Ev, type Transcript } from "../fixtures/translation/anthropic-openai.ts";
+import { decodeSse as decode, sseText } from "../helpers/sse-transcripts.ts";
 
 const anthropicToOpenai = translatorFor("anthropic-messages", "openai-chat")!;
 const openaiToAnthropic = translatorFor("openai-chat", "anthropic-messages")!;
 const context = { maxTokens: MAX_TOKENS };
 const answerContext: AnswerContext = { created: CREATED };
-
-/** SSE text of events, written as each provider writes them. */
-function sseText(events: Ev[]): string {
-  return events.map((e) => `${e.event === undefined ? "" : `event: ${e.event}\n`}data: ${typeof e.data === "string" ? e.data : JSON.stringify(e.data)}\n\n`).join("");
-}
-
-/** Decodes SSE bytes with the router's own decoder into events (JSON data parsed). */
-function decode(bytes: Uint8Array): Ev[] {
-  const events: Ev[] = [];
-  const decoder = createSseDecoder((e) => {
-    const data = e.data === "[DONE]" ? e.data : JSON.parse(e.data);
-    events.push(e.event === undefined ? { data } : { event: e.event, data });
-  });
-  decoder.push(bytes);
-  decoder.end();
-  return events;
-}
 
 function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
