@@ -98,7 +98,8 @@ describe("the Requests page", () => {
     await screenshot(page, "requests-drawer");
     await page.keyboard.press("Escape");
     await drawer.waitFor({ state: "detached" });
-    // Focus is back on the row's button.
+    // Focus is back on the row's button (moved there on the next frame after the drawer closes).
+    await page.waitForFunction(() => /^Details of call/.test(document.activeElement?.getAttribute("aria-label") ?? ""), undefined, { timeout: 2000 });
     expect(await page.evaluate(() => document.activeElement?.getAttribute("aria-label"))).toMatch(/^Details of call/);
 
     await page.getByRole("button", { name: "Clear" }).click();
@@ -163,6 +164,8 @@ describe("the Requests page", () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await signIn(page, `${router.url}/console/`, alice.key);
     await page.waitForURL(/\/console\/$/);
+    // The page is up (its live usage shown) before the section is chosen, as a user would.
+    await page.getByTestId("live-today").waitFor();
     await page.goto(`${router.url}/console/#bills`);
     const today = new Date().toISOString().slice(0, 10);
     await page.getByRole("link", { name: `Calls of model-b on ${today}` }).click();
