@@ -352,6 +352,23 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(await state.keys.record(0, steady, { kind: "credential" }, T0)).toBeUndefined();
       });
 
+      test("failures add up across the health reads every call makes, and the third sleeps the key", async () => {
+        const { state } = await fixture(make);
+        const ref = { ...key(1), noSleep: false };
+        await state.keys.take(0, key(1), false);
+        for (let i = 1; i <= 2; i++) {
+          expect(await state.keys.record(0, ref, { kind: "retryable" }, T0)).toBeUndefined();
+          expect((await state.keys.health(0, [key(1)]))[0]).toMatchObject({ sleeping: false, failures: i, inFlight: 1 });
+        }
+        expect(await state.keys.record(0, ref, { kind: "retryable" }, T0)).toMatchObject({ sleeping: true, reason: "errors", count: 1 });
+        // A success on a healthy key that nobody probes changes nothing; on a key with failures it forgets them.
+        const other = { ...key(2), noSleep: false };
+        expect(await state.keys.record(0, other, { kind: "success" }, T0)).toBeUndefined();
+        await state.keys.record(0, other, { kind: "retryable" }, T0);
+        expect(await state.keys.record(0, other, { kind: "success" }, T0)).toBeUndefined();
+        expect((await state.keys.health(0, [key(2)]))[0]).toMatchObject({ sleeping: false, failures: 0 });
+      });
+
       test("setSleep puts a key to sleep or wakes it and forgets its failures", async () => {
         const { state } = await fixture(make);
         const ref = { ...key(1), noSleep: false };

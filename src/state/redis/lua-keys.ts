@@ -25,6 +25,7 @@ if P.op == 'recordError' then
   if redis.call('HGET', key, 'switchedAt') == false and window_sum(P.errors, P.windowMs, P.now) > P.threshold then
     redis.call('HSET', key, 'switchedAt', str(P.now))
   end
+  flush_windows()
   return status()
 end
 if redis.call('EXISTS', key) == 0 then return 0 end
@@ -60,17 +61,6 @@ local function probing(key)
   local owner = redis.call('HGET', key, 'probing')
   return owner ~= false and owner ~= '' and alive(owner)
 end
-local function in_flight(key)
-  local all = redis.call('HGETALL', key)
-  local total = 0
-  for i = 1, #all, 2 do
-    local field = all[i]
-    if string.sub(field, 1, 1) == 'f' then
-      if alive(string.sub(field, 2)) then total = total + tonumber(all[i + 1]) else redis.call('HDEL', key, field) end
-    end
-  end
-  return total
-end
 local function sleep_of(s) return { s.sleeping and '1' or '', s.reason or '', s['until'] and str(s['until']) or '', str(s.count) } end
 local function set_sleep(key, s)
   local v = sleep_of(s)
@@ -85,14 +75,24 @@ local function init(key, stored)
 end
 
 if P.op == 'health' then
+  -- One read per key (the request path asks on every call): its whole hash.
   local out = {}
   for _, k in ipairs(P.keys) do
-    if redis.call('HEXISTS', k.key, 'sleeping') == 0 then
+    local all = redis.call('HGETALL', k.key)
+    local h, flight = {}, 0
+    for i = 1, #all, 2 do
+      local field = all[i]
+      if string.sub(field, 1, 1) == 'f' and field ~= 'failures' then
+        if alive(string.sub(field, 2)) then flight = flight + tonumber(all[i + 1]) else redis.call('HDEL', k.key, field) end
+      else h[field] = all[i + 1] end
+    end
+    if h.sleeping == nil then
       local v = sleep_of(k.stored)
       out[#out + 1] = { v[1], v[2], v[3], v[4], '0', '0', '' }
     else
-      local f = redis.call('HMGET', k.key, 'sleeping', 'reason', 'until', 'count', 'failures')
-      out[#out + 1] = { f[1], f[2], f[3], f[4], str(in_flight(k.key)), f[5] or '0', probing(k.key) and '1' or '' }
+      local owner = h.probing
+      local probe = owner ~= nil and owner ~= '' and alive(owner)
+      out[#out + 1] = { h.sleeping, h.reason or '', h['until'] or '', h.count or '0', str(flight), h.failures or '0', probe and '1' or '' }
     end
   end
   return out
@@ -109,6 +109,12 @@ if P.op == 'release' then
   return 1
 end
 
+if P.op == 'record' and P.verdict.kind == 'success' then
+  -- The common case, a success on a healthy key that no probe holds, changes nothing: one read.
+  local f = redis.call('HMGET', key, 'sleeping', 'count', 'failures', 'probing')
+  if f[1] == '' and num(f[2]) == 0 and num(f[3]) == 0 and f[4] == '' then return false end
+end
+
 init(key, P.stored)
 if P.op == 'take' then
   touch()
@@ -116,7 +122,7 @@ if P.op == 'take' then
     if probing(key) then return 0 end
     redis.call('HSET', key, 'probing', OWNER)
   end
-  redis.call('HSET', key, 'f' .. OWNER, str((num(redis.call('HGET', key, 'f' .. OWNER)) or 0) + 1))
+  redis.call('HINCRBYFLOAT', key, 'f' .. OWNER, '1')
   return 1
 end
 if P.op == 'setSleep' then
