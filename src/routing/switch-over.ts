@@ -26,7 +26,7 @@ export interface SwitchOver {
 }
 
 export function createSwitchOver(levels: LevelState, tenantId: number, onSystemEvent?: SystemEvent): SwitchOver {
-  /** What this process last saw of each Level that had errors: read by metrics, and to skip work on the success path. */
+  /** What this process last saw of each Level: read by metrics. */
   const seen = new Map<number, boolean>();
   const note = (level: number, status: LevelStatus) => seen.set(level, status.switchedAt !== null);
 
@@ -52,8 +52,12 @@ export function createSwitchOver(levels: LevelState, tenantId: number, onSystemE
       if (status.switchedAt === now) onSystemEvent?.("level.switch_over", { level, errors: SWITCH_THRESHOLD + 1, window_s: SWITCH_WINDOW_MS / 1000 });
     },
     async recordSuccess(level, probe) {
-      // A Level never seen with errors has nothing to recover (the hot path's common case).
-      if (!probe && !seen.has(level)) return;
+      // Only a probe's success changes anything: a call that is not the probe was served
+      // by a Level its status showed unswitched (or one without a backup), and an
+      // unswitched Level holds no probe (only a switched one can be claimed), so the
+      // State would have nothing to undo. Skipping it saves the hot path a State call
+      // (a Redis script on every call of a Level with a backup).
+      if (!probe) return;
       await levels.recover(tenantId, level, probe);
       if (probe) {
         seen.set(level, false);
