@@ -102,7 +102,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   const keyOf = (counter: Counter): string => {
     let key = keysOf.get(counter);
     if (key === undefined) {
-      key = counter.kind === "credit" ? `${prefix}c:${counter.accountId}` : `${prefix}${counter.kind[0]}:${counter.key}`;
+      // Windows are packed strings under `win:` (the hashes of earlier versions were under `w:`: a different type, so a different name).
+      key = counter.kind === "credit" ? `${prefix}c:${counter.accountId}` : counter.kind === "window" ? `${prefix}win:${counter.key}` : `${prefix}${counter.kind[0]}:${counter.key}`;
       keysOf.set(counter, key);
     }
     return key;
@@ -255,7 +256,7 @@ const orNull = (text: unknown): number | null => (text === "" || text === null |
 
 function createLevels(prefix: string, run: Run): LevelState {
   const keyOf = (tenantId: number, level: number) => `${prefix}lv:${tenantId}:${level}`;
-  const errorsOf = (tenantId: number, level: number) => `${prefix}le:${tenantId}:${level}`;
+  const errorsOf = (tenantId: number, level: number) => `${prefix}lerr:${tenantId}:${level}`;
   const statusOf = (answer: unknown): LevelStatus => {
     const [switchedAt, lastErrorAt, probing] = answer as string[];
     return { switchedAt: orNull(switchedAt), lastErrorAt: orNull(lastErrorAt), probing: probing === "1" };
