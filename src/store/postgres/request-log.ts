@@ -2,6 +2,7 @@ import { and, count, desc, eq, lt, type SQL } from "drizzle-orm";
 import type { RequestLogFilter, RequestLogStore } from "../store.ts";
 import { requestLogWhere } from "../request-log-filter.ts";
 import type { Scope } from "./db.ts";
+import { appendRequestLogValues, memoized, multiRowInsert, REQUEST_LOG_COLUMNS, type SqlValue } from "../row-values.ts";
 import { accounts } from "./schema/accounts.ts";
 import { requestLog } from "./schema/request-log.ts";
 
@@ -10,11 +11,16 @@ const ROWS_PER_STATEMENT = 500;
 
 const whereOf = (filter: RequestLogFilter): SQL => requestLogWhere(requestLog, accounts, filter);
 
-export function postgresRequestLog({ db }: Scope): RequestLogStore {
+const insertRows = memoized((rows) => multiRowInsert("request_log", REQUEST_LOG_COLUMNS, rows, "$", " ON CONFLICT DO NOTHING"));
+
+export function postgresRequestLog({ db, sql: client }: Scope): RequestLogStore {
   return {
     async append(rows) {
       for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-        await db.insert(requestLog).values(rows.slice(i, i + ROWS_PER_STATEMENT)).onConflictDoNothing();
+        const group = Math.min(ROWS_PER_STATEMENT, rows.length - i);
+        const values: SqlValue[] = [];
+        for (let j = i; j < i + group; j++) appendRequestLogValues(values, rows[j]!);
+        await client.unsafe(insertRows(group), values);
       }
     },
     async list(filter, page, size) {

@@ -30,20 +30,35 @@ export function clientOf(store: Store): SQL {
   return client;
 }
 
+const REPOSITORIES: { [K in keyof Repositories]: (scope: Scope) => Repositories[K] } = {
+  accounts: postgresAccounts,
+  credit: postgresCredit,
+  providerKeys: postgresProviderKeys,
+  settings: postgresSettings,
+  notices: postgresNotices,
+  operations: postgresOperations,
+  usage: postgresUsage,
+  requests: postgresRequestLog,
+  keyHealth: postgresKeyHealth,
+  objects: postgresObjects,
+  softLimitMail: postgresSoftLimitMail,
+};
+
+/** The repositories over a scope, each made on first use: a transaction uses two or three of the eleven. */
 function repositories(scope: Scope): Repositories {
-  return {
-    accounts: postgresAccounts(scope),
-    credit: postgresCredit(scope),
-    providerKeys: postgresProviderKeys(scope),
-    settings: postgresSettings(scope),
-    notices: postgresNotices(scope),
-    operations: postgresOperations(scope),
-    usage: postgresUsage(scope),
-    requests: postgresRequestLog(scope),
-    keyHealth: postgresKeyHealth(scope),
-    objects: postgresObjects(scope),
-    softLimitMail: postgresSoftLimitMail(scope),
-  };
+  const made = {} as Repositories;
+  for (const name of Object.keys(REPOSITORIES) as Array<keyof Repositories>) {
+    Object.defineProperty(made, name, {
+      enumerable: true,
+      configurable: true,
+      get() {
+        const repository = REPOSITORIES[name](scope);
+        Object.defineProperty(made, name, { value: repository, enumerable: true });
+        return repository;
+      },
+    });
+  }
+  return made;
 }
 
 /**
@@ -84,7 +99,11 @@ export async function migrateDatabase(url: string): Promise<string[]> {
  */
 export function postgresStoreOver(client: SQL): Store {
   const db = drizzleOver(client);
-  const own = repositories({ db, atomic: (body) => db.transaction((tx) => body(tx)) });
+  const own = repositories({
+    db,
+    sql: client,
+    atomic: (body) => client.begin((tx) => body(drizzleOver(tx), tx)) as Promise<Awaited<ReturnType<typeof body>>>,
+  });
   let queue: Promise<unknown> = Promise.resolve();
 
   const run = async <T>(body: (tx: Transaction) => Promise<T>): Promise<T> => {
@@ -108,7 +127,7 @@ export function postgresStoreOver(client: SQL): Store {
             throw error;
           }
         };
-        const tx: Transaction = { ...repositories({ db: txDb, atomic: (inner) => savepoint(() => inner(txDb)) }), savepoint };
+        const tx: Transaction = Object.assign(repositories({ db: txDb, sql: connection, atomic: (inner) => savepoint(() => inner(txDb, connection)) }), { savepoint });
         const result = await body(tx);
         await connection.unsafe("COMMIT");
         return result;
@@ -121,8 +140,7 @@ export function postgresStoreOver(client: SQL): Store {
     }
   };
 
-  const store: Store = {
-    ...own,
+  const store: Store = Object.assign(own, {
     transaction<T>(body: (tx: Transaction) => Promise<T>): Promise<T> {
       const result = queue.then(() => run(body));
       queue = result.catch(() => {});
@@ -135,7 +153,7 @@ export function postgresStoreOver(client: SQL): Store {
     close() {
       void client.close().catch(() => {});
     },
-  };
+  });
   clients.set(store, client);
   return store;
 }

@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, inArray, like, ne, sql, type SQL } from "drizzle-orm";
 import { usageRowIdentity, type Audience, type DayRange, type NewUsageEventRow, type RollupRow, type UsageStore } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
+import { appendUsageEventValues, memoized, multiRowInsert, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
 import { accounts } from "./schema/accounts.ts";
 import { usageDaily, usageEvents } from "./schema/usage.ts";
 
@@ -80,34 +81,33 @@ function identityCondition(rows: readonly NewUsageEventRow[]): SQL | undefined {
   );
 }
 
+/** The statement of `rows` usage rows, made once per count. */
+const insertEvents = memoized((rows) => multiRowInsert("usage_events", USAGE_EVENT_COLUMNS, rows, "$"));
+
+const ROLLUP_COLUMNS = ["account_id", "day", "model", "requests", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cache_read_tokens", "cache_write_tokens", "cost_nanos"];
+const upsertRollups = memoized(
+  (rows) =>
+    `${multiRowInsert("usage_daily", ROLLUP_COLUMNS, rows, "$")} ON CONFLICT (account_id, day, model) DO UPDATE SET ${ROLLUP_COLUMNS.slice(3)
+      .map((column) => `${column} = usage_daily.${column} + excluded.${column}`)
+      .join(", ")}`,
+);
+
 export function postgresUsage({ db, atomic }: Scope): UsageStore {
   const membersUnder = (path: string) => audienceMembers(db, { path, includeRoot: true });
   return {
     append: (rows, rollups) =>
-      atomic(async (db) => {
-        for (let i = 0; i < rows.length; i += EVENTS_PER_STATEMENT) await db.insert(usageEvents).values(rows.slice(i, i + EVENTS_PER_STATEMENT));
+      atomic(async (_db, client) => {
+        for (let i = 0; i < rows.length; i += EVENTS_PER_STATEMENT) {
+          const group = rows.length - i < EVENTS_PER_STATEMENT ? rows.length - i : EVENTS_PER_STATEMENT;
+          const values: SqlValue[] = [];
+          for (let j = i; j < i + group; j++) appendUsageEventValues(values, rows[j]!);
+          await client.unsafe(insertEvents(group), values);
+        }
         const sums = merged(rollups);
         if (sums.length === 0) return;
-        await db
-          .insert(usageDaily)
-          .values(
-            sums.map((r) => ({
-              accountId: r.accountId, day: r.day, model: r.model, requests: r.requests, promptTokens: r.prompt, completionTokens: r.completion,
-              reasoningTokens: r.reasoning, cacheReadTokens: r.cacheRead, cacheWriteTokens: r.cacheWrite, costNanos: r.costNanos,
-            })),
-          )
-          .onConflictDoUpdate({
-            target: [usageDaily.accountId, usageDaily.day, usageDaily.model],
-            set: {
-              requests: sql`${usageDaily.requests} + excluded.requests`,
-              promptTokens: sql`${usageDaily.promptTokens} + excluded.prompt_tokens`,
-              completionTokens: sql`${usageDaily.completionTokens} + excluded.completion_tokens`,
-              reasoningTokens: sql`${usageDaily.reasoningTokens} + excluded.reasoning_tokens`,
-              cacheReadTokens: sql`${usageDaily.cacheReadTokens} + excluded.cache_read_tokens`,
-              cacheWriteTokens: sql`${usageDaily.cacheWriteTokens} + excluded.cache_write_tokens`,
-              costNanos: sql`${usageDaily.costNanos} + excluded.cost_nanos`,
-            },
-          });
+        const values: SqlValue[] = [];
+        for (const r of sums) values.push(r.accountId, r.day, r.model, r.requests, r.prompt, r.completion, r.reasoning, r.cacheRead, r.cacheWrite, r.costNanos);
+        await client.unsafe(upsertRollups(sums.length), values);
       }),
     async periodTotal(of, period) {
       const parts: SQL[] = [period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period)];

@@ -4,27 +4,10 @@ import { usageDaily, usageEvents, type NewUsageEventRow } from "../schema/usage.
 import { usageRowIdentity, type Audience, type RollupRow, type UsageStore } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
-
-const EVENT_COLUMNS = [
-  "request_id", "account_id", "day", "created_at", "endpoint", "requested_model", "effective_model", "level", "key_id", "status",
-  "stream", "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "source",
-  "latency_ms", "cost_nanos", "extra",
-] as const;
-
-type SqlValue = string | number | null;
+import { appendUsageEventValues, multiRowInsert, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
 
 /** Rows go in groups of this many: one statement per group costs much less than one per row. */
 const EVENTS_PER_STATEMENT = 32;
-
-function appendEventValues(out: SqlValue[], row: NewUsageEventRow): SqlValue[] {
-  out.push(
-    row.requestId, row.accountId, row.day, row.createdAt, row.endpoint, row.requestedModel ?? null, row.effectiveModel ?? null,
-    row.level ?? null, row.keyId ?? null, row.status, row.stream ? 1 : 0, row.promptTokens ?? 0, row.completionTokens ?? 0,
-    row.cacheReadTokens ?? 0, row.cacheWriteTokens ?? 0, row.reasoningTokens ?? 0, row.source, row.latencyMs, row.costNanos ?? 0,
-    row.extra ?? null,
-  );
-  return out;
-}
 
 const PERIOD_COLUMN = {
   requests: sql<number>`coalesce(sum(${usageDaily.requests}), 0)`,
@@ -63,10 +46,7 @@ function identityCondition(rows: readonly NewUsageEventRow[]): SQL | undefined {
 
 export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore> {
   // Prepared statements on the raw connection: the query builder cost more per row than SQLite did.
-  const insertEvents = (count: number) =>
-    sqlite.prepare<unknown, SqlValue[]>(
-      `INSERT INTO usage_events (${EVENT_COLUMNS.join(", ")}) VALUES ${Array.from({ length: count }, () => `(${EVENT_COLUMNS.map(() => "?").join(", ")})`).join(", ")}`,
-    );
+  const insertEvents = (count: number) => sqlite.prepare<unknown, SqlValue[]>(multiRowInsert("usage_events", USAGE_EVENT_COLUMNS, count, "?"));
   const insertEvent = insertEvents(1);
   const insertGroup = insertEvents(EVENTS_PER_STATEMENT);
   const upsertRollup = sqlite.prepare<unknown, SqlValue[]>(
@@ -86,10 +66,10 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
     let i = 0;
     for (; i + EVENTS_PER_STATEMENT <= rows.length; i += EVENTS_PER_STATEMENT) {
       const values: SqlValue[] = [];
-      for (let j = i; j < i + EVENTS_PER_STATEMENT; j++) appendEventValues(values, rows[j]!);
+      for (let j = i; j < i + EVENTS_PER_STATEMENT; j++) appendUsageEventValues(values, rows[j]!);
       insertGroup.run(...values);
     }
-    for (; i < rows.length; i++) insertEvent.run(...appendEventValues([], rows[i]!));
+    for (; i < rows.length; i++) insertEvent.run(...appendUsageEventValues([], rows[i]!));
     for (const sum of rollups) {
       upsertRollup.run(sum.accountId, sum.day, sum.model, sum.requests, sum.prompt, sum.completion, sum.reasoning, sum.cacheRead, sum.cacheWrite, sum.costNanos);
     }
