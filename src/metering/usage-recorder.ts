@@ -220,8 +220,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
    * A batch that fails stays claimed, and the next claim retries it (checked against the
    * database then: the commit may have happened without its answer arriving).
    */
-  const drainOnce = (): Promise<"more" | "idle" | "failed"> => {
-    const done = writing.then(async (): Promise<"more" | "idle" | "failed"> => {
+  const drainOnce = (): Promise<"more" | "drained" | "idle" | "failed"> => {
+    const done = writing.then(async (): Promise<"more" | "drained" | "idle" | "failed"> => {
       let batch: Awaited<ReturnType<UsageBuffer["claim"]>>;
       try {
         batch = await buffer!.claim(DRAIN_ROWS);
@@ -249,8 +249,10 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       }
       claimed = 0;
       succeeded();
-      // Claim again at once: the queue, or a dead writer's claim (not counted in `waiting`), may hold more.
-      return "more";
+      // Rows left in the queue: claim again at once. Else the next tick claims (rows
+      // arriving meanwhile wait for it, in batches; a claim per batch written kept Redis
+      // and this process busy with claims of a row or two at a time under load).
+      return waiting > 0 ? "more" : "drained";
     });
     writing = done;
     return done;
@@ -283,7 +285,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       await writeRows(rows);
     } else await writing;
     // The buffer, drained until empty (or while the database refuses), whoever's rows they are.
-    if (buffer) for (let round = 0; round < 10_000 && (await drainOnce()) === "more"; round++);
+    // A dead writer's claim is not in the queue's length: claim until nothing is left at all.
+    if (buffer) for (let round = 0; round < 10_000 && ["more", "drained"].includes(await drainOnce()); round++);
   };
 
   /**
