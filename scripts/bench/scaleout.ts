@@ -11,13 +11,16 @@
 import { RedisClient, SQL } from "bun";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import * as scripts from "../../src/state/redis/lua.ts";
+import * as countScripts from "../../src/state/redis/lua.ts";
+import * as keyScripts from "../../src/state/redis/lua-keys.ts";
+import * as usageScripts from "../../src/state/redis/lua-usage.ts";
 import { startPostgres, type PostgresServer } from "../../test/helpers/postgres-server.ts";
 import { startRedisServer, type RedisServer } from "../../test/helpers/redis-server.ts";
 import { headersFor, log, NONSTREAM_BODY, PATH, quiet, servicePids, type Target } from "./phases.ts";
 import { cpuSeconds } from "./proc.ts";
 import type { LatencyRound, ThroughputRound } from "./report.ts";
 import { api, configureRouter, startRouter } from "./router.ts";
+import { findProfile, summariseProfile } from "./profile.ts";
 import type { Settings } from "./settings.ts";
 import { percentile } from "./stats.ts";
 import { runWrk, wrkScript } from "./wrk.ts";
@@ -162,8 +165,19 @@ export async function scaleOutPhase(
     // One data directory for both: the shared secret.key and the owner key A creates.
     const dataDir = join(options.work, "data-scaleout");
     const extraArgs = ["--database", database, "--redis", redis.url];
+    // BENCH_SCALEOUT_PROFILE=1: instance A runs from source under the CPU profiler, and
+    // its profile's summary is printed once it stops (finding where scale-out's CPU goes).
+    const profileDir = process.env.BENCH_SCALEOUT_PROFILE ? join(options.work, "profile-scaleout") : undefined;
     const start = (name: string) =>
-      startRouter({ name, cmd: [options.binary], cwd: options.work, dataDir, logFile: join(options.work, `${name}.log`), caFile: options.caFile, extraArgs });
+      startRouter({
+        name,
+        cmd: profileDir && name === "scaleout-a" ? [process.execPath, "--cpu-prof", `--cpu-prof-dir=${profileDir}`, join(import.meta.dir, "..", "..", "src", "main.ts")] : [options.binary],
+        cwd: options.work,
+        dataDir,
+        logFile: join(options.work, `${name}.log`),
+        caFile: options.caFile,
+        extraArgs,
+      });
     const a = await start("scaleout-a");
     instances.push(a);
     const b = await start("scaleout-b");
@@ -191,6 +205,9 @@ export async function scaleOutPhase(
     await Promise.allSettled(instances.map((i) => i.stop()));
     await redis?.close().catch(() => {});
     await postgres?.stop().catch(() => {});
+    const profiles = join(options.work, "profile-scaleout");
+    const file = process.env.BENCH_SCALEOUT_PROFILE && existsSync(profiles) ? findProfile(profiles) : undefined;
+    if (file) log(`scale-out: profile of instance A\n${JSON.stringify(summariseProfile(file, join(import.meta.dir, "..", ".."), 25), null, 1)}`);
   }
 }
 
@@ -338,7 +355,7 @@ async function takeCensus(s: Settings, work: string, targets: Target[], database
  */
 async function scriptRuns(redis: RedisClient, target: Target): Promise<Record<string, { perCall: number; meanUs: number }>> {
   const names = new Map<string, string>();
-  for (const [name, value] of Object.entries(scripts)) {
+  for (const [name, value] of Object.entries({ ...countScripts, ...keyScripts, ...usageScripts })) {
     if (value && typeof value === "object" && "sha" in value) names.set((value as { sha: string }).sha, name);
   }
   const CALLS = 20;
