@@ -93,7 +93,13 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
     let sameKeyRetries = 0;
     let lastFailure: { response?: Response; failure: AttemptFailure; retryAfter?: number } | undefined;
     let credentialRefreshed = false;
-    const choose = () => (input.pinnedKeyId === undefined ? pick(route.level, tried, fit, upstreamOf) : pinned(input.pinnedKeyId, tried, upstream));
+    /** The reads started during admission serve the first choice only. */
+    let ahead = input.ahead;
+    const choose = () => {
+      const early = ahead;
+      ahead = undefined;
+      return input.pinnedKeyId === undefined ? pick(route.level, tried, fit, upstreamOf, early) : pinned(input.pinnedKeyId, tried, upstream);
+    };
     const clientClosed = (keyId?: number) =>
       ended(errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 })), {
         route: { ...route, keyId },

@@ -1,5 +1,6 @@
 import type { Principal } from "../accounts/principal.ts";
 import type { Admission } from "../metering/admission.ts";
+import type { ReadAhead } from "./key-choice.ts";
 import type { CallTrace } from "../metering/request-log.ts";
 import type { ModelRoute } from "../routing/route-model.ts";
 import type { ClientCall } from "../formats/format.ts";
@@ -31,6 +32,8 @@ export interface RelayInput {
   clientSignal: AbortSignal;
   /** The request log's facts: the attempts add theirs, settlement hands them on. */
   trace: CallTrace;
+  /** What the first key choice reads, started while the call was admitted. */
+  ahead?: ReadAhead;
 }
 
 /** Where a call was served, as far as it got. */

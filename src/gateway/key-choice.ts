@@ -7,6 +7,8 @@ import { HttpError } from "../core/errors.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Translator } from "../formats/translate/translator.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
+import type { HealthRead } from "../routing/key-pool.ts";
+import type { LevelStatus } from "../state/state.ts";
 import type { Tenant } from "../tenancy/tenants.ts";
 import { adapterFor, type Adapters } from "../upstreams/index.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
@@ -25,6 +27,21 @@ export interface Attempt {
   translator?: Translator;
 }
 
+/**
+ * What the first key choice of a call reads (its Level's status, its keys' health),
+ * started while the call's admission runs: on a shared State the reads and the
+ * admission then take one round trip's time instead of three.
+ */
+export interface ReadAhead {
+  level: number;
+  status?: Promise<LevelStatus>;
+  health?: HealthRead;
+}
+
+export function readAhead(tenant: Pick<Tenant, "settings" | "pool" | "switchOver">, level: number): ReadAhead {
+  return { level, status: tenant.switchOver.readAhead(level, tenant.settings.routing().switchOver), health: tenant.pool.readAhead(level) };
+}
+
 export function createKeyChoice(deps: { clock: Clock; adapters: Adapters } & Pick<Tenant, "settings" | "pool" | "switchOver">) {
   const { clock, settings, pool, switchOver } = deps;
   /**
@@ -32,14 +49,21 @@ export function createKeyChoice(deps: { clock: Clock; adapters: Adapters } & Pic
    * each Level a key speaking the client's format before one that needs a translator.
    * `upstreamOf` is the call a key is sent: the client's own, or its translation.
    */
-  const pick = async (level: number, tried: Set<number>, fit: CallFit, upstreamOf: (translator: Translator | undefined) => UpstreamCall | HttpError): Promise<Attempt | undefined> => {
+  const pick = async (
+    level: number,
+    tried: Set<number>,
+    fit: CallFit,
+    upstreamOf: (translator: Translator | undefined) => UpstreamCall | HttpError,
+    ahead?: ReadAhead,
+  ): Promise<Attempt | undefined> => {
     const backups = settings.routing().switchOver;
-    const resolved = await switchOver.resolve(level, backups, clock.now());
+    const early = ahead?.level === level ? ahead : undefined;
+    const resolved = await switchOver.resolve(level, backups, clock.now(), early?.status);
     const seen = new Set<number>();
     for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
       seen.add(current);
-      for (;;) {
-        const key = await pool.acquire(current, tried, fit.rank);
+      for (let first = current === level; ; first = false) {
+        const key = await pool.acquire(current, tried, fit.rank, first ? early?.health : undefined);
         if (!key) break;
         const translator = fit.translatorFor(key.formats);
         const upstream = upstreamOf(translator);

@@ -19,6 +19,7 @@ import { forwardableRequestHeaders } from "./headers.ts";
 import type { CallOutcome, Delivery, RelayInput } from "./call-outcome.ts";
 import { createDeliver, type DeliverDeps } from "./deliver.ts";
 import { startTrace } from "./trace.ts";
+import { readAhead, type ReadAhead } from "./key-choice.ts";
 import { logRefused, type RefusedAt } from "./refused.ts";
 import { withRateLimitHeaders } from "../metering/rate-limit-headers.ts";
 import { pathOnly } from "../core/redact.ts";
@@ -98,6 +99,7 @@ export function createPipeline(deps: PipelineDeps) {
       let route: ModelRoute | undefined;
       let admission: Admission;
       let pinnedKeyId = options.pinnedKeyId;
+      let ahead: ReadAhead | undefined;
       try {
         checkModel(principal, call.requestedModel);
         route = routeOf(tenant, call, options.level);
@@ -105,6 +107,8 @@ export function createPipeline(deps: PipelineDeps) {
           const continued = continuation(caller, call);
           if (continued) pinnedKeyId = await continued;
         }
+        // The key choice's reads go out now, alongside the admission (on Redis: one round trip's time for both).
+        if (pinnedKeyId === undefined) ahead = readAhead(tenant, route.level);
         admission = await tenant.meter.admit({
           principal,
           endpoint: call.endpoint,
@@ -118,7 +122,7 @@ export function createPipeline(deps: PipelineDeps) {
         refused(request, pathOnly(request.url), caller, error, { call, effectiveModel: route?.effectiveModel });
         throw error;
       }
-      return await forward(tenant, { call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal, pinnedKeyId, trace: startTrace(request, deps.config.trustProxy) });
+      return await forward(tenant, { call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal, pinnedKeyId, trace: startTrace(request, deps.config.trustProxy), ahead });
     } finally {
       // The upstream has the body once its answer began; an unlinked file stays readable until closed.
       call.form?.remove();

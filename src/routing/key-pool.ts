@@ -31,7 +31,13 @@ export interface KeyPool {
    * (keys speaking the client's format natively before those that need a translator).
    * The chosen key counts as in flight until `release`.
    */
-  acquire(level: number, exclude: ReadonlySet<number>, rank?: KeyRank): Promise<PoolKey | undefined>;
+  acquire(level: number, exclude: ReadonlySet<number>, rank?: KeyRank, ahead?: HealthRead): Promise<PoolKey | undefined>;
+  /**
+   * Starts reading the Level's keys' health for an `acquire` that follows (passed as
+   * `ahead`): a call reads it while its admission runs, so a shared State answers both
+   * in one round trip's time. A read that nobody uses costs nothing but the read.
+   */
+  readAhead(level: number): HealthRead | undefined;
   /**
    * A specific key, for calls on an object it holds: enabled keys only, sleeping or
    * not (the object lives nowhere else). Counts as in flight until `release`.
@@ -47,6 +53,12 @@ export interface KeyPool {
   markUnusable(key: PoolKey, reason: string): Promise<void>;
   /** Manual sleep/wake from /x-keys/{id}/sleep|wake; resolves once stored. */
   setManualSleep(id: number, sleeping: boolean): Promise<void>;
+}
+
+/** The health of a Level's keys as read at one moment, for the acquire that follows. */
+export interface HealthRead {
+  readonly keys: readonly PoolKey[];
+  readonly health: Promise<KeyHealth[]>;
 }
 
 /** How well a key fits a call: 0 cannot serve it; higher is preferred. */
@@ -190,14 +202,24 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
       key.inFlight++;
       return key;
     },
-    async acquire(level, exclude, rank) {
+    readAhead(level) {
+      const keys = byLevel.get(level);
+      const keyRefs = levelRefs.get(level);
+      if (!keys || !keyRefs || keys.length === 0) return undefined;
+      const health = state.health(tenantId, keyRefs);
+      // Read ahead of an acquire that may never come (the call refused): its failure is the acquire's to report.
+      health.catch(() => {});
+      return { keys, health };
+    },
+    async acquire(level, exclude, rank, ahead) {
       // Another call (here or on another instance) may claim a probe between the read
       // and the take: then the choice is made again, on what the State says then.
       for (let round = 0; round < 4; round++) {
         const keys = byLevel.get(level);
         const keyRefs = levelRefs.get(level);
         if (!keys || !keyRefs || keys.length === 0) return undefined;
-        const health = await state.health(tenantId, keyRefs);
+        // The first round may use the health read ahead, when the Level's keys are still the ones it read.
+        const health = await (round === 0 && ahead?.keys === keys ? ahead.health : state.health(tenantId, keyRefs));
         // A reload while the State answered: choose from the keys as they are now.
         if (byLevel.get(level) !== keys) continue;
         const chosen = choose(keys, health, level, exclude, rank);

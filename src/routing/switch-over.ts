@@ -16,7 +16,9 @@ export const QUIET_MS = 60_000;
  */
 export interface SwitchOver {
   /** The Level that should serve a call routed to `level`, following chains; `probe` when this call is the primary's probe. */
-  resolve(level: number, backups: ReadonlyMap<number, number>, now: number): Promise<{ level: number; probe: boolean }>;
+  resolve(level: number, backups: ReadonlyMap<number, number>, now: number, ahead?: Promise<LevelStatus>): Promise<{ level: number; probe: boolean }>;
+  /** Starts reading the status `resolve` reads first (the Level's own, when it has a backup), for `resolve`'s `ahead`. */
+  readAhead(level: number, backups: ReadonlyMap<number, number>): Promise<LevelStatus> | undefined;
   recordError(level: number, now: number): Promise<void>;
   recordSuccess(level: number, probe: boolean): Promise<void>;
   /** Ends a probe that got no verdict (e.g. the client went away). */
@@ -31,14 +33,21 @@ export function createSwitchOver(levels: LevelState, tenantId: number, onSystemE
   const note = (level: number, status: LevelStatus) => seen.set(level, status.switchedAt !== null);
 
   return {
-    async resolve(level, backups, now) {
+    readAhead(level, backups) {
+      if (!backups.has(level)) return undefined;
+      const status = levels.status(tenantId, level);
+      // Read ahead of a resolve that may never come (the call refused): its failure is resolve's to report.
+      status.catch(() => {});
+      return status;
+    },
+    async resolve(level, backups, now, ahead) {
       let current = level;
       const visited = new Set<number>();
       for (;;) {
         visited.add(current);
         const backup = backups.get(current);
         if (backup === undefined || visited.has(backup)) return { level: current, probe: false };
-        const status = await levels.status(tenantId, current);
+        const status = await (current === level && ahead ? ahead : levels.status(tenantId, current));
         note(current, status);
         if (status.switchedAt === null) return { level: current, probe: false };
         if (await levels.claimProbe(tenantId, current, now - QUIET_MS)) return { level: current, probe: true };
