@@ -1,5 +1,6 @@
 import { script } from "./connection.ts";
 import { PRELUDE } from "./lua.ts";
+import { SLIDING_WINDOWS } from "./lua-windows.ts";
 
 /* The Lua scripts of the Redis State's switch-over Levels, provider keys' health and one-time claims (conventions in lua.ts). */
 
@@ -8,7 +9,7 @@ import { PRELUDE } from "./lua.ts";
  * errors (window key), now, threshold, windowMs, quietSince, probe}. Answers the status
  * after (switchedAt, lastErrorAt, probing; '' for none) or, for claimProbe, 1 or 0.
  */
-export const LEVEL = script(`${PRELUDE}
+export const LEVEL = script(`${PRELUDE}${SLIDING_WINDOWS}
 local key = P.key
 local function probing()
   local owner = redis.call('HGET', key, 'probing')
