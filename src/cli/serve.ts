@@ -260,9 +260,10 @@ export const serveCommand = defineCommand({
         throw error;
       }
       const server = running;
-      deps.beforeClose.push(deps.store.startUpkeep(deps.log));
+      const stopUpkeep = deps.store.startUpkeep(deps.log);
       const pruner = startRequestLogPruner({ store: deps.store, clock: deps.clock, log: deps.log, days: config.requestLogDays ?? DEFAULT_REQUEST_LOG_DAYS });
-      deps.beforeClose.push(() => pruner.stop());
+      // The pruner first: its last prune may be with the request log's writer, which upkeep stops.
+      deps.beforeClose.push(() => pruner.stop(), stopUpkeep);
       let stopping = false;
       const shutdown = (signal: string) => {
         // A second signal (an impatient Ctrl-C, a supervisor repeating itself) must not

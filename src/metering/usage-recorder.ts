@@ -2,9 +2,10 @@ import type { Clock } from "../core/clock.ts";
 import type { LogFields, Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
-import { usageRowIdentity, type NewKeyHealthRow, type NewRequestLogRow, type NewUsageEventRow, type RollupRow, type Store } from "../store/store.ts";
+import { usageRowIdentity, type NewKeyHealthRow, type NewRequestLogRow, type NewUsageEventRow, type Store } from "../store/store.ts";
 import { requestLogRow, type LoggedCall } from "./request-log.ts";
 import { KeyHealthBatch } from "./key-health.ts";
+import { chargesOf, dailyRollups } from "./usage-batch.ts";
 import type { UsageBuffer } from "./usage-buffer.ts";
 
 /** What the gateway reports when a model call ends. */
@@ -73,10 +74,6 @@ const MAX_PENDING = 500;
 /** Rows per transaction when a tick writes: about 0.15 ms of work each. */
 const SLICE_ROWS = 64;
 
-/** A call counts in bills when it was answered or cost something (a failed attempt costs nothing and is not a request). */
-export function isBillable(row: NewUsageEventRow): boolean {
-  return row.status < 400 || (row.costNanos ?? 0) > 0 || (row.promptTokens ?? 0) + (row.completionTokens ?? 0) > 0;
-}
 
 /** Rows one drain writes at most per transaction. */
 const DRAIN_ROWS = 500;
@@ -101,7 +98,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   /**
    * Request-log rows waiting, in this process only (never in the durable buffer: the log
    * is for reading back, bills do not depend on it). Each write takes a batch of them
-   * into its own transaction, so the log costs no write of its own.
+   * after its charges.
    */
   let pendingLog: NewRequestLogRow[] = [];
   /** Provider keys' health figures of the settled calls, added to the store with the log rows (in this process only, as they are). */
@@ -123,17 +120,40 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     pendingLog = logRows === pendingLog ? [] : pendingLog.slice(logRows.length);
     const healthRows = health.take();
     try {
-      await transaction(rows, logRows, healthRows, check, now);
+      await transaction(rows, healthRows, check, now);
     } catch (error) {
       pendingLog = logRows.concat(pendingLog);
       health.putBack(healthRows);
       throw error;
     }
     if (healthRows.length > 0) healthWrites++;
+    if (logRows.length > 0) appendLog(logRows);
     // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
     return chargesOf(rows);
   };
-  const transaction = (rows: NewUsageEventRow[], logRows: NewRequestLogRow[], healthRows: NewKeyHealthRow[], check: boolean, now: number) =>
+  /**
+   * The log's rows go after their charges, outside the charges' transaction and not
+   * waited for by the next batch: on SQLite another thread writes them to the log's own
+   * file (docs/architecture.md, "Request log"). Rows the store refuses wait for the next batch.
+   */
+  const logAppends = new Set<Promise<void>>();
+  let logFailing = false;
+  const appendLog = (logRows: NewRequestLogRow[]) => {
+    const done = deps.store.requests.append(logRows).then(
+      () => {
+        if (logFailing) deps.log.info("request-log rows are written again");
+        logFailing = false;
+      },
+      (error: unknown) => {
+        pendingLog = logRows.concat(pendingLog);
+        if (!logFailing) deps.log.warn("request-log rows could not be written; retrying with the next batches", { rows: logRows.length, error: (error as Error).message });
+        logFailing = true;
+      },
+    );
+    logAppends.add(done);
+    void done.finally(() => logAppends.delete(done));
+  };
+  const transaction = (rows: NewUsageEventRow[], healthRows: NewKeyHealthRow[], check: boolean, now: number) =>
     deps.store.transaction(async (tx) => {
       // Rows a dead writer may have committed: the ones stored already are charged once, then.
       let fresh = rows;
@@ -144,39 +164,11 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
           fresh = rows.filter((row) => !stored.has(usageRowIdentity(row)));
         }
       }
-      const rollups = sums(fresh);
+      const rollups = dailyRollups(fresh);
       await tx.usage.append(fresh, rollups.values());
       for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
-      if (logRows.length > 0) await tx.requests.append(logRows);
       if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
     });
-  const chargesOf = (rows: readonly NewUsageEventRow[]) => {
-    const charged = new Map<number, number>();
-    for (const row of rows) if (row.costNanos) charged.set(row.accountId, (charged.get(row.accountId) ?? 0) + row.costNanos);
-    return charged;
-  };
-  /** The daily rollups of the rows that count in bills. */
-  const sums = (rows: readonly NewUsageEventRow[]) => {
-    const rollups = new Map<string, RollupRow>();
-    for (const row of rows) {
-      if (!isBillable(row)) continue;
-      const model = row.effectiveModel ?? row.requestedModel ?? "";
-      const key = `${row.accountId}\u0000${row.day}\u0000${model}`;
-      let sum = rollups.get(key);
-      if (!sum) {
-        sum = { accountId: row.accountId, day: row.day, model, requests: 0, prompt: 0, completion: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, costNanos: 0 };
-        rollups.set(key, sum);
-      }
-      sum.requests++;
-      sum.prompt += row.promptTokens ?? 0;
-      sum.completion += row.completionTokens ?? 0;
-      sum.reasoning += row.reasoningTokens ?? 0;
-      sum.cacheRead += row.cacheReadTokens ?? 0;
-      sum.cacheWrite += row.cacheWriteTokens ?? 0;
-      sum.costNanos += row.costNanos ?? 0;
-    }
-    return rollups;
-  };
 
   /** Whether the last write failed: logged once per outage, not on every tick. */
   let failing = false;
@@ -279,11 +271,15 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   /** Everything pending, now, in one transaction (shutdown, tests); resolves once stored. */
   const flush = async (): Promise<void> => {
     await Promise.all([...appending, ...logWaits]);
-    if (pending.length > 0 || pendingLog.length > 0 || health.size > 0) {
+    if (pending.length === 0 && pendingLog.length === 0 && health.size === 0) await writing;
+    // A batch takes as many log rows as usage rows (at least a slice's worth): write until nothing waits.
+    for (let round = 0; round < 1000 && (pending.length > 0 || pendingLog.length > 0 || health.size > 0); round++) {
       const rows = pending;
       pending = [];
-      await writeRows(rows);
-    } else await writing;
+      if (!(await writeRows(rows))) break;
+      await Promise.all([...logAppends]);
+    }
+    await Promise.all([...logAppends]);
     // The buffer, drained until empty (or while the database refuses), whoever's rows they are.
     // A dead writer's claim is not in the queue's length: claim until nothing is left at all.
     if (buffer) for (let round = 0; round < 10_000 && ["more", "drained"].includes(await drainOnce()); round++);

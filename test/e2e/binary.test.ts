@@ -108,6 +108,24 @@ describe("dist/router alone in an empty directory", () => {
     while (!server.stderr().includes("WAL checkpoints run on their own thread") && Date.now() < deadline) await Bun.sleep(50);
     expect(server.stderr()).toContain("WAL checkpoints run on their own thread");
     expect(server.stderr()).not.toContain("back on the serving thread");
+    // The request log's rows, on the executable's own writer thread, into their own file.
+    while (!server.stderr().includes("request-log rows are written on their own thread") && Date.now() < deadline) await Bun.sleep(50);
+    expect(server.stderr()).toContain("request-log rows are written on their own thread");
+    const refused = await fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "no-such-model", messages: [{ role: "user", content: "hi" }] }),
+    });
+    const requestId = refused.headers.get("x-request-id")!;
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    let logged: Response | undefined;
+    for (const until = Date.now() + 5000; Date.now() < until; await Bun.sleep(50)) {
+      logged = await fetch(`${server.url}/x-requests/${requestId}`, { headers: { authorization: `Bearer ${key}` } });
+      if (logged.status === 200) break;
+    }
+    expect(logged?.status).toBe(200);
+    expect(await logged!.json()).toMatchObject({ status: refused.status });
+    expect(existsSync(join(dir, "ckdata", "router-requests.db"))).toBe(true);
     server.kill("SIGTERM");
     expect(await server.exited).toBe(0);
     const again = await serveBinary(bin, ["--port", "0", "--data", "ckdata"], { cwd: dir });

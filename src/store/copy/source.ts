@@ -7,6 +7,7 @@ import { migrations } from "../migrations/index.ts";
 import * as schema from "../schema/index.ts";
 import { accounts } from "../schema/accounts.ts";
 import type { Db } from "../sqlite/connection.ts";
+import { attachRequestLog, requestLogFileOf } from "../sqlite/request-log-file.ts";
 import { sqliteCredit } from "../sqlite/credit.ts";
 import { databasePath } from "../data-dir.ts";
 import type { CopiedTable } from "./tables.ts";
@@ -51,13 +52,15 @@ export function openSource(path: string): Source {
     sqlite = new Database(path, { readonly: true, strict: true });
     sqlite.run("PRAGMA busy_timeout = 5000");
     checkMigrations(sqlite, path);
+    // The request log's own file, when this deployment has one (an older one kept the log in router.db).
+    if (existsSync(requestLogFileOf(path))) attachRequestLog(sqlite, path, { adopt: false, readonly: true });
   } catch (error) {
     throw new Error(`cannot read ${path} as a router database: ${(error as Error).message}`);
   }
   const db = drizzle(sqlite, { schema }) as Db;
   // The embedded store's own credit repository over this read-only connection; only
   // its reads are used (preparing its writes is harmless, running them would fail).
-  const credit = sqliteCredit({ sqlite, db, path, changedElsewhere: () => false, close: () => sqlite.close() });
+  const credit = sqliteCredit({ sqlite, db, path, requestLogPath: requestLogFileOf(path), changedElsewhere: () => false, close: () => sqlite.close() });
 
   return {
     path,

@@ -3,6 +3,7 @@ import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import * as schema from "../schema/index.ts";
 import { migrations } from "../migrations/index.ts";
 import { migrate } from "./migrate.ts";
+import { attachRequestLog, requestLogFileOf } from "./request-log-file.ts";
 
 /** drizzle over the connection; `$client` is the raw connection for prepared hot queries. */
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
@@ -15,6 +16,8 @@ export interface Connection {
   readonly db: Db;
   /** The file, for the checkpoint worker's own connection. */
   readonly path: string;
+  /** The request log's file, for its writer's own connection. */
+  readonly requestLogPath: string;
   /** True once another process (e.g. `router owner create`) committed since the last call. */
   changedElsewhere(): boolean;
   close(): void;
@@ -37,6 +40,8 @@ export function openConnection(path: string, options: OpenOptions = {}): Connect
   sqlite.run("PRAGMA foreign_keys = ON");
   sqlite.run("PRAGMA synchronous = NORMAL");
   if (options.migrate !== false) migrate(sqlite, migrations);
+  // The request log's own file (request-log-file.ts), attached: its rows are read here and written by a thread of their own.
+  attachRequestLog(sqlite, path, { adopt: options.migrate !== false });
   const dataVersion = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
   // data_version changes only when *another* connection commits: exactly the signal
   // for dropping caches that a separate CLI process made stale.
@@ -45,6 +50,7 @@ export function openConnection(path: string, options: OpenOptions = {}): Connect
     sqlite,
     db: drizzle(sqlite, { schema }),
     path,
+    requestLogPath: requestLogFileOf(path),
     changedElsewhere() {
       const version = dataVersion.get()?.data_version ?? 0;
       if (version === lastVersion) return false;

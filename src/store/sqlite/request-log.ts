@@ -12,7 +12,7 @@ const ROWS_PER_STATEMENT = 32;
 
 const whereOf = (filter: RequestLogFilter): SQL => requestLogWhere(requestLog, accounts, filter);
 
-export function sqliteRequestLog({ db, sqlite }: Connection): Synchronous<RequestLogStore> {
+export function sqliteRequestLog({ db, sqlite }: Pick<Connection, "db" | "sqlite">): Synchronous<RequestLogStore> {
   // Prepared once on the raw connection, as the usage rows' (the query builder made and
   // parsed a new statement per batch: 59 µs a call in the profile).
   const insert = (count: number) =>

@@ -1,5 +1,5 @@
 import type { Logger } from "../../core/log.ts";
-import type { Repositories, Store, Transaction } from "../store.ts";
+import type { Repositories, RequestLogStore, Store, Transaction } from "../store.ts";
 import { sqliteAccounts } from "./accounts.ts";
 import { startCheckpointer } from "./checkpointer.ts";
 import { openConnection, type Connection, type OpenOptions } from "./connection.ts";
@@ -9,6 +9,7 @@ import { sqliteNotices, sqliteObjects, sqliteOperations, sqliteSettings, sqliteS
 import { asynchronous } from "./synchronous.ts";
 import { sqliteUsage } from "./usage.ts";
 import { sqliteRequestLog } from "./request-log.ts";
+import { startRequestLogWriter, type RequestLogWriter } from "./request-log-writer.ts";
 import { sqliteKeyHealth } from "./key-health.ts";
 
 /**
@@ -35,6 +36,16 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     if (waiting === undefined) return now(call);
     return new Promise<void>((resolve) => waiting!.push(resolve)).then(() => outside(call));
   };
+  /** The request log's writer thread, once upkeep started it (the server): appends and prunes go there. */
+  let writer: RequestLogWriter | undefined;
+  const requestsOf = (run: <R>(call: () => R) => Promise<R>): RequestLogStore => {
+    const here = asynchronous(sqliteRequestLog(connection), run);
+    return {
+      ...here,
+      append: (rows) => (writer ? writer.append(rows) : here.append(rows)),
+      prune: (before) => (writer ? writer.prune(before) : here.prune(before)),
+    };
+  };
   const repositories = (run: <R>(call: () => R) => Promise<R>): Repositories => ({
     accounts: asynchronous(sqliteAccounts(connection), run),
     credit: asynchronous(sqliteCredit(connection), run),
@@ -43,7 +54,7 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     notices: asynchronous(sqliteNotices(connection.db), run),
     operations: asynchronous(sqliteOperations(connection.db), run),
     usage: asynchronous(sqliteUsage(connection), run),
-    requests: asynchronous(sqliteRequestLog(connection), run),
+    requests: requestsOf(run),
     keyHealth: asynchronous(sqliteKeyHealth(connection), run),
     objects: asynchronous(sqliteObjects(connection.db), run),
     softLimitMail: asynchronous(sqliteSoftLimitMail(connection.db), run),
@@ -91,7 +102,16 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     changedElsewhere: () => connection.changedElsewhere(),
     startUpkeep(log: Logger) {
       const checkpointer = startCheckpointer(sqlite, connection.path, log);
-      return () => checkpointer.stop();
+      // Until the writer is up (and if it cannot start), the log's rows are written here.
+      const starting = connection.requestLogPath === ":memory:" ? Promise.resolve(undefined) : startRequestLogWriter(connection.requestLogPath, log);
+      void starting.then((started) => {
+        writer = started;
+      });
+      return async () => {
+        const stopping = await starting;
+        writer = undefined;
+        await Promise.all([checkpointer.stop(), stopping?.stop()]);
+      };
     },
     close: () => connection.close(),
   };
