@@ -8,7 +8,7 @@ import { join } from "node:path";
 
 const root = join(import.meta.dir, "..");
 /** Every module started with `new Worker(workerUrl(…))`. */
-const WORKERS = ["src/store/sqlite/checkpoint-worker.ts", "src/store/sqlite/backup-worker.ts", "src/store/sqlite/request-log-worker.ts"];
+const WORKERS = ["src/store/sqlite/upkeep-worker.ts", "src/store/sqlite/backup-worker.ts"];
 mkdirSync(join(root, "dist"), { recursive: true });
 const started = performance.now();
 const proc = Bun.spawnSync(

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { Logger } from "../../core/log.ts";
-import { workerUrl } from "../../core/worker-url.ts";
-import type { CheckpointerMessage, CheckpointerReport } from "./checkpoint-worker.ts";
+import type { CheckpointerMessage, CheckpointerReport } from "./checkpoint-service.ts";
+import type { ServiceChannel } from "./upkeep-thread.ts";
 
 /** How often the worker checkpoints. Under load the WAL grows a few MB between rounds. */
 const CHECKPOINT_EVERY_MS = 1000;
@@ -13,35 +13,32 @@ export interface Checkpointer {
 }
 
 /**
- * Moves WAL checkpoints off the serving thread. SQLite checkpoints on commit once the
+ * Moves WAL checkpoints off the serving thread, to the upkeep thread (upkeep-worker.ts). SQLite checkpoints on commit once the
  * WAL passes 1,000 pages: under load that is every few seconds, and the commit that
  * does it copies megabytes and fsyncs, holding every request for 4 to 11 ms (measured
- * with 64-row usage batches). A Worker with its own connection checkpoints once a
- * second instead, and the server's connection stops checkpointing, only once the
- * worker is running; if it fails, automatic checkpoints come back.
+ * with 64-row usage batches). The upkeep thread's own connection checkpoints once a
+ * second instead, and the server's connection stops checkpointing, only once that is
+ * running; if it fails, automatic checkpoints come back.
  */
-export function startCheckpointer(sqlite: Database, path: string, log: Logger): Checkpointer {
-  const worker = new Worker(workerUrl("store/sqlite/checkpoint-worker.ts"));
+export function startCheckpointer(sqlite: Database, path: string, log: Logger, thread: ServiceChannel<CheckpointerMessage, CheckpointerReport>): Checkpointer {
   let stopped: (() => void) | undefined;
   const autoCheckpoint = (pages: number) => sqlite.run(`PRAGMA wal_autocheckpoint = ${pages}`);
-  worker.onmessage = (event: MessageEvent<CheckpointerReport>) => {
-    const report = event.data;
-    if (report.type === "ready") {
-      autoCheckpoint(0);
-      log.debug("WAL checkpoints run on their own thread", { everyMs: CHECKPOINT_EVERY_MS });
-    }
-    else if (report.type === "failed") {
+  thread.listen(
+    (report) => {
+      if (report.type === "ready") {
+        autoCheckpoint(0);
+        log.debug("WAL checkpoints run on their own thread", { everyMs: CHECKPOINT_EVERY_MS });
+      } else if (report.type === "failed") {
+        autoCheckpoint(AUTOCHECKPOINT_PAGES);
+        log.warn("WAL checkpoints are back on the serving thread", { error: report.error });
+      } else stopped?.();
+    },
+    (error) => {
       autoCheckpoint(AUTOCHECKPOINT_PAGES);
-      log.warn("WAL checkpoints are back on the serving thread", { error: report.error });
-    } else stopped?.();
-  };
-  worker.onerror = (event) => {
-    autoCheckpoint(AUTOCHECKPOINT_PAGES);
-    log.warn("WAL checkpoint worker failed; checkpoints are back on the serving thread", { error: event.message });
-  };
-  worker.postMessage({ type: "start", path, everyMs: CHECKPOINT_EVERY_MS } satisfies CheckpointerMessage);
-  // The worker must not keep a stopping process alive.
-  (worker as unknown as { unref(): void }).unref();
+      log.warn("the upkeep thread failed; WAL checkpoints are back on the serving thread", { error });
+    },
+  );
+  thread.post({ type: "start", path, everyMs: CHECKPOINT_EVERY_MS });
   return {
     async stop() {
       autoCheckpoint(AUTOCHECKPOINT_PAGES);
@@ -49,9 +46,8 @@ export function startCheckpointer(sqlite: Database, path: string, log: Logger): 
         stopped = resolve;
         setTimeout(resolve, 2000).unref();
       });
-      worker.postMessage({ type: "stop" } satisfies CheckpointerMessage);
+      thread.post({ type: "stop" });
       await done;
-      worker.terminate();
     },
   };
 }

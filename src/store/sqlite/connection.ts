@@ -14,7 +14,7 @@ export interface Connection {
   readonly sqlite: Database;
   /** drizzle over the same connection. */
   readonly db: Db;
-  /** The file, for the checkpoint worker's own connection. */
+  /** The file, for the upkeep thread's own connection (WAL checkpoints). */
   readonly path: string;
   /** The request log's file, for its writer's own connection. */
   readonly requestLogPath: string;

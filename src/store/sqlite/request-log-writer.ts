@@ -1,7 +1,7 @@
 import type { Logger } from "../../core/log.ts";
-import { workerUrl } from "../../core/worker-url.ts";
 import type { NewRequestLogRow } from "../store.ts";
-import type { WriterMessage, WriterReport, WriterRequest } from "./request-log-worker.ts";
+import type { WriterMessage, WriterReport, WriterRequest } from "./request-log-service.ts";
+import type { ServiceChannel } from "./upkeep-thread.ts";
 
 /** What the serving thread hands the request log's writer. */
 export interface RequestLogWriter {
@@ -14,20 +14,13 @@ export interface RequestLogWriter {
 }
 
 /**
- * Starts the request log's writer thread on the log's file (request-log-file.ts): the
- * serving thread posts a batch as one JSON string (under 1 µs a row, against about 4.5
- * µs a row for the insert it no longer makes) and reads the log through its own
- * connection, where the file is attached. Resolves undefined when the thread cannot
- * start: the rows are then written on the serving thread, as before.
+ * Starts the request log's writer on the upkeep thread, on the log's file
+ * (request-log-file.ts): the serving thread posts a batch as one JSON string (under 1 µs
+ * a row, against about 4.5 µs a row for the insert it no longer makes) and reads the log
+ * through its own connection, where the file is attached. Resolves undefined when the
+ * writer cannot start: the rows are then written on the serving thread, as before.
  */
-export async function startRequestLogWriter(path: string, log: Logger): Promise<RequestLogWriter | undefined> {
-  let worker: Worker;
-  try {
-    worker = new Worker(workerUrl("store/sqlite/request-log-worker.ts"));
-  } catch (error) {
-    log.warn("the request log's writer thread could not start; its rows are written on the serving thread", { error: (error as Error).message });
-    return undefined;
-  }
+export async function startRequestLogWriter(path: string, log: Logger, thread: ServiceChannel<WriterMessage, WriterReport>): Promise<RequestLogWriter | undefined> {
   let next = 0;
   const waiting = new Map<number, { resolve: (changes: number) => void; reject: (error: Error) => void }>();
   let started: ((ok: boolean) => void) | undefined;
@@ -36,36 +29,32 @@ export async function startRequestLogWriter(path: string, log: Logger): Promise<
     for (const entry of waiting.values()) entry.reject(error);
     waiting.clear();
   };
-  worker.onmessage = (event: MessageEvent<WriterReport>) => {
-    const report = event.data;
-    if (report.type === "ready") return started?.(true);
-    if (report.type === "failed") {
-      log.warn("the request log's writer thread could not open its file; its rows are written on the serving thread", { error: report.error });
-      return started?.(false);
-    }
-    const entry = waiting.get(report.id);
-    if (!entry) return;
-    waiting.delete(report.id);
-    if (report.type === "done") entry.resolve(report.changes);
-    else entry.reject(new Error(`the request log could not be written: ${report.error}`));
-  };
-  worker.onerror = (event) => {
-    started?.(false);
-    failAll(new Error(`the request log's writer thread failed: ${event.message}`));
-  };
-  worker.postMessage({ type: "start", path } satisfies WriterMessage);
-  // The thread must not keep a stopping process alive.
-  (worker as unknown as { unref(): void }).unref();
-  if (!(await ready)) {
-    worker.terminate();
-    return undefined;
-  }
+  thread.listen(
+    (report) => {
+      if (report.type === "ready") return started?.(true);
+      if (report.type === "failed") {
+        log.warn("the request log's writer could not open its file; its rows are written on the serving thread", { error: report.error });
+        return started?.(false);
+      }
+      const entry = waiting.get(report.id);
+      if (!entry) return;
+      waiting.delete(report.id);
+      if (report.type === "done") entry.resolve(report.changes);
+      else entry.reject(new Error(`the request log could not be written: ${report.error}`));
+    },
+    (error) => {
+      started?.(false);
+      failAll(new Error(`the request log's writer thread failed: ${error}`));
+    },
+  );
+  thread.post({ type: "start", path });
+  if (!(await ready)) return undefined;
   log.debug("request-log rows are written on their own thread", { file: path });
   const ask = (request: WriterRequest): Promise<number> =>
     new Promise<number>((resolve, reject) => {
       const id = ++next;
       waiting.set(id, { resolve, reject });
-      worker.postMessage({ ...request, id } satisfies WriterMessage);
+      thread.post({ ...request, id });
     });
   return {
     async append(rows) {
@@ -75,7 +64,6 @@ export async function startRequestLogWriter(path: string, log: Logger): Promise<
     async stop() {
       await Promise.race([ask({ type: "stop" }), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       failAll(new Error("the request log's writer stopped"));
-      worker.terminate();
     },
   };
 }

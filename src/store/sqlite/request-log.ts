@@ -1,34 +1,18 @@
 import { and, count, desc, eq, lt, type SQL } from "drizzle-orm";
-import { appendRequestLogValues, multiRowInsert, REQUEST_LOG_COLUMNS, type SqlValue } from "../row-values.ts";
 import { accounts } from "../schema/accounts.ts";
 import { requestLog } from "../schema/request-log.ts";
 import type { RequestLogFilter, RequestLogStore } from "../store.ts";
 import { requestLogWhere } from "../request-log-filter.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
-
-/** Rows per prepared INSERT (25 parameters each, far below SQLite's bound). */
-const ROWS_PER_STATEMENT = 32;
+import { requestLogInserter } from "./request-log-insert.ts";
 
 const whereOf = (filter: RequestLogFilter): SQL => requestLogWhere(requestLog, accounts, filter);
 
 export function sqliteRequestLog({ db, sqlite }: Pick<Connection, "db" | "sqlite">): Synchronous<RequestLogStore> {
-  // Prepared once on the raw connection, as the usage rows' (the query builder made and
-  // parsed a new statement per batch: 59 µs a call in the profile).
-  const insert = (count: number) =>
-    sqlite.prepare<unknown, SqlValue[]>(multiRowInsert("request_log", REQUEST_LOG_COLUMNS, count, "?", " ON CONFLICT DO NOTHING"));
-  const insertOne = insert(1);
-  const insertGroup = insert(ROWS_PER_STATEMENT);
+  const append = requestLogInserter(sqlite);
   return {
-    append(rows) {
-      let i = 0;
-      for (; i + ROWS_PER_STATEMENT <= rows.length; i += ROWS_PER_STATEMENT) {
-        const values: SqlValue[] = [];
-        for (let j = i; j < i + ROWS_PER_STATEMENT; j++) appendRequestLogValues(values, rows[j]!);
-        insertGroup.run(...values);
-      }
-      for (; i < rows.length; i++) insertOne.run(...appendRequestLogValues([], rows[i]!));
-    },
+    append,
     list(filter, page, size) {
       const where = whereOf(filter);
       const total = db.select({ n: count() }).from(requestLog).where(where).get()?.n ?? 0;

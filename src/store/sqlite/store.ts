@@ -10,6 +10,7 @@ import { asynchronous } from "./synchronous.ts";
 import { sqliteUsage } from "./usage.ts";
 import { sqliteRequestLog } from "./request-log.ts";
 import { startRequestLogWriter, type RequestLogWriter } from "./request-log-writer.ts";
+import { startUpkeepThread } from "./upkeep-thread.ts";
 import { sqliteKeyHealth } from "./key-health.ts";
 
 /**
@@ -101,9 +102,15 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     transaction,
     changedElsewhere: () => connection.changedElsewhere(),
     startUpkeep(log: Logger) {
-      const checkpointer = startCheckpointer(sqlite, connection.path, log);
+      // One thread for both: WAL checkpoints of this file and the request log's writes.
+      const thread = startUpkeepThread();
+      if (!thread) {
+        log.warn("the store's upkeep thread could not start: checkpoints and request-log rows stay on the serving thread");
+        return async () => {};
+      }
+      const checkpointer = startCheckpointer(sqlite, connection.path, log, thread.checkpoint);
       // Until the writer is up (and if it cannot start), the log's rows are written here.
-      const starting = connection.requestLogPath === ":memory:" ? Promise.resolve(undefined) : startRequestLogWriter(connection.requestLogPath, log);
+      const starting = connection.requestLogPath === ":memory:" ? Promise.resolve(undefined) : startRequestLogWriter(connection.requestLogPath, log, thread.log);
       void starting.then((started) => {
         writer = started;
       });
@@ -111,6 +118,7 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
         const stopping = await starting;
         writer = undefined;
         await Promise.all([checkpointer.stop(), stopping?.stop()]);
+        thread.terminate();
       };
     },
     close: () => connection.close(),
