@@ -4,25 +4,30 @@ import { appendRequestLogValues, multiRowInsert, REQUEST_LOG_COLUMNS, type SqlVa
 
 /** Rows per prepared INSERT (25 parameters each, far below SQLite's bound). */
 const ROWS_PER_STATEMENT = 32;
+const WIDTH = REQUEST_LOG_COLUMNS.length;
+
+/** Rows as one flat array of their values in column order: what crosses to the upkeep thread (no keys, no object per row). */
+export function requestLogValues(rows: readonly NewRequestLogRow[]): SqlValue[] {
+  const values: SqlValue[] = [];
+  for (const row of rows) appendRequestLogValues(values, row);
+  return values;
+}
 
 /**
- * Request-log rows into `request_log` on a connection, by statements prepared once (the
- * query builder made and parsed a new statement per batch: 59 µs a call in the profile).
- * Used by the serving thread's repository and by the upkeep thread's writer, which
- * loads no query builder.
+ * Inserts request-log rows given as one flat array of values (`requestLogValues`) into
+ * `request_log` on a connection, by statements prepared once (the query builder made
+ * and parsed a new statement per batch: 59 µs a call in the profile). Used by the
+ * serving thread's repository and by the upkeep thread's writer, which loads no query builder.
  */
-export function requestLogInserter(sqlite: Database): (rows: readonly NewRequestLogRow[]) => void {
+export function requestLogValuesInserter(sqlite: Database): (values: readonly SqlValue[]) => void {
   const insert = (count: number) =>
     sqlite.prepare<unknown, SqlValue[]>(multiRowInsert("request_log", REQUEST_LOG_COLUMNS, count, "?", " ON CONFLICT DO NOTHING"));
   const insertOne = insert(1);
   const insertGroup = insert(ROWS_PER_STATEMENT);
-  return (rows) => {
+  const group = ROWS_PER_STATEMENT * WIDTH;
+  return (values) => {
     let i = 0;
-    for (; i + ROWS_PER_STATEMENT <= rows.length; i += ROWS_PER_STATEMENT) {
-      const values: SqlValue[] = [];
-      for (let j = i; j < i + ROWS_PER_STATEMENT; j++) appendRequestLogValues(values, rows[j]!);
-      insertGroup.run(...values);
-    }
-    for (; i < rows.length; i++) insertOne.run(...appendRequestLogValues([], rows[i]!));
+    for (; i + group <= values.length; i += group) insertGroup.run(...values.slice(i, i + group));
+    for (; i + WIDTH <= values.length; i += WIDTH) insertOne.run(...values.slice(i, i + WIDTH));
   };
 }

@@ -5,11 +5,12 @@
  * Plain statements, no query builder: the thread then loads no more than it needs.
  */
 import { Database } from "bun:sqlite";
-import type { NewRequestLogRow } from "../store.ts";
-import { requestLogInserter } from "./request-log-insert.ts";
+import type { SqlValue } from "../row-values.ts";
+import { requestLogValuesInserter } from "./request-log-insert.ts";
 
 /** What the serving thread asks of the writer, answered by id. */
-export type WriterRequest = { type: "append"; rows: string } | { type: "prune"; before: number } | { type: "stop" };
+/** `values`: the rows' values in column order, one flat JSON array (request-log-insert.ts). */
+export type WriterRequest = { type: "append"; values: string } | { type: "prune"; before: number } | { type: "stop" };
 export type WriterMessage = { type: "start"; path: string } | (WriterRequest & { id: number });
 
 export type WriterReport = { type: "ready" } | { type: "failed"; error: string } | { type: "done"; id: number; changes: number } | { type: "error"; id: number; error: string };
@@ -17,7 +18,7 @@ export type WriterReport = { type: "ready" } | { type: "failed"; error: string }
 /** The writer's message handler on the upkeep thread, reporting through `report`. */
 export function requestLogService(report: (message: WriterReport) => void): (message: WriterMessage) => void {
   let sqlite: Database | undefined;
-  let append: ((rows: NewRequestLogRow[]) => void) | undefined;
+  let append: ((values: SqlValue[]) => void) | undefined;
   let prune: ((before: number) => number) | undefined;
 
   return (message) => {
@@ -27,10 +28,10 @@ export function requestLogService(report: (message: WriterReport) => void): (mes
         sqlite.run("PRAGMA busy_timeout = 5000");
         sqlite.run("PRAGMA synchronous = NORMAL");
         const db = sqlite;
-        const insert = requestLogInserter(db);
+        const insert = requestLogValuesInserter(db);
         const remove = db.prepare<unknown, [number]>("DELETE FROM request_log WHERE created_at < ?");
         // A batch of rows is one commit.
-        append = db.transaction((rows: NewRequestLogRow[]) => insert(rows));
+        append = db.transaction((values: SqlValue[]) => insert(values));
         prune = (before) => remove.run(before).changes;
         report({ type: "ready" });
       } catch (error) {
@@ -51,7 +52,7 @@ export function requestLogService(report: (message: WriterReport) => void): (mes
     try {
       if (!sqlite || !append || !prune) throw new Error("the request log's writer is not started");
       if (message.type === "append") {
-        append(JSON.parse(message.rows) as NewRequestLogRow[]);
+        append(JSON.parse(message.values) as SqlValue[]);
         report({ type: "done", id: message.id, changes: 0 });
       } else report({ type: "done", id: message.id, changes: prune(message.before) });
     } catch (error) {

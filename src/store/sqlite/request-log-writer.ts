@@ -2,6 +2,7 @@ import type { Logger } from "../../core/log.ts";
 import type { NewRequestLogRow } from "../store.ts";
 import type { WriterMessage, WriterReport, WriterRequest } from "./request-log-service.ts";
 import type { ServiceChannel } from "./upkeep-thread.ts";
+import { requestLogValues } from "./request-log-insert.ts";
 
 /** What the serving thread hands the request log's writer. */
 export interface RequestLogWriter {
@@ -15,10 +16,11 @@ export interface RequestLogWriter {
 
 /**
  * Starts the request log's writer on the upkeep thread, on the log's file
- * (request-log-file.ts): the serving thread posts a batch as one JSON string (under 1 µs
- * a row, against about 4.5 µs a row for the insert it no longer makes) and reads the log
- * through its own connection, where the file is attached. Resolves undefined when the
- * writer cannot start: the rows are then written on the serving thread, as before.
+ * (request-log-file.ts): the serving thread posts a batch's values as one flat JSON
+ * array (under 1 µs a row, against about 4.5 µs a row for the insert it no longer makes;
+ * no object per row on either side) and reads the log through its own connection, where
+ * the file is attached. Resolves undefined when the writer cannot start: the rows are
+ * then written on the serving thread, as before.
  */
 export async function startRequestLogWriter(path: string, log: Logger, thread: ServiceChannel<WriterMessage, WriterReport>): Promise<RequestLogWriter | undefined> {
   let next = 0;
@@ -58,7 +60,7 @@ export async function startRequestLogWriter(path: string, log: Logger, thread: S
     });
   return {
     async append(rows) {
-      if (rows.length > 0) await ask({ type: "append", rows: JSON.stringify(rows) });
+      if (rows.length > 0) await ask({ type: "append", values: JSON.stringify(requestLogValues(rows)) });
     },
     prune: (before) => ask({ type: "prune", before }),
     async stop() {

@@ -5,14 +5,14 @@ import type { RequestLogFilter, RequestLogStore } from "../store.ts";
 import { requestLogWhere } from "../request-log-filter.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
-import { requestLogInserter } from "./request-log-insert.ts";
+import { requestLogValues, requestLogValuesInserter } from "./request-log-insert.ts";
 
 const whereOf = (filter: RequestLogFilter): SQL => requestLogWhere(requestLog, accounts, filter);
 
 export function sqliteRequestLog({ db, sqlite }: Pick<Connection, "db" | "sqlite">): Synchronous<RequestLogStore> {
-  const append = requestLogInserter(sqlite);
+  const insert = requestLogValuesInserter(sqlite);
   return {
-    append,
+    append: (rows) => insert(requestLogValues(rows)),
     list(filter, page, size) {
       const where = whereOf(filter);
       const total = db.select({ n: count() }).from(requestLog).where(where).get()?.n ?? 0;
