@@ -10,7 +10,7 @@ export interface RequestLogWriter {
   append(rows: readonly NewRequestLogRow[]): Promise<void>;
   /** Removes rows that began before `before` (ms); resolves with how many. */
   prune(before: number): Promise<number>;
-  /** Ends the thread once what was posted before is written. */
+  /** Stops the writer once what was posted before it is written (the upkeep thread is ended by its owner). */
   stop(): Promise<void>;
 }
 

@@ -45,7 +45,7 @@ export function startUpkeepThread(): UpkeepThread | undefined {
       },
     },
     log: {
-      post: (message) => worker.postMessage({ service: "log", ...message } as UpkeepMessage),
+      post: (message) => worker.postMessage({ service: "log", ...message } satisfies UpkeepMessage),
       listen(handler, failed) {
         handlers.log = handler;
         failures.push(failed);
