@@ -1,7 +1,6 @@
 import { BASE_COOLDOWN_MS, FAILURES_BEFORE_SLEEP, MAX_COOLDOWN_MS } from "../key-health.ts";
 import type { StateLoaders } from "../memory.ts";
 import type {
-  Adjustment,
   AdmitLine,
   ClaimState,
   Counter,
@@ -23,6 +22,7 @@ import type {
 import type { RedisConnection, Script } from "./connection.ts";
 import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
 import { CLAIM, KEY_HEALTH, LEVEL } from "./lua-keys.ts";
+import { createAdjustBatcher, type Line } from "./adjust-batch.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -64,7 +64,8 @@ const PERIOD_TTL_MS = 35 * 86_400_000;
 /** Calls of a script that asks for loads; each run fills what the one before named. */
 const LOAD_ROUNDS = 3;
 
-type Line = Record<string, string | number | undefined>;
+/** How long settlements gather before they go to Redis together. */
+const ADJUST_BATCH_MS = 5;
 
 const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
 
@@ -159,12 +160,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       const [, line, used, held, retryAfterMs] = answer.map(String);
       return { admitted: false, refusal: { line: Number(line), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
     },
-    async adjust(changes) {
-      if (changes.length === 0) return;
-      const lines = changes.map(changeOf);
-      await withLoads(ADJUST, lines, changes.map((c) => ({ counter: c.counter, period: "period" in c ? c.period : undefined })), now(), [String(PERIOD_TTL_MS)]);
-      if (retired.size > 0) for (const change of changes) if (change.counter.kind === "credit") await settleRetired(change.counter.accountId);
-    },
+    adjust: (changes) => adjustSoon(changes),
     async read(counter, at, period) {
       const answer = await admitOrRead([{ counter, period }], at, "read");
       return Number(answer[1]);
@@ -174,25 +170,16 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     },
   };
 
-  const changeOf = (change: Adjustment): Line => {
-    const key = keyOf(change.counter);
-    switch (change.counter.kind) {
-      case "window": {
-        const { at, delta } = change as { at: number; delta: number };
-        return { k: "w", key, w: change.counter.windowMs, at, d: delta };
-      }
-      case "period": {
-        const { period, delta } = change as { period: string; delta: number };
-        return { k: "p", key, p: period, d: delta };
-      }
-      case "gauge":
-        return { k: "g", key, d: (change as { delta: number }).delta };
-      case "credit": {
-        const { release, charge } = change as { release: number; charge: number };
-        return { k: "c", key, rel: release, ch: charge };
-      }
-    }
-  };
+
+  /** Settlements of a few milliseconds as one merged script run (adjust-batch.ts). */
+  const adjustSoon = createAdjustBatcher(
+    async (merged) => {
+      await withLoads(ADJUST, merged.map((m) => m.line), merged, now(), [String(PERIOD_TTL_MS)]);
+      if (retired.size > 0) for (const { counter } of merged) if (counter.kind === "credit") await settleRetired(counter.accountId);
+    },
+    keyOf,
+    ADJUST_BATCH_MS,
+  );
 
   /** Deleted accounts whose calls still hold credit, and what to do when they no longer do (this process's callbacks). */
   const retired = new Map<number, { settled: () => void; timer: ReturnType<typeof setInterval> }>();

@@ -1,0 +1,60 @@
+import { expect, test } from "bun:test";
+import { createAdjustBatcher, mergeAdjustments, type MergedChange } from "../../src/state/redis/adjust-batch.ts";
+import type { Adjustment, Counter } from "../../src/state/state.ts";
+
+/** Settlements merged per moment before they go to Redis (src/state/redis/adjust-batch.ts). */
+
+const minute = { kind: "window", key: "a:1:t:m", windowMs: 60_000 } as const;
+const day = { kind: "period", key: "q:tokens:day:1", seed: { measure: "tokens", accountId: 1 } } as const;
+const gauge = { kind: "gauge", key: "a:1:t:reserved" } as const;
+const credit = { kind: "credit", accountId: 1 } as const;
+const keyOf = (counter: Counter) => (counter.kind === "credit" ? `c:${counter.accountId}` : `${counter.kind}:${counter.key}`);
+const T0 = Date.UTC(2026, 10, 27, 9, 0, 0);
+
+test("changes to one cell merge: a window bucket per sign (a positive one keeps its latest moment), a period, a gauge, an account's credit", () => {
+  const into = new Map<string, MergedChange>();
+  const changes: Adjustment[] = [
+    { counter: minute, at: T0 + 100, delta: -30 },
+    { counter: minute, at: T0 + 900, delta: -20 },
+    { counter: minute, at: T0 + 200, delta: 5 },
+    { counter: minute, at: T0 + 700, delta: 7 },
+    // Another one-second bucket of the minute window: a line of its own.
+    { counter: minute, at: T0 + 1_500, delta: -1 },
+    { counter: day, period: "2026-11-27", delta: -50 },
+    { counter: day, period: "2026-11-27", delta: 12 },
+    { counter: day, period: "2026-11-28", delta: 3 },
+    { counter: gauge, delta: -100 },
+    { counter: gauge, delta: -60 },
+    { counter: credit, release: 1_000, charge: 400 },
+    { counter: credit, release: 500, charge: 100 },
+  ];
+  mergeAdjustments(changes, keyOf, into);
+  expect([...into.values()].map((m) => m.line)).toEqual([
+    { k: "w", key: "window:a:1:t:m", w: 60_000, at: T0 + 900, d: -50 },
+    { k: "w", key: "window:a:1:t:m", w: 60_000, at: T0 + 700, d: 12 },
+    { k: "w", key: "window:a:1:t:m", w: 60_000, at: T0 + 1_500, d: -1 },
+    { k: "p", key: "period:q:tokens:day:1", p: "2026-11-27", d: -38 },
+    { k: "p", key: "period:q:tokens:day:1", p: "2026-11-28", d: 3 },
+    { k: "g", key: "gauge:a:1:t:reserved", d: -160 },
+    { k: "c", key: "c:1", rel: 1_500, ch: 500 },
+  ]);
+  // A period line keeps its counter and period, for the seed a script may ask for.
+  expect([...into.values()][3]).toMatchObject({ counter: day, period: "2026-11-27" });
+});
+
+test("changes within the delay go in one run, each caller hears of it; later ones start another", async () => {
+  const runs: MergedChange[][] = [];
+  const adjust = createAdjustBatcher(async (merged) => void runs.push(merged), keyOf, 5);
+  await Promise.all([adjust([{ counter: gauge, delta: 1 }]), adjust([{ counter: gauge, delta: 2 }]), adjust([])]);
+  expect(runs.map((run) => run.map((m) => m.line.d))).toEqual([[3]]);
+  await adjust([{ counter: gauge, delta: 4 }]);
+  expect(runs.map((run) => run.map((m) => m.line.d))).toEqual([[3], [4]]);
+  const failing = createAdjustBatcher(async () => {
+    throw new Error("Redis script failed");
+  }, keyOf, 1);
+  const outcome = await failing([{ counter: gauge, delta: 1 }]).then(
+    () => "settled",
+    (error: Error) => error.message,
+  );
+  expect(outcome).toBe("Redis script failed");
+});
