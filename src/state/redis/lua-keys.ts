@@ -101,12 +101,16 @@ end
 
 local key = P.key
 if P.op == 'release' then
-  if redis.call('EXISTS', key) == 0 then return 0 end
+  -- P.keys: {key, n} per key, n calls of this process ended (gathered over a few ms).
   local field = 'f' .. OWNER
-  local n = (num(redis.call('HGET', key, field)) or 0) - 1
-  if n < 0 then n = 0 end
-  -- A probe that ended without a verdict (client gone) must not block the next one.
-  redis.call('HSET', key, field, str(n), 'probing', '')
+  for _, r in ipairs(P.keys) do
+    if redis.call('EXISTS', r.key) == 1 then
+      local n = (num(redis.call('HGET', r.key, field)) or 0) - r.n
+      if n < 0 then n = 0 end
+      -- A probe that ended without a verdict (client gone) must not block the next one.
+      redis.call('HSET', r.key, field, str(n), 'probing', '')
+    end
+  end
   return 1
 end
 

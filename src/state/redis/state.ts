@@ -22,7 +22,7 @@ import type {
 import type { RedisConnection, Script } from "./connection.ts";
 import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
 import { CLAIM, KEY_HEALTH, LEVEL } from "./lua-keys.ts";
-import { createAdjustBatcher, type Line } from "./adjust-batch.ts";
+import { createAdjustBatcher, gatherWithin, type Line } from "./batching.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -64,8 +64,9 @@ const PERIOD_TTL_MS = 35 * 86_400_000;
 /** Calls of a script that asks for loads; each run fills what the one before named. */
 const LOAD_ROUNDS = 3;
 
-/** How long settlements gather before they go to Redis together. */
+/** How long settlements, and keys' releases, gather before they go to Redis together. */
 const ADJUST_BATCH_MS = 5;
+const RELEASE_BATCH_MS = 5;
 
 const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
 
@@ -171,7 +172,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   };
 
 
-  /** Settlements of a few milliseconds as one merged script run (adjust-batch.ts). */
+  /** Settlements of a few milliseconds as one merged script run (batching.ts). */
   const adjustSoon = createAdjustBatcher(
     async (merged) => {
       await withLoads(ADJUST, merged.map((m) => m.line), merged, now(), [String(PERIOD_TTL_MS)]);
@@ -281,6 +282,19 @@ function createKeys(prefix: string, run: Run): KeyState {
   const keyOf = (tenantId: number, keyId: number) => `${prefix}k:${tenantId}:${keyId}`;
   const rules = [String(FAILURES_BEFORE_SLEEP), String(BASE_COOLDOWN_MS), String(MAX_COOLDOWN_MS)];
   const call = (payload: Record<string, unknown>) => run(KEY_HEALTH, payload, ...rules);
+  /**
+   * Calls ending within a few ms release their keys in one run, counted per key: a
+   * release per call was a script per call. A key's count of calls in flight drops that
+   * much later, which only makes the choice among keys meanwhile more careful.
+   */
+  const releaseSoon = gatherWithin<string, Map<string, number>>(
+    RELEASE_BATCH_MS,
+    () => new Map(),
+    (key, into) => void into.set(key, (into.get(key) ?? 0) + 1),
+    async (counts) => {
+      await call({ op: "release", keys: [...counts].map(([key, n]) => ({ key, n })) });
+    },
+  );
   return {
     async health(tenantId, keys) {
       if (keys.length === 0) return [];
@@ -290,9 +304,7 @@ function createKeys(prefix: string, run: Run): KeyState {
     async take(tenantId, key, probe) {
       return Number(await call({ op: "take", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), probe })) === 1;
     },
-    async release(tenantId, keyId) {
-      await call({ op: "release", key: keyOf(tenantId, keyId) });
-    },
+    release: (tenantId, keyId) => releaseSoon(keyOf(tenantId, keyId)),
     async record(tenantId, key, verdict, now) {
       const answer = await call({ op: "record", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), noSleep: key.noSleep, verdict, now });
       return answer ? sleepOf(answer as string[]) : undefined;

@@ -1,8 +1,8 @@
 import { expect, test } from "bun:test";
-import { createAdjustBatcher, mergeAdjustments, type MergedChange } from "../../src/state/redis/adjust-batch.ts";
+import { createAdjustBatcher, gatherWithin, mergeAdjustments, type MergedChange } from "../../src/state/redis/batching.ts";
 import type { Adjustment, Counter } from "../../src/state/state.ts";
 
-/** Settlements merged per moment before they go to Redis (src/state/redis/adjust-batch.ts). */
+/** Settlements merged per moment before they go to Redis (src/state/redis/batching.ts). */
 
 const minute = { kind: "window", key: "a:1:t:m", windowMs: 60_000 } as const;
 const day = { kind: "period", key: "q:tokens:day:1", seed: { measure: "tokens", accountId: 1 } } as const;
@@ -57,4 +57,16 @@ test("changes within the delay go in one run, each caller hears of it; later one
     (error: Error) => error.message,
   );
   expect(outcome).toBe("Redis script failed");
+});
+
+test("keys' releases within the delay go in one run, counted per key", async () => {
+  const runs: Array<Array<[string, number]>> = [];
+  const release = gatherWithin<string, Map<string, number>>(
+    5,
+    () => new Map(),
+    (key, into) => void into.set(key, (into.get(key) ?? 0) + 1),
+    async (counts) => void runs.push([...counts]),
+  );
+  await Promise.all(["k:0:1", "k:0:2", "k:0:1", "k:0:1"].map(release));
+  expect(runs).toEqual([[["k:0:1", 3], ["k:0:2", 1]]]);
 });

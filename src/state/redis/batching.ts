@@ -67,28 +67,43 @@ export function mergeAdjustments(changes: readonly Adjustment[], keyOf: (counter
 }
 
 /**
- * Settlements within `delayMs` of each other go to Redis as one script run, merged
- * (`mergeAdjustments`): one settlement script per call cost Redis about 160 µs of its
- * time, the scale-out bottleneck. Each caller's promise resolves (or fails) with the run
- * its changes went in. A reservation is thus released up to `delayMs` later, which only
- * makes admissions meanwhile more careful.
+ * Calls within `delayMs` of each other gathered into one `apply`: each call's items are
+ * added (`add`) to the moment's batch (made by `start`), and its promise settles with
+ * the run they went in. What a shared State does per call and may do a few milliseconds
+ * later (a settlement, a key's release) costs Redis one script run per moment instead
+ * of one per call.
  */
-export function createAdjustBatcher(apply: (merged: MergedChange[]) => Promise<void>, keyOf: (counter: Counter) => string, delayMs: number) {
-  let pending: { merged: Map<string, MergedChange>; done: Promise<void> } | undefined;
-  return (changes: readonly Adjustment[]): Promise<void> => {
-    if (changes.length === 0) return Promise.resolve();
+export function gatherWithin<Item, Batch>(delayMs: number, start: () => Batch, add: (items: Item, into: Batch) => void, apply: (batch: Batch) => Promise<void>): (items: Item) => Promise<void> {
+  let pending: { batch: Batch; done: Promise<void> } | undefined;
+  return (items) => {
     if (!pending) {
-      const merged = new Map<string, MergedChange>();
+      const batch = start();
       let settle!: { resolve: () => void; reject: (error: unknown) => void };
       const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
-      pending = { merged, done };
+      pending = { batch, done };
       const timer = setTimeout(() => {
         pending = undefined;
-        apply([...merged.values()]).then(settle.resolve, settle.reject);
+        apply(batch).then(settle.resolve, settle.reject);
       }, delayMs);
       timer.unref?.();
     }
-    mergeAdjustments(changes, keyOf, pending.merged);
+    add(items, pending.batch);
     return pending.done;
   };
+}
+
+/**
+ * Settlements within `delayMs` of each other go to Redis as one script run, merged
+ * (`mergeAdjustments`): one settlement script per call cost Redis about 160 µs of its
+ * time, the scale-out bottleneck. A reservation is thus released up to `delayMs` later,
+ * which only makes admissions meanwhile more careful.
+ */
+export function createAdjustBatcher(apply: (merged: MergedChange[]) => Promise<void>, keyOf: (counter: Counter) => string, delayMs: number) {
+  const gathered = gatherWithin<readonly Adjustment[], Map<string, MergedChange>>(
+    delayMs,
+    () => new Map(),
+    (changes, into) => mergeAdjustments(changes, keyOf, into),
+    (merged) => apply([...merged.values()]),
+  );
+  return (changes: readonly Adjustment[]): Promise<void> => (changes.length === 0 ? Promise.resolve() : gathered(changes));
 }
