@@ -369,6 +369,18 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect((await state.keys.health(0, [key(2)]))[0]).toMatchObject({ sleeping: false, failures: 0 });
       });
 
+      test("verdicts apply in the order they were given, a success not yet written included", async () => {
+        const { state } = await fixture(make);
+        const ref = { ...key(4), noSleep: false };
+        await state.keys.record(0, ref, { kind: "retryable" }, T0);
+        await state.keys.record(0, ref, { kind: "retryable" }, T0);
+        // Not awaited: a State may gather successes; the failure after it must still come after it.
+        const success = state.keys.record(0, ref, { kind: "success" }, T0);
+        expect(await state.keys.record(0, ref, { kind: "retryable" }, T0)).toBeUndefined();
+        await success;
+        expect((await state.keys.health(0, [key(4)]))[0]).toMatchObject({ sleeping: false, failures: 1 });
+      });
+
       test("setSleep puts a key to sleep or wakes it and forgets its failures", async () => {
         const { state } = await fixture(make);
         const ref = { ...key(1), noSleep: false };

@@ -66,30 +66,50 @@ export function mergeAdjustments(changes: readonly Adjustment[], keyOf: (counter
   }
 }
 
+/** A moment's batch of calls: `flush` sends it now (what must follow it waits for it). */
+export interface Gathered<Item, Result> {
+  (items: Item): Promise<Result>;
+  flush(): Promise<void>;
+}
+
 /**
  * Calls within `delayMs` of each other gathered into one `apply`: each call's items are
  * added (`add`) to the moment's batch (made by `start`), and its promise settles with
- * the run they went in. What a shared State does per call and may do a few milliseconds
- * later (a settlement, a key's release) costs Redis one script run per moment instead
- * of one per call.
+ * the run they went in (its result, which each caller reads its own part of). What a
+ * shared State does per call and may do a few milliseconds later (a settlement, a key's
+ * release or success) costs Redis one script run per moment instead of one per call.
  */
-export function gatherWithin<Item, Batch>(delayMs: number, start: () => Batch, add: (items: Item, into: Batch) => void, apply: (batch: Batch) => Promise<void>): (items: Item) => Promise<void> {
-  let pending: { batch: Batch; done: Promise<void> } | undefined;
-  return (items) => {
+export function gatherWithin<Item, Batch, Result = void>(
+  delayMs: number,
+  start: () => Batch,
+  add: (items: Item, into: Batch) => void,
+  apply: (batch: Batch) => Promise<Result>,
+): Gathered<Item, Result> {
+  let pending: { batch: Batch; done: Promise<Result>; send: () => void; timer: ReturnType<typeof setTimeout> } | undefined;
+  const gathered = (items: Item): Promise<Result> => {
     if (!pending) {
       const batch = start();
-      let settle!: { resolve: () => void; reject: (error: unknown) => void };
-      const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
-      pending = { batch, done };
-      const timer = setTimeout(() => {
+      let settle!: { resolve: (result: Result) => void; reject: (error: unknown) => void };
+      const done = new Promise<Result>((resolve, reject) => (settle = { resolve, reject }));
+      const send = () => {
         pending = undefined;
         apply(batch).then(settle.resolve, settle.reject);
-      }, delayMs);
+      };
+      const timer = setTimeout(send, delayMs);
       timer.unref?.();
+      pending = { batch, done, send, timer };
     }
     add(items, pending.batch);
     return pending.done;
   };
+  gathered.flush = async () => {
+    const now = pending;
+    if (!now) return;
+    clearTimeout(now.timer);
+    now.send();
+    await now.done.catch(() => {});
+  };
+  return gathered;
 }
 
 /**

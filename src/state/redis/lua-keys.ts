@@ -114,10 +114,46 @@ if P.op == 'release' then
   return 1
 end
 
-if P.op == 'record' and P.verdict.kind == 'success' then
-  -- The common case, a success on a healthy key that no probe holds, changes nothing: one read.
-  local f = redis.call('HMGET', key, 'sleeping', 'count', 'failures', 'probing')
-  if f[1] == '' and num(f[2]) == 0 and num(f[3]) == 0 and f[4] == '' then return false end
+-- key-health.ts applyVerdict, on one key; false when its sleep does not change.
+local function record(key, stored, noSleep, v, now)
+  if v.kind == 'success' then
+    -- The common case, a success on a healthy key that no probe holds, changes nothing: one read.
+    local f = redis.call('HMGET', key, 'sleeping', 'count', 'failures', 'probing')
+    if f[1] == '' and num(f[2]) == 0 and num(f[3]) == 0 and f[4] == '' then return false end
+  end
+  init(key, stored)
+  local was_probing = probing(key)
+  redis.call('HSET', key, 'probing', '')
+  local f = redis.call('HMGET', key, 'sleeping', 'reason', 'count', 'failures')
+  local sleeping, reason, count, failures = f[1] == '1', f[2], num(f[3]) or 0, num(f[4]) or 0
+  if v.kind == 'success' then
+    redis.call('HSET', key, 'failures', '0')
+    if not sleeping and count == 0 then return false end
+    if sleeping and reason ~= 'errors' then return false end
+    return set_sleep(key, { sleeping = false, count = 0 })
+  end
+  if noSleep then return false end
+  if v.kind == 'credential' then
+    redis.call('HSET', key, 'failures', '0')
+    return set_sleep(key, { sleeping = true, reason = 'auth', count = count })
+  end
+  failures = failures + 1
+  if not was_probing and failures < FAILURES then
+    redis.call('HSET', key, 'failures', str(failures))
+    return false
+  end
+  redis.call('HSET', key, 'failures', '0')
+  local n = count + 1
+  local cooldown = math.min(BASE * 2 ^ math.max(0, n - 1), MAX)
+  return set_sleep(key, { sleeping = true, reason = 'errors', ['until'] = now + math.max(cooldown, v.retryAfterMs or 0), count = n })
+end
+
+if P.op == 'record' then return record(key, P.stored, P.noSleep, P.verdict, P.now) end
+if P.op == 'successes' then
+  -- P.keys: {key, stored, noSleep} per key that served calls (gathered over a few ms); per key its new sleep, or {}.
+  local out = {}
+  for i, k in ipairs(P.keys) do out[i] = record(k.key, k.stored, k.noSleep, { kind = 'success' }, 0) or {} end
+  return out
 end
 
 init(key, P.stored)
@@ -135,33 +171,7 @@ if P.op == 'setSleep' then
   redis.call('HSET', key, 'failures', '0')
   return 1
 end
-
--- record: key-health.ts applyVerdict.
-local was_probing = probing(key)
-redis.call('HSET', key, 'probing', '')
-local f = redis.call('HMGET', key, 'sleeping', 'reason', 'count', 'failures')
-local sleeping, reason, count, failures = f[1] == '1', f[2], num(f[3]) or 0, num(f[4]) or 0
-local v = P.verdict
-if v.kind == 'success' then
-  redis.call('HSET', key, 'failures', '0')
-  if not sleeping and count == 0 then return false end
-  if sleeping and reason ~= 'errors' then return false end
-  return set_sleep(key, { sleeping = false, count = 0 })
-end
-if P.noSleep then return false end
-if v.kind == 'credential' then
-  redis.call('HSET', key, 'failures', '0')
-  return set_sleep(key, { sleeping = true, reason = 'auth', count = count })
-end
-failures = failures + 1
-if not was_probing and failures < FAILURES then
-  redis.call('HSET', key, 'failures', str(failures))
-  return false
-end
-redis.call('HSET', key, 'failures', '0')
-local n = count + 1
-local cooldown = math.min(BASE * 2 ^ math.max(0, n - 1), MAX)
-return set_sleep(key, { sleeping = true, reason = 'errors', ['until'] = P.now + math.max(cooldown, v.retryAfterMs or 0), count = n })
+return redis.error_reply('unknown key-health operation')
 `);
 
 /** A one-time claim: P = {key, now, ttl}; 1 when won. */

@@ -67,6 +67,7 @@ const LOAD_ROUNDS = 3;
 /** How long settlements, and keys' releases, gather before they go to Redis together. */
 const ADJUST_BATCH_MS = 5;
 const RELEASE_BATCH_MS = 5;
+const SUCCESS_BATCH_MS = 5;
 
 const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
 
@@ -287,6 +288,23 @@ function createKeys(prefix: string, run: Run): KeyState {
    * release per call was a script per call. A key's count of calls in flight drops that
    * much later, which only makes the choice among keys meanwhile more careful.
    */
+  /**
+   * Successes within a few ms go in one run, once per key (a success on a key that is
+   * awake and without failures changes nothing, and one success says all the others
+   * would): a verdict per call was a script per call. Each caller reads its key's new
+   * sleep, if any, from the run's answer.
+   */
+  type Success = { key: string; stored: ReturnType<typeof sleepPayload>; noSleep: boolean };
+  const successSoon = gatherWithin<Success, Map<string, Success>, Map<string, string[]>>(
+    SUCCESS_BATCH_MS,
+    () => new Map(),
+    (success, into) => void into.set(success.key, success),
+    async (successes) => {
+      const keys = [...successes.values()];
+      const answer = (await call({ op: "successes", keys })) as string[][];
+      return new Map(keys.map((success, i) => [success.key, answer[i] ?? []]));
+    },
+  );
   const releaseSoon = gatherWithin<string, Map<string, number>>(
     RELEASE_BATCH_MS,
     () => new Map(),
@@ -306,7 +324,14 @@ function createKeys(prefix: string, run: Run): KeyState {
     },
     release: (tenantId, keyId) => releaseSoon(keyOf(tenantId, keyId)),
     async record(tenantId, key, verdict, now) {
-      const answer = await call({ op: "record", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), noSleep: key.noSleep, verdict, now });
+      const redisKey = keyOf(tenantId, key.id);
+      if (verdict.kind === "success") {
+        const changed = (await successSoon({ key: redisKey, stored: sleepPayload(key.stored), noSleep: key.noSleep })).get(redisKey);
+        return changed && changed.length > 0 ? sleepOf(changed) : undefined;
+      }
+      // A failure follows the successes before it, or an older success could undo it.
+      await successSoon.flush();
+      const answer = await call({ op: "record", key: redisKey, stored: sleepPayload(key.stored), noSleep: key.noSleep, verdict, now });
       return answer ? sleepOf(answer as string[]) : undefined;
     },
     async setSleep(tenantId, key, sleep) {
