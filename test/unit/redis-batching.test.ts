@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { createAdjustBatcher, gatherWithin, mergeAdjustments, type MergedChange } from "../../src/state/redis/batching.ts";
+import { createAdjustBatcher, gatherWithin, mergeAdjustments, oneRunAtATime, type MergedChange } from "../../src/state/redis/batching.ts";
 import type { Adjustment, Counter } from "../../src/state/state.ts";
 
 /** Settlements merged per moment before they go to Redis (src/state/redis/batching.ts). */
@@ -69,4 +69,32 @@ test("keys' releases within the delay go in one run, counted per key", async () 
   );
   await Promise.all(["k:0:1", "k:0:2", "k:0:1", "k:0:1"].map(release));
   expect(runs).toEqual([[["k:0:1", 3], ["k:0:2", 1]]]);
+});
+
+test("one run at a time: alone, a request goes at once; those that come meanwhile go together next, each answered in order", async () => {
+  const runs: number[][] = [];
+  let release: () => void = () => {};
+  const gate = () => new Promise<void>((resolve) => (release = resolve));
+  const send = oneRunAtATime<number, string>(
+    async (n) => {
+      runs.push([n]);
+      await gate();
+      return `one ${n}`;
+    },
+    async (ns) => {
+      runs.push(ns);
+      return ns.map((n) => `many ${n}`);
+    },
+  );
+  const first = send(1);
+  const waiting = [send(2), send(3), send(4)];
+  expect(runs).toEqual([[1]]);
+  release();
+  expect(await first).toBe("one 1");
+  expect(await Promise.all(waiting)).toEqual(["many 2", "many 3", "many 4"]);
+  expect(runs).toEqual([[1], [2, 3, 4]]);
+  // Nothing running: the next goes at once, on its own.
+  const alone = send(5);
+  release();
+  expect(await alone).toBe("one 5");
 });

@@ -102,6 +102,23 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(await state.counts.read(cost, T0, "2026-03-10")).toBe(515);
       });
 
+      test("concurrent admissions on a period nobody holds yet: seeded once from the rollups, the limit exact", async () => {
+        const { state, rollups } = await fixture(make);
+        const cost = periodOf("p:cost:8", 8);
+        const rpm = windowOf("w:rpm:8");
+        rollups.set(`${JSON.stringify(cost.seed)}|2026-03-10`, 90);
+        // Ten at once: a State may send those that wait together; each is admitted as on its own.
+        const verdicts = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => state.counts.admit([{ counter: cost, period: "2026-03-10", limit: 95, add: 1 }, { counter: rpm, limit: 100, add: 1, report: "requests" }], T0 + i)),
+        );
+        expect(verdicts.filter((v) => v.admitted)).toHaveLength(5);
+        expect(await state.counts.read(cost, T0 + 10, "2026-03-10")).toBe(95);
+        expect(await state.counts.read(rpm, T0 + 10)).toBe(5);
+        // The admitted ones each saw the window as they left it: 99, 98, … remaining.
+        const remaining = verdicts.flatMap((v) => (v.admitted && v.standings?.requests ? [v.standings.requests.remaining] : [])).sort((x, y) => y - x);
+        expect(remaining).toEqual([99, 98, 97, 96, 95]);
+      });
+
       test("the next business day starts afresh; a late change to the past day does not pull the total back", async () => {
         const { state } = await fixture(make);
         const cost = periodOf("p:cost:7");

@@ -127,3 +127,38 @@ export function createAdjustBatcher(apply: (merged: MergedChange[]) => Promise<v
   );
   return (changes: readonly Adjustment[]): Promise<void> => (changes.length === 0 ? Promise.resolve() : gathered(changes));
 }
+
+/**
+ * One run with Redis at a time: a request that comes while one runs waits, and all that
+ * waited go together in the next run (`many`, answering each in order), as a database
+ * commits a group. Without contention each request goes at once on its own (`single`);
+ * under load a run carries every request of the round trip before it, and a script that
+ * reads the same keys for each of them reads them once.
+ */
+export function oneRunAtATime<Request, Result>(single: (request: Request) => Promise<Result>, many: (requests: Request[]) => Promise<Result[]>): (request: Request) => Promise<Result> {
+  let running = false;
+  let queued: Array<{ request: Request; resolve: (result: Result) => void; reject: (error: unknown) => void }> = [];
+  const next = () => {
+    if (queued.length === 0) {
+      running = false;
+      return;
+    }
+    const batch = queued;
+    queued = [];
+    const requests = batch.map((entry) => entry.request);
+    const results = batch.length === 1 ? single(requests[0]!).then((result) => [result]) : many(requests);
+    results
+      .then(
+        (answers) => batch.forEach((entry, i) => entry.resolve(answers[i]!)),
+        (error: unknown) => batch.forEach((entry) => entry.reject(error)),
+      )
+      .finally(next);
+  };
+  return (request) => {
+    if (running) return new Promise<Result>((resolve, reject) => queued.push({ request, resolve, reject }));
+    running = true;
+    const result = single(request);
+    result.then(next, next);
+    return result;
+  };
+}

@@ -105,82 +105,99 @@ end
  * reached, every amount added: {'ok', requests line, remaining, reset, tokens line,
  * remaining, reset} (the reported lines with the least remaining once counted; '' where
  * none, and a period's reset '') or {'no', line, used, held, retryAfterMs}; in mode
- * 'read', the first line's value.
+ * 'read', the first line's value. In mode 'many', P is a list of admissions {l: lines,
+ * n: now} and the answer the list of their answers, each as if its own run.
  */
 export const ADMIT = script(`${PRELUDE}${COUNTERS}${SLIDING_WINDOWS}
-local MODE, NOW, PERIOD_TTL = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
-local missing = {}
-for i, line in ipairs(P) do
-  if line.k == 'p' then
-    if period_of(line.key)[1] ~= line.p then
-      if line.s ~= nil then period_seed(line.key, line.p, line.s, PERIOD_TTL)
-      else missing[#missing + 1] = tostring(i - 1) end
-    end
-  elseif line.k == 'c' then
-    local f = redis.call('HMGET', line.key, 'stored', 'staleAt')
-    local stale = num(f[2])
-    if f[1] == false or (stale ~= nil and NOW >= stale) then
-      if line.b ~= nil then
-        redis.call('HSET', line.key, 'stored', str(line.b), 'staleAt', line.st and str(line.st) or '')
-      else missing[#missing + 1] = tostring(i - 1) end
-    end
-  end
-end
-if #missing > 0 then return { 'load', unpack(missing) } end
+local MODE, PERIOD_TTL = ARGV[5], tonumber(ARGV[7])
 
-local function value(line, admitting)
+local function value(line, admitting, NOW)
   if line.k == 'w' then return window_sum(line.key, line.w, NOW, admitting)
   elseif line.k == 'p' then return period_value(line.key, line.p)
   elseif line.k == 'g' then return gauge_sum(line.key)
   else return credit_value(line.key) end
 end
 
-if MODE == 'read' then return { 'value', str(value(P[1])) } end
-
--- The reported lines with the least remaining, per kind (index 1 requests, 2 tokens).
-local tight_line, tight_left = {}, {}
-for i, line in ipairs(P) do
-  if line.l ~= nil then
-    -- Concurrent admissions may carry clock readings out of order: count what came after NOW too.
-    local used = value(line, true)
-    local reached
-    if line.k == 'c' then reached = used <= line.l else reached = used >= line.l end
-    if reached then
-      local held, retry = 0, 0
-      if line.k == 'c' then held = credit_reserved(line.key) elseif line.h ~= nil then held = gauge_sum(line.h) end
-      if line.k == 'w' then retry = window_retry(line.key, line.w, NOW, line.l, true) end
-      return { 'no', tostring(i - 1), str(used), str(held), str(retry) }
-    end
-    if line.r ~= nil then
-      local left = math.max(0, line.l - used - line.a)
-      if tight_line[line.r] == nil or left < tight_left[line.r] then tight_line[line.r] = i; tight_left[line.r] = left end
+local touched = false
+-- One admission's lines at NOW: its answer ('load', 'value', 'ok' or 'no'); what it
+-- counts stays in the script's windows and totals until they are flushed.
+local function admit_one(P, NOW, mode)
+  local missing = {}
+  for i, line in ipairs(P) do
+    if line.k == 'p' then
+      if period_of(line.key)[1] ~= line.p then
+        if line.s ~= nil then period_seed(line.key, line.p, line.s, PERIOD_TTL)
+        else missing[#missing + 1] = tostring(i - 1) end
+      end
+    elseif line.k == 'c' then
+      local f = redis.call('HMGET', line.key, 'stored', 'staleAt')
+      local stale = num(f[2])
+      if f[1] == false or (stale ~= nil and NOW >= stale) then
+        if line.b ~= nil then
+          redis.call('HSET', line.key, 'stored', str(line.b), 'staleAt', line.st and str(line.st) or '')
+        else missing[#missing + 1] = tostring(i - 1) end
+      end
     end
   end
+  if #missing > 0 then return { 'load', unpack(missing) } end
+  if mode == 'read' then return { 'value', str(value(P[1], false, NOW)) } end
+
+  -- The reported lines with the least remaining, per kind (index 1 requests, 2 tokens).
+  local tight_line, tight_left = {}, {}
+  for i, line in ipairs(P) do
+    if line.l ~= nil then
+      -- Concurrent admissions may carry clock readings out of order: count what came after NOW too.
+      local used = value(line, true, NOW)
+      local reached
+      if line.k == 'c' then reached = used <= line.l else reached = used >= line.l end
+      if reached then
+        local held, retry = 0, 0
+        if line.k == 'c' then held = credit_reserved(line.key) elseif line.h ~= nil then held = gauge_sum(line.h) end
+        if line.k == 'w' then retry = window_retry(line.key, line.w, NOW, line.l, true) end
+        return { 'no', tostring(i - 1), str(used), str(held), str(retry) }
+      end
+      if line.r ~= nil then
+        local left = math.max(0, line.l - used - line.a)
+        if tight_line[line.r] == nil or left < tight_left[line.r] then tight_line[line.r] = i; tight_left[line.r] = left end
+      end
+    end
+  end
+
+  if not touched then touch(); touched = true end
+  for _, line in ipairs(P) do
+    if line.a ~= 0 then
+      if line.k == 'w' then window_add(line.key, line.w, line.a, NOW)
+      elseif line.k == 'p' then period_add(line.key, line.p, line.a)
+      elseif line.k == 'g' then gauge_add(line.key, line.a)
+      else redis.call('HINCRBYFLOAT', line.key, 'r' .. OWNER, str(line.a)) end
+    end
+  end
+  local answer = { 'ok' }
+  for kind = 1, 2 do
+    local i = tight_line[kind]
+    if i == nil then
+      answer[#answer + 1] = ''; answer[#answer + 1] = ''; answer[#answer + 1] = ''
+    else
+      local line = P[i]
+      answer[#answer + 1] = tostring(i - 1)
+      answer[#answer + 1] = str(tight_left[kind])
+      answer[#answer + 1] = line.k == 'w' and str(window_reset(line.key, line.w, NOW)) or ''
+    end
+  end
+  return answer
 end
 
-touch()
-for _, line in ipairs(P) do
-  if line.a ~= 0 then
-    if line.k == 'w' then window_add(line.key, line.w, line.a, NOW)
-    elseif line.k == 'p' then period_add(line.key, line.p, line.a)
-    elseif line.k == 'g' then gauge_add(line.key, line.a)
-    else redis.call('HINCRBYFLOAT', line.key, 'r' .. OWNER, str(line.a)) end
-  end
+local answer
+if MODE == 'many' then
+  -- Admissions that waited for the run before: P is a list of {l = lines, n = now}, each
+  -- admitted in turn as if by a run of its own, the windows and totals read once for all.
+  answer = {}
+  for i, one in ipairs(P) do answer[i] = admit_one(one.l, one.n, 'admit') end
+else
+  answer = admit_one(P, tonumber(ARGV[6]), MODE)
 end
 flush_windows()
 flush_periods()
-local answer = { 'ok' }
-for kind = 1, 2 do
-  local i = tight_line[kind]
-  if i == nil then
-    answer[#answer + 1] = ''; answer[#answer + 1] = ''; answer[#answer + 1] = ''
-  else
-    local line = P[i]
-    answer[#answer + 1] = tostring(i - 1)
-    answer[#answer + 1] = str(tight_left[kind])
-    answer[#answer + 1] = line.k == 'w' and str(window_reset(line.key, line.w, NOW)) or ''
-  end
-end
 return answer
 `);
 

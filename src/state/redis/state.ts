@@ -22,7 +22,7 @@ import type {
 import type { RedisConnection, Script } from "./connection.ts";
 import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
 import { CLAIM, KEY_HEALTH, LEVEL } from "./lua-keys.ts";
-import { createAdjustBatcher, gatherWithin, type Line } from "./batching.ts";
+import { createAdjustBatcher, gatherWithin, oneRunAtATime, type Line } from "./batching.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -154,10 +154,26 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
 
   const admitOrRead = (lines: readonly AdmitLine[] | readonly { counter: Counter; period?: string }[], at: number, mode: "admit" | "read") =>
     withLoads(ADMIT, lines.map(lineOf), lines, at, [mode, String(at), String(PERIOD_TTL_MS)]);
+  /**
+   * Admissions one run at a time, those that came meanwhile together in the next
+   * (batching.ts, oneRunAtATime): each is admitted in turn as by a run of its own, and
+   * the windows and totals the calls of one account share are read and written once per run.
+   */
+  type Admitting = { payload: Line[]; at: number };
+  const admissions = oneRunAtATime<Admitting, unknown[]>(
+    ({ payload, at }) => run(ADMIT, payload, "admit", String(at), String(PERIOD_TTL_MS)) as Promise<unknown[]>,
+    (waiting) => run(ADMIT, waiting.map(({ payload, at }) => ({ l: payload, n: at })), "many", "0", String(PERIOD_TTL_MS)) as Promise<unknown[][]>,
+  );
 
   const counts: CountState = {
     async admit(lines, at): Promise<Verdict> {
-      const answer = await admitOrRead(lines, at, "admit");
+      const payload = lines.map(lineOf);
+      let answer = await admissions({ payload, at });
+      // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
+      if (answer[0] === "load") {
+        await load(answer, payload, lines, at);
+        answer = await withLoads(ADMIT, payload, lines, at, ["admit", String(at), String(PERIOD_TTL_MS)]);
+      }
       if (answer[0] === "ok") return answer[1] === "" && answer[4] === "" ? ADMITTED_NOW : { admitted: true, standings: standingsOf(answer) };
       const [, line, used, held, retryAfterMs] = answer.map(String);
       return { admitted: false, refusal: { line: Number(line), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
