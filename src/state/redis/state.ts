@@ -1,7 +1,6 @@
 import { BASE_COOLDOWN_MS, FAILURES_BEFORE_SLEEP, MAX_COOLDOWN_MS } from "../key-health.ts";
 import type { StateLoaders } from "../memory.ts";
 import type {
-  AdmitLine,
   ClaimState,
   Counter,
   CountState,
@@ -152,8 +151,9 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     throw new Error("Redis kept asking for period totals and balances it was given");
   };
 
-  const admitOrRead = (lines: readonly AdmitLine[] | readonly { counter: Counter; period?: string }[], at: number, mode: "admit" | "read") =>
-    withLoads(ADMIT, lines.map(lineOf), lines, at, [mode, String(at), String(PERIOD_TTL_MS)]);
+  /** A counter's value: the admission script in mode 'read'. */
+  const readValue = (counter: Counter, at: number, period: string | undefined) =>
+    withLoads(ADMIT, [lineOf({ counter, period })], [{ counter, period }], at, ["read", String(at), String(PERIOD_TTL_MS)]);
   /**
    * Admissions one run at a time, those that came meanwhile together in the next
    * (batching.ts, oneRunAtATime): each is admitted in turn as by a run of its own, and
@@ -180,8 +180,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     },
     adjust: (changes) => adjustSoon(changes),
     async read(counter, at, period) {
-      const answer = await admitOrRead([{ counter, period }], at, "read");
-      return Number(answer[1]);
+      return Number((await readValue(counter, at, period))[1]);
     },
     async clear(counter) {
       await redis.send("DEL", [keyOf(counter)]);
