@@ -42,6 +42,13 @@ export function appendRequestLogValues(out: SqlValue[], row: NewRequestLogRow): 
   return out;
 }
 
+/** Rows as one flat array of their values in column order: what the grouped INSERTs bind, and what crosses to the upkeep thread (no object per row). */
+export function flatValues<Row>(rows: readonly Row[], append: (out: SqlValue[], row: Row) => SqlValue[]): SqlValue[] {
+  const values: SqlValue[] = [];
+  for (const row of rows) append(values, row);
+  return values;
+}
+
 /** `INSERT INTO table (columns) VALUES (…), (…)` for `rows` rows, with `?` (SQLite) or `$n` (PostgreSQL) placeholders. */
 export function multiRowInsert(table: string, columns: readonly string[], rows: number, style: "?" | "$", tail = ""): string {
   let n = 0;

@@ -2,7 +2,8 @@ import { and, count, desc, eq, lt, type SQL } from "drizzle-orm";
 import type { RequestLogFilter, RequestLogStore } from "../store.ts";
 import { requestLogWhere } from "../request-log-filter.ts";
 import type { Scope } from "./db.ts";
-import { appendRequestLogValues, memoized, multiRowInsert, REQUEST_LOG_COLUMNS, type SqlValue } from "../row-values.ts";
+import { appendRequestLogValues, memoized, multiRowInsert, REQUEST_LOG_COLUMNS } from "../row-values.ts";
+import { groupedInsert } from "./grouped-insert.ts";
 import { accounts } from "./schema/accounts.ts";
 import { requestLog } from "./schema/request-log.ts";
 
@@ -15,14 +16,7 @@ const insertRows = memoized((rows) => multiRowInsert("request_log", REQUEST_LOG_
 
 export function postgresRequestLog({ db, sql: client }: Scope): RequestLogStore {
   return {
-    async append(rows) {
-      for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-        const group = Math.min(ROWS_PER_STATEMENT, rows.length - i);
-        const values: SqlValue[] = [];
-        for (let j = i; j < i + group; j++) appendRequestLogValues(values, rows[j]!);
-        await client.unsafe(insertRows(group), values);
-      }
-    },
+    append: (rows) => groupedInsert(client, rows, ROWS_PER_STATEMENT, insertRows, appendRequestLogValues),
     async list(filter, page, size) {
       const where = whereOf(filter);
       const [total, rows] = await Promise.all([

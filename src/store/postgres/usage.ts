@@ -2,6 +2,7 @@ import { and, asc, eq, gt, inArray, like, ne, sql, type SQL } from "drizzle-orm"
 import { usageRowIdentity, type Audience, type DayRange, type NewUsageEventRow, type RollupRow, type UsageStore } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
 import { appendUsageEventValues, memoized, multiRowInsert, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
+import { groupedInsert } from "./grouped-insert.ts";
 import { accounts } from "./schema/accounts.ts";
 import { usageDaily, usageEvents } from "./schema/usage.ts";
 
@@ -97,12 +98,7 @@ export function postgresUsage({ db, atomic }: Scope): UsageStore {
   return {
     append: (rows, rollups) =>
       atomic(async (_db, client) => {
-        for (let i = 0; i < rows.length; i += EVENTS_PER_STATEMENT) {
-          const group = rows.length - i < EVENTS_PER_STATEMENT ? rows.length - i : EVENTS_PER_STATEMENT;
-          const values: SqlValue[] = [];
-          for (let j = i; j < i + group; j++) appendUsageEventValues(values, rows[j]!);
-          await client.unsafe(insertEvents(group), values);
-        }
+        await groupedInsert(client, rows, EVENTS_PER_STATEMENT, insertEvents, appendUsageEventValues);
         const sums = merged(rollups);
         if (sums.length === 0) return;
         const values: SqlValue[] = [];

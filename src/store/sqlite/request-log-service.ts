@@ -6,7 +6,7 @@
  */
 import { Database } from "bun:sqlite";
 import type { SqlValue } from "../row-values.ts";
-import { requestLogValuesInserter } from "./request-log-insert.ts";
+import { requestLogInsert } from "./grouped-insert.ts";
 
 /** What the serving thread asks of the writer, answered by id. */
 /** `values`: the rows' values in column order, one flat JSON array (request-log-insert.ts). */
@@ -28,7 +28,7 @@ export function requestLogService(report: (message: WriterReport) => void): (mes
         sqlite.run("PRAGMA busy_timeout = 5000");
         sqlite.run("PRAGMA synchronous = NORMAL");
         const db = sqlite;
-        const insert = requestLogValuesInserter(db);
+        const insert = requestLogInsert(db);
         const remove = db.prepare<unknown, [number]>("DELETE FROM request_log WHERE created_at < ?");
         // A batch of rows is one commit.
         append = db.transaction((values: SqlValue[]) => insert(values));

@@ -2,7 +2,7 @@ import type { Logger } from "../../core/log.ts";
 import type { NewRequestLogRow } from "../store.ts";
 import type { WriterMessage, WriterReport, WriterRequest } from "./request-log-service.ts";
 import type { ServiceChannel } from "./upkeep-thread.ts";
-import { requestLogValues } from "./request-log-insert.ts";
+import { appendRequestLogValues, flatValues } from "../row-values.ts";
 
 /** What the serving thread hands the request log's writer. */
 export interface RequestLogWriter {
@@ -60,7 +60,7 @@ export async function startRequestLogWriter(path: string, log: Logger, thread: S
     });
   return {
     async append(rows) {
-      if (rows.length > 0) await ask({ type: "append", values: JSON.stringify(requestLogValues(rows)) });
+      if (rows.length > 0) await ask({ type: "append", values: JSON.stringify(flatValues(rows, appendRequestLogValues)) });
     },
     prune: (before) => ask({ type: "prune", before }),
     async stop() {

@@ -5,14 +5,15 @@ import type { RequestLogFilter, RequestLogStore } from "../store.ts";
 import { requestLogWhere } from "../request-log-filter.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
-import { requestLogValues, requestLogValuesInserter } from "./request-log-insert.ts";
+import { requestLogInsert } from "./grouped-insert.ts";
+import { appendRequestLogValues, flatValues } from "../row-values.ts";
 
 const whereOf = (filter: RequestLogFilter): SQL => requestLogWhere(requestLog, accounts, filter);
 
 export function sqliteRequestLog({ db, sqlite }: Pick<Connection, "db" | "sqlite">): Synchronous<RequestLogStore> {
-  const insert = requestLogValuesInserter(sqlite);
+  const insert = requestLogInsert(sqlite);
   return {
-    append: (rows) => insert(requestLogValues(rows)),
+    append: (rows) => insert(flatValues(rows, appendRequestLogValues)),
     list(filter, page, size) {
       const where = whereOf(filter);
       const total = db.select({ n: count() }).from(requestLog).where(where).get()?.n ?? 0;

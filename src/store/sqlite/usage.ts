@@ -4,10 +4,8 @@ import { usageDaily, usageEvents, type NewUsageEventRow } from "../schema/usage.
 import { usageRowIdentity, type Audience, type RollupRow, type UsageStore } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
-import { appendUsageEventValues, multiRowInsert, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
-
-/** Rows go in groups of this many: one statement per group costs much less than one per row. */
-const EVENTS_PER_STATEMENT = 32;
+import { appendUsageEventValues, flatValues, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
+import { groupedInsert } from "./grouped-insert.ts";
 
 const PERIOD_COLUMN = {
   requests: sql<number>`coalesce(sum(${usageDaily.requests}), 0)`,
@@ -46,9 +44,7 @@ function identityCondition(rows: readonly NewUsageEventRow[]): SQL | undefined {
 
 export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore> {
   // Prepared statements on the raw connection: the query builder cost more per row than SQLite did.
-  const insertEvents = (count: number) => sqlite.prepare<unknown, SqlValue[]>(multiRowInsert("usage_events", USAGE_EVENT_COLUMNS, count, "?"));
-  const insertEvent = insertEvents(1);
-  const insertGroup = insertEvents(EVENTS_PER_STATEMENT);
+  const insertEvents = groupedInsert(sqlite, "usage_events", USAGE_EVENT_COLUMNS);
   const upsertRollup = sqlite.prepare<unknown, SqlValue[]>(
     `INSERT INTO usage_daily (account_id, day, model, requests, prompt_tokens, completion_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost_nanos)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -63,13 +59,7 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
   );
   // Made once: making the transaction function per batch showed in the profile.
   const append = sqlite.transaction((rows: readonly NewUsageEventRow[], rollups: Iterable<RollupRow>) => {
-    let i = 0;
-    for (; i + EVENTS_PER_STATEMENT <= rows.length; i += EVENTS_PER_STATEMENT) {
-      const values: SqlValue[] = [];
-      for (let j = i; j < i + EVENTS_PER_STATEMENT; j++) appendUsageEventValues(values, rows[j]!);
-      insertGroup.run(...values);
-    }
-    for (; i < rows.length; i++) insertEvent.run(...appendUsageEventValues([], rows[i]!));
+    insertEvents(flatValues(rows, appendUsageEventValues));
     for (const sum of rollups) {
       upsertRollup.run(sum.accountId, sum.day, sum.model, sum.requests, sum.prompt, sum.completion, sum.reasoning, sum.cacheRead, sum.cacheWrite, sum.costNanos);
     }
