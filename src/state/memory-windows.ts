@@ -49,6 +49,9 @@ export interface DaySlot {
  * the window. Memory is fixed per counter.
  */
 const BUCKETS = 60;
+/** A window's bucket: windowMs/60, at least 1 ms (the Redis windows' Lua computes the same). */
+export const bucketWidth = (windowMs: number): number => Math.max(1, Math.ceil(windowMs / BUCKETS));
+
 /** A window of 60 steps overlaps 61 buckets when `now` is not on a bucket edge. */
 const SLOTS = BUCKETS + 1;
 
@@ -73,7 +76,7 @@ class RingWindow implements Window {
   private readonly exact: boolean;
 
   constructor(readonly windowMs: number) {
-    this.width = Math.max(1, Math.ceil(windowMs / BUCKETS));
+    this.width = bucketWidth(windowMs);
     this.exact = this.width * BUCKETS === windowMs;
   }
 

@@ -1,4 +1,5 @@
 import type { Adjustment, Counter } from "../state.ts";
+import { bucketWidth } from "../memory-windows.ts";
 
 /** A line of a Redis script's payload (lua.ts: ADJUST's changes). */
 export type Line = Record<string, string | number | undefined>;
@@ -25,8 +26,7 @@ export function mergeAdjustments(changes: readonly Adjustment[], keyOf: (counter
       case "window": {
         const { at, delta } = change as { at: number; delta: number };
         if (delta === 0) break;
-        const width = Math.max(1, Math.ceil(counter.windowMs / 60));
-        const id = `w\u0000${key}\u0000${Math.floor(at / width)}\u0000${delta > 0 ? "+" : "-"}`;
+        const id = `w\u0000${key}\u0000${Math.floor(at / bucketWidth(counter.windowMs))}\u0000${delta > 0 ? "+" : "-"}`;
         const merged = into.get(id);
         if (!merged) into.set(id, { line: { k: "w", key, w: counter.windowMs, at, d: delta }, counter });
         else {

@@ -63,10 +63,8 @@ const PERIOD_TTL_MS = 35 * 86_400_000;
 /** Calls of a script that asks for loads; each run fills what the one before named. */
 const LOAD_ROUNDS = 3;
 
-/** How long settlements, and keys' releases, gather before they go to Redis together. */
-const ADJUST_BATCH_MS = 5;
-const RELEASE_BATCH_MS = 5;
-const SUCCESS_BATCH_MS = 5;
+/** How long settlements, keys' releases and successes gather before they go to Redis together. */
+const GATHER_MS = 5;
 
 const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
 
@@ -195,7 +193,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       if (retired.size > 0) for (const { counter } of merged) if (counter.kind === "credit") await settleRetired(counter.accountId);
     },
     keyOf,
-    ADJUST_BATCH_MS,
+    GATHER_MS,
   );
 
   /** Deleted accounts whose calls still hold credit, and what to do when they no longer do (this process's callbacks). */
@@ -311,7 +309,7 @@ function createKeys(prefix: string, run: Run): KeyState {
    */
   type Success = { key: string; stored: ReturnType<typeof sleepPayload>; noSleep: boolean };
   const successSoon = gatherWithin<Success, Map<string, Success>, Map<string, string[]>>(
-    SUCCESS_BATCH_MS,
+    GATHER_MS,
     () => new Map(),
     (success, into) => void into.set(success.key, success),
     async (successes) => {
@@ -321,7 +319,7 @@ function createKeys(prefix: string, run: Run): KeyState {
     },
   );
   const releaseSoon = gatherWithin<string, Map<string, number>>(
-    RELEASE_BATCH_MS,
+    GATHER_MS,
     () => new Map(),
     (key, into) => void into.set(key, (into.get(key) ?? 0) + 1),
     async (counts) => {
