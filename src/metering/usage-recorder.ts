@@ -74,7 +74,6 @@ const MAX_PENDING = 500;
 /** Rows per transaction when a tick writes: about 0.15 ms of work each. */
 const SLICE_ROWS = 64;
 
-
 /** Rows one drain writes at most per transaction. */
 const DRAIN_ROWS = 500;
 
@@ -137,19 +136,12 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
    * file (docs/architecture.md, "Request log"). Rows the store refuses wait for the next batch.
    */
   const logAppends = new Set<Promise<void>>();
-  let logFailing = false;
+  const logOutage = outage(deps.log, "warn", "request-log rows are written again");
   const appendLog = (logRows: NewRequestLogRow[]) => {
-    const done = deps.store.requests.append(logRows).then(
-      () => {
-        if (logFailing) deps.log.info("request-log rows are written again");
-        logFailing = false;
-      },
-      (error: unknown) => {
-        pendingLog = logRows.concat(pendingLog);
-        if (!logFailing) deps.log.warn("request-log rows could not be written; retrying with the next batches", { rows: logRows.length, error: (error as Error).message });
-        logFailing = true;
-      },
-    );
+    const done = deps.store.requests.append(logRows).then(logOutage.succeeded, (error: unknown) => {
+      pendingLog = logRows.concat(pendingLog);
+      logOutage.failed("request-log rows could not be written; retrying with the next batches", { rows: logRows.length, error: (error as Error).message });
+    });
     logAppends.add(done);
     void done.finally(() => logAppends.delete(done));
   };
@@ -170,16 +162,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
     });
 
-  /** Whether the last write failed: logged once per outage, not on every tick. */
-  let failing = false;
-  const failed = (message: string, fields: LogFields) => {
-    if (!failing) deps.log.error(message, fields);
-    failing = true;
-  };
-  const succeeded = () => {
-    if (failing) deps.log.info("usage rows are written again");
-    failing = false;
-  };
+  /** Failed writes: logged once per outage, not on every tick. */
+  const { failed, succeeded } = outage(deps.log, "error", "usage rows are written again");
 
   /**
    * Writes `rows` in one transaction, after the writes before it (so `flush` resolves
@@ -394,5 +378,20 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       clearInterval(timer);
     },
     keyHealthWrites: () => healthWrites,
+  };
+}
+
+/** A failure logged once per outage, not on every tick, and its end once. */
+function outage(log: Logger, level: "error" | "warn", recovered: string) {
+  let failing = false;
+  return {
+    failed(message: string, fields: LogFields) {
+      if (!failing) log[level](message, fields);
+      failing = true;
+    },
+    succeeded() {
+      if (failing) log.info(recovered);
+      failing = false;
+    },
   };
 }

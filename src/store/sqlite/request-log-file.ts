@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { basename, dirname, join } from "node:path";
+import { REQUEST_LOG_COLUMNS } from "../row-values.ts";
 
 /**
  * The embedded request log lives in a file of its own next to the database
@@ -61,8 +62,7 @@ const SCHEMA_V1 = [
   "CREATE INDEX IF NOT EXISTS log.request_log_created ON request_log (created_at)",
 ];
 
-const COLUMNS =
-  "request_id, tenant_id, account_id, created_at, family, endpoint, requested_model, effective_model, stream, status, attempts, key_ids, levels, ttfb_ms, duration_ms, prompt_tokens, completion_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_nanos, source, client_ip, user_agent, error";
+const COLUMNS = REQUEST_LOG_COLUMNS.join(", ");
 
 /**
  * Attaches the request log's file to a connection of the main file, creating its table
