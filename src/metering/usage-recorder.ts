@@ -1,9 +1,10 @@
 import type { Clock } from "../core/clock.ts";
-import type { LogFields, Logger } from "../core/log.ts";
+import type { Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
 import { usageRowIdentity, type NewKeyHealthRow, type NewRequestLogRow, type NewUsageEventRow, type Store } from "../store/store.ts";
 import { requestLogRow, type LoggedCall } from "./request-log.ts";
+import { createRequestLogQueue, outage } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
 import { chargesOf, dailyRollups } from "./usage-batch.ts";
 import type { UsageBuffer } from "./usage-buffer.ts";
@@ -94,12 +95,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   const buffer = deps.buffer;
   const backlogLimit = deps.backlogLimit ?? DEFAULT_BACKLOG_LIMIT;
   let pending: NewUsageEventRow[] = [];
-  /**
-   * Request-log rows waiting, in this process only (never in the durable buffer: the log
-   * is for reading back, bills do not depend on it). Each write takes a batch of them
-   * after its charges.
-   */
-  let pendingLog: NewRequestLogRow[] = [];
+  /** Request-log rows, in this process only (never in the durable buffer: bills do not depend on them), appended in batches of their own. */
+  const logQueue = createRequestLogQueue({ append: (rows) => deps.store.requests.append(rows), log: deps.log, now: Date.now, limit: backlogLimit });
   /** Provider keys' health figures of the settled calls, added to the store with the log rows (in this process only, as they are). */
   const health = new KeyHealthBatch();
   let healthWrites = 0;
@@ -107,43 +104,21 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   let waiting = 0;
   /** Appends to the buffer not answered yet. */
   const appending = new Set<Promise<void>>();
-  /** Log rows waiting for failed attempts' error messages (each read is bounded). */
-  const logWaits = new Set<Promise<void>>();
   const listeners: Array<(charged: ReadonlyMap<number, number>) => void> = [];
 
   /** The batch's rows, their daily rollups and the charges, in one transaction. */
   const write = async (rows: NewUsageEventRow[], check = false): Promise<Map<number, number>> => {
     const now = deps.clock.now();
-    // As many log rows as usage rows (at least a slice's worth), so a backlog drains at the same pace.
-    const logRows = pendingLog.length <= Math.max(rows.length, SLICE_ROWS) ? pendingLog : pendingLog.slice(0, Math.max(rows.length, SLICE_ROWS));
-    pendingLog = logRows === pendingLog ? [] : pendingLog.slice(logRows.length);
     const healthRows = health.take();
     try {
       await transaction(rows, healthRows, check, now);
     } catch (error) {
-      pendingLog = logRows.concat(pendingLog);
       health.putBack(healthRows);
       throw error;
     }
     if (healthRows.length > 0) healthWrites++;
-    if (logRows.length > 0) appendLog(logRows);
     // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
     return chargesOf(rows);
-  };
-  /**
-   * The log's rows go after their charges, outside the charges' transaction and not
-   * waited for by the next batch: on SQLite another thread writes them to the log's own
-   * file (docs/architecture.md, "Request log"). Rows the store refuses wait for the next batch.
-   */
-  const logAppends = new Set<Promise<void>>();
-  const logOutage = outage(deps.log, "warn", "request-log rows are written again");
-  const appendLog = (logRows: NewRequestLogRow[]) => {
-    const done = deps.store.requests.append(logRows).then(logOutage.succeeded, (error: unknown) => {
-      pendingLog = logRows.concat(pendingLog);
-      logOutage.failed("request-log rows could not be written; retrying with the next batches", { rows: logRows.length, error: (error as Error).message });
-    });
-    logAppends.add(done);
-    void done.finally(() => logAppends.delete(done));
   };
   const transaction = (rows: NewUsageEventRow[], healthRows: NewKeyHealthRow[], check: boolean, now: number) =>
     deps.store.transaction(async (tx) => {
@@ -255,16 +230,11 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
 
   /** Everything pending, now, in one transaction (shutdown, tests); resolves once stored. */
   const flush = async (): Promise<void> => {
-    await Promise.all([...appending, ...logWaits]);
-    if (pending.length === 0 && pendingLog.length === 0 && health.size === 0) await writing;
-    // A batch takes as many log rows as usage rows (at least a slice's worth): write until nothing waits.
-    for (let round = 0; round < 1000 && (pending.length > 0 || pendingLog.length > 0 || health.size > 0); round++) {
-      const rows = pending;
-      pending = [];
-      if (!(await writeRows(rows))) break;
-      await Promise.all([...logAppends]);
-    }
-    await Promise.all([...logAppends]);
+    await Promise.all([...appending]);
+    const log = logQueue.flush();
+    if (pending.length === 0 && health.size === 0) await writing;
+    else await writeRows(pending.splice(0));
+    await log;
     // The buffer, drained until empty (or while the database refuses), whoever's rows they are.
     // A dead writer's claim is not in the queue's length: claim until nothing is left at all.
     if (buffer) for (let round = 0; round < 10_000 && ["more", "drained"].includes(await drainOnce()); round++);
@@ -278,7 +248,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
    */
   let slicing = false;
   const writeSlice = () => {
-    if (pending.length === 0 && pendingLog.length === 0 && health.size === 0) {
+    if (pending.length === 0 && health.size === 0) {
       slicing = false;
       return;
     }
@@ -291,8 +261,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
     });
   };
   const tick = () => {
-    // Log rows alone are written too: with a durable buffer, another instance may drain their usage rows.
-    if (!slicing && (pending.length > 0 || pendingLog.length > 0 || health.size > 0)) {
+    logQueue.appendIfDue();
+    if (!slicing && (pending.length > 0 || health.size > 0)) {
       slicing = true;
       writeSlice();
     }
@@ -326,18 +296,12 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
         extra: event.extra ? JSON.stringify(event.extra) : null,
       };
       // The log gives way before bills do: past the backlog bound, a call's log row is dropped.
-      if (event.logged && pendingLog.length < backlogLimit) {
+      if (event.logged) {
         const logged = event.logged;
-        const logRow = () => pendingLog.push(requestLogRow(event, logged, row.costNanos ?? 0));
         // A failed attempt's error body may still be read for its message (a second at
         // most): the log row waits for it; the charge and the usage row do not.
-        if (logged.trace.reading.length === 0) logRow();
-        else {
-          const waiting: Promise<void> = Promise.all(logged.trace.reading)
-            .then(() => void logRow())
-            .finally(() => logWaits.delete(waiting));
-          logWaits.add(waiting);
-        }
+        if (logged.trace.reading.length === 0) logQueue.push(requestLogRow(event, logged, row.costNanos ?? 0));
+        else logQueue.pushAfter(logged.trace.reading, () => requestLogRow(event, logged, row.costNanos ?? 0));
       }
       if (event.logged && event.logged.trace.attempts.length > 0) health.add(event.logged.tenantId, row.day, event.at, event.logged.trace.attempts, row.costNanos ?? 0);
       if (buffer) {
@@ -360,7 +324,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       }
     },
     refused(row) {
-      if (pendingLog.length < backlogLimit) pendingLog.push(row);
+      logQueue.push(row);
     },
     flush,
     async stop() {
@@ -378,20 +342,5 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       clearInterval(timer);
     },
     keyHealthWrites: () => healthWrites,
-  };
-}
-
-/** A failure logged once per outage, not on every tick, and its end once. */
-function outage(log: Logger, level: "error" | "warn", recovered: string) {
-  let failing = false;
-  return {
-    failed(message: string, fields: LogFields) {
-      if (!failing) log[level](message, fields);
-      failing = true;
-    },
-    succeeded() {
-      if (failing) log.info(recovered);
-      failing = false;
-    },
   };
 }
