@@ -58,9 +58,26 @@ export function createManualClock(start: number, timeZone = "UTC"): Clock & { ad
   });
 }
 
+/**
+ * Each clock's current business day and the moment it ends: the rate-limit headers ask
+ * for it on every call whose tightest limit is a day quota, and the search below costs
+ * 11-19 µs (dozens of formatted dates), so it runs once per day instead.
+ */
+const dayEnds = new WeakMap<Clock, { date: string; endsAt: number }>();
+
 /** Milliseconds from `now` until the business date changes (the next midnight in the clock's zone). */
 export function msUntilNextBusinessDay(clock: Clock, now = clock.now()): number {
   const today = clock.businessDate(now);
+  const known = dayEnds.get(clock);
+  // The same date before its known end: the same end (dates never repeat within a zone's day).
+  if (known && known.date === today && now < known.endsAt) return known.endsAt - now;
+  const endsAt = searchDayEnd(clock, today, now);
+  dayEnds.set(clock, { date: today, endsAt });
+  return endsAt - now;
+}
+
+/** The first millisecond after `now` whose business date is not `today`. */
+function searchDayEnd(clock: Clock, today: string, now: number): number {
   let low = now;
   let high = now + 3_600_000;
   while (clock.businessDate(high) === today) high += 3_600_000;
@@ -70,7 +87,7 @@ export function msUntilNextBusinessDay(clock: Clock, now = clock.now()): number 
     if (clock.businessDate(mid) === today) low = mid;
     else high = mid;
   }
-  return high - now;
+  return high;
 }
 
 /** Milliseconds from `now` until the business month changes. */
