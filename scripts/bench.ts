@@ -11,7 +11,7 @@
  *          --repeats <n>  measurements repeated when other programs load the machine (default 6)
  *          --soak-raised  also soak a router started with BUN_CONFIG_MAX_HTTP_REQUESTS raised
  *          --tree <dir>  measure the router of another source tree (its dist/router, src/main.ts)
- *   env BENCH_ROUTER_ENV='{"NAME":"value"}': extra environment for the measured router, for
+ *   env BENCH_ROUTER_ENV='{"NAME":"value"}': extra environment for the measured routers (the profile phase's too), for
  *          experiments (e.g. {"BUN_JSC_logGC":"1"} logs each garbage collection to router.log)
  *   phases: throughput, large, latency, cpu, ttft, soak, scaleout, bills, profile
  *   (scaleout: two instances on a throwaway PostgreSQL and Redis; skipped when those are not installed)
@@ -47,7 +47,7 @@ import {
 } from "./bench/phases.ts";
 import { machine, rssMb, runChecked, startService, type Service } from "./bench/proc.ts";
 import { RAISED, renderMarkdown, renderTable, type BenchReport } from "./bench/report.ts";
-import { configureRouter, startRouter } from "./bench/router.ts";
+import { benchRouterEnv, configureRouter, startRouter } from "./bench/router.ts";
 import { scaleOutPhase } from "./bench/scaleout.ts";
 import { parseSettings, ROOT } from "./bench/settings.ts";
 import { median } from "./bench/stats.ts";
@@ -126,7 +126,7 @@ async function main() {
       dataDir: join(work, "data"),
       logFile: join(work, "router.log"),
       caFile: certs.caFile,
-      extraEnv: JSON.parse(process.env.BENCH_ROUTER_ENV ?? "{}"),
+      extraEnv: benchRouterEnv(),
     });
     services.push(routerService);
     servicePids.push(routerService.pid);

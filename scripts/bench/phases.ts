@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { cpuSeconds, foreignLoad, rssMb } from "./proc.ts";
 import { findProfile, summariseProfile } from "./profile.ts";
 import type { CpuRound, LargeRound, LatencyRound, ProfileResult, SoakResult, ThroughputRound, TtftRound } from "./report.ts";
-import { BENCH_MODEL, configureRouter, startRouter } from "./router.ts";
+import { BENCH_MODEL, benchRouterEnv, configureRouter, startRouter } from "./router.ts";
 import type { Settings } from "./settings.ts";
 import type { ClientConfig, ClientResult } from "./stream-client.ts";
 import { max, slope } from "./stats.ts";
@@ -415,7 +415,7 @@ export async function profilePhase(s: Settings, work: string, mockUrl: string, c
       trust: "env",
       // With the fetch limit already set, serve does not re-exec itself: an execve while
       // the sampling profiler signals the thread sometimes killed the process (SIGPWR).
-      extraEnv: { BUN_CONFIG_MAX_HTTP_REQUESTS: "65535" },
+      extraEnv: { ...benchRouterEnv(), BUN_CONFIG_MAX_HTTP_REQUESTS: "65535" },
     });
     const key = await configureRouter(router, mockUrl);
     const target: Target = { name: "router", url: router.url, key, pid: router.pid };

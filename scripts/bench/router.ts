@@ -60,6 +60,9 @@ export async function api(base: string, key: string, method: string, path: strin
   return text ? JSON.parse(text) : undefined;
 }
 
+/** BENCH_ROUTER_ENV: extra environment for every measured router (experiments' switches, GC logs). */
+export const benchRouterEnv = (): Record<string, string> => JSON.parse(process.env.BENCH_ROUTER_ENV ?? "{}");
+
 /** Configures a fresh router for the benchmark; returns the bench account's API key. */
 export async function configureRouter(router: { url: string; ownerKey: string }, mockUrl: string): Promise<string> {
   const call = (method: string, path: string, body?: unknown) => api(router.url, router.ownerKey, method, path, body);
