@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { HttpError } from "../../src/core/errors.ts";
 import type { Family } from "../../src/formats/family.ts";
 import { FORMATS, familyOfRequest, formatOf } from "../../src/formats/registry.ts";
-import { upstreamCall } from "../../src/gateway/call.ts";
+import { upstreamCall, withUsageOption } from "../../src/gateway/call.ts";
 import { standardAdapter } from "../../src/upstreams/standard.ts";
 import type { PoolKey } from "../../src/routing/pool-key.ts";
 
@@ -119,6 +119,38 @@ describe("what each family owns", () => {
     const routed = upstreamCall(gemini, "gemini-2.5-pro");
     expect({ path: routed.path, search: routed.search, json: routed.json }).toEqual({ path: "/v1beta/models/gemini-2.5-pro:streamGenerateContent", search: "?alt=sse", json: {} });
     expect(calls.endpoint("v1beta", "deleteEverything")).toBeUndefined();
+  });
+
+  test("an OpenAI chat stream without stream_options asks for usage by a splice into its own bytes; any other edit serialises the body", () => {
+    const endpoint = formatOf("openai").endpoints["/v1/chat/completions"]!;
+    const chat = (text: string) => {
+      const json = JSON.parse(text) as Record<string, unknown>;
+      return { endpoint, method: "POST", family: "openai" as const, requestedModel: String(json.model), stream: json.stream === true, json, bytes: new TextEncoder().encode(text), hideUsageChunk: false, headers: new Headers(), search: "" };
+    };
+    const sent = (text: string, model: string) => {
+      const call = chat(text);
+      const upstream = upstreamCall(call, model);
+      const body = upstream.bytes ? new TextDecoder().decode(upstream.bytes) : JSON.stringify(upstream.json);
+      return { body: JSON.parse(body) as Record<string, unknown>, spliced: upstream.bytes !== undefined, hidden: call.hideUsageChunk, json: upstream.json };
+    };
+    const text = ' \n {"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi \\u00e9"}]}';
+    const plain = sent(text, "gpt-4o");
+    expect(plain).toEqual({ body: { ...JSON.parse(text), stream_options: { include_usage: true } }, spliced: true, hidden: true, json: { ...JSON.parse(text), stream_options: { include_usage: true } } });
+    // Options without include_usage keep theirs; a mapped model: serialised once with every edit.
+    expect(sent('{"model":"gpt-4o","stream":true,"stream_options":{"x":1}}', "gpt-4o")).toMatchObject({ body: { stream_options: { x: 1, include_usage: true } }, spliced: false, hidden: true });
+    expect(sent('{"model":"alias","stream":true}', "gpt-4o")).toMatchObject({ body: { model: "gpt-4o", stream: true, stream_options: { include_usage: true } }, spliced: false });
+    // A client that asked for usage: its bytes as sent, nothing hidden.
+    const asked = chat('{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true}}');
+    expect(upstreamCall(asked, "gpt-4o").bytes).toBe(asked.bytes);
+    expect(asked.hideUsageChunk).toBe(false);
+    // Only a non-empty object is spliced.
+    const bytes = (s: string) => new TextEncoder().encode(s);
+    expect(withUsageOption(bytes("{}"))).toBeUndefined();
+    expect(withUsageOption(bytes("{ \n}"))).toBeUndefined();
+    expect(withUsageOption(bytes("\ufeff{\"a\":1}"))).toBeUndefined();
+    expect(withUsageOption(bytes("[1]"))).toBeUndefined();
+    expect(withUsageOption(undefined)).toBeUndefined();
+    expect(new TextDecoder().decode(withUsageOption(bytes('\t{"a":1}'))!)).toBe('\t{"stream_options":{"include_usage":true},"a":1}');
   });
 
   test("model lists page in each family's own parameters", () => {
