@@ -103,3 +103,18 @@ export function createLogger(level: LogLevel = "info", sink: LogSink = stderrSin
     debug: (m, f) => write("debug", m, f),
   };
 }
+
+/** A failure logged once per outage, not on every retry, and its end once. */
+export function outage(log: Logger, level: "error" | "warn", recovered: string) {
+  let failing = false;
+  return {
+    failed(message: string, fields: LogFields) {
+      if (!failing) log[level](message, fields);
+      failing = true;
+    },
+    succeeded() {
+      if (failing) log.info(recovered);
+      failing = false;
+    },
+  };
+}

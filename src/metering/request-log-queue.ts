@@ -1,4 +1,4 @@
-import type { LogFields, Logger } from "../core/log.ts";
+import { outage, type Logger } from "../core/log.ts";
 import type { NewRequestLogRow } from "../store/store.ts";
 
 /** A log row waits at most this long before it is appended (the console's live tail polls every few seconds). */
@@ -91,21 +91,6 @@ export function createRequestLogQueue(deps: {
     },
     get size() {
       return waiting.length;
-    },
-  };
-}
-
-/** A failure logged once per outage, not on every tick, and its end once. */
-export function outage(log: Logger, level: "error" | "warn", recovered: string) {
-  let failing = false;
-  return {
-    failed(message: string, fields: LogFields) {
-      if (!failing) log[level](message, fields);
-      failing = true;
-    },
-    succeeded() {
-      if (failing) log.info(recovered);
-      failing = false;
     },
   };
 }

@@ -1,10 +1,10 @@
 import type { Clock } from "../core/clock.ts";
-import type { Logger } from "../core/log.ts";
+import { outage, type Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
 import { usageRowIdentity, type NewKeyHealthRow, type NewRequestLogRow, type NewUsageEventRow, type Store } from "../store/store.ts";
 import { requestLogRow, type LoggedCall } from "./request-log.ts";
-import { createRequestLogQueue, outage } from "./request-log-queue.ts";
+import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
 import { chargesOf, dailyRollups } from "./usage-batch.ts";
 import type { UsageBuffer } from "./usage-buffer.ts";
@@ -97,7 +97,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
   let pending: NewUsageEventRow[] = [];
   /** Request-log rows, in this process only (never in the durable buffer: bills do not depend on them), appended in batches of their own. */
   const logQueue = createRequestLogQueue({ append: (rows) => deps.store.requests.append(rows), log: deps.log, now: Date.now, limit: backlogLimit });
-  /** Provider keys' health figures of the settled calls, added to the store with the log rows (in this process only, as they are). */
+  /** Provider keys' health figures of the settled calls, added to the store in the usage rows' transaction (in this process only, as they are). */
   const health = new KeyHealthBatch();
   let healthWrites = 0;
   /** The buffer's length at the last claim. */
