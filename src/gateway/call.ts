@@ -30,7 +30,7 @@ export function upstreamCall(call: ClientCall, effectiveModel: string | undefine
       // option goes in front of the original bytes: a long conversation is not serialised again.
       if (!edited && options === undefined) spliced = withUsageOption(call.bytes);
       json = { ...json, stream_options: { ...(typeof options === "object" && options ? options : {}), include_usage: true } };
-      edited = spliced === undefined;
+      if (!spliced) edited = true;
       call.hideUsageChunk = true;
     }
   }
