@@ -4,7 +4,7 @@
  * the machine.
  */
 import { join } from "node:path";
-import { cpuSeconds, foreignLoad, rssMb } from "./proc.ts";
+import { cpuSeconds, foreignLoad, rssMb, threadCpuPerCall, threadCpuSeconds } from "./proc.ts";
 import { findProfile, summariseProfile } from "./profile.ts";
 import type { CpuRound, LargeRound, LatencyRound, ProfileResult, SoakResult, ThroughputRound, TtftRound } from "./report.ts";
 import { BENCH_MODEL, benchRouterEnv, configureRouter, startRouter } from "./router.ts";
@@ -196,11 +196,12 @@ export async function throughputPhase(s: Settings, work: string, floor: Target, 
         const label = `throughput ${scenario.name} round ${round} ${target.name}`;
         const { value, other } = await quiet("throughput", label, async () => {
           const cpu0 = cpuSeconds(target.pid!);
+          const threads0 = threadCpuSeconds(target.pid!);
           const mock0 = cpuSeconds(mockPid);
           const r: WrkResult = await runWrk({ url: target.url + PATH, script: scripts.get(target.name)!, connections: scenario.c, seconds: s.seconds });
-          return { r, cpu: cpuSeconds(target.pid!) - cpu0, mockCpu: cpuSeconds(mockPid) - mock0 };
+          return { r, cpu: cpuSeconds(target.pid!) - cpu0, mockCpu: cpuSeconds(mockPid) - mock0, threads: threadCpuPerCall(threads0, threadCpuSeconds(target.pid!), r.requests) };
         });
-        const { r, cpu, mockCpu } = value;
+        const { r, cpu, mockCpu, threads } = value;
         results[scenario.name]![target.name]!.push({
           rps: r.rps,
           errors: r.errors,
@@ -209,7 +210,7 @@ export async function throughputPhase(s: Settings, work: string, floor: Target, 
           cpuUs: (cpu / Math.max(1, r.requests)) * 1e6,
           mockCpuUs: (mockCpu / Math.max(1, r.requests)) * 1e6,
         });
-        log(`${label}: ${r.rps.toFixed(0)} req/s, errors ${r.errors}, CPU ${((cpu / Math.max(1, r.requests)) * 1e6).toFixed(0)} µs/req, other load ${(other * 100).toFixed(0)}%`);
+        log(`${label}: ${r.rps.toFixed(0)} req/s, errors ${r.errors}, CPU ${((cpu / Math.max(1, r.requests)) * 1e6).toFixed(0)} µs/req (${threads}), other load ${(other * 100).toFixed(0)}%`);
       }
     }
   }
@@ -233,13 +234,14 @@ export async function largePhase(s: Settings, work: string, floor: Target, route
       const label = `large prompt round ${round} ${target.name}`;
       const { value } = await quiet("large", label, async () => {
         const cpu0 = cpuSeconds(target.pid!);
+        const threads0 = threadCpuSeconds(target.pid!);
         const r = await runWrk({ url: target.url + PATH, script: scripts.get(target.name)!, connections: 8, seconds: s.seconds });
-        return { r, cpu: cpuSeconds(target.pid!) - cpu0 };
+        return { r, cpu: cpuSeconds(target.pid!) - cpu0, threads: threadCpuPerCall(threads0, threadCpuSeconds(target.pid!), r.requests) };
       });
-      const { r, cpu } = value;
+      const { r, cpu, threads } = value;
       const cpuUs = (cpu / Math.max(1, r.requests)) * 1e6;
       results[target.name]!.push({ rps: r.rps, errors: r.errors, p50: r.p50, p99: r.p99, cpuUs });
-      log(`${label}: ${r.rps.toFixed(0)} req/s, p50 ${(r.p50 * 1000).toFixed(0)} µs, CPU ${cpuUs.toFixed(0)} µs/req, errors ${r.errors}`);
+      log(`${label}: ${r.rps.toFixed(0)} req/s, p50 ${(r.p50 * 1000).toFixed(0)} µs, CPU ${cpuUs.toFixed(0)} µs/req (${threads}), errors ${r.errors}`);
     }
   }
   return results;

@@ -3,7 +3,7 @@
  * output in a log file, waiting for their "listening" line, and reading their CPU
  * time and resident memory from /proc.
  */
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import type { Subprocess } from "bun";
 
@@ -15,6 +15,37 @@ export function cpuSeconds(pid: number): number {
   // The command name may hold spaces; fields after it are space-separated, utime and stime are 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/**
+ * CPU seconds per thread name of a process (threads of one name summed: Bun's "HTTP
+ * Client", JSC's "HeapHelper"s, the main thread under the process's own name): where a
+ * process's CPU goes, which a profile of the JavaScript thread alone does not show.
+ */
+export function threadCpuSeconds(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    out.set(name, (out.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS);
+  }
+  return out;
+}
+
+/** Per-thread-name CPU between two readings, in µs per call, largest first ("main 410, HTTP Client 300"). */
+export function threadCpuPerCall(before: Map<string, number>, after: Map<string, number>, calls: number): string {
+  return [...after]
+    .map(([name, s]) => [name, ((s - (before.get(name) ?? 0)) / Math.max(1, calls)) * 1e6] as const)
+    .filter(([, us]) => us >= 1)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, us]) => `${name} ${us.toFixed(0)}`)
+    .join(", ");
 }
 
 /** Busy CPU seconds of the whole machine (all CPUs), from /proc/stat. */
