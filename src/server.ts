@@ -1,4 +1,5 @@
 import type { Server } from "bun";
+import { afterAnswer } from "./core/after-answer.ts";
 import { createApp } from "./app.ts";
 import { HttpError } from "./core/errors.ts";
 import { requestId } from "./core/ids.ts";
@@ -110,14 +111,16 @@ export function startServer(deps: Deps): RunningServer {
       response.headers.set("x-request-id", meta.id);
     }
     if (log.enabled("info")) {
-      log.info("request", {
+      const fields = {
         method: request.method,
         path,
         status: response.status,
         ms: Math.round((performance.now() - meta.startedAt) * 100) / 100,
         account: meta.accountId,
         req: meta.id,
-      });
+      };
+      // The line is formatted once the answer is on its way.
+      afterAnswer(() => log.info("request", fields));
     }
     return response;
   };

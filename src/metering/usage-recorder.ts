@@ -1,4 +1,5 @@
 import type { Clock } from "../core/clock.ts";
+import { runQueuedAfterAnswer } from "../core/after-answer.ts";
 import { outage, type Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
@@ -230,6 +231,8 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
 
   /** Everything pending, now, in one transaction (shutdown, tests); resolves once stored. */
   const flush = async (): Promise<void> => {
+    // Calls answered a moment ago may not be settled yet: they are, first.
+    runQueuedAfterAnswer();
     await Promise.all([...appending]);
     const log = logQueue.flush();
     if (pending.length === 0 && health.size === 0) await writing;
