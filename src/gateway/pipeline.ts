@@ -179,7 +179,8 @@ function routeOf(tenant: Pick<Tenant, "settings">, call: ClientCall, level: numb
 /**
  * Settles the call once its outcome is known (an answer read whole at once, a stream
  * when it ends), right after the answer is handed to the client: the client does not
- * wait for the bookkeeping (c=1 p50 −13 µs). Its duration ends when the outcome is known.
+ * wait for the bookkeeping (with the access-log line: c=1 p50 about 20 µs less). Its
+ * duration ends when the outcome is known.
  */
 function settleWhenEnded(sink: UsageSink, clock: Clock, log: Logger, tenantId: number, input: RelayInput, outcome: CallOutcome | Promise<CallOutcome>): void {
   const settleNext = (ended: CallOutcome) => {
