@@ -17,6 +17,7 @@
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { runChecked } from "./bench/proc.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const PHASES = {
@@ -39,12 +40,8 @@ function flag(name: string): string | undefined {
   return at >= 0 ? process.argv[at + 1] : undefined;
 }
 
-function run(cmd: string[], options: { cwd: string; env?: Record<string, string> }): string {
-  const result = Bun.spawnSync(cmd, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdout: "pipe", stderr: "pipe" });
-  const out = result.stdout.toString() + result.stderr.toString();
-  if (result.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed (${result.exitCode}):\n${out.slice(-3000)}`);
-  return out;
-}
+const run = (cmd: string[], options: { cwd: string; env?: Record<string, string> }): string =>
+  runChecked(cmd, { cwd: options.cwd, env: { ...process.env, ...options.env } });
 
 /** A tree holding the revision, built; the working tree itself when none is named. */
 function treeOf(rev: string | undefined, cleanups: Array<() => void>): string {

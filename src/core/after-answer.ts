@@ -9,10 +9,12 @@
  * call (the usage recorder's flush on shutdown and in tests) can run what is still
  * queued first: `runQueuedAfterAnswer`.
  *
- * Tasks handle their own failures; one that throws anyway is written to stderr and the
- * tasks after it still run.
+ * Tasks handle their own failures; one that throws anyway is logged (at once, on
+ * stderr: no logger is at hand here) and the tasks after it still run.
  */
-import { redact } from "./redact.ts";
+import { createLogger } from "./log.ts";
+
+const fallback = createLogger("error", (line) => void process.stderr.write(`${line}\n`));
 
 let queue: Array<() => void> = [];
 let scheduled = false;
@@ -35,7 +37,7 @@ export function runQueuedAfterAnswer(): void {
       try {
         task();
       } catch (error) {
-        process.stderr.write(redact(`level=error msg="deferred work after an answer failed" error=${JSON.stringify(String((error as Error)?.message ?? error))}\n`));
+        fallback.error("deferred work after an answer failed", { error: String((error as Error)?.message ?? error) });
       }
     }
   }

@@ -8,8 +8,7 @@ import { Database } from "bun:sqlite";
 import type { SqlValue } from "../row-values.ts";
 import { requestLogInsert } from "./grouped-insert.ts";
 
-/** What the serving thread asks of the writer, answered by id. */
-/** `values`: the rows' values in column order, one flat JSON array (request-log-insert.ts). */
+/** What the serving thread asks of the writer, answered by id; `values` are the rows' values in column order, one flat JSON array (`flatValues`). */
 export type WriterRequest = { type: "append"; values: string } | { type: "prune"; before: number } | { type: "stop" };
 export type WriterMessage = { type: "start"; path: string } | (WriterRequest & { id: number });
 
