@@ -58,14 +58,43 @@ export async function startRequestLogWriter(path: string, log: Logger, thread: S
       waiting.set(id, { resolve, reject });
       thread.post({ ...request, id });
     });
+  /** Batches being serialized: stop waits for them, so their rows are posted before it. */
+  const serializing = new Set<Promise<string>>();
   return {
     async append(rows) {
-      if (rows.length > 0) await ask({ type: "append", values: JSON.stringify(flatValues(rows, appendRequestLogValues)) });
+      if (rows.length === 0) return;
+      const values = serializeInSlices(rows);
+      serializing.add(values);
+      try {
+        await ask({ type: "append", values: await values });
+      } finally {
+        serializing.delete(values);
+      }
     },
     prune: (before) => ask({ type: "prune", before }),
     async stop() {
+      await Promise.all(serializing);
       await Promise.race([ask({ type: "stop" }), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       failAll(new Error("the request log's writer stopped"));
     },
   };
+}
+
+/** Rows serialized per macrotask: about 0.15 ms of the serving thread's time each. */
+export const SERIALIZE_SLICE_ROWS = 128;
+
+/**
+ * The rows' values as one flat JSON array (`flatValues`), made a slice of rows per turn
+ * of the event loop. A due batch holds up to 1,024 rows (request-log-queue.ts), and
+ * serializing them at once held the serving thread for about 1 ms every 200 ms: the
+ * calls that arrived meanwhile waited for it (a c=1 p99 outlier each time).
+ */
+export async function serializeInSlices(rows: readonly NewRequestLogRow[], sliceRows = SERIALIZE_SLICE_ROWS): Promise<string> {
+  const parts: string[] = [];
+  for (let start = 0; start < rows.length; start += sliceRows) {
+    if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    // Each slice without its brackets: the slices joined by commas are one array.
+    parts.push(JSON.stringify(flatValues(rows.slice(start, start + sliceRows), appendRequestLogValues)).slice(1, -1));
+  }
+  return `[${parts.join(",")}]`;
 }
