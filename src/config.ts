@@ -36,7 +36,7 @@ export interface ServeConfig {
    * with 503 (default 100,000: see docs/architecture.md, "Store on PostgreSQL").
    */
   usageBacklogLimit?: number;
-  /** Days of request log kept (default 30, metering/request-log-retention.ts). */
+  /** Days of request log kept (default 30, metering/request-log-retention.ts); 0: no call is recorded, and the log is emptied at start. */
   requestLogDays?: number;
   /** Upstream attempts per call (first try included). */
   maxAttempts: number;

@@ -157,6 +157,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     log,
     buffer: redisState && redisConnection ? createRedisUsageBuffer({ connection: redisConnection, state: redisState }) : undefined,
     backlogLimit: config.usageBacklogLimit,
+    requestLog: config.requestLogDays !== 0,
   });
   const metrics = createRouterMetrics();
   // Single-tenant owners run their own network; BYOK tenants may not reach it unless allowed.

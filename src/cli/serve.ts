@@ -70,7 +70,7 @@ export const serveArgs = {
   },
   "request-log-days": {
     type: "string",
-    description: `Days the request log (GET /x-requests) keeps each call (env ROUTER_REQUEST_LOG_DAYS; default ${DEFAULT_REQUEST_LOG_DAYS})`,
+    description: `Days the request log (GET /x-requests) keeps each call; 0 turns it off and empties it (env ROUTER_REQUEST_LOG_DAYS; default ${DEFAULT_REQUEST_LOG_DAYS})`,
     valueHint: "days",
   },
   "max-attempts": {
@@ -217,7 +217,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     ownerEmail: get("owner-email") ?? "owner@localhost",
     secretKeyFile: get("secret-key-file"),
     graceSeconds: parseIntegerFlag("grace", get("grace"), 30),
-    requestLogDays: parseIntegerFlag("request-log-days", get("request-log-days"), DEFAULT_REQUEST_LOG_DAYS, 1),
+    requestLogDays: parseIntegerFlag("request-log-days", get("request-log-days"), DEFAULT_REQUEST_LOG_DAYS, 0),
     maxAttempts: parseIntegerFlag("max-attempts", get("max-attempts"), UPSTREAM_DEFAULTS.maxAttempts, 1),
     firstByteTimeoutMs: seconds("first-byte-timeout", UPSTREAM_DEFAULTS.firstByteTimeoutMs),
     streamIdleTimeoutMs: seconds("stream-idle-timeout", UPSTREAM_DEFAULTS.streamIdleTimeoutMs),

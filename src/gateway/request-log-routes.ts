@@ -9,6 +9,7 @@ import { Elysia } from "elysia";
 import { canManage, resourceAllowed } from "../accounts/access.ts";
 import { nanosToCredits } from "../accounts/records.ts";
 import type { AccountsService } from "../accounts/service.ts";
+import type { ServeConfig } from "../config.ts";
 import type { Clock } from "../core/clock.ts";
 import { forbidden, notFound } from "../core/errors.ts";
 import { familyOfRequest } from "../formats/registry.ts";
@@ -22,6 +23,7 @@ import type { RequestAttempt, RequestRecord } from "../wire/requests.ts";
 import { readRequestLogQuery } from "./request-log-query.ts";
 
 export interface RequestLogRouteDeps extends AuthenticateDeps {
+  readonly config: Pick<ServeConfig, "trustProxy" | "requestLogDays">;
   readonly store: Pick<Store, "requests" | "accounts">;
   readonly clock: Clock;
   readonly accountsService: Pick<AccountsService, "resolve">;
@@ -41,6 +43,8 @@ async function callerOf(deps: RequestLogRouteDeps, request: Request, path: strin
   const tenant = await deps.tenantOf(principal.account);
   const checked = resourceAllowed(principal.account, path) ? path : DASHBOARD_PATH;
   checkAccess(principal, checked, () => clientIp(request, deps.config.trustProxy), tenant.settings.resources());
+  // Said once the caller is known to be allowed: an empty list would look like a router nobody calls.
+  if (deps.config.requestLogDays === 0) throw notFound("The request log is off on this router (--request-log-days 0): no call is recorded", "request_log_off");
   return { principal, tenant };
 }
 

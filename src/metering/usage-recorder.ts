@@ -92,7 +92,16 @@ const DRAIN_ROWS = 500;
  * checked against what the database holds first, so nothing is charged twice).
  * Past `backlogLimit` rows waiting, `full()` says so and model calls are refused.
  */
-export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Logger; buffer?: UsageBuffer; backlogLimit?: number }): UsageRecorder {
+export function createUsageRecorder(deps: {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  buffer?: UsageBuffer;
+  backlogLimit?: number;
+  /** False when the operator turned the request log off (`--request-log-days 0`): calls leave no request-log row. */
+  requestLog?: boolean;
+}): UsageRecorder {
+  const logging = deps.requestLog ?? true;
   const buffer = deps.buffer;
   const backlogLimit = deps.backlogLimit ?? DEFAULT_BACKLOG_LIMIT;
   let pending: NewUsageEventRow[] = [];
@@ -299,7 +308,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
         extra: event.extra ? JSON.stringify(event.extra) : null,
       };
       // The log gives way before bills do: past the backlog bound, a call's log row is dropped.
-      if (event.logged) {
+      if (event.logged && logging) {
         const logged = event.logged;
         // A failed attempt's error body may still be read for its message (a second at
         // most): the log row waits for it; the charge and the usage row do not.
@@ -327,7 +336,7 @@ export function createUsageRecorder(deps: { store: Store; clock: Clock; log: Log
       }
     },
     refused(row) {
-      logQueue.push(row);
+      if (logging) logQueue.push(row);
     },
     flush,
     async stop() {

@@ -348,3 +348,45 @@ test("retention: rows older than --request-log-days are pruned at start and on t
     await local.stop();
   }
 });
+
+test("--request-log-days 0: calls are served, charged and metered, but none is recorded; the list says the log is off; a prune empties it", async () => {
+  const clock = createManualClock(Date.parse("2026-03-01T12:00:00Z"));
+  const off = await startRouter({ clock, pricing: PRICING, config: { requestLogDays: 0 } });
+  const mock = startMockUpstream().route("POST", "/v1/chat/completions", () => answer("gpt-off"));
+  try {
+    await addKey(off, { provider: `${mock.url}/v1` });
+    const user = await createAccount(off, { CreditGranted: 1 });
+    const send = (key?: string) =>
+      off.fetch("/v1/chat/completions", { method: "POST", key, headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "gpt-off", messages: [{ role: "user", content: "hi" }] }) });
+    const served = await send(user.key);
+    expect(served.status).toBe(200);
+    expect((await served.json()).usage.total_tokens).toBe(18);
+    // A call the router refuses itself (an unknown model is not refused here: a bad body is).
+    const refused = await off.fetch("/v1/chat/completions", { method: "POST", key: user.key, headers: { "content-type": "application/json" }, body: "{" });
+    expect(refused.status).toBe(400);
+    await off.deps.usageRecorder.flush();
+    // Bills are untouched: the call's usage row and its charge are written as always.
+    const rows = await usageRows(off);
+    expect(rows.map((r) => [r.account_id, r.prompt_tokens, r.completion_tokens])).toEqual([[user.id, 11, 7]]);
+    expect(rows[0]!.cost_nanos).toBeGreaterThan(0);
+    // Nothing in the log, and every reader is told why rather than shown an empty page.
+    expect((await off.deps.store.requests.list({ tenantId: 0 }, 1, 10)).total).toBe(0);
+    for (const [path, key] of [["/x-requests", undefined], ["/x-requests", user.key], [`/x-requests/${served.headers.get("x-request-id")}`, undefined]] as const) {
+      const res = await api(off, path, { key });
+      expect(res.status, path).toBe(404);
+      expect(res.body.error.code).toBe("request_log_off");
+      expect(res.body.error.message).toContain("--request-log-days 0");
+    }
+    // Unauthenticated callers learn nothing about it.
+    expect((await api(off, "/x-requests", { key: "sk-wrong-key-000000000000" })).status).toBe(401);
+    // Rows an earlier run kept (here: appended directly) go with the first prune.
+    await off.deps.store.requests.append([{ requestId: "req_earlier", accountId: user.id, createdAt: clock.now() - 60_000, family: "openai", endpoint: "/v1/chat/completions", status: 200, durationMs: 5, source: "upstream" }]);
+    expect((await off.deps.store.requests.list({ tenantId: 0 }, 1, 10)).total).toBe(1);
+    const pruner = startRequestLogPruner({ store: off.deps.store, clock, log: off.deps.log, days: 0 });
+    await pruner.stop();
+    expect((await off.deps.store.requests.list({ tenantId: 0 }, 1, 10)).total).toBe(0);
+  } finally {
+    await mock.stop();
+    await off.stop();
+  }
+});

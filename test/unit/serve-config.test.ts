@@ -68,11 +68,13 @@ test("warnings: a password given as a flag (not through the environment), a data
   expect(serveWarnings({}, resolveServeConfig({}, {}))).toEqual([]);
 });
 
-test("--request-log-days: default 30, ROUTER_REQUEST_LOG_DAYS, the flag wins; at least 1", () => {
+test("--request-log-days: default 30, ROUTER_REQUEST_LOG_DAYS, the flag wins; 0 turns the log off", () => {
   expect(resolveServeConfig({}, {}).requestLogDays).toBe(30);
   expect(resolveServeConfig({}, { ROUTER_REQUEST_LOG_DAYS: "7" }).requestLogDays).toBe(7);
   expect(resolveServeConfig({ "request-log-days": "90" }, { ROUTER_REQUEST_LOG_DAYS: "7" }).requestLogDays).toBe(90);
-  for (const bad of ["0", "-1", "a week"]) {
+  expect(resolveServeConfig({ "request-log-days": "0" }, {}).requestLogDays).toBe(0);
+  expect(resolveServeConfig({}, { ROUTER_REQUEST_LOG_DAYS: "0" }).requestLogDays).toBe(0);
+  for (const bad of ["-1", "1.5", "a week"]) {
     expect(() => resolveServeConfig({ "request-log-days": bad }, {})).toThrow(/--request-log-days/);
   }
 });
