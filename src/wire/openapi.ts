@@ -140,7 +140,7 @@ const OPERATIONS: Operation[] = [
   {
     method: "get",
     path: "/x-requests",
-    summary: "Model calls, newest first: an owner's tenant, a manager's subtree (no key ids), any account's own",
+    summary: "Model calls, newest first: an owner's tenant, a manager's subtree (no key ids), any account's own (404 request_log_off when the router runs with --request-log-days 0)",
     who: "any",
     params: [
       ...PAGE,
