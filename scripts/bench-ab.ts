@@ -11,7 +11,7 @@
  *
  * Flags: --a REV and --b REV (default: the working tree; a REV is built in a throwaway
  * worktree), --env-a/--env-b JSON (BENCH_ROUTER_ENV of each variant), --phase
- * throughput | latency | large (default throughput), --runs N (alternations, default 4),
+ * throughput | latency | large | cpu (default throughput), --runs N (alternations, default 4),
  * --seconds S (length of a round, default 2).
  */
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
@@ -24,6 +24,7 @@ const PHASES = {
   throughput: ["non-streaming c=32 (req/s)", "non-streaming c=32: proxy CPU per request (µs)", "streaming c=32 (req/s)", "streaming c=32: proxy CPU per request (µs)"],
   latency: ["p50 (µs)", "p99 (µs)"],
   large: ["256 KiB prompt, 8 paced connections: CPU per call (µs)", "256 KiB prompt, 8 paced connections: p50 (µs)"],
+  cpu: ["router: CPU per stream (µs)", "router: CPU per additional chunk (µs)"],
 } as const;
 type PhaseName = keyof typeof PHASES;
 

@@ -44,19 +44,26 @@ export function withModalities(u: Usage, audioPrompt: number, audioCompletion: n
   return u;
 }
 
-export const asBuffer = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+const bufferIndexOf = Buffer.prototype.indexOf as (this: Uint8Array, value: Uint8Array | number, byteOffset?: number) => number;
+
+/**
+ * Where `value` first occurs in `bytes` from `from`, or -1: Buffer's native search run on
+ * the Uint8Array itself. Wrapping each stream chunk in a Buffer view instead reads its
+ * `.buffer`, which gives the array an ArrayBuffer object of its own: about 0.2 µs and
+ * two more objects for the collector per chunk, twice per chunk (content count, usage tap).
+ */
+export const indexOfBytes = (bytes: Uint8Array, value: Uint8Array | number, from = 0): number => bufferIndexOf.call(bytes, value, from);
 
 /** Byte needles for raw searches: searching with a string converts it on every call (4x slower). */
 export const needle = (text: string) => new TextEncoder().encode(text);
 
 /** The offset of the first `"<key>"` in `bytes` whose value is an object (`"usage":null` is not), or -1. */
 export function objectKeyAt(bytes: Uint8Array, quotedKey: Uint8Array): number {
-  const buf = asBuffer(bytes);
-  for (let at = buf.indexOf(quotedKey); at !== -1; at = buf.indexOf(quotedKey, at + 1)) {
+  for (let at = indexOfBytes(bytes, quotedKey); at !== -1; at = indexOfBytes(bytes, quotedKey, at + 1)) {
     let i = at + quotedKey.byteLength;
-    while (i < buf.length && (buf[i] === 0x20 || buf[i] === 0x09 || buf[i] === 0x3a || buf[i] === 0x0d || buf[i] === 0x0a)) i++;
+    while (i < bytes.length && (bytes[i] === 0x20 || bytes[i] === 0x09 || bytes[i] === 0x3a || bytes[i] === 0x0d || bytes[i] === 0x0a)) i++;
     // Cut off before the value (end of this read): say yes, the decoder will know.
-    if (i >= buf.length || buf[i] === 0x7b) return at;
+    if (i >= bytes.length || bytes[i] === 0x7b) return at;
   }
   return -1;
 }

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { indexOfBytes, objectKeyAt } from "../../src/formats/json.ts";
 import { countContent } from "../../src/gateway/usage/content-count.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -22,5 +23,16 @@ describe("content bytes of answers and stream chunks (estimates count content, n
     expect(countContent(bytes(`{"content":"say \\"hi\\": ok","role":"assistant","model":"m"}`))).toBe(14);
     expect(countContent(bytes(`{"id":"x","object":"chat.completion","usage":{"prompt_tokens":3}}`))).toBe(0);
     expect(countContent(bytes(""))).toBe(0);
+  });
+
+  test("a read that is a view into a larger buffer (offsets are the view's own)", () => {
+    const chunk = `data: {"choices":[{"delta":{"content":"Hello"}}],"usage":null}\n\ndata: {"choices":[],"usage":{"prompt_tokens":3}}\n\n`;
+    const whole = bytes(`"content":"not this read" ${chunk}`);
+    const view = whole.subarray(whole.byteLength - bytes(chunk).byteLength);
+    expect(countContent(view)).toBe(5);
+    // The usage tap's search: the first "usage" holding an object, not the null one.
+    expect(objectKeyAt(view, bytes('"usage"'))).toBe(chunk.lastIndexOf('"usage"'));
+    expect(indexOfBytes(view, 0x7b)).toBe(6);
+    expect(indexOfBytes(view, bytes('"nothing"'))).toBe(-1);
   });
 });

@@ -1,4 +1,4 @@
-import { asBuffer, count, earliest, field, isObject, needle, parseObject, type JsonObject } from "../json.ts";
+import { count, earliest, field, indexOfBytes, isObject, needle, parseObject, type JsonObject } from "../json.ts";
 import type { StreamUsageTap } from "../format.ts";
 import type { Usage } from "../usage.ts";
 
@@ -88,9 +88,6 @@ export function anthropicTap(): StreamUsageTap {
       }
     },
     result: () => (seen ? anthropicUsage(counts) : undefined),
-    firstNeeded: (bytes) => {
-      const buf = asBuffer(bytes);
-      return earliest(buf.indexOf(USAGE), buf.indexOf(MESSAGE_START));
-    },
+    firstNeeded: (bytes) => earliest(indexOfBytes(bytes, USAGE), indexOfBytes(bytes, MESSAGE_START)),
   };
 }

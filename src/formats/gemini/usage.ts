@@ -1,4 +1,4 @@
-import { field, isObject, n, needle, asBuffer, parseObject, withModalities, type JsonObject } from "../json.ts";
+import { field, indexOfBytes, isObject, n, needle, parseObject, withModalities, type JsonObject } from "../json.ts";
 import type { StreamUsageTap } from "../format.ts";
 import type { Usage } from "../usage.ts";
 
@@ -61,6 +61,6 @@ export function geminiTap(): StreamUsageTap {
       if (isObject(obj.usageMetadata)) usage = geminiUsage(obj.usageMetadata);
     },
     result: () => (usage === undefined ? undefined : { ...usage }),
-    firstNeeded: (bytes) => asBuffer(bytes).indexOf(USAGE_METADATA),
+    firstNeeded: (bytes) => indexOfBytes(bytes, USAGE_METADATA),
   };
 }

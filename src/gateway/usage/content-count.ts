@@ -6,6 +6,7 @@
  * framing). Native substring searches over the bytes, no parse: it runs on every chunk
  * of every stream, since whether usage will come is known only at the end.
  */
+import { indexOfBytes, needle } from "../../formats/json.ts";
 
 const CONTENT_KEYS = ["content", "text", "delta", "arguments", "partial_json", "thinking", "refusal", "reasoning_content", "transcript"].map((key) =>
   new TextEncoder().encode(key),
@@ -42,35 +43,34 @@ function isContentKey(bytes: Uint8Array, close: number): boolean {
 
 /** Where the string that starts at `from` (just after its opening quote) ends: its closing quote, or the end of the bytes. */
 function stringEnd(bytes: Uint8Array, from: number): number {
-  let at = bytes.indexOf(QUOTE, from);
+  let at = indexOfBytes(bytes, QUOTE, from);
   while (at !== -1) {
     let slashes = 0;
     for (let k = at - 1; k >= from && bytes[k] === BACKSLASH; k--) slashes++;
     if (slashes % 2 === 0) return at;
-    at = bytes.indexOf(QUOTE, at + 1);
+    at = indexOfBytes(bytes, QUOTE, at + 1);
   }
   return bytes.byteLength;
 }
 
 /** Where a string member's value starts: the key's closing quote, a colon, (a space,) an opening quote. */
-const VALUE_STARTS = [Buffer.from('":"'), Buffer.from('": "')];
+const VALUE_STARTS = [needle('":"'), needle('": "')];
 
 export function countContent(bytes: Uint8Array): number {
   // Native substring search finds only string members (a few per chunk); the JS loop
   // then runs per member, not per byte or per colon.
-  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let total = 0;
-  for (const needle of VALUE_STARTS) {
+  for (const start of VALUE_STARTS) {
     // A producer writes one style: compact JSON (OpenAI, Anthropic) never needs the spaced search.
     if (total > 0) break;
-    let at = buffer.indexOf(needle);
+    let at = indexOfBytes(bytes, start);
     while (at !== -1) {
-      const value = at + needle.byteLength;
+      const value = at + start.byteLength;
       if (isContentKey(bytes, at)) {
         const end = stringEnd(bytes, value);
         total += end - value;
-        at = buffer.indexOf(needle, end + 1);
-      } else at = buffer.indexOf(needle, value);
+        at = indexOfBytes(bytes, start, end + 1);
+      } else at = indexOfBytes(bytes, start, value);
     }
   }
   return total;
