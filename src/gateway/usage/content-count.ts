@@ -8,9 +8,7 @@
  */
 import { indexOfBytes, needle } from "../../formats/json.ts";
 
-const CONTENT_KEYS = ["content", "text", "delta", "arguments", "partial_json", "thinking", "refusal", "reasoning_content", "transcript"].map((key) =>
-  new TextEncoder().encode(key),
-);
+const CONTENT_KEYS = ["content", "text", "delta", "arguments", "partial_json", "thinking", "refusal", "reasoning_content", "transcript"].map(needle);
 
 /** The content keys by their last byte: most member names are ruled out by one comparison. */
 const KEYS_BY_LAST_BYTE = new Map<number, Uint8Array[]>();
