@@ -155,6 +155,14 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
   // could not take it is said in the log (its lease expires where the State is shared).
   const unrecorded = (what: string, key: PoolKey) => (error: unknown) =>
     deps.log.error(`a key's ${what} could not be recorded in the shared state`, { key: key.id, level: key.level, error: (error as Error).message });
+  /**
+   * Counts a call in flight on the key without waiting for the State's answer: only a
+   * probe's claim can be refused, so the call need not wait (on Redis, one round trip
+   * less before the upstream call, about 0.1 ms at c=1). The count goes out before the
+   * call's release, on the same connection, so Redis applies them in order; one that
+   * fails is logged and the call goes on (its release cannot take the count below 0).
+   */
+  const count = (key: PoolKey) => void state.take(tenantId, refOf(key), false).catch(unrecorded("call in flight", key));
   const mirrorSleep = (key: PoolKey, sleep: KeySleep) => {
     key.sleeping = sleep.sleeping;
     key.sleepReason = sleep.reason;
@@ -198,7 +206,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     async acquireById(id) {
       const key = byId.get(id);
       if (!key || !key.status) return undefined;
-      await state.take(tenantId, refOf(key), false);
+      count(key);
       key.inFlight++;
       return key;
     },
@@ -225,7 +233,9 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
         const chosen = choose(keys, health, level, exclude, rank);
         if (!chosen) return undefined;
         cursor.set(level, (chosen.index + 1) % keys.length);
-        if (!(await state.take(tenantId, refOf(chosen.key), chosen.probe))) continue;
+        if (chosen.probe) {
+          if (!(await state.take(tenantId, refOf(chosen.key), true))) continue;
+        } else count(chosen.key);
         chosen.key.inFlight++;
         if (chosen.probe) chosen.key.probing = true;
         return chosen.key;

@@ -110,6 +110,34 @@ describe("key pool", () => {
     expect(keyPool.get(1)!.inFlight).toBe(0);
   });
 
+  test("a call does not wait for the shared State to count it in flight; a count that fails is logged, not the call's failure", async () => {
+    const repo = fakeRepository([row(1), row(2)]);
+    const memory = createMemoryKeys();
+    const counted: Array<() => void> = [];
+    const errors: string[] = [];
+    // A State whose counting answers only when told (a Redis round trip), or fails.
+    let failing = false;
+    const keys = {
+      ...memory,
+      take: (tenantId: number, key: Parameters<typeof memory.take>[1], probe: boolean) =>
+        failing ? Promise.reject(new Error("Redis unreachable")) : new Promise<boolean>((resolve) => counted.push(() => resolve(memory.take(tenantId, key, probe)))),
+    };
+    const log = createLogger("error", (line) => errors.push(line));
+    const keyPool = createKeyPool({ repo: repo as unknown as ProviderKeysRepository, clock: createManualClock(T0), log, keys, tenantId: 0 });
+    await keyPool.reload();
+    const first = await keyPool.acquire(1, none);
+    expect(first?.id).toBe(1);
+    expect(first?.inFlight).toBe(1);
+    expect(counted).toHaveLength(1);
+    expect((await keyPool.acquireById(2))?.id).toBe(2);
+    counted.forEach((answer) => answer());
+    failing = true;
+    expect((await keyPool.acquire(1, new Set([1])))?.id).toBe(2);
+    await Bun.sleep(0);
+    expect(errors.join("\n")).toContain("could not be recorded in the shared state");
+    expect(errors.join("\n")).not.toContain("secret-of");
+  });
+
   test("the exclude set skips keys already tried", async () => {
     const { pool: keyPool } = await pool([row(1), row(2), row(3)]);
     expect(await choices(keyPool, 1, 4, new Set([1, 2]))).toEqual([3, 3, 3, 3]);
