@@ -158,7 +158,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
   /**
    * Counts a call in flight on the key without waiting for the State's answer: only a
    * probe's claim can be refused, so the call need not wait (on Redis, one round trip
-   * less before the upstream call, about 0.1 ms at c=1). The count goes out before the
+   * less before the upstream call, about 60 µs at c=1). The count goes out before the
    * call's release, on the same connection, so Redis applies them in order; one that
    * fails is logged and the call goes on (its release cannot take the count below 0).
    */
