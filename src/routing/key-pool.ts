@@ -59,6 +59,8 @@ export interface KeyPool {
 export interface HealthRead {
   readonly keys: readonly PoolKey[];
   readonly health: Promise<KeyHealth[]>;
+  /** This process's calls in flight on each key when the read went out (see `choose`). */
+  readonly own: readonly number[];
 }
 
 /** How well a key fits a call: 0 cannot serve it; higher is preferred. */
@@ -85,6 +87,13 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
   let refs = new Map<number, KeyRef>();
   let levelRefs = new Map<number, KeyRef[]>();
   const cursor = new Map<number, number>();
+  /** This process's calls in flight per key id (acquired, not yet released). */
+  const own = new Map<number, number>();
+  const ownOf = (keys: readonly PoolKey[]) => keys.map((key) => own.get(key.id) ?? 0);
+  const began = (key: PoolKey) => {
+    own.set(key.id, (own.get(key.id) ?? 0) + 1);
+    key.inFlight++;
+  };
   const refOf = (key: PoolKey): KeyRef => refs.get(key.id) ?? { id: key.id, stored: { sleeping: key.sleeping, reason: key.sleepReason, until: key.sleepUntil, count: key.sleepCount } };
 
   const load = async () => {
@@ -170,11 +179,17 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     key.sleepCount = sleep.count;
   };
 
-  /** The Level's choice on the health the State reports now; undefined when no key can serve. */
-  const choose = (keys: readonly PoolKey[], health: readonly KeyHealth[], level: number, exclude: ReadonlySet<number>, rank: KeyRank | undefined) => {
+  /**
+   * The Level's choice on the health the State reported; undefined when no key can serve.
+   * A key's calls in flight are the State's count plus what this process began (less what
+   * it ended) since the read went out (`ownAtRead`): calls choosing at the same moment on
+   * one read would otherwise all take the key that had the fewest, and a shared State
+   * counts this process's calls a few milliseconds late (state/redis/state.ts).
+   */
+  const choose = (keys: readonly PoolKey[], health: readonly KeyHealth[], ownAtRead: readonly number[], level: number, exclude: ReadonlySet<number>, rank: KeyRank | undefined) => {
     const now = deps.clock.now();
     const start = cursor.get(level) ?? 0;
-    let chosen: { key: PoolKey; index: number; probe: boolean; rank: number } | undefined;
+    let chosen: { key: PoolKey; index: number; probe: boolean; rank: number; inFlight: number } | undefined;
     for (let i = 0; i < keys.length; i++) {
       const index = (start + i) % keys.length;
       const key = keys[index]!;
@@ -184,12 +199,10 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
       if (state !== "probe" && state !== "ready") continue;
       const fit = rank ? rank(key) : 1;
       if (fit <= 0) continue;
+      const inFlight = Math.max(0, health[index]!.inFlight + (own.get(key.id) ?? 0) - (ownAtRead[index] ?? 0));
       // A better rank first; within a rank a probe first, then the fewest calls in flight.
-      const better =
-        !chosen ||
-        fit > chosen.rank ||
-        (fit === chosen.rank && !chosen.probe && (state === "probe" || health[index]!.inFlight < health[chosen.index]!.inFlight));
-      if (better) chosen = { key, index, probe: state === "probe", rank: fit };
+      const better = !chosen || fit > chosen.rank || (fit === chosen.rank && !chosen.probe && (state === "probe" || inFlight < chosen.inFlight));
+      if (better) chosen = { key, index, probe: state === "probe", rank: fit, inFlight };
     }
     return chosen;
   };
@@ -207,17 +220,18 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
       const key = byId.get(id);
       if (!key || !key.status) return undefined;
       count(key);
-      key.inFlight++;
+      began(key);
       return key;
     },
     readAhead(level) {
       const keys = byLevel.get(level);
       const keyRefs = levelRefs.get(level);
       if (!keys || !keyRefs || keys.length === 0) return undefined;
+      const ownNow = ownOf(keys);
       const health = state.health(tenantId, keyRefs);
       // Read ahead of an acquire that may never come (the call refused): its failure is the acquire's to report.
       health.catch(() => {});
-      return { keys, health };
+      return { keys, health, own: ownNow };
     },
     async acquire(level, exclude, rank, ahead) {
       // Another call (here or on another instance) may claim a probe between the read
@@ -227,16 +241,17 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
         const keyRefs = levelRefs.get(level);
         if (!keys || !keyRefs || keys.length === 0) return undefined;
         // The first round may use the health read ahead, when the Level's keys are still the ones it read.
-        const health = await (round === 0 && ahead?.keys === keys ? ahead.health : state.health(tenantId, keyRefs));
+        const read = round === 0 && ahead?.keys === keys ? ahead : { health: state.health(tenantId, keyRefs), own: ownOf(keys) };
+        const health = await read.health;
         // A reload while the State answered: choose from the keys as they are now.
         if (byLevel.get(level) !== keys) continue;
-        const chosen = choose(keys, health, level, exclude, rank);
+        const chosen = choose(keys, health, read.own, level, exclude, rank);
         if (!chosen) return undefined;
         cursor.set(level, (chosen.index + 1) % keys.length);
         if (chosen.probe) {
           if (!(await state.take(tenantId, refOf(chosen.key), true))) continue;
         } else count(chosen.key);
-        chosen.key.inFlight++;
+        began(chosen.key);
         if (chosen.probe) chosen.key.probing = true;
         return chosen.key;
       }
@@ -244,6 +259,9 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     },
     async release(key) {
       key.inFlight = Math.max(0, key.inFlight - 1);
+      const mine = (own.get(key.id) ?? 0) - 1;
+      if (mine > 0) own.set(key.id, mine);
+      else own.delete(key.id);
       key.probing = false;
       await state.release(tenantId, key.id).catch(unrecorded("release", key));
     },

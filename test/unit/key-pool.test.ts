@@ -102,6 +102,21 @@ describe("key pool", () => {
     expect(keyPool.get(3)!.inFlight).toBe(1);
   });
 
+  test("calls choosing on reads made before each other's take still spread over the keys", async () => {
+    const { pool: keyPool } = await pool([row(1), row(2)]);
+    const held = (await keyPool.acquire(1, none))!;
+    expect(held.id).toBe(1);
+    // Two calls read the keys' health (1 and 0 calls in flight) before either takes one.
+    const [first, second] = [keyPool.readAhead(1), keyPool.readAhead(1)];
+    const a = (await keyPool.acquire(1, none, undefined, first))!;
+    const b = (await keyPool.acquire(1, none, undefined, second))!;
+    // The second read says key 2 is free, but this process just began a call on it: both keys have one.
+    expect(ids([a, b])).toEqual([2, 1]);
+    expect(keyPool.get(1)!.inFlight).toBe(2);
+    for (const key of [held, a, b]) await keyPool.release(key);
+    expect(await choices(keyPool, 1, 4)).toEqual([2, 1, 2, 1]);
+  });
+
   test("release never takes the in-flight count below zero", async () => {
     const { pool: keyPool } = await pool([row(1)]);
     const key = (await keyPool.acquire(1, none))!;

@@ -100,15 +100,23 @@ if P.op == 'health' then
 end
 
 local key = P.key
-if P.op == 'release' then
-  -- P.keys: {key, n} per key, n calls of this process ended (gathered over a few ms).
+if P.op == 'flight' then
+  -- P.keys: {key, stored, t, r} per key: t calls of this process began on it and r ended
+  -- (gathered over a few ms). A call's begin is never in a later run than its end, and
+  -- within a run begins count first, so the count never goes below zero on the way.
   local field = 'f' .. OWNER
-  for _, r in ipairs(P.keys) do
-    if redis.call('EXISTS', r.key) == 1 then
-      local n = (num(redis.call('HGET', r.key, field)) or 0) - r.n
+  local touched = false
+  for _, k in ipairs(P.keys) do
+    if k.t > 0 then
+      if not touched then touch(); touched = true end
+      init(k.key, k.stored)
+      redis.call('HINCRBYFLOAT', k.key, field, str(k.t))
+    end
+    if k.r > 0 and redis.call('EXISTS', k.key) == 1 then
+      local n = (num(redis.call('HGET', k.key, field)) or 0) - k.r
       if n < 0 then n = 0 end
       -- A probe that ended without a verdict (client gone) must not block the next one.
-      redis.call('HSET', r.key, field, str(n), 'probing', '')
+      redis.call('HSET', k.key, field, str(n), 'probing', '')
     end
   end
   return 1

@@ -297,10 +297,29 @@ function createKeys(prefix: string, run: Run): KeyState {
   const rules = [String(FAILURES_BEFORE_SLEEP), String(BASE_COOLDOWN_MS), String(MAX_COOLDOWN_MS)];
   const call = (payload: Record<string, unknown>) => run(KEY_HEALTH, payload, ...rules);
   /**
-   * Calls ending within a few ms release their keys in one run, counted per key: a
-   * release per call was a script per call. A key's count of calls in flight drops that
-   * much later, which only makes the choice among keys meanwhile more careful.
+   * Calls beginning and ending on keys within a few ms go in one run, counted per key: a
+   * take and a release per call were two scripts per call. A key's count of calls in
+   * flight thus rises and drops up to that much later; this process's own choices count
+   * their recent calls themselves (routing/key-pool.ts), and a probe's claim still goes
+   * at once (only one caller may win it). A call's release joins the run of its take or
+   * a later one, and runs go in order on the connection, so no count dips below zero.
    */
+  type Flight = { stored?: ReturnType<typeof sleepPayload>; t: number; r: number };
+  const flightSoon = gatherWithin<{ key: string; stored?: ReturnType<typeof sleepPayload>; began: boolean }, Map<string, Flight>>(
+    GATHER_MS,
+    () => new Map(),
+    ({ key, stored, began }, into) => {
+      let flight = into.get(key);
+      if (!flight) into.set(key, (flight = { t: 0, r: 0 }));
+      if (began) {
+        flight.t++;
+        flight.stored = stored;
+      } else flight.r++;
+    },
+    async (flights) => {
+      await call({ op: "flight", keys: [...flights].map(([key, { stored, t, r }]) => ({ key, stored, t, r })) });
+    },
+  );
   /**
    * Successes within a few ms go in one run, once per key (a success on a key that is
    * awake and without failures changes nothing, and one success says all the others
@@ -318,14 +337,6 @@ function createKeys(prefix: string, run: Run): KeyState {
       return new Map(keys.map((success, i) => [success.key, answer[i] ?? []]));
     },
   );
-  const releaseSoon = gatherWithin<string, Map<string, number>>(
-    GATHER_MS,
-    () => new Map(),
-    (key, into) => void into.set(key, (into.get(key) ?? 0) + 1),
-    async (counts) => {
-      await call({ op: "release", keys: [...counts].map(([key, n]) => ({ key, n })) });
-    },
-  );
   return {
     async health(tenantId, keys) {
       if (keys.length === 0) return [];
@@ -333,9 +344,13 @@ function createKeys(prefix: string, run: Run): KeyState {
       return answer.map((fields): KeyHealth => ({ ...sleepOf(fields), inFlight: Number(fields[4]), failures: Number(fields[5]), probing: fields[6] === "1" }));
     },
     async take(tenantId, key, probe) {
+      if (!probe) {
+        await flightSoon({ key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), began: true });
+        return true;
+      }
       return Number(await call({ op: "take", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), probe })) === 1;
     },
-    release: (tenantId, keyId) => releaseSoon(keyOf(tenantId, keyId)),
+    release: (tenantId, keyId) => flightSoon({ key: keyOf(tenantId, keyId), began: false }),
     async record(tenantId, key, verdict, now) {
       const redisKey = keyOf(tenantId, key.id);
       if (verdict.kind === "success") {
