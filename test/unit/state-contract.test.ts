@@ -181,6 +181,20 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(await state.counts.read(rpm, T0)).toBe(10);
       });
 
+      test("concurrent admissions see each other's gauge amounts: a gauge's limit holds, and a refusal reports what the gauge holds", async () => {
+        const { state } = await fixture(make);
+        const inFlight = gaugeOf("g:concurrent");
+        const verdicts = await Promise.all(Array.from({ length: 12 }, () => state.counts.admit([{ counter: inFlight, limit: 10, add: 3 }], T0)));
+        // Admitted while below the limit: 0, 3, 6 and 9 pass, then 12 is reached.
+        expect(verdicts.filter((v) => v.admitted)).toHaveLength(4);
+        expect(await state.counts.read(inFlight, T0)).toBe(12);
+        const rpm = windowOf("w:held");
+        await state.counts.admit([{ counter: rpm, add: 1 }], T0);
+        const held = await Promise.all([1, 2].map(() => state.counts.admit([{ counter: inFlight, add: 2 }, { counter: rpm, limit: 2, add: 1, held: inFlight }], T0)));
+        expect(held[0]).toEqual({ admitted: true });
+        expect(held[1]).toMatchObject({ admitted: false, refusal: { line: 1, used: 2, held: 14 } });
+      });
+
       test("admissions whose clock readings arrive out of order never pass a limit together", async () => {
         // Calls read the clock, then wait (for the store, another instance's network)
         // before admission: one counted at a later moment must count against the earlier.

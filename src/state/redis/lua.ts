@@ -90,10 +90,6 @@ local function credit_reserved(key)
   end
   return total
 end
-local function credit_value(key)
-  local f = redis.call('HMGET', key, 'stored', 'unflushed')
-  return (num(f[1]) or 0) - (num(f[2]) or 0) - credit_reserved(key)
-end
 `;
 
 /**
@@ -111,11 +107,49 @@ end
 export const ADMIT = script(`${PRELUDE}${COUNTERS}${SLIDING_WINDOWS}
 local MODE, PERIOD_TTL = ARGV[5], tonumber(ARGV[7])
 
+-- A run reads each credit hash and gauge once, and keeps what its admissions reserve in
+-- them here until its end (flush_reservations): in mode 'many' the admissions of a run
+-- share them, where each read and added to them on its own (a dozen commands each).
+local CREDITS, CREDIT_ADDS, GAUGES, GAUGE_ADDS = {}, {}, {}, {}
+-- A credit hash as stored: stored (nil: Redis holds no balance), unflushed, staleAt, and
+-- the reservations of living owners (fields r<owner>; those of dead owners are dropped).
+local function credit_cell(key)
+  local c = CREDITS[key]
+  if c == nil then
+    c = { unflushed = 0, reserved = 0 }
+    local all = redis.call('HGETALL', key)
+    for i = 1, #all, 2 do
+      local field, v = all[i], all[i + 1]
+      if field == 'stored' then c.stored = num(v)
+      elseif field == 'unflushed' then c.unflushed = num(v) or 0
+      elseif field == 'staleAt' then c.staleAt = num(v)
+      elseif string.sub(field, 1, 1) == 'r' then
+        if alive(string.sub(field, 2)) then c.reserved = c.reserved + tonumber(v) else redis.call('HDEL', key, field) end
+      end
+    end
+    CREDITS[key] = c
+  end
+  return c
+end
+local function credit_held(key) return credit_cell(key).reserved + (CREDIT_ADDS[key] or 0) end
+local function gauge_now(key)
+  local g = GAUGES[key]
+  if g == nil then g = gauge_sum(key); GAUGES[key] = g end
+  return g + (GAUGE_ADDS[key] or 0)
+end
+local function flush_reservations()
+  for key, d in pairs(GAUGE_ADDS) do gauge_add(key, d) end
+  for key, d in pairs(CREDIT_ADDS) do redis.call('HINCRBYFLOAT', key, 'r' .. OWNER, str(d)) end
+end
+
 local function value(line, admitting, NOW)
   if line.k == 'w' then return window_sum(line.key, line.w, NOW, admitting)
   elseif line.k == 'p' then return period_value(line.key, line.p)
-  elseif line.k == 'g' then return gauge_sum(line.key)
-  else return credit_value(line.key) end
+  elseif line.k == 'g' then return gauge_now(line.key)
+  else
+    local c = credit_cell(line.key)
+    return (c.stored or 0) - c.unflushed - credit_held(line.key)
+  end
 end
 
 local touched = false
@@ -130,11 +164,11 @@ local function admit_one(P, NOW, mode)
         else missing[#missing + 1] = tostring(i - 1) end
       end
     elseif line.k == 'c' then
-      local f = redis.call('HMGET', line.key, 'stored', 'staleAt')
-      local stale = num(f[2])
-      if f[1] == false or (stale ~= nil and NOW >= stale) then
+      local c = credit_cell(line.key)
+      if c.stored == nil or (c.staleAt ~= nil and NOW >= c.staleAt) then
         if line.b ~= nil then
           redis.call('HSET', line.key, 'stored', str(line.b), 'staleAt', line.st and str(line.st) or '')
+          c.stored = line.b; c.staleAt = line.st
         else missing[#missing + 1] = tostring(i - 1) end
       end
     end
@@ -152,7 +186,7 @@ local function admit_one(P, NOW, mode)
       if line.k == 'c' then reached = used <= line.l else reached = used >= line.l end
       if reached then
         local held, retry = 0, 0
-        if line.k == 'c' then held = credit_reserved(line.key) elseif line.h ~= nil then held = gauge_sum(line.h) end
+        if line.k == 'c' then held = credit_held(line.key) elseif line.h ~= nil then held = gauge_now(line.h) end
         if line.k == 'w' then retry = window_retry(line.key, line.w, NOW, line.l, true) end
         return { 'no', tostring(i - 1), str(used), str(held), str(retry) }
       end
@@ -168,8 +202,8 @@ local function admit_one(P, NOW, mode)
     if line.a ~= 0 then
       if line.k == 'w' then window_add(line.key, line.w, line.a, NOW)
       elseif line.k == 'p' then period_add(line.key, line.p, line.a)
-      elseif line.k == 'g' then gauge_add(line.key, line.a)
-      else redis.call('HINCRBYFLOAT', line.key, 'r' .. OWNER, str(line.a)) end
+      elseif line.k == 'g' then GAUGE_ADDS[line.key] = (GAUGE_ADDS[line.key] or 0) + line.a
+      else CREDIT_ADDS[line.key] = (CREDIT_ADDS[line.key] or 0) + line.a end
     end
   end
   local answer = { 'ok' }
@@ -198,6 +232,7 @@ else
 end
 flush_windows()
 flush_periods()
+flush_reservations()
 return answer
 `);
 
