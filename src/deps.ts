@@ -83,6 +83,9 @@ export interface Deps {
   readonly beforeClose: Array<() => void | Promise<void>>;
 }
 
+/** How long a key choice may reuse a read of the shared State (docs/architecture.md, "State on Redis"). */
+const SHARED_STATE_READ_MS = 100;
+
 export interface DepsOverrides {
   clock?: Clock;
   log?: Logger;
@@ -176,12 +179,18 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   const tenants = createTenants(config.byok ?? false, {
     store,
     // Actions of the system itself: no operator, in the tenant they happened in.
-    onSystemEvent: (tenantId, action, details) =>
-      void oplog.write({ tenantId, actorId: null, action, details }).catch((error: unknown) => log.error("a system action could not be logged", { action, error: (error as Error).message })),
+    onSystemEvent: (tenantId, action, details) => {
+      void oplog.write({ tenantId, actorId: null, action, details }).catch((error: unknown) => log.error("a system action could not be logged", { action, error: (error as Error).message }));
+      // Instances that reuse reads of keys' health and Levels' status drop them.
+      void bus.publish({ kind: "routing", tenantId }).catch((error: unknown) => log.error("a routing change could not be announced", { action, error: (error as Error).message }));
+    },
     clock,
     log,
     sealer,
     state,
+    // On Redis, a read of keys' health and of a Level's status is a script ahead of each
+    // call's admission: calls of 100 ms share one (other instances' changes show that late).
+    reuseStateReadsMs: config.redis !== undefined ? SHARED_STATE_READ_MS : 0,
     meterFor: (tenantId, settings, mailer) =>
       createMeter({
         clock,
@@ -217,9 +226,16 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       case "config":
         // The writer applied it already; another instance reads what was stored.
         return tenants.get(event.tenantId).settings.reload();
+      case "routing": {
+        const tenant = tenants.get(event.tenantId);
+        tenant.pool.forgetReads();
+        tenant.switchOver.forgetReads();
+        return;
+      }
       case "everything":
         principals.clear();
         chains.clear();
+        for (const tenant of tenants.all()) tenant.switchOver.forgetReads();
         return tenants.reload();
     }
   });

@@ -14,6 +14,11 @@ export type Invalidation =
   | { kind: "keys"; tenantId: number }
   /** A tenant's configuration items changed. */
   | { kind: "config"; tenantId: number }
+  /**
+   * A key of the tenant slept or woke, or a Level switched over or back, on the system's
+   * own verdict: key choices that reuse a read of the shared State drop it.
+   */
+  | { kind: "routing"; tenantId: number }
   | { kind: "everything" };
 
 /** A subscriber; one that returns a promise is waited for before the publisher goes on. */

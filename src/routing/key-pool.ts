@@ -53,6 +53,8 @@ export interface KeyPool {
   markUnusable(key: PoolKey, reason: string): Promise<void>;
   /** Manual sleep/wake from /x-keys/{id}/sleep|wake; resolves once stored. */
   setManualSleep(id: number, sleeping: boolean): Promise<void>;
+  /** Drops the health reads calls share (another instance saw a key sleep or wake). */
+  forgetReads(): void;
 }
 
 /** The health of a Level's keys as read at one moment, for the acquire that follows. */
@@ -79,7 +81,16 @@ const toSleepState = (sleep: KeySleep): SleepState => ({ sleeping: sleep.sleepin
 /** What the system did on its own, for the operation log (`key.auto_sleep`, `key.auto_wake`). */
 export type SystemEvent = (action: "key.auto_sleep" | "key.auto_wake" | "level.switch_over" | "level.switch_back", details: Record<string, string | number | null>) => void;
 
-export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock; log: Logger; keys: KeyState; tenantId: number; onSystemEvent?: SystemEvent }): KeyPool {
+export function createKeyPool(deps: {
+  repo: ProviderKeysRepository;
+  clock: Clock;
+  log: Logger;
+  keys: KeyState;
+  tenantId: number;
+  onSystemEvent?: SystemEvent;
+  /** How long calls may share one read of a Level's keys' health (`readAhead`); 0: a read per call. */
+  reuseReadMs?: number;
+}): KeyPool {
   const { keys: state, tenantId } = deps;
   let byId = new Map<number, PoolKey>();
   let byLevel = new Map<number, PoolKey[]>();
@@ -87,6 +98,15 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
   let refs = new Map<number, KeyRef>();
   let levelRefs = new Map<number, KeyRef[]>();
   const cursor = new Map<number, number>();
+  /**
+   * Reads of a Level's health that calls choosing within `reuseReadMs` share: on a shared
+   * State each read is a Redis script that sits ahead of the call's admission. What they
+   * miss is other instances' changes of those milliseconds; this process's own calls are
+   * counted on top (`own`), and its own verdicts drop the shared reads (`forgetReads`).
+   */
+  const reuseReadMs = deps.reuseReadMs ?? 0;
+  const reads = new Map<number, HealthRead & { at: number }>();
+  const forgetReads = () => reads.clear();
   /** This process's calls in flight per key id (acquired, not yet released). */
   const own = new Map<number, number>();
   const ownOf = (keys: readonly PoolKey[]) => keys.map((key) => own.get(key.id) ?? 0);
@@ -135,6 +155,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     }
     byId = next;
     byLevel = levels;
+    forgetReads();
     refs = nextRefs;
     levelRefs = nextLevelRefs;
   };
@@ -209,6 +230,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
 
   return {
     reload,
+    forgetReads,
     get: (id) => byId.get(id),
     keysOf: (level) => byLevel.get(level) ?? [],
     all: () => [...byId.values()],
@@ -227,11 +249,16 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
       const keys = byLevel.get(level);
       const keyRefs = levelRefs.get(level);
       if (!keys || !keyRefs || keys.length === 0) return undefined;
-      const ownNow = ownOf(keys);
-      const health = state.health(tenantId, keyRefs);
+      const now = reuseReadMs > 0 ? deps.clock.now() : 0;
+      const shared = reads.get(level);
+      if (shared && shared.keys === keys && now - shared.at < reuseReadMs && now >= shared.at) return shared;
+      const read = { keys, health: state.health(tenantId, keyRefs), own: ownOf(keys), at: now };
       // Read ahead of an acquire that may never come (the call refused): its failure is the acquire's to report.
-      health.catch(() => {});
-      return { keys, health, own: ownNow };
+      read.health.catch(() => {
+        if (reads.get(level) === read) reads.delete(level);
+      });
+      if (reuseReadMs > 0) reads.set(level, read);
+      return read;
     },
     async acquire(level, exclude, rank, ahead) {
       // Another call (here or on another instance) may claim a probe between the read
@@ -250,6 +277,8 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
         cursor.set(level, (chosen.index + 1) % keys.length);
         if (chosen.probe) {
           if (!(await state.take(tenantId, refOf(chosen.key), true))) continue;
+          // Calls sharing the read that showed the probe due must not try to claim it too.
+          forgetReads();
         } else count(chosen.key);
         began(chosen.key);
         if (chosen.probe) chosen.key.probing = true;
@@ -270,7 +299,10 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
         const change = await state.record(tenantId, { ...refOf(key), noSleep: key.noSleep }, outcome, deps.clock.now());
         key.probing = false;
         if (outcome.kind === "success") key.failures = 0;
-        if (change) mirrorSleep(key, change);
+        if (change) {
+          mirrorSleep(key, change);
+          forgetReads();
+        }
         persist(key, change);
       } catch (error) {
         unrecorded("outcome", key)(error);
@@ -279,6 +311,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
     async markUnusable(key, reason) {
       const change: KeySleep = { sleeping: true, reason: "address", until: null, count: key.sleepCount };
       mirrorSleep(key, change);
+      forgetReads();
       key.failures = 0;
       deps.log.warn("provider key unusable: its upstream address is refused", { key: key.id, level: key.level, reason });
       deps.onSystemEvent?.("key.auto_sleep", { key: key.id, level: key.level, reason: "address", until: null });
@@ -294,6 +327,7 @@ export function createKeyPool(deps: { repo: ProviderKeysRepository; clock: Clock
       if (key && ref) {
         await state.setSleep(tenantId, ref, change);
         mirrorSleep(key, change);
+        forgetReads();
         key.failures = 0;
       }
     },

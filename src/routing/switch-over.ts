@@ -25,20 +25,39 @@ export interface SwitchOver {
   abandonProbe(level: number): Promise<void>;
   /** Whether the Level was switched when this process last looked (for metrics). */
   isSwitched(level: number): boolean;
+  /** Drops the status reads calls share (another instance switched a Level over or back). */
+  forgetReads(): void;
 }
 
-export function createSwitchOver(levels: LevelState, tenantId: number, onSystemEvent?: SystemEvent): SwitchOver {
+export function createSwitchOver(
+  levels: LevelState,
+  tenantId: number,
+  onSystemEvent?: SystemEvent,
+  /** How long calls may share one read of a Level's status (`readAhead`); 0: a read per call. */
+  reuse: { ms: number; now: () => number } = { ms: 0, now: () => 0 },
+): SwitchOver {
   /** What this process last saw of each Level: read by metrics. */
   const seen = new Map<number, boolean>();
   const note = (level: number, status: LevelStatus) => seen.set(level, status.switchedAt !== null);
+  /**
+   * Reads of a Level's status that calls within `reuse.ms` share (on a shared State each
+   * is a Redis script ahead of the call's admission); this process's own changes drop them.
+   */
+  const reads = new Map<number, { status: Promise<LevelStatus>; at: number }>();
 
   return {
     readAhead(level, backups) {
       if (!backups.has(level)) return undefined;
-      const status = levels.status(tenantId, level);
+      const now = reuse.ms > 0 ? reuse.now() : 0;
+      const shared = reads.get(level);
+      if (shared && now - shared.at < reuse.ms && now >= shared.at) return shared.status;
+      const read = { status: levels.status(tenantId, level), at: now };
       // Read ahead of a resolve that may never come (the call refused): its failure is resolve's to report.
-      status.catch(() => {});
-      return status;
+      read.status.catch(() => {
+        if (reads.get(level) === read) reads.delete(level);
+      });
+      if (reuse.ms > 0) reads.set(level, read);
+      return read.status;
     },
     async resolve(level, backups, now, ahead) {
       let current = level;
@@ -50,13 +69,17 @@ export function createSwitchOver(levels: LevelState, tenantId: number, onSystemE
         const status = await (current === level && ahead ? ahead : levels.status(tenantId, current));
         note(current, status);
         if (status.switchedAt === null) return { level: current, probe: false };
-        if (await levels.claimProbe(tenantId, current, now - QUIET_MS)) return { level: current, probe: true };
+        if (await levels.claimProbe(tenantId, current, now - QUIET_MS)) {
+          reads.delete(current);
+          return { level: current, probe: true };
+        }
         current = backup;
       }
     },
     async recordError(level, now) {
       const status = await levels.recordError(tenantId, level, now, SWITCH_THRESHOLD, SWITCH_WINDOW_MS);
       note(level, status);
+      if (status.switchedAt !== null) reads.delete(level);
       // The error that switched the Level (its switch time is this error's): one entry, whichever instance saw it.
       if (status.switchedAt === now) onSystemEvent?.("level.switch_over", { level, errors: SWITCH_THRESHOLD + 1, window_s: SWITCH_WINDOW_MS / 1000 });
     },
@@ -68,6 +91,7 @@ export function createSwitchOver(levels: LevelState, tenantId: number, onSystemE
       // (a Redis script on every call of a Level with a backup).
       if (!probe) return;
       await levels.recover(tenantId, level, probe);
+      reads.delete(level);
       if (probe) {
         seen.set(level, false);
         // Only the probe's holder switches back: one entry.
@@ -76,7 +100,9 @@ export function createSwitchOver(levels: LevelState, tenantId: number, onSystemE
     },
     async abandonProbe(level) {
       await levels.abandonProbe(tenantId, level);
+      reads.delete(level);
     },
     isSwitched: (level) => seen.get(level) === true,
+    forgetReads: () => reads.clear(),
   };
 }

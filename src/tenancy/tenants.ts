@@ -54,6 +54,11 @@ export interface TenantParts {
   sealer: Sealer;
   /** Where switch-over state is kept (with the rest of the counted state). */
   state: State;
+  /**
+   * How long calls choosing keys may share one read of a Level's keys' health and status:
+   * 0 where reads cost nothing (the embedded State); on Redis each is a script per call.
+   */
+  reuseStateReadsMs?: number;
   /** What the system did on its own in a tenant (a key slept or woke, a Level switched), for the operation log. */
   onSystemEvent?: (tenantId: number, ...event: Parameters<SystemEvent>) => void;
   /** Builds the tenant's meter once its settings exist (the meter prices with them). */
@@ -67,7 +72,8 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
     const settings = createConfigService({ store, clock, sealer, tenantId });
     const providerKeys = createProviderKeysRepository({ store, sealer, clock, tenantId });
     const onSystemEvent: SystemEvent | undefined = parts.onSystemEvent && ((action, details) => parts.onSystemEvent!(tenantId, action, details));
-    const pool = createKeyPool({ repo: providerKeys, clock, log, keys: state.keys, tenantId, onSystemEvent });
+    const reuseReadMs = parts.reuseStateReadsMs ?? 0;
+    const pool = createKeyPool({ repo: providerKeys, clock, log, keys: state.keys, tenantId, onSystemEvent, reuseReadMs });
     const mailer = createMailer(settings);
     const ready = Promise.all([settings.reload(), pool.reload()]).then(() => undefined);
     // Whoever loads the tenant hears of a failure; nobody waiting is not a crash.
@@ -78,7 +84,7 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
       settings,
       providerKeys,
       pool,
-      switchOver: createSwitchOver(state.levels, tenantId, onSystemEvent),
+      switchOver: createSwitchOver(state.levels, tenantId, onSystemEvent, { ms: reuseReadMs, now: () => clock.now() }),
       mailer,
       meter: parts.meterFor(tenantId, settings, mailer),
     };

@@ -121,6 +121,40 @@ if (!skipServices) {
       }
     });
 
+    test("a key that errors put to sleep on one is skipped by the other at once, though the other read its health a moment before", async () => {
+      let failing = 0;
+      let serving = true;
+      const flaky = startMockUpstream();
+      flaky.route("POST", "/v1/chat/completions", (req) => {
+        if (serving) return completion(req.json.model, "from the flaky key");
+        failing++;
+        return json({ error: { message: "down" } }, 500);
+      });
+      const steady = startMockUpstream();
+      steady.route("POST", "/v1/chat/completions", (req) => completion(req.json.model, "from the steady key"));
+      try {
+        await api(a, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "acme-flaky=5" } });
+        for (const [provider, name] of [[flaky.url, "flaky"], [steady.url, "steady"]] as const) {
+          expect((await api(a, "/x-keys", { body: { Provider: `${provider}/v1`, SecretKey: `sk-scale-${name}-0123456789abcdef`, Level: 5, Status: true } })).status).toBe(201);
+        }
+        const account = await createAccount(a, { CreditGranted: 1000 });
+        await waitFor(async () => (await chat(b, account.key, "acme-flaky")).body?.choices?.[0]?.message?.content === "from the flaky key", 5000, "B to route acme-flaky to both keys");
+        serving = false;
+        // B reads the keys' health now (a call); A then sees the flaky key fail until it sleeps.
+        expect((await chat(b, account.key, "acme-flaky")).status).toBe(200);
+        const sleeping = () => a.deps.tenants.all().flatMap((tenant) => tenant.pool.all()).some((key) => key.provider.startsWith(flaky.url) && key.sleeping);
+        while (!sleeping()) expect((await chat(a, account.key, "acme-flaky")).body.choices[0].message.content).toBe("from the steady key");
+        const seen = failing;
+        // Every call on B goes to the steady key: the sleep reached B through the bus, not after its reads aged.
+        for (let i = 0; i < 4; i++) expect((await chat(b, account.key, "acme-flaky")).body.choices[0].message.content).toBe("from the steady key");
+        expect(failing).toBe(seen);
+      } finally {
+        await api(a, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "" } });
+        await flaky.stop();
+        await steady.stop();
+      }
+    });
+
     test("50 concurrent calls over both against credit for 3 end no lower than minus one call", async () => {
       const account = await createAccount(a, { CreditGranted: (3 * CALL_COST) / 1e9 });
       const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));

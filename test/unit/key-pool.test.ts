@@ -117,6 +117,38 @@ describe("key pool", () => {
     expect(await choices(keyPool, 1, 4)).toEqual([2, 1, 2, 1]);
   });
 
+  test("with a reuse time, calls share one health read; a verdict that sleeps a key, a reload or forgetReads drops it", async () => {
+    const repo = fakeRepository([row(1), row(2)]);
+    const memory = createMemoryKeys();
+    let reads = 0;
+    const keys = { ...memory, health: (...args: Parameters<typeof memory.health>) => (reads++, memory.health(...args)) };
+    const clock = createManualClock(T0);
+    const keyPool = createKeyPool({ repo: repo as unknown as ProviderKeysRepository, clock, log: createLogger("error", () => {}), keys, tenantId: 0, reuseReadMs: 100 });
+    await keyPool.reload();
+    const call = async () => {
+      const key = (await keyPool.acquire(1, none, undefined, keyPool.readAhead(1)))!;
+      await keyPool.release(key);
+      return key;
+    };
+    // Shared reads still spread calls (the pool counts its own), and released calls stop counting.
+    expect(ids([await call(), await call(), await call()])).toEqual([1, 2, 1]);
+    expect(reads).toBe(1);
+    clock.advance(100);
+    await call();
+    expect(reads).toBe(2);
+    // Three failures sleep key 2: the shared read that showed it awake is dropped, and it is skipped.
+    for (let i = 0; i < 3; i++) await keyPool.report(keyPool.get(2)!, { kind: "retryable" });
+    expect(keyPool.get(2)!.sleeping).toBe(true);
+    expect(ids([await call(), await call()])).toEqual([1, 1]);
+    expect(reads).toBe(3);
+    keyPool.forgetReads();
+    await call();
+    expect(reads).toBe(4);
+    await keyPool.reload();
+    await call();
+    expect(reads).toBe(5);
+  });
+
   test("release never takes the in-flight count below zero", async () => {
     const { pool: keyPool } = await pool([row(1)]);
     const key = (await keyPool.acquire(1, none))!;

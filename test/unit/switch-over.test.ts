@@ -142,3 +142,31 @@ describe("switch-over", () => {
     expect(await switchOver.resolve(1, cycle, T0)).toEqual({ level: 2, probe: false });
   });
 });
+
+describe("switch-over: reads shared by calls (a shared State)", () => {
+  test("calls within the reuse time share one status read; a switch, a probe or forgetReads drops it", async () => {
+    const levels = createMemoryState({ seed: () => 0, balance: () => ({ balance: 0, staleAt: Infinity }) }, () => T0).levels;
+    let reads = 0;
+    const counted = { ...levels, status: (tenantId: number, level: number) => (reads++, levels.status(tenantId, level)) };
+    let now = T0;
+    const switchOver = createSwitchOver(counted, 0, undefined, { ms: 100, now: () => now });
+    const resolveAhead = () => switchOver.resolve(1, ONE_TO_TWO, now, switchOver.readAhead(1, ONE_TO_TWO));
+    for (let i = 0; i < 3; i++) expect(await resolveAhead()).toEqual({ level: 1, probe: false });
+    expect(reads).toBe(1);
+    now += 100;
+    await resolveAhead();
+    expect(reads).toBe(2);
+    // This process's error that switches the Level drops the shared read: the next call goes to the backup.
+    for (let i = 0; i <= SWITCH_THRESHOLD; i++) await switchOver.recordError(1, now);
+    expect(await resolveAhead()).toEqual({ level: 2, probe: false });
+    expect(reads).toBe(3);
+    // Another instance's change, heard on the bus.
+    switchOver.forgetReads();
+    await resolveAhead();
+    expect(reads).toBe(4);
+    // Without a reuse time every call reads.
+    const plain = createSwitchOver(counted, 0);
+    for (let i = 0; i < 2; i++) await plain.resolve(1, ONE_TO_TWO, now, plain.readAhead(1, ONE_TO_TWO));
+    expect(reads).toBe(6);
+  });
+});
