@@ -2,21 +2,18 @@ import { and, count, desc, eq, lt, type SQL } from "drizzle-orm";
 import type { RequestLogFilter, RequestLogStore } from "../store.ts";
 import { requestLogWhere } from "../request-log-filter.ts";
 import type { Scope } from "./db.ts";
-import { appendRequestLogValues, memoized, multiRowInsert, REQUEST_LOG_COLUMNS } from "../row-values.ts";
-import { groupedInsert } from "./grouped-insert.ts";
+import { appendRequestLogValues, REQUEST_LOG_COLUMNS } from "../row-values.ts";
+import { jsonInsert } from "./json-insert.ts";
 import { accounts } from "./schema/accounts.ts";
 import { requestLog } from "./schema/request-log.ts";
 
-/** Rows per INSERT: 24 parameters each stays far below PostgreSQL's 65,535. */
-const ROWS_PER_STATEMENT = 500;
-
 const whereOf = (filter: RequestLogFilter): SQL => requestLogWhere(requestLog, accounts, filter);
 
-const insertRows = memoized((rows) => multiRowInsert("request_log", REQUEST_LOG_COLUMNS, rows, "$", " ON CONFLICT DO NOTHING"));
+const insertRows = jsonInsert(requestLog, REQUEST_LOG_COLUMNS, appendRequestLogValues, " ON CONFLICT DO NOTHING");
 
 export function postgresRequestLog({ db, sql: client }: Scope): RequestLogStore {
   return {
-    append: (rows) => groupedInsert(client, rows, ROWS_PER_STATEMENT, insertRows, appendRequestLogValues),
+    append: (rows) => insertRows(client, rows),
     async list(filter, page, size) {
       const where = whereOf(filter);
       const [total, rows] = await Promise.all([

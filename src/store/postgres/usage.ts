@@ -2,12 +2,10 @@ import { and, asc, eq, gt, inArray, like, ne, sql, type SQL } from "drizzle-orm"
 import { usageRowIdentity, type Audience, type DayRange, type NewUsageEventRow, type RollupRow, type UsageStore } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
 import { appendUsageEventValues, memoized, multiRowInsert, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
-import { groupedInsert } from "./grouped-insert.ts";
+import { jsonInsert } from "./json-insert.ts";
 import { accounts } from "./schema/accounts.ts";
 import { usageDaily, usageEvents } from "./schema/usage.ts";
 
-/** PostgreSQL takes at most 65,535 parameters a statement: 1,000 rows of 20 columns stay well below. */
-const EVENTS_PER_STATEMENT = 1000;
 
 // sum() of int8 is numeric, which the driver hands over as a string.
 const total = (expression: SQL) => sql<number>`coalesce(sum(${expression}), 0)`.mapWith(Number);
@@ -82,8 +80,7 @@ function identityCondition(rows: readonly NewUsageEventRow[]): SQL | undefined {
   );
 }
 
-/** The statement of `rows` usage rows, made once per count. */
-const insertEvents = memoized((rows) => multiRowInsert("usage_events", USAGE_EVENT_COLUMNS, rows, "$"));
+const insertEvents = jsonInsert(usageEvents, USAGE_EVENT_COLUMNS, appendUsageEventValues);
 
 const ROLLUP_COLUMNS = ["account_id", "day", "model", "requests", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cache_read_tokens", "cache_write_tokens", "cost_nanos"];
 const upsertRollups = memoized(
@@ -98,7 +95,7 @@ export function postgresUsage({ db, atomic }: Scope): UsageStore {
   return {
     append: (rows, rollups) =>
       atomic(async (_db, client) => {
-        await groupedInsert(client, rows, EVENTS_PER_STATEMENT, insertEvents, appendUsageEventValues);
+        await insertEvents(client, rows);
         const sums = merged(rollups);
         if (sums.length === 0) return;
         const values: SqlValue[] = [];
