@@ -257,26 +257,40 @@ export function createUsageRecorder(deps: {
    * between them: one transaction of a tick's rows held every request behind it for
    * as long (0.7 ms at 6,700 calls a second), which showed in the 99th percentile.
    * A backlog beyond a few slices is written in bigger ones, so the queue cannot grow.
+   * A tick writes the rows pending when it began (`tickRows`); those settled meanwhile
+   * wait for the next tick. Slices that took whatever had arrived went on without end
+   * under steady traffic, a transaction of a few rows after another (on PostgreSQL at
+   * c=1, 295 transactions a second of a dozen statements each).
    */
   let slicing = false;
-  const writeSlice = () => {
-    if (pending.length === 0 && health.size === 0) {
+  let tickRows = 0;
+  let sliceRows = SLICE_ROWS;
+  const writeSlice = (first: boolean) => {
+    const take = Math.min(tickRows, pending.length);
+    if (take === 0 && !(first && health.size > 0)) {
       slicing = false;
+      tickRows = 0;
       return;
     }
-    const size = Math.max(SLICE_ROWS, Math.ceil(pending.length / 4));
-    const rows = pending.length <= size ? pending : pending.slice(0, size);
-    pending = pending.length <= size ? [] : pending.slice(size);
+    const size = Math.min(sliceRows, take);
+    const rows = size === pending.length ? pending : pending.slice(0, size);
+    pending = size === pending.length ? [] : pending.slice(size);
+    tickRows -= size;
     void writeRows(rows).then((written) => {
-      if (written) setImmediate(writeSlice);
-      else slicing = false;
+      if (written && tickRows > 0) setImmediate(() => writeSlice(false));
+      else {
+        slicing = false;
+        tickRows = 0;
+      }
     });
   };
   const tick = () => {
     logQueue.appendIfDue();
     if (!slicing && (pending.length > 0 || health.size > 0)) {
       slicing = true;
-      writeSlice();
+      tickRows = pending.length;
+      sliceRows = Math.max(SLICE_ROWS, Math.ceil(pending.length / 4));
+      writeSlice(true);
     }
     if (buffer && !draining && Date.now() >= retryAt) void drain();
   };

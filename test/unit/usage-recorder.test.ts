@@ -92,3 +92,38 @@ test("a call whose failed attempt's error body is still being read: its usage ro
     store.close();
   }
 });
+
+test("under steady traffic a tick writes the rows pending when it began, in a few transactions; rows settled meanwhile wait for the next tick", async () => {
+  const store = openSqliteStore(join(dir, "steady.db"));
+  let transactions = 0;
+  // Each transaction takes a while (a database over the network), during which calls keep settling.
+  const slow = new Proxy(store, {
+    get: (target, name, receiver) =>
+      name === "transaction"
+        ? async (body: Parameters<Store["transaction"]>[0]) => {
+            transactions++;
+            await Bun.sleep(2);
+            return target.transaction(body);
+          }
+        : Reflect.get(target, name, receiver),
+  });
+  const recorder = createUsageRecorder({ store: slow, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  try {
+    let n = 0;
+    // Half a second of a call settling every millisecond or so.
+    const until = performance.now() + 500;
+    while (performance.now() < until) {
+      recorder.record(event(n++));
+      await Bun.sleep(1);
+    }
+    await recorder.flush();
+    expect(recorder.backlog()).toBe(0);
+    expect((await store.usage.events(0, 100_000)).length).toBe(n);
+    // Ticks every 50 ms, each a transaction or two (slices of 64 rows), and the flush: well under one per few calls.
+    expect(transactions).toBeLessThan(40);
+    expect(n).toBeGreaterThan(200);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
