@@ -453,6 +453,17 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       expect((await store.usage.events(all[37]!.id, 10)).map((r) => r.requestId)).toEqual(["r38", "r39"]);
     });
 
+    test("a row whose strings hold NUL or a lone surrogate (a client's model name) is written with its batch", async () => {
+      const store = await fresh();
+      const call = (n: number, model = "m") => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", requestedModel: model, effectiveModel: model, status: 200, source: "upstream", latencyMs: n, stream: false });
+      await store.usage.append([call(1), call(2, "a\u0000b"), call(3, "a\ud800b"), call(4)], []);
+      const rows = await store.usage.events(0, 10);
+      expect(rows.map((r) => r.requestId)).toEqual(["r1", "r2", "r3", "r4"]);
+      for (const row of rows.slice(1, 3)) expect(row.requestedModel).toMatch(/^a.+b$/);
+      await store.requests.append([1, 2].map((n) => ({ requestId: `req_${n}`, tenantId: 0, accountId: 1, createdAt: T0 + n, family: "openai", endpoint: "/v1/chat/completions", requestedModel: "a\u0000\udc00b", status: 400, durationMs: 1, source: "none", userAgent: "\ud83d" })));
+      expect((await store.requests.list({ tenantId: 0 }, 1, 10)).total).toBe(2);
+    });
+
     test("alreadyStored names the rows stored before, by request id, start, endpoint and status", async () => {
       const store = await fresh();
       const call = (n: number, status = 200) => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", status, source: "upstream", latencyMs: n, stream: false });

@@ -5,6 +5,19 @@ import type { SqlValue } from "../row-values.ts";
 
 const INTEGER_TYPES = new Set(["integer", "bigint", "smallint"]);
 
+/** What PostgreSQL's text cannot hold: NUL, and UTF-16 halves without their pair. */
+const UNSTORABLE = /[\u0000\ud800-\udfff]/;
+
+/**
+ * A value PostgreSQL can store: NUL and lone surrogates (a client's model name, an
+ * upstream's error text) become U+FFFD. One such character refused the whole batch, and
+ * a batch of usage rows that cannot be written is retried until the backlog refuses
+ * every call.
+ */
+function storable(value: SqlValue): SqlValue {
+  return typeof value === "string" && UNSTORABLE.test(value) ? value.toWellFormed().replaceAll("\u0000", "\ufffd") : value;
+}
+
 /** Rows per statement: bounds the one JSON text a statement carries (about 0.5 KB a row). */
 const ROWS_PER_STATEMENT = 5000;
 
@@ -37,7 +50,7 @@ export function jsonInsert<Row>(table: PgTable, columns: readonly string[], appe
         values.length = 0;
         append(values, rows[i]!);
         const record: Record<string, SqlValue> = {};
-        for (let c = 0; c < columns.length; c++) record[columns[c]!] = values[c]!;
+        for (let c = 0; c < columns.length; c++) record[columns[c]!] = storable(values[c]!);
         records.push(record);
       }
       await client.unsafe(text, [JSON.stringify(records)]);
