@@ -456,12 +456,19 @@ describe.each(implementations)("store: %s", (name, implementation) => {
     test("a row whose strings hold NUL or a lone surrogate (a client's model name) is written with its batch", async () => {
       const store = await fresh();
       const call = (n: number, model = "m") => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", requestedModel: model, effectiveModel: model, status: 200, source: "upstream", latencyMs: n, stream: false });
-      await store.usage.append([call(1), call(2, "a\u0000b"), call(3, "a\ud800b"), call(4)], []);
+      const rollups = ["a\u0000b", "a\ud800b"].map((model) => ({ accountId: 1, day: "2026-03-10", model, requests: 1, prompt: 0, completion: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, costNanos: 5 }));
+      await store.usage.append([call(1), call(2, "a\u0000b"), call(3, "a\ud800b"), call(4)], rollups);
       const rows = await store.usage.events(0, 10);
       expect(rows.map((r) => r.requestId)).toEqual(["r1", "r2", "r3", "r4"]);
       for (const row of rows.slice(1, 3)) expect(row.requestedModel).toMatch(/^a.+b$/);
       await store.requests.append([1, 2].map((n) => ({ requestId: `req_${n}`, tenantId: 0, accountId: 1, createdAt: T0 + n, family: "openai", endpoint: "/v1/chat/completions", requestedModel: "a\u0000\udc00b", status: 400, durationMs: 1, source: "none", userAgent: "\ud83d" })));
       expect((await store.requests.list({ tenantId: 0 }, 1, 10)).total).toBe(2);
+      // Both sums are kept (on PostgreSQL under one model name, its unstorable characters replaced alike).
+      const sums = await store.usage.rollups({ accountId: 1 }, { start: "2026-03-01", end: "2026-03-31" });
+      expect(sums.reduce((total, r) => total + r.costNanos, 0)).toBe(10);
+      // An upstream's error text, as a key's last error.
+      await store.keyHealth.add([{ keyId: 1, tenantId: 0, day: "2026-03-10", requests: 1, errors: 1, latencyMs: 1, spendNanos: 0, lastErrorAt: T0, lastErrorStatus: 500, lastErrorMessage: "bad\u0000\ud800 news", lastSuccessAt: null }]);
+      expect((await store.keyHealth.ofTenant(0))[0]?.lastErrorMessage).toMatch(/^bad.+news$/);
     });
 
     test("alreadyStored names the rows stored before, by request id, start, endpoint and status", async () => {

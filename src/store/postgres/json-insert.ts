@@ -14,8 +14,8 @@ const UNSTORABLE = /[\u0000\ud800-\udfff]/;
  * a batch of usage rows that cannot be written is retried until the backlog refuses
  * every call.
  */
-function storable(value: SqlValue): SqlValue {
-  return typeof value === "string" && UNSTORABLE.test(value) ? value.toWellFormed().replaceAll("\u0000", "\ufffd") : value;
+export function storable<Value extends SqlValue | undefined>(value: Value): Value {
+  return (typeof value === "string" && UNSTORABLE.test(value) ? value.toWellFormed().replaceAll("\u0000", "\ufffd") : value) as Value;
 }
 
 /** Rows per statement: bounds the one JSON text a statement carries (about 0.5 KB a row). */

@@ -2,7 +2,7 @@ import { and, asc, eq, gt, inArray, like, ne, sql, type SQL } from "drizzle-orm"
 import { usageRowIdentity, type Audience, type DayRange, type NewUsageEventRow, type RollupRow, type UsageStore } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
 import { appendUsageEventValues, memoized, multiRowInsert, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
-import { jsonInsert } from "./json-insert.ts";
+import { jsonInsert, storable } from "./json-insert.ts";
 import { accounts } from "./schema/accounts.ts";
 import { usageDaily, usageEvents } from "./schema/usage.ts";
 
@@ -38,10 +38,12 @@ const modelOrder = sql`${usageDaily.model} COLLATE "C"`;
 function merged(rollups: Iterable<RollupRow>): RollupRow[] {
   const byKey = new Map<string, RollupRow>();
   for (const r of rollups) {
-    const key = `${r.accountId}\u0000${r.day}\u0000${r.model}`;
+    // Models that differ only in what PostgreSQL cannot store are one row there.
+    const model = storable(r.model);
+    const key = `${r.accountId}\u0000${r.day}\u0000${model}`;
     const sum = byKey.get(key);
     if (!sum) {
-      byKey.set(key, { ...r });
+      byKey.set(key, { ...r, model });
       continue;
     }
     sum.requests += r.requests;
