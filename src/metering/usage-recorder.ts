@@ -3,11 +3,11 @@ import { runQueuedAfterAnswer } from "../core/after-answer.ts";
 import { outage, type Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
-import { usageRowIdentity, type NewKeyHealthRow, type NewRequestLogRow, type NewUsageEventRow, type Store } from "../store/store.ts";
+import type { NewRequestLogRow, NewUsageEventRow, Store } from "../store/store.ts";
 import { requestLogRow, type LoggedCall } from "./request-log.ts";
 import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
-import { chargesOf, dailyRollups } from "./usage-batch.ts";
+import { createUsageWriter, PartlyWritten } from "./usage-writer.ts";
 import type { UsageBuffer } from "./usage-buffer.ts";
 
 /** What the gateway reports when a model call ends. */
@@ -116,36 +116,20 @@ export function createUsageRecorder(deps: {
   const appending = new Set<Promise<void>>();
   const listeners: Array<(charged: ReadonlyMap<number, number>) => void> = [];
 
-  /** The batch's rows, their daily rollups and the charges, in one transaction. */
+  const writer = createUsageWriter(deps);
+  /** The batch's rows, their daily rollups, the charges and the keys' health figures (usage-writer.ts). */
   const write = async (rows: NewUsageEventRow[], check = false): Promise<Map<number, number>> => {
-    const now = deps.clock.now();
     const healthRows = health.take();
     try {
-      await transaction(rows, healthRows, check, now);
+      const charged = await writer.write(rows, healthRows, check);
+      if (healthRows.length > 0) healthWrites++;
+      // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
+      return charged;
     } catch (error) {
       health.putBack(healthRows);
       throw error;
     }
-    if (healthRows.length > 0) healthWrites++;
-    // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
-    return chargesOf(rows);
   };
-  const transaction = (rows: NewUsageEventRow[], healthRows: NewKeyHealthRow[], check: boolean, now: number) =>
-    deps.store.transaction(async (tx) => {
-      // Rows a dead writer may have committed: the ones stored already are charged once, then.
-      let fresh = rows;
-      if (check) {
-        const stored = new Set((await tx.usage.alreadyStored(rows)).map(usageRowIdentity));
-        if (stored.size > 0) {
-          deps.log.info("usage rows already written by a writer that stopped are not written again", { rows: stored.size });
-          fresh = rows.filter((row) => !stored.has(usageRowIdentity(row)));
-        }
-      }
-      const rollups = dailyRollups(fresh);
-      await tx.usage.append(fresh, rollups.values());
-      for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
-      if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
-    });
 
   /** Failed writes: logged once per outage, not on every tick. */
   const { failed, succeeded } = outage(deps.log, "error", "usage rows are written again");
@@ -163,7 +147,9 @@ export function createUsageRecorder(deps: {
         charged = await write(rows);
       } catch (error) {
         failed("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: (error as Error).message });
-        pending = rows.concat(pending);
+        // Rows written one at a time before the database went away are written; the others wait.
+        if (error instanceof PartlyWritten) for (const listener of listeners) listener(error.charged);
+        pending = (error instanceof PartlyWritten ? error.remaining : rows).concat(pending);
         return false;
       }
       succeeded();

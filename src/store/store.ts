@@ -302,6 +302,12 @@ export interface Store extends Repositories {
   transaction<T>(body: (tx: Transaction) => Promise<T>): Promise<T>;
   /** True once another process (e.g. `router owner create`) committed since the last call. */
   changedElsewhere(): boolean;
+  /**
+   * True when `error` is the database refusing a value it was given (a number out of
+   * range, a character it cannot store, a required value missing), not a fault of the
+   * connection or the database: the same rows would be refused again.
+   */
+  refusedRow(error: unknown): boolean;
   /** Starts the engine's background upkeep (SQLite: WAL checkpoints); returns how to stop it. */
   startUpkeep(log: Logger): () => Promise<void>;
   close(): void;

@@ -6,6 +6,9 @@ import { migrateDatabase, openPostgresStore } from "../../src/store/postgres/ind
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
 import type { NewAccountRow, NewKeyHealthRow, NewRequestLogRow, RequestLogFilter, Store } from "../../src/store/store.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
+import { createClock } from "../../src/core/clock.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { createUsageRecorder, type UsageEvent } from "../../src/metering/usage-recorder.ts";
 
 /**
  * The contract every store keeps (issue 14, item 4), run against each implementation:
@@ -469,6 +472,29 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       // An upstream's error text, as a key's last error.
       await store.keyHealth.add([{ keyId: 1, tenantId: 0, day: "2026-03-10", requests: 1, errors: 1, latencyMs: 1, spendNanos: 0, lastErrorAt: T0, lastErrorStatus: 500, lastErrorMessage: "bad\u0000\ud800 news", lastSuccessAt: null }]);
       expect((await store.keyHealth.ofTenant(0))[0]?.lastErrorMessage).toMatch(/^bad.+news$/);
+    });
+
+    test("a usage row with a value the database cannot hold is set aside with an error in the log; its batch is written and nothing waits", async () => {
+      const store = await fresh();
+      const logs: string[] = [];
+      const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)) });
+      const event = (n: number, costNanos = 5, prompt = 1): UsageEvent => ({
+        requestId: `req-${n}`, accountId: 1, endpoint: "/v1/chat/completions", requestedModel: "m", effectiveModel: "m", level: 1, keyId: undefined,
+        status: 200, stream: false, usage: { prompt, completion: 1, reasoning: 0, cacheRead: 0, cacheWrite: 0 }, source: "upstream", latencyMs: 1, at: T0 + n, costNanos,
+      });
+      try {
+        // A tenant's own price or upstream can make a cost or a count far past any real call's.
+        for (const e of [event(1), event(2, 1e30), event(3), event(4, 5, 1e25), event(5)]) recorder.record(e);
+        await recorder.flush();
+        expect(recorder.backlog()).toBe(0);
+        const written = (await store.usage.events(0, 10)).map((r) => r.requestId);
+        expect(written).toEqual(expect.arrayContaining(["req-1", "req-3", "req-5"]));
+        // What a database could not hold is named in the log, request by request.
+        for (const id of ["req-2", "req-4"]) if (!written.includes(id)) expect(logs.join("\n")).toContain(id);
+        expect(store.refusedRow(new Error("connection closed"))).toBe(false);
+      } finally {
+        await recorder.stop();
+      }
     });
 
     test("alreadyStored names the rows stored before, by request id, start, endpoint and status", async () => {

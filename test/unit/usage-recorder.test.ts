@@ -127,3 +127,37 @@ test("under steady traffic a tick writes the rows pending when it began, in a fe
     store.close();
   }
 });
+
+test("a batch refused for a value is written row by row; if the database goes away meanwhile, only the rows not yet written wait, and each row is stored once", async () => {
+  const store = openSqliteStore(join(dir, "apart.db"));
+  let calls = 0;
+  const refused = Object.assign(new Error("a value out of range"), { code: "SQLITE_MISMATCH" });
+  // 1st transaction: the batch is refused for a value; 2nd: the first row alone goes; 3rd: the database is away; then all is well.
+  const flaky = new Proxy(store, {
+    get: (target, name, receiver) =>
+      name === "transaction"
+        ? (body: Parameters<Store["transaction"]>[0]) => {
+            calls++;
+            if (calls === 1) return Promise.reject(refused);
+            if (calls === 3) return Promise.reject(new Error("database down"));
+            return target.transaction(body);
+          }
+        : Reflect.get(target, name, receiver),
+  });
+  const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  const charged: number[] = [];
+  recorder.onCharged((charges) => charged.push(...charges.values()));
+  try {
+    for (let i = 0; i < 3; i++) recorder.record({ ...event(i), costNanos: 10 });
+    await recorder.flush();
+    expect(recorder.backlog()).toBe(2);
+    await recorder.flush();
+    expect(recorder.backlog()).toBe(0);
+    expect((await store.usage.events(0, 10)).map((r) => r.requestId)).toEqual(["req-0", "req-1", "req-2"]);
+    // The first row's charge was announced when it was written, the others' with theirs.
+    expect(charged.reduce((a, b) => a + b, 0)).toBe(30);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});

@@ -148,6 +148,7 @@ export function postgresStoreOver(client: SQL): Store {
     },
     // Other instances' writes reach caches through the invalidation bus, not by polling.
     changedElsewhere: () => false,
+    refusedRow: (error: unknown) => refusedByPostgres(error),
     // PostgreSQL does its own upkeep (autovacuum, checkpoints).
     startUpkeep: (_log: Logger) => async () => {},
     close() {
@@ -156,4 +157,14 @@ export function postgresStoreOver(client: SQL): Store {
   });
   clients.set(store, client);
   return store;
+}
+
+/**
+ * SQLSTATE class 22 (data exception: a number out of range, an untranslatable character,
+ * invalid text for a type) and a NOT NULL or CHECK violation: what the rows themselves
+ * carry. Bun's SQL reports the SQLSTATE as `errno`.
+ */
+function refusedByPostgres(error: unknown): boolean {
+  const state = String((error as { errno?: unknown } | null)?.errno ?? "");
+  return /^22[0-9A-Z]{3}$/.test(state) || state === "23502" || state === "23514";
 }

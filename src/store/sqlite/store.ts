@@ -101,6 +101,8 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     ...own,
     transaction,
     changedElsewhere: () => connection.changedElsewhere(),
+    // SQLite stores any number and string; a row can still miss a required value or be too big.
+    refusedRow: (error) => /^SQLITE_(CONSTRAINT_NOTNULL|CONSTRAINT_CHECK|TOOBIG|MISMATCH)/.test(String((error as { code?: unknown } | null)?.code ?? "")),
     startUpkeep(log: Logger) {
       // One thread for both: WAL checkpoints of this file and the request log's writes.
       const thread = startUpkeepThread();

@@ -1,0 +1,95 @@
+import type { Clock } from "../core/clock.ts";
+import type { Logger } from "../core/log.ts";
+import { usageRowIdentity, type NewKeyHealthRow, type NewUsageEventRow, type Store } from "../store/store.ts";
+import { chargesOf, dailyRollups } from "./usage-batch.ts";
+
+/**
+ * A write that stopped part of the way through rows written one at a time (the database
+ * went away): `charged` is what the rows written so far charged, `remaining` the rows
+ * not written yet.
+ */
+export class PartlyWritten extends Error {
+  constructor(
+    readonly charged: Map<number, number>,
+    readonly remaining: NewUsageEventRow[],
+    override readonly cause: unknown,
+  ) {
+    super((cause as Error)?.message ?? String(cause));
+  }
+}
+
+/**
+ * Writes batches of usage rows: each batch's rows, their daily rollups, the credit they
+ * charge and the keys' health figures, in one transaction. A batch the database refuses
+ * for one of its values (`store.refusedRow`: a number out of range, a character it cannot
+ * hold) is written again one row at a time, and the row it refuses is set aside with an
+ * error in the log: retried whole, such a batch would fail on every tick until the
+ * backlog bound refused every model call (a tenant's own pricing or upstream can produce
+ * such a value).
+ */
+export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logger }) {
+  const transaction = (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number) =>
+    deps.store.transaction(async (tx) => {
+      // Rows a dead writer may have committed: the ones stored already are charged once, then.
+      let fresh = rows;
+      if (check) {
+        const stored = new Set((await tx.usage.alreadyStored(rows)).map(usageRowIdentity));
+        if (stored.size > 0) {
+          deps.log.info("usage rows already written by a writer that stopped are not written again", { rows: stored.size });
+          fresh = rows.filter((row) => !stored.has(usageRowIdentity(row)));
+        }
+      }
+      const rollups = dailyRollups(fresh);
+      await tx.usage.append(fresh, rollups.values());
+      for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
+      if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
+    });
+
+  /** The rows one at a time, then the health figures; returns the rows written. */
+  const writeApart = async (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number) => {
+    const written: NewUsageEventRow[] = [];
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!;
+      try {
+        await transaction([row], [], check, now);
+        written.push(row);
+      } catch (error) {
+        if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), rows.slice(i), error);
+        deps.log.error("a usage row the database refuses is set aside: it is not billed", {
+          req: row.requestId,
+          account: row.accountId,
+          model: row.effectiveModel ?? row.requestedModel ?? "",
+          cost: row.costNanos ?? 0,
+          error: (error as Error).message,
+        });
+      }
+    }
+    if (healthRows.length > 0) {
+      try {
+        await transaction([], healthRows, false, now);
+      } catch (error) {
+        if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), [], error);
+        deps.log.error("keys' health figures the database refuses are set aside", { keys: healthRows.length, error: (error as Error).message });
+      }
+    }
+    return written;
+  };
+
+  return {
+    /**
+     * Writes `rows` (with `check`, skipping those a stopped writer stored already) and the
+     * health figures; resolves with what the written rows charged, whoever wrote them.
+     * Throws the database's error when nothing was written, PartlyWritten when some was.
+     */
+    async write(rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean): Promise<Map<number, number>> {
+      const now = deps.clock.now();
+      try {
+        await transaction(rows, healthRows, check, now);
+        return chargesOf(rows);
+      } catch (error) {
+        if (!deps.store.refusedRow(error)) throw error;
+      }
+      return chargesOf(await writeApart(rows, healthRows, check, now));
+    },
+  };
+}
