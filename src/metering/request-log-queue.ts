@@ -34,6 +34,8 @@ export function createRequestLogQueue(deps: {
   log: Logger;
   now: () => number;
   limit: number;
+  /** Whether an error is the store refusing a value of the rows (Store.refusedRow): then they go one at a time, and the refused one is dropped. */
+  refused?: (error: unknown) => boolean;
 }): RequestLogQueue {
   let waiting: NewRequestLogRow[] = [];
   /** When the oldest waiting row must be appended. */
@@ -61,11 +63,24 @@ export function createRequestLogQueue(deps: {
     const rows = waiting;
     waiting = [];
     dueAt = Infinity;
-    const done = deps.append(rows).then(outageOfLog.succeeded, (error: unknown) => {
+    const retry = (rows: NewRequestLogRow[], error: unknown) => {
       if (waiting.length === 0) dueAt = deps.now() + LOG_WAIT_MS;
       waiting = rows.concat(waiting);
       outageOfLog.failed("request-log rows could not be written; retrying with the next batch", { rows: rows.length, error: (error as Error).message });
-    });
+    };
+    // A row the store refuses would hold back every row after it: it is dropped, the others written.
+    const apart = async (rows: NewRequestLogRow[]) => {
+      for (let i = 0; i < rows.length; i++) {
+        try {
+          await deps.append([rows[i]!]);
+        } catch (error) {
+          if (!deps.refused?.(error)) return retry(rows.slice(i), error);
+          deps.log.warn("a request-log row the database refuses is dropped", { req: rows[i]!.requestId, error: (error as Error).message });
+        }
+      }
+      outageOfLog.succeeded();
+    };
+    const done = deps.append(rows).then(outageOfLog.succeeded, (error: unknown) => (deps.refused?.(error) ? apart(rows) : retry(rows, error)));
     appends.add(done);
     void done.finally(() => appends.delete(done));
   };

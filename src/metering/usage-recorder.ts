@@ -106,7 +106,13 @@ export function createUsageRecorder(deps: {
   const backlogLimit = deps.backlogLimit ?? DEFAULT_BACKLOG_LIMIT;
   let pending: NewUsageEventRow[] = [];
   /** Request-log rows, in this process only (never in the durable buffer: bills do not depend on them), appended in batches of their own. */
-  const logQueue = createRequestLogQueue({ append: (rows) => deps.store.requests.append(rows), log: deps.log, now: Date.now, limit: backlogLimit });
+  const logQueue = createRequestLogQueue({
+    append: (rows) => deps.store.requests.append(rows),
+    refused: (error) => deps.store.refusedRow(error),
+    log: deps.log,
+    now: Date.now,
+    limit: backlogLimit,
+  });
   /** Provider keys' health figures of the settled calls, added to the store in the usage rows' transaction (in this process only, as they are). */
   const health = new KeyHealthBatch();
   let healthWrites = 0;

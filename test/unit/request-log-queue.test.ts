@@ -106,3 +106,28 @@ test("past the bound, rows are dropped rather than held", async () => {
   await queue.flush();
   expect(batches.flat()).toEqual(["req-1", "req-2"]);
 });
+
+test("a batch the store refuses for a row's value goes one row at a time: the refused row is dropped and named in the log, the others are written", async () => {
+  const written: string[] = [];
+  const lines: string[] = [];
+  const refusal = Object.assign(new Error("bigint out of range"), { errno: "22003" });
+  const queue = createRequestLogQueue({
+    append: async (rows) => {
+      if (rows.some((r) => r.requestId === "req-2")) throw refusal;
+      written.push(...rows.map((r) => r.requestId));
+    },
+    refused: (error) => error === refusal,
+    log: createLogger("info", (line) => lines.push(line)),
+    now: () => 0,
+    limit: 100,
+  });
+  for (const n of [1, 2, 3]) queue.push(row(n));
+  await queue.flush();
+  expect(written).toEqual(["req-1", "req-3"]);
+  expect(queue.size).toBe(0);
+  expect(lines.join("\n")).toContain("req-2");
+  // Later rows are not held back.
+  queue.push(row(4));
+  await queue.flush();
+  expect(written).toEqual(["req-1", "req-3", "req-4"]);
+});
