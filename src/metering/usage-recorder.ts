@@ -57,6 +57,8 @@ export interface UsageRecorder extends UsageSink {
    * charges through the buffer instead (`UsageBuffer.done`).
    */
   onCharged(listener: (charged: ReadonlyMap<number, number>) => void): void;
+  /** Charges of rows the database refused (usage-writer.ts): they will never reach the ledger. */
+  onSetAside(listener: (charges: ReadonlyMap<number, number>) => void): void;
   /** Rows settled and not yet in the database (in this process, and in the buffer as last seen). */
   backlog(): number;
   /** Whether the backlog reached its bound: model calls are then refused (503 naming PostgreSQL). */
@@ -123,16 +125,22 @@ export function createUsageRecorder(deps: {
   const listeners: Array<(charged: ReadonlyMap<number, number>) => void> = [];
 
   const writer = createUsageWriter(deps);
+  const setAsideListeners: Array<(charges: ReadonlyMap<number, number>) => void> = [];
+  const announceSetAside = (charges: ReadonlyMap<number, number>) => {
+    if (charges.size > 0) for (const listener of setAsideListeners) listener(charges);
+  };
   /** The batch's rows, their daily rollups, the charges and the keys' health figures (usage-writer.ts). */
   const write = async (rows: NewUsageEventRow[], check = false): Promise<Map<number, number>> => {
     const healthRows = health.take();
     try {
-      const charged = await writer.write(rows, healthRows, check);
+      const { charged, setAside } = await writer.write(rows, healthRows, check);
       if (healthRows.length > 0) healthWrites++;
+      announceSetAside(setAside);
       // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
       return charged;
     } catch (error) {
       health.putBack(healthRows);
+      if (error instanceof PartlyWritten) announceSetAside(error.setAside);
       throw error;
     }
   };
@@ -350,6 +358,9 @@ export function createUsageRecorder(deps: {
       await flush();
       // What this process could not write goes back to the buffer for the others, at once.
       if (buffer && claimed > 0) await buffer.release().catch((error: unknown) => deps.log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: (error as Error).message }));
+    },
+    onSetAside(listener) {
+      setAsideListeners.push(listener);
     },
     onCharged(listener) {
       listeners.push(listener);

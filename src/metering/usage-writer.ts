@@ -13,9 +13,17 @@ export class PartlyWritten extends Error {
     readonly charged: Map<number, number>,
     readonly remaining: NewUsageEventRow[],
     override readonly cause: unknown,
+    /** What the rows set aside so far would have charged (see `Written`). */
+    readonly setAside: Map<number, number> = new Map(),
   ) {
     super((cause as Error)?.message ?? String(cause));
   }
+}
+
+/** What a write charged, and what the rows it set aside would have charged (they never will: their charges stop counting as unwritten). */
+export interface Written {
+  charged: Map<number, number>;
+  setAside: Map<number, number>;
 }
 
 /**
@@ -45,16 +53,18 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
     });
 
-  /** The rows one at a time, then the health figures; returns the rows written. */
-  const writeApart = async (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number) => {
+  /** The rows one at a time, then the health figures. */
+  const writeApart = async (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number): Promise<Written> => {
     const written: NewUsageEventRow[] = [];
+    const setAside: NewUsageEventRow[] = [];
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
       try {
         await transaction([row], [], check, now);
         written.push(row);
       } catch (error) {
-        if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), rows.slice(i), error);
+        if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), rows.slice(i), error, chargesOf(setAside));
+        setAside.push(row);
         deps.log.error("a usage row the database refuses is set aside: it is not billed", {
           req: row.requestId,
           account: row.accountId,
@@ -68,28 +78,29 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       try {
         await transaction([], healthRows, false, now);
       } catch (error) {
-        if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), [], error);
+        if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), [], error, chargesOf(setAside));
         deps.log.error("keys' health figures the database refuses are set aside", { keys: healthRows.length, error: (error as Error).message });
       }
     }
-    return written;
+    return { charged: chargesOf(written), setAside: chargesOf(setAside) };
   };
 
   return {
     /**
      * Writes `rows` (with `check`, skipping those a stopped writer stored already) and the
-     * health figures; resolves with what the written rows charged, whoever wrote them.
+     * health figures; resolves with what the written rows charged, whoever wrote them, and
+     * what the rows set aside would have.
      * Throws the database's error when nothing was written, PartlyWritten when some was.
      */
-    async write(rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean): Promise<Map<number, number>> {
+    async write(rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean): Promise<Written> {
       const now = deps.clock.now();
       try {
         await transaction(rows, healthRows, check, now);
-        return chargesOf(rows);
+        return { charged: chargesOf(rows), setAside: new Map() };
       } catch (error) {
         if (!deps.store.refusedRow(error)) throw error;
       }
-      return chargesOf(await writeApart(rows, healthRows, check, now));
+      return writeApart(rows, healthRows, check, now);
     },
   };
 }

@@ -274,6 +274,19 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(await state.counts.read(credit(7), T0)).toBe(700);
       });
 
+      test("a charge that will never reach the ledger (its row refused) stops counting once flushed and the balance is read again", async () => {
+        const { state, balances } = await fixture(make);
+        balances.set(7, 1000);
+        await state.counts.admit([{ counter: credit(7), limit: 0, add: 400 }], T0);
+        await state.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 400, charge: 300 }]);
+        expect(await state.counts.read(credit(7), T0)).toBe(700);
+        // What the recorder does for a set-aside row: the ledger still says 1000.
+        await state.credit.flushed(new Map([[7, 300]]));
+        await state.credit.invalidate(7);
+        expect(await state.credit.held(7)).toBe(0);
+        expect(await state.counts.read(credit(7), T0)).toBe(1000);
+      });
+
       test("a call is admitted while anything is left, so concurrent calls overspend by at most one reservation", async () => {
         const { state, balances } = await fixture(make);
         balances.set(7, 1000);
