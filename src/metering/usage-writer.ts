@@ -53,27 +53,41 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
     });
 
+  /**
+   * Whether the database has taken usage rows since this process started: a row it
+   * refuses is set aside only then (or when others of its batch go in), so that a fault of
+   * our own statements, refusing every row, stops the writes as before instead of
+   * setting every call aside.
+   */
+  let proven = false;
+
   /** The rows one at a time, then the health figures. */
   const writeApart = async (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number): Promise<Written> => {
     const written: NewUsageEventRow[] = [];
-    const setAside: NewUsageEventRow[] = [];
+    const refused: Array<{ row: NewUsageEventRow; error: unknown }> = [];
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
       try {
         await transaction([row], [], check, now);
         written.push(row);
+        proven = true;
       } catch (error) {
-        if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), rows.slice(i), error, chargesOf(setAside));
-        setAside.push(row);
-        deps.log.error("a usage row the database refuses is set aside: it is not billed", {
-          req: row.requestId,
-          account: row.accountId,
-          model: row.effectiveModel ?? row.requestedModel ?? "",
-          cost: row.costNanos ?? 0,
-          error: (error as Error).message,
-        });
+        if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), [...refused.map((r) => r.row), ...rows.slice(i)], error);
+        refused.push({ row, error });
       }
     }
+    // Nothing taken in this pass nor ever before: the fault may be ours; the rows wait.
+    if (refused.length > 0 && !proven) throw refused[0]!.error;
+    const setAside = refused.map(({ row, error }) => {
+      deps.log.error("a usage row the database refuses is set aside: it is not billed", {
+        req: row.requestId,
+        account: row.accountId,
+        model: row.effectiveModel ?? row.requestedModel ?? "",
+        cost: row.costNanos ?? 0,
+        error: (error as Error).message,
+      });
+      return row;
+    });
     if (healthRows.length > 0) {
       try {
         await transaction([], healthRows, false, now);
@@ -96,6 +110,7 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       const now = deps.clock.now();
       try {
         await transaction(rows, healthRows, check, now);
+        if (rows.length > 0) proven = true;
         return { charged: chargesOf(rows), setAside: new Map() };
       } catch (error) {
         if (!deps.store.refusedRow(error)) throw error;

@@ -161,3 +161,28 @@ test("a batch refused for a value is written row by row; if the database goes aw
     store.close();
   }
 });
+
+test("a database that refuses every row from the start sets nothing aside: the rows wait, as in an outage (the fault may be the router's own statements)", async () => {
+  const store = openSqliteStore(join(dir, "refuses-all.db"));
+  const refused = Object.assign(new Error("a value out of range"), { code: "SQLITE_MISMATCH" });
+  let refusing = true;
+  const strict = new Proxy(store, {
+    get: (target, name, receiver) =>
+      name === "transaction" ? (body: Parameters<Store["transaction"]>[0]) => (refusing ? Promise.reject(refused) : target.transaction(body)) : Reflect.get(target, name, receiver),
+  });
+  const recorder = createUsageRecorder({ store: strict, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  const aside: number[] = [];
+  recorder.onSetAside((charges) => aside.push(...charges.values()));
+  try {
+    for (let i = 0; i < 3; i++) recorder.record({ ...event(i), costNanos: 10 });
+    await recorder.flush();
+    expect(recorder.backlog()).toBe(3);
+    expect(aside).toEqual([]);
+    refusing = false;
+    await recorder.flush();
+    expect((await store.usage.events(0, 10)).map((r) => r.requestId)).toEqual(["req-0", "req-1", "req-2"]);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
