@@ -1,15 +1,17 @@
-import { HttpError } from "../core/errors.ts";
+import { badRequest, HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import { errorResponse } from "./envelopes.ts";
 import { familyOfRequest } from "../formats/registry.ts";
 import { metaOf } from "./context.ts";
 import { RedisUnavailable } from "../state/redis/connection.ts";
+import type { Store } from "../store/store.ts";
 
 /** Where a thrown error is accounted for: refusals in the metrics, anything unexpected in the log. */
 export interface ErrorResponseDeps {
   metrics: Pick<RouterMetrics, "refusals">;
   log: Logger;
+  store: Pick<Store, "refusedRow">;
 }
 
 /**
@@ -28,6 +30,11 @@ export function thrownResponse(deps: ErrorResponseDeps, error: unknown, request:
     // limits and credit. The detail (never a URL) goes to the log, not the client.
     deps.log.warn("Redis unavailable", { req: metaOf(request)?.id, path, error: error.message });
     return errorResponse(family, new HttpError("unavailable", "Redis, where this router keeps limits and credit, is unavailable; try again shortly", { code: "redis_unavailable", headers: { "retry-after": "1" } }));
+  }
+  if (deps.store.refusedRow(error)) {
+    // A value the client sent that the database cannot hold (PostgreSQL: a NUL character in a name or a mapping).
+    deps.log.warn("a request's value the database cannot store", { req: metaOf(request)?.id, path, error: error instanceof Error ? error.message : String(error) });
+    return errorResponse(family, badRequest("The request holds a value the database cannot store (a NUL character, for example); remove it and send the request again"));
   }
   deps.log.error("unhandled error", {
     req: metaOf(request)?.id,

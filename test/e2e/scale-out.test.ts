@@ -155,6 +155,21 @@ if (!skipServices) {
       }
     });
 
+    test("a value PostgreSQL cannot store (a NUL character in a key's name or a mapping) is refused with 400, and nothing is written", async () => {
+      const before = await api(a, "/x-config");
+      const keysBefore = (await api(a, "/x-keys")).body.length;
+      const key = await api(a, "/x-keys", { body: { Provider: "https://api.example.com/v1", SecretKey: "sk-nul-0123456789abcdef", Level: 7, Status: true, Name: "bad\u0000name" } });
+      expect(key.status).toBe(400);
+      expect(key.body.error.message).toContain("cannot store");
+      for (const body of [{ MODEL_MAPPER: { "a\u0000b": "acme-chat" } }, { LEVEL_MAPPER: "x\u0000y=1" }]) {
+        const reply = await api(a, "/x-config", { method: "PUT", body });
+        expect(reply.status).toBe(400);
+        expect(reply.body.error.type).toBe("invalid_request_error");
+      }
+      expect((await api(a, "/x-config")).body).toEqual(before.body);
+      expect((await api(a, "/x-keys")).body).toHaveLength(keysBefore);
+    });
+
     test("50 concurrent calls over both against credit for 3 end no lower than minus one call", async () => {
       const account = await createAccount(a, { CreditGranted: (3 * CALL_COST) / 1e9 });
       const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));

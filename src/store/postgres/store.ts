@@ -165,6 +165,10 @@ export function postgresStoreOver(client: SQL): Store {
  * carry. Bun's SQL reports the SQLSTATE as `errno`.
  */
 function refusedByPostgres(error: unknown): boolean {
-  const state = String((error as { errno?: unknown } | null)?.errno ?? "");
-  return /^22[0-9A-Z]{3}$/.test(state) || state === "23502" || state === "23514";
+  // drizzle wraps the driver's error in its own (`cause`).
+  for (let e = error, depth = 0; e && depth < 3; e = (e as { cause?: unknown }).cause, depth++) {
+    const state = String((e as { errno?: unknown }).errno ?? "");
+    if (/^22[0-9A-Z]{3}$/.test(state) || state === "23502" || state === "23514") return true;
+  }
+  return false;
 }
