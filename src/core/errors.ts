@@ -69,3 +69,14 @@ export const conflict = (message: string, param?: string, code = "conflict") =>
   new HttpError("conflict", message, { param, code });
 export const tooLarge = (limit: number) =>
   new HttpError("too_large", `Request body exceeds the limit of ${limit} bytes`, { code: "request_too_large" });
+
+/**
+ * What an error says for a log line: the innermost cause's message. drizzle wraps a
+ * driver's error in one whose message is the query and its parameters (a provider key's
+ * sealed secret among them), which is not for logs.
+ */
+export function causeMessage(error: unknown): string {
+  let inner = error;
+  for (let depth = 0; depth < 3 && inner instanceof Error && inner.cause !== undefined; depth++) inner = inner.cause;
+  return inner instanceof Error ? inner.message : String(inner);
+}

@@ -1,4 +1,4 @@
-import { badRequest, HttpError } from "../core/errors.ts";
+import { badRequest, causeMessage, HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import { errorResponse } from "./envelopes.ts";
@@ -33,13 +33,9 @@ export function thrownResponse(deps: ErrorResponseDeps, error: unknown, request:
   }
   if (deps.store.refusedRow(error)) {
     // A value the client sent that the database cannot hold (PostgreSQL: a NUL character in a name or a mapping).
-    deps.log.warn("a request's value the database cannot store", { req: metaOf(request)?.id, path, error: error instanceof Error ? error.message : String(error) });
+    deps.log.warn("a request's value the database cannot store", { req: metaOf(request)?.id, path, error: causeMessage(error) });
     return errorResponse(family, badRequest("The request holds a value the database cannot store (a NUL character, for example); remove it and send the request again"));
   }
-  deps.log.error("unhandled error", {
-    req: metaOf(request)?.id,
-    path,
-    error: error instanceof Error ? error.message : String(error),
-  });
+  deps.log.error("unhandled error", { req: metaOf(request)?.id, path, error: causeMessage(error) });
   return errorResponse(family, new HttpError("internal", "Internal error; see the server log for this request id"));
 }

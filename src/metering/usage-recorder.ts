@@ -1,5 +1,6 @@
 import type { Clock } from "../core/clock.ts";
 import { runQueuedAfterAnswer } from "../core/after-answer.ts";
+import { causeMessage } from "../core/errors.ts";
 import { outage, type Logger } from "../core/log.ts";
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
@@ -160,7 +161,7 @@ export function createUsageRecorder(deps: {
       try {
         charged = await write(rows);
       } catch (error) {
-        failed("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: (error as Error).message });
+        failed("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: causeMessage(error) });
         // Rows written one at a time before the database went away are written; the others wait.
         if (error instanceof PartlyWritten) for (const listener of listeners) listener(error.charged);
         pending = (error instanceof PartlyWritten ? error.remaining : rows).concat(pending);
@@ -199,7 +200,7 @@ export function createUsageRecorder(deps: {
       try {
         charged = await write(rows, check);
       } catch (error) {
-        failed("usage rows could not be written; they wait in Redis and are retried shortly", { rows: rows.length, waiting, error: (error as Error).message });
+        failed("usage rows could not be written; they wait in Redis and are retried shortly", { rows: rows.length, waiting, error: causeMessage(error) });
         return "failed";
       }
       try {

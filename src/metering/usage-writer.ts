@@ -1,4 +1,5 @@
 import type { Clock } from "../core/clock.ts";
+import { causeMessage } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import { usageRowIdentity, type NewKeyHealthRow, type NewUsageEventRow, type Store } from "../store/store.ts";
 import { chargesOf, dailyRollups } from "./usage-batch.ts";
@@ -84,7 +85,7 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
         account: row.accountId,
         model: row.effectiveModel ?? row.requestedModel ?? "",
         cost: row.costNanos ?? 0,
-        error: (error as Error).message,
+        error: causeMessage(error),
       });
       return row;
     });
@@ -93,7 +94,7 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
         await transaction([], healthRows, false, now);
       } catch (error) {
         if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), [], error, chargesOf(setAside));
-        deps.log.error("keys' health figures the database refuses are set aside", { keys: healthRows.length, error: (error as Error).message });
+        deps.log.error("keys' health figures the database refuses are set aside", { keys: healthRows.length, error: causeMessage(error) });
       }
     }
     return { charged: chargesOf(written), setAside: chargesOf(setAside) };

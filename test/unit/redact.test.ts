@@ -49,3 +49,12 @@ describe("redactSecret: a known secret in the spellings an upstream may echo", (
     expect(redactSecret('{"error":"model not found"}', secret)).toBe('{"error":"model not found"}');
   });
 });
+
+test("a log line takes a wrapped error's innermost message: drizzle's wrapper carries the query's parameters (a sealed secret among them)", async () => {
+  const { causeMessage } = await import("../../src/core/errors.ts");
+  const driver = Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { errno: "22021" });
+  const wrapped = new Error("Failed query: insert into provider_keys (name, secret_sealed) values ($1, $2)\nparams: bad,v1.sealed-secret-bytes", { cause: driver });
+  expect(causeMessage(wrapped)).toBe('invalid byte sequence for encoding "UTF8": 0x00');
+  expect(causeMessage(driver)).toBe(driver.message);
+  expect(causeMessage("plain")).toBe("plain");
+});
