@@ -1,3 +1,4 @@
+import { causeMessage } from "./core/errors.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { join } from "node:path";
@@ -116,7 +117,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   }
   const chains = createAccountChains((id) => store.accounts.byId(id));
   const onListenerError = (error: unknown, event: { kind: string }) =>
-    log.error("a cache could not follow a change", { change: event.kind, error: (error as Error).message });
+    log.error("a cache could not follow a change", { change: event.kind, error: causeMessage(error) });
   const redisConnection = config.redis !== undefined ? connectRedis(config.redis) : undefined;
   // The bus has connections of its own: its subscriber must not wait behind State scripts.
   const redisBus =
@@ -124,7 +125,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       ? createRedisBus({
           connection: connectRedis(config.redis),
           onListenerError,
-          onSubscriptionError: (error) => log.warn("the invalidation subscription to Redis failed; retrying", { error: (error as Error).message }),
+          onSubscriptionError: (error) => log.warn("the invalidation subscription to Redis failed; retrying", { error: causeMessage(error) }),
         })
       : undefined;
   const bus: InvalidationBus = redisBus ?? createLocalBus(onListenerError);
@@ -172,7 +173,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
    * then misses expires with the holder's lease or is reloaded from the database.
    */
   const inBackground = (what: string, work: Promise<unknown>) =>
-    void work.catch((error: unknown) => log.warn(`the State could not note ${what}`, { error: (error as Error).message }));
+    void work.catch((error: unknown) => log.warn(`the State could not note ${what}`, { error: causeMessage(error) }));
   usageRecorder.onCharged((charged) => inBackground("written charges", state.credit.flushed(charged)));
   // A refused row's charge stops counting as unwritten (flushed), and the balance is read
   // again from the ledger, which never held it.
@@ -185,9 +186,9 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     store,
     // Actions of the system itself: no operator, in the tenant they happened in.
     onSystemEvent: (tenantId, action, details) => {
-      void oplog.write({ tenantId, actorId: null, action, details }).catch((error: unknown) => log.error("a system action could not be logged", { action, error: (error as Error).message }));
+      void oplog.write({ tenantId, actorId: null, action, details }).catch((error: unknown) => log.error("a system action could not be logged", { action, error: causeMessage(error) }));
       // Instances that reuse reads of keys' health and Levels' status drop them.
-      void bus.publish({ kind: "routing", tenantId }).catch((error: unknown) => log.error("a routing change could not be announced", { action, error: (error as Error).message }));
+      void bus.publish({ kind: "routing", tenantId }).catch((error: unknown) => log.error("a routing change could not be announced", { action, error: causeMessage(error) }));
     },
     clock,
     log,
@@ -212,7 +213,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
         onSpend: (account, spent) =>
           void softLimit
             .check(account, mailer, (month) => state.counts.read(spent, clock.now(), month))
-            .catch((error: unknown) => log.error("the soft-limit check failed", { account: account.id, error: (error as Error).message })),
+            .catch((error: unknown) => log.error("the soft-limit check failed", { account: account.id, error: causeMessage(error) })),
       }),
   });
   registerStateGauges(metrics, tenants);
@@ -264,7 +265,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
         inBackground("a deleted account", state.credit.retire(id, () =>
           void sweepRetiredCredit(id)
             .then((heir) => (heir !== undefined ? state.credit.invalidate(heir) : undefined))
-            .catch((error: unknown) => log.error("a deleted account's credit could not be handed on", { account: id, error: (error as Error).message })),
+            .catch((error: unknown) => log.error("a deleted account's credit could not be handed on", { account: id, error: causeMessage(error) })),
         )),
     }),
     oplog,

@@ -1,5 +1,5 @@
 import type { Logger } from "../core/log.ts";
-import { HttpError } from "../core/errors.ts";
+import { causeMessage, HttpError } from "../core/errors.ts";
 import type { ServeConfig } from "../config.ts";
 import { errorResponse } from "../http/envelopes.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
@@ -61,7 +61,7 @@ export function createDeliver(deps: DeliverDeps) {
   const remember = (input: RelayInput, route: ServedRoute, id: string, kind: Parameters<Affinity["remember"]>[1]) =>
     affinity
       .remember(id, kind, input.principal.account.id, route.keyId)
-      .catch((error: unknown) => deps.log.error("an upstream object's key binding could not be stored", { kind, key: route.keyId, error: (error as Error).message }));
+      .catch((error: unknown) => deps.log.error("an upstream object's key binding could not be stored", { kind, key: route.keyId, error: causeMessage(error) }));
 
   return async function deliver(input: RelayInput, answer: Answered): Promise<Delivery> {
     const { response, peeked, route, started, controller, release, clientLeft } = answer;

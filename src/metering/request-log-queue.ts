@@ -1,3 +1,4 @@
+import { causeMessage } from "../core/errors.ts";
 import { outage, type Logger } from "../core/log.ts";
 import type { NewRequestLogRow } from "../store/store.ts";
 
@@ -66,7 +67,7 @@ export function createRequestLogQueue(deps: {
     const retry = (rows: NewRequestLogRow[], error: unknown) => {
       if (waiting.length === 0) dueAt = deps.now() + LOG_WAIT_MS;
       waiting = rows.concat(waiting);
-      outageOfLog.failed("request-log rows could not be written; retrying with the next batch", { rows: rows.length, error: (error as Error).message });
+      outageOfLog.failed("request-log rows could not be written; retrying with the next batch", { rows: rows.length, error: causeMessage(error) });
     };
     // A row the store refuses would hold back every row after it: it is dropped, the others written.
     const apart = async (rows: NewRequestLogRow[]) => {
@@ -75,7 +76,7 @@ export function createRequestLogQueue(deps: {
           await deps.append([rows[i]!]);
         } catch (error) {
           if (!deps.refused?.(error)) return retry(rows.slice(i), error);
-          deps.log.warn("a request-log row the database refuses is dropped", { req: rows[i]!.requestId, error: (error as Error).message });
+          deps.log.warn("a request-log row the database refuses is dropped", { req: rows[i]!.requestId, error: causeMessage(error) });
         }
       }
       outageOfLog.succeeded();

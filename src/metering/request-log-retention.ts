@@ -1,3 +1,4 @@
+import { causeMessage } from "../core/errors.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import type { Store } from "../store/store.ts";
@@ -28,7 +29,7 @@ export function startRequestLogPruner(deps: { store: Pick<Store, "requests">; cl
         if (removed > 0) deps.log.info("request log pruned", { rows: removed, days: deps.days });
         return removed;
       } catch (error) {
-        deps.log.warn("the request log could not be pruned; retrying within the hour", { error: (error as Error).message });
+        deps.log.warn("the request log could not be pruned; retrying within the hour", { error: causeMessage(error) });
         return 0;
       }
     });

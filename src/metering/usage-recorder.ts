@@ -188,7 +188,7 @@ export function createUsageRecorder(deps: {
       try {
         batch = await buffer!.claim(DRAIN_ROWS);
       } catch (error) {
-        failed("usage rows waiting in Redis could not be claimed; retrying shortly", { error: (error as Error).message });
+        failed("usage rows waiting in Redis could not be claimed; retrying shortly", { error: causeMessage(error) });
         return "failed";
       }
       waiting = batch.waiting;
@@ -206,7 +206,7 @@ export function createUsageRecorder(deps: {
       try {
         await buffer!.done(charged);
       } catch (error) {
-        failed("written usage rows could not be cleared from Redis; the next claim checks them", { rows: rows.length, error: (error as Error).message });
+        failed("written usage rows could not be cleared from Redis; the next claim checks them", { rows: rows.length, error: causeMessage(error) });
         return "failed";
       }
       claimed = 0;
@@ -336,7 +336,7 @@ export function createUsageRecorder(deps: {
         const appended: Promise<void> = buffer
           .append(row)
           .catch((error: unknown) => {
-            deps.log.warn("a usage row could not be put in Redis; it waits in this process", { error: (error as Error).message });
+            deps.log.warn("a usage row could not be put in Redis; it waits in this process", { error: causeMessage(error) });
             pending.push(row);
           })
           .finally(() => appending.delete(appended));
@@ -358,7 +358,7 @@ export function createUsageRecorder(deps: {
       clearInterval(timer);
       await flush();
       // What this process could not write goes back to the buffer for the others, at once.
-      if (buffer && claimed > 0) await buffer.release().catch((error: unknown) => deps.log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: (error as Error).message }));
+      if (buffer && claimed > 0) await buffer.release().catch((error: unknown) => deps.log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: causeMessage(error) }));
     },
     onSetAside(listener) {
       setAsideListeners.push(listener);

@@ -1,3 +1,4 @@
+import { causeMessage } from "../core/errors.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
 import type { ProviderKeysRepository, SleepState } from "../admin/provider-keys/repository.ts";
@@ -165,7 +166,7 @@ export function createKeyPool(deps: {
   // The State decides at once; the stored sleep is for a restart, so a write that
   // fails is reported, not waited for.
   const store = (id: number, change: KeySleep) =>
-    deps.repo.setSleep(id, toSleepState(change)).catch((error: unknown) => deps.log.error("a key's sleep could not be stored", { key: id, error: (error as Error).message }));
+    deps.repo.setSleep(id, toSleepState(change)).catch((error: unknown) => deps.log.error("a key's sleep could not be stored", { key: id, error: causeMessage(error) }));
 
   const persist = (key: PoolKey, change: KeySleep | undefined) => {
     if (!change) return;
@@ -184,7 +185,7 @@ export function createKeyPool(deps: {
   // What a call reports on its key after the answer must not fail the call: a State that
   // could not take it is said in the log (its lease expires where the State is shared).
   const unrecorded = (what: string, key: PoolKey) => (error: unknown) =>
-    deps.log.error(`a key's ${what} could not be recorded in the shared state`, { key: key.id, level: key.level, error: (error as Error).message });
+    deps.log.error(`a key's ${what} could not be recorded in the shared state`, { key: key.id, level: key.level, error: causeMessage(error) });
   /**
    * Counts a call in flight on the key without waiting for the State's answer: only a
    * probe's claim can be refused, so the call need not wait (on Redis, one round trip
