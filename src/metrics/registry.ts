@@ -15,8 +15,18 @@ interface Family {
 /** Label values are capped per metric so a flood of made-up model names cannot grow memory without bound. */
 const MAX_SERIES = 1000;
 
+/**
+ * A label value in the exposition format: backslash, newline and quote escaped; other
+ * control characters and lone surrogates (a client's model name may hold them) become
+ * U+FFFD, so one call cannot make the whole page unreadable to a scraper.
+ */
 function escapeValue(value: string): string {
-  return value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+  return value
+    .toWellFormed()
+    .replace(/[\u0000-\u0009\u000b-\u001f\u007f]/g, "\ufffd")
+    .replace(/\\/g, "\\\\")
+    .replace(/\n/g, "\\n")
+    .replace(/"/g, '\\"');
 }
 
 function labelText(names: readonly string[], values: readonly string[], extra = ""): string {
