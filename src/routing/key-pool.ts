@@ -8,6 +8,7 @@ import { availability, mirrorHealth, type KeyOutcome } from "./health.ts";
 import type { PoolKey, SleepReason } from "./pool-key.ts";
 import type { ProviderConfig } from "./provider-config.ts";
 import { keyFormats } from "./key-formats.ts";
+import { createSharedReads } from "./shared-reads.ts";
 
 /**
  * A tenant's Provider Keys, grouped by Level. The keys themselves (URL, secret, config)
@@ -105,9 +106,8 @@ export function createKeyPool(deps: {
    * miss is other instances' changes of those milliseconds; this process's own calls are
    * counted on top (`own`), and its own verdicts drop the shared reads (`forgetReads`).
    */
-  const reuseReadMs = deps.reuseReadMs ?? 0;
-  const reads = new Map<number, HealthRead & { at: number }>();
-  const forgetReads = () => reads.clear();
+  const reads = createSharedReads<HealthRead>(deps.reuseReadMs ?? 0, () => deps.clock.now());
+  const forgetReads = () => reads.forget();
   /** This process's calls in flight per key id (acquired, not yet released). */
   const own = new Map<number, number>();
   const ownOf = (keys: readonly PoolKey[]) => keys.map((key) => own.get(key.id) ?? 0);
@@ -250,16 +250,12 @@ export function createKeyPool(deps: {
       const keys = byLevel.get(level);
       const keyRefs = levelRefs.get(level);
       if (!keys || !keyRefs || keys.length === 0) return undefined;
-      const now = reuseReadMs > 0 ? deps.clock.now() : 0;
-      const shared = reads.get(level);
-      if (shared && shared.keys === keys && now - shared.at < reuseReadMs && now >= shared.at) return shared;
-      const read = { keys, health: state.health(tenantId, keyRefs), own: ownOf(keys), at: now };
+      const shared = reads.get(level, (read) => read.keys === keys);
+      if (shared) return shared;
+      const read = { keys, health: state.health(tenantId, keyRefs), own: ownOf(keys) };
       // Read ahead of an acquire that may never come (the call refused): its failure is the acquire's to report.
-      read.health.catch(() => {
-        if (reads.get(level) === read) reads.delete(level);
-      });
-      if (reuseReadMs > 0) reads.set(level, read);
-      return read;
+      read.health.catch(() => {});
+      return reads.keep(level, read, read.health);
     },
     async acquire(level, exclude, rank, ahead) {
       // Another call (here or on another instance) may claim a probe between the read

@@ -1,5 +1,6 @@
 import type { LevelState, LevelStatus } from "../state/state.ts";
 import type { SystemEvent } from "./key-pool.ts";
+import { createSharedReads } from "./shared-reads.ts";
 
 /** More than this many upstream errors within the window switch a Level to its backup (spec 3, 8). */
 export const SWITCH_THRESHOLD = 5;
@@ -43,21 +44,17 @@ export function createSwitchOver(
    * Reads of a Level's status that calls within `reuse.ms` share (on a shared State each
    * is a Redis script ahead of the call's admission); this process's own changes drop them.
    */
-  const reads = new Map<number, { status: Promise<LevelStatus>; at: number }>();
+  const reads = createSharedReads<Promise<LevelStatus>>(reuse.ms, reuse.now);
 
   return {
     readAhead(level, backups) {
       if (!backups.has(level)) return undefined;
-      const now = reuse.ms > 0 ? reuse.now() : 0;
       const shared = reads.get(level);
-      if (shared && now - shared.at < reuse.ms && now >= shared.at) return shared.status;
-      const read = { status: levels.status(tenantId, level), at: now };
+      if (shared) return shared;
+      const status = levels.status(tenantId, level);
       // Read ahead of a resolve that may never come (the call refused): its failure is resolve's to report.
-      read.status.catch(() => {
-        if (reads.get(level) === read) reads.delete(level);
-      });
-      if (reuse.ms > 0) reads.set(level, read);
-      return read.status;
+      status.catch(() => {});
+      return reads.keep(level, status, status);
     },
     async resolve(level, backups, now, ahead) {
       let current = level;
@@ -70,7 +67,7 @@ export function createSwitchOver(
         note(current, status);
         if (status.switchedAt === null) return { level: current, probe: false };
         if (await levels.claimProbe(tenantId, current, now - QUIET_MS)) {
-          reads.delete(current);
+          reads.forget(current);
           return { level: current, probe: true };
         }
         current = backup;
@@ -79,7 +76,7 @@ export function createSwitchOver(
     async recordError(level, now) {
       const status = await levels.recordError(tenantId, level, now, SWITCH_THRESHOLD, SWITCH_WINDOW_MS);
       note(level, status);
-      if (status.switchedAt !== null) reads.delete(level);
+      if (status.switchedAt !== null) reads.forget(level);
       // The error that switched the Level (its switch time is this error's): one entry, whichever instance saw it.
       if (status.switchedAt === now) onSystemEvent?.("level.switch_over", { level, errors: SWITCH_THRESHOLD + 1, window_s: SWITCH_WINDOW_MS / 1000 });
     },
@@ -91,7 +88,7 @@ export function createSwitchOver(
       // (a Redis script on every call of a Level with a backup).
       if (!probe) return;
       await levels.recover(tenantId, level, probe);
-      reads.delete(level);
+      reads.forget(level);
       if (probe) {
         seen.set(level, false);
         // Only the probe's holder switches back: one entry.
@@ -100,9 +97,9 @@ export function createSwitchOver(
     },
     async abandonProbe(level) {
       await levels.abandonProbe(tenantId, level);
-      reads.delete(level);
+      reads.forget(level);
     },
     isSwitched: (level) => seen.get(level) === true,
-    forgetReads: () => reads.clear(),
+    forgetReads: () => reads.forget(),
   };
 }
