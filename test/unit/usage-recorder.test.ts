@@ -34,14 +34,18 @@ const event = (n: number): UsageEvent => ({
   costNanos: 0,
 });
 
+type Body = Parameters<Store["transaction"]>[0];
+/** The store with its transactions passed through `wrap`, which may refuse, delay or run them (`run`). */
+const withTransactions = (store: Store, wrap: (body: Body, run: (body: Body) => Promise<unknown>) => Promise<unknown>): Store =>
+  new Proxy(store, {
+    get: (target, name, receiver) => (name === "transaction" ? (body: Body) => wrap(body, (b) => target.transaction(b)) : Reflect.get(target, name, receiver)),
+  });
+
 test("without a buffer, rows wait in memory while the database refuses them, up to the bound, and are written once after", async () => {
   const store = openSqliteStore(join(dir, "router.db"));
   let down = true;
   // The database refuses every transaction while `down`.
-  const flaky = new Proxy(store, {
-    get: (target, name, receiver) =>
-      name === "transaction" ? (body: Parameters<Store["transaction"]>[0]) => (down ? Promise.reject(new Error("database down")) : target.transaction(body)) : Reflect.get(target, name, receiver),
-  });
+  const flaky = withTransactions(store, (body, run) => (down ? Promise.reject(new Error("database down")) : run(body)));
   const logs: string[] = [];
   const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)), backlogLimit: 3 });
   try {
@@ -97,15 +101,10 @@ test("under steady traffic a tick writes the rows pending when it began, in a fe
   const store = openSqliteStore(join(dir, "steady.db"));
   let transactions = 0;
   // Each transaction takes a while (a database over the network), during which calls keep settling.
-  const slow = new Proxy(store, {
-    get: (target, name, receiver) =>
-      name === "transaction"
-        ? async (body: Parameters<Store["transaction"]>[0]) => {
-            transactions++;
-            await Bun.sleep(2);
-            return target.transaction(body);
-          }
-        : Reflect.get(target, name, receiver),
+  const slow = withTransactions(store, async (body, run) => {
+    transactions++;
+    await Bun.sleep(2);
+    return run(body);
   });
   const recorder = createUsageRecorder({ store: slow, clock: createClock("UTC"), log: createLogger("error", () => {}) });
   try {
@@ -133,16 +132,11 @@ test("a batch refused for a value is written row by row; if the database goes aw
   let calls = 0;
   const refused = Object.assign(new Error("a value out of range"), { code: "SQLITE_MISMATCH" });
   // 1st transaction: the batch is refused for a value; 2nd: the first row alone goes; 3rd: the database is away; then all is well.
-  const flaky = new Proxy(store, {
-    get: (target, name, receiver) =>
-      name === "transaction"
-        ? (body: Parameters<Store["transaction"]>[0]) => {
-            calls++;
-            if (calls === 1) return Promise.reject(refused);
-            if (calls === 3) return Promise.reject(new Error("database down"));
-            return target.transaction(body);
-          }
-        : Reflect.get(target, name, receiver),
+  const flaky = withTransactions(store, (body, run) => {
+    calls++;
+    if (calls === 1) return Promise.reject(refused);
+    if (calls === 3) return Promise.reject(new Error("database down"));
+    return run(body);
   });
   const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("error", () => {}) });
   const charged: number[] = [];
@@ -166,10 +160,7 @@ test("a database that refuses every row from the start sets nothing aside: the r
   const store = openSqliteStore(join(dir, "refuses-all.db"));
   const refused = Object.assign(new Error("a value out of range"), { code: "SQLITE_MISMATCH" });
   let refusing = true;
-  const strict = new Proxy(store, {
-    get: (target, name, receiver) =>
-      name === "transaction" ? (body: Parameters<Store["transaction"]>[0]) => (refusing ? Promise.reject(refused) : target.transaction(body)) : Reflect.get(target, name, receiver),
-  });
+  const strict = withTransactions(store, (body, run) => (refusing ? Promise.reject(refused) : run(body)));
   const recorder = createUsageRecorder({ store: strict, clock: createClock("UTC"), log: createLogger("error", () => {}) });
   const aside: number[] = [];
   recorder.onSetAside((charges) => aside.push(...charges.values()));
