@@ -76,7 +76,13 @@ export const tooLarge = (limit: number) =>
  * sealed secret among them), which is not for logs.
  */
 export function causeMessage(error: unknown): string {
-  let inner = error;
-  for (let depth = 0; depth < 3 && inner instanceof Error && inner.cause !== undefined; depth++) inner = inner.cause;
+  const inner = causesOf(error).at(-1);
   return inner instanceof Error ? inner.message : String(inner);
+}
+
+/** An error and the causes it wraps, outermost first (at most four: wrappers nest shallowly). */
+export function causesOf(error: unknown): unknown[] {
+  const chain = [error];
+  for (let inner = error; chain.length < 4 && inner instanceof Error && inner.cause !== undefined; ) chain.push((inner = inner.cause));
+  return chain;
 }

@@ -79,17 +79,23 @@ end
 
 -- Credit: a hash of stored (ledger balance when read, less charges written since),
 -- staleAt (empty: never), unflushed (charges not written yet) and r<owner> (reservations).
-local function credit_reserved(key)
+-- Read whole: stored (nil: Redis holds no balance), unflushed, staleAt, and the
+-- reservations of living owners (those of dead owners are dropped).
+local function credit_read(key)
+  local c = { unflushed = 0, reserved = 0 }
   local all = redis.call('HGETALL', key)
-  local total = 0
   for i = 1, #all, 2 do
-    local field = all[i]
-    if string.sub(field, 1, 1) == 'r' then
-      if alive(string.sub(field, 2)) then total = total + tonumber(all[i + 1]) else redis.call('HDEL', key, field) end
+    local field, v = all[i], all[i + 1]
+    if field == 'stored' then c.stored = num(v)
+    elseif field == 'unflushed' then c.unflushed = num(v) or 0
+    elseif field == 'staleAt' then c.staleAt = num(v)
+    elseif string.sub(field, 1, 1) == 'r' then
+      if alive(string.sub(field, 2)) then c.reserved = c.reserved + tonumber(v) else redis.call('HDEL', key, field) end
     end
   end
-  return total
+  return c
 end
+local function credit_reserved(key) return credit_read(key).reserved end
 `;
 
 /**
@@ -111,22 +117,10 @@ local MODE, PERIOD_TTL = ARGV[5], tonumber(ARGV[7])
 -- them here until its end (flush_reservations): in mode 'many' the admissions of a run
 -- share them, where each read and added to them on its own (a dozen commands each).
 local CREDITS, CREDIT_ADDS, GAUGES, GAUGE_ADDS = {}, {}, {}, {}
--- A credit hash as stored: stored (nil: Redis holds no balance), unflushed, staleAt, and
--- the reservations of living owners (fields r<owner>; those of dead owners are dropped).
 local function credit_cell(key)
   local c = CREDITS[key]
   if c == nil then
-    c = { unflushed = 0, reserved = 0 }
-    local all = redis.call('HGETALL', key)
-    for i = 1, #all, 2 do
-      local field, v = all[i], all[i + 1]
-      if field == 'stored' then c.stored = num(v)
-      elseif field == 'unflushed' then c.unflushed = num(v) or 0
-      elseif field == 'staleAt' then c.staleAt = num(v)
-      elseif string.sub(field, 1, 1) == 'r' then
-        if alive(string.sub(field, 2)) then c.reserved = c.reserved + tonumber(v) else redis.call('HDEL', key, field) end
-      end
-    end
+    c = credit_read(key)
     CREDITS[key] = c
   end
   return c

@@ -1,4 +1,5 @@
 import { SQL } from "bun";
+import { causesOf } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import type { Repositories, Store, Transaction } from "../store.ts";
 import { postgresAccounts } from "./accounts.ts";
@@ -166,9 +167,8 @@ export function postgresStoreOver(client: SQL): Store {
  */
 function refusedByPostgres(error: unknown): boolean {
   // drizzle wraps the driver's error in its own (`cause`).
-  for (let e = error, depth = 0; e && depth < 3; e = (e as { cause?: unknown }).cause, depth++) {
-    const state = String((e as { errno?: unknown }).errno ?? "");
-    if (/^22[0-9A-Z]{3}$/.test(state) || state === "23502" || state === "23514") return true;
-  }
-  return false;
+  return causesOf(error).some((e) => {
+    const state = String((e as { errno?: unknown } | null)?.errno ?? "");
+    return /^22[0-9A-Z]{3}$/.test(state) || state === "23502" || state === "23514";
+  });
 }
