@@ -149,6 +149,8 @@ describe("the Requests page", () => {
     const { context: aliceContext, page: own } = await recordedPage(browser, seen, errors);
     await signIn(own, `${router.url}/console/`, alice.key);
     await own.waitForURL(/\/console\/$/);
+    // The links render after the page script runs: wait for the last before reading them all.
+    await own.getByRole("navigation", { name: "Console pages" }).getByRole("link", { name: "Playground" }).waitFor();
     await expect(own.getByRole("navigation", { name: "Console pages" }).getByRole("link").allTextContents()).resolves.toEqual(["My usage", "Requests", "Playground"]);
     await own.goto(`${router.url}/console/requests`);
     await calls(own).locator("tbody tr").first().waitFor();

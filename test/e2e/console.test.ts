@@ -62,6 +62,8 @@ describe("console in chromium", () => {
   test("the owner signs in, lands on the owner page and adds a provider key with a model pattern", async () => {
     await signIn(owner, `${router.url}/console/`, router.ownerKey);
     await owner.waitForURL(/\/console\/owner$/);
+    // The links render after the page script runs: wait for the last before reading them all.
+    await owner.getByRole("navigation", { name: "Console pages" }).getByRole("link", { name: "Playground" }).waitFor();
     await expect(owner.getByRole("navigation", { name: "Console pages" }).getByRole("link").allTextContents()).resolves.toEqual(["Owner", "Accounts", "My usage", "Requests", "Playground"]);
 
     await owner.getByRole("button", { name: "+ Add provider key" }).click();
@@ -181,6 +183,8 @@ describe("console in chromium", () => {
     const alice = await freshPage();
     await signIn(alice, `${router.url}/console/owner`, aliceKey);
     await alice.waitForURL(/\/console\/$/);
+    // The links render after the page script runs: wait for the last before reading them all.
+    await alice.getByRole("navigation", { name: "Console pages" }).getByRole("link", { name: "Playground" }).waitFor();
     await expect(alice.getByRole("navigation", { name: "Console pages" }).getByRole("link").allTextContents()).resolves.toEqual(["My usage", "Requests", "Playground"]);
     const today = alice.getByTestId("live-today");
     await today.getByRole("row", { name: /mock-gpt/ }).waitFor({ timeout: 12_000 });
