@@ -3,6 +3,8 @@
  * gauges computed at scrape time. Updating a metric is a map lookup and an add, so
  * the request path pays almost nothing.
  */
+import { SeriesTable } from "./series-table.ts";
+
 export type Labels = Record<string, string>;
 
 interface Family {
@@ -35,52 +37,46 @@ function labelText(names: readonly string[], values: readonly string[], extra = 
   return parts.length ? `{${parts.join(",")}}` : "";
 }
 
-/** The map key of a series: its label values in the family's order (no array on the hot path). */
-function seriesKey(names: readonly string[], labels: Labels): string {
-  let key = "";
-  for (let i = 0; i < names.length; i++) key += (i ? "\u0000" : "") + (labels[names[i]!] ?? "");
-  return key;
-}
+/** A series' label values in the family's order (a missing label counts as ""). */
+const valuesOf = (names: readonly string[], labels: Labels): string[] => names.map((name) => labels[name] ?? "");
 
 export class Counter {
-  private readonly series = new Map<string, { values: string[]; value: number }>();
-  constructor(readonly family: Family) {}
+  private readonly series: SeriesTable<{ values: string[]; value: number }>;
+  constructor(readonly family: Family) {
+    this.series = new SeriesTable(family.labelNames);
+  }
   inc(labels: Labels = {}, amount = 1): void {
-    const key0 = seriesKey(this.family.labelNames, labels);
-    const found = this.series.get(key0);
+    const found = this.series.find(labels);
     if (found) {
       found.value += amount;
       return;
     }
-    const values = this.family.labelNames.map((name) => labels[name] ?? "");
-    let key = key0;
-    if (!this.series.has(key) && this.series.size >= MAX_SERIES) {
-      values.fill("other");
-      key = values.join("\u0000");
-    }
-    const entry = this.series.get(key);
+    const values = valuesOf(this.family.labelNames, labels);
+    if (this.series.size >= MAX_SERIES) values.fill("other");
+    const entry = this.series.findValues(values);
     if (entry) entry.value += amount;
-    else this.series.set(key, { values, value: amount });
+    else this.series.add(values, { values, value: amount });
   }
   render(): string[] {
-    return [...this.series.values()].map((s) => `${this.family.name}${labelText(this.family.labelNames, s.values)} ${s.value}`);
+    return this.series.entries.map((s) => `${this.family.name}${labelText(this.family.labelNames, s.values)} ${s.value}`);
   }
 }
 
 export class Histogram {
-  private readonly series = new Map<string, { values: string[]; buckets: number[]; sum: number; count: number }>();
+  private readonly series: SeriesTable<{ values: string[]; buckets: number[]; sum: number; count: number }>;
   constructor(
     readonly family: Family,
     private readonly bounds: readonly number[],
-  ) {}
+  ) {
+    this.series = new SeriesTable(family.labelNames);
+  }
   observe(value: number, labels: Labels = {}): void {
-    const key = seriesKey(this.family.labelNames, labels);
-    let entry = this.series.get(key);
+    let entry = this.series.find(labels);
     if (!entry) {
       if (this.series.size >= MAX_SERIES) return;
-      const values = this.family.labelNames.map((name) => labels[name] ?? "");
+      const values = valuesOf(this.family.labelNames, labels);
       entry = { values, buckets: new Array<number>(this.bounds.length).fill(0), sum: 0, count: 0 };
-      this.series.set(key, entry);
+      this.series.add(values, entry);
     }
     for (let i = 0; i < this.bounds.length; i++) if (value <= this.bounds[i]!) entry.buckets[i]!++;
     entry.sum += value;
@@ -89,7 +85,7 @@ export class Histogram {
   render(): string[] {
     const lines: string[] = [];
     const { name, labelNames } = this.family;
-    for (const s of this.series.values()) {
+    for (const s of this.series.entries) {
       this.bounds.forEach((bound, i) => lines.push(`${name}_bucket${labelText(labelNames, s.values, `le="${bound}"`)} ${s.buckets[i]}`));
       lines.push(`${name}_bucket${labelText(labelNames, s.values, 'le="+Inf"')} ${s.count}`);
       lines.push(`${name}_sum${labelText(labelNames, s.values)} ${s.sum}`);
