@@ -23,6 +23,8 @@ export interface RouterOptions {
    * How the router is told to trust the bench CA: `flag`, as the README tells a deployment
    * behind a private CA (--upstream-ca-file; serve re-launches once with the runtime trusting
    * it), or `env` (NODE_EXTRA_CA_CERTS), for runs that must not re-launch (the profiler).
+   * Default: `flag`, or BENCH_TRUST (`env` compares with builds older than the flag's
+   * cheap path, where the flag alone tripled the CPU per call).
    */
   trust?: "flag" | "env";
   extraEnv?: Record<string, string>;
@@ -31,17 +33,18 @@ export interface RouterOptions {
 
 export async function startRouter(options: RouterOptions): Promise<Service & { ownerKey: string }> {
   mkdirSync(options.dataDir, { recursive: true });
+  const trust = options.trust ?? (process.env.BENCH_TRUST === "env" ? "env" : "flag");
   const service = await startService({
     name: options.name,
     cmd: [
       ...options.cmd, "serve", "--port", "0", "--data", options.dataDir, "--timezone", "UTC", "--grace", "5",
-      ...((options.trust ?? "flag") === "flag" ? ["--upstream-ca-file", options.caFile] : []),
+      ...(trust === "flag" ? ["--upstream-ca-file", options.caFile] : []),
       ...(options.extraArgs ?? []),
     ],
     cwd: options.cwd,
     // BUN_CONFIG_MAX_HTTP_REQUESTS is deliberately NOT set here: the router must cope with
     // 1,000 streams on its own.
-    env: { PATH: process.env.PATH, HOME: options.cwd, ...((options.trust ?? "flag") === "env" && { NODE_EXTRA_CA_CERTS: options.caFile }), ...options.extraEnv },
+    env: { PATH: process.env.PATH, HOME: options.cwd, ...(trust === "env" && { NODE_EXTRA_CA_CERTS: options.caFile }), ...options.extraEnv },
     logFile: options.logFile,
     ready: /router listening on (\S+)/,
   });
