@@ -30,6 +30,7 @@ import { connectRedis } from "./state/redis/connection.ts";
 import { createRedisState } from "./state/redis/state.ts";
 import { createRedisBus } from "./state/redis/bus.ts";
 import { createRedisUsageBuffer } from "./state/redis/usage-buffer.ts";
+import { durabilityWarnings, readDurability } from "./state/redis/durability.ts";
 import type { Lifecycle } from "./health/routes.ts";
 import { createDependencyMonitor, type DependencyMonitor } from "./health/dependencies.ts";
 import { databasePath } from "./store/data-dir.ts";
@@ -143,6 +144,15 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     ...(redisConnection ? { redis: () => redisConnection.send("PING", []) } : {}),
   });
   await dependencies.probe();
+  if (redisConnection) {
+    // Usage rows wait in Redis: what it may lose or evict is charges, so the operator hears of it now.
+    void readDurability(redisConnection).then(
+      (durability) => {
+        for (const warning of durabilityWarnings(durability)) log.warn(warning);
+      },
+      (error: unknown) => log.debug("Redis's persistence settings could not be read", { error: causeMessage(error) }),
+    );
+  }
   if (redisBus) {
     // Events published elsewhere before this subscription exists are not heard: wait for
     // it a while, but start anyway (serving 503s) when Redis is away; it is retried.
@@ -159,7 +169,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     store,
     clock,
     log,
-    buffer: redisState && redisConnection ? createRedisUsageBuffer({ connection: redisConnection, state: redisState }) : undefined,
+    buffer: redisState && redisConnection ? createRedisUsageBuffer({ connection: redisConnection, state: redisState, log }) : undefined,
     backlogLimit: config.usageBacklogLimit,
     requestLog: config.requestLogDays !== 0,
   });

@@ -12,9 +12,11 @@ export interface UsageBuffer {
   /**
    * Claims rows for this process to write (at most `max` new ones). `retried` rows come
    * from a claim that was not finished (this process's write failed, or its writer died)
-   * and may already be in the database. `waiting` is what is left in the buffer after.
+   * and may already be in the database. `copy` rows were sent again after the buffer may
+   * have lost them (they may be in the database, or earlier in the buffer): their charge
+   * counts only when the copy itself is written. `waiting` is what is left in the buffer after.
    */
-  claim(max: number): Promise<{ rows: Array<NewUsageEventRow & { retried?: boolean }>; waiting: number }>;
+  claim(max: number): Promise<{ rows: Array<NewUsageEventRow & { retried?: boolean; copy?: boolean }>; waiting: number }>;
   /** The claimed rows are in the database: drops the claim and notes their charges (nano-credits per account) in one step. */
   done(charged: ReadonlyMap<number, number>): Promise<void>;
   /** Hands an unfinished claim back to the buffer for other processes (a clean stop). */

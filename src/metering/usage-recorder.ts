@@ -131,10 +131,10 @@ export function createUsageRecorder(deps: {
     if (charges.size > 0) for (const listener of setAsideListeners) listener(charges);
   };
   /** The batch's rows, their daily rollups, the charges and the keys' health figures (usage-writer.ts). */
-  const write = async (rows: NewUsageEventRow[], check = false): Promise<Map<number, number>> => {
+  const write = async (rows: NewUsageEventRow[], check = false, copies?: ReadonlySet<NewUsageEventRow>): Promise<Map<number, number>> => {
     const healthRows = health.take();
     try {
-      const { charged, setAside } = await writer.write(rows, healthRows, check);
+      const { charged, setAside } = await writer.write(rows, healthRows, check, copies);
       if (healthRows.length > 0) healthWrites++;
       announceSetAside(setAside);
       // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
@@ -194,11 +194,15 @@ export function createUsageRecorder(deps: {
       waiting = batch.waiting;
       if (batch.rows.length === 0) return "idle";
       const check = batch.rows.some((row) => row.retried);
-      const rows = batch.rows.map(({ retried: _retried, ...row }) => row);
+      const copies = new Set<NewUsageEventRow>();
+      const rows = batch.rows.map(({ retried: _retried, copy, ...row }) => {
+        if (copy) copies.add(row);
+        return row;
+      });
       claimed = rows.length;
       let charged: Map<number, number>;
       try {
-        charged = await write(rows, check);
+        charged = await write(rows, check, copies);
       } catch (error) {
         failed("usage rows could not be written; they wait in Redis and are retried shortly", { rows: rows.length, waiting, error: causeMessage(error) });
         return "failed";

@@ -37,21 +37,21 @@ export interface Written {
  * such a value).
  */
 export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logger }) {
-  const transaction = (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number) =>
+  /** Writes the rows in one transaction; resolves with the rows whose charge is no longer held (see `settled`). */
+  const transaction = (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>) =>
     deps.store.transaction(async (tx) => {
-      // Rows a dead writer may have committed: the ones stored already are charged once, then.
       let fresh = rows;
+      let released = rows;
       if (check) {
-        const stored = new Set((await tx.usage.alreadyStored(rows)).map(usageRowIdentity));
-        if (stored.size > 0) {
-          deps.log.info("usage rows already written by a writer that stopped are not written again", { rows: stored.size });
-          fresh = rows.filter((row) => !stored.has(usageRowIdentity(row)));
-        }
+        // Rows a dead writer may have committed, or that Redis lost track of: each is written once and charged once.
+        ({ fresh, released } = settled(rows, new Set((await tx.usage.alreadyStored(rows)).map(usageRowIdentity)), copies));
+        if (fresh.length < rows.length) deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
       }
       const rollups = dailyRollups(fresh);
       await tx.usage.append(fresh, rollups.values());
       for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
       if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
+      return released;
     });
 
   /**
@@ -63,14 +63,13 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
   let proven = false;
 
   /** The rows one at a time, then the health figures. */
-  const writeApart = async (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number): Promise<Written> => {
+  const writeApart = async (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>): Promise<Written> => {
     const written: NewUsageEventRow[] = [];
     const refused: Array<{ row: NewUsageEventRow; error: unknown }> = [];
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
       try {
-        await transaction([row], [], check, now);
-        written.push(row);
+        written.push(...(await transaction([row], [], check, now, copies)));
         proven = true;
       } catch (error) {
         if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), [...refused.map((r) => r.row), ...rows.slice(i)], error);
@@ -102,21 +101,44 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
 
   return {
     /**
-     * Writes `rows` (with `check`, skipping those a stopped writer stored already) and the
-     * health figures; resolves with what the written rows charged, whoever wrote them, and
-     * what the rows set aside would have.
+     * Writes `rows` (with `check`, skipping those stored already and repeats within the
+     * batch) and the health figures; resolves with what the rows charged, whoever wrote
+     * them (a `copies` row only when it was written itself), and what the rows set aside would have.
      * Throws the database's error when nothing was written, PartlyWritten when some was.
      */
-    async write(rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean): Promise<Written> {
+    async write(rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, copies?: ReadonlySet<NewUsageEventRow>): Promise<Written> {
       const now = deps.clock.now();
       try {
-        await transaction(rows, healthRows, check, now);
+        const released = await transaction(rows, healthRows, check, now, copies);
         if (rows.length > 0) proven = true;
-        return { charged: chargesOf(rows), setAside: new Map() };
+        return { charged: chargesOf(released), setAside: new Map() };
       } catch (error) {
         if (!deps.store.refusedRow(error)) throw error;
       }
-      return writeApart(rows, healthRows, check, now);
+      return writeApart(rows, healthRows, check, now, copies);
     },
   };
+}
+
+/**
+ * Which rows of a checked batch to write, and whose charge stops being held. A row
+ * stored already is not written again; its charge was made when it was settled and is
+ * in the ledger now, whoever wrote it, so it stops being held, unless the row is a copy
+ * (sent again after Redis may have lost it): the row it copies released that charge. A
+ * row repeated within the batch is one row: written and released once.
+ */
+export function settled(rows: readonly NewUsageEventRow[], stored: ReadonlySet<string>, copies?: ReadonlySet<NewUsageEventRow>) {
+  const fresh: NewUsageEventRow[] = [];
+  const released: NewUsageEventRow[] = [];
+  const seen = new Set<string>();
+  for (const row of rows) {
+    const identity = usageRowIdentity(row);
+    if (seen.has(identity)) continue;
+    seen.add(identity);
+    if (!stored.has(identity)) {
+      fresh.push(row);
+      released.push(row);
+    } else if (!copies?.has(row)) released.push(row);
+  }
+  return { fresh, released };
 }

@@ -244,6 +244,74 @@ if (!skipServices) {
     }, 40_000);
   });
 
+  describe("Redis restarted without its data", () => {
+    test("while rows wait in it for PostgreSQL, each instance queues its recent rows again: every call is stored once and charged once", async () => {
+      const account = await warmAccount();
+      await a.deps.usageRecorder.flush();
+      await b.deps.usageRecorder.flush();
+      await postgres.halt();
+      let served = 0;
+      try {
+        const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
+        for (const reply of replies) expect(reply.status).toBe(200);
+        served = replies.length;
+        await waitFor(async () => (await waitingInRedis()) >= served, 5000, "the rows to wait in Redis");
+        // A restart without persistence: what Redis held (rows, claims, counters) is gone.
+        redisClient.close();
+        await redis.stop();
+        await redis.start();
+        redisClient = new RedisClient(redis.url);
+        // The instances notice the new connection and queue their rows of the last seconds again.
+        await waitFor(async () => (await waitingInRedis()) >= served, 5000, "the rows to be queued again");
+      } finally {
+        await postgres.resume();
+      }
+      for (const router of [a, b]) await waitFor(() => databaseReady(router), 10_000, "/readyz to be ready again");
+      await waitFor(
+        async () => {
+          await a.deps.usageRecorder.flush();
+          await b.deps.usageRecorder.flush();
+          return (await waitingInRedis()) === 0;
+        },
+        10_000,
+        "the queue to drain",
+      );
+      const rows = await rowsOf(account.id);
+      expect(rows).toHaveLength(account.warmUps + served);
+      expect(new Set(rows.map((row) => row.requestId)).size).toBe(rows.length);
+      expect(await a.deps.store.credit.balance(account.id, Date.now())).toBe(GRANTED * 1e9 - (account.warmUps + served) * CALL_COST);
+      expect([...a.logs, ...b.logs].join("\n")).toContain("the connection to Redis was made again");
+      // The test's Redis keeps nothing on disk: each instance said so when it started.
+      for (const router of [a, b]) expect(router.logs.join("\n")).toMatch(/level=warn msg="Redis does not log writes to disk \(appendonly no\): a restart loses everything it holds/);
+    }, 40_000);
+
+    test("rows already written that a rolled-back Redis queues again are not written twice", async () => {
+      const account = await warmAccount();
+      await a.deps.usageRecorder.flush();
+      await b.deps.usageRecorder.flush();
+      const stored = await rowsOf(account.id);
+      const ledger = await a.deps.store.credit.balance(account.id, Date.now());
+      // A failover to a replica that received the rows but not their claims: the rows are
+      // queued again, unflagged, as the instances' connections break (one transaction, so
+      // no instance claims them on the old connection).
+      await redisClient.send("MULTI", []);
+      for (const { id: _id, ...row } of stored) await redisClient.send("RPUSH", ["router:usage:queue", JSON.stringify(row)]);
+      await redisClient.send("CLIENT", ["KILL", "SKIPME", "yes", "TYPE", "normal"]);
+      await redisClient.send("EXEC", []);
+      await waitFor(
+        async () => {
+          await a.deps.usageRecorder.flush().catch(() => {});
+          await b.deps.usageRecorder.flush().catch(() => {});
+          return (await waitingInRedis()) === 0;
+        },
+        10_000,
+        "the queue to drain",
+      );
+      expect(await rowsOf(account.id)).toHaveLength(stored.length);
+      expect(await a.deps.store.credit.balance(account.id, Date.now())).toBe(ledger);
+    }, 20_000);
+  });
+
   describe("graceful stop", () => {
     test("with --redis, /readyz answers 503 to a new connection during the drain pause, then the socket closes", async () => {
       const e = await startRouter({ dataDir, config, pricing: false });

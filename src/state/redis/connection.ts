@@ -15,6 +15,12 @@ export interface RedisConnection {
   send(command: string, args: readonly string[]): Promise<unknown>;
   /** Runs a Lua script by its digest, loading it when Redis does not hold it (a restart flushes scripts). */
   run(script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /**
+   * How many times the connection was established. A change means it was lost and made
+   * again: Redis may have restarted or failed over meanwhile, and lost or rolled back
+   * what it last acknowledged.
+   */
+  connects(): number;
   /** A client of its own (pub/sub needs one); connected, never shared. */
   dedicated(): Promise<RedisClient>;
   close(): void;
@@ -71,6 +77,7 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
   const clientOptions = { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: options.connectTimeoutMs ?? 2000 };
   let current: Entry | undefined;
   let closed = false;
+  let connects = 0;
   const commandTimeoutMs = options.commandTimeoutMs ?? 5000;
 
   /**
@@ -115,6 +122,7 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
     entry.ready.then(
       () => {
         entry.connected = true;
+        connects++;
       },
       () => {
         entry.closed = true;
@@ -151,6 +159,7 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
 
   return {
     send,
+    connects: () => connects,
     async run(script, keys, args) {
       const entry = live() ?? (await client());
       const rest = [String(keys.length), ...keys, ...args];

@@ -1,9 +1,21 @@
 import type { UsageBuffer } from "../../metering/usage-buffer.ts";
+import type { Logger } from "../../core/log.ts";
 import type { NewUsageEventRow } from "../../store/store.ts";
 import type { RedisConnection } from "./connection.ts";
 import { USAGE_CLAIM, USAGE_RELEASE } from "./lua-usage.ts";
 import type { RedisState } from "./state.ts";
 import { DEFAULT_PREFIX } from "./state.ts";
+import { createSentRows } from "./sent-rows.ts";
+
+/**
+ * Rows this process sent in this long before the connection to Redis was lost are sent
+ * again once it is made again, to be checked against the database: what a failover to a
+ * replica that had not received them, or a crash with `appendfsync everysec`, can lose.
+ */
+export const RESEND_WINDOW_MS = 10_000;
+
+/** Rows per RPUSH when sending again. */
+const RESEND_CHUNK = 1000;
 
 /**
  * The usage buffer on Redis: `usage:queue` (a list of JSON rows, oldest first), one
@@ -11,25 +23,71 @@ import { DEFAULT_PREFIX } from "./state.ts";
  * those owners. A claim outlives its writer: when the writer's lease (the State's) has
  * expired, the next claim by any process takes it over and writes it, after checking
  * which of its rows the database already holds.
+ *
+ * A Redis that restarts without its data or fails over to a replica that lagged behind
+ * can lose rows it acknowledged, or roll back claims so that rows already written are
+ * queued again. So once the connection is made again, this process sends again the rows
+ * Redis acknowledged in the last RESEND_WINDOW_MS before the connection was lost
+ * (flagged `S`), and checks the rows it claims
+ * against the database until one of its claims leaves the queue empty: a row is then
+ * written once, and charged once, whichever way Redis lost track of it.
  */
-export function createRedisUsageBuffer(options: { connection: RedisConnection; state: RedisState; prefix?: string }): UsageBuffer {
+export function createRedisUsageBuffer(options: { connection: RedisConnection; state: RedisState; prefix?: string; log?: Logger; resendWindowMs?: number }): UsageBuffer {
   const { connection: redis, state } = options;
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const keys = { queue: `${prefix}usage:queue`, claims: `${prefix}usage:claims`, claimPrefix: `${prefix}usage:claim:` };
   const run = (script: typeof USAGE_CLAIM, payload: unknown) => redis.run(script, [], [`${prefix}lease:`, state.owner, String(state.leaseMs), JSON.stringify(payload)]);
+  const sent = createSentRows(options.resendWindowMs ?? RESEND_WINDOW_MS);
+
+  /** The connection count this process last reconciled with (0: never connected). */
+  let seenConnects = 0;
+  /** Claims are checked against the database until one leaves the queue empty. */
+  let checking = false;
+  let reconciling: Promise<void> | undefined;
+  const reconcile = async () => {
+    const connects = redis.connects();
+    if (seenConnects === 0) {
+      seenConnects = connects;
+      return;
+    }
+    const again = sent.takeBefore(connects);
+    for (let start = 0; start < again.length; start += RESEND_CHUNK) {
+      await redis.send("RPUSH", [keys.queue, ...again.slice(start, start + RESEND_CHUNK).map((text) => `S${text}`)]);
+    }
+    seenConnects = connects;
+    checking = true;
+    options.log?.warn("the connection to Redis was made again: recent usage rows are queued again and claimed rows are checked against the database", {
+      rows: again.length,
+    });
+  };
+  /** Resolves once this process caught up with a new connection; undefined (no promise) when there is none. */
+  const reconciled = (): Promise<void> | undefined => {
+    if (redis.connects() === seenConnects && !reconciling) return undefined;
+    return (reconciling ??= reconcile().finally(() => (reconciling = undefined)));
+  };
 
   return {
     async append(row) {
-      await redis.send("RPUSH", [keys.queue, JSON.stringify(row)]);
+      const catchingUp = reconciled();
+      if (catchingUp) await catchingUp;
+      const text = JSON.stringify(row);
+      await redis.send("RPUSH", [keys.queue, text]);
+      sent.add(text, Date.now(), redis.connects());
     },
     async claim(max) {
+      const catchingUp = reconciled();
+      if (catchingUp) await catchingUp;
       const [kind, waiting, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
-      const retried = kind === "retry";
+      // A claim that itself made the connection again read a Redis this process has not caught up with yet.
+      const reconnected = redis.connects() !== seenConnects;
+      const retried = kind === "retry" || checking || reconnected;
+      if (checking && !reconnected && Number(waiting) === 0) checking = false;
       const rows = texts.map((text) => {
-        // A row handed back by a stopping process carries an 'R' before its JSON.
-        const flagged = text.startsWith("R");
-        const row = JSON.parse(flagged ? text.slice(1) : text) as NewUsageEventRow & { retried?: boolean };
-        if (retried || flagged) row.retried = true;
+        // A row handed back by a stopping process carries an 'R' before its JSON; one sent again after a reconnection, an 'S'.
+        const flag = text[0] === "R" || text[0] === "S" ? text[0] : undefined;
+        const row = JSON.parse(flag ? text.slice(1) : text) as NewUsageEventRow & { retried?: boolean; copy?: boolean };
+        if (retried || flag) row.retried = true;
+        if (flag === "S") row.copy = true;
         return row;
       });
       return { rows, waiting: Number(waiting) };

@@ -1,0 +1,55 @@
+/** More rows than this are not kept, whatever their age: memory stays bounded under any rate. */
+const MAX_KEPT = 200_000;
+
+/**
+ * The usage rows this process sent to Redis lately, as the JSON it sent, each with the
+ * connection that acknowledged it (`RedisConnection.connects()` after the reply), oldest
+ * first. The rows of the current connection are kept for `windowMs`; those of a
+ * connection that was lost are kept until `takeBefore` hands them out, however long
+ * Redis took to come back, and then only their last `windowMs` (what Redis acknowledged
+ * just before it went away is what it may have lost).
+ */
+export function createSentRows(windowMs: number) {
+  let texts: string[] = [];
+  let times: number[] = [];
+  let connections: number[] = [];
+  /** Index of the oldest row kept. */
+  let head = 0;
+
+  const compact = () => {
+    // The dropped front is cut off once it is most of the arrays.
+    if (head > 1024 && head * 2 > times.length) {
+      texts = texts.slice(head);
+      times = times.slice(head);
+      connections = connections.slice(head);
+      head = 0;
+    }
+  };
+
+  return {
+    add(text: string, now: number, connection: number): void {
+      texts.push(text);
+      times.push(now);
+      connections.push(connection);
+      const horizon = now - windowMs;
+      while (head < times.length && ((connections[head] === connection && times[head]! < horizon) || times.length - head > MAX_KEPT)) head++;
+      compact();
+    },
+    /** Removes and returns the rows acknowledged by connections before `connection`, the last `windowMs` of them, oldest first. */
+    takeBefore(connection: number): string[] {
+      let end = head;
+      while (end < times.length && connections[end]! < connection) end++;
+      if (end === head) return [];
+      const horizon = times[end - 1]! - windowMs;
+      let start = head;
+      while (start < end && times[start]! < horizon) start++;
+      const taken = texts.slice(start, end);
+      head = end;
+      compact();
+      return taken;
+    },
+    get size(): number {
+      return times.length - head;
+    },
+  };
+}

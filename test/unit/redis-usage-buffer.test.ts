@@ -1,0 +1,158 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { RedisClient } from "bun";
+import { settled } from "../../src/metering/usage-writer.ts";
+import { connectRedis } from "../../src/state/redis/connection.ts";
+import { durabilityWarnings, readDurability } from "../../src/state/redis/durability.ts";
+import { createSentRows } from "../../src/state/redis/sent-rows.ts";
+import { createRedisUsageBuffer } from "../../src/state/redis/usage-buffer.ts";
+import { usageRowIdentity, type NewUsageEventRow } from "../../src/store/store.ts";
+import { servicesSkipped } from "../helpers/redis-server.ts";
+import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
+
+const row = (requestId: string, createdAt = 1_000): NewUsageEventRow => ({
+  requestId,
+  accountId: 7,
+  day: "2026-11-27",
+  createdAt,
+  endpoint: "/v1/chat/completions",
+  status: 200,
+  source: "upstream",
+  latencyMs: 5,
+  costNanos: 100,
+});
+
+describe("a checked batch: rows written once, charges released once", () => {
+  test("stored rows are not written; their charge is released unless the row is a copy; a row repeated in the batch counts once", () => {
+    const [a, b, c, aCopy, cCopy, d] = [row("a"), row("b"), row("c"), row("a"), row("c"), row("d")];
+    const stored = new Set([usageRowIdentity(a), usageRowIdentity(b)]);
+    const copies = new Set([aCopy, cCopy]);
+    const { fresh, released } = settled([a, b, c, aCopy, cCopy, d], stored, copies);
+    expect(fresh).toEqual([c, d]);
+    // a and b were written before (their charge is in the ledger now); c's copy repeats c.
+    expect(released).toEqual([a, b, c, d]);
+    // A copy alone, stored already: the row it copies released its charge.
+    expect(settled([aCopy], stored, copies)).toEqual({ fresh: [], released: [] });
+    // A copy alone, not stored (Redis lost the row it copies): written and released.
+    expect(settled([cCopy], stored, copies)).toEqual({ fresh: [cCopy], released: [cCopy] });
+    // A realtime session's responses share a request id: distinct rows by their time.
+    expect(settled([row("s", 1), row("s", 2)], new Set(), undefined).fresh).toHaveLength(2);
+  });
+});
+
+describe("rows sent lately", () => {
+  test("a live connection's rows are kept for the window; a lost connection's until taken, then its last window of them", () => {
+    const sent = createSentRows(10_000);
+    for (let i = 0; i < 3000; i++) sent.add(`r${i}`, i * 10, 1);
+    // At 29,990 ms the window holds rows sent from 19,990 ms: r1999 to r2999.
+    expect(sent.size).toBe(1001);
+    // Connection 1 is lost; Redis comes back a minute later on connection 2.
+    sent.add("late", 90_000, 2);
+    expect(sent.size).toBe(1002);
+    const taken = sent.takeBefore(2);
+    expect(taken).toHaveLength(1001);
+    expect(taken[0]).toBe("r1999");
+    expect(taken.at(-1)).toBe("r2999");
+    expect(sent.takeBefore(2)).toEqual([]);
+    expect(sent.takeBefore(3)).toEqual(["late"]);
+    expect(sent.size).toBe(0);
+  });
+});
+
+describe("what Redis says of how it keeps data", () => {
+  test("no persistence, no eviction limit, eviction that can drop rows: each named with what to set", () => {
+    expect(durabilityWarnings({ maxMemory: 0, evictionPolicy: "noeviction", appendOnly: true, snapshots: true })).toEqual([]);
+    expect(durabilityWarnings({ maxMemory: 0, evictionPolicy: "allkeys-lru", appendOnly: true })).toEqual([]);
+    const [evicting] = durabilityWarnings({ maxMemory: 1e8, evictionPolicy: "allkeys-lru", appendOnly: true });
+    expect(evicting).toContain("maxmemory-policy allkeys-lru");
+    expect(evicting).toContain("usage rows");
+    expect(evicting).toContain("set maxmemory-policy noeviction");
+    expect(durabilityWarnings({ maxMemory: 1e8, evictionPolicy: "volatile-lru", appendOnly: true })[0]).toContain("rate windows");
+    const [noAof] = durabilityWarnings({ maxMemory: 0, evictionPolicy: "noeviction", appendOnly: false, snapshots: false });
+    expect(noAof).toContain("appendonly no");
+    expect(noAof).toContain("everything it holds");
+    expect(noAof).toContain("set appendonly yes");
+    expect(durabilityWarnings({ appendOnly: false, snapshots: undefined })[0]).toContain("since its last snapshot");
+  });
+});
+
+if (!servicesSkipped) {
+  const redis = redisStates();
+  afterAll(redis.close);
+  const loaders = { seed: () => 0, balance: () => ({ balance: 1000, staleAt: Infinity }) };
+
+  describe("the usage buffer on Redis, when Redis loses or rolls back what it acknowledged", () => {
+    test("the test server's settings are read as they are: no AOF, no save points; a memory limit with allkeys eviction is named", async () => {
+      const server = await redis.server();
+      const connection = connectRedis(server.url);
+      try {
+        const durability = await readDurability(connection);
+        expect(durability).toMatchObject({ appendOnly: false, snapshots: false, evictionPolicy: "noeviction", maxMemory: 0 });
+        await connection.send("CONFIG", ["SET", "maxmemory", "100mb"]);
+        await connection.send("CONFIG", ["SET", "maxmemory-policy", "allkeys-lru"]);
+        expect(durabilityWarnings(await readDurability(connection)).join("\n")).toContain("maxmemory-policy allkeys-lru");
+      } finally {
+        await connection.send("CONFIG", ["SET", "maxmemory", "0"]).catch(() => {});
+        await connection.send("CONFIG", ["SET", "maxmemory-policy", "noeviction"]).catch(() => {});
+        connection.close();
+      }
+    });
+
+    test("after Redis restarts empty, the rows sent lately are queued again as copies, and claims are checked until the queue is empty", async () => {
+      const server = await redis.server();
+      const prefix = freshPrefix();
+      const connection = connectRedis(server.url);
+      const state = await redis.state(loaders, () => Date.now(), { prefix });
+      const buffer = createRedisUsageBuffer({ connection, state, prefix });
+      try {
+        for (const id of ["a", "b", "c"]) await buffer.append(row(id));
+        await server.stop();
+        await server.start();
+        // The first row after the restart reaches the new Redis (and is not sent again); the three before are gone from it.
+        await buffer.append(row("d"));
+        const { rows, waiting } = await buffer.claim(100);
+        expect(waiting).toBe(0);
+        expect(rows.map((r) => [r.requestId, r.retried === true, r.copy === true])).toEqual([
+          ["d", true, false],
+          ["a", true, true],
+          ["b", true, true],
+          ["c", true, true],
+        ]);
+        await buffer.done(new Map());
+        // The queue was left empty: later claims are not checked.
+        await buffer.append(row("e"));
+        expect((await buffer.claim(100)).rows.map((r) => [r.requestId, r.retried === true])).toEqual([["e", false]]);
+      } finally {
+        connection.close();
+      }
+    });
+
+    test("after the connection is made again, rows already written that reappear in the queue (a rolled-back claim) come back checked", async () => {
+      const server = await redis.server();
+      const prefix = freshPrefix();
+      const connection = connectRedis(server.url);
+      const state = await redis.state(loaders, () => Date.now(), { prefix });
+      const buffer = createRedisUsageBuffer({ connection, state, prefix });
+      const admin = new RedisClient(server.url);
+      try {
+        await buffer.append(row("a"));
+        const first = await buffer.claim(100);
+        expect(first.rows.map((r) => r.retried === true)).toEqual([false]);
+        await buffer.done(new Map());
+        // A failover to a replica that had the row but not its claim: it is queued again.
+        await admin.send("RPUSH", [`${prefix}usage:queue`, JSON.stringify(row("a"))]);
+        await admin.send("CLIENT", ["KILL", "SKIPME", "yes", "TYPE", "normal"]);
+        await buffer.append(row("b")).catch(() => buffer.append(row("b")));
+        // The rolled-back row, the row sent on the new connection, then the copy of the row the lost one acknowledged: all checked.
+        const again = await buffer.claim(100);
+        expect(again.rows.map((r) => [r.requestId, r.retried === true, r.copy === true])).toEqual([
+          ["a", true, false],
+          ["b", true, false],
+          ["a", true, true],
+        ]);
+      } finally {
+        admin.close();
+        connection.close();
+      }
+    });
+  });
+}
