@@ -31,6 +31,7 @@ import { createRedisState } from "./state/redis/state.ts";
 import { createRedisBus } from "./state/redis/bus.ts";
 import { createRedisUsageBuffer } from "./state/redis/usage-buffer.ts";
 import { durabilityWarnings, readDurability } from "./state/redis/durability.ts";
+import { openUsageSpool, USAGE_SPOOL_FILE } from "./metering/usage-spool.ts";
 import type { Lifecycle } from "./health/routes.ts";
 import { createDependencyMonitor, type DependencyMonitor } from "./health/dependencies.ts";
 import { databasePath } from "./store/data-dir.ts";
@@ -172,6 +173,8 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     buffer: redisState && redisConnection ? createRedisUsageBuffer({ connection: redisConnection, state: redisState, log }) : undefined,
     backlogLimit: config.usageBacklogLimit,
     requestLog: config.requestLogDays !== 0,
+    // On PostgreSQL without Redis, rows the database does not take wait on disk, not only in memory.
+    spool: config.database !== undefined ? openUsageSpool(join(config.dataDir, USAGE_SPOOL_FILE), log, !redisConnection) : undefined,
   });
   const metrics = createRouterMetrics();
   // Single-tenant owners run their own network; BYOK tenants may not reach it unless allowed.

@@ -1,4 +1,5 @@
 import type { NewUsageEventRow, RollupRow } from "../store/store.ts";
+import type { UsageEvent } from "./usage-recorder.ts";
 
 /* What a batch of usage rows adds up to: the rollups bills read and the credit it charges. */
 
@@ -35,4 +36,30 @@ export function dailyRollups(rows: readonly NewUsageEventRow[]): Map<string, Rol
     sum.costNanos += row.costNanos ?? 0;
   }
   return rollups;
+}
+
+/** A settled call's usage row, on its business `day`. */
+export function usageRow(event: UsageEvent, day: string): NewUsageEventRow {
+  return {
+    requestId: event.requestId,
+    accountId: event.accountId,
+    day,
+    createdAt: event.at,
+    endpoint: event.endpoint,
+    requestedModel: event.requestedModel,
+    effectiveModel: event.effectiveModel,
+    level: event.level,
+    keyId: event.keyId,
+    status: event.status,
+    stream: event.stream,
+    promptTokens: event.usage.prompt,
+    completionTokens: event.usage.completion,
+    cacheReadTokens: event.usage.cacheRead,
+    cacheWriteTokens: event.usage.cacheWrite,
+    reasoningTokens: event.usage.reasoning,
+    source: event.source,
+    latencyMs: Math.round(event.latencyMs),
+    costNanos: event.costNanos ?? 0,
+    extra: event.extra ? JSON.stringify(event.extra) : null,
+  };
 }

@@ -10,6 +10,8 @@ import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
 import { createUsageWriter, PartlyWritten } from "./usage-writer.ts";
 import type { UsageBuffer } from "./usage-buffer.ts";
+import type { UsageSpool } from "./usage-spool.ts";
+import { usageRow } from "./usage-batch.ts";
 
 /** What the gateway reports when a model call ends. */
 export interface UsageEvent {
@@ -75,6 +77,8 @@ export const DEFAULT_BACKLOG_LIMIT = 100_000;
 
 /** Short ticks keep each batch small, so one write never holds the event loop for long. */
 const FLUSH_INTERVAL_MS = 50;
+/** A write unanswered this long: its rows and those waiting behind it are kept on disk meanwhile. */
+const SLOW_WRITE_MS = 1000;
 const MAX_PENDING = 500;
 /** Rows per transaction when a tick writes: about 0.15 ms of work each. */
 const SLICE_ROWS = 64;
@@ -103,11 +107,16 @@ export function createUsageRecorder(deps: {
   backlogLimit?: number;
   /** False when the operator turned the request log off (`--request-log-days 0`): calls leave no request-log row. */
   requestLog?: boolean;
+  /** Where rows the database did not take are kept on disk (one instance on PostgreSQL without Redis). */
+  spool?: UsageSpool;
 }): UsageRecorder {
   const logging = deps.requestLog ?? true;
   const buffer = deps.buffer;
   const backlogLimit = deps.backlogLimit ?? DEFAULT_BACKLOG_LIMIT;
-  let pending: NewUsageEventRow[] = [];
+  const spool = deps.spool;
+  let pending: NewUsageEventRow[] = spool?.recovered() ?? [];
+  /** Rows a previous run left in the spool: they may be in the database already, so their batches are checked. */
+  const recovered = new Set(pending);
   /** Request-log rows, in this process only (never in the durable buffer: bills do not depend on them), appended in batches of their own. */
   const logQueue = createRequestLogQueue({
     append: (rows) => deps.store.requests.append(rows),
@@ -146,6 +155,14 @@ export function createUsageRecorder(deps: {
     }
   };
 
+  /** The write under way: a database that stops answering without failing it must not leave its rows only in memory. */
+  let writingNow: { rows: readonly NewUsageEventRow[]; since: number } | undefined;
+  /** Rows that are in the database now (or set aside): the spool lets go of them. */
+  const doneWith = (rows: readonly NewUsageEventRow[]) => {
+    if (recovered.size > 0) for (const row of rows) recovered.delete(row);
+    spool?.written(rows);
+  };
+
   /** Failed writes: logged once per outage, not on every tick. */
   const { failed, succeeded } = outage(deps.log, "error", "usage rows are written again");
 
@@ -158,15 +175,26 @@ export function createUsageRecorder(deps: {
   const writeRows = (rows: NewUsageEventRow[]): Promise<boolean> => {
     const done = writing.then(async () => {
       let charged: Map<number, number>;
+      writingNow = { rows, since: Date.now() };
+      // A recovered row is checked, and counts as a copy: if it is stored already, its charge was released by the run that wrote it.
+      const copies = recovered.size > 0 ? new Set(rows.filter((row) => recovered.has(row))) : undefined;
       try {
-        charged = await write(rows);
+        charged = await write(rows, copies !== undefined && copies.size > 0, copies);
       } catch (error) {
         failed("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: causeMessage(error) });
         // Rows written one at a time before the database went away are written; the others wait.
-        if (error instanceof PartlyWritten) for (const listener of listeners) listener(error.charged);
+        if (error instanceof PartlyWritten) {
+          for (const listener of listeners) listener(error.charged);
+          const waiting = new Set(error.remaining);
+          doneWith(rows.filter((row) => !waiting.has(row)));
+        }
         pending = (error instanceof PartlyWritten ? error.remaining : rows).concat(pending);
+        writingNow = undefined;
+        spool?.keep(pending);
         return false;
       }
+      writingNow = undefined;
+      doneWith(rows);
       succeeded();
       for (const listener of listeners) listener(charged);
       return true;
@@ -291,6 +319,10 @@ export function createUsageRecorder(deps: {
   };
   const tick = () => {
     logQueue.appendIfDue();
+    if (spool && writingNow && Date.now() - writingNow.since > SLOW_WRITE_MS) {
+      spool.keep(writingNow.rows);
+      spool.keep(pending);
+    }
     if (!slicing && (pending.length > 0 || health.size > 0)) {
       slicing = true;
       tickRows = pending.length;
@@ -304,28 +336,7 @@ export function createUsageRecorder(deps: {
   const backlog = () => pending.length + appending.size + waiting + claimed;
   return {
     record(event) {
-      const row: NewUsageEventRow = {
-        requestId: event.requestId,
-        accountId: event.accountId,
-        day: deps.clock.businessDate(event.at),
-        createdAt: event.at,
-        endpoint: event.endpoint,
-        requestedModel: event.requestedModel,
-        effectiveModel: event.effectiveModel,
-        level: event.level,
-        keyId: event.keyId,
-        status: event.status,
-        stream: event.stream,
-        promptTokens: event.usage.prompt,
-        completionTokens: event.usage.completion,
-        cacheReadTokens: event.usage.cacheRead,
-        cacheWriteTokens: event.usage.cacheWrite,
-        reasoningTokens: event.usage.reasoning,
-        source: event.source,
-        latencyMs: Math.round(event.latencyMs),
-        costNanos: event.costNanos ?? 0,
-        extra: event.extra ? JSON.stringify(event.extra) : null,
-      };
+      const row = usageRow(event, deps.clock.businessDate(event.at));
       // The log gives way before bills do: past the backlog bound, a call's log row is dropped.
       if (event.logged && logging) {
         const logged = event.logged;
@@ -363,6 +374,9 @@ export function createUsageRecorder(deps: {
       await flush();
       // What this process could not write goes back to the buffer for the others, at once.
       if (buffer && claimed > 0) await buffer.release().catch((error: unknown) => deps.log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: causeMessage(error) }));
+      // Rows the database still refuses stay in the spool for the next start.
+      if (spool && pending.length > 0) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", { rows: pending.length });
+      spool?.close();
     },
     onSetAside(listener) {
       setAsideListeners.push(listener);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RedisClient } from "bun";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, type Reply } from "../helpers/owner-ops.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
@@ -310,6 +311,47 @@ if (!skipServices) {
       expect(await rowsOf(account.id)).toHaveLength(stored.length);
       expect(await a.deps.store.credit.balance(account.id, Date.now())).toBe(ledger);
     }, 20_000);
+  });
+
+  describe("one instance on PostgreSQL without Redis", () => {
+    test("killed while PostgreSQL is away, it loses no charge: the rows it kept on disk are written once at its next start", async () => {
+      const soloDir = tempDir("router-solo-");
+      const soloConfig = { database: postgres.url(await postgres.createDatabase()) };
+      const solo = await startRouter({ dataDir: soloDir, config: soloConfig, pricing: false });
+      expect((await api(solo, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
+      expect((await api(solo, "/x-keys", { body: { Provider: `${upstream.url}/v1`, SecretKey: "sk-solo-0123456789abcdef", Level: 1, Status: true } })).status).toBe(201);
+      const account = await createAccount(solo, { CreditGranted: GRANTED });
+      await waitFor(async () => (await chat(solo, account.key)).status === 200, 5000, "the account to be served");
+      await solo.deps.usageRecorder.flush();
+      const spool = join(soloDir, "usage-spool.jsonl");
+      expect(readFileSync(spool, "utf8")).toBe("");
+      await postgres.halt();
+      let served = 0;
+      try {
+        for (let i = 0; i < 5; i++) {
+          expect((await chat(solo, account.key)).status).toBe(200);
+          served++;
+        }
+        await waitFor(async () => readFileSync(spool, "utf8").split("\n").filter(Boolean).length >= served, 5000, "the rows to be kept on disk");
+        // Killed: no flush, nothing handed anywhere.
+        solo.deps.usageRecorder.halt();
+        solo.server.server.stop(true);
+        solo.deps.dependencies.stop();
+        void Promise.resolve(solo.deps.store.close()).catch(() => {});
+      } finally {
+        await postgres.resume();
+      }
+      const restarted = await startRouter({ dataDir: soloDir, config: soloConfig, pricing: false });
+      extra.push(restarted);
+      await restarted.deps.usageRecorder.flush();
+      const rows = (await restarted.deps.store.usage.events(0, 100_000)).filter((row) => row.accountId === account.id);
+      expect(rows).toHaveLength(1 + served);
+      expect(new Set(rows.map((row) => row.requestId)).size).toBe(rows.length);
+      expect(await restarted.deps.store.credit.balance(account.id, Date.now())).toBe(GRANTED * 1e9 - (1 + served) * CALL_COST);
+      expect(readFileSync(spool, "utf8")).toBe("");
+      expect(restarted.logs.join("\n")).toContain("usage rows a previous run could not write are written now");
+      rmSync(soloDir, { recursive: true, force: true });
+    }, 40_000);
   });
 
   describe("graceful stop", () => {
