@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 
 let router: TestRouter;
 
@@ -88,8 +88,8 @@ describe("request ids and logs", () => {
   test("one log line per request with method, path, status, duration, account and request id", async () => {
     const res = await router.fetch("/dashboard/info?x=1");
     const id = res.headers.get("x-request-id")!;
-    const line = router.logs.find((l) => l.includes(`req=${id}`));
-    expect(line).toBeDefined();
+    // The line is formatted right after the answer is handed over, which the client may see first.
+    const line = await waitFor(() => router.logs.find((l) => l.includes(`req=${id}`)), 2000, "the request's log line");
     expect(line).toMatch(/msg=request method=GET path=\/dashboard\/info status=200 ms=[\d.]+ account=1 req=/);
   });
 
