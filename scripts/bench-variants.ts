@@ -1,0 +1,119 @@
+/**
+ * `bun scripts/bench-variants.ts VARIANTS.json`: several variants of the router (built
+ * binaries, environment switches, flags) side by side in one process tree, against one
+ * mock upstream, measured in alternating wrk rounds (c=32, non-streaming, or streaming
+ * with --stream), so a machine that slows down for a while slows every variant alike.
+ * Per variant it prints the medians and ranges of calls/s, the router's CPU per call,
+ * and its serving thread's CPU per call (the JavaScript thread, without the fetch
+ * client's, the upkeep thread's or the collector's helpers): where a change on the
+ * request path shows first. bench-ab compares two commits through the whole benchmark
+ * phase; this compares any number of variants of one phase at once, such as ablations
+ * by environment switch in a throwaway build.
+ *
+ *   [{"name": "head", "bin": "/tmp/router-head"},
+ *    {"name": "no-log", "bin": "/tmp/router-head", "args": ["--request-log-days", "0"]},
+ *    {"name": "switch", "bin": "/tmp/router-x", "env": {"SWITCH": "1"}}]
+ *
+ * Flags: --rounds N (default 8), --seconds S (a round, default 3), --stream.
+ * Routers trust the bench CA through NODE_EXTRA_CA_CERTS (no re-launch), so builds of
+ * any age compare alike.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { testCertificates } from "../test/helpers/tls.ts";
+import { headersFor, NONSTREAM_BODY, PATH, STREAM_BODY } from "./bench/phases.ts";
+import { cpuSeconds, startService, threadCpuSeconds, type Service } from "./bench/proc.ts";
+import { configureRouter, startRouter } from "./bench/router.ts";
+import { runWrk, wrkScript } from "./bench/wrk.ts";
+
+interface VariantSpec {
+  name: string;
+  bin: string;
+  env?: Record<string, string>;
+  args?: string[];
+}
+
+/** Threads that are not the serving thread (Bun's and JavaScriptCore's helpers). */
+const HELPER_THREAD = /HTTP Client|Worker|Heap|JIT|scavenger|WarmUp|Bun Pool|Sampling/i;
+
+function flag(name: string): string | undefined {
+  const at = process.argv.indexOf(name);
+  return at >= 0 ? process.argv[at + 1] : undefined;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+const summary = (values: number[], digits: number) =>
+  `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)})`;
+
+async function main() {
+  const file = process.argv[2];
+  if (!file || file.startsWith("--")) throw new Error("usage: bun scripts/bench-variants.ts VARIANTS.json [--rounds N] [--seconds S] [--stream]");
+  const specs = JSON.parse(readFileSync(file, "utf8")) as VariantSpec[];
+  const rounds = Number(flag("--rounds") ?? 8);
+  const seconds = Number(flag("--seconds") ?? 3);
+  const stream = process.argv.includes("--stream");
+  const work = mkdtempSync(join(tmpdir(), "bench-variants-"));
+  const certs = testCertificates();
+  const services: Service[] = [];
+  try {
+    const mock = await startService({
+      name: "mock",
+      cmd: [process.execPath, join(import.meta.dir, "bench", "mock-upstream.ts")],
+      cwd: work,
+      env: { PATH: process.env.PATH, MOCK_CERT: certs.certFile, MOCK_KEY: certs.keyFile },
+      logFile: join(work, "mock.log"),
+      ready: /mock listening on (\S+)/,
+    });
+    services.push(mock);
+    const variants = [];
+    for (const spec of specs) {
+      const router = await startRouter({
+        name: spec.name,
+        cmd: [spec.bin],
+        cwd: work,
+        dataDir: join(work, `data-${spec.name}`),
+        logFile: join(work, `${spec.name}.log`),
+        caFile: certs.caFile,
+        trust: "env",
+        extraArgs: spec.args ?? [],
+        extraEnv: spec.env ?? {},
+      });
+      services.push(router);
+      const key = await configureRouter(router, mock.url);
+      const headers = headersFor({ name: spec.name, url: router.url, key }, stream ? { "x-mock-chunks": "20" } : {});
+      const script = wrkScript(work, `variant-${spec.name}`, stream ? STREAM_BODY : NONSTREAM_BODY, headers);
+      // A warm-up round: JIT tiers, caches and connection pools.
+      await runWrk({ url: router.url + PATH, script, connections: 32, seconds: 2 });
+      variants.push({ spec, router, script, rps: [] as number[], cpu: [] as number[], serving: [] as number[] });
+    }
+    for (let round = 0; round < rounds; round++) {
+      // Alternating order: neither variant always runs right after the other.
+      for (const variant of round % 2 ? [...variants].reverse() : variants) {
+        const pid = variant.router.pid;
+        const [cpu0, threads0] = [cpuSeconds(pid), threadCpuSeconds(pid)];
+        const result = await runWrk({ url: variant.router.url + PATH, script: variant.script, connections: 32, seconds });
+        const [cpu1, threads1] = [cpuSeconds(pid), threadCpuSeconds(pid)];
+        let serving = 0;
+        for (const [name, total] of threads1) if (!HELPER_THREAD.test(name)) serving += total - (threads0.get(name) ?? 0);
+        variant.rps.push(result.rps);
+        variant.cpu.push(((cpu1 - cpu0) * 1e6) / result.requests);
+        variant.serving.push((serving * 1e6) / result.requests);
+        if (result.errors) console.log(`  ${variant.spec.name}: ${result.errors} errors in round ${round + 1}`);
+      }
+    }
+    console.log(`${stream ? "streaming" : "non-streaming"} c=32, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);
+    for (const v of variants) {
+      console.log(`  ${v.spec.name.padEnd(14)} calls/s ${summary(v.rps, 0)}  CPU per call ${summary(v.cpu, 1)} µs  serving thread ${summary(v.serving, 1)} µs`);
+    }
+  } finally {
+    for (const service of services.reverse()) await service.stop(2000).catch(() => {});
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+await main();
