@@ -375,7 +375,7 @@ export function createUsageRecorder(deps: {
       // What this process could not write goes back to the buffer for the others, at once.
       if (buffer && claimed > 0) await buffer.release().catch((error: unknown) => deps.log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: causeMessage(error) }));
       // Rows the database still refuses stay in the spool for the next start.
-      if (spool && pending.length > 0) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", { rows: pending.length });
+      if (spool?.keeping && pending.length > 0) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", { rows: pending.length });
       spool?.close();
     },
     onSetAside(listener) {

@@ -3,6 +3,9 @@ import { causeMessage } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { NewUsageEventRow } from "../store/store.ts";
 
+/** The spool's file in the data directory. */
+export const USAGE_SPOOL_FILE = "usage-spool.jsonl";
+
 /**
  * Usage rows the database did not take, kept on disk until it does: one instance on
  * PostgreSQL without Redis has nowhere else to keep them, and a crash or a stop while
@@ -12,9 +15,6 @@ import type { NewUsageEventRow } from "../store/store.ts";
  * A row may be in the database and still in the file (a crash between the commit and the
  * emptying): rows read back at start are checked against the database before they are written.
  */
-/** The spool's file in the data directory. */
-export const USAGE_SPOOL_FILE = "usage-spool.jsonl";
-
 export interface UsageSpool {
   /** The rows a previous run left in the file, oldest first (to be written, checked). */
   recovered(): NewUsageEventRow[];
@@ -22,6 +22,8 @@ export interface UsageSpool {
   keep(rows: readonly NewUsageEventRow[]): void;
   /** These rows are in the database (or set aside): once no kept row waits, the file is emptied. */
   written(rows: readonly NewUsageEventRow[]): void;
+  /** Whether `keep` writes (false: the spool only hands out what a previous run left). */
+  readonly keeping: boolean;
   close(): void;
 }
 
@@ -47,6 +49,7 @@ export function openUsageSpool(path: string, log: Logger, keeping = true): Usage
   if (recovered.length > 0) log.warn("usage rows a previous run could not write are written now, each once", { rows: recovered.length, file: path });
 
   return {
+    keeping,
     recovered: () => recovered.splice(0),
     keep(rows) {
       if (!keeping) return;
