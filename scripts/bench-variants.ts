@@ -23,7 +23,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testCertificates } from "../test/helpers/tls.ts";
 import { headersFor, NONSTREAM_BODY, PATH, STREAM_BODY } from "./bench/phases.ts";
-import { cpuSeconds, startService, threadCpuSeconds, type Service } from "./bench/proc.ts";
+import { startBenchMock } from "./bench/mock.ts";
+import { cpuSeconds, threadCpuSeconds, type Service } from "./bench/proc.ts";
 import { configureRouter, startRouter } from "./bench/router.ts";
 import { runWrk, wrkScript } from "./bench/wrk.ts";
 
@@ -61,14 +62,7 @@ async function main() {
   const certs = testCertificates();
   const services: Service[] = [];
   try {
-    const mock = await startService({
-      name: "mock",
-      cmd: [process.execPath, join(import.meta.dir, "bench", "mock-upstream.ts")],
-      cwd: work,
-      env: { PATH: process.env.PATH, MOCK_CERT: certs.certFile, MOCK_KEY: certs.keyFile },
-      logFile: join(work, "mock.log"),
-      ready: /mock listening on (\S+)/,
-    });
+    const mock = await startBenchMock(work, certs);
     services.push(mock);
     const variants = [];
     for (const spec of specs) {

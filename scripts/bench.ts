@@ -46,6 +46,7 @@ import {
   type Target,
 } from "./bench/phases.ts";
 import { machine, rssMb, runChecked, startService, type Service } from "./bench/proc.ts";
+import { startBenchMock } from "./bench/mock.ts";
 import { RAISED, renderMarkdown, renderTable, type BenchReport } from "./bench/report.ts";
 import { benchRouterEnv, configureRouter, startRouter } from "./bench/router.ts";
 import { scaleOutPhase } from "./bench/scaleout.ts";
@@ -98,14 +99,7 @@ async function main() {
 
   const services: Service[] = [];
   try {
-    const mock = await startService({
-      name: "mock",
-      cmd: [process.execPath, join(import.meta.dir, "bench", "mock-upstream.ts")],
-      cwd: work,
-      env: { PATH: process.env.PATH, MOCK_CERT: certs.certFile, MOCK_KEY: certs.keyFile },
-      logFile: join(work, "mock.log"),
-      ready: /mock listening on (\S+)/,
-    });
+    const mock = await startBenchMock(work, certs);
     services.push(mock);
     servicePids.push(mock.pid);
     const floorService = await startService({

@@ -9,6 +9,7 @@ import { createAccount, api } from "../helpers/owner-ops.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
+import { usageEvent } from "../helpers/usage-events.ts";
 
 // `router migrate-data` moves a single-machine deployment into PostgreSQL. The deployment
 // is built through the router's HTTP API (accounts with credit, provider keys, config,
@@ -268,22 +269,7 @@ describe.skipIf(skipServices)("router migrate-data", () => {
     const writer = (async () => {
       while (writing) {
         for (let i = 0; i < 20; i++) {
-          live.deps.usageRecorder.record({
-            requestId: `req-live-${++written}`,
-            accountId: 1,
-            endpoint: "/v1/chat/completions",
-            requestedModel: "m",
-            effectiveModel: "m",
-            level: 1,
-            keyId: undefined,
-            status: 200,
-            stream: false,
-            usage: { prompt: 1, completion: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
-            source: "upstream",
-            latencyMs: 1,
-            at: Date.now(),
-            costNanos: 0,
-          });
+          live.deps.usageRecorder.record({ ...usageEvent(0), requestId: `req-live-${++written}`, at: Date.now() });
         }
         await live.deps.usageRecorder.flush();
         await Bun.sleep(1);

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
-import { createUsageRecorder, type UsageEvent } from "../../src/metering/usage-recorder.ts";
+import { createUsageRecorder } from "../../src/metering/usage-recorder.ts";
+import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
-import type { Store } from "../../src/store/store.ts";
 
 /**
  * The recorder without a durable buffer (one instance, no Redis): rows the database
@@ -17,29 +17,7 @@ import type { Store } from "../../src/store/store.ts";
 const dir = mkdtempSync(join(tmpdir(), "router-recorder-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const event = (n: number): UsageEvent => ({
-  requestId: `req-${n}`,
-  accountId: 1,
-  endpoint: "/v1/chat/completions",
-  requestedModel: "m",
-  effectiveModel: "m",
-  level: 1,
-  keyId: undefined,
-  status: 200,
-  stream: false,
-  usage: { prompt: 1, completion: 1, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
-  source: "upstream",
-  latencyMs: 1,
-  at: Date.UTC(2026, 2, 10) + n,
-  costNanos: 0,
-});
-
-type Body = Parameters<Store["transaction"]>[0];
-/** The store with its transactions passed through `wrap`, which may refuse, delay or run them (`run`). */
-const withTransactions = (store: Store, wrap: (body: Body, run: (body: Body) => Promise<unknown>) => Promise<unknown>): Store =>
-  new Proxy(store, {
-    get: (target, name, receiver) => (name === "transaction" ? (body: Body) => wrap(body, (b) => target.transaction(b)) : Reflect.get(target, name, receiver)),
-  });
+const event = (n: number) => usageEvent(n);
 
 test("without a buffer, rows wait in memory while the database refuses them, up to the bound, and are written once after", async () => {
   const store = openSqliteStore(join(dir, "router.db"));

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { createClock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { usageRow } from "../../src/metering/usage-batch.ts";
-import { createUsageRecorder, type UsageEvent } from "../../src/metering/usage-recorder.ts";
+import { createUsageRecorder } from "../../src/metering/usage-recorder.ts";
+import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
 import { openUsageSpool } from "../../src/metering/usage-spool.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
 import type { Store } from "../../src/store/store.ts";
@@ -19,30 +20,9 @@ import type { Store } from "../../src/store/store.ts";
 const dir = mkdtempSync(join(tmpdir(), "router-spool-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const event = (n: number): UsageEvent => ({
-  requestId: `req-${n}`,
-  accountId: 1,
-  endpoint: "/v1/chat/completions",
-  requestedModel: "m",
-  effectiveModel: "m",
-  level: 1,
-  keyId: undefined,
-  status: 200,
-  stream: false,
-  usage: { prompt: 1, completion: 1, reasoning: 0, cacheRead: 0, cacheWrite: 0 },
-  source: "upstream",
-  latencyMs: 1,
-  at: Date.UTC(2026, 2, 10) + n,
-  costNanos: 1000 + n,
-});
-
-type Body = Parameters<Store["transaction"]>[0];
+const event = (n: number) => usageEvent(n, 1000 + n);
 /** The store refusing every transaction while `down()` says so. */
-const flakyStore = (store: Store, down: () => boolean): Store =>
-  new Proxy(store, {
-    get: (target, name, receiver) =>
-      name === "transaction" ? (body: Body) => (down() ? Promise.reject(new Error("database down")) : target.transaction(body)) : Reflect.get(target, name, receiver),
-  });
+const flakyStore = (store: Store, down: () => boolean): Store => withTransactions(store, (body, run) => (down() ? Promise.reject(new Error("database down")) : run(body)));
 
 const recorderOn = (store: Store, spoolFile: string, logs: string[]) => {
   const log = createLogger("info", (line) => logs.push(line));
@@ -151,9 +131,7 @@ test("a database that stops answering without failing the write: after a second 
   let release!: () => void;
   const stalled = new Promise<void>((resolve) => (release = resolve));
   // Every transaction waits until released, then fails: a connection that hangs, then drops.
-  const hanging = new Proxy(store, {
-    get: (target, name, receiver) => (name === "transaction" ? () => stalled.then(() => Promise.reject(new Error("connection lost"))) : Reflect.get(target, name, receiver)),
-  });
+  const hanging = withTransactions(store, () => stalled.then(() => Promise.reject(new Error("connection lost"))));
   const recorder = recorderOn(hanging, file, []);
   try {
     recorder.record(event(0));
