@@ -48,12 +48,16 @@ describe("rows sent lately", () => {
     // Connection 1 is lost; Redis comes back a minute later on connection 2.
     sent.add("late", 90_000, 2);
     expect(sent.size).toBe(1002);
-    const taken = sent.takeBefore(2);
-    expect(taken).toHaveLength(1001);
-    expect(taken[0]).toBe("r1999");
-    expect(taken.at(-1)).toBe("r2999");
-    expect(sent.takeBefore(2)).toEqual([]);
-    expect(sent.takeBefore(3)).toEqual(["late"]);
+    const again = sent.before(2);
+    expect(again).toHaveLength(1001);
+    expect(again[0]).toBe("r1999");
+    expect(again.at(-1)).toBe("r2999");
+    // Until forgotten (sent), they are handed out again.
+    expect(sent.before(2)).toHaveLength(1001);
+    sent.forget(2);
+    expect(sent.before(2)).toEqual([]);
+    expect(sent.before(3)).toEqual(["late"]);
+    sent.forget(3);
     expect(sent.size).toBe(0);
   });
 });

@@ -5,9 +5,9 @@ const MAX_KEPT = 200_000;
  * The usage rows this process sent to Redis lately, as the JSON it sent, each with the
  * connection that acknowledged it (`RedisConnection.connects()` after the reply), oldest
  * first. The rows of the current connection are kept for `windowMs`; those of a
- * connection that was lost are kept until `takeBefore` hands them out, however long
+ * connection that was lost are kept until `forget` drops them, however long
  * Redis took to come back, and then only their last `windowMs` (what Redis acknowledged
- * just before it went away is what it may have lost).
+ * just before it went away is what it may have lost) are sent again, then forgotten.
  */
 export function createSentRows(windowMs: number) {
   let texts: string[] = [];
@@ -26,6 +26,13 @@ export function createSentRows(windowMs: number) {
     }
   };
 
+  /** Index just past the rows acknowledged by connections before `connection` (connections only grow). */
+  const endBefore = (connection: number) => {
+    let end = head;
+    while (end < times.length && connections[end]! < connection) end++;
+    return end;
+  };
+
   return {
     add(text: string, now: number, connection: number): void {
       texts.push(text);
@@ -35,18 +42,19 @@ export function createSentRows(windowMs: number) {
       while (head < times.length && ((connections[head] === connection && times[head]! < horizon) || times.length - head > MAX_KEPT)) head++;
       compact();
     },
-    /** Removes and returns the rows acknowledged by connections before `connection`, the last `windowMs` of them, oldest first. */
-    takeBefore(connection: number): string[] {
-      let end = head;
-      while (end < times.length && connections[end]! < connection) end++;
+    /** The rows acknowledged by connections before `connection`: the last `windowMs` of them, oldest first. */
+    before(connection: number): string[] {
+      const end = endBefore(connection);
       if (end === head) return [];
       const horizon = times[end - 1]! - windowMs;
       let start = head;
       while (start < end && times[start]! < horizon) start++;
-      const taken = texts.slice(start, end);
-      head = end;
+      return texts.slice(start, end);
+    },
+    /** Drops the rows acknowledged by connections before `connection` (sent again). */
+    forget(connection: number): void {
+      head = endBefore(connection);
       compact();
-      return taken;
     },
     get size(): number {
       return times.length - head;

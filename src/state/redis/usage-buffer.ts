@@ -50,10 +50,12 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       seenConnects = connects;
       return;
     }
-    const again = sent.takeBefore(connects);
+    // Forgotten only once sent: a failure leaves them for the next attempt.
+    const again = sent.before(connects);
     for (let start = 0; start < again.length; start += RESEND_CHUNK) {
       await redis.send("RPUSH", [keys.queue, ...again.slice(start, start + RESEND_CHUNK).map((text) => `S${text}`)]);
     }
+    sent.forget(connects);
     seenConnects = connects;
     checking = true;
     options.log?.warn("the connection to Redis was made again: recent usage rows are queued again and claimed rows are checked against the database", {
