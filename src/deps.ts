@@ -230,6 +230,15 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       }),
   });
   registerStateGauges(metrics, tenants);
+  metrics.registry.gauge(
+    "router_usage_rows_waiting",
+    "Settled calls' usage rows not in the database yet, by where they wait (past the backlog bound, model calls are refused)",
+    ["where"],
+    () => [
+      { labels: { where: "all" }, value: usageRecorder.backlog() },
+      { labels: { where: "disk" }, value: usageRecorder.onDisk() },
+    ],
+  );
   metrics.registry.gauge("router_dependency_up", "1 while a service this instance depends on (database, redis) answers its probe", ["dependency"], () =>
     dependencies.gauges().map(({ dependency, up }) => ({ labels: { dependency }, value: up })),
   );

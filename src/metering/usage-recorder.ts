@@ -64,6 +64,8 @@ export interface UsageRecorder extends UsageSink {
   onSetAside(listener: (charges: ReadonlyMap<number, number>) => void): void;
   /** Rows settled and not yet in the database (in this process, and in the buffer as last seen). */
   backlog(): number;
+  /** Of those, the rows kept on disk while the database is away (the spool). */
+  onDisk(): number;
   /** Whether the backlog reached its bound: model calls are then refused (503 naming PostgreSQL). */
   full(): boolean;
   /** Stops the timer and writes nothing more, handing nothing back: what a killed process leaves (tests). */
@@ -385,6 +387,7 @@ export function createUsageRecorder(deps: {
       listeners.push(listener);
     },
     backlog,
+    onDisk: () => spool?.size ?? 0,
     full: () => backlog() >= backlogLimit,
     halt() {
       clearInterval(timer);

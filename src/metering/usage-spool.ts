@@ -24,6 +24,8 @@ export interface UsageSpool {
   written(rows: readonly NewUsageEventRow[]): void;
   /** Whether `keep` writes (false: the spool only hands out what a previous run left). */
   readonly keeping: boolean;
+  /** Rows in the file not written to the database yet. */
+  readonly size: number;
   close(): void;
 }
 
@@ -50,6 +52,9 @@ export function openUsageSpool(path: string, log: Logger, keeping = true): Usage
 
   return {
     keeping,
+    get size() {
+      return kept.size;
+    },
     recovered: () => recovered.splice(0),
     keep(rows) {
       if (!keeping) return;

@@ -333,6 +333,10 @@ if (!skipServices) {
           served++;
         }
         await waitFor(async () => readFileSync(spool, "utf8").split("\n").filter(Boolean).length >= served, 5000, "the rows to be kept on disk");
+        // An operator sees them waiting, and where.
+        const page = await (await solo.fetch("/metrics")).text();
+        expect(page).toContain(`router_usage_rows_waiting{where="all"} ${served}`);
+        expect(page).toContain(`router_usage_rows_waiting{where="disk"} ${served}`);
         // Killed: no flush, nothing handed anywhere.
         solo.deps.usageRecorder.halt();
         solo.server.server.stop(true);

@@ -57,6 +57,7 @@ test("rows the database refuses are kept on disk; after a crash the next start w
   first.record(event(3));
   await first.flush();
   expect(readFileSync(file, "utf8").trim().split("\n").map((line) => JSON.parse(line).requestId)).toEqual(["req-0", "req-1", "req-2", "req-3"]);
+  expect(first.onDisk()).toBe(4);
   // Killed: no stop, nothing written.
   first.halt();
 
@@ -67,6 +68,8 @@ test("rows the database refuses are kept on disk; after a crash the next start w
     await second.flush();
     expect((await store.usage.events(0, 100)).map((row) => row.requestId)).toEqual(["req-0", "req-1", "req-2", "req-3"]);
     expect(readFileSync(file, "utf8")).toBe("");
+    expect(second.onDisk()).toBe(0);
+    expect(second.backlog()).toBe(0);
     expect(logs.join("\n")).toContain("usage rows a previous run could not write are written now");
     // Their charges reach the ledger once, and are released once.
     expect(charged.reduce((sum, map) => sum + (map.get(1) ?? 0), 0)).toBe(1000 + 1001 + 1002 + 1003);
