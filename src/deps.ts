@@ -111,7 +111,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   const store = await openServeStore(config.database, databasePath(config.dataDir));
   const closing: Array<() => void | Promise<void>> = [];
   try {
-    if (config.database !== undefined) await claimDatabase(config, store, sealer, keyFile, !keyExisted, closing);
+    if (config.database !== undefined) await claimDatabase(config, store, sealer, keyFile, !keyExisted, closing, log);
   } catch (error) {
     for (const close of closing) await close();
     store.close();
@@ -327,9 +327,10 @@ async function claimDatabase(
   keyFile: string,
   keyCreated: boolean,
   closing: Array<() => void | Promise<void>>,
+  log: Logger,
 ): Promise<void> {
   if (config.redis === undefined) {
-    const lock = await acquireSingleInstanceLock(store);
+    const lock = await acquireSingleInstanceLock(store, log);
     if (!lock) {
       throw new Error(
         `another instance already runs on ${shownUrl(config.database!)} without Redis: without --redis only one instance may use a database (give every instance --redis to run several)`,

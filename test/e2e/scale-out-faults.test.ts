@@ -314,6 +314,23 @@ if (!skipServices) {
   });
 
   describe("one instance on PostgreSQL without Redis", () => {
+    test("after PostgreSQL restarts, a second instance without Redis is still refused", async () => {
+      const soloConfig = { database: postgres.url(await postgres.createDatabase()) };
+      const first = await startRouter({ dataDir: tempDir("router-solo-"), config: soloConfig, pricing: false });
+      extra.push(first);
+      await postgres.halt();
+      await postgres.resume();
+      // The first instance notices its lock went with its connection and takes it again (within a second).
+      await Bun.sleep(1500);
+      const second = await startRouter({ dataDir: tempDir("router-solo-"), config: soloConfig, pricing: false }).then(
+        (router) => router,
+        (error: Error) => error,
+      );
+      if (!(second instanceof Error)) extra.push(second);
+      expect(second).toBeInstanceOf(Error);
+      expect((second as Error).message).toContain("another instance already runs");
+    }, 30_000);
+
     test("killed while PostgreSQL is away, it loses no charge: the rows it kept on disk are written once at its next start", async () => {
       const soloDir = tempDir("router-solo-");
       const soloConfig = { database: postgres.url(await postgres.createDatabase()) };

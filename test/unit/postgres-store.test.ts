@@ -4,6 +4,8 @@ import { acquireSingleInstanceLock, migrateDatabase, openPostgresStore } from ".
 import { migratePostgres } from "../../src/store/postgres/migrate.ts";
 import { migrations } from "../../src/store/postgres/migrations/index.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { waitFor } from "../helpers/router.ts";
 
 /**
  * What only the PostgreSQL store has: its migration runner, the single-instance lock a
@@ -85,6 +87,42 @@ if (!skipServices) {
         b.close();
       }
     });
+
+    test("after PostgreSQL restarts, the holder takes the lock again, so a second instance is still refused; one that got in first is named in the log", async () => {
+      const url = server.url(await server.createDatabase());
+      const a = await openPostgresStore(url);
+      const b = await openPostgresStore(url);
+      const logs: string[] = [];
+      const log = createLogger("info", (line) => logs.push(line));
+      try {
+        const held = await acquireSingleInstanceLock(a, log, 100);
+        expect(held).toBeDefined();
+        // The restart ends the lock's connection, and the lock with it.
+        await server.halt();
+        await server.resume();
+        await Bun.sleep(600);
+        expect(await acquireSingleInstanceLock(b)).toBeUndefined();
+        await held!.release();
+
+        // A holder that checks rarely: another instance takes the lock first after a restart.
+        const slow = await acquireSingleInstanceLock(a, log, 1500);
+        expect(slow).toBeDefined();
+        await server.halt();
+        await server.resume();
+        let other: Awaited<ReturnType<typeof acquireSingleInstanceLock>>;
+        for (let i = 0; i < 50 && !(other = await acquireSingleInstanceLock(b)); i++) await Bun.sleep(20);
+        expect(other).toBeDefined();
+        await waitFor(() => logs.some((line) => line.includes("another instance took the database without Redis")), 5000, "the holder to notice");
+        // Once the other lets go, the holder has it again, and says so.
+        await other!.release();
+        await waitFor(() => logs.some((line) => line.includes("holds the database alone again")), 5000, "the holder to take it again");
+        expect(await acquireSingleInstanceLock(b)).toBeUndefined();
+        await slow!.release();
+      } finally {
+        a.close();
+        b.close();
+      }
+    }, 30_000);
 
     test("connection errors name the server but never the URL's password", async () => {
       const closedPort = server.port + 1 === 65536 ? 1 : server.port + 1;

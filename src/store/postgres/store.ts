@@ -25,6 +25,9 @@ export interface PostgresOptions {
 /** The pool behind each open PostgreSQL store, for helpers of this folder (the single-instance lock) only. */
 const clients = new WeakMap<Store, SQL>();
 
+/** Whether the store is a PostgreSQL store not closed yet. */
+export const isOpen = (store: Store): boolean => clients.has(store);
+
 export function clientOf(store: Store): SQL {
   const client = clients.get(store);
   if (!client) throw new Error("not a PostgreSQL store");
@@ -153,6 +156,8 @@ export function postgresStoreOver(client: SQL): Store {
     // PostgreSQL does its own upkeep (autovacuum, checkpoints).
     startUpkeep: (_log: Logger) => async () => {},
     close() {
+      // Closed for its helpers too: the single-instance lock's check must not reconnect it.
+      clients.delete(store);
       void client.close().catch(() => {});
     },
   });
