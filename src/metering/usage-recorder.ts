@@ -12,6 +12,7 @@ import { createUsageWriter, PartlyWritten } from "./usage-writer.ts";
 import type { UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { usageRow } from "./usage-batch.ts";
+import { UnsureRows } from "./unsure-rows.ts";
 
 /** What the gateway reports when a model call ends. */
 export interface UsageEvent {
@@ -117,8 +118,8 @@ export function createUsageRecorder(deps: {
   const backlogLimit = deps.backlogLimit ?? DEFAULT_BACKLOG_LIMIT;
   const spool = deps.spool;
   let pending: NewUsageEventRow[] = spool?.recovered() ?? [];
-  /** Rows a previous run left in the spool: they may be in the database already, so their batches are checked. */
-  const recovered = new Set(pending);
+  /** Rows that may be stored already (recovered from the spool, or their write failed): their next write is checked. */
+  const unsure = new UnsureRows(pending);
   /** Request-log rows, in this process only (never in the durable buffer: bills do not depend on them), appended in batches of their own. */
   const logQueue = createRequestLogQueue({
     append: (rows) => deps.store.requests.append(rows),
@@ -161,7 +162,7 @@ export function createUsageRecorder(deps: {
   let writingNow: { rows: readonly NewUsageEventRow[]; since: number } | undefined;
   /** Rows that are in the database now (or set aside): the spool lets go of them. */
   const doneWith = (rows: readonly NewUsageEventRow[]) => {
-    if (recovered.size > 0) for (const row of rows) recovered.delete(row);
+    unsure.done(rows);
     spool?.written(rows);
   };
 
@@ -178,10 +179,9 @@ export function createUsageRecorder(deps: {
     const done = writing.then(async () => {
       let charged: Map<number, number>;
       writingNow = { rows, since: Date.now() };
-      // A recovered row is checked, and counts as a copy: if it is stored already, its charge was released by the run that wrote it.
-      const copies = recovered.size > 0 ? new Set(rows.filter((row) => recovered.has(row))) : undefined;
+      const { check, copies } = unsure.plan(rows);
       try {
-        charged = await write(rows, copies !== undefined && copies.size > 0, copies);
+        charged = await write(rows, check, copies);
       } catch (error) {
         failed("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: causeMessage(error) });
         // Rows written one at a time before the database went away are written; the others wait.
@@ -190,7 +190,9 @@ export function createUsageRecorder(deps: {
           const waiting = new Set(error.remaining);
           doneWith(rows.filter((row) => !waiting.has(row)));
         }
-        pending = (error instanceof PartlyWritten ? error.remaining : rows).concat(pending);
+        const waitAgain = error instanceof PartlyWritten ? error.remaining : rows;
+        unsure.writeFailed(waitAgain);
+        pending = waitAgain.concat(pending);
         writingNow = undefined;
         spool?.keep(pending);
         return false;

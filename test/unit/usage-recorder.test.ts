@@ -155,3 +155,35 @@ test("a database that refuses every row from the start sets nothing aside: the r
     store.close();
   }
 });
+
+test("a write committed whose answer was lost (the connection dropped during COMMIT) is checked when retried: each row stored once, each charge released once", async () => {
+  const store = openSqliteStore(join(dir, "lost-commit.db"));
+  let loseNext = true;
+  // The first transaction commits, then fails as if its answer never arrived.
+  const lossy = withTransactions(store, async (body, run) => {
+    const result = await run(body);
+    if (loseNext) {
+      loseNext = false;
+      throw new Error("connection lost during COMMIT");
+    }
+    return result;
+  });
+  const recorder = createUsageRecorder({ store: lossy, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  const released: Array<ReadonlyMap<number, number>> = [];
+  recorder.onCharged((charged) => released.push(charged));
+  try {
+    recorder.record(usageEvent(0, 500));
+    recorder.record(usageEvent(1, 700));
+    await recorder.flush();
+    expect(recorder.backlog()).toBe(2);
+    await recorder.flush();
+    expect(recorder.backlog()).toBe(0);
+    expect((await store.usage.events(0, 100)).map((row) => row.requestId)).toEqual(["req-0", "req-1"]);
+    expect(await store.credit.balance(1, Date.now())).toBe(-1200);
+    // Nobody released them after the lost answer: the retry that finds them stored does, once.
+    expect(released.reduce((sum, map) => sum + (map.get(1) ?? 0), 0)).toBe(1200);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
