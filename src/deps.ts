@@ -137,7 +137,9 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     config.upstreamCaFile && !runtimeTrusts(config.upstreamCaFile)
       ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
       : undefined;
-  const loaders = { seed: createPeriodSeeder(store), balance: createBalanceLoader(store) };
+  // A balance read waits for this process's usage writes under way (the recorder is made below).
+  let recorder: UsageRecorder | undefined;
+  const loaders = { seed: createPeriodSeeder(store), balance: createBalanceLoader(store, () => recorder?.writes) };
   const redisState = redisConnection ? createRedisState({ connection: redisConnection }, loaders, () => clock.now()) : undefined;
   const state: State = redisState ?? createMemoryState(loaders, () => clock.now());
   const dependencies = createDependencyMonitor({
@@ -176,6 +178,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     // On PostgreSQL without Redis, rows the database does not take wait on disk, not only in memory.
     spool: config.database !== undefined ? openUsageSpool(join(config.dataDir, USAGE_SPOOL_FILE), log, !redisConnection) : undefined,
   });
+  recorder = usageRecorder;
   const metrics = createRouterMetrics();
   // Single-tenant owners run their own network; BYOK tenants may not reach it unless allowed.
   const addressGuard = createAddressGuard({ allowPrivate: !config.byok || config.allowPrivateUpstreams === true }, overrides.resolve, () => clock.now());

@@ -1,4 +1,5 @@
 import type { Store } from "../store/store.ts";
+import type { ChargeWrites } from "./charge-writes.ts";
 
 /**
  * An account's ledger balance as the State reads it when it holds none (or holds a
@@ -11,9 +12,24 @@ import type { Store } from "../store/store.ts";
  * `staleAt` is when the earliest unexpired grant expires: from then on the balance is
  * smaller than the one read, so it is read again.
  */
-export function createBalanceLoader(store: Store): (accountId: number, now: number) => Promise<{ balance: number; staleAt: number }> {
+export function createBalanceLoader(
+  store: Store,
+  /** This process's usage writes (charge-writes.ts): a read is ordered after them. */
+  writes?: () => ChargeWrites | undefined,
+): (accountId: number, now: number) => Promise<{ balance: number; staleAt: number }> {
   return async (accountId, now) => {
-    const [balance, next] = await Promise.all([store.credit.balance(accountId, now), store.credit.nextExpiry(accountId, now)]);
-    return { balance, staleAt: next ?? Infinity };
+    const underWay = writes?.();
+    for (let attempt = 1; ; attempt++) {
+      await underWay?.settled(SETTLE_WAIT_MS);
+      const began = underWay?.started();
+      const [balance, next] = await Promise.all([store.credit.balance(accountId, now), store.credit.nextExpiry(accountId, now)]);
+      // A write that began meanwhile may have committed before this read and announce its charges after it.
+      if (underWay === undefined || underWay.started() === began || attempt >= MAX_READS) return { balance, staleAt: next ?? Infinity };
+    }
   };
 }
+
+/** Longest wait for the writes under way before a balance is read anyway. */
+const SETTLE_WAIT_MS = 1000;
+/** Reads of one balance at most, while writes keep beginning. */
+const MAX_READS = 3;

@@ -1,5 +1,5 @@
 import type { NewUsageEventRow, RollupRow } from "../store/store.ts";
-import type { UsageEvent } from "./usage-recorder.ts";
+import type { UsageEvent } from "./usage-event.ts";
 
 /* What a batch of usage rows adds up to: the rollups bills read and the credit it charges. */
 

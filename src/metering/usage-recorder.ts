@@ -2,10 +2,9 @@ import type { Clock } from "../core/clock.ts";
 import { runQueuedAfterAnswer } from "../core/after-answer.ts";
 import { causeMessage } from "../core/errors.ts";
 import { outage, type Logger } from "../core/log.ts";
-import type { Admission } from "./admission.ts";
-import type { Usage, UsageSource } from "../formats/usage.ts";
 import type { NewRequestLogRow, NewUsageEventRow, Store } from "../store/store.ts";
-import { requestLogRow, type LoggedCall } from "./request-log.ts";
+import { requestLogRow } from "./request-log.ts";
+import type { UsageSink } from "./usage-event.ts";
 import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
 import { createUsageWriter, PartlyWritten } from "./usage-writer.ts";
@@ -13,37 +12,9 @@ import type { UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { usageRow } from "./usage-batch.ts";
 import { UnsureRows } from "./unsure-rows.ts";
+import { WritesUnderWay, type ChargeWrites } from "./charge-writes.ts";
 
-/** What the gateway reports when a model call ends. */
-export interface UsageEvent {
-  requestId: string;
-  accountId: number;
-  endpoint: string;
-  requestedModel: string | undefined;
-  effectiveModel: string | undefined;
-  level: number | undefined;
-  keyId: number | undefined;
-  status: number;
-  stream: boolean;
-  usage: Usage;
-  source: UsageSource;
-  latencyMs: number;
-  /** When the call started (ms). */
-  at: number;
-  costNanos?: number;
-  extra?: Record<string, number>;
-  /** A token count (`count_tokens`): settled and seen in metrics, but not usage, so never stored. */
-  notUsage?: boolean;
-  /** What admission decided for the call: the meter settles it (reservations, windows, spend). */
-  admission?: Admission;
-  /** The call's request-log facts (attempts, time to first byte, client); absent, it leaves no request-log row. */
-  logged?: LoggedCall;
-}
-
-/** Receives every completed call; metering charges it, then it is stored. */
-export interface UsageSink {
-  record(event: UsageEvent): void;
-}
+export type { UsageEvent, UsageSink } from "./usage-event.ts";
 
 export interface UsageRecorder extends UsageSink {
   /**
@@ -67,6 +38,8 @@ export interface UsageRecorder extends UsageSink {
   backlog(): number;
   /** Of those, the rows kept on disk while the database is away (the spool). */
   onDisk(): number;
+  /** Writes of rows held in this process, for balance reads to wait for (charge-writes.ts). */
+  readonly writes: ChargeWrites;
   /** Whether the backlog reached its bound: model calls are then refused (503 naming PostgreSQL). */
   full(): boolean;
   /** Stops the timer and writes nothing more, handing nothing back: what a killed process leaves (tests). */
@@ -166,6 +139,8 @@ export function createUsageRecorder(deps: {
     spool?.written(rows);
   };
 
+  /** Writes under way until their charges are announced: balance reads wait for them. */
+  const writes = new WritesUnderWay();
   /** Failed writes: logged once per outage, not on every tick. */
   const { failed, succeeded } = outage(deps.log, "error", "usage rows are written again");
 
@@ -176,7 +151,7 @@ export function createUsageRecorder(deps: {
    */
   let writing: Promise<unknown> = Promise.resolve();
   const writeRows = (rows: NewUsageEventRow[]): Promise<boolean> => {
-    const done = writing.then(async () => {
+    const done = writing.then(() => writes.around(async () => {
       let charged: Map<number, number>;
       writingNow = { rows, since: Date.now() };
       const { check, copies } = unsure.plan(rows);
@@ -202,7 +177,7 @@ export function createUsageRecorder(deps: {
       succeeded();
       for (const listener of listeners) listener(charged);
       return true;
-    });
+    }));
     writing = done;
     return done;
   };
@@ -389,6 +364,7 @@ export function createUsageRecorder(deps: {
       listeners.push(listener);
     },
     backlog,
+    writes,
     onDisk: () => spool?.size ?? 0,
     full: () => backlog() >= backlogLimit,
     halt() {

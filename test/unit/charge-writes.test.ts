@@ -1,0 +1,83 @@
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClock } from "../../src/core/clock.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { WritesUnderWay } from "../../src/metering/charge-writes.ts";
+import { createBalanceLoader } from "../../src/metering/credit.ts";
+import { createUsageRecorder, type UsageRecorder } from "../../src/metering/usage-recorder.ts";
+import { createMemoryState } from "../../src/state/memory.ts";
+import { openSqliteStore } from "../../src/store/sqlite/store.ts";
+import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
+
+/**
+ * A balance read from the ledger while a usage write has committed its charges but not
+ * yet announced them must not count those charges twice (metering/charge-writes.ts).
+ */
+
+const dir = mkdtempSync(join(tmpdir(), "router-charge-writes-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+test("a balance read while a committed write is not yet announced waits for it: the charge counts once", async () => {
+  const store = openSqliteStore(join(dir, "router.db"));
+  await store.credit.give(1, [{ amount: 10_000, expiresAt: null }], null, Date.now());
+  let answer!: () => void;
+  const answered = new Promise<void>((resolve) => (answer = resolve));
+  let committed!: () => void;
+  const commitSeen = new Promise<void>((resolve) => (committed = resolve));
+  // The write commits at once; its answer arrives when the test says (a slow COMMIT round trip).
+  const slow = withTransactions(store, async (body, run) => {
+    const result = await run(body);
+    committed();
+    await answered;
+    return result;
+  });
+  let recorder: UsageRecorder | undefined;
+  const state = createMemoryState({ seed: () => 0, balance: createBalanceLoader(store, () => recorder?.writes) }, Date.now);
+  recorder = createUsageRecorder({ store: slow, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  recorder.onCharged((charged) => void state.credit.flushed(charged));
+  const credit = { kind: "credit", accountId: 1 } as const;
+  try {
+    expect(await state.counts.read(credit, Date.now())).toBe(10_000);
+    // A call settles for 500: held as unwritten until its row is written.
+    await state.counts.adjust([{ counter: credit, release: 0, charge: 500 }]);
+    recorder.record(usageEvent(0, 500));
+    const flushing = recorder.flush();
+    await commitSeen;
+    expect(await store.credit.balance(1, Date.now())).toBe(9_500);
+    // The balance is read again (a grant elsewhere, say) while the write's answer is on its way.
+    const reloading = state.credit.invalidate(1);
+    answer();
+    await Promise.all([flushing, reloading]);
+    expect(await state.counts.read(credit, Date.now())).toBe(9_500);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
+
+test("writes under way: settled resolves when the last ends, or after its wait; started counts every write", async () => {
+  const writes = new WritesUnderWay();
+  expect(writes.started()).toBe(0);
+  await writes.settled(10);
+  let finish!: () => void;
+  const running = writes.around(() => new Promise<void>((resolve) => (finish = resolve)));
+  expect(writes.started()).toBe(1);
+  let settled = false;
+  const waiting = writes.settled(5_000).then(() => (settled = true));
+  await Bun.sleep(20);
+  expect(settled).toBe(false);
+  finish();
+  await running;
+  await waiting;
+  expect(settled).toBe(true);
+  // A write that hangs does not hold a reader past its wait.
+  void writes.around(() => new Promise(() => {}));
+  const started = Date.now();
+  await writes.settled(50);
+  expect(Date.now() - started).toBeLessThan(1000);
+  // A failed write ends too.
+  await expect(writes.around(() => Promise.reject(new Error("down")))).rejects.toThrow("down");
+  expect(writes.started()).toBe(3);
+});
