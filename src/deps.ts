@@ -32,6 +32,7 @@ import { createRedisBus } from "./state/redis/bus.ts";
 import { createRedisUsageBuffer } from "./state/redis/usage-buffer.ts";
 import { durabilityWarnings, readDurability } from "./state/redis/durability.ts";
 import { openUsageSpool, USAGE_SPOOL_FILE } from "./metering/usage-spool.ts";
+import { WritesUnderWay } from "./metering/charge-writes.ts";
 import type { Lifecycle } from "./health/routes.ts";
 import { createDependencyMonitor, type DependencyMonitor } from "./health/dependencies.ts";
 import { databasePath } from "./store/data-dir.ts";
@@ -137,9 +138,9 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     config.upstreamCaFile && !runtimeTrusts(config.upstreamCaFile)
       ? { ca: [...rootCertificates, readFileSync(config.upstreamCaFile, "utf8")] }
       : undefined;
-  // A balance read waits for this process's usage writes under way (the recorder is made below).
-  let recorder: UsageRecorder | undefined;
-  const loaders = { seed: createPeriodSeeder(store), balance: createBalanceLoader(store, () => recorder?.writes) };
+  // A balance read waits for this process's usage writes under way (the recorder's, made below).
+  const chargeWrites = new WritesUnderWay();
+  const loaders = { seed: createPeriodSeeder(store), balance: createBalanceLoader(store, chargeWrites) };
   const redisState = redisConnection ? createRedisState({ connection: redisConnection }, loaders, () => clock.now()) : undefined;
   const state: State = redisState ?? createMemoryState(loaders, () => clock.now());
   const dependencies = createDependencyMonitor({
@@ -177,8 +178,8 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     requestLog: config.requestLogDays !== 0,
     // On PostgreSQL without Redis, rows the database does not take wait on disk, not only in memory.
     spool: config.database !== undefined ? openUsageSpool(join(config.dataDir, USAGE_SPOOL_FILE), log, !redisConnection) : undefined,
+    writes: chargeWrites,
   });
-  recorder = usageRecorder;
   const metrics = createRouterMetrics();
   // Single-tenant owners run their own network; BYOK tenants may not reach it unless allowed.
   const addressGuard = createAddressGuard({ allowPrivate: !config.byok || config.allowPrivateUpstreams === true }, overrides.resolve, () => clock.now());

@@ -15,10 +15,9 @@ import type { ChargeWrites } from "./charge-writes.ts";
 export function createBalanceLoader(
   store: Store,
   /** This process's usage writes (charge-writes.ts): a read is ordered after them. */
-  writes?: () => ChargeWrites | undefined,
+  underWay?: ChargeWrites,
 ): (accountId: number, now: number) => Promise<{ balance: number; staleAt: number }> {
   return async (accountId, now) => {
-    const underWay = writes?.();
     for (let attempt = 1; ; attempt++) {
       await underWay?.settled(SETTLE_WAIT_MS);
       const began = underWay?.started();

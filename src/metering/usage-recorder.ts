@@ -12,7 +12,7 @@ import type { UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { usageRow } from "./usage-batch.ts";
 import { UnsureRows } from "./unsure-rows.ts";
-import { WritesUnderWay, type ChargeWrites } from "./charge-writes.ts";
+import { WritesUnderWay } from "./charge-writes.ts";
 
 export type { UsageEvent, UsageSink } from "./usage-event.ts";
 
@@ -38,8 +38,6 @@ export interface UsageRecorder extends UsageSink {
   backlog(): number;
   /** Of those, the rows kept on disk while the database is away (the spool). */
   onDisk(): number;
-  /** Writes of rows held in this process, for balance reads to wait for (charge-writes.ts). */
-  readonly writes: ChargeWrites;
   /** Whether the backlog reached its bound: model calls are then refused (503 naming PostgreSQL). */
   full(): boolean;
   /** Stops the timer and writes nothing more, handing nothing back: what a killed process leaves (tests). */
@@ -85,6 +83,8 @@ export function createUsageRecorder(deps: {
   requestLog?: boolean;
   /** Where rows the database did not take are kept on disk (one instance on PostgreSQL without Redis). */
   spool?: UsageSpool;
+  /** Where this process's writes are counted while under way, for the balance loader (charge-writes.ts). */
+  writes?: WritesUnderWay;
 }): UsageRecorder {
   const logging = deps.requestLog ?? true;
   const buffer = deps.buffer;
@@ -140,7 +140,7 @@ export function createUsageRecorder(deps: {
   };
 
   /** Writes under way until their charges are announced: balance reads wait for them. */
-  const writes = new WritesUnderWay();
+  const writes = deps.writes ?? new WritesUnderWay();
   /** Failed writes: logged once per outage, not on every tick. */
   const { failed, succeeded } = outage(deps.log, "error", "usage rows are written again");
 
@@ -190,7 +190,8 @@ export function createUsageRecorder(deps: {
    * database then: the commit may have happened without its answer arriving).
    */
   const drainOnce = (): Promise<"more" | "drained" | "idle" | "failed"> => {
-    const done = writing.then(async (): Promise<"more" | "drained" | "idle" | "failed"> => {
+    // A claim's write and its `done` (which announces the charges) are one write under way.
+    const done = writing.then(() => writes.around(async (): Promise<"more" | "drained" | "idle" | "failed"> => {
       let batch: Awaited<ReturnType<UsageBuffer["claim"]>>;
       try {
         batch = await buffer!.claim(DRAIN_ROWS);
@@ -227,7 +228,7 @@ export function createUsageRecorder(deps: {
       // again after every write kept Redis and this process busy with claims of a few
       // rows each under load (the scale-out profile: 40% of the JavaScript thread).
       return rows.length >= DRAIN_ROWS || waiting >= DRAIN_ROWS ? "more" : "drained";
-    });
+    }));
     writing = done;
     return done;
   };
@@ -364,7 +365,6 @@ export function createUsageRecorder(deps: {
       listeners.push(listener);
     },
     backlog,
-    writes,
     onDisk: () => spool?.size ?? 0,
     full: () => backlog() >= backlogLimit,
     halt() {

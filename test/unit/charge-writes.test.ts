@@ -6,7 +6,7 @@ import { createClock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { WritesUnderWay } from "../../src/metering/charge-writes.ts";
 import { createBalanceLoader } from "../../src/metering/credit.ts";
-import { createUsageRecorder, type UsageRecorder } from "../../src/metering/usage-recorder.ts";
+import { createUsageRecorder } from "../../src/metering/usage-recorder.ts";
 import { createMemoryState } from "../../src/state/memory.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
 import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
@@ -33,9 +33,9 @@ test("a balance read while a committed write is not yet announced waits for it: 
     await answered;
     return result;
   });
-  let recorder: UsageRecorder | undefined;
-  const state = createMemoryState({ seed: () => 0, balance: createBalanceLoader(store, () => recorder?.writes) }, Date.now);
-  recorder = createUsageRecorder({ store: slow, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  const writes = new WritesUnderWay();
+  const state = createMemoryState({ seed: () => 0, balance: createBalanceLoader(store, writes) }, Date.now);
+  const recorder = createUsageRecorder({ store: slow, clock: createClock("UTC"), log: createLogger("error", () => {}), writes });
   recorder.onCharged((charged) => void state.credit.flushed(charged));
   const credit = { kind: "credit", accountId: 1 } as const;
   try {
