@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { join } from "node:path";
 import { createOwners, type Owners } from "./accounts/owners.ts";
-import { createPrincipalCache, type PrincipalCache } from "./accounts/principal.ts";
+import { createPrincipalCache, PRINCIPAL_TTL_MS, type PrincipalCache } from "./accounts/principal.ts";
 import { createOperationLog, type OperationLog } from "./admin/oplog/writer.ts";
 import { createAccountsService, type AccountsService } from "./accounts/service.ts";
 import type { ServeConfig } from "./config.ts";
@@ -132,7 +132,17 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
         })
       : undefined;
   const bus: InvalidationBus = redisBus ?? createLocalBus(onListenerError);
-  const principals = createPrincipalCache((hash) => store.accounts.byKeyHash(hash), () => clock.now());
+  let staleSince = -Infinity;
+  const principals = createPrincipalCache(
+    (hash) => store.accounts.byKeyHash(hash),
+    () => clock.now(),
+    (error) => {
+      // Once a minute at most while the database is away.
+      if (Date.now() - staleSince < PRINCIPAL_TTL_MS) return;
+      staleSince = Date.now();
+      log.warn("the database could not be read: keys are checked against the accounts cached before", { error: causeMessage(error) });
+    },
+  );
   // A CA the runtime already trusts (serve re-launched itself for it) needs no per-call TLS options.
   const upstreamTls =
     config.upstreamCaFile && !runtimeTrusts(config.upstreamCaFile)
@@ -251,7 +261,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     switch (event.kind) {
       case "account":
         principals.invalidateAccount(event.accountId);
-        chains.clear();
+        chains.changed(event.accountId);
         return;
       case "keys":
         return tenants.get(event.tenantId).pool.reload();

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createPrincipalCache, PRINCIPAL_TTL_MS } from "../../src/accounts/principal.ts";
+import { createPrincipalCache, PRINCIPAL_RETRY_MS, PRINCIPAL_TTL_MS } from "../../src/accounts/principal.ts";
 import type { AccountRow } from "../../src/store/store.ts";
 
 const row = (id: number, allowModels: string | null): AccountRow =>
@@ -59,5 +59,94 @@ describe("the principal cache", () => {
     expect((await pending)!.account.allowModels).toBe("gpt-4o");
     slow = false;
     expect((await cache.get("h7"))!.account.allowModels).toBe("claude-*");
+  });
+});
+
+describe("the principal cache while the store cannot be read", () => {
+  const failing = () => {
+    let now = 0;
+    let down = false;
+    let loads = 0;
+    let stored = row(8, "gpt-4o");
+    const served: unknown[] = [];
+    const cache = createPrincipalCache(
+      async () => {
+        loads++;
+        if (down) throw new Error("connection refused");
+        return stored;
+      },
+      () => now,
+      (error) => served.push(error),
+    );
+    return {
+      cache,
+      served,
+      loads: () => loads,
+      advance: (ms: number) => (now += ms),
+      setDown: (value: boolean) => (down = value),
+      store: (value: AccountRow) => (stored = value),
+    };
+  };
+
+  test("an expired principal is served on, and the store tried again every few seconds, until it answers", async () => {
+    const t = failing();
+    expect(await t.cache.get("h8")).toBeDefined();
+    t.setDown(true);
+    t.advance(PRINCIPAL_TTL_MS);
+    expect((await t.cache.get("h8"))!.account.allowModels).toBe("gpt-4o");
+    expect(t.served).toHaveLength(1);
+    expect(t.loads()).toBe(2);
+    // No second read until the retry is due.
+    t.advance(PRINCIPAL_RETRY_MS - 1);
+    expect(await t.cache.get("h8")).toBeDefined();
+    expect(t.loads()).toBe(2);
+    t.advance(1);
+    expect(await t.cache.get("h8")).toBeDefined();
+    expect(t.loads()).toBe(3);
+    // The store is back, with a change made meanwhile.
+    t.setDown(false);
+    t.store(row(8, "claude-*"));
+    t.advance(PRINCIPAL_RETRY_MS);
+    expect((await t.cache.get("h8"))!.account.allowModels).toBe("claude-*");
+  });
+
+  test("an account changed is never served from before its change, whether the store answers or not", async () => {
+    const t = failing();
+    expect(await t.cache.get("h8")).toBeDefined();
+    t.cache.invalidateAccount(8);
+    t.setDown(true);
+    await expect(t.cache.get("h8")).rejects.toThrow("connection refused");
+    expect(t.served).toHaveLength(0);
+  });
+
+  test("after everything is dropped (messages missed), each key is read again, and served from before only while the store is away", async () => {
+    const t = failing();
+    expect(await t.cache.get("h8")).toBeDefined();
+    t.cache.clear();
+    t.store(row(8, "o*"));
+    expect((await t.cache.get("h8"))!.account.allowModels).toBe("o*");
+    expect(t.loads()).toBe(2);
+    t.cache.clear();
+    t.setDown(true);
+    expect((await t.cache.get("h8"))!.account.allowModels).toBe("o*");
+    expect(t.served).toHaveLength(1);
+    // A key never read before cannot be served at all.
+    await expect(t.cache.get("h9")).rejects.toThrow("connection refused");
+  });
+
+  test("a change to another account while a key loads does not stop it being kept", async () => {
+    let loads = 0;
+    let finish!: () => void;
+    const cache = createPrincipalCache(async () => {
+      loads++;
+      if (loads === 1) await new Promise<void>((resolve) => (finish = resolve));
+      return row(10, null);
+    });
+    const pending = cache.get("h10");
+    cache.invalidateAccount(11);
+    finish();
+    await pending;
+    await cache.get("h10");
+    expect(loads).toBe(1);
   });
 });
