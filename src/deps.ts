@@ -201,12 +201,10 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
    */
   const inBackground = (what: string, work: Promise<unknown>) =>
     void work.catch((error: unknown) => log.warn(`the State could not note ${what}`, { error: causeMessage(error) }));
-  usageRecorder.onCharged((charged) => inBackground("written charges", state.credit.flushed(charged)));
-  // A refused row's charge stops counting as unwritten (flushed), and the balance is read
-  // again from the ledger, which never held it.
-  usageRecorder.onSetAside((charges) =>
-    inBackground("set-aside charges", state.credit.flushed(charges).then(() => Promise.all([...charges.keys()].map((id) => state.credit.invalidate(id))))),
-  );
+  usageRecorder.onCharged((charged, version) => inBackground("written charges", state.credit.flushed(charged, version)));
+  // A refused row's charge stops counting as unwritten, and with no version the balance is
+  // read again from the ledger, which never held it.
+  usageRecorder.onSetAside((charges) => inBackground("set-aside charges", state.credit.flushed(charges)));
   const periods = createPeriodCounters();
   const softLimit = createSoftLimitNotifier({ store, clock, log, claims: state.claims });
   const tenants = createTenants(config.byok ?? false, {

@@ -10,20 +10,23 @@ import type { ChargeWrites } from "./charge-writes.ts";
  * never together overspend the balance by more than one call.
  *
  * `staleAt` is when the earliest unexpired grant expires: from then on the balance is
- * smaller than the one read, so it is read again.
+ * smaller than the one read, so it is read again. `version` is the ledger's as the read
+ * saw it: charges written at that version or before are in the balance already, so
+ * their `credit.flushed` does not take them off it again (another instance's write,
+ * committed just before this read and announced after it).
  */
 export function createBalanceLoader(
   store: Store,
   /** This process's usage writes (charge-writes.ts): a read is ordered after them. */
   underWay?: ChargeWrites,
-): (accountId: number, now: number) => Promise<{ balance: number; staleAt: number }> {
+): (accountId: number, now: number) => Promise<{ balance: number; staleAt: number; version: number }> {
   return async (accountId, now) => {
     for (let attempt = 1; ; attempt++) {
       await underWay?.settled(SETTLE_WAIT_MS);
       const began = underWay?.started();
-      const [balance, next] = await Promise.all([store.credit.balance(accountId, now), store.credit.nextExpiry(accountId, now)]);
+      const [{ balance, version }, next] = await Promise.all([store.credit.ledgerBalance(accountId, now), store.credit.nextExpiry(accountId, now)]);
       // A write that began meanwhile may have committed before this read and announce its charges after it.
-      if (underWay === undefined || underWay.started() === began || attempt >= MAX_READS) return { balance, staleAt: next ?? Infinity };
+      if (underWay === undefined || underWay.started() === began || attempt >= MAX_READS) return { balance, staleAt: next ?? Infinity, version };
     }
   };
 }

@@ -17,8 +17,11 @@ export interface UsageBuffer {
    * counts only when the copy itself is written. `waiting` is what is left in the buffer after.
    */
   claim(max: number): Promise<{ rows: Array<NewUsageEventRow & { retried?: boolean; copy?: boolean }>; waiting: number }>;
-  /** The claimed rows are in the database: drops the claim and notes their charges (nano-credits per account) in one step. */
-  done(charged: ReadonlyMap<number, number>): Promise<void>;
+  /**
+   * The claimed rows are in the database: drops the claim and notes their charges
+   * (nano-credits per account, written at ledger `version`: see `CreditState.flushed`) in one step.
+   */
+  done(charged: ReadonlyMap<number, number>, version: number | undefined): Promise<void>;
   /** Hands an unfinished claim back to the buffer for other processes (a clean stop). */
   release(): Promise<void>;
 }

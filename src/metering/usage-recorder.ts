@@ -7,7 +7,7 @@ import { requestLogRow } from "./request-log.ts";
 import type { UsageSink } from "./usage-event.ts";
 import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
-import { createUsageWriter, PartlyWritten } from "./usage-writer.ts";
+import { createUsageWriter, PartlyWritten, type Written } from "./usage-writer.ts";
 import type { UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { usageRow } from "./usage-batch.ts";
@@ -28,10 +28,11 @@ export interface UsageRecorder extends UsageSink {
   stop(): Promise<void>;
   /**
    * Called after each committed write of rows held in this process with the credit
-   * charged per account (nano-credits). Rows drained from a durable buffer note their
-   * charges through the buffer instead (`UsageBuffer.done`).
+   * charged per account (nano-credits) and the ledger's version after them (see
+   * `CreditState.flushed`). Rows drained from a durable buffer note their charges
+   * through the buffer instead (`UsageBuffer.done`).
    */
-  onCharged(listener: (charged: ReadonlyMap<number, number>) => void): void;
+  onCharged(listener: (charged: ReadonlyMap<number, number>, version: number | undefined) => void): void;
   /** Charges of rows the database refused (usage-writer.ts): they will never reach the ledger. */
   onSetAside(listener: (charges: ReadonlyMap<number, number>) => void): void;
   /** Rows settled and not yet in the database (in this process, and in the buffer as last seen). */
@@ -108,7 +109,7 @@ export function createUsageRecorder(deps: {
   let waiting = 0;
   /** Appends to the buffer not answered yet. */
   const appending = new Set<Promise<void>>();
-  const listeners: Array<(charged: ReadonlyMap<number, number>) => void> = [];
+  const listeners: Array<(charged: ReadonlyMap<number, number>, version: number | undefined) => void> = [];
 
   const writer = createUsageWriter(deps);
   const setAsideListeners: Array<(charges: ReadonlyMap<number, number>) => void> = [];
@@ -116,14 +117,14 @@ export function createUsageRecorder(deps: {
     if (charges.size > 0) for (const listener of setAsideListeners) listener(charges);
   };
   /** The batch's rows, their daily rollups, the charges and the keys' health figures (usage-writer.ts). */
-  const write = async (rows: NewUsageEventRow[], check = false, copies?: ReadonlySet<NewUsageEventRow>): Promise<Map<number, number>> => {
+  const write = async (rows: NewUsageEventRow[], check = false, copies?: ReadonlySet<NewUsageEventRow>): Promise<Written> => {
     const healthRows = health.take();
     try {
-      const { charged, setAside } = await writer.write(rows, healthRows, check, copies);
+      const written = await writer.write(rows, healthRows, check, copies);
       if (healthRows.length > 0) healthWrites++;
-      announceSetAside(setAside);
+      announceSetAside(written.setAside);
       // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
-      return charged;
+      return written;
     } catch (error) {
       health.putBack(healthRows);
       if (error instanceof PartlyWritten) announceSetAside(error.setAside);
@@ -152,16 +153,17 @@ export function createUsageRecorder(deps: {
   let writing: Promise<unknown> = Promise.resolve();
   const writeRows = (rows: NewUsageEventRow[]): Promise<boolean> => {
     const done = writing.then(() => writes.around(async () => {
-      let charged: Map<number, number>;
+      let written: Written;
       writingNow = { rows, since: Date.now() };
       const { check, copies } = unsure.plan(rows);
       try {
-        charged = await write(rows, check, copies);
+        written = await write(rows, check, copies);
       } catch (error) {
         failed("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: causeMessage(error) });
         // Rows written one at a time before the database went away are written; the others wait.
         if (error instanceof PartlyWritten) {
-          for (const listener of listeners) listener(error.charged);
+          // Written one at a time: no one version holds them all.
+          for (const listener of listeners) listener(error.charged, undefined);
           const waiting = new Set(error.remaining);
           doneWith(rows.filter((row) => !waiting.has(row)));
         }
@@ -175,7 +177,7 @@ export function createUsageRecorder(deps: {
       writingNow = undefined;
       doneWith(rows);
       succeeded();
-      for (const listener of listeners) listener(charged);
+      for (const listener of listeners) listener(written.charged, written.version);
       return true;
     }));
     writing = done;
@@ -208,15 +210,15 @@ export function createUsageRecorder(deps: {
         return row;
       });
       claimed = rows.length;
-      let charged: Map<number, number>;
+      let written: Written;
       try {
-        charged = await write(rows, check, copies);
+        written = await write(rows, check, copies);
       } catch (error) {
         failed("usage rows could not be written; they wait in Redis and are retried shortly", { rows: rows.length, waiting, error: causeMessage(error) });
         return "failed";
       }
       try {
-        await buffer!.done(charged);
+        await buffer!.done(written.charged, written.version);
       } catch (error) {
         failed("written usage rows could not be cleared from Redis; the next claim checks them", { rows: rows.length, error: causeMessage(error) });
         return "failed";

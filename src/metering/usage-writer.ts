@@ -25,6 +25,12 @@ export class PartlyWritten extends Error {
 export interface Written {
   charged: Map<number, number>;
   setAside: Map<number, number>;
+  /**
+   * The ledger's version once the charges were made (`CreditState.flushed`), when one
+   * transaction made all of them; undefined when some were made before (rows found
+   * stored already) or in several transactions.
+   */
+  version?: number;
 }
 
 /**
@@ -51,7 +57,9 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       await tx.usage.append(fresh, rollups.values());
       for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
       if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
-      return released;
+      // The rows' ids are given out one transaction at a time: the newest is this write's version.
+      const version = fresh.length > 0 && released.length === fresh.length ? await tx.usage.latestId() : undefined;
+      return { released, version };
     });
 
   /**
@@ -69,7 +77,7 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
       try {
-        written.push(...(await transaction([row], [], check, now, copies)));
+        written.push(...(await transaction([row], [], check, now, copies)).released);
         proven = true;
       } catch (error) {
         if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), [...refused.map((r) => r.row), ...rows.slice(i)], error);
@@ -109,9 +117,9 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
     async write(rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, copies?: ReadonlySet<NewUsageEventRow>): Promise<Written> {
       const now = deps.clock.now();
       try {
-        const released = await transaction(rows, healthRows, check, now, copies);
+        const { released, version } = await transaction(rows, healthRows, check, now, copies);
         if (rows.length > 0) proven = true;
-        return { charged: chargesOf(released), setAside: new Map() };
+        return { charged: chargesOf(released), setAside: new Map(), version };
       } catch (error) {
         if (!deps.store.refusedRow(error)) throw error;
       }

@@ -28,7 +28,7 @@ export interface StateLoaders {
   /** A period total from the daily rollups. */
   seed(seed: PeriodSeed, period: string): MaybePromise<number>;
   /** An account's ledger balance now, and when it goes stale (its earliest grant expiry; Infinity when none). */
-  balance(accountId: number, now: number): MaybePromise<{ balance: number; staleAt: number }>;
+  balance(accountId: number, now: number): MaybePromise<{ balance: number; staleAt: number; version?: number }>;
 }
 
 interface CreditCell {
@@ -40,6 +40,8 @@ interface CreditCell {
   reserved: number;
   /** The cached balance is stale from then on. */
   staleAt: number;
+  /** The ledger's version the balance was read at (undefined: unknown). */
+  version?: number;
 }
 
 interface PeriodCell extends DaySlot {
@@ -91,9 +93,9 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     return !cell || now >= cell.staleAt;
   };
   const loadCredit = async (accountId: number, now: number): Promise<void> => {
-    const { balance, staleAt } = await loaders.balance(accountId, now);
+    const { balance, staleAt, version } = await loaders.balance(accountId, now);
     const previous = credits.get(accountId);
-    credits.set(accountId, { stored: balance, unflushed: previous?.unflushed ?? 0, reserved: previous?.reserved ?? 0, staleAt });
+    credits.set(accountId, { stored: balance, unflushed: previous?.unflushed ?? 0, reserved: previous?.reserved ?? 0, staleAt, version });
   };
   const creditOf = (accountId: number): CreditCell => {
     let cell = credits.get(accountId);
@@ -308,11 +310,13 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
       // Only a cell in use is re-read; an unknown account is read on its next call.
       if (credits.has(accountId)) await loadCredit(accountId, now());
     },
-    async flushed(charged) {
+    async flushed(charged, version) {
       for (const [accountId, amount] of charged) {
         const cell = credits.get(accountId);
         if (!cell) continue;
-        cell.stored -= amount;
+        // Read again at its next use; else taken off unless the balance was read at or after the charges' version.
+        if (version === undefined) cell.staleAt = -Infinity;
+        else if (cell.version === undefined || version > cell.version) cell.stored -= amount;
         cell.unflushed = Math.max(0, cell.unflushed - amount);
         if (retired.size > 0) settleRetired(accountId);
       }

@@ -129,8 +129,14 @@ export interface CountState {
 export interface CreditState {
   /** Re-reads the account's balance from the ledger (credit granted, deducted or returned). */
   invalidate(accountId: number): Promise<void>;
-  /** Charges reached the ledger (nano-credits per account). */
-  flushed(charged: ReadonlyMap<number, number>): Promise<void>;
+  /**
+   * Charges reached the ledger (nano-credits per account) at ledger `version`: they stop
+   * counting as unwritten, and a balance read before that version loses them; one read at
+   * that version or later holds them already and keeps its value. Without a version (the
+   * writer cannot say: rows found stored already, rows written one at a time, charges
+   * that never reach the ledger) the balances are read again on their next use.
+   */
+  flushed(charged: ReadonlyMap<number, number>, version?: number): Promise<void>;
   /** What the account's calls hold back from its ledger balance: reservations in flight and unwritten charges. */
   held(accountId: number): Promise<number>;
   /**

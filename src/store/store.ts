@@ -80,9 +80,20 @@ export interface AccountStore {
   identities(ids: readonly number[]): Promise<Map<number, AccountIdentity>>;
 }
 
+export interface LedgerBalance {
+  balance: number;
+  version: number;
+}
+
 export interface CreditStore {
   /** Unexpired credit (nano-credits): positive grants less any debt. */
   balance(accountId: number, now: number): Promise<number>;
+  /**
+   * The balance with the ledger's version as one read saw them: the newest usage row's
+   * id. Usage rows and their charges are written in one transaction, one transaction at
+   * a time, so a read at version v holds the charges of every usage write that reached v.
+   */
+  ledgerBalance(accountId: number, now: number): Promise<LedgerBalance>;
   /** When the earliest unexpired grant with credit left expires (undefined when none does). */
   nextExpiry(accountId: number, now: number): Promise<number | undefined>;
   /**
@@ -202,6 +213,8 @@ export interface UsageStore {
   sumsByModel(audience: Audience, range: DayRange): Promise<Array<UsageSums & { model: string }>>;
   /** Call rows in the order they were stored, after `afterId`, at most `limit`. */
   events(afterId: number, limit: number): Promise<UsageEventRow[]>;
+  /** The newest usage row's id (0 when none): the ledger's version after a usage write (see `CreditStore.ledgerBalance`). */
+  latestId(): Promise<number>;
   /**
    * Which of `rows` are stored already, by request id, start, endpoint and status (a
    * batch written again after its writer died between commit and clean-up): found

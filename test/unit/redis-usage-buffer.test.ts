@@ -121,7 +121,7 @@ if (!servicesSkipped) {
           ["b", true, true],
           ["c", true, true],
         ]);
-        await buffer.done(new Map());
+        await buffer.done(new Map(), 1);
         // The queue was left empty: later claims are not checked.
         await buffer.append(row("e"));
         expect((await buffer.claim(100)).rows.map((r) => [r.requestId, r.retried === true])).toEqual([["e", false]]);
@@ -141,7 +141,7 @@ if (!servicesSkipped) {
         await buffer.append(row("a"));
         const first = await buffer.claim(100);
         expect(first.rows.map((r) => r.retried === true)).toEqual([false]);
-        await buffer.done(new Map());
+        await buffer.done(new Map(), 1);
         // A failover to a replica that had the row but not its claim: it is queued again.
         await admin.send("RPUSH", [`${prefix}usage:queue`, JSON.stringify(row("a"))]);
         await admin.send("CLIENT", ["KILL", "SKIPME", "yes", "TYPE", "normal"]);

@@ -24,6 +24,8 @@ interface Fixture {
   balances: Map<number, number>;
   /** How many times a balance was read, per account. */
   balanceReads: Map<number, number>;
+  /** The ledger's version a balance read reports, per account (none: unknown). */
+  versions: Map<number, number>;
   setNow(ms: number): void;
 }
 
@@ -39,15 +41,16 @@ async function fixture(make: Make): Promise<Fixture> {
   const rollups = new Map<string, number>();
   const balances = new Map<number, number>();
   const balanceReads = new Map<number, number>();
+  const versions = new Map<number, number>();
   let now = T0;
   const loaders: StateLoaders = {
     seed: (seed, period) => rollups.get(`${JSON.stringify(seed)}|${period}`) ?? 0,
     balance: (accountId) => {
       balanceReads.set(accountId, (balanceReads.get(accountId) ?? 0) + 1);
-      return { balance: balances.get(accountId) ?? 0, staleAt: Infinity };
+      return { balance: balances.get(accountId) ?? 0, staleAt: Infinity, version: versions.get(accountId) };
     },
   };
-  return { state: await make(loaders, () => now), rollups, balances, balanceReads, setNow: (ms) => (now = ms) };
+  return { state: await make(loaders, () => now), rollups, balances, balanceReads, versions, setNow: (ms) => (now = ms) };
 }
 
 const windowOf = (key: string, windowMs = MINUTE): WindowCounter => ({ kind: "window", key, windowMs });
@@ -285,6 +288,40 @@ for (const [name, make] of IMPLEMENTATIONS) {
         await state.credit.invalidate(7);
         expect(await state.credit.held(7)).toBe(0);
         expect(await state.counts.read(credit(7), T0)).toBe(1000);
+      });
+
+      test("charges written at or before the version a balance was read at are in it already: flushed does not take them off again", async () => {
+        const { state, balances, versions } = await fixture(make);
+        balances.set(7, 1000);
+        versions.set(7, 4);
+        expect(await state.counts.read(credit(7), T0)).toBe(1000);
+        // Two calls settle; another instance writes the first one's row (version 5) and the
+        // balance is read again after that commit, before the write is announced.
+        await state.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 0, charge: 300 }]);
+        await state.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 0, charge: 200 }]);
+        balances.set(7, 700);
+        versions.set(7, 5);
+        await state.credit.invalidate(7);
+        // Counted twice until announced: too little, never too much.
+        expect(await state.counts.read(credit(7), T0)).toBe(200);
+        await state.credit.flushed(new Map([[7, 300]]), 5);
+        expect(await state.counts.read(credit(7), T0)).toBe(500);
+        // The second is written after that read (version 6): taken off the balance read.
+        await state.credit.flushed(new Map([[7, 200]]), 6);
+        expect(await state.counts.read(credit(7), T0)).toBe(500);
+        expect(await state.credit.held(7)).toBe(0);
+      });
+
+      test("charges flushed without a version leave the balance to be read again on its next use", async () => {
+        const { state, balances, balanceReads } = await fixture(make);
+        balances.set(7, 1000);
+        expect(await state.counts.read(credit(7), T0)).toBe(1000);
+        await state.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 0, charge: 300 }]);
+        balances.set(7, 700);
+        await state.credit.flushed(new Map([[7, 300]]));
+        expect(await state.counts.read(credit(7), T0)).toBe(700);
+        expect(balanceReads.get(7)).toBe(2);
+        expect(await state.credit.held(7)).toBe(0);
       });
 
       test("a call is admitted while anything is left, so concurrent calls overspend by at most one reservation", async () => {

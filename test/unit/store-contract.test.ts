@@ -456,6 +456,25 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       expect((await store.usage.events(all[37]!.id, 10)).map((r) => r.requestId)).toEqual(["r38", "r39"]);
     });
 
+    test("the ledger's version is the newest usage row's id; a balance read reports the version it saw", async () => {
+      const store = await fresh();
+      expect(await store.usage.latestId()).toBe(0);
+      await store.credit.give(1, [{ amount: 1000, expiresAt: null }], null, T0);
+      expect(await store.credit.ledgerBalance(1, T0)).toEqual({ balance: 1000, version: 0 });
+      const call = (n: number) => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: n, stream: false, costNanos: 100 });
+      // A usage write: its rows and their charge in one transaction; the newest id is its version.
+      const version = await store.transaction(async (tx) => {
+        await tx.usage.append([call(1), call(2)], []);
+        await tx.credit.consume(1, 200, T0);
+        return tx.usage.latestId();
+      });
+      const ids = (await store.usage.events(0, 10)).map((r) => r.id);
+      expect(version).toBe(Math.max(...ids));
+      expect(await store.credit.ledgerBalance(1, T0)).toEqual({ balance: 800, version });
+      // Another account's balance reads the same version.
+      expect(await store.credit.ledgerBalance(2, T0)).toEqual({ balance: 0, version });
+    });
+
     test("a row whose strings hold NUL or a lone surrogate (a client's model name) is written with its batch", async () => {
       const store = await fresh();
       const call = (n: number, model = "m") => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", requestedModel: model, effectiveModel: model, status: 200, source: "upstream", latencyMs: n, stream: false });

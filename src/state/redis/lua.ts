@@ -78,7 +78,8 @@ local function flush_periods()
 end
 
 -- Credit: a hash of stored (ledger balance when read, less charges written since),
--- staleAt (empty: never), unflushed (charges not written yet) and r<owner> (reservations).
+-- staleAt (empty: never), version (the ledger's when read; empty: unknown), unflushed
+-- (charges not written yet) and r<owner> (reservations).
 -- Read whole: stored (nil: Redis holds no balance), unflushed, staleAt, and the
 -- reservations of living owners (those of dead owners are dropped).
 local function credit_read(key)
@@ -161,7 +162,7 @@ local function admit_one(P, NOW, mode)
       local c = credit_cell(line.key)
       if c.stored == nil or (c.staleAt ~= nil and NOW >= c.staleAt) then
         if line.b ~= nil then
-          redis.call('HSET', line.key, 'stored', str(line.b), 'staleAt', line.st and str(line.st) or '')
+          redis.call('HSET', line.key, 'stored', str(line.b), 'staleAt', line.st and str(line.st) or '', 'version', line.v and str(line.v) or '')
           c.stored = line.b; c.staleAt = line.st
         else missing[#missing + 1] = tostring(i - 1) end
       end
@@ -270,9 +271,11 @@ return { 'ok' }
 
 /**
  * Credit outside admission: P = {op: 'held', key} | {op: 'flushed', charges: [[key, amount]…],
- * drop?: [claim list, claims set]}. With drop, the drained claim of usage rows whose charges
- * these are goes in the same step: a process dying in between can neither leave the charges
- * counted as unwritten for good nor have them written off twice.
+ * v?: ledger version they were written at, drop?: [claim list, claims set]}. With drop, the
+ * drained claim of usage rows whose charges these are goes in the same step: a process
+ * dying in between can neither leave the charges counted as unwritten for good nor have
+ * them written off twice. A balance read at version v or later holds them already;
+ * without v, the balance is dropped (read again at its next use).
  */
 export const CREDIT = script(`${PRELUDE}${COUNTERS}
 if P.op == 'held' then
@@ -285,12 +288,15 @@ end
 for _, pair in ipairs(P.charges) do
   local key, amount = pair[1], pair[2]
   if redis.call('EXISTS', key) == 1 then
-    local f = redis.call('HMGET', key, 'stored', 'unflushed')
+    local f = redis.call('HMGET', key, 'stored', 'unflushed', 'version')
     local unflushed = (num(f[2]) or 0) - amount
     if unflushed < 0 then unflushed = 0 end
     redis.call('HSET', key, 'unflushed', str(unflushed))
-    -- A balance re-read since (or never read) already holds the written charges.
-    if f[1] ~= false then redis.call('HSET', key, 'stored', str(tonumber(f[1]) - amount)) end
+    -- Without a version the balance is read again; a balance never read, or read at the
+    -- charges' version or later, holds them already.
+    local readAt = num(f[3])
+    if P.v == nil then redis.call('HDEL', key, 'stored', 'staleAt', 'version')
+    elseif f[1] ~= false and (readAt == nil or P.v > readAt) then redis.call('HSET', key, 'stored', str(tonumber(f[1]) - amount)) end
   end
 end
 return 'ok'

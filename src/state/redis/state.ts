@@ -51,7 +51,7 @@ export interface RedisState extends State {
    * `credit.flushed`, and in the same script the drained claim of usage rows those
    * charges came from is dropped (`drop`: the claim list and the claims set).
    */
-  flushedClaim(charged: ReadonlyMap<number, number>, drop: [string, string]): Promise<void>;
+  flushedClaim(charged: ReadonlyMap<number, number>, version: number | undefined, drop: [string, string]): Promise<void>;
   /** Stops the heartbeat (what this process holds then expires with its lease) and closes the connection. */
   close(): void;
 }
@@ -131,8 +131,9 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
         const { counter, period } = counters[i]!;
         if (counter.kind === "period") lines[i]!.s = await loaders.seed(counter.seed, period!);
         else if (counter.kind === "credit") {
-          const { balance, staleAt } = await loaders.balance(counter.accountId, at);
+          const { balance, staleAt, version } = await loaders.balance(counter.accountId, at);
           lines[i]!.b = balance;
+          lines[i]!.v = version;
           lines[i]!.st = Number.isFinite(staleAt) ? staleAt : undefined;
         }
       }),
@@ -209,18 +210,18 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     entry.settled();
   };
 
-  const flushed = async (charged: ReadonlyMap<number, number>, drop?: [string, string]) => {
+  const flushed = async (charged: ReadonlyMap<number, number>, version: number | undefined, drop?: [string, string]) => {
     if (charged.size === 0 && !drop) return;
-    await run(CREDIT, { op: "flushed", charges: [...charged].map(([accountId, amount]) => [creditKey(accountId), amount]), drop });
+    await run(CREDIT, { op: "flushed", charges: [...charged].map(([accountId, amount]) => [creditKey(accountId), amount]), v: version, drop });
     if (retired.size > 0) for (const accountId of charged.keys()) await settleRetired(accountId);
   };
 
   const credit: CreditState = {
     async invalidate(accountId) {
       // The next use, by any process, reads the ledger again; what calls hold stays.
-      await redis.send("HDEL", [creditKey(accountId), "stored", "staleAt"]);
+      await redis.send("HDEL", [creditKey(accountId), "stored", "staleAt", "version"]);
     },
-    flushed: (charged) => flushed(charged),
+    flushed: (charged, version) => flushed(charged, version),
     held,
     async retire(accountId, settled) {
       // Calls on other instances settle there, and a killed one's leases only expire:
@@ -237,7 +238,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   return {
     owner,
     leaseMs,
-    flushedClaim: flushed,
+    flushedClaim: (charged, version, drop) => flushed(charged, version, drop),
     counts,
     credit,
     levels: createLevels(prefix, run),

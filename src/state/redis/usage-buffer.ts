@@ -94,7 +94,7 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       });
       return { rows, waiting: Number(waiting) };
     },
-    done: (charged) => state.flushedClaim(charged, [keys.claimPrefix + state.owner, keys.claims]),
+    done: (charged, version) => state.flushedClaim(charged, version, [keys.claimPrefix + state.owner, keys.claims]),
     async release() {
       await run(USAGE_RELEASE, keys);
     },

@@ -3,6 +3,7 @@ import type { CreditStore, Piece } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
 import { lockAccountCredit } from "./locks.ts";
 import { creditGrants } from "./schema/accounts.ts";
+import { usageEvents } from "./schema/usage.ts";
 
 const unexpired = (accountId: number, now: number) =>
   and(eq(creditGrants.accountId, accountId), or(isNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)));
@@ -34,6 +35,17 @@ const spendable = (db: Db, accountId: number, now: number) =>
 export function postgresCredit({ db, atomic }: Scope): CreditStore {
   return {
     balance: (accountId, now) => balanceIn(db, accountId, now),
+    async ledgerBalance(accountId, now) {
+      // One statement, so one snapshot holds both.
+      const [row] = await db
+        .select({
+          balance: sql<number>`coalesce(sum(${creditGrants.remaining}), 0)`.mapWith(Number),
+          version: sql<number>`(SELECT coalesce(max(${usageEvents.id}), 0) FROM ${usageEvents})`.mapWith(Number),
+        })
+        .from(creditGrants)
+        .where(unexpired(accountId, now));
+      return { balance: row?.balance ?? 0, version: row?.version ?? 0 };
+    },
     async nextExpiry(accountId, now) {
       const [row] = await db
         .select({ at: min(creditGrants.expiresAt).mapWith(Number) })

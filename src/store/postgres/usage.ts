@@ -139,6 +139,10 @@ export function postgresUsage({ db, atomic }: Scope): UsageStore {
       return rows.filter((row) => found.has(usageRowIdentity(row)));
     },
     events: (afterId, limit) => db.select().from(usageEvents).where(gt(usageEvents.id, afterId)).orderBy(asc(usageEvents.id)).limit(limit),
+    async latestId() {
+      const [row] = await db.select({ id: sql<number>`coalesce(max(${usageEvents.id}), 0)`.mapWith(Number) }).from(usageEvents);
+      return row?.id ?? 0;
+    },
     sumsByModel: (audience, range) =>
       db
         .select({ model: usageDaily.model, ...SUMS })

@@ -1,5 +1,6 @@
 import { and, asc, eq, gt, isNotNull, isNull, lt, min, or, sql } from "drizzle-orm";
 import { creditGrants } from "../schema/accounts.ts";
+import { usageEvents } from "../schema/usage.ts";
 import type { CreditStore, Piece } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
@@ -65,6 +66,17 @@ export function sqliteCredit({ db, sqlite }: Connection): Synchronous<CreditStor
 
   return {
     balance,
+    ledgerBalance(accountId, now) {
+      const row = db
+        .select({
+          balance: sql<number>`coalesce(sum(${creditGrants.remaining}), 0)`,
+          version: sql<number>`(SELECT coalesce(max(${usageEvents.id}), 0) FROM ${usageEvents})`,
+        })
+        .from(creditGrants)
+        .where(unexpired(accountId, now))
+        .get();
+      return { balance: row?.balance ?? 0, version: row?.version ?? 0 };
+    },
     nextExpiry(accountId, now) {
       const at = db
         .select({ at: min(creditGrants.expiresAt) })

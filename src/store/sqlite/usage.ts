@@ -107,6 +107,7 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
       return rows.filter((row) => found.has(usageRowIdentity(row)));
     },
     events: (afterId, limit) => db.select().from(usageEvents).where(gt(usageEvents.id, afterId)).orderBy(asc(usageEvents.id)).limit(limit).all(),
+    latestId: () => db.select({ id: sql<number>`coalesce(max(${usageEvents.id}), 0)` }).from(usageEvents).get()?.id ?? 0,
     sumsByModel(audience, range) {
       return db
         .select({ model: usageDaily.model, ...SUMS })
