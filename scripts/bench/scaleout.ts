@@ -19,7 +19,7 @@ import { startRedisServer, type RedisServer } from "../../test/helpers/redis-ser
 import { headersFor, log, NONSTREAM_BODY, PATH, quiet, servicePids, type Target } from "./phases.ts";
 import { cpuSeconds } from "./proc.ts";
 import type { LatencyRound, ThroughputRound } from "./report.ts";
-import { api, configureRouter, startRouter } from "./router.ts";
+import { api, benchRouterEnv, configureRouter, startRouter } from "./router.ts";
 import { findProfile, summariseProfile } from "./profile.ts";
 import type { Settings } from "./settings.ts";
 import { percentile } from "./stats.ts";
@@ -177,6 +177,7 @@ export async function scaleOutPhase(
         logFile: join(options.work, `${name}.log`),
         caFile: options.caFile,
         extraArgs,
+        extraEnv: benchRouterEnv(),
       });
     const a = await start("scaleout-a");
     instances.push(a);
