@@ -1,4 +1,5 @@
 import type { Server } from "bun";
+import { createIdempotency } from "./http/idempotency.ts";
 import { afterAnswer } from "./core/after-answer.ts";
 import { createApp } from "./app.ts";
 import { HttpError } from "./core/errors.ts";
@@ -78,6 +79,9 @@ export function startServer(deps: Deps): RunningServer {
   };
   // GET /v1/realtime is upgraded to a WebSocket here, ahead of the HTTP app.
   const realtime = createRealtimeBridge(deps);
+  // Management writes with an Idempotency-Key run once (http/idempotency.ts).
+  const idempotent = createIdempotency({ ...deps, refuse: (error, request, path) => thrownResponse(deps, error, request, path) });
+  const handleApp = (request: Request) => app.handle(request);
 
   const fetch = async (request: Request, server: Server<RealtimeSession>): Promise<Response | undefined> => {
     let peer: { address?: string } | null | undefined;
@@ -98,7 +102,7 @@ export function startServer(deps: Deps): RunningServer {
       ? await handleHot(route, request, path)
       : realtime.handles(request)
         ? await realtime.upgrade(request, server)
-        : await app.handle(request);
+        : await idempotent(request, path, handleApp);
     if (!response) {
       if (log.enabled("info")) log.info("request", { method: request.method, path, status: 101, account: meta.accountId, req: meta.id });
       return undefined;

@@ -1,7 +1,7 @@
 import { causeMessage } from "../core/errors.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/log.ts";
-import type { Store } from "../store/store.ts";
+import { IDEMPOTENCY_TTL_MS, type Store } from "../store/store.ts";
 
 /** Days of request log kept unless `--request-log-days` says otherwise. */
 export const DEFAULT_REQUEST_LOG_DAYS = 30;
@@ -16,14 +16,18 @@ export interface RequestLogPruner {
 }
 
 /**
- * Removes request-log rows older than `days`: once at start, then every hour, off the
- * request path (a timer, not a model call, pays for the delete). Every instance on one
- * database may run it: a delete of rows already gone removes nothing.
+ * Removes request-log rows older than `days`, and the answers kept for Idempotency-Keys
+ * once they expire: once at start, then every hour, off the request path (a timer, not
+ * a model call, pays for the delete). Every instance on one database may run it: a
+ * delete of rows already gone removes nothing.
  */
-export function startRequestLogPruner(deps: { store: Pick<Store, "requests">; clock: Clock; log: Logger; days: number }): RequestLogPruner {
+export function startRequestLogPruner(deps: { store: Pick<Store, "requests" | "idempotency">; clock: Clock; log: Logger; days: number }): RequestLogPruner {
   let running: Promise<number> = Promise.resolve(0);
   const prune = (): Promise<number> => {
     running = running.then(async () => {
+      await deps.store.idempotency
+        .prune(deps.clock.now() - IDEMPOTENCY_TTL_MS)
+        .catch((error: unknown) => deps.log.warn("expired Idempotency-Keys could not be removed; retrying within the hour", { error: causeMessage(error) }));
       try {
         const removed = await deps.store.requests.prune(deps.clock.now() - deps.days * DAY_MS);
         if (removed > 0) deps.log.info("request log pruned", { rows: removed, days: deps.days });

@@ -16,8 +16,9 @@ import type { ProviderKeyRow } from "./schema/provider-keys.ts";
 import type { NewRequestLogRow, RequestLogRow } from "./schema/request-log.ts";
 import type { KeyHealthRow, NewKeyHealthRow } from "./schema/key-health.ts";
 import type { NewUsageEventRow, UsageEventRow } from "./schema/usage.ts";
+import type { IdempotencyRow } from "./schema/idempotency.ts";
 
-export type { AccountRow, NewAccountRow, NoticeRow, OperationLogRow, ProviderKeyRow, UpstreamObjectRow, NewUsageEventRow, UsageEventRow, NewRequestLogRow, RequestLogRow, KeyHealthRow, NewKeyHealthRow };
+export type { AccountRow, NewAccountRow, NoticeRow, OperationLogRow, ProviderKeyRow, UpstreamObjectRow, NewUsageEventRow, UsageEventRow, NewRequestLogRow, RequestLogRow, KeyHealthRow, NewKeyHealthRow, IdempotencyRow };
 export type CreditGrantRow = typeof import("./schema/accounts.ts").creditGrants.$inferSelect;
 
 /** An amount of credit (nano-credits) with the expiry it carries. */
@@ -280,6 +281,40 @@ export interface UpstreamObjectStore {
   ownedBy(accountId: number, kind: string): Promise<UpstreamObjectRow[]>;
 }
 
+/** How long the answer of a request sent with an `Idempotency-Key` is kept for its retries. */
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+
+/** A management write's claim on its `Idempotency-Key` (src/http/idempotency.ts). */
+export interface IdempotencyClaim {
+  accountId: number;
+  key: string;
+  fingerprint: string;
+  createdAt: number;
+}
+
+/** The answer a claimed request ended with. */
+export interface IdempotentAnswer {
+  status: number;
+  contentType: string | null;
+  body: string | null;
+  secret: boolean;
+}
+
+export interface IdempotencyStore {
+  /**
+   * Claims the account's key for a request: undefined when this call claimed it (no row,
+   * or only one created before `expiredBefore`, which is replaced); else the row that
+   * holds it (status 0 while its request runs).
+   */
+  claim(claim: IdempotencyClaim, expiredBefore: number): Promise<IdempotencyRow | undefined>;
+  /** Keeps the answer of the request that claimed the key. */
+  complete(accountId: number, key: string, answer: IdempotentAnswer): Promise<void>;
+  /** Gives a claim up (its request failed on the server's side: a retry runs it again). */
+  release(accountId: number, key: string): Promise<void>;
+  /** Removes rows created before `before` (ms); resolves with how many. */
+  prune(before: number): Promise<number>;
+}
+
 export interface SoftLimitMailStore {
   wasSent(accountId: number, month: string): Promise<boolean>;
   markSent(accountId: number, month: string, at: number, recipient: string): Promise<void>;
@@ -298,6 +333,7 @@ export interface Repositories {
   readonly keyHealth: KeyHealthStore;
   readonly objects: UpstreamObjectStore;
   readonly softLimitMail: SoftLimitMailStore;
+  readonly idempotency: IdempotencyStore;
 }
 
 /** The repositories of an open transaction. */

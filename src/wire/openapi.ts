@@ -208,6 +208,16 @@ const WHO: Record<Who, string> = {
   owner: "Owner accounts only.",
 };
 
+/** Every management write takes one (http/idempotency.ts; docs/api.md, "Idempotent writes"). */
+const IDEMPOTENCY_KEY = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    "Runs the write once: a retry with the same key and request within 24 hours gets the first answer again (with Idempotent-Replayed: true) and writes nothing; the same key with another request is 422, with one still running 409",
+  schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
+};
+
 /** The OpenAPI 3.1 document of the management API. */
 export function openApiDocument(version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -217,13 +227,16 @@ export function openApiDocument(version: string): Record<string, unknown> {
       summary: op.summary,
       description: WHO[op.who],
       ...(op.who === "none" ? { security: [] } : {}),
-      parameters: (op.params ?? []).map((param) => ({
-        name: param.name,
-        in: param.in,
-        required: param.in === "path",
-        description: param.description,
-        schema: { type: param.type },
-      })),
+      parameters: [
+        ...(op.params ?? []).map((param) => ({
+          name: param.name,
+          in: param.in,
+          required: param.in === "path",
+          description: param.description,
+          schema: { type: param.type },
+        })),
+        ...(op.method !== "get" && op.path.startsWith("/x-") ? [IDEMPOTENCY_KEY] : []),
+      ],
       ...(op.body && { requestBody: { required: true, content: { "application/json": { schema: schemaOf(op.body) } } } }),
       responses: {
         [status]: { description: "Success", content: { [op.path === "/metrics" ? "text/plain" : "application/json"]: { schema: schemaOf(answer) } } },

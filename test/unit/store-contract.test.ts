@@ -268,6 +268,33 @@ describe.each(implementations)("store: %s", (name, implementation) => {
     });
   });
 
+  describe("idempotency keys", () => {
+    const claim = (key: string, fingerprint = "f1", createdAt = T0, accountId = 1) => ({ accountId, key, fingerprint, createdAt });
+    test("the first claim holds the key; later ones see it running, then its answer; keys of other accounts are their own", async () => {
+      const store = await fresh();
+      expect(await store.idempotency.claim(claim("k"), T0 - DAY)).toBeUndefined();
+      expect(await store.idempotency.claim(claim("k", "f2"), T0 - DAY)).toMatchObject({ accountId: 1, key: "k", fingerprint: "f1", status: 0, secret: false });
+      expect(await store.idempotency.claim(claim("k", "f1", T0, 2), T0 - DAY)).toBeUndefined();
+      await store.idempotency.complete(1, "k", { status: 201, contentType: "application/json", body: '{"ok":true}', secret: false });
+      expect(await store.idempotency.claim(claim("k"), T0 - DAY)).toMatchObject({ status: 201, contentType: "application/json", body: '{"ok":true}', secret: false });
+      await store.idempotency.complete(2, "k", { status: 201, contentType: null, body: null, secret: true });
+      expect(await store.idempotency.claim(claim("k", "f1", T0, 2), T0 - DAY)).toMatchObject({ status: 201, body: null, secret: true });
+    });
+
+    test("a released key is claimed again; an expired one is replaced; prune removes the old", async () => {
+      const store = await fresh();
+      await store.idempotency.claim(claim("a"), T0 - DAY);
+      await store.idempotency.release(1, "a");
+      expect(await store.idempotency.claim(claim("a", "f9"), T0 - DAY)).toBeUndefined();
+      // A day later the row no longer holds the key.
+      expect(await store.idempotency.claim(claim("a", "f3", T0 + DAY + 1), T0 + 1)).toBeUndefined();
+      expect(await store.idempotency.claim(claim("a", "f4", T0 + DAY + 1), T0 + 1)).toMatchObject({ fingerprint: "f3" });
+      await store.idempotency.claim(claim("b", "f1", T0 - 2 * DAY), T0 - 3 * DAY);
+      expect(await store.idempotency.prune(T0 - DAY)).toBe(1);
+      expect(await store.idempotency.prune(T0 - DAY)).toBe(0);
+    });
+  });
+
   describe("provider keys, settings, notices, operations, objects, mail", () => {
     test("provider keys belong to one tenant: another tenant's id does not exist", async () => {
       const store = await fresh();

@@ -44,4 +44,10 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   { name: "upstream_objects", sqlite: lite.upstreamObjects, postgres: pg.upstreamObjects, key: [lite.upstreamObjects.objectId] },
   { name: "request_log", sqlite: lite.requestLog, postgres: pg.requestLog, key: [lite.requestLog.requestId] },
   { name: "key_health", sqlite: lite.keyHealth, postgres: pg.keyHealth, key: [lite.keyHealth.keyId] },
+  {
+    name: "idempotency_keys",
+    sqlite: lite.idempotencyKeys,
+    postgres: pg.idempotencyKeys,
+    key: [lite.idempotencyKeys.accountId, lite.idempotencyKeys.key],
+  },
 ];

@@ -13,6 +13,7 @@ import m9 from "./0009_usage_daily_clustered.sql" with { type: "text" };
 import m10 from "./0010_tearful_gauntlet.sql" with { type: "text" };
 import m11 from "./0011_request_log_error.sql" with { type: "text" };
 import m12 from "./0012_key_health.sql" with { type: "text" };
+import m13 from "./0013_idempotency_keys.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -28,4 +29,5 @@ export const migrations: Migration[] = [
   { name: "0010_tearful_gauntlet", sql: m10 },
   { name: "0011_request_log_error", sql: m11 },
   { name: "0012_key_health", sql: m12 },
+  { name: "0013_idempotency_keys", sql: m13 },
 ];

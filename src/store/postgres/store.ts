@@ -1,4 +1,5 @@
 import { SQL } from "bun";
+import { postgresIdempotency } from "./idempotency.ts";
 import { causesOf } from "../../core/errors.ts";
 import type { Logger } from "../../core/log.ts";
 import type { Repositories, Store, Transaction } from "../store.ts";
@@ -46,6 +47,7 @@ const REPOSITORIES: { [K in keyof Repositories]: (scope: Scope) => Repositories[
   keyHealth: postgresKeyHealth,
   objects: postgresObjects,
   softLimitMail: postgresSoftLimitMail,
+  idempotency: postgresIdempotency,
 };
 
 /** The repositories over a scope, each made on first use: a transaction uses two or three of the eleven. */

@@ -1,4 +1,5 @@
 import type { Logger } from "../../core/log.ts";
+import { sqliteIdempotency } from "./idempotency.ts";
 import type { Repositories, RequestLogStore, Store, Transaction } from "../store.ts";
 import { sqliteAccounts } from "./accounts.ts";
 import { startCheckpointer } from "./checkpointer.ts";
@@ -59,6 +60,7 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     keyHealth: asynchronous(sqliteKeyHealth(connection), run),
     objects: asynchronous(sqliteObjects(connection.db), run),
     softLimitMail: asynchronous(sqliteSoftLimitMail(connection.db), run),
+    idempotency: asynchronous(sqliteIdempotency(connection.db), run),
   });
   const own = repositories(outside);
   let savepoints = 0;

@@ -7,3 +7,4 @@ export * from "./notices.ts";
 export * from "./affinity.ts";
 export * from "./request-log.ts";
 export * from "./key-health.ts";
+export * from "./idempotency.ts";

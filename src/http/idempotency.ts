@@ -1,0 +1,133 @@
+import { hashApiKey } from "../accounts/api-keys.ts";
+import type { PrincipalCache } from "../accounts/principal.ts";
+import type { Clock } from "../core/clock.ts";
+import { badRequest, causeMessage, conflict, HttpError } from "../core/errors.ts";
+import type { Logger } from "../core/log.ts";
+import { IDEMPOTENCY_TTL_MS, type IdempotencyRow, type Store } from "../store/store.ts";
+import { extractApiKey } from "./auth.ts";
+
+/** What a replayed answer carries, as Stripe names it. */
+export const REPLAYED_HEADER = "idempotent-replayed";
+
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+/** 1 to 255 visible ASCII characters (a UUID, a payment event's id, an order number). */
+const VALID_KEY = /^[\x21-\x7e]{1,255}$/;
+
+export interface IdempotencyDeps {
+  store: Pick<Store, "idempotency">;
+  principals: PrincipalCache;
+  clock: Clock;
+  log: Logger;
+  /** The management API's error answer for a refusal (its envelope, its accounting). */
+  refuse(error: HttpError, request: Request, path: string): Response;
+}
+
+/**
+ * Management writes sent with an `Idempotency-Key` header run once per account and key
+ * (docs/api.md, "Idempotent writes"): the first claims the key in the store (one row, so
+ * every instance on the database sees the claim), runs, and leaves its answer there; a
+ * retry of the same request within a day gets that answer again, with `Idempotent-Replayed:
+ * true`, and writes nothing. The same key with another request is 422, and with one
+ * still running (or whose process stopped before answering) 409. An answer holding an
+ * API key is not kept (keys are stored only as hashes): its retries are told that.
+ * A server-side failure (5xx) gives the key up, so the retry runs the request again.
+ *
+ * Model calls are not covered (the `/x-` paths are the management API), and neither are
+ * requests without a valid key of the router's: their route refuses them as before.
+ */
+export function createIdempotency(deps: IdempotencyDeps) {
+  const replay = (held: IdempotencyRow): Response => {
+    const headers: Record<string, string> = { [REPLAYED_HEADER]: "true" };
+    if (held.contentType) headers["content-type"] = held.contentType;
+    return new Response(held.body, { status: held.status, headers });
+  };
+
+  /** The answer to a request whose key another request holds. */
+  const heldAnswer = (held: IdempotencyRow, fingerprint: string): Response | HttpError => {
+    if (held.fingerprint !== fingerprint) {
+      return new HttpError("invalid_request", "This Idempotency-Key was used for a different request (method, path or body) within the last 24 hours; use a new key", {
+        status: 422,
+        code: "idempotency_key_reused",
+      });
+    }
+    if (held.status === 0) {
+      return conflict(
+        "A request with this Idempotency-Key has not finished: retry in a moment. If this persists, the instance that ran it stopped before answering and its outcome is unknown: check its effect, then use a new key",
+        undefined,
+        "idempotency_key_in_use",
+      );
+    }
+    if (held.secret) {
+      return conflict(
+        "The request with this Idempotency-Key was carried out; its answer held an API key, which is shown only once and was not kept",
+        undefined,
+        "idempotency_answer_not_kept",
+      );
+    }
+    return replay(held);
+  };
+
+  const giveUp = (accountId: number, key: string) =>
+    deps.store.idempotency.release(accountId, key).catch((error: unknown) => deps.log.error("an Idempotency-Key could not be given up; its retries get 409 until it expires", { error: causeMessage(error) }));
+
+  return async function handle(request: Request, path: string, next: (request: Request) => Promise<Response>): Promise<Response> {
+    const key = request.headers.get("idempotency-key");
+    if (key === null || !WRITES.has(request.method) || !path.startsWith("/x-")) return next(request);
+    if (!VALID_KEY.test(key)) return deps.refuse(badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters", "Idempotency-Key", "invalid_idempotency_key"), request, path);
+    const apiKey = extractApiKey(request, "openai");
+    const principal = apiKey === undefined ? undefined : await deps.principals.get(hashApiKey(apiKey));
+    // No caller to scope the key to: the route answers 401 as it would without the header.
+    if (!principal) return next(request);
+    const accountId = principal.account.id;
+    const fingerprint = await fingerprintOf(request);
+    const now = deps.clock.now();
+    const held = await deps.store.idempotency.claim({ accountId, key, fingerprint, createdAt: now }, now - IDEMPOTENCY_TTL_MS);
+    if (held) {
+      const answer = heldAnswer(held, fingerprint);
+      return answer instanceof HttpError ? deps.refuse(answer, request, path) : answer;
+    }
+    let response: Response;
+    try {
+      response = await next(request);
+    } catch (error) {
+      await giveUp(accountId, key);
+      throw error;
+    }
+    if (response.status >= 500) {
+      await giveUp(accountId, key);
+      return response;
+    }
+    const body = await response.text();
+    const contentType = response.headers.get("content-type");
+    const secret = holdsApiKey(body);
+    try {
+      await deps.store.idempotency.complete(accountId, key, { status: response.status, contentType, body: secret ? null : body, secret });
+    } catch (error) {
+      // The write happened: the client gets its answer; a retry is told the outcome is unknown.
+      deps.log.error("the answer of a request with an Idempotency-Key could not be kept; its retries get 409 until it expires", { error: causeMessage(error) });
+    }
+    return new Response(body, { status: response.status, headers: response.headers });
+  };
+}
+
+/** SHA-256 of the method, the path with its query, and the body. */
+async function fingerprintOf(request: Request): Promise<string> {
+  const hasher = new Bun.CryptoHasher("sha256");
+  const url = request.url;
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  hasher.update(`${request.method} ${pathStart < 0 ? "/" : url.slice(pathStart)}\n`);
+  // A copy: the route reads the request's own body.
+  hasher.update(await request.clone().arrayBuffer());
+  return hasher.digest("hex");
+}
+
+/** Whether an answer holds a new API key (an account created, a key rotated, a sign-up confirmed). */
+function holdsApiKey(body: string): boolean {
+  if (!body.includes('"APIKey"')) return false;
+  try {
+    const parsed = JSON.parse(body) as unknown;
+    return typeof parsed === "object" && parsed !== null && typeof (parsed as { APIKey?: unknown }).APIKey === "string";
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,29 @@
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * Management writes sent with an `Idempotency-Key` (src/http/idempotency.ts): one row per
+ * account and key, claimed before the write runs and completed with its answer, so a
+ * retry of the same request gets that answer again instead of a second write. Kept a
+ * day (pruned with the request log, every hour).
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    /** The account whose API key sent the request: keys of different accounts never meet. */
+    accountId: integer("account_id").notNull(),
+    key: text("key").notNull(),
+    /** SHA-256 of the method, path and body: a key sent again with another request is refused. */
+    fingerprint: text("fingerprint").notNull(),
+    /** The answer's status; 0 while the request runs. */
+    status: integer("status").notNull().default(0),
+    contentType: text("content_type"),
+    /** The answer's body (never one holding an API key: see `secret`). */
+    body: text("body"),
+    /** True when the answer held an API key: it is not kept, and a retry is told so. */
+    secret: integer("secret", { mode: "boolean" }).notNull().default(false),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.key] }), index("idempotency_keys_created").on(t.createdAt)],
+);
+
+export type IdempotencyRow = typeof idempotencyKeys.$inferSelect;

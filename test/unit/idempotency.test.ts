@@ -1,0 +1,86 @@
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { hashApiKey } from "../../src/accounts/api-keys.ts";
+import { createPrincipalCache } from "../../src/accounts/principal.ts";
+import { createManualClock } from "../../src/core/clock.ts";
+import type { HttpError } from "../../src/core/errors.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { createIdempotency } from "../../src/http/idempotency.ts";
+import { openSqliteStore } from "../../src/store/sqlite/store.ts";
+import type { AccountRow } from "../../src/store/store.ts";
+
+/** The Idempotency-Key handling around a management write (http/idempotency.ts), with a route the test controls. */
+
+const dir = mkdtempSync(join(tmpdir(), "router-idempotency-"));
+const store = openSqliteStore(join(dir, "router.db"));
+afterAll(() => {
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+const account = { id: 7, path: "/1/7/", isOwner: false, allowModels: null, allowIps: null, resources: null } as unknown as AccountRow;
+const principals = createPrincipalCache(async (hash) => (hash === hashApiKey("sk-caller") ? account : undefined));
+const logs: string[] = [];
+const handle = createIdempotency({
+  store,
+  principals,
+  clock: createManualClock(Date.UTC(2026, 10, 27)),
+  log: createLogger("info", (line) => logs.push(line)),
+  refuse: (error: HttpError) => Response.json({ error: { code: error.code, message: error.message } }, { status: error.status }),
+});
+const request = (key: string, body = '{"CreditGranted":1}') =>
+  new Request("http://router.test/x-users/9", { method: "PUT", headers: { authorization: "Bearer sk-caller", "idempotency-key": key }, body });
+
+test("a retry while the first request still runs is 409; once it answered, the retry gets that answer", async () => {
+  let finish!: (response: Response) => void;
+  let runs = 0;
+  const slow = () => {
+    runs++;
+    return new Promise<Response>((resolve) => (finish = resolve));
+  };
+  const first = handle(request("slow-1"), "/x-users/9", slow);
+  await Bun.sleep(5);
+  const during = await handle(request("slow-1"), "/x-users/9", slow);
+  expect(during.status).toBe(409);
+  expect(((await during.json()) as { error: { code: string } }).error.code).toBe("idempotency_key_in_use");
+  finish(Response.json({ ID: 9, Balance: 1 }));
+  expect((await first).status).toBe(200);
+  const after = await handle(request("slow-1"), "/x-users/9", slow);
+  expect(after.headers.get("idempotent-replayed")).toBe("true");
+  expect(await after.json()).toEqual({ ID: 9, Balance: 1 });
+  expect(runs).toBe(1);
+});
+
+test("a server-side failure gives the key up: the retry runs the request again", async () => {
+  let runs = 0;
+  const flaky = async () => (++runs === 1 ? new Response("busy", { status: 503 }) : Response.json({ ok: true }));
+  expect((await handle(request("flaky-1"), "/x-users/9", flaky)).status).toBe(503);
+  const retry = await handle(request("flaky-1"), "/x-users/9", flaky);
+  expect(retry.status).toBe(200);
+  expect(retry.headers.get("idempotent-replayed")).toBeNull();
+  let throws = true;
+  const broken = async () => {
+    if (throws) throw new Error("boom");
+    return Response.json({ ok: true });
+  };
+  await expect(handle(request("thrown-1"), "/x-users/9", broken)).rejects.toThrow("boom");
+  throws = false;
+  expect((await handle(request("thrown-1"), "/x-users/9", broken)).status).toBe(200);
+  expect(runs).toBe(2);
+});
+
+test("reads, model calls and other paths pass through untouched, header or not", async () => {
+  let runs = 0;
+  const route = async () => {
+    runs++;
+    return Response.json({ ok: true });
+  };
+  const get = new Request("http://router.test/x-users/9", { headers: { authorization: "Bearer sk-caller", "idempotency-key": "read-1" } });
+  const model = new Request("http://router.test/v1/files", { method: "POST", headers: { authorization: "Bearer sk-caller", "idempotency-key": "model-1" }, body: "{}" });
+  for (let i = 0; i < 2; i++) {
+    await handle(get, "/x-users/9", route);
+    await handle(model.clone(), "/v1/files", route);
+  }
+  expect(runs).toBe(4);
+});
