@@ -28,7 +28,17 @@ export const remoteArgs = {
     valueHint: "key",
   },
   json: { type: "boolean", description: "Print the server's JSON instead of a table" },
+  "idempotency-key": {
+    type: "string",
+    description: "Writes only: run this command's writes once, whoever sends them again with the same key (a re-run script, a retried job); default a new key per run",
+    valueHint: "key",
+  },
 } as const satisfies ArgsDef;
+
+/** Sends of one write at most: the first and two retries after a lost answer (the Idempotency-Key makes them safe). */
+const WRITE_SENDS = 3;
+/** Waits before the retries (ms). */
+const RETRY_WAITS = [500, 1500];
 
 /** Parsed flags as citty hands them over; read through the helpers below. */
 export type Args = Record<string, unknown> & { _: string[] };
@@ -102,10 +112,29 @@ function networkMessage(error: unknown): string {
   return typeof e.code === "string" && !message.includes(e.code) ? `${e.code}: ${message}` : message;
 }
 
+/**
+ * The Idempotency-Key of each write of this run, in order: `--idempotency-key` for the
+ * first and `<key>.2`, `<key>.3`, … for the next (a re-run makes the same writes in the
+ * same order, so each finds its own key), else one new random key per write.
+ */
+function idempotencyKeysOf(args: Args): { next(): string } {
+  const given = stringFlag(args, "idempotency-key");
+  if (given !== undefined && !/^[\x21-\x7e]{1,240}$/.test(given)) throw new UsageError("--idempotency-key must be 1 to 240 visible ASCII characters (no spaces)");
+  let writes = 0;
+  return {
+    next() {
+      writes++;
+      if (given === undefined) return crypto.randomUUID();
+      return writes === 1 ? given : `${given}.${writes}`;
+    },
+  };
+}
+
 /** A client for the server named by `--url`/ROUTER_URL, authenticated with `--key`/ROUTER_KEY. */
 export function createClient(args: Args, env: NodeJS.ProcessEnv = process.env, warn = (line: string) => void process.stderr.write(line)): Client {
   const baseUrl = baseUrlOf(args, env);
   const key = keyOf(args, env, warn);
+  const writeKeys = idempotencyKeysOf(args);
   return {
     baseUrl,
     async request<T>(method: string, path: string, options: { query?: Record<string, string | number | undefined>; body?: unknown } = {}) {
@@ -115,19 +144,34 @@ export function createClient(args: Args, env: NodeJS.ProcessEnv = process.env, w
       }
       const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: "application/json" };
       if (options.body !== undefined) headers["content-type"] = "application/json";
-      let response: Response;
-      try {
-        response = await fetch(url, {
-          method,
-          headers,
-          body: options.body === undefined ? undefined : JSON.stringify(options.body),
-          redirect: "manual",
-          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-        });
-      } catch (error) {
-        throw new Error(`cannot reach the router at ${baseUrl}: ${networkMessage(error)}`);
+      // A write is sent again when its answer is lost: under one Idempotency-Key, so it runs once.
+      const write = method !== "GET" && method !== "HEAD";
+      if (write) headers["idempotency-key"] = writeKeys.next();
+      let response: Response | undefined;
+      let text = "";
+      for (let send = 1; ; send++) {
+        let lost: unknown;
+        try {
+          response = await fetch(url, {
+            method,
+            headers,
+            body: options.body === undefined ? undefined : JSON.stringify(options.body),
+            redirect: "manual",
+            signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+          });
+          text = await response.text();
+        } catch (error) {
+          lost = error;
+        }
+        const again = write && send < WRITE_SENDS && (lost !== undefined || (response?.status === 409 && text.includes('"idempotency_key_in_use"')));
+        if (again) {
+          await Bun.sleep(RETRY_WAITS[send - 1] ?? 1500);
+          continue;
+        }
+        if (lost !== undefined) throw new Error(`cannot reach the router at ${baseUrl}: ${networkMessage(lost)}`);
+        break;
       }
-      const text = await response.text();
+      if (!response) throw new Error(`cannot reach the router at ${baseUrl}`);
       if (!response.ok) {
         throw new RequestRefused(`${refusalMessage(response.status, response.statusText, text)} (HTTP ${response.status})`, response.status);
       }
