@@ -3,6 +3,7 @@ import type { PrincipalCache } from "../accounts/principal.ts";
 import type { Clock } from "../core/clock.ts";
 import { badRequest, causeMessage, conflict, HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
+import type { Sealer } from "../store/crypto.ts";
 import { IDEMPOTENCY_TTL_MS, type IdempotencyRow, type Store } from "../store/store.ts";
 import { extractApiKey } from "./auth.ts";
 
@@ -18,6 +19,8 @@ export interface IdempotencyDeps {
   principals: PrincipalCache;
   clock: Clock;
   log: Logger;
+  /** Seals the answers kept (a provider key's record holds its secret). */
+  sealer: Sealer;
   /** The management API's error answer for a refusal (its envelope, its accounting). */
   refuse(error: HttpError, request: Request, path: string): Response;
 }
@@ -29,18 +32,27 @@ export interface IdempotencyDeps {
  * retry of the same request within a day gets that answer again, with `Idempotent-Replayed:
  * true`, and writes nothing. The same key with another request is 422, and with one
  * still running (or whose process stopped before answering) 409. An answer holding an
- * API key is not kept (keys are stored only as hashes): its retries are told that.
+ * API key is not kept (keys are stored only as hashes): its retries are told that. The
+ * answers kept are sealed at rest like provider secrets: a provider key's record holds one.
  * A server-side failure (5xx) gives the key up, so the retry runs the request again.
  *
  * Model calls are not covered (the `/x-` paths are the management API), and neither are
  * requests without a valid key of the router's: their route refuses them as before.
  */
 export function createIdempotency(deps: IdempotencyDeps) {
-  const replay = (held: IdempotencyRow): Response => {
+  const replay = (held: IdempotencyRow): Response | HttpError => {
+    let body: string | null = null;
+    try {
+      body = held.body === null ? null : deps.sealer.open(held.body);
+    } catch {
+      // Sealed under another secret key (the deployment's was replaced): as good as not kept.
+      return notKept("can no longer be read (the deployment's secret key changed)");
+    }
     const headers: Record<string, string> = { [REPLAYED_HEADER]: "true" };
     if (held.contentType) headers["content-type"] = held.contentType;
-    return new Response(held.body, { status: held.status, headers });
+    return new Response(body, { status: held.status, headers });
   };
+  const notKept = (why: string) => conflict(`The request with this Idempotency-Key was carried out; its answer ${why}`, undefined, "idempotency_answer_not_kept");
 
   /** The answer to a request whose key another request holds. */
   const heldAnswer = (held: IdempotencyRow, fingerprint: string): Response | HttpError => {
@@ -57,13 +69,7 @@ export function createIdempotency(deps: IdempotencyDeps) {
         "idempotency_key_in_use",
       );
     }
-    if (held.secret) {
-      return conflict(
-        "The request with this Idempotency-Key was carried out; its answer held an API key, which is shown only once and was not kept",
-        undefined,
-        "idempotency_answer_not_kept",
-      );
-    }
+    if (held.secret) return notKept("held an API key, which is shown only once and was not kept");
     return replay(held);
   };
 
@@ -101,7 +107,7 @@ export function createIdempotency(deps: IdempotencyDeps) {
     const contentType = response.headers.get("content-type");
     const secret = holdsApiKey(body);
     try {
-      await deps.store.idempotency.complete(accountId, key, { status: response.status, contentType, body: secret ? null : body, secret });
+      await deps.store.idempotency.complete(accountId, key, { status: response.status, contentType, body: secret ? null : deps.sealer.seal(body), secret });
     } catch (error) {
       // The write happened: the client gets its answer; a retry is told the outcome is unknown.
       deps.log.error("the answer of a request with an Idempotency-Key could not be kept; its retries get 409 until it expires", { error: causeMessage(error) });

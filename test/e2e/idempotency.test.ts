@@ -128,6 +128,22 @@ describe("idempotent management writes", () => {
     }
   });
 
+  test("a provider key's record (its secret in it) is replayed, and kept sealed: the secret is on no file in the clear", async () => {
+    const secret = "sk-idempotent-provider-secret-0123456789";
+    const body = { Provider: "https://api.openai.com/v1", SecretKey: secret, Level: 4, Status: true };
+    const first = await api("/x-keys", { body, idempotencyKey: "key-create-1" });
+    expect(first.status).toBe(201);
+    const again = await api("/x-keys", { body, idempotencyKey: "key-create-1" });
+    expect(again.status).toBe(201);
+    expect(again.replayed).toBe("true");
+    expect(again.body).toEqual(first.body);
+    expect(again.body.SecretKey).toBe(secret);
+    for (const name of readdirSync(router.dataDir)) {
+      if (!name.startsWith("router")) continue;
+      expect(readFileSync(join(router.dataDir, name)).includes(Buffer.from(secret))).toBe(false);
+    }
+  });
+
   test("requests without a valid API key are refused as without the header", async () => {
     const reply = await api("/x-users/1", { method: "PUT", key: "sk-not-a-key", body: { CreditGranted: 1 }, idempotencyKey: "anon-1" });
     expect(reply.status).toBe(401);

@@ -9,6 +9,7 @@ import type { HttpError } from "../../src/core/errors.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { createIdempotency } from "../../src/http/idempotency.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
+import { createSealer } from "../../src/store/crypto.ts";
 import type { AccountRow } from "../../src/store/store.ts";
 
 /** The Idempotency-Key handling around a management write (http/idempotency.ts), with a route the test controls. */
@@ -27,6 +28,7 @@ const handle = createIdempotency({
   principals,
   clock: createManualClock(Date.UTC(2026, 10, 27)),
   log: createLogger("info", (line) => logs.push(line)),
+  sealer: createSealer(new Uint8Array(32).fill(7)),
   refuse: (error: HttpError) => Response.json({ error: { code: error.code, message: error.message } }, { status: error.status }),
 });
 const request = (key: string, body = '{"CreditGranted":1}') =>

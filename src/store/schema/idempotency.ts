@@ -17,7 +17,7 @@ export const idempotencyKeys = sqliteTable(
     /** The answer's status; 0 while the request runs. */
     status: integer("status").notNull().default(0),
     contentType: text("content_type"),
-    /** The answer's body (never one holding an API key: see `secret`). */
+    /** The answer's body, sealed with the deployment's secret key (never one holding an API key: see `secret`). */
     body: text("body"),
     /** True when the answer held an API key: it is not kept, and a retry is told so. */
     secret: integer("secret", { mode: "boolean" }).notNull().default(false),
