@@ -82,6 +82,14 @@ export function startServer(deps: Deps): RunningServer {
   // Management writes with an Idempotency-Key run once (http/idempotency.ts).
   const idempotent = createIdempotency({ ...deps, refuse: (error, request, path) => thrownResponse(deps, error, request, path) });
   const handleApp = (request: Request) => app.handle(request);
+  /** The app behind the Idempotency-Key check, whose own store reads may fail (the database away). */
+  const handleManaged = async (request: Request, path: string): Promise<Response> => {
+    try {
+      return await idempotent(request, path, handleApp);
+    } catch (error) {
+      return thrownResponse(deps, error, request, path);
+    }
+  };
 
   const fetch = async (request: Request, server: Server<RealtimeSession>): Promise<Response | undefined> => {
     let peer: { address?: string } | null | undefined;
@@ -102,7 +110,7 @@ export function startServer(deps: Deps): RunningServer {
       ? await handleHot(route, request, path)
       : realtime.handles(request)
         ? await realtime.upgrade(request, server)
-        : await idempotent(request, path, handleApp);
+        : await handleManaged(request, path);
     if (!response) {
       if (log.enabled("info")) log.info("request", { method: request.method, path, status: 101, account: meta.accountId, req: meta.id });
       return undefined;
