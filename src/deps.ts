@@ -150,7 +150,18 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       : undefined;
   // A balance read waits for this process's usage writes under way (the recorder's, made below).
   const chargeWrites = new WritesUnderWay();
-  const loaders = { seed: createPeriodSeeder(store), balance: createBalanceLoader(store, chargeWrites) };
+  let zeroWarnedFor = "";
+  const seed = createPeriodSeeder(store, {
+    clock,
+    // The probe's clock is the wall clock; the business period of that instant is compared.
+    answeredAt: () => (config.database !== undefined ? dependencies.answeredAt("database") : undefined),
+    onAssumedZero: (period) => {
+      if (period === zeroWarnedFor) return;
+      zeroWarnedFor = period;
+      log.warn("a period began while the database is away: its totals are counted from zero", { period });
+    },
+  });
+  const loaders = { seed, balance: createBalanceLoader(store, chargeWrites) };
   const redisState = redisConnection ? createRedisState({ connection: redisConnection }, loaders, () => clock.now()) : undefined;
   const state: State = redisState ?? createMemoryState(loaders, () => clock.now());
   const dependencies = createDependencyMonitor({

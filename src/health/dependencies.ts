@@ -17,6 +17,8 @@ export interface DependencyMonitor {
   gauges(): Array<{ dependency: DependencyName; up: 0 | 1 }>;
   /** Every probed dependency answered its last probe. */
   allUp(): boolean;
+  /** When the dependency last answered a probe (ms; its first probe counts from start-up); undefined when not probed. */
+  answeredAt(name: DependencyName): number | undefined;
   /** Probes every dependency now (start-up, tests); resolves when all answered or timed out. */
   probe(): Promise<void>;
   stop(): void;
@@ -32,8 +34,11 @@ export interface MonitorOptions {
 export function createDependencyMonitor(probes: Partial<Record<DependencyName, Probe>>, options: MonitorOptions = {}): DependencyMonitor {
   const timeoutMs = options.timeoutMs ?? 2000;
   const up = new Map<DependencyName, boolean>();
+  const answeredAt = new Map<DependencyName, number>();
   const names = Object.keys(probes) as DependencyName[];
   for (const name of names) up.set(name, true);
+  // Up at start: the store and Redis were opened just before.
+  for (const name of names) answeredAt.set(name, Date.now());
 
   const answered = async (probe: Probe): Promise<boolean> => {
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -50,7 +55,13 @@ export function createDependencyMonitor(probes: Partial<Record<DependencyName, P
   };
   let round: Promise<void> | undefined;
   const probe = () =>
-    (round ??= Promise.all(names.map(async (name) => up.set(name, await answered(probes[name]!)))).then(() => {
+    (round ??= Promise.all(
+      names.map(async (name) => {
+        const ok = await answered(probes[name]!);
+        up.set(name, ok);
+        if (ok) answeredAt.set(name, Date.now());
+      }),
+    ).then(() => {
       round = undefined;
     }));
   const timer = names.length > 0 ? setInterval(() => void probe(), options.intervalMs ?? 1000) : undefined;
@@ -61,6 +72,7 @@ export function createDependencyMonitor(probes: Partial<Record<DependencyName, P
     status: () => ({ database: statusOf("database"), redis: statusOf("redis") }),
     gauges: () => names.map((dependency) => ({ dependency, up: up.get(dependency) ? 1 : 0 })),
     allUp: () => names.every((name) => up.get(name)),
+    answeredAt: (name) => answeredAt.get(name),
     probe,
     stop: () => clearInterval(timer),
   };

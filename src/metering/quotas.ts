@@ -1,3 +1,4 @@
+import type { Clock } from "../core/clock.ts";
 import type { Store } from "../store/store.ts";
 import type { Measure, PeriodCounter, PeriodSeed } from "../state/state.ts";
 
@@ -48,7 +49,29 @@ export function createPeriodCounters() {
 
 export type PeriodCounters = ReturnType<typeof createPeriodCounters>;
 
-/** Reads a period total from the daily rollups: `period` is a day (`YYYY-MM-DD`) or a month (`YYYY-MM`). */
-export function createPeriodSeeder(store: Store): (seed: PeriodSeed, period: string) => Promise<number> {
-  return (seed, period) => store.usage.periodTotal(seed, period);
+/**
+ * Reads a period total from the daily rollups: `period` is a day (`YYYY-MM-DD`) or a month
+ * (`YYYY-MM`). When the database cannot be read and the period began after it last
+ * answered (`answeredAt`: a day, or a month, begins while PostgreSQL is away), the total
+ * is 0: no usage row of a period can be in a database that was away since before it
+ * began, and the calls of the period are counted by the State as they come. Without
+ * that, every call failed at midnight until the database came back.
+ */
+export function createPeriodSeeder(
+  store: Store,
+  options: { clock?: Clock; answeredAt?: () => number | undefined; onAssumedZero?: (period: string) => void } = {},
+): (seed: PeriodSeed, period: string) => Promise<number> {
+  const { clock, answeredAt } = options;
+  return async (seed, period) => {
+    try {
+      return await store.usage.periodTotal(seed, period);
+    } catch (error) {
+      const at = answeredAt?.();
+      if (clock === undefined || at === undefined) throw error;
+      const lastSeen = period.length === 7 ? clock.businessMonth(at) : clock.businessDate(at);
+      if (period <= lastSeen) throw error;
+      options.onAssumedZero?.(period);
+      return 0;
+    }
+  };
 }

@@ -274,6 +274,34 @@ if (!skipServices) {
     }, 40_000);
   });
 
+  describe("PostgreSQL away across midnight", () => {
+    test("the new day's calls are served and counted from zero: no total of the day can be in a database that was away all day", async () => {
+      let skew = 0;
+      const e = await startRouter({ dataDir, config, pricing: false, clock: createClock("UTC", () => Date.now() + skew) });
+      extra.push(e);
+      const account = await warmAccount(e);
+      await postgres.halt();
+      try {
+        await waitFor(async () => !(await databaseReady(e)), 5000, "/readyz to say PostgreSQL is down");
+        // The next business day begins while the database is away.
+        const now = Date.now();
+        skew = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate() + 1, 0, 0, 5) - now;
+        for (let i = 0; i < 3; i++) {
+          const reply = await chat(e, account.key);
+          expect({ status: reply.status, body: reply.body }).toMatchObject({ status: 200 });
+        }
+        expect(e.logs.filter((line) => line.includes("a period began while the database is away"))).toHaveLength(1);
+      } finally {
+        await postgres.resume();
+      }
+      await waitFor(() => databaseReady(e), 10_000, "/readyz to be ready again");
+      for (const router of [a, b, e]) await router.deps.usageRecorder.flush();
+      // The new day's calls reached the database once each.
+      const tomorrow = e.deps.clock.businessDate();
+      expect((await rowsOf(account.id)).filter((row) => row.day === tomorrow)).toHaveLength(3);
+    }, 40_000);
+  });
+
   describe("Redis restarted without its data", () => {
     test("while rows wait in it for PostgreSQL, each instance queues its recent rows again: every call is stored once and charged once", async () => {
       const account = await warmAccount();
