@@ -11,7 +11,7 @@ import type { Store } from "../store/store.ts";
 export interface ErrorResponseDeps {
   metrics: Pick<RouterMetrics, "refusals">;
   log: Logger;
-  store: Pick<Store, "refusedRow">;
+  store: Pick<Store, "refusedRow" | "unavailable">;
 }
 
 /**
@@ -30,6 +30,11 @@ export function thrownResponse(deps: ErrorResponseDeps, error: unknown, request:
     // limits and credit. The detail (never a URL) goes to the log, not the client.
     deps.log.warn("Redis unavailable", { req: metaOf(request)?.id, path, error: error.message });
     return errorResponse(family, new HttpError("unavailable", "Redis, where this router keeps limits and credit, is unavailable; try again shortly", { code: "redis_unavailable", headers: { "retry-after": "1" } }));
+  }
+  if (deps.store.unavailable(error)) {
+    // PostgreSQL is away (a refused or dropped connection): a retry in a moment may succeed.
+    deps.log.warn("the database is unavailable", { req: metaOf(request)?.id, path, error: causeMessage(error) });
+    return errorResponse(family, new HttpError("unavailable", "PostgreSQL, where this router keeps accounts and usage, is unavailable; try again shortly", { code: "database_unavailable", headers: { "retry-after": "1" } }));
   }
   if (deps.store.refusedRow(error)) {
     // A value the client sent that the database cannot hold (PostgreSQL: a NUL character in a name or a mapping).

@@ -357,6 +357,12 @@ export interface Store extends Repositories {
    * connection or the database: the same rows would be refused again.
    */
   refusedRow(error: unknown): boolean;
+  /**
+   * True when `error` says the database could not be reached or went away (a refused or
+   * dropped connection, a server shutting down or starting up): the same request may
+   * succeed in a moment. Never for the embedded file.
+   */
+  unavailable(error: unknown): boolean;
   /** Starts the engine's background upkeep (SQLite: WAL checkpoints); returns how to stop it. */
   startUpkeep(log: Logger): () => Promise<void>;
   close(): void;

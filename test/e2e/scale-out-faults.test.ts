@@ -98,10 +98,15 @@ if (!skipServices) {
           expect(await health.json()).toEqual({ status: "ok", database: "down", redis: "up" });
           expect((await router.fetch("/readyz", { key: null })).status).toBe(503);
         }
-        // A management write whose Idempotency-Key cannot be claimed is refused in the envelope, not dropped.
-        const write = await a.fetch(`/x-users/${account.id}`, { method: "PUT", headers: { "content-type": "application/json", "idempotency-key": "during-outage" }, body: JSON.stringify({ CreditGranted: 1 }) });
-        expect(write.status).toBe(500);
-        expect(((await write.json()) as { error: { message: string } }).error.message).toContain("see the server log for this request id");
+        // Management calls that need the database: 503 naming it, with Retry-After, with or without an Idempotency-Key.
+        for (const headers of [{}, { "idempotency-key": "during-outage" }] as Record<string, string>[]) {
+          const write = await a.fetch(`/x-users/${account.id}`, { method: "PUT", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ CreditGranted: 1 }) });
+          expect(write.status).toBe(503);
+          expect(write.headers.get("retry-after")).toBe("1");
+          const error = ((await write.json()) as { error: { message: string; code: string } }).error;
+          expect(error.code).toBe("database_unavailable");
+          expect(error.message).toContain("PostgreSQL");
+        }
         const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
         for (const reply of replies) expect({ status: reply.status, body: reply.body }).toMatchObject({ status: 200 });
         served = replies.length;

@@ -155,6 +155,7 @@ export function postgresStoreOver(client: SQL): Store {
     // Other instances' writes reach caches through the invalidation bus, not by polling.
     changedElsewhere: () => false,
     refusedRow: (error: unknown) => refusedByPostgres(error),
+    unavailable: (error: unknown) => postgresUnavailable(error),
     // PostgreSQL does its own upkeep (autovacuum, checkpoints).
     startUpkeep: (_log: Logger) => async () => {},
     close() {
@@ -165,6 +166,19 @@ export function postgresStoreOver(client: SQL): Store {
   });
   clients.set(store, client);
   return store;
+}
+
+/**
+ * Bun's connection errors (`ERR_POSTGRES_CONNECTION_REFUSED`, `…_CLOSED`, `…_TIMEOUT`, an
+ * idle or lifetime timeout) and the SQLSTATEs of a server that cannot serve now: class 08
+ * (connection exception) and 57P01-57P03 (shutting down, starting up).
+ */
+function postgresUnavailable(error: unknown): boolean {
+  return causesOf(error).some((e) => {
+    const code = String((e as { code?: unknown } | null)?.code ?? "");
+    const state = String((e as { errno?: unknown } | null)?.errno ?? "");
+    return /^ERR_POSTGRES_(CONNECTION_|IDLE_TIMEOUT|LIFETIME_TIMEOUT)/.test(code) || /^08[0-9A-Z]{3}$/.test(state) || /^57P0[123]$/.test(state);
+  });
 }
 
 /**

@@ -105,6 +105,8 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     changedElsewhere: () => connection.changedElsewhere(),
     // SQLite stores any number and string; a row can still miss a required value or be too big.
     refusedRow: (error) => /^SQLITE_(CONSTRAINT_NOTNULL|CONSTRAINT_CHECK|TOOBIG|MISMATCH)/.test(String((error as { code?: unknown } | null)?.code ?? "")),
+    // The file is in the process: it is never "away" (a busy or full disk is a real error).
+    unavailable: () => false,
     startUpkeep(log: Logger) {
       // One thread for both: WAL checkpoints of this file and the request log's writes.
       const thread = startUpkeepThread();
