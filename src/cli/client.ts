@@ -10,6 +10,7 @@ import { defineCommand, type ArgsDef, type CommandDef } from "citty";
 import { readFileSync } from "node:fs";
 import { flagOrEnv, parseIntegerFlag, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
+import { newIdempotencyKey, sendWithResends } from "../wire/resend.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:8080";
 /** Management calls are quick; a server that does not answer within this is reported, not waited on forever. */
@@ -35,10 +36,6 @@ export const remoteArgs = {
   },
 } as const satisfies ArgsDef;
 
-/** Sends of one write at most: the first and two retries after a lost answer (the Idempotency-Key makes them safe). */
-const WRITE_SENDS = 3;
-/** Waits before the retries (ms). */
-const RETRY_WAITS = [500, 1500];
 
 /** Parsed flags as citty hands them over; read through the helpers below. */
 export type Args = Record<string, unknown> & { _: string[] };
@@ -124,7 +121,7 @@ function idempotencyKeysOf(args: Args): { next(): string } {
   return {
     next() {
       writes++;
-      if (given === undefined) return crypto.randomUUID();
+      if (given === undefined) return newIdempotencyKey();
       return writes === 1 ? given : `${given}.${writes}`;
     },
   };
@@ -147,31 +144,17 @@ export function createClient(args: Args, env: NodeJS.ProcessEnv = process.env, w
       // A write is sent again when its answer is lost: under one Idempotency-Key, so it runs once.
       const write = method !== "GET" && method !== "HEAD";
       if (write) headers["idempotency-key"] = writeKeys.next();
-      let response: Response | undefined;
-      let text = "";
-      for (let send = 1; ; send++) {
-        let lost: unknown;
-        try {
-          response = await fetch(url, {
-            method,
-            headers,
-            body: options.body === undefined ? undefined : JSON.stringify(options.body),
-            redirect: "manual",
-            signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-          });
-          text = await response.text();
-        } catch (error) {
-          lost = error;
-        }
-        const again = write && send < WRITE_SENDS && (lost !== undefined || (response?.status === 409 && text.includes('"idempotency_key_in_use"')));
-        if (again) {
-          await Bun.sleep(RETRY_WAITS[send - 1] ?? 1500);
-          continue;
-        }
-        if (lost !== undefined) throw new Error(`cannot reach the router at ${baseUrl}: ${networkMessage(lost)}`);
-        break;
-      }
-      if (!response) throw new Error(`cannot reach the router at ${baseUrl}`);
+      const sent = await sendWithResends(write, () =>
+        fetch(url, {
+          method,
+          headers,
+          body: options.body === undefined ? undefined : JSON.stringify(options.body),
+          redirect: "manual",
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        }),
+      );
+      if ("lost" in sent) throw new Error(`cannot reach the router at ${baseUrl}: ${networkMessage(sent.lost)}`);
+      const { response, text } = sent;
       if (!response.ok) {
         throw new RequestRefused(`${refusalMessage(response.status, response.statusText, text)} (HTTP ${response.status})`, response.status);
       }

@@ -256,31 +256,13 @@ if (!skipServices) {
     }, 40_000);
   });
 
-  describe("PostgreSQL away for longer than keys are cached", () => {
-    test("keys and ancestors cached before the outage keep being served past their backstop; a warning says so once", async () => {
-      let skew = 0;
-      const e = await startRouter({ dataDir, config, pricing: false, clock: createClock("UTC", () => Date.now() + skew) });
-      extra.push(e);
-      const account = await warmAccount(e);
-      await postgres.halt();
-      try {
-        // Past the principal cache's backstop: the key is read again, and the database does not answer.
-        skew = PRINCIPAL_TTL_MS + 1000;
-        for (let i = 0; i < 3; i++) {
-          const reply = await chat(e, account.key);
-          expect({ status: reply.status, body: reply.body }).toMatchObject({ status: 200 });
-        }
-        expect(e.logs.filter((line) => line.includes("keys are checked against the accounts cached before"))).toHaveLength(1);
-      } finally {
-        await postgres.resume();
-      }
-      await waitFor(() => databaseReady(e), 10_000, "/readyz to be ready again");
-      await e.deps.usageRecorder.flush();
-    }, 40_000);
-  });
-
-  describe("PostgreSQL away across midnight", () => {
-    test("the new day's calls are served and counted from zero: no total of the day can be in a database that was away all day", async () => {
+  describe("PostgreSQL away for long", () => {
+    /**
+     * An instance on a clock the test moves: warmed, then PostgreSQL halted and the clock
+     * moved by `jump`; three calls are served and `warning` is logged once. Resolves once
+     * PostgreSQL is back and the instances wrote what they held.
+     */
+    const servedThroughOutage = async (jump: () => number, warning: string) => {
       let skew = 0;
       const e = await startRouter({ dataDir, config, pricing: false, clock: createClock("UTC", () => Date.now() + skew) });
       extra.push(e);
@@ -288,19 +270,31 @@ if (!skipServices) {
       await postgres.halt();
       try {
         await waitFor(async () => !(await databaseReady(e)), 5000, "/readyz to say PostgreSQL is down");
-        // The next business day begins while the database is away.
-        const now = Date.now();
-        skew = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate() + 1, 0, 0, 5) - now;
+        skew = jump();
         for (let i = 0; i < 3; i++) {
           const reply = await chat(e, account.key);
           expect({ status: reply.status, body: reply.body }).toMatchObject({ status: 200 });
         }
-        expect(e.logs.filter((line) => line.includes("a period began while the database is away"))).toHaveLength(1);
+        expect(e.logs.filter((line) => line.includes(warning))).toHaveLength(1);
       } finally {
         await postgres.resume();
       }
       await waitFor(() => databaseReady(e), 10_000, "/readyz to be ready again");
       for (const router of [a, b, e]) await router.deps.usageRecorder.flush();
+      return { e, account };
+    };
+
+    test("keys and ancestors cached before the outage keep being served past their backstop; a warning says so once", async () => {
+      // Past the principal cache's backstop: the key is read again, and the database does not answer.
+      await servedThroughOutage(() => PRINCIPAL_TTL_MS + 1000, "keys are checked against the accounts cached before");
+    }, 40_000);
+
+    test("a day that begins during the outage is served and counted from zero: no total of it can be in a database away since before", async () => {
+      const nextDay = () => {
+        const now = new Date();
+        return Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1, 0, 0, 5) - now.getTime();
+      };
+      const { e, account } = await servedThroughOutage(nextDay, "a period began while the database is away");
       // The new day's calls reached the database once each.
       const tomorrow = e.deps.clock.businessDate();
       expect((await rowsOf(account.id)).filter((row) => row.day === tomorrow)).toHaveLength(3);

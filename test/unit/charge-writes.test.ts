@@ -19,20 +19,29 @@ import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
 const dir = mkdtempSync(join(tmpdir(), "router-charge-writes-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-test("a balance read while a committed write is not yet announced waits for it: the charge counts once", async () => {
-  const store = openSqliteStore(join(dir, "router.db"));
+/**
+ * A store holding 10,000 nano-credits for account 1 whose transactions commit at once and
+ * answer when the test says (a slow COMMIT round trip): `slow` is the store to write
+ * through, `commitSeen` resolves on a commit, `answer()` lets its answer through.
+ */
+async function slowCommits(file: string) {
+  const store = openSqliteStore(join(dir, file));
   await store.credit.give(1, [{ amount: 10_000, expiresAt: null }], null, Date.now());
   let answer!: () => void;
   const answered = new Promise<void>((resolve) => (answer = resolve));
   let committed!: () => void;
   const commitSeen = new Promise<void>((resolve) => (committed = resolve));
-  // The write commits at once; its answer arrives when the test says (a slow COMMIT round trip).
   const slow = withTransactions(store, async (body, run) => {
     const result = await run(body);
     committed();
     await answered;
     return result;
   });
+  return { store, slow, commitSeen, answer: () => answer() };
+}
+
+test("a balance read while a committed write is not yet announced waits for it: the charge counts once", async () => {
+  const { store, slow, commitSeen, answer } = await slowCommits("router.db");
   const writes = new WritesUnderWay();
   const state = createMemoryState({ seed: () => 0, balance: createBalanceLoader(store, writes) }, Date.now);
   const recorder = createUsageRecorder({ store: slow, clock: createClock("UTC"), log: createLogger("error", () => {}), writes });
@@ -58,18 +67,7 @@ test("a balance read while a committed write is not yet announced waits for it: 
 });
 
 test("a balance read elsewhere between a write's commit and its announcement counts the charge once: the ledger's version says it holds it", async () => {
-  const store = openSqliteStore(join(dir, "router-versions.db"));
-  await store.credit.give(1, [{ amount: 10_000, expiresAt: null }], null, Date.now());
-  let answer!: () => void;
-  const answered = new Promise<void>((resolve) => (answer = resolve));
-  let committed!: () => void;
-  const commitSeen = new Promise<void>((resolve) => (committed = resolve));
-  const slow = withTransactions(store, async (body, run) => {
-    const result = await run(body);
-    committed();
-    await answered;
-    return result;
-  });
+  const { store, slow, commitSeen, answer } = await slowCommits("router-versions.db");
   // The reader does not wait for this writer's writes (another instance's reader).
   const state = createMemoryState({ seed: () => 0, balance: createBalanceLoader(store) }, Date.now);
   const recorder = createUsageRecorder({ store: slow, clock: createClock("UTC"), log: createLogger("error", () => {}) });

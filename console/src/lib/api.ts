@@ -1,4 +1,5 @@
 import { clearKey, storedKey } from "./session.ts";
+import { newIdempotencyKey, sendWithResends } from "../../../src/wire/resend.ts";
 
 /** An error answer of the router (its OpenAI-style envelope), or a network failure (status 0). */
 export class ApiError extends Error {
@@ -31,15 +32,6 @@ interface Options {
   key?: string;
 }
 
-/** Sends of one write at most: the first and two retries after a lost answer (its Idempotency-Key makes them safe). */
-const WRITE_SENDS = 3;
-const RETRY_WAITS_MS = [500, 1500];
-
-/** A new Idempotency-Key: 128 random bits in hex (crypto.randomUUID needs a secure context, which a console on plain HTTP is not). */
-function newIdempotencyKey(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("");
-}
-
 /**
  * Calls the router on this origin. The key goes only into the Authorization header;
  * query strings carry filters and dates, never a secret. A write carries an
@@ -53,30 +45,17 @@ export async function call<T>(method: string, path: string, options: Options = {
   if (options.body !== undefined) headers["content-type"] = "application/json";
   const write = method !== "GET";
   if (write) headers["idempotency-key"] = newIdempotencyKey();
-  let response: Response | undefined;
-  let text = "";
-  for (let send = 1; ; send++) {
-    let lost = false;
-    try {
-      response = await fetch(path, {
-        method,
-        headers,
-        body: options.body === undefined ? undefined : JSON.stringify(options.body),
-        credentials: "omit",
-        cache: "no-store",
-      });
-      text = await response.text();
-    } catch {
-      lost = true;
-    }
-    const again = write && send < WRITE_SENDS && (lost || (response?.status === 409 && text.includes('"idempotency_key_in_use"')));
-    if (again) {
-      await new Promise((resolve) => setTimeout(resolve, RETRY_WAITS_MS[send - 1] ?? 1500));
-      continue;
-    }
-    if (lost || !response) throw new ApiError("The router could not be reached. Check the connection and try again.", 0);
-    break;
-  }
+  const sent = await sendWithResends(write, () =>
+    fetch(path, {
+      method,
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      credentials: "omit",
+      cache: "no-store",
+    }),
+  );
+  if ("lost" in sent) throw new ApiError("The router could not be reached. Check the connection and try again.", 0);
+  const { response, text } = sent;
   let data: unknown = null;
   try {
     data = text ? JSON.parse(text) : null;
