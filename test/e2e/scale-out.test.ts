@@ -185,6 +185,23 @@ if (!skipServices) {
       expect(balanceNanos).toBeGreaterThanOrEqual(-CALL_COST);
     });
 
+    test("a credit grant sent to both instances at once under one Idempotency-Key is granted once; the later one replays or waits", async () => {
+      const account = await createAccount(a);
+      const grant = (router: TestRouter) =>
+        router.fetch(`/x-users/${account.id}`, { method: "PUT", headers: { "content-type": "application/json", "idempotency-key": "both-1" }, body: JSON.stringify({ CreditGranted: 6 }) });
+      const replies = await Promise.all([grant(a), grant(b)]);
+      const statuses = replies.map((reply) => reply.status).sort((x, y) => x - y);
+      // One ran; the other saw it running (409) or replayed its answer (200).
+      expect(statuses[0]).toBe(200);
+      expect([200, 409]).toContain(statuses[1]!);
+      // Sent again on the other instance, it is a replay.
+      const again = await grant(b);
+      expect(again.status).toBe(200);
+      expect(again.headers.get("idempotent-replayed")).toBe("true");
+      const balances = await Promise.all([a, b].map(async (r) => (await api(r, "/dashboard/status", { key: account.key })).body.balance as number));
+      expect(balances).toEqual([6, 6]);
+    });
+
     test("RPM 10 across both instances admits exactly 10", async () => {
       const account = await createAccount(a, { CreditGranted: 1000, RPM: 10 });
       const replies = await Promise.all(Array.from({ length: 24 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
