@@ -159,4 +159,35 @@ if (!servicesSkipped) {
       }
     });
   });
+
+  describe("the usage buffer on Redis and the settlement it follows", () => {
+    test("a row written and announced at once after its call settled leaves nothing counted as unwritten", async () => {
+      const server = await redis.server();
+      const prefix = freshPrefix();
+      const connection = connectRedis(server.url);
+      const state = await redis.state(loaders, () => Date.now(), { prefix });
+      const buffer = createRedisUsageBuffer({ connection, state, prefix });
+      try {
+        const credit = { kind: "credit", accountId: 7 } as const;
+        expect(await state.counts.read(credit, Date.now())).toBe(1000);
+        // The scripts loaded once, so the steps below take a moment each.
+        await buffer.claim(100);
+        await buffer.done(new Map(), 1);
+        // The call settles (gathered for a few ms with others), its row goes to the buffer,
+        // and a writer takes it, writes it and announces its charge straight away.
+        void state.counts.adjust([{ counter: credit, release: 0, charge: 100 }]);
+        await buffer.append(row("fast"));
+        const { rows } = await buffer.claim(100);
+        expect(rows.map((r) => r.requestId)).toEqual(["fast"]);
+        await buffer.done(new Map([[7, 100]]), 1);
+        // Whatever was gathered has run by now.
+        await Bun.sleep(30);
+        // The charge counted once: in the ledger (stored), no longer as unwritten.
+        expect(await state.credit.held(7)).toBe(0);
+        expect(await state.counts.read(credit, Date.now())).toBe(900);
+      } finally {
+        connection.close();
+      }
+    });
+  });
 }

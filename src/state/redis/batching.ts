@@ -70,6 +70,8 @@ export function mergeAdjustments(changes: readonly Adjustment[], keyOf: (counter
 export interface Gathered<Item, Result> {
   (items: Item): Promise<Result>;
   flush(): Promise<void>;
+  /** Settles once what was gathered so far was applied (or failed); undefined when nothing waits. */
+  applied(): Promise<void> | undefined;
 }
 
 /**
@@ -102,6 +104,10 @@ export function gatherWithin<Item, Batch, Result = void>(
     add(items, pending.batch);
     return pending.done;
   };
+  gathered.applied = () => pending?.done.then(
+    () => {},
+    () => {},
+  );
   gathered.flush = async () => {
     const now = pending;
     if (!now) return;
@@ -125,7 +131,8 @@ export function createAdjustBatcher(apply: (merged: MergedChange[]) => Promise<v
     (changes, into) => mergeAdjustments(changes, keyOf, into),
     (merged) => apply([...merged.values()]),
   );
-  return (changes: readonly Adjustment[]): Promise<void> => (changes.length === 0 ? Promise.resolve() : gathered(changes));
+  const adjust = (changes: readonly Adjustment[]): Promise<void> => (changes.length === 0 ? Promise.resolve() : gathered(changes));
+  return Object.assign(adjust, { applied: gathered.applied });
 }
 
 /**

@@ -52,6 +52,12 @@ export interface RedisState extends State {
    * charges came from is dropped (`drop`: the claim list and the claims set).
    */
   flushedClaim(charged: ReadonlyMap<number, number>, version: number | undefined, drop: [string, string]): Promise<void>;
+  /**
+   * Settles once the settlements this process gathered so far ran (undefined when none
+   * waits): a usage row is appended after its call's settlement, so the charge counts as
+   * unwritten before any instance can write the row and take it off again.
+   */
+  settlementsApplied(): Promise<void> | undefined;
   /** Stops the heartbeat (what this process holds then expires with its lease) and closes the connection. */
   close(): void;
 }
@@ -239,6 +245,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     owner,
     leaseMs,
     flushedClaim: (charged, version, drop) => flushed(charged, version, drop),
+    settlementsApplied: () => adjustSoon.applied(),
     counts,
     credit,
     levels: createLevels(prefix, run),

@@ -72,6 +72,10 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
     async append(row) {
       const catchingUp = reconciled();
       if (catchingUp) await catchingUp;
+      // After the settlement that counted the row's charge as unwritten (gathered for up to
+      // a few ms): a row written and announced before it left that charge counted for good.
+      const settling = state.settlementsApplied();
+      if (settling) await settling;
       const text = JSON.stringify(row);
       await redis.send("RPUSH", [keys.queue, text]);
       sent.add(text, Date.now(), redis.connects());
