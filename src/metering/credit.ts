@@ -1,3 +1,4 @@
+import type { LoadedBalance } from "../state/memory.ts";
 import type { Store } from "../store/store.ts";
 import type { ChargeWrites } from "./charge-writes.ts";
 
@@ -13,20 +14,21 @@ import type { ChargeWrites } from "./charge-writes.ts";
  * smaller than the one read, so it is read again. `version` is the ledger's as the read
  * saw it: charges written at that version or before are in the balance already, so
  * their `credit.flushed` does not take them off it again (another instance's write,
- * committed just before this read and announced after it).
+ * committed just before this read and announced after it). `expiring` lets the State
+ * take expired grants off by itself when the ledger cannot be read at their expiry.
  */
 export function createBalanceLoader(
   store: Store,
   /** This process's usage writes (charge-writes.ts): a read is ordered after them. */
   underWay?: ChargeWrites,
-): (accountId: number, now: number) => Promise<{ balance: number; staleAt: number; version: number }> {
+): (accountId: number, now: number) => Promise<LoadedBalance> {
   return async (accountId, now) => {
     for (let attempt = 1; ; attempt++) {
       await underWay?.settled(SETTLE_WAIT_MS);
       const began = underWay?.started();
-      const [{ balance, version }, next] = await Promise.all([store.credit.ledgerBalance(accountId, now), store.credit.nextExpiry(accountId, now)]);
+      const { balance, version, expiring } = await store.credit.ledgerBalance(accountId, now);
       // A write that began meanwhile may have committed before this read and announce its charges after it.
-      if (underWay === undefined || underWay.started() === began || attempt >= MAX_READS) return { balance, staleAt: next ?? Infinity, version };
+      if (underWay === undefined || underWay.started() === began || attempt >= MAX_READS) return { balance, staleAt: expiring[0]?.at ?? Infinity, version, expiring };
     }
   };
 }

@@ -17,6 +17,7 @@ import type {
   Verdict,
   WindowCounter,
 } from "./state.ts";
+import { drawFrom, expireBy, type Expiring } from "./expiring-credit.ts";
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -28,7 +29,17 @@ export interface StateLoaders {
   /** A period total from the daily rollups. */
   seed(seed: PeriodSeed, period: string): MaybePromise<number>;
   /** An account's ledger balance now, and when it goes stale (its earliest grant expiry; Infinity when none). */
-  balance(accountId: number, now: number): MaybePromise<{ balance: number; staleAt: number; version?: number }>;
+  balance(accountId: number, now: number): MaybePromise<LoadedBalance>;
+}
+
+/** A balance as the ledger was read. */
+export interface LoadedBalance {
+  balance: number;
+  staleAt: number;
+  /** The ledger's version the read saw (see `CreditState.flushed`). */
+  version?: number;
+  /** The grants with an expiry and credit left, soonest first (what `staleAt` is the first of). */
+  expiring?: Array<{ at: number; remaining: number }>;
 }
 
 interface CreditCell {
@@ -42,6 +53,8 @@ interface CreditCell {
   staleAt: number;
   /** The ledger's version the balance was read at (undefined: unknown). */
   version?: number;
+  /** Its grants that expire, as the ledger holds them now (undefined: unknown, so the balance is only ever read again). */
+  expiring?: Expiring;
 }
 
 interface PeriodCell extends DaySlot {
@@ -92,10 +105,23 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     const cell = credits.get(accountId);
     return !cell || now >= cell.staleAt;
   };
-  const loadCredit = async (accountId: number, now: number): Promise<void> => {
-    const { balance, staleAt, version } = await loaders.balance(accountId, now);
+  /**
+   * Reads the balance. With `expired` (it only went stale: grants expired) and a ledger
+   * that cannot be read, the expired grants are taken off here instead (expiring-credit.ts).
+   */
+  const loadCredit = async (accountId: number, now: number, expired = false): Promise<void> => {
+    let loaded: LoadedBalance;
+    try {
+      loaded = await loaders.balance(accountId, now);
+    } catch (error) {
+      const cell = credits.get(accountId);
+      if (!expired || cell?.expiring === undefined) throw error;
+      Object.assign(cell, expireBy(cell.stored, cell.expiring, now));
+      return;
+    }
+    const { balance, staleAt, version, expiring } = loaded;
     const previous = credits.get(accountId);
-    credits.set(accountId, { stored: balance, unflushed: previous?.unflushed ?? 0, reserved: previous?.reserved ?? 0, staleAt, version });
+    credits.set(accountId, { stored: balance, unflushed: previous?.unflushed ?? 0, reserved: previous?.reserved ?? 0, staleAt, version, expiring });
   };
   const creditOf = (accountId: number): CreditCell => {
     let cell = credits.get(accountId);
@@ -122,7 +148,7 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
         // Reading a period always moves to it; counting into an older one is dropped.
         if (cell.day !== line.period) (pending ??= []).push(seedPeriod(cell, line.period!));
       } else if (counter.kind === "credit" && creditStale(counter.accountId, now)) {
-        (pending ??= []).push(loadCredit(counter.accountId, now));
+        (pending ??= []).push(loadCredit(counter.accountId, now, true));
       }
     }
     return pending && Promise.all(pending);
@@ -141,7 +167,7 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
         const cell = periodOf(counter);
         if (delta !== 0 && cell.day !== period && !(cell.day !== undefined && cell.day > period)) (pending ??= []).push(seedPeriod(cell, period));
       } else if (counter.kind === "credit" && creditStale(counter.accountId, now())) {
-        (pending ??= []).push(loadCredit(counter.accountId, now()));
+        (pending ??= []).push(loadCredit(counter.accountId, now(), true));
       }
     }
     return pending && Promise.all(pending);
@@ -315,8 +341,13 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
         const cell = credits.get(accountId);
         if (!cell) continue;
         // Read again at its next use; else taken off unless the balance was read at or after the charges' version.
-        if (version === undefined) cell.staleAt = -Infinity;
-        else if (cell.version === undefined || version > cell.version) cell.stored -= amount;
+        if (version === undefined) {
+          cell.staleAt = -Infinity;
+          cell.expiring = undefined;
+        } else if (cell.version === undefined || version > cell.version) {
+          cell.stored -= amount;
+          if (cell.expiring) cell.expiring = drawFrom(cell.expiring, amount, now());
+        }
         cell.unflushed = Math.max(0, cell.unflushed - amount);
         if (retired.size > 0) settleRetired(accountId);
       }

@@ -84,14 +84,16 @@ export interface AccountStore {
 export interface LedgerBalance {
   balance: number;
   version: number;
+  /** The grants with an expiry and credit left, soonest first: what leaves the balance when (nano-credits). */
+  expiring: Array<{ at: number; remaining: number }>;
 }
 
 export interface CreditStore {
   /** Unexpired credit (nano-credits): positive grants less any debt. */
   balance(accountId: number, now: number): Promise<number>;
   /**
-   * The balance with the ledger's version as one read saw them: the newest usage row's
-   * id. Usage rows and their charges are written in one transaction, one transaction at
+   * The balance, its expiring grants and the ledger's version as one read saw them: the
+   * version is the newest usage row's id. Usage rows and their charges are written in one transaction, one transaction at
    * a time, so a read at version v holds the charges of every usage write that reached v.
    */
   ledgerBalance(accountId: number, now: number): Promise<LedgerBalance>;

@@ -262,20 +262,28 @@ if (!skipServices) {
      * moved by `jump`; three calls are served and `warning` is logged once. Resolves once
      * PostgreSQL is back and the instances wrote what they held.
      */
-    const servedThroughOutage = async (jump: () => number, warning: string) => {
+    type Warmed = Awaited<ReturnType<typeof warmAccount>>;
+    const servedThroughOutage = async (
+      jump: (account: Warmed, e: TestRouter) => number | Promise<number>,
+      warning: string,
+      /** Checks made while PostgreSQL is still away, after the three calls. */
+      during?: (account: Warmed, e: TestRouter) => Promise<void>,
+    ) => {
       let skew = 0;
       const e = await startRouter({ dataDir, config, pricing: false, clock: createClock("UTC", () => Date.now() + skew) });
       extra.push(e);
       const account = await warmAccount(e);
+      const moveBy = await jump(account, e);
       await postgres.halt();
       try {
         await waitFor(async () => !(await databaseReady(e)), 5000, "/readyz to say PostgreSQL is down");
-        skew = jump();
+        skew = moveBy;
         for (let i = 0; i < 3; i++) {
           const reply = await chat(e, account.key);
           expect({ status: reply.status, body: reply.body }).toMatchObject({ status: 200 });
         }
         expect(e.logs.filter((line) => line.includes(warning))).toHaveLength(1);
+        await during?.(account, e);
       } finally {
         await postgres.resume();
       }
@@ -287,6 +295,34 @@ if (!skipServices) {
     test("keys and ancestors cached before the outage keep being served past their backstop; a warning says so once", async () => {
       // Past the principal cache's backstop: the key is read again, and the database does not answer.
       await servedThroughOutage(() => PRINCIPAL_TTL_MS + 1000, "keys are checked against the accounts cached before");
+    }, 40_000);
+
+    test("credit that expires during the outage leaves the balance on time, without the ledger; what is left is served and charged right", async () => {
+      let expiresAt = 0;
+      const flushAll = async (router: TestRouter) => {
+        for (const one of [a, b, router]) await one.deps.usageRecorder.flush();
+      };
+      const { e } = await servedThroughOutage(async (warmed, router) => {
+        // The warm-up calls are written (from the lasting credit); then a grant for one day.
+        await flushAll(router);
+        expect((await api(router, `/x-users/${warmed.id}`, { method: "PUT", body: { CreditGranted: 5, Days: 1 } })).status).toBe(200);
+        const credit = (await api(router, "/dashboard/credit", { key: warmed.key })).body as { grants: Array<{ expires_at: string | null }> };
+        expiresAt = Date.parse(credit.grants.find((grant) => grant.expires_at !== null)!.expires_at!);
+        // The balance is read with that grant in it, and a call written from it, before the database goes.
+        expect((await chat(router, warmed.key)).status).toBe(200);
+        await flushAll(router);
+        return expiresAt + 1000 - Date.now();
+      }, "a period began while the database is away", async (warmed, router) => {
+        // The day's grant paid for the call written before it expired and is gone with what
+        // it had left: the lasting credit less the warm-up calls and the three not yet written
+        // (written after the expiry, from the lasting credit).
+        // (The State's own figure, once the last call settled: /dashboard/status reads the account from the database.)
+        const spendable = () => router.deps.state.counts.read({ kind: "credit", accountId: warmed.id }, router.deps.clock.now());
+        const expected = GRANTED * 1e9 - (warmed.warmUps + 3) * CALL_COST;
+        await waitFor(async () => (await spendable()) === expected, 3000, "the calls to settle").catch(() => {});
+        expect(await spendable()).toBe(expected);
+      });
+      expect(e.deps.clock.now()).toBeGreaterThan(expiresAt);
     }, 40_000);
 
     test("a day that begins during the outage is served and counted from zero: no total of it can be in a database away since before", async () => {

@@ -26,6 +26,10 @@ interface Fixture {
   balanceReads: Map<number, number>;
   /** The ledger's version a balance read reports, per account (none: unknown). */
   versions: Map<number, number>;
+  /** The expiring grants a balance read reports, per account (staleAt is the first one's expiry). */
+  expiring: Map<number, Array<{ at: number; remaining: number }>>;
+  /** While set, balance reads fail (the ledger cannot be read). */
+  ledgerDown: { value: boolean };
   setNow(ms: number): void;
 }
 
@@ -42,15 +46,19 @@ async function fixture(make: Make): Promise<Fixture> {
   const balances = new Map<number, number>();
   const balanceReads = new Map<number, number>();
   const versions = new Map<number, number>();
+  const expiring = new Map<number, Array<{ at: number; remaining: number }>>();
+  const ledgerDown = { value: false };
   let now = T0;
   const loaders: StateLoaders = {
     seed: (seed, period) => rollups.get(`${JSON.stringify(seed)}|${period}`) ?? 0,
     balance: (accountId) => {
       balanceReads.set(accountId, (balanceReads.get(accountId) ?? 0) + 1);
-      return { balance: balances.get(accountId) ?? 0, staleAt: Infinity, version: versions.get(accountId) };
+      if (ledgerDown.value) throw new Error("the ledger cannot be read");
+      const grants = expiring.get(accountId);
+      return { balance: balances.get(accountId) ?? 0, staleAt: grants?.[0]?.at ?? Infinity, version: versions.get(accountId), expiring: grants };
     },
   };
-  return { state: await make(loaders, () => now), rollups, balances, balanceReads, versions, setNow: (ms) => (now = ms) };
+  return { state: await make(loaders, () => now), rollups, balances, balanceReads, versions, expiring, ledgerDown, setNow: (ms) => (now = ms) };
 }
 
 const windowOf = (key: string, windowMs = MINUTE): WindowCounter => ({ kind: "window", key, windowMs });
@@ -310,6 +318,43 @@ for (const [name, make] of IMPLEMENTATIONS) {
         await state.credit.flushed(new Map([[7, 200]]), 6);
         expect(await state.counts.read(credit(7), T0)).toBe(500);
         expect(await state.credit.held(7)).toBe(0);
+      });
+
+      test("a balance that goes stale while the ledger cannot be read loses exactly what expired, and is served on", async () => {
+        const { state, balances, versions, expiring, ledgerDown, setNow } = await fixture(make);
+        // 1000, of which 300 expire in a minute and 200 in an hour.
+        balances.set(7, 1000);
+        versions.set(7, 1);
+        expiring.set(7, [
+          { at: T0 + MINUTE, remaining: 300 },
+          { at: T0 + 60 * MINUTE, remaining: 200 },
+        ]);
+        expect(await state.counts.read(credit(7), T0)).toBe(1000);
+        // A charge of 100 is written before the first expiry: drawn from the grant expiring first.
+        await state.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 0, charge: 100 }]);
+        await state.credit.flushed(new Map([[7, 100]]), 2);
+        expect(await state.counts.read(credit(7), T0 + 1000)).toBe(900);
+        // The ledger goes away; the first grant expires: its 200 left go, the rest stays.
+        ledgerDown.value = true;
+        setNow(T0 + MINUTE);
+        expect(await state.counts.read(credit(7), T0 + MINUTE)).toBe(700);
+        expect((await state.counts.admit([{ counter: credit(7), limit: 0, add: 50 }], T0 + MINUTE)).admitted).toBe(true);
+        // The second expiry too, still without the ledger.
+        setNow(T0 + 60 * MINUTE);
+        expect(await state.counts.read(credit(7), T0 + 60 * MINUTE)).toBe(450);
+      });
+
+      test("a stale balance whose expiring grants are not known (a flush without a version) fails while the ledger cannot be read", async () => {
+        const { state, balances, expiring, ledgerDown } = await fixture(make);
+        balances.set(7, 1000);
+        expiring.set(7, [{ at: T0 + MINUTE, remaining: 300 }]);
+        expect(await state.counts.read(credit(7), T0)).toBe(1000);
+        await state.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 0, charge: 100 }]);
+        await state.credit.flushed(new Map([[7, 100]]));
+        ledgerDown.value = true;
+        await expect(state.counts.read(credit(7), T0 + MINUTE)).rejects.toThrow("the ledger cannot be read");
+        // A balance never read cannot be brought forward either.
+        await expect(state.counts.read(credit(8), T0)).rejects.toThrow("the ledger cannot be read");
       });
 
       test("charges flushed without a version leave the balance to be read again on its next use", async () => {

@@ -487,7 +487,7 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       const store = await fresh();
       expect(await store.usage.latestId()).toBe(0);
       await store.credit.give(1, [{ amount: 1000, expiresAt: null }], null, T0);
-      expect(await store.credit.ledgerBalance(1, T0)).toEqual({ balance: 1000, version: 0 });
+      expect(await store.credit.ledgerBalance(1, T0)).toEqual({ balance: 1000, version: 0, expiring: [] });
       const call = (n: number) => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: n, stream: false, costNanos: 100 });
       // A usage write: its rows and their charge in one transaction; the newest id is its version.
       const version = await store.transaction(async (tx) => {
@@ -497,9 +497,14 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       });
       const ids = (await store.usage.events(0, 10)).map((r) => r.id);
       expect(version).toBe(Math.max(...ids));
-      expect(await store.credit.ledgerBalance(1, T0)).toEqual({ balance: 800, version });
+      expect(await store.credit.ledgerBalance(1, T0)).toEqual({ balance: 800, version, expiring: [] });
       // Another account's balance reads the same version.
-      expect(await store.credit.ledgerBalance(2, T0)).toEqual({ balance: 0, version });
+      expect(await store.credit.ledgerBalance(2, T0)).toEqual({ balance: 0, version, expiring: [] });
+      // Its expiring grants with credit left, soonest first; expired and used-up ones are not.
+      await store.credit.give(2, [{ amount: 50, expiresAt: T0 + 2 * DAY }, { amount: 30, expiresAt: T0 + DAY }, { amount: 20, expiresAt: null }, { amount: 9, expiresAt: T0 - 1 }], null, T0 - DAY);
+      await store.credit.give(2, [{ amount: 5, expiresAt: T0 + 3 * DAY }], null, T0);
+      await store.credit.take(2, 5, T0 + 2 * DAY + 1);
+      expect(await store.credit.ledgerBalance(2, T0)).toEqual({ balance: 100, version, expiring: [{ at: T0 + DAY, remaining: 30 }, { at: T0 + 2 * DAY, remaining: 50 }] });
     });
 
     test("a row whose strings hold NUL or a lone surrogate (a client's model name) is written with its batch", async () => {

@@ -78,8 +78,9 @@ local function flush_periods()
 end
 
 -- Credit: a hash of stored (ledger balance when read, less charges written since),
--- staleAt (empty: never), version (the ledger's when read; empty: unknown), unflushed
--- (charges not written yet) and r<owner> (reservations).
+-- staleAt (empty: never), version (the ledger's when read; empty: unknown), exp (its
+-- expiring grants as the ledger holds them, JSON [[at, remaining]…] soonest first; empty:
+-- unknown), unflushed (charges not written yet) and r<owner> (reservations).
 -- Read whole: stored (nil: Redis holds no balance), unflushed, staleAt, and the
 -- reservations of living owners (those of dead owners are dropped).
 local function credit_read(key)
@@ -90,6 +91,7 @@ local function credit_read(key)
     if field == 'stored' then c.stored = num(v)
     elseif field == 'unflushed' then c.unflushed = num(v) or 0
     elseif field == 'staleAt' then c.staleAt = num(v)
+    elseif field == 'exp' then if v ~= '' then c.exp = v end
     elseif string.sub(field, 1, 1) == 'r' then
       if alive(string.sub(field, 2)) then c.reserved = c.reserved + tonumber(v) else redis.call('HDEL', key, field) end
     end
@@ -97,6 +99,25 @@ local function credit_read(key)
   return c
 end
 local function credit_reserved(key) return credit_read(key).reserved end
+-- Expiring grants (src/state/expiring-credit.ts, the same rules): charges written at t
+-- draw from the grants unexpired then, soonest first; at an expiry the grant's remaining
+-- leaves the balance.
+local function exp_draw(exp, amount, t)
+  local after, left = {}, amount
+  for _, g in ipairs(exp) do
+    local used = 0
+    if g[1] > t then used = math.min(left, g[2]) end
+    left = left - used
+    if g[2] - used > 0 then after[#after + 1] = { g[1], g[2] - used } end
+  end
+  return after
+end
+-- Written with str(): cjson keeps 14 digits, and a balance in nano-credits has more.
+local function exp_encode(exp)
+  local parts = {}
+  for i, g in ipairs(exp) do parts[i] = '[' .. str(g[1]) .. ',' .. str(g[2]) .. ']' end
+  return '[' .. table.concat(parts, ',') .. ']'
+end
 `;
 
 /**
@@ -162,8 +183,16 @@ local function admit_one(P, NOW, mode)
       local c = credit_cell(line.key)
       if c.stored == nil or (c.staleAt ~= nil and NOW >= c.staleAt) then
         if line.b ~= nil then
-          redis.call('HSET', line.key, 'stored', str(line.b), 'staleAt', line.st and str(line.st) or '', 'version', line.v and str(line.v) or '')
-          c.stored = line.b; c.staleAt = line.st
+          redis.call('HSET', line.key, 'stored', str(line.b), 'staleAt', line.st and str(line.st) or '', 'version', line.v and str(line.v) or '', 'exp', line.e or '')
+          c.stored = line.b; c.staleAt = line.st; c.exp = line.e
+        elseif line.f ~= nil and c.stored ~= nil and c.exp ~= nil then
+          -- The ledger cannot be read and the balance only went stale: its expired grants go.
+          local left, stored = {}, c.stored
+          for _, g in ipairs(cjson.decode(c.exp)) do
+            if g[1] > NOW then left[#left + 1] = g else stored = stored - g[2] end
+          end
+          c.stored = stored; c.staleAt = left[1] and left[1][1] or nil; c.exp = exp_encode(left)
+          redis.call('HSET', line.key, 'stored', str(stored), 'staleAt', c.staleAt and str(c.staleAt) or '', 'exp', c.exp)
         else missing[#missing + 1] = tostring(i - 1) end
       end
     end
@@ -271,7 +300,7 @@ return { 'ok' }
 
 /**
  * Credit outside admission: P = {op: 'held', key} | {op: 'flushed', charges: [[key, amount]…],
- * v?: ledger version they were written at, drop?: [claim list, claims set]}. With drop, the
+ * v?: ledger version they were written at, now: when, drop?: [claim list, claims set]}. With drop, the
  * drained claim of usage rows whose charges these are goes in the same step: a process
  * dying in between can neither leave the charges counted as unwritten for good nor have
  * them written off twice. A balance read at version v or later holds them already;
@@ -288,15 +317,18 @@ end
 for _, pair in ipairs(P.charges) do
   local key, amount = pair[1], pair[2]
   if redis.call('EXISTS', key) == 1 then
-    local f = redis.call('HMGET', key, 'stored', 'unflushed', 'version')
+    local f = redis.call('HMGET', key, 'stored', 'unflushed', 'version', 'exp')
     local unflushed = (num(f[2]) or 0) - amount
     if unflushed < 0 then unflushed = 0 end
     redis.call('HSET', key, 'unflushed', str(unflushed))
     -- Without a version the balance is read again; a balance never read, or read at the
     -- charges' version or later, holds them already.
     local readAt = num(f[3])
-    if P.v == nil then redis.call('HDEL', key, 'stored', 'staleAt', 'version')
-    elseif f[1] ~= false and (readAt == nil or P.v > readAt) then redis.call('HSET', key, 'stored', str(tonumber(f[1]) - amount)) end
+    if P.v == nil then redis.call('HDEL', key, 'stored', 'staleAt', 'version', 'exp')
+    elseif f[1] ~= false and (readAt == nil or P.v > readAt) then
+      redis.call('HSET', key, 'stored', str(tonumber(f[1]) - amount))
+      if f[4] ~= false and f[4] ~= '' then redis.call('HSET', key, 'exp', exp_encode(exp_draw(cjson.decode(f[4]), amount, P.now))) end
+    end
   end
 end
 return 'ok'

@@ -129,6 +129,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     };
   };
 
+  /** Balance reads that failed, by line: asked again, the line fails with the read's error. */
+  const loadFailures = new WeakMap<Line, { error: unknown }>();
   /** Fills the lines the script named with the seed or balance it lacks. */
   const load = async (answer: unknown[], lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number) => {
     await Promise.all(
@@ -137,10 +139,21 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
         const { counter, period } = counters[i]!;
         if (counter.kind === "period") lines[i]!.s = await loaders.seed(counter.seed, period!);
         else if (counter.kind === "credit") {
-          const { balance, staleAt, version } = await loaders.balance(counter.accountId, at);
-          lines[i]!.b = balance;
-          lines[i]!.v = version;
-          lines[i]!.st = Number.isFinite(staleAt) ? staleAt : undefined;
+          const line = lines[i]!;
+          const failed = loadFailures.get(line);
+          if (failed !== undefined) throw failed.error;
+          try {
+            const { balance, staleAt, version, expiring } = await loaders.balance(counter.accountId, at);
+            line.b = balance;
+            line.v = version;
+            line.st = Number.isFinite(staleAt) ? staleAt : undefined;
+            line.e = expiring ? JSON.stringify(expiring.map((grant) => [grant.at, grant.remaining])) : undefined;
+          } catch (error) {
+            // The ledger cannot be read: the script takes a stale balance's expired grants
+            // off by itself (f); a balance it cannot bring forward fails with this error.
+            loadFailures.set(line, { error });
+            line.f = 1;
+          }
         }
       }),
     );
@@ -218,14 +231,14 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
 
   const flushed = async (charged: ReadonlyMap<number, number>, version: number | undefined, drop?: [string, string]) => {
     if (charged.size === 0 && !drop) return;
-    await run(CREDIT, { op: "flushed", charges: [...charged].map(([accountId, amount]) => [creditKey(accountId), amount]), v: version, drop });
+    await run(CREDIT, { op: "flushed", charges: [...charged].map(([accountId, amount]) => [creditKey(accountId), amount]), v: version, now: now(), drop });
     if (retired.size > 0) for (const accountId of charged.keys()) await settleRetired(accountId);
   };
 
   const credit: CreditState = {
     async invalidate(accountId) {
       // The next use, by any process, reads the ledger again; what calls hold stays.
-      await redis.send("HDEL", [creditKey(accountId), "stored", "staleAt", "version"]);
+      await redis.send("HDEL", [creditKey(accountId), "stored", "staleAt", "version", "exp"]);
     },
     flushed: (charged, version) => flushed(charged, version),
     held,

@@ -4,6 +4,7 @@ import type { Db, Scope } from "./db.ts";
 import { lockAccountCredit } from "./locks.ts";
 import { creditGrants } from "./schema/accounts.ts";
 import { usageEvents } from "./schema/usage.ts";
+import { expiringOf } from "../expiring-grants.ts";
 
 const unexpired = (accountId: number, now: number) =>
   and(eq(creditGrants.accountId, accountId), or(isNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)));
@@ -36,15 +37,16 @@ export function postgresCredit({ db, atomic }: Scope): CreditStore {
   return {
     balance: (accountId, now) => balanceIn(db, accountId, now),
     async ledgerBalance(accountId, now) {
-      // One statement, so one snapshot holds both.
+      // One statement, so one snapshot holds all three.
       const [row] = await db
         .select({
           balance: sql<number>`coalesce(sum(${creditGrants.remaining}), 0)`.mapWith(Number),
           version: sql<number>`(SELECT coalesce(max(${usageEvents.id}), 0) FROM ${usageEvents})`.mapWith(Number),
+          expiring: sql<string>`coalesce(json_agg(json_build_array(${creditGrants.expiresAt}, ${creditGrants.remaining})) FILTER (WHERE ${creditGrants.expiresAt} IS NOT NULL AND ${creditGrants.remaining} > 0), '[]')::text`,
         })
         .from(creditGrants)
         .where(unexpired(accountId, now));
-      return { balance: row?.balance ?? 0, version: row?.version ?? 0 };
+      return { balance: row?.balance ?? 0, version: row?.version ?? 0, expiring: expiringOf(row?.expiring) };
     },
     async nextExpiry(accountId, now) {
       const [row] = await db

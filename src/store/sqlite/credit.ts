@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, isNotNull, isNull, lt, min, or, sql } from "drizzle-orm";
 import { creditGrants } from "../schema/accounts.ts";
 import { usageEvents } from "../schema/usage.ts";
+import { expiringOf } from "../expiring-grants.ts";
 import type { CreditStore, Piece } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
@@ -71,11 +72,12 @@ export function sqliteCredit({ db, sqlite }: Connection): Synchronous<CreditStor
         .select({
           balance: sql<number>`coalesce(sum(${creditGrants.remaining}), 0)`,
           version: sql<number>`(SELECT coalesce(max(${usageEvents.id}), 0) FROM ${usageEvents})`,
+          expiring: sql<string>`json_group_array(json_array(${creditGrants.expiresAt}, ${creditGrants.remaining})) FILTER (WHERE ${creditGrants.expiresAt} IS NOT NULL AND ${creditGrants.remaining} > 0)`,
         })
         .from(creditGrants)
         .where(unexpired(accountId, now))
         .get();
-      return { balance: row?.balance ?? 0, version: row?.version ?? 0 };
+      return { balance: row?.balance ?? 0, version: row?.version ?? 0, expiring: expiringOf(row?.expiring) };
     },
     nextExpiry(accountId, now) {
       const at = db
