@@ -66,6 +66,9 @@ export function mergeAdjustments(changes: readonly Adjustment[], keyOf: (counter
   }
 }
 
+/** How long settlements, keys' releases and successes gather before they go to Redis together. */
+export const GATHER_MS = 5;
+
 /** A moment's batch of calls: `flush` sends it now (what must follow it waits for it). */
 export interface Gathered<Item, Result> {
   (items: Item): Promise<Result>;

@@ -1,27 +1,10 @@
-import { BASE_COOLDOWN_MS, FAILURES_BEFORE_SLEEP, MAX_COOLDOWN_MS } from "../key-health.ts";
 import type { StateLoaders } from "../memory.ts";
-import type {
-  ClaimState,
-  Counter,
-  CountState,
-  CreditState,
-  KeyHealth,
-  KeySleep,
-  KeyState,
-  LevelState,
-  LevelStatus,
-  LimitKind,
-  LimitStanding,
-  PendingState,
-  SleepReason,
-  Standings,
-  State,
-  Verdict,
-} from "../state.ts";
+import type { ClaimState, Counter, CountState, CreditState, LimitKind, LimitStanding, PendingState, Standings, State, Verdict } from "../state.ts";
 import type { RedisConnection, Script } from "./connection.ts";
 import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
-import { CLAIM, KEY_HEALTH, LEVEL } from "./lua-keys.ts";
-import { createAdjustBatcher, gatherWithin, oneRunAtATime, type Line } from "./batching.ts";
+import { CLAIM } from "./lua-keys.ts";
+import { createAdjustBatcher, GATHER_MS, oneRunAtATime, type Line } from "./batching.ts";
+import { createKeys, createLevels, type Run } from "./levels-and-keys.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -68,9 +51,6 @@ export const DEFAULT_LEASE_MS = 30_000;
 const PERIOD_TTL_MS = 35 * 86_400_000;
 /** Calls of a script that asks for loads; each run fills what the one before named. */
 const LOAD_ROUNDS = 3;
-
-/** How long settlements, keys' releases and successes gather before they go to Redis together. */
-const GATHER_MS = 5;
 
 const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
 
@@ -273,121 +253,6 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   };
 }
 
-type Run = (s: Script, payload: unknown, ...extra: string[]) => Promise<unknown>;
-
-const orNull = (text: unknown): number | null => (text === "" || text === null || text === undefined ? null : Number(text));
-
-function createLevels(prefix: string, run: Run): LevelState {
-  const keyOf = (tenantId: number, level: number) => `${prefix}lv:${tenantId}:${level}`;
-  const errorsOf = (tenantId: number, level: number) => `${prefix}lerr:${tenantId}:${level}`;
-  const statusOf = (answer: unknown): LevelStatus => {
-    const [switchedAt, lastErrorAt, probing] = answer as string[];
-    return { switchedAt: orNull(switchedAt), lastErrorAt: orNull(lastErrorAt), probing: probing === "1" };
-  };
-  const call = (op: string, tenantId: number, level: number, rest: Record<string, unknown> = {}) =>
-    run(LEVEL, { op, key: keyOf(tenantId, level), errors: errorsOf(tenantId, level), ...rest });
-  return {
-    async status(tenantId, level) {
-      return statusOf(await call("status", tenantId, level));
-    },
-    async recordError(tenantId, level, now, threshold, windowMs) {
-      return statusOf(await call("recordError", tenantId, level, { now, threshold, windowMs }));
-    },
-    async claimProbe(tenantId, level, quietSince) {
-      return Number(await call("claimProbe", tenantId, level, { quietSince })) === 1;
-    },
-    async recover(tenantId, level, probe) {
-      await call("recover", tenantId, level, { probe });
-    },
-    async abandonProbe(tenantId, level) {
-      await call("abandonProbe", tenantId, level);
-    },
-  };
-}
-
-/** A sleep as the scripts take it: JSON null would reach Lua as a true value, so absent fields stand for null. */
-const sleepPayload = (sleep: KeySleep) => ({ sleeping: sleep.sleeping, reason: sleep.reason ?? undefined, until: sleep.until ?? undefined, count: sleep.count });
-
-function sleepOf(fields: readonly string[]): KeySleep {
-  const [sleeping, reason, until, count] = fields;
-  return { sleeping: sleeping === "1", reason: reason ? (reason as SleepReason) : null, until: orNull(until), count: Number(count ?? 0) };
-}
-
-function createKeys(prefix: string, run: Run): KeyState {
-  const keyOf = (tenantId: number, keyId: number) => `${prefix}k:${tenantId}:${keyId}`;
-  const rules = [String(FAILURES_BEFORE_SLEEP), String(BASE_COOLDOWN_MS), String(MAX_COOLDOWN_MS)];
-  const call = (payload: Record<string, unknown>) => run(KEY_HEALTH, payload, ...rules);
-  /**
-   * Calls beginning and ending on keys within a few ms go in one run, counted per key: a
-   * take and a release per call were two scripts per call. A key's count of calls in
-   * flight thus rises and drops up to that much later; this process's own choices count
-   * their recent calls themselves (routing/key-pool.ts), and a probe's claim still goes
-   * at once (only one caller may win it). A call's release joins the run of its take or
-   * a later one, and runs go in order on the connection, so no count dips below zero.
-   */
-  type Flight = { stored?: ReturnType<typeof sleepPayload>; t: number; r: number };
-  const flightSoon = gatherWithin<{ key: string; stored?: ReturnType<typeof sleepPayload>; began: boolean }, Map<string, Flight>>(
-    GATHER_MS,
-    () => new Map(),
-    ({ key, stored, began }, into) => {
-      let flight = into.get(key);
-      if (!flight) into.set(key, (flight = { t: 0, r: 0 }));
-      if (began) {
-        flight.t++;
-        flight.stored = stored;
-      } else flight.r++;
-    },
-    async (flights) => {
-      await call({ op: "flight", keys: [...flights].map(([key, { stored, t, r }]) => ({ key, stored, t, r })) });
-    },
-  );
-  /**
-   * Successes within a few ms go in one run, once per key (a success on a key that is
-   * awake and without failures changes nothing, and one success says all the others
-   * would): a verdict per call was a script per call. Each caller reads its key's new
-   * sleep, if any, from the run's answer.
-   */
-  type Success = { key: string; stored: ReturnType<typeof sleepPayload>; noSleep: boolean };
-  const successSoon = gatherWithin<Success, Map<string, Success>, Map<string, string[]>>(
-    GATHER_MS,
-    () => new Map(),
-    (success, into) => void into.set(success.key, success),
-    async (successes) => {
-      const keys = [...successes.values()];
-      const answer = (await call({ op: "successes", keys })) as string[][];
-      return new Map(keys.map((success, i) => [success.key, answer[i] ?? []]));
-    },
-  );
-  return {
-    async health(tenantId, keys) {
-      if (keys.length === 0) return [];
-      const answer = (await call({ op: "health", keys: keys.map((k) => ({ key: keyOf(tenantId, k.id), stored: sleepPayload(k.stored) })) })) as string[][];
-      return answer.map((fields): KeyHealth => ({ ...sleepOf(fields), inFlight: Number(fields[4]), failures: Number(fields[5]), probing: fields[6] === "1" }));
-    },
-    async take(tenantId, key, probe) {
-      if (!probe) {
-        await flightSoon({ key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), began: true });
-        return true;
-      }
-      return Number(await call({ op: "take", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), probe })) === 1;
-    },
-    release: (tenantId, keyId) => flightSoon({ key: keyOf(tenantId, keyId), began: false }),
-    async record(tenantId, key, verdict, now) {
-      const redisKey = keyOf(tenantId, key.id);
-      if (verdict.kind === "success") {
-        const changed = (await successSoon({ key: redisKey, stored: sleepPayload(key.stored), noSleep: key.noSleep })).get(redisKey);
-        return changed && changed.length > 0 ? sleepOf(changed) : undefined;
-      }
-      // A failure follows the successes before it, or an older success could undo it.
-      await successSoon.flush();
-      const answer = await call({ op: "record", key: redisKey, stored: sleepPayload(key.stored), noSleep: key.noSleep, verdict, now });
-      return answer ? sleepOf(answer as string[]) : undefined;
-    },
-    async setSleep(tenantId, key, sleep) {
-      await call({ op: "setSleep", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), sleep: sleepPayload(sleep) });
-    },
-  };
-}
 
 /**
  * Pending entries: the value and its end (in the caller's clock) under one key, which
