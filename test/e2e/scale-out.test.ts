@@ -171,6 +171,9 @@ if (!skipServices) {
     });
 
     test("50 concurrent calls over both against credit for 3 end no lower than minus one call", async () => {
+      // Both instances serve the model now (the tests before changed Levels and keys on A).
+      const probe = await createAccount(a, { CreditGranted: 1000 });
+      for (const router of [a, b]) await waitFor(async () => (await chat(router, probe.key)).status === 200, 5000, "both instances to serve acme-chat");
       const account = await createAccount(a, { CreditGranted: (3 * CALL_COST) / 1e9 });
       const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
       const served = replies.filter((r) => r.status === 200).length;
