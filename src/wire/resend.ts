@@ -1,8 +1,13 @@
 /**
  * How the admin CLI and the console send a management write (docs/api.md, "Idempotent
  * writes"): under an Idempotency-Key, and again under the same key when its answer is
- * lost (a dropped connection, a timeout) or the key is still held by the first send.
+ * lost (a dropped connection, a timeout, a proxy in front answering 502 or 504 for a
+ * connection it lost), when the router was briefly unable to run it (503: a server-side
+ * failure gives the key up), or while the key is still held by the first send.
  */
+
+/** Answers after which a write is sent again: a proxy's lost connection or timeout, a router briefly unavailable. */
+const RESEND_STATUSES = new Set([502, 503, 504]);
 
 /** Sends of one write at most: the first and two more. */
 const WRITE_SENDS = 3;
@@ -26,7 +31,10 @@ export async function sendWithResends(write: boolean, send: () => Promise<Respon
     } catch (error) {
       sent = { lost: error };
     }
-    const again = write && attempt < WRITE_SENDS && ("lost" in sent || (sent.response.status === 409 && sent.text.includes('"idempotency_key_in_use"')));
+    const again =
+      write &&
+      attempt < WRITE_SENDS &&
+      ("lost" in sent || RESEND_STATUSES.has(sent.response.status) || (sent.response.status === 409 && sent.text.includes('"idempotency_key_in_use"')));
     if (!again) return sent;
     await wait(RESEND_WAITS_MS[attempt - 1] ?? RESEND_WAITS_MS[RESEND_WAITS_MS.length - 1]!);
   }
