@@ -100,6 +100,8 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     return cell;
   };
 
+  /** Charges announced (`credit.flushed`) while an account's balance is being read, by account. */
+  const flushedDuringLoad = new Map<number, { loads: number; charges: Array<{ version: number; amount: number; at: number }> }>();
   /** Credit cells whose balance must be (re)read before use. */
   const creditStale = (accountId: number, now: number) => {
     const cell = credits.get(accountId);
@@ -110,6 +112,10 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
    * that cannot be read, the expired grants are taken off here instead (expiring-credit.ts).
    */
   const loadCredit = async (accountId: number, now: number, expired = false): Promise<void> => {
+    // Charges announced while the read is under way: one committed after the read is not in it.
+    let late = flushedDuringLoad.get(accountId);
+    if (!late) flushedDuringLoad.set(accountId, (late = { loads: 0, charges: [] }));
+    late.loads++;
     let loaded: LoadedBalance;
     try {
       loaded = await loaders.balance(accountId, now);
@@ -118,10 +124,19 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
       if (!expired || cell?.expiring === undefined) throw error;
       Object.assign(cell, expireBy(cell.stored, cell.expiring, now));
       return;
+    } finally {
+      if (--late.loads === 0) flushedDuringLoad.delete(accountId);
     }
-    const { balance, staleAt, version, expiring } = loaded;
+    const { balance, staleAt, version } = loaded;
+    let stored = balance;
+    let expiring: Expiring | undefined = loaded.expiring;
+    for (const charge of late.charges) {
+      if (version !== undefined && charge.version <= version) continue;
+      stored -= charge.amount;
+      if (expiring) expiring = drawFrom(expiring, charge.amount, charge.at);
+    }
     const previous = credits.get(accountId);
-    credits.set(accountId, { stored: balance, unflushed: previous?.unflushed ?? 0, reserved: previous?.reserved ?? 0, staleAt, version, expiring });
+    credits.set(accountId, { stored, unflushed: previous?.unflushed ?? 0, reserved: previous?.reserved ?? 0, staleAt, version, expiring });
   };
   const creditOf = (accountId: number): CreditCell => {
     let cell = credits.get(accountId);
@@ -338,6 +353,7 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     },
     async flushed(charged, version) {
       for (const [accountId, amount] of charged) {
+        if (version !== undefined) flushedDuringLoad.get(accountId)?.charges.push({ version, amount, at: now() });
         const cell = credits.get(accountId);
         if (!cell) continue;
         // Read again at its next use; else taken off unless the balance was read at or after the charges' version.

@@ -30,6 +30,8 @@ interface Fixture {
   expiring: Map<number, Array<{ at: number; remaining: number }>>;
   /** While set, balance reads fail (the ledger cannot be read). */
   ledgerDown: { value: boolean };
+  /** Run once, by the next balance read, between taking its figures and handing them back. */
+  duringRead: { value?: () => Promise<void> };
   setNow(ms: number): void;
 }
 
@@ -48,6 +50,7 @@ async function fixture(make: Make): Promise<Fixture> {
   const versions = new Map<number, number>();
   const expiring = new Map<number, Array<{ at: number; remaining: number }>>();
   const ledgerDown = { value: false };
+  const duringRead: { value?: () => Promise<void> } = {};
   let now = T0;
   const loaders: StateLoaders = {
     seed: (seed, period) => rollups.get(`${JSON.stringify(seed)}|${period}`) ?? 0,
@@ -55,10 +58,14 @@ async function fixture(make: Make): Promise<Fixture> {
       balanceReads.set(accountId, (balanceReads.get(accountId) ?? 0) + 1);
       if (ledgerDown.value) throw new Error("the ledger cannot be read");
       const grants = expiring.get(accountId);
-      return { balance: balances.get(accountId) ?? 0, staleAt: grants?.[0]?.at ?? Infinity, version: versions.get(accountId), expiring: grants };
+      const read = { balance: balances.get(accountId) ?? 0, staleAt: grants?.[0]?.at ?? Infinity, version: versions.get(accountId), expiring: grants };
+      const during = duringRead.value;
+      if (!during) return read;
+      duringRead.value = undefined;
+      return during().then(() => read);
     },
   };
-  return { state: await make(loaders, () => now), rollups, balances, balanceReads, versions, expiring, ledgerDown, setNow: (ms) => (now = ms) };
+  return { state: await make(loaders, () => now), rollups, balances, balanceReads, versions, expiring, ledgerDown, duringRead, setNow: (ms) => (now = ms) };
 }
 
 const windowOf = (key: string, windowMs = MINUTE): WindowCounter => ({ kind: "window", key, windowMs });
@@ -355,6 +362,25 @@ for (const [name, make] of IMPLEMENTATIONS) {
         await expect(state.counts.read(credit(7), T0 + MINUTE)).rejects.toThrow("the ledger cannot be read");
         // A balance never read cannot be brought forward either.
         await expect(state.counts.read(credit(8), T0)).rejects.toThrow("the ledger cannot be read");
+      });
+
+      test("a charge committed just after a balance was read, and announced before that read is stored, is taken off it", async () => {
+        const { state, balances, versions, duringRead } = await fixture(make);
+        balances.set(7, 1000);
+        versions.set(7, 1);
+        expect(await state.counts.read(credit(7), T0)).toBe(1000);
+        await state.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 0, charge: 300 }]);
+        // The balance is read again (a grant made elsewhere, say) at version 1; meanwhile another
+        // instance commits the charge (version 2) and announces it before the read is stored.
+        duringRead.value = () => state.credit.flushed(new Map([[7, 300]]), 2);
+        await state.credit.invalidate(7);
+        expect(await state.counts.read(credit(7), T0)).toBe(700);
+        expect(await state.credit.held(7)).toBe(0);
+        // A read that already holds the charge (version 2) does not lose it twice.
+        versions.set(7, 2);
+        balances.set(7, 700);
+        await state.credit.invalidate(7);
+        expect(await state.counts.read(credit(7), T0)).toBe(700);
       });
 
       test("charges flushed without a version leave the balance to be read again on its next use", async () => {

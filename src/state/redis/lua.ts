@@ -80,7 +80,9 @@ end
 -- Credit: a hash of stored (ledger balance when read, less charges written since),
 -- staleAt (empty: never), version (the ledger's when read; empty: unknown), exp (its
 -- expiring grants as the ledger holds them, JSON [[at, remaining]…] soonest first; empty:
--- unknown), unflushed (charges not written yet) and r<owner> (reservations).
+-- unknown), recent (charges written in the last RECENT_MS, JSON [[version, amount, at]…]:
+-- a balance read just before one of them committed, and stored after its announcement,
+-- takes it off), unflushed (charges not written yet) and r<owner> (reservations).
 -- Read whole: stored (nil: Redis holds no balance), unflushed, staleAt, and the
 -- reservations of living owners (those of dead owners are dropped).
 local function credit_read(key)
@@ -92,6 +94,7 @@ local function credit_read(key)
     elseif field == 'unflushed' then c.unflushed = num(v) or 0
     elseif field == 'staleAt' then c.staleAt = num(v)
     elseif field == 'exp' then if v ~= '' then c.exp = v end
+    elseif field == 'recent' then c.recent = v
     elseif string.sub(field, 1, 1) == 'r' then
       if alive(string.sub(field, 2)) then c.reserved = c.reserved + tonumber(v) else redis.call('HDEL', key, field) end
     end
@@ -113,6 +116,23 @@ local function exp_draw(exp, amount, t)
   return after
 end
 -- Written with str(): cjson keeps 14 digits, and a balance in nano-credits has more.
+local RECENT_MS = 10000
+-- The charges of 'recent' written after a read at version v, and the list without those
+-- older than RECENT_MS at t.
+local function recent_after(recent, v, t)
+  local kept, after = {}, {}
+  if recent == nil or recent == '' then return kept, after end
+  for _, e in ipairs(cjson.decode(recent)) do
+    if e[3] > t - RECENT_MS then kept[#kept + 1] = e end
+    if v == nil or e[1] > v then after[#after + 1] = e end
+  end
+  return kept, after
+end
+local function recent_encode(list)
+  local parts = {}
+  for i, e in ipairs(list) do parts[i] = '[' .. str(e[1]) .. ',' .. str(e[2]) .. ',' .. str(e[3]) .. ']' end
+  return '[' .. table.concat(parts, ',') .. ']'
+end
 local function exp_encode(exp)
   local parts = {}
   for i, g in ipairs(exp) do parts[i] = '[' .. str(g[1]) .. ',' .. str(g[2]) .. ']' end
@@ -183,8 +203,19 @@ local function admit_one(P, NOW, mode)
       local c = credit_cell(line.key)
       if c.stored == nil or (c.staleAt ~= nil and NOW >= c.staleAt) then
         if line.b ~= nil then
-          redis.call('HSET', line.key, 'stored', str(line.b), 'staleAt', line.st and str(line.st) or '', 'version', line.v and str(line.v) or '', 'exp', line.e or '')
-          c.stored = line.b; c.staleAt = line.st; c.exp = line.e
+          -- Charges committed after this read but announced before it is stored are not in it.
+          local stored, exp = line.b, line.e
+          local _, after = recent_after(c.recent, line.v, NOW)
+          if #after > 0 then
+            local grants = exp and cjson.decode(exp) or nil
+            for _, e in ipairs(after) do
+              stored = stored - e[2]
+              if grants then grants = exp_draw(grants, e[2], e[3]) end
+            end
+            if grants then exp = exp_encode(grants) end
+          end
+          redis.call('HSET', line.key, 'stored', str(stored), 'staleAt', line.st and str(line.st) or '', 'version', line.v and str(line.v) or '', 'exp', exp or '')
+          c.stored = stored; c.staleAt = line.st; c.exp = exp
         elseif line.f ~= nil and c.stored ~= nil and c.exp ~= nil then
           -- The ledger cannot be read and the balance only went stale: its expired grants go.
           local left, stored = {}, c.stored
@@ -317,7 +348,7 @@ end
 for _, pair in ipairs(P.charges) do
   local key, amount = pair[1], pair[2]
   if redis.call('EXISTS', key) == 1 then
-    local f = redis.call('HMGET', key, 'stored', 'unflushed', 'version', 'exp')
+    local f = redis.call('HMGET', key, 'stored', 'unflushed', 'version', 'exp', 'recent')
     local unflushed = (num(f[2]) or 0) - amount
     if unflushed < 0 then unflushed = 0 end
     redis.call('HSET', key, 'unflushed', str(unflushed))
@@ -325,9 +356,15 @@ for _, pair in ipairs(P.charges) do
     -- charges' version or later, holds them already.
     local readAt = num(f[3])
     if P.v == nil then redis.call('HDEL', key, 'stored', 'staleAt', 'version', 'exp')
-    elseif f[1] ~= false and (readAt == nil or P.v > readAt) then
-      redis.call('HSET', key, 'stored', str(tonumber(f[1]) - amount))
-      if f[4] ~= false and f[4] ~= '' then redis.call('HSET', key, 'exp', exp_encode(exp_draw(cjson.decode(f[4]), amount, P.now))) end
+    else
+      if f[1] ~= false and (readAt == nil or P.v > readAt) then
+        redis.call('HSET', key, 'stored', str(tonumber(f[1]) - amount))
+        if f[4] ~= false and f[4] ~= '' then redis.call('HSET', key, 'exp', exp_encode(exp_draw(cjson.decode(f[4]), amount, P.now))) end
+      end
+      -- Kept a moment for a balance being read elsewhere right now (see 'recent').
+      local kept = recent_after(f[5] or nil, nil, P.now)
+      kept[#kept + 1] = { P.v, amount, P.now }
+      redis.call('HSET', key, 'recent', recent_encode(kept))
     end
   end
 end
