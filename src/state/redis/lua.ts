@@ -80,9 +80,10 @@ end
 -- Credit: a hash of stored (ledger balance when read, less charges written since),
 -- staleAt (empty: never), version (the ledger's when read; empty: unknown), exp (its
 -- expiring grants as the ledger holds them, JSON [[at, remaining]…] soonest first; empty:
--- unknown), recent (charges written in the last RECENT_MS, JSON [[version, amount, at]…]:
--- a balance read just before one of them committed, and stored after its announcement,
--- takes it off), unflushed (charges not written yet) and r<owner> (reservations).
+-- unknown), unflushed (charges not written yet) and r<owner> (reservations). Beside it,
+-- <key>:recent, the last RECENT announcements of written charges as a sorted set by
+-- version ('version:amount:at'): a balance read at version v and stored after some of
+-- them were announced takes off those after v (committed after the read).
 -- Read whole: stored (nil: Redis holds no balance), unflushed, staleAt, and the
 -- reservations of living owners (those of dead owners are dropped).
 local function credit_read(key)
@@ -94,7 +95,6 @@ local function credit_read(key)
     elseif field == 'unflushed' then c.unflushed = num(v) or 0
     elseif field == 'staleAt' then c.staleAt = num(v)
     elseif field == 'exp' then if v ~= '' then c.exp = v end
-    elseif field == 'recent' then c.recent = v
     elseif string.sub(field, 1, 1) == 'r' then
       if alive(string.sub(field, 2)) then c.reserved = c.reserved + tonumber(v) else redis.call('HDEL', key, field) end
     end
@@ -116,22 +116,22 @@ local function exp_draw(exp, amount, t)
   return after
 end
 -- Written with str(): cjson keeps 14 digits, and a balance in nano-credits has more.
-local RECENT_MS = 10000
--- The charges of 'recent' written after a read at version v, and the list without those
--- older than RECENT_MS at t.
-local function recent_after(recent, v, t)
-  local kept, after = {}, {}
-  if recent == nil or recent == '' then return kept, after end
-  for _, e in ipairs(cjson.decode(recent)) do
-    if e[3] > t - RECENT_MS then kept[#kept + 1] = e end
-    if v == nil or e[1] > v then after[#after + 1] = e end
-  end
-  return kept, after
+-- Announcements kept per account, and how long an idle account keeps them (ms).
+local RECENT, RECENT_TTL_MS = 32, 60000
+local function recent_note(key, v, amount, t)
+  local set = key .. ':recent'
+  redis.call('ZADD', set, v, str(v) .. ':' .. str(amount) .. ':' .. str(t))
+  redis.call('ZREMRANGEBYRANK', set, 0, -(RECENT + 1))
+  redis.call('PEXPIRE', set, RECENT_TTL_MS)
 end
-local function recent_encode(list)
-  local parts = {}
-  for i, e in ipairs(list) do parts[i] = '[' .. str(e[1]) .. ',' .. str(e[2]) .. ',' .. str(e[3]) .. ']' end
-  return '[' .. table.concat(parts, ',') .. ']'
+-- The announced charges written after a read at version v (all when v is unknown), as {amount, at}.
+local function recent_after(key, v)
+  local after = {}
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', key .. ':recent', v and ('(' .. str(v)) or '-inf', '+inf')) do
+    local _, amount, at = string.match(m, '^([^:]+):([^:]+):([^:]+)$')
+    after[#after + 1] = { tonumber(amount), tonumber(at) }
+  end
+  return after
 end
 local function exp_encode(exp)
   local parts = {}
@@ -205,12 +205,12 @@ local function admit_one(P, NOW, mode)
         if line.b ~= nil then
           -- Charges committed after this read but announced before it is stored are not in it.
           local stored, exp = line.b, line.e
-          local _, after = recent_after(c.recent, line.v, NOW)
+          local after = recent_after(line.key, line.v)
           if #after > 0 then
             local grants = exp and cjson.decode(exp) or nil
             for _, e in ipairs(after) do
-              stored = stored - e[2]
-              if grants then grants = exp_draw(grants, e[2], e[3]) end
+              stored = stored - e[1]
+              if grants then grants = exp_draw(grants, e[1], e[2]) end
             end
             if grants then exp = exp_encode(grants) end
           end
@@ -348,7 +348,7 @@ end
 for _, pair in ipairs(P.charges) do
   local key, amount = pair[1], pair[2]
   if redis.call('EXISTS', key) == 1 then
-    local f = redis.call('HMGET', key, 'stored', 'unflushed', 'version', 'exp', 'recent')
+    local f = redis.call('HMGET', key, 'stored', 'unflushed', 'version', 'exp')
     local unflushed = (num(f[2]) or 0) - amount
     if unflushed < 0 then unflushed = 0 end
     redis.call('HSET', key, 'unflushed', str(unflushed))
@@ -361,10 +361,8 @@ for _, pair in ipairs(P.charges) do
         redis.call('HSET', key, 'stored', str(tonumber(f[1]) - amount))
         if f[4] ~= false and f[4] ~= '' then redis.call('HSET', key, 'exp', exp_encode(exp_draw(cjson.decode(f[4]), amount, P.now))) end
       end
-      -- Kept a moment for a balance being read elsewhere right now (see 'recent').
-      local kept = recent_after(f[5] or nil, nil, P.now)
-      kept[#kept + 1] = { P.v, amount, P.now }
-      redis.call('HSET', key, 'recent', recent_encode(kept))
+      -- Kept for a balance being read elsewhere right now (see <key>:recent).
+      recent_note(key, P.v, amount, P.now)
     end
   end
 end
