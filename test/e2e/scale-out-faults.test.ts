@@ -45,6 +45,19 @@ if (!skipServices) {
   /** The account's balance in nano-credits, as the router reports it once every row is written. */
   const balanceOf = async (router: TestRouter, key: string) => Math.round(((await api(router, "/dashboard/status", { key })).body.balance as number) * 1e9);
   const databaseReady = async (router: TestRouter) => (await router.fetch("/readyz", { key: null })).status === 200;
+  /**
+   * Every instance writes what it holds, until nothing waits in Redis: an instance's own
+   * tick may claim rows after its flush returned, and hold them while the next flushes.
+   */
+  const writeEverything = (...routers: TestRouter[]) =>
+    waitFor(
+      async () => {
+        for (const router of routers) await router.deps.usageRecorder.flush();
+        return (await waitingInRedis()) === 0;
+      },
+      10_000,
+      "every usage row to be written",
+    );
   /** Rows waiting in Redis: the queue and every claim. */
   const waitingInRedis = async () => {
     const claims = (await redisClient.send("KEYS", ["router:usage:claim:*"])) as string[];
@@ -249,7 +262,7 @@ if (!skipServices) {
       await waitFor(async () => (await chat(d, account.key)).status === 200, 10_000, "calls to be served again");
       served++;
       // Every living instance writes what it holds (a claim waits for its holder's retry otherwise).
-      for (const router of [a, b, d]) await router.deps.usageRecorder.flush();
+      await writeEverything(a, b, d);
       // A refused call is not charged: the warm-up calls and those served.
       expect(await rowsOf(account.id)).toHaveLength(account.warmUps + served);
       expect(await balanceOf(a, account.key)).toBe(GRANTED * 1e9 - (account.warmUps + served) * CALL_COST);
@@ -299,9 +312,7 @@ if (!skipServices) {
 
     test("credit that expires during the outage leaves the balance on time, without the ledger; what is left is served and charged right", async () => {
       let expiresAt = 0;
-      const flushAll = async (router: TestRouter) => {
-        for (const one of [a, b, router]) await one.deps.usageRecorder.flush();
-      };
+      const flushAll = (router: TestRouter) => writeEverything(a, b, router);
       const { e } = await servedThroughOutage(async (warmed, router) => {
         // The warm-up calls are written (from the lasting credit); then a grant for one day.
         await flushAll(router);
