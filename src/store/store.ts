@@ -97,8 +97,6 @@ export interface CreditStore {
    * a time, so a read at version v holds the charges of every usage write that reached v.
    */
   ledgerBalance(accountId: number, now: number): Promise<LedgerBalance>;
-  /** When the earliest unexpired grant with credit left expires (undefined when none does). */
-  nextExpiry(accountId: number, now: number): Promise<number | undefined>;
   /**
    * Removes up to `amount` from the account's grants, the earliest expiry first (grants
    * without expiry last) and returns the pieces taken; `Infinity` takes everything.

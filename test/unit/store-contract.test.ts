@@ -177,12 +177,12 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       const store = await fresh();
       await store.credit.give(1, [{ amount: 100, expiresAt: null }, { amount: 50, expiresAt: T0 + DAY }, { amount: 30, expiresAt: T0 + 2 * DAY }], null, T0);
       expect(await store.credit.balance(1, T0)).toBe(180);
-      expect(await store.credit.nextExpiry(1, T0)).toBe(T0 + DAY);
+      expect((await store.credit.ledgerBalance(1, T0)).expiring[0]?.at).toBe(T0 + DAY);
       expect(await store.credit.take(1, 60, T0)).toEqual([
         { amount: 50, expiresAt: T0 + DAY },
         { amount: 10, expiresAt: T0 + 2 * DAY },
       ]);
-      expect(await store.credit.nextExpiry(1, T0)).toBe(T0 + 2 * DAY);
+      expect((await store.credit.ledgerBalance(1, T0)).expiring[0]?.at).toBe(T0 + 2 * DAY);
       // After its expiry a grant no longer counts.
       expect(await store.credit.balance(1, T0 + 3 * DAY)).toBe(100);
       await store.credit.consume(1, 150, T0);

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, isNotNull, isNull, lt, min, ne, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, isNull, lt, ne, or, sql } from "drizzle-orm";
 import type { CreditStore, Piece } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
 import { lockAccountCredit } from "./locks.ts";
@@ -47,13 +47,6 @@ export function postgresCredit({ db, atomic }: Scope): CreditStore {
         .from(creditGrants)
         .where(unexpired(accountId, now));
       return { balance: row?.balance ?? 0, version: row?.version ?? 0, expiring: expiringOf(row?.expiring) };
-    },
-    async nextExpiry(accountId, now) {
-      const [row] = await db
-        .select({ at: min(creditGrants.expiresAt).mapWith(Number) })
-        .from(creditGrants)
-        .where(and(eq(creditGrants.accountId, accountId), gt(creditGrants.remaining, 0), isNotNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)));
-      return row?.at ?? undefined;
     },
     take: (accountId, amount, now) =>
       atomic(async (db) => {

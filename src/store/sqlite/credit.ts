@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, isNotNull, isNull, lt, min, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
 import { creditGrants } from "../schema/accounts.ts";
 import { usageEvents } from "../schema/usage.ts";
 import { expiringOf } from "../expiring-grants.ts";
@@ -78,14 +78,6 @@ export function sqliteCredit({ db, sqlite }: Connection): Synchronous<CreditStor
         .where(unexpired(accountId, now))
         .get();
       return { balance: row?.balance ?? 0, version: row?.version ?? 0, expiring: expiringOf(row?.expiring) };
-    },
-    nextExpiry(accountId, now) {
-      const at = db
-        .select({ at: min(creditGrants.expiresAt) })
-        .from(creditGrants)
-        .where(and(eq(creditGrants.accountId, accountId), gt(creditGrants.remaining, 0), isNotNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)))
-        .get()?.at;
-      return at ?? undefined;
     },
     take: (accountId, amount, now) => take(accountId, amount, now),
     give: (accountId, pieces, grantedBy, now) => give(accountId, pieces, grantedBy, now),
