@@ -1,11 +1,9 @@
-import { hashApiKey } from "../accounts/api-keys.ts";
-import type { PrincipalCache } from "../accounts/principal.ts";
 import type { Clock } from "../core/clock.ts";
 import { badRequest, causeMessage, conflict, HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { Sealer } from "../store/crypto.ts";
 import { IDEMPOTENCY_TTL_MS, type IdempotencyRow, type Store } from "../store/store.ts";
-import { extractApiKey } from "./auth.ts";
+import type { Authenticator } from "./auth.ts";
 
 /** What a replayed answer carries, as Stripe names it. */
 export const REPLAYED_HEADER = "idempotent-replayed";
@@ -16,7 +14,7 @@ const VALID_KEY = /^[\x21-\x7e]{1,255}$/;
 
 export interface IdempotencyDeps {
   store: Pick<Store, "idempotency">;
-  principals: PrincipalCache;
+  auth: Authenticator;
   clock: Clock;
   log: Logger;
   /** Seals the answers kept (a provider key's record holds its secret). */
@@ -80,9 +78,8 @@ export function createIdempotency(deps: IdempotencyDeps) {
     const key = request.headers.get("idempotency-key");
     if (key === null || !WRITES.has(request.method) || !path.startsWith("/x-")) return next(request);
     if (!VALID_KEY.test(key)) return deps.refuse(badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters", "Idempotency-Key", "invalid_idempotency_key"), request, path);
-    const apiKey = extractApiKey(request, "openai");
-    const principal = apiKey === undefined ? undefined : await deps.principals.get(hashApiKey(apiKey));
-    // No caller to scope the key to: the route answers 401 as it would without the header.
+    // No caller to scope the key to (no key, an unknown one, one in the URL): the route refuses it as without the header.
+    const principal = await deps.auth.optional(request, "openai").catch(() => undefined);
     if (!principal) return next(request);
     const accountId = principal.account.id;
     const fingerprint = await fingerprintOf(request);

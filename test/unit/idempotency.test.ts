@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hashApiKey } from "../../src/accounts/api-keys.ts";
 import { createPrincipalCache } from "../../src/accounts/principal.ts";
+import { createAuthenticator } from "../../src/http/auth.ts";
 import { createManualClock } from "../../src/core/clock.ts";
 import type { HttpError } from "../../src/core/errors.ts";
 import { createLogger } from "../../src/core/log.ts";
@@ -25,7 +26,7 @@ const principals = createPrincipalCache(async (hash) => (hash === hashApiKey("sk
 const logs: string[] = [];
 const handle = createIdempotency({
   store,
-  principals,
+  auth: createAuthenticator(principals),
   clock: createManualClock(Date.UTC(2026, 10, 27)),
   log: createLogger("info", (line) => logs.push(line)),
   sealer: createSealer(new Uint8Array(32).fill(7)),
