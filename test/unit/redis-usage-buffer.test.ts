@@ -83,6 +83,14 @@ if (!servicesSkipped) {
   const redis = redisStates();
   afterAll(redis.close);
   const loaders = { seed: () => 0, balance: () => ({ balance: 1000, staleAt: Infinity }) };
+  /** A usage buffer and its State on a prefix of their own, over a connection of the test's. */
+  const bufferOnFreshPrefix = async () => {
+    const server = await redis.server();
+    const prefix = freshPrefix();
+    const connection = connectRedis(server.url);
+    const state = await redis.state(loaders, () => Date.now(), { prefix });
+    return { server, prefix, connection, state, buffer: createRedisUsageBuffer({ connection, state, prefix }) };
+  };
 
   describe("the usage buffer on Redis, when Redis loses or rolls back what it acknowledged", () => {
     test("the test server's settings are read as they are: no AOF, no save points; a memory limit with allkeys eviction is named", async () => {
@@ -102,11 +110,7 @@ if (!servicesSkipped) {
     });
 
     test("after Redis restarts empty, the rows sent lately are queued again as copies, and claims are checked until the queue is empty", async () => {
-      const server = await redis.server();
-      const prefix = freshPrefix();
-      const connection = connectRedis(server.url);
-      const state = await redis.state(loaders, () => Date.now(), { prefix });
-      const buffer = createRedisUsageBuffer({ connection, state, prefix });
+      const { server, connection, buffer } = await bufferOnFreshPrefix();
       try {
         for (const id of ["a", "b", "c"]) await buffer.append(row(id));
         await server.stop();
@@ -131,11 +135,7 @@ if (!servicesSkipped) {
     });
 
     test("after the connection is made again, rows already written that reappear in the queue (a rolled-back claim) come back checked", async () => {
-      const server = await redis.server();
-      const prefix = freshPrefix();
-      const connection = connectRedis(server.url);
-      const state = await redis.state(loaders, () => Date.now(), { prefix });
-      const buffer = createRedisUsageBuffer({ connection, state, prefix });
+      const { server, prefix, connection, buffer } = await bufferOnFreshPrefix();
       const admin = new RedisClient(server.url);
       try {
         await buffer.append(row("a"));
@@ -162,11 +162,7 @@ if (!servicesSkipped) {
 
   describe("the usage buffer on Redis and the settlement it follows", () => {
     test("a row written and announced at once after its call settled leaves nothing counted as unwritten", async () => {
-      const server = await redis.server();
-      const prefix = freshPrefix();
-      const connection = connectRedis(server.url);
-      const state = await redis.state(loaders, () => Date.now(), { prefix });
-      const buffer = createRedisUsageBuffer({ connection, state, prefix });
+      const { connection, state, buffer } = await bufferOnFreshPrefix();
       try {
         const credit = { kind: "credit", accountId: 7 } as const;
         expect(await state.counts.read(credit, Date.now())).toBe(1000);
