@@ -134,6 +134,33 @@ if (!servicesSkipped) {
       }
     });
 
+    test("copies queued again after one restart are queued again after a second one, before any was claimed", async () => {
+      const { server, connection, buffer } = await bufferOnFreshPrefix();
+      try {
+        for (const id of ["a", "b"]) await buffer.append(row(id));
+        await server.stop();
+        await server.start();
+        // The first row after the restart makes the connection again; the next notices it
+        // and queues the two rows before it again, as copies.
+        await buffer.append(row("c"));
+        await buffer.append(row("e"));
+        // The copies are lost with the second restart, before any writer claimed them.
+        await server.stop();
+        await server.start();
+        await buffer.append(row("d"));
+        const { rows } = await buffer.claim(100);
+        expect(rows.map((r) => [r.requestId, r.copy === true]).sort()).toEqual([
+          ["a", true],
+          ["b", true],
+          ["c", true],
+          ["d", false],
+          ["e", true],
+        ]);
+      } finally {
+        connection.close();
+      }
+    });
+
     test("after the connection is made again, rows already written that reappear in the queue (a rolled-back claim) come back checked", async () => {
       const { server, prefix, connection, buffer } = await bufferOnFreshPrefix();
       const admin = new RedisClient(server.url);

@@ -56,6 +56,10 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       await redis.send("RPUSH", [keys.queue, ...again.slice(start, start + RESEND_CHUNK).map((text) => `S${text}`)]);
     }
     sent.forget(connects);
+    // The copies are rows the new connection acknowledged: a second loss soon after (a
+    // failover, then a restart) can lose them too, so they are kept as sent on it.
+    const now = Date.now();
+    for (const text of again) sent.add(text, now, redis.connects());
     seenConnects = connects;
     checking = true;
     options.log?.warn("the connection to Redis was made again: recent usage rows are queued again and claimed rows are checked against the database", {
