@@ -58,13 +58,21 @@ if (!skipServices) {
       10_000,
       "every usage row to be written",
     );
-  /** Rows waiting in Redis: the queue and every claim. */
-  const waitingInRedis = async () => {
-    const claims = (await redisClient.send("KEYS", ["router:usage:claim:*"])) as string[];
-    let total = Number(await redisClient.send("LLEN", ["router:usage:queue"]));
-    for (const claim of claims) total += Number(await redisClient.send("LLEN", [claim]));
-    return total;
-  };
+  /**
+   * Rows waiting in Redis: the queue and every claim, counted in one script. Counted
+   * command by command, a claim taken between the reads (by any instance's own tick) was
+   * missed: 0 while its rows were still being written, so the test read the database early.
+   * A claim is cleared only after its rows are committed, so 0 here means all are.
+   */
+  const waitingInRedis = async () =>
+    Number(
+      await redisClient.send("EVAL", [
+        "local n = redis.call('LLEN', KEYS[1]) for _, claim in ipairs(redis.call('KEYS', ARGV[1])) do n = n + redis.call('LLEN', claim) end return n",
+        "1",
+        "router:usage:queue",
+        "router:usage:claim:*",
+      ]),
+    );
 
   beforeAll(async () => {
     [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
@@ -382,6 +390,12 @@ if (!skipServices) {
         "the queue to drain",
       );
       const rows = await rowsOf(account.id);
+      // What each instance said, should a row be missing (the cause shows in CI's output).
+      if (rows.length !== account.warmUps + served) {
+        for (const [name, router] of [["a", a], ["b", b], ...extra.map((router, i) => [`extra ${i}`, router] as const)] as const) {
+          console.error(`--- ${name}:\n${router.logs.filter((line) => /usage|Redis|database/.test(line)).slice(-40).join("\n")}`);
+        }
+      }
       expect(rows).toHaveLength(account.warmUps + served);
       expect(new Set(rows.map((row) => row.requestId)).size).toBe(rows.length);
       expect(await a.deps.store.credit.balance(account.id, Date.now())).toBe(GRANTED * 1e9 - (account.warmUps + served) * CALL_COST);
