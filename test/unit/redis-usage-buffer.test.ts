@@ -161,6 +161,27 @@ if (!servicesSkipped) {
       }
     });
 
+    test("a process that claims rows renews its lease: a lease lost with Redis does not let another take over a claim being written", async () => {
+      const { server, prefix, connection, state, buffer } = await bufferOnFreshPrefix();
+      const other = await redis.state(loaders, () => Date.now(), { prefix });
+      const otherConnection = connectRedis(server.url);
+      const otherBuffer = createRedisUsageBuffer({ connection: otherConnection, state: other, prefix });
+      const admin = new RedisClient(server.url);
+      try {
+        // What a restart leaves until the next heartbeat: no lease for this process.
+        await admin.send("DEL", [`${prefix}lease:${state.owner}`]);
+        await buffer.append(row("mine"));
+        expect((await buffer.claim(100)).rows.map((r) => r.requestId)).toEqual(["mine"]);
+        // The claim's writer is alive: the other process finds nothing to take.
+        expect((await otherBuffer.claim(100)).rows).toEqual([]);
+        expect(await admin.send("LRANGE", [`${prefix}usage:claim:${state.owner}`, "0", "-1"])).toHaveLength(1);
+      } finally {
+        admin.close();
+        otherConnection.close();
+        connection.close();
+      }
+    });
+
     test("after the connection is made again, rows already written that reappear in the queue (a rolled-back claim) come back checked", async () => {
       const { server, prefix, connection, buffer } = await bufferOnFreshPrefix();
       const admin = new RedisClient(server.url);

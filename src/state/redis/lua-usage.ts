@@ -10,12 +10,17 @@ import { PRELUDE } from "./lua.ts";
  * rows of an unfinished claim (this process's own, or one a dead process left: its lease
  * expired), which may be in the database already; 'new' with up to max rows moved from
  * the queue to this process's claim; 'none' when nothing waits. `waiting` is the queue's
- * length after the claim.
+ * length after the claim. A process that holds a claim renews its lease here: after a
+ * Redis restart its lease key is gone until its next heartbeat (a third of the lease),
+ * and meanwhile another process would take over a claim its living writer is writing.
  */
 export const USAGE_CLAIM = script(`${PRELUDE}
 local mine = P.claimPrefix .. OWNER
 local held = redis.call('LRANGE', mine, 0, -1)
-if #held > 0 then return { 'retry', redis.call('LLEN', P.queue), unpack(held) } end
+if #held > 0 then
+  touch()
+  return { 'retry', redis.call('LLEN', P.queue), unpack(held) }
+end
 for _, other in ipairs(redis.call('SMEMBERS', P.claims)) do
   if other ~= OWNER and not alive(other) then
     redis.call('SREM', P.claims, other)
@@ -23,6 +28,7 @@ for _, other in ipairs(redis.call('SMEMBERS', P.claims)) do
     if redis.call('EXISTS', theirs) == 1 then
       redis.call('RENAME', theirs, mine)
       redis.call('SADD', P.claims, OWNER)
+      touch()
       return { 'retry', redis.call('LLEN', P.queue), unpack(redis.call('LRANGE', mine, 0, -1)) }
     end
   end
@@ -32,6 +38,7 @@ if #rows == 0 then return { 'none', 0 } end
 redis.call('LTRIM', P.queue, #rows, -1)
 redis.call('RPUSH', mine, unpack(rows))
 redis.call('SADD', P.claims, OWNER)
+touch()
 return { 'new', redis.call('LLEN', P.queue), unpack(rows) }
 `);
 
