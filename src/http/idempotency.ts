@@ -32,7 +32,7 @@ export interface IdempotencyDeps {
  * still running (or whose process stopped before answering) 409. An answer holding an
  * API key is not kept (keys are stored only as hashes): its retries are told that. The
  * answers kept are sealed at rest like provider secrets: a provider key's record holds one.
- * A server-side failure (5xx) gives the key up, so the retry runs the request again.
+ * A server-side failure (5xx) or a 429 gives the key up, so the retry runs the request again.
  *
  * Model calls are not covered (the `/x-` paths are the management API), and neither are
  * requests without a valid key of the router's: their route refuses them as before.
@@ -96,7 +96,8 @@ export function createIdempotency(deps: IdempotencyDeps) {
       await giveUp(accountId, key);
       throw error;
     }
-    if (response.status >= 500) {
+    // Nothing was carried out, and the client is told to come back: a kept answer would refuse every retry for a day.
+    if (response.status >= 500 || response.status === 429) {
       await giveUp(accountId, key);
       return response;
     }

@@ -56,7 +56,7 @@ test("a retry while the first request still runs is 409; once it answered, the r
   expect(runs).toBe(1);
 });
 
-test("a server-side failure gives the key up: the retry runs the request again", async () => {
+test("a server-side failure or a 429 gives the key up: the retry runs the request again", async () => {
   let runs = 0;
   const flaky = async () => (++runs === 1 ? new Response("busy", { status: 503 }) : Response.json({ ok: true }));
   expect((await handle(request("flaky-1"), "/x-users/9", flaky)).status).toBe(503);
@@ -72,6 +72,14 @@ test("a server-side failure gives the key up: the retry runs the request again",
   throws = false;
   expect((await handle(request("thrown-1"), "/x-users/9", broken)).status).toBe(200);
   expect(runs).toBe(2);
+  // "Too many requests, try later" is not the request's answer either.
+  let limited = true;
+  const busy = async () => (limited ? Response.json({ error: { code: "rate_limit" } }, { status: 429 }) : Response.json({ ok: true }));
+  expect((await handle(request("limited-1"), "/x-users/9", busy)).status).toBe(429);
+  limited = false;
+  const later = await handle(request("limited-1"), "/x-users/9", busy);
+  expect(later.status).toBe(200);
+  expect(later.headers.get("idempotent-replayed")).toBeNull();
 });
 
 test("reads, model calls and other paths pass through untouched, header or not", async () => {
