@@ -6,6 +6,7 @@ import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upst
 import { api, createAccount, type Reply } from "../helpers/owner-ops.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { usageRowsInRedis, writeEverything as writeAll } from "../helpers/redis-usage.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
 import type { RedisState } from "../../src/state/redis/state.ts";
 import type { ServeConfig } from "../../src/config.ts";
@@ -45,34 +46,9 @@ if (!skipServices) {
   /** The account's balance in nano-credits, as the router reports it once every row is written. */
   const balanceOf = async (router: TestRouter, key: string) => Math.round(((await api(router, "/dashboard/status", { key })).body.balance as number) * 1e9);
   const databaseReady = async (router: TestRouter) => (await router.fetch("/readyz", { key: null })).status === 200;
-  /**
-   * Every instance writes what it holds, until nothing waits in Redis: an instance's own
-   * tick may claim rows after its flush returned, and hold them while the next flushes.
-   */
-  const writeEverything = (...routers: TestRouter[]) =>
-    waitFor(
-      async () => {
-        for (const router of routers) await router.deps.usageRecorder.flush();
-        return (await waitingInRedis()) === 0;
-      },
-      10_000,
-      "every usage row to be written",
-    );
-  /**
-   * Rows waiting in Redis: the queue and every claim, counted in one script. Counted
-   * command by command, a claim taken between the reads (by any instance's own tick) was
-   * missed: 0 while its rows were still being written, so the test read the database early.
-   * A claim is cleared only after its rows are committed, so 0 here means all are.
-   */
-  const waitingInRedis = async () =>
-    Number(
-      await redisClient.send("EVAL", [
-        "local n = redis.call('LLEN', KEYS[1]) for _, claim in ipairs(redis.call('KEYS', ARGV[1])) do n = n + redis.call('LLEN', claim) end return n",
-        "1",
-        "router:usage:queue",
-        "router:usage:claim:*",
-      ]),
-    );
+  /** Every instance writes what it holds, until nothing waits in Redis. */
+  const writeEverything = (...routers: TestRouter[]) => writeAll(() => redisClient, ...routers);
+  const waitingInRedis = () => usageRowsInRedis(redisClient);
 
   beforeAll(async () => {
     [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
@@ -309,7 +285,7 @@ if (!skipServices) {
         await postgres.resume();
       }
       await waitFor(() => databaseReady(e), 10_000, "/readyz to be ready again");
-      for (const router of [a, b, e]) await router.deps.usageRecorder.flush();
+      await writeEverything(a, b, e);
       return { e, account };
     };
 
@@ -359,8 +335,7 @@ if (!skipServices) {
   describe("Redis restarted without its data", () => {
     test("while rows wait in it for PostgreSQL, each instance queues its recent rows again: every call is stored once and charged once", async () => {
       const account = await warmAccount();
-      await a.deps.usageRecorder.flush();
-      await b.deps.usageRecorder.flush();
+      await writeEverything(a, b);
       await postgres.halt();
       let served = 0;
       try {
@@ -380,15 +355,7 @@ if (!skipServices) {
         await postgres.resume();
       }
       for (const router of [a, b]) await waitFor(() => databaseReady(router), 10_000, "/readyz to be ready again");
-      await waitFor(
-        async () => {
-          await a.deps.usageRecorder.flush();
-          await b.deps.usageRecorder.flush();
-          return (await waitingInRedis()) === 0;
-        },
-        10_000,
-        "the queue to drain",
-      );
+      await writeEverything(a, b);
       const rows = await rowsOf(account.id);
       // What each instance said, should a row be missing (the cause shows in CI's output).
       if (rows.length !== account.warmUps + served) {
@@ -406,9 +373,10 @@ if (!skipServices) {
 
     test("rows already written that a rolled-back Redis queues again are not written twice", async () => {
       const account = await warmAccount();
-      await a.deps.usageRecorder.flush();
-      await b.deps.usageRecorder.flush();
+      // Every instance's claim cleared, the extra instances' too: the rows are all in the database.
+      await writeEverything(a, b);
       const stored = await rowsOf(account.id);
+      expect(stored).toHaveLength(account.warmUps);
       const ledger = await a.deps.store.credit.balance(account.id, Date.now());
       // A failover to a replica that received the rows but not their claims: the rows are
       // queued again, unflagged, as the instances' connections break (one transaction, so
