@@ -30,6 +30,9 @@ class AttemptTimeout extends Error {}
 
 const SUCCESS = Object.freeze({ kind: "success" as const });
 
+/** Content types judged per answer (a regular expression literal is a new object each time it is evaluated). */
+const JSON_TYPE = /\bjson\b/i;
+const HTML_TYPE = /\btext\/html\b/i;
 const isEventStream = (response: Response) => (response.headers.get("content-type") ?? "").includes("text/event-stream");
 
 /** The attempts end with a response of their own: an error, a passed-on client mistake, a client that left. */
@@ -211,13 +214,13 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           // A JSON answer is read whole before anything goes to the client, so a 2xx
           // error object can still fail over. Its headers were its first byte.
           const type = response.headers.get("content-type") ?? "";
-          if (/\bjson\b/i.test(type)) {
+          if (JSON_TYPE.test(type)) {
             clearTimeout(timer);
             const text = await response.text();
             const judged = judgeJson(text);
             if (judged.answer) read = { text, parsed: judged.parsed };
             else nonAnswer = judged.why;
-          } else if (/\btext\/html\b/i.test(type)) nonAnswer = "an HTML page";
+          } else if (HTML_TYPE.test(type)) nonAnswer = "an HTML page";
         }
       } catch (error) {
         // Nothing of this attempt reached the client: a stream that failed before its

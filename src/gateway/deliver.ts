@@ -15,7 +15,9 @@ import { formatOf } from "../formats/registry.ts";
 import { ZERO_USAGE, type Usage, type UsageSource } from "../formats/usage.ts";
 
 
-const isJson = (response: Response) => /\bjson\b/i.test(response.headers.get("content-type") ?? "");
+/** A regular expression literal is a new object each time it is evaluated: these run per call. */
+const JSON_TYPE = /\bjson\b/i;
+const isJson = (response: Response) => JSON_TYPE.test(response.headers.get("content-type") ?? "");
 
 const clientClosed = (family: RelayInput["call"]["family"]) => errorResponse(family, new HttpError("invalid_request", "Client closed the request", { status: 499 }));
 

@@ -12,10 +12,13 @@ const KEY_PARAMS = ["key", "api_key", "api-key", "apikey", "access_token"];
  * The API key of a request, from the headers its family's SDKs use: Bearer always;
  * the family's own key header otherwise (Anthropic's `x-api-key`, Gemini's `x-goog-api-key`).
  */
+/** Made once: a regular expression literal is a new object each time it is evaluated, and this runs per request. */
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
 export function extractApiKey(request: Request, family: Family): string | undefined {
   const authorization = request.headers.get("authorization");
   if (authorization) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    const match = BEARER.exec(authorization);
     if (match) return match[1];
   }
   const header = formatOf(family).keyHeader;
