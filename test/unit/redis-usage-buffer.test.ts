@@ -134,6 +134,23 @@ if (!servicesSkipped) {
       }
     });
 
+    test("a claim that makes the connection again sends the rows before it again at once, and claims them", async () => {
+      const { server, connection, buffer } = await bufferOnFreshPrefix();
+      try {
+        for (const id of ["a", "b"]) await buffer.append(row(id));
+        await server.stop();
+        await server.start();
+        // The process's first call after the restart is a claim (a flush while stopping may be its last call).
+        const { rows } = await buffer.claim(100);
+        expect(rows.map((r) => [r.requestId, r.retried === true, r.copy === true])).toEqual([
+          ["a", true, true],
+          ["b", true, true],
+        ]);
+      } finally {
+        connection.close();
+      }
+    });
+
     test("copies queued again after one restart are queued again after a second one, before any was claimed", async () => {
       const { server, connection, buffer } = await bufferOnFreshPrefix();
       try {

@@ -71,6 +71,12 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
     if (redis.connects() === seenConnects && !reconciling) return undefined;
     return (reconciling ??= reconcile().finally(() => (reconciling = undefined)));
   };
+  /**
+   * Catches up at once when the command just made the connection again: waiting for
+   * this process's next call left the rows Redis lost unsent meanwhile, and for good
+   * when that call never came (a process stopping: its flush's claim was its last).
+   */
+  const catchUpAfter = (): Promise<void> | undefined => (redis.connects() === seenConnects ? undefined : reconciled());
 
   return {
     async append(row) {
@@ -83,13 +89,21 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       const text = JSON.stringify(row);
       await redis.send("RPUSH", [keys.queue, text]);
       sent.add(text, Date.now(), redis.connects());
+      // The row is in Redis: a failure to catch up must not hand it back (it would be written twice); the next call tries again.
+      await catchUpAfter()?.catch(() => {});
     },
     async claim(max) {
       const catchingUp = reconciled();
       if (catchingUp) await catchingUp;
-      const [kind, waiting, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
-      // A claim that itself made the connection again read a Redis this process has not caught up with yet.
+      let [kind, waiting, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
+      // A claim that itself made the connection again read a Redis this process had not caught up with yet.
       const reconnected = redis.connects() !== seenConnects;
+      if (reconnected) {
+        // (A failure leaves what was claimed in this process's claim: the next claim hands it back.)
+        await catchUpAfter();
+        // Nothing was waiting on the new Redis: the copies just sent are this claim's.
+        if (texts.length === 0) [kind, waiting, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
+      }
       const retried = kind === "retry" || checking || reconnected;
       if (checking && !reconnected && Number(waiting) === 0) checking = false;
       const rows = texts.map((text) => {
