@@ -8,7 +8,10 @@ import type { NewUsageEventRow } from "../store/store.ts";
  *   the run that wrote them;
  * - rows whose last write failed: PostgreSQL may have committed it without its answer
  *   arriving (the connection dropped during COMMIT). Found stored, their charge is
- *   released now, as nobody released it.
+ *   released now, as nobody released it;
+ * - rows whose append to the durable buffer failed, written from this process instead:
+ *   Redis may have taken the row and lost only its answer, and then whichever process
+ *   claims it writes it and releases its charge. They count as copies, like the spool's.
  */
 export class UnsureRows {
   private readonly recovered: Set<NewUsageEventRow>;
@@ -23,6 +26,11 @@ export class UnsureRows {
     if (this.recovered.size === 0 && this.failed.size === 0) return { check: false };
     const copies = new Set(rows.filter((row) => this.recovered.has(row)));
     return { check: copies.size > 0 || rows.some((row) => this.failed.has(row)), copies };
+  }
+
+  /** These rows may also be in the durable buffer (their append's answer was lost): another process may write them. */
+  mayBeQueued(rows: readonly NewUsageEventRow[]): void {
+    for (const row of rows) this.recovered.add(row);
   }
 
   /** The write of these rows failed: it may have been committed anyway. */

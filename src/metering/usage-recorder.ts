@@ -334,6 +334,8 @@ export function createUsageRecorder(deps: {
           .append(row)
           .catch((error: unknown) => {
             deps.log.warn("a usage row could not be put in Redis; it waits in this process", { error: causeMessage(error) });
+            // Redis may have taken it and lost only the answer: its write here is checked.
+            unsure.mayBeQueued([row]);
             pending.push(row);
           })
           .finally(() => appending.delete(appended));

@@ -7,6 +7,8 @@ import { createLogger } from "../../src/core/log.ts";
 import { createUsageRecorder } from "../../src/metering/usage-recorder.ts";
 import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
+import type { NewUsageEventRow } from "../../src/store/store.ts";
+import type { UsageBuffer } from "../../src/metering/usage-buffer.ts";
 
 /**
  * The recorder without a durable buffer (one instance, no Redis): rows the database
@@ -183,6 +185,45 @@ test("a write committed whose answer was lost (the connection dropped during COM
     // Nobody released them after the lost answer: the retry that finds them stored does, once.
     expect(released.reduce((sum, map) => sum + (map.get(1) ?? 0), 0)).toBe(1200);
   } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
+
+test("a row whose append to Redis lost its answer is written from this process checked: written once, its charge released once, whoever wrote it", async () => {
+  const store = openSqliteStore(join(dir, "lost-append.db"));
+  /** What Redis took: the append's answer never arrived (the connection dropped after the command ran). */
+  const taken: NewUsageEventRow[] = [];
+  const buffer: UsageBuffer = {
+    async append(row) {
+      taken.push(row);
+      throw new Error("Redis connection lost");
+    },
+    claim: async () => ({ rows: [], waiting: 0 }),
+    done: async () => {},
+    release: async () => {},
+  };
+  const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
+  const released: Array<ReadonlyMap<number, number>> = [];
+  recorder.onCharged((charged) => released.push(charged));
+  // Another instance, which claimed the row from Redis: writes it, and releases its charge there.
+  const other = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  try {
+    recorder.record(usageEvent(0, 500));
+    recorder.record(usageEvent(1, 700));
+    // Both rows wait in this process; Redis holds them too. The other instance writes the first.
+    await Promise.resolve();
+    while (taken.length < 2) await Bun.sleep(1);
+    const original = { ...taken[0]! };
+    other.record({ ...usageEvent(0, 500), at: original.createdAt });
+    await other.flush();
+    await recorder.flush();
+    expect((await store.usage.events(0, 100)).map((row) => row.requestId).sort()).toEqual(["req-0", "req-1"]);
+    expect(await store.credit.balance(1, Date.now())).toBe(-1200);
+    // This process releases only what it wrote itself.
+    expect(released.reduce((sum, map) => sum + (map.get(1) ?? 0), 0)).toBe(700);
+  } finally {
+    await other.stop();
     await recorder.stop();
     store.close();
   }
