@@ -8,13 +8,13 @@ import { metaOf } from "./context.ts";
 /** Query parameters through which some clients try to pass a key; never accepted. */
 const KEY_PARAMS = ["key", "api_key", "api-key", "apikey", "access_token"];
 
+/** Made once: a regular expression literal is a new object each time it is evaluated, and this runs per request. */
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
 /**
  * The API key of a request, from the headers its family's SDKs use: Bearer always;
  * the family's own key header otherwise (Anthropic's `x-api-key`, Gemini's `x-goog-api-key`).
  */
-/** Made once: a regular expression literal is a new object each time it is evaluated, and this runs per request. */
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
-
 export function extractApiKey(request: Request, family: Family): string | undefined {
   const authorization = request.headers.get("authorization");
   if (authorization) {
