@@ -202,6 +202,8 @@ export function createUsageRecorder(deps: {
         return "failed";
       }
       waiting = batch.waiting;
+      // What this process holds is what the claim handed it: nothing, when a claim it held was lost (Redis restarted).
+      claimed = batch.rows.length;
       if (batch.rows.length === 0) return "idle";
       const check = batch.rows.some((row) => row.retried);
       const copies = new Set<NewUsageEventRow>();
@@ -209,7 +211,6 @@ export function createUsageRecorder(deps: {
         if (copy) copies.add(row);
         return row;
       });
-      claimed = rows.length;
       let written: Written;
       try {
         written = await write(rows, check, copies);

@@ -3,19 +3,19 @@ import type { TestRouter } from "./router.ts";
 import { waitFor } from "./router.ts";
 
 /**
- * Usage rows waiting in Redis under the router's default prefix: the queue and every
+ * Usage rows waiting in Redis under a prefix (the router's default one unless told): the queue and every
  * process's claim, counted in one script. Counted command by command, a claim taken
  * between the reads (by any instance's own tick) was counted nowhere: 0 while its rows
  * were still being written. A claim is cleared only after its rows are committed, so 0
  * here means every row that reached Redis is in the database.
  */
-export async function usageRowsInRedis(redis: RedisClient): Promise<number> {
+export async function usageRowsInRedis(redis: RedisClient, prefix = "router:"): Promise<number> {
   return Number(
     await redis.send("EVAL", [
       "local n = redis.call('LLEN', KEYS[1]) for _, claim in ipairs(redis.call('KEYS', ARGV[1])) do n = n + redis.call('LLEN', claim) end return n",
       "1",
-      "router:usage:queue",
-      "router:usage:claim:*",
+      `${prefix}usage:queue`,
+      `${prefix}usage:claim:*`,
     ]),
   );
 }
