@@ -7,8 +7,12 @@ import type { NewUsageEventRow } from "../store/store.ts";
  * it once the database answers.
  */
 export interface UsageBuffer {
-  /** Appends one settled row; resolves once the buffer holds it. */
-  append(row: NewUsageEventRow): Promise<void>;
+  /**
+   * Appends one settled row; resolves once the buffer holds it. `copy`: the row may be
+   * in the buffer or the database already (its append lost its answer): whoever claims it
+   * checks it, and its charge counts only if the copy itself is written.
+   */
+  append(row: NewUsageEventRow, copy?: boolean): Promise<void>;
   /**
    * Claims rows for this process to write (at most `max` new ones). `retried` rows come
    * from a claim that was not finished (this process's write failed, or its writer died)

@@ -151,6 +151,34 @@ if (!servicesSkipped) {
       }
     });
 
+    test("a claim of copies handed back by a stopping process is claimed again as copies (flagged once, readable)", async () => {
+      const { server, prefix, connection, state, buffer } = await bufferOnFreshPrefix();
+      const other = await redis.state(loaders, () => Date.now(), { prefix });
+      const otherConnection = connectRedis(server.url);
+      const otherBuffer = createRedisUsageBuffer({ connection: otherConnection, state: other, prefix });
+      const admin = new RedisClient(server.url);
+      try {
+        for (const id of ["a", "b"]) await buffer.append(row(id));
+        await server.stop();
+        await server.start();
+        // The copies are claimed; the database is away, so the claim is not done; the process stops.
+        expect((await buffer.claim(100)).rows.map((r) => r.requestId)).toEqual(["a", "b"]);
+        await buffer.release();
+        // A copy handed back by an older version carries both flags.
+        await admin.send("RPUSH", [`${prefix}usage:queue`, `RS${JSON.stringify(row("c"))}`]);
+        const { rows } = await otherBuffer.claim(100);
+        expect(rows.map((r) => [r.requestId, r.retried === true, r.copy === true])).toEqual([
+          ["a", true, true],
+          ["b", true, true],
+          ["c", true, true],
+        ]);
+      } finally {
+        admin.close();
+        otherConnection.close();
+        connection.close();
+      }
+    });
+
     test("copies queued again after one restart are queued again after a second one, before any was claimed", async () => {
       const { server, connection, buffer } = await bufferOnFreshPrefix();
       try {

@@ -17,7 +17,7 @@ import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
 /**
  * Three instances settle calls into one Redis usage buffer and write them to one
  * database, while the database goes away and comes back and Redis restarts without its
- * data, in an order a seeded generator picks. Once both are back and every instance
+ * data, and instances are stopped and replaced, in an order a seeded generator picks. Once both are back and every instance
  * wrote what it holds, each call is stored once and the ledger holds each charge once
  * (docs/architecture.md, "The usage buffer"). The run stays well within the 10 s of rows
  * each instance sends again after a restart.
@@ -54,12 +54,17 @@ if (!servicesSkipped) {
       const loaders = { seed: () => 0, balance: () => ({ balance: 1e15, staleAt: Infinity }) };
       const instances: Array<{ recorder: UsageRecorder; connection: RedisConnection }> = [];
       const logs: string[] = [];
-      for (let i = 0; i < 3; i++) {
+      let started = 0;
+      const start = async () => {
+        const i = started++;
         const state = await redis.state(loaders, () => Date.now(), { prefix });
         const connection = connectRedis(server.url);
         const buffer = createRedisUsageBuffer({ connection, state, prefix, log: createLogger("info", (line) => logs.push(`${i} ${line}`)) });
-        instances.push({ connection, recorder: createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(`${i} ${line}`)), buffer }) });
-      }
+        return { connection, recorder: createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(`${i} ${line}`)), buffer }) };
+      };
+      for (let i = 0; i < 3; i++) instances.push(await start());
+      /** Once an instance stopped, Redis is not restarted again: the rows it sent lately are no longer kept anywhere to send again (by design). */
+      let stoppedOne = false;
       const admin = () => new RedisClient(server.url);
       const recorded: string[] = [];
       let charged = 0;
@@ -68,7 +73,8 @@ if (!servicesSkipped) {
       try {
         for (let step = 0; step < 250; step++) {
           const roll = random();
-          const instance = instances[Math.floor(random() * instances.length)]!;
+          const at = Math.floor(random() * instances.length);
+          const instance = instances[at]!;
           if (roll < 0.5) {
             for (let n = 1 + Math.floor(random() * 3); n > 0; n--) {
               const cost = 100 + Math.floor(random() * 900);
@@ -79,7 +85,13 @@ if (!servicesSkipped) {
             }
           } else if (roll < 0.62) await instance.recorder.flush().catch(() => {});
           else if (roll < 0.67) databaseDown = !databaseDown;
-          else if (roll < 0.7 && performance.now() - lastRestart > 300) {
+          else if (roll < 0.72 && roll >= 0.7) {
+            // A clean stop (a deploy): what it holds goes back to Redis; another instance takes its place.
+            await instance.recorder.stop();
+            instance.connection.close();
+            instances[at] = await start();
+            stoppedOne = true;
+          } else if (roll < 0.7 && !stoppedOne && performance.now() - lastRestart > 300) {
             // Without persistence: the queue, the claims and the leases are gone.
             await server.stop();
             await server.start();

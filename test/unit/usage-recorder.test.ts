@@ -228,3 +228,66 @@ test("a row whose append to Redis lost its answer is written from this process c
     store.close();
   }
 });
+
+test("stopping while Redis took no row and the database is away: the rows waiting here are handed to Redis as copies, not lost", async () => {
+  const store = openSqliteStore(join(dir, "hand-over.db"));
+  const flaky = withTransactions(store, () => Promise.reject(new Error("database down")));
+  let redisUp = false;
+  const handed: Array<{ id: string; copy: boolean }> = [];
+  const buffer: UsageBuffer = {
+    async append(row, copy = false) {
+      if (!redisUp) throw new Error("Redis unreachable");
+      handed.push({ id: row.requestId, copy });
+    },
+    claim: async () => ({ rows: [], waiting: 0 }),
+    done: async () => {},
+    release: async () => {},
+  };
+  const logs: string[] = [];
+  const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)), buffer });
+  try {
+    recorder.record(usageEvent(0, 500));
+    recorder.record(usageEvent(1, 700));
+    await recorder.flush();
+    // Neither Redis nor the database took them: they wait in this process.
+    expect(recorder.backlog()).toBe(2);
+    redisUp = true;
+    await recorder.stop();
+    expect(handed).toEqual([
+      { id: "req-0", copy: true },
+      { id: "req-1", copy: true },
+    ]);
+    expect(logs.join("\n")).not.toContain("they are lost");
+  } finally {
+    store.close();
+  }
+});
+
+test("stopping with neither Redis nor the database answering: the rows that are lost are named in an error", async () => {
+  const store = openSqliteStore(join(dir, "lost-on-stop.db"));
+  const flaky = withTransactions(store, () => Promise.reject(new Error("database down")));
+  const buffer: UsageBuffer = {
+    append: async () => {
+      throw new Error("Redis unreachable");
+    },
+    claim: async () => {
+      throw new Error("Redis unreachable");
+    },
+    done: async () => {},
+    release: async () => {},
+  };
+  const logs: string[] = [];
+  const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)), buffer });
+  try {
+    recorder.record(usageEvent(7, 300));
+    await recorder.flush();
+    await recorder.stop();
+    const lost = logs.find((line) => line.includes("they are lost"));
+    expect(lost).toContain("level=error");
+    expect(lost).toContain("rows=1");
+    expect(lost).toContain("cost=300");
+    expect(lost).toContain("first=req-7");
+  } finally {
+    store.close();
+  }
+});

@@ -51,10 +51,11 @@ return { 'new', redis.call('LLEN', P.queue), unpack(rows) }
 export const USAGE_RELEASE = script(`${PRELUDE}
 local mine = P.claimPrefix .. OWNER
 local rows = redis.call('LRANGE', mine, 0, -1)
--- 'R' before a row flags it (rows are JSON objects, so they start with '{').
+-- 'R' before a row flags it (rows are JSON objects, so they start with '{'); a row flagged
+-- already (a copy, 'S', is checked by whoever claims it) keeps its flag.
 for i = #rows, 1, -1 do
   local row = rows[i]
-  if string.sub(row, 1, 1) ~= 'R' then row = 'R' .. row end
+  if string.sub(row, 1, 1) == '{' then row = 'R' .. row end
   redis.call('LPUSH', P.queue, row)
 end
 redis.call('DEL', mine)

@@ -79,7 +79,7 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
   const catchUpAfter = (): Promise<void> | undefined => (redis.connects() === seenConnects ? undefined : reconciled());
 
   return {
-    async append(row) {
+    async append(row, copy = false) {
       const catchingUp = reconciled();
       if (catchingUp) await catchingUp;
       // After the settlement that counted the row's charge as unwritten (gathered for up to
@@ -87,7 +87,7 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       const settling = state.settlementsApplied();
       if (settling) await settling;
       const text = JSON.stringify(row);
-      await redis.send("RPUSH", [keys.queue, text]);
+      await redis.send("RPUSH", [keys.queue, copy ? `S${text}` : text]);
       sent.add(text, Date.now(), redis.connects());
       // The row is in Redis: a failure to catch up must not hand it back (it would be written twice); the next call tries again.
       await catchUpAfter()?.catch(() => {});
@@ -107,11 +107,14 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       const retried = kind === "retry" || checking || reconnected;
       if (checking && !reconnected && Number(waiting) === 0) checking = false;
       const rows = texts.map((text) => {
-        // A row handed back by a stopping process carries an 'R' before its JSON; one sent again after a reconnection, an 'S'.
-        const flag = text[0] === "R" || text[0] === "S" ? text[0] : undefined;
-        const row = JSON.parse(flag ? text.slice(1) : text) as NewUsageEventRow & { retried?: boolean; copy?: boolean };
-        if (retried || flag) row.retried = true;
-        if (flag === "S") row.copy = true;
+        // A row handed back by a stopping process carries an 'R' before its JSON; one sent
+        // again after a reconnection, an 'S' (a copy handed back was once flagged 'RS').
+        let start = 0;
+        let copy = false;
+        while (text[start] === "R" || text[start] === "S") copy ||= text[start++] === "S";
+        const row = JSON.parse(start > 0 ? text.slice(start) : text) as NewUsageEventRow & { retried?: boolean; copy?: boolean };
+        if (retried || start > 0) row.retried = true;
+        if (copy) row.copy = true;
         return row;
       });
       return { rows, waiting: Number(waiting) };
