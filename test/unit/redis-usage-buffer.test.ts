@@ -152,7 +152,7 @@ if (!servicesSkipped) {
     });
 
     test("a claim of copies handed back by a stopping process is claimed again as copies (flagged once, readable)", async () => {
-      const { server, prefix, connection, state, buffer } = await bufferOnFreshPrefix();
+      const { server, prefix, connection, buffer } = await bufferOnFreshPrefix();
       const other = await redis.state(loaders, () => Date.now(), { prefix });
       const otherConnection = connectRedis(server.url);
       const otherBuffer = createRedisUsageBuffer({ connection: otherConnection, state: other, prefix });

@@ -8,6 +8,7 @@ import { createLogger } from "../../src/core/log.ts";
 import { createUsageRecorder, type UsageRecorder } from "../../src/metering/usage-recorder.ts";
 import { connectRedis, type RedisConnection } from "../../src/state/redis/connection.ts";
 import { createRedisUsageBuffer } from "../../src/state/redis/usage-buffer.ts";
+import type { RedisState } from "../../src/state/redis/state.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
 import { servicesSkipped } from "../helpers/redis-server.ts";
 import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
@@ -17,7 +18,7 @@ import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
 /**
  * Three instances settle calls into one Redis usage buffer and write them to one
  * database, while the database goes away and comes back and Redis restarts without its
- * data, and instances are stopped and replaced, in an order a seeded generator picks. Once both are back and every instance
+ * data, and instances are stopped or killed and replaced, in an order a seeded generator picks. Once both are back and every instance
  * wrote what it holds, each call is stored once and the ledger holds each charge once
  * (docs/architecture.md, "The usage buffer"). The run stays well within the 10 s of rows
  * each instance sends again after a restart.
@@ -43,7 +44,8 @@ if (!servicesSkipped) {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const seed of [1, 2, 3, 4, 5]) {
+  const LEASE_MS = 600;
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
     test(`seed ${seed}: through database outages and Redis restarts, every call is stored once and charged once`, async () => {
       const random = generator(seed);
       const server = await redis.server();
@@ -52,19 +54,27 @@ if (!servicesSkipped) {
       let databaseDown = false;
       const flaky = withTransactions(store, (body, run) => (databaseDown ? Promise.reject(new Error("database down")) : run(body)));
       const loaders = { seed: () => 0, balance: () => ({ balance: 1e15, staleAt: Infinity }) };
-      const instances: Array<{ recorder: UsageRecorder; connection: RedisConnection }> = [];
+      const instances: Array<{ recorder: UsageRecorder; connection: RedisConnection; state: RedisState }> = [];
       const logs: string[] = [];
       let started = 0;
       const start = async () => {
         const i = started++;
-        const state = await redis.state(loaders, () => Date.now(), { prefix });
+        // A short lease, so a killed instance's claim is taken over within the test.
+        const state = await redis.state(loaders, () => Date.now(), { prefix, leaseMs: LEASE_MS });
         const connection = connectRedis(server.url);
         const buffer = createRedisUsageBuffer({ connection, state, prefix, log: createLogger("info", (line) => logs.push(`${i} ${line}`)) });
-        return { connection, recorder: createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(`${i} ${line}`)), buffer }) };
+        return { connection, state, recorder: createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(`${i} ${line}`)), buffer }) };
       };
       for (let i = 0; i < 3; i++) instances.push(await start());
       /** Once an instance stopped, Redis is not restarted again: the rows it sent lately are no longer kept anywhere to send again (by design). */
       let stoppedOne = false;
+      /**
+       * Odd seeds restart Redis (then, from step 150, stop instances cleanly); even seeds
+       * kill and stop instances and never restart Redis: only then is nothing of a killed
+       * instance's in its own memory (rows wait there only when Redis refused them), which
+       * a crash loses by design. What a killed instance claimed is taken over once its lease ends.
+       */
+      const killing = seed % 2 === 0;
       const admin = () => new RedisClient(server.url);
       const recorded: string[] = [];
       let charged = 0;
@@ -85,13 +95,23 @@ if (!servicesSkipped) {
             }
           } else if (roll < 0.62) await instance.recorder.flush().catch(() => {});
           else if (roll < 0.67) databaseDown = !databaseDown;
-          else if (roll < 0.72 && roll >= 0.7) {
+          else if (roll >= 0.72 && roll < 0.74 && killing) {
+            // Killed once its rows reached Redis (what a crash loses before that, a few
+            // milliseconds of calls, is lost by design): with the database away its claim
+            // stays in Redis, not handed back, and its heartbeats stop.
+            await instance.recorder.flush().catch(() => {});
+            instance.recorder.halt();
+            instance.state.close();
+            instance.connection.close();
+            instances[at] = await start();
+            stoppedOne = true;
+          } else if (roll < 0.72 && roll >= 0.7 && (killing || step >= 150)) {
             // A clean stop (a deploy): what it holds goes back to Redis; another instance takes its place.
             await instance.recorder.stop();
             instance.connection.close();
             instances[at] = await start();
             stoppedOne = true;
-          } else if (roll < 0.7 && !stoppedOne && performance.now() - lastRestart > 300) {
+          } else if (roll < 0.7 && roll >= 0.67 && !killing && !stoppedOne && performance.now() - lastRestart > 150) {
             // Without persistence: the queue, the claims and the leases are gone.
             await server.stop();
             await server.start();
