@@ -17,7 +17,8 @@ import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
 
 /**
  * Three instances settle calls into one Redis usage buffer and write them to one
- * database, while the database goes away and comes back and Redis restarts without its
+ * database, while the database goes away and comes back (or commits and loses the
+ * answer) and Redis restarts without its
  * data, and instances are stopped or killed and replaced, in an order a seeded generator picks. Once both are back and every instance
  * wrote what it holds, each call is stored once and the ledger holds each charge once
  * (docs/architecture.md, "The usage buffer"). The run stays well within the 10 s of rows
@@ -52,7 +53,17 @@ if (!servicesSkipped) {
       const prefix = freshPrefix();
       const store = openSqliteStore(join(dir, `seed-${seed}.db`));
       let databaseDown = false;
-      const flaky = withTransactions(store, (body, run) => (databaseDown ? Promise.reject(new Error("database down")) : run(body)));
+      /** The next transaction commits and then fails, as when the connection drops during COMMIT. */
+      let loseNextAnswer = false;
+      const flaky = withTransactions(store, async (body, run) => {
+        if (databaseDown) throw new Error("database down");
+        const result = await run(body);
+        if (loseNextAnswer) {
+          loseNextAnswer = false;
+          throw new Error("connection lost during COMMIT");
+        }
+        return result;
+      });
       const loaders = { seed: () => 0, balance: () => ({ balance: 1e15, staleAt: Infinity }) };
       const instances: Array<{ recorder: UsageRecorder; connection: RedisConnection; state: RedisState }> = [];
       const logs: string[] = [];
@@ -94,7 +105,8 @@ if (!servicesSkipped) {
               charged += cost;
             }
           } else if (roll < 0.62) await instance.recorder.flush().catch(() => {});
-          else if (roll < 0.67) databaseDown = !databaseDown;
+          else if (roll < 0.655) databaseDown = !databaseDown;
+          else if (roll < 0.67) loseNextAnswer = true;
           else if (roll >= 0.72 && roll < 0.74 && killing) {
             // Killed once its rows reached Redis (what a crash loses before that, a few
             // milliseconds of calls, is lost by design): with the database away its claim
@@ -119,6 +131,7 @@ if (!servicesSkipped) {
           } else await Bun.sleep(1 + Math.floor(random() * 8));
         }
         databaseDown = false;
+        loseNextAnswer = false;
         const client = admin();
         try {
           const healed = async () => {
