@@ -1,3 +1,4 @@
+import type { Logger } from "../core/log.ts";
 import type { NewUsageEventRow } from "../store/store.ts";
 
 /**
@@ -28,4 +29,26 @@ export interface UsageBuffer {
   done(charged: ReadonlyMap<number, number>, version: number | undefined): Promise<void>;
   /** Hands an unfinished claim back to the buffer for other processes (a clean stop). */
   release(): Promise<void>;
+}
+
+/**
+ * Hands rows a stopping process still holds (their append failed, and the database
+ * refused them too) to the buffer, as copies: Redis may hold them already. Those it
+ * cannot hand over are lost with the process, and an error names them.
+ */
+export async function handOver(buffer: UsageBuffer, rows: readonly NewUsageEventRow[], log: Logger): Promise<void> {
+  const lost: NewUsageEventRow[] = [];
+  for (const row of rows) {
+    try {
+      await buffer.append(row, true);
+    } catch {
+      lost.push(row);
+    }
+  }
+  if (lost.length === 0) return;
+  log.error("usage rows could not be written nor handed to Redis before stopping: they are lost", {
+    rows: lost.length,
+    cost: lost.reduce((sum, row) => sum + (row.costNanos ?? 0), 0),
+    first: lost.slice(0, 20).map((row) => row.requestId).join(","),
+  });
 }

@@ -8,7 +8,7 @@ import type { UsageSink } from "./usage-event.ts";
 import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
 import { createUsageWriter, PartlyWritten, type Written } from "./usage-writer.ts";
-import type { UsageBuffer } from "./usage-buffer.ts";
+import { handOver, type UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { usageRow } from "./usage-batch.ts";
 import { UnsureRows } from "./unsure-rows.ts";
@@ -314,25 +314,6 @@ export function createUsageRecorder(deps: {
     }
     if (buffer && !draining && Date.now() >= retryAt) void drain();
   };
-  /** Hands the rows waiting in this process to the buffer, as copies; logs those it could not hand over (they are lost with the process). */
-  const handOver = async (to: UsageBuffer) => {
-    const rows = pending.splice(0);
-    const kept: NewUsageEventRow[] = [];
-    for (const row of rows) {
-      try {
-        await to.append(row, true);
-      } catch {
-        kept.push(row);
-      }
-    }
-    if (kept.length > 0) {
-      deps.log.error("usage rows could not be written nor handed to Redis before stopping: they are lost", {
-        rows: kept.length,
-        cost: kept.reduce((sum, row) => sum + (row.costNanos ?? 0), 0),
-        first: kept.slice(0, 20).map((row) => row.requestId).join(","),
-      });
-    }
-  };
   const timer = setInterval(tick, FLUSH_INTERVAL_MS);
   timer.unref();
   const backlog = () => pending.length + appending.size + waiting + claimed;
@@ -380,7 +361,7 @@ export function createUsageRecorder(deps: {
       if (buffer && claimed > 0) await buffer.release().catch((error: unknown) => deps.log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: causeMessage(error) }));
       // Rows whose append failed and the database refused too (Redis and the database both
       // away for a moment): handed to the buffer now, as copies (Redis may hold them already).
-      if (buffer && pending.length > 0) await handOver(buffer);
+      if (buffer && pending.length > 0) await handOver(buffer, pending.splice(0), deps.log);
       // Rows the database still refuses stay in the spool for the next start.
       if (spool?.keeping && pending.length > 0) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", { rows: pending.length });
       spool?.close();
