@@ -47,7 +47,8 @@ if (!servicesSkipped) {
 
   const LEASE_MS = 600;
   for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
-    test(`seed ${seed}: through database outages and Redis restarts, every call is stored once and charged once`, async () => {
+    const faults = seed % 2 === 0 ? "instances killed and stopped" : "Redis restarted, then instances stopped";
+    test(`seed ${seed}, database outages and lost commits, ${faults}: every call is stored once and charged once`, async () => {
       const random = generator(seed);
       const server = await redis.server();
       const prefix = freshPrefix();
