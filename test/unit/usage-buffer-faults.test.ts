@@ -10,6 +10,9 @@ import { connectRedis, type RedisConnection } from "../../src/state/redis/connec
 import { createRedisUsageBuffer } from "../../src/state/redis/usage-buffer.ts";
 import type { RedisState } from "../../src/state/redis/state.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
+import { openPostgresStore } from "../../src/store/postgres/index.ts";
+import type { Store } from "../../src/store/store.ts";
+import { startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { servicesSkipped } from "../helpers/redis-server.ts";
 import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
 import { usageRowsInRedis } from "../helpers/redis-usage.ts";
@@ -40,19 +43,29 @@ function generator(seed: number) {
 if (!servicesSkipped) {
   const redis = redisStates();
   const dir = mkdtempSync(join(tmpdir(), "router-buffer-faults-"));
+  let postgres: PostgresServer | undefined;
   afterAll(async () => {
     await redis.close();
+    await postgres?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
+  /** The database the instances share: SQLite (one process's file) or PostgreSQL (the scale-out store). */
+  const stores: Record<string, (seed: number) => Promise<Store>> = {
+    SQLite: async (seed) => openSqliteStore(join(dir, `seed-${seed}.db`)),
+    PostgreSQL: async () => {
+      postgres ??= await startPostgres();
+      return openPostgresStore(postgres.url(await postgres.createDatabase()));
+    },
+  };
 
   const LEASE_MS = 600;
-  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+  for (const [kind, openStore] of Object.entries(stores)) for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
     const faults = seed % 2 === 0 ? "instances killed and stopped" : "Redis restarted, then instances stopped";
-    test(`seed ${seed}, database outages and lost commits, ${faults}: every call is stored once and charged once`, async () => {
+    test(`${kind}, seed ${seed}, database outages and lost commits, ${faults}: every call is stored once and charged once`, async () => {
       const random = generator(seed);
       const server = await redis.server();
       const prefix = freshPrefix();
-      const store = openSqliteStore(join(dir, `seed-${seed}.db`));
+      const store = await openStore(seed);
       let databaseDown = false;
       /** The next transaction commits and then fails, as when the connection drops during COMMIT. */
       let loseNextAnswer = false;
