@@ -16,6 +16,7 @@ import { startPostgres, type PostgresServer } from "../helpers/postgres-server.t
 import { servicesSkipped } from "../helpers/redis-server.ts";
 import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
 import { usageRowsInRedis } from "../helpers/redis-usage.ts";
+import { generator } from "../helpers/seeded.ts";
 import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
 
 /**
@@ -27,18 +28,6 @@ import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
  * (docs/architecture.md, "The usage buffer"). The run stays well within the 10 s of rows
  * each instance sends again after a restart.
  */
-
-/** A small seeded generator (mulberry32): a failing seed can be run again. */
-function generator(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 if (!servicesSkipped) {
   const redis = redisStates();
