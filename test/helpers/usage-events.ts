@@ -25,3 +25,22 @@ export const withTransactions = (store: Store, wrap: (body: Body, run: (body: Bo
   new Proxy(store, {
     get: (target, name, receiver) => (name === "transaction" ? (body: Body) => wrap(body, (b) => target.transaction(b)) : Reflect.get(target, name, receiver)),
   });
+
+/**
+ * The store with two faults a test switches: `down` refuses every transaction (an outage),
+ * and `loseNextAnswer` lets the next one commit and then fail, as when the connection
+ * drops during COMMIT.
+ */
+export function faultyStore(store: Store) {
+  const faults = { down: false, loseNextAnswer: false };
+  const faulty = withTransactions(store, async (body, run) => {
+    if (faults.down) throw new Error("database down");
+    const result = await run(body);
+    if (faults.loseNextAnswer) {
+      faults.loseNextAnswer = false;
+      throw new Error("connection lost during COMMIT");
+    }
+    return result;
+  });
+  return { store: faulty, faults };
+}

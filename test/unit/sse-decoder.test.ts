@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { createSseDecoder, type SseEvent } from "../../src/formats/sse.ts";
+import { generator } from "../helpers/seeded.ts";
 
 const enc = new TextEncoder();
 
@@ -20,20 +21,8 @@ function byteByByte(bytes: Uint8Array): Uint8Array[] {
   return out;
 }
 
-/** Deterministic PRNG so a failing split can be reproduced from its seed. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function randomSplits(bytes: Uint8Array, seed: number): Uint8Array[] {
-  const rnd = mulberry32(seed);
+  const rnd = generator(seed);
   const out: Uint8Array[] = [];
   let i = 0;
   while (i < bytes.length) {

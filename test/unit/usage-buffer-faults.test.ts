@@ -17,7 +17,7 @@ import { servicesSkipped } from "../helpers/redis-server.ts";
 import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
 import { usageRowsInRedis } from "../helpers/redis-usage.ts";
 import { generator } from "../helpers/seeded.ts";
-import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
+import { faultyStore, usageEvent } from "../helpers/usage-events.ts";
 
 /**
  * Three instances settle calls into one Redis usage buffer and write them to one
@@ -55,18 +55,7 @@ if (!servicesSkipped) {
       const server = await redis.server();
       const prefix = freshPrefix();
       const store = await openStore(seed);
-      let databaseDown = false;
-      /** The next transaction commits and then fails, as when the connection drops during COMMIT. */
-      let loseNextAnswer = false;
-      const flaky = withTransactions(store, async (body, run) => {
-        if (databaseDown) throw new Error("database down");
-        const result = await run(body);
-        if (loseNextAnswer) {
-          loseNextAnswer = false;
-          throw new Error("connection lost during COMMIT");
-        }
-        return result;
-      });
+      const { store: flaky, faults } = faultyStore(store);
       const loaders = { seed: () => 0, balance: () => ({ balance: 1e15, staleAt: Infinity }) };
       const instances: Array<{ recorder: UsageRecorder; connection: RedisConnection; state: RedisState }> = [];
       const logs: string[] = [];
@@ -108,8 +97,8 @@ if (!servicesSkipped) {
               charged += cost;
             }
           } else if (roll < 0.62) await instance.recorder.flush().catch(() => {});
-          else if (roll < 0.655) databaseDown = !databaseDown;
-          else if (roll < 0.67) loseNextAnswer = true;
+          else if (roll < 0.655) faults.down = !faults.down;
+          else if (roll < 0.67) faults.loseNextAnswer = true;
           else if (roll >= 0.72 && roll < 0.74 && killing) {
             // Killed once its rows reached Redis (what a crash loses before that, a few
             // milliseconds of calls, is lost by design): with the database away its claim
@@ -144,8 +133,8 @@ if (!servicesSkipped) {
             }
           } else await Bun.sleep(1 + Math.floor(random() * 8));
         }
-        databaseDown = false;
-        loseNextAnswer = false;
+        faults.down = false;
+        faults.loseNextAnswer = false;
         const client = admin();
         try {
           const healed = async () => {

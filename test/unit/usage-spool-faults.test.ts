@@ -8,7 +8,7 @@ import { createUsageRecorder, type UsageRecorder } from "../../src/metering/usag
 import { openUsageSpool, type UsageSpool } from "../../src/metering/usage-spool.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
 import { generator } from "../helpers/seeded.ts";
-import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
+import { faultyStore, usageEvent } from "../helpers/usage-events.ts";
 
 /**
  * One instance on a database without Redis (rows the database does not take are kept
@@ -27,17 +27,7 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
     const random = generator(seed);
     const store = openSqliteStore(join(dir, `seed-${seed}.db`));
     const spoolFile = join(dir, `seed-${seed}.jsonl`);
-    let databaseDown = false;
-    let loseNextAnswer = false;
-    const flaky = withTransactions(store, async (body, run) => {
-      if (databaseDown) throw new Error("database down");
-      const result = await run(body);
-      if (loseNextAnswer) {
-        loseNextAnswer = false;
-        throw new Error("connection lost during COMMIT");
-      }
-      return result;
-    });
+    const { store: flaky, faults } = faultyStore(store);
     const log = createLogger("error", () => {});
     const start = (): { recorder: UsageRecorder; spool: UsageSpool } => {
       const spool = openUsageSpool(spoolFile, log);
@@ -60,8 +50,8 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
             charged += cost;
           }
         } else if (roll < 0.62) await instance.recorder.flush().catch(() => {});
-        else if (roll < 0.67) databaseDown = !databaseDown;
-        else if (roll < 0.69) loseNextAnswer = true;
+        else if (roll < 0.67) faults.down = !faults.down;
+        else if (roll < 0.69) faults.loseNextAnswer = true;
         else if (roll < 0.72) {
           // A clean stop and a new start on the same spool.
           await instance.recorder.stop();
@@ -77,8 +67,8 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
           }
         } else await Bun.sleep(1 + Math.floor(random() * 5));
       }
-      databaseDown = false;
-      loseNextAnswer = false;
+      faults.down = false;
+      faults.loseNextAnswer = false;
       const deadline = Date.now() + 10_000;
       for (;;) {
         await instance.recorder.flush().catch(() => {});
