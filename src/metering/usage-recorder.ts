@@ -144,6 +144,8 @@ export function createUsageRecorder(deps: {
   const writes = deps.writes ?? new WritesUnderWay();
   /** Failed writes: logged once per outage, not on every tick. */
   const { failed, succeeded } = outage(deps.log, "error", "usage rows are written again");
+  /** Failed claims from Redis, apart: logged even while the database's outage is (one Redis outage, one line). */
+  const claims = outage(deps.log, "error", "usage rows waiting in Redis are claimed again");
 
   /**
    * Writes `rows` in one transaction, after the writes before it (so `flush` resolves
@@ -198,9 +200,10 @@ export function createUsageRecorder(deps: {
       try {
         batch = await buffer!.claim(DRAIN_ROWS);
       } catch (error) {
-        failed("usage rows waiting in Redis could not be claimed; retrying shortly", { error: causeMessage(error) });
+        claims.failed("usage rows waiting in Redis could not be claimed; retrying shortly", { error: causeMessage(error) });
         return "failed";
       }
+      claims.succeeded();
       waiting = batch.waiting;
       // What this process holds is what the claim handed it: nothing, when a claim it held was lost (Redis restarted).
       claimed = batch.rows.length;

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { createClock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { createUsageRecorder } from "../../src/metering/usage-recorder.ts";
+import { usageRow } from "../../src/metering/usage-batch.ts";
 import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
 import type { NewUsageEventRow } from "../../src/store/store.ts";
@@ -288,6 +289,44 @@ test("stopping with neither Redis nor the database answering: the rows that are 
     expect(lost).toContain("cost=300");
     expect(lost).toContain("first=req-7");
   } finally {
+    store.close();
+  }
+});
+
+test("a failed claim from Redis is logged while the database's outage is too, once each, and each end once", async () => {
+  const store = openSqliteStore(join(dir, "two-outages.db"));
+  let databaseDown = true;
+  const flaky = withTransactions(store, (body, run) => (databaseDown ? Promise.reject(new Error("database down")) : run(body)));
+  let redisDown = false;
+  const held = [usageRow(usageEvent(0, 100), "2026-03-10")];
+  const buffer: UsageBuffer = {
+    append: async () => {},
+    claim: async () => {
+      if (redisDown) throw new Error("Redis unreachable");
+      return { rows: held.map((row) => ({ ...row, retried: true })), waiting: 0 };
+    },
+    done: async () => {
+      held.length = 0;
+    },
+    release: async () => {},
+  };
+  const logs: string[] = [];
+  const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)), buffer });
+  try {
+    await recorder.flush();
+    redisDown = true;
+    await recorder.flush();
+    await recorder.flush();
+    expect(logs.filter((line) => line.includes("could not be written"))).toHaveLength(1);
+    expect(logs.filter((line) => line.includes("could not be claimed"))).toHaveLength(1);
+    redisDown = false;
+    databaseDown = false;
+    await recorder.flush();
+    expect(logs.filter((line) => line.includes("claimed again"))).toHaveLength(1);
+    expect(logs.filter((line) => line.includes("written again"))).toHaveLength(1);
+    expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-0"]);
+  } finally {
+    await recorder.stop();
     store.close();
   }
 });
