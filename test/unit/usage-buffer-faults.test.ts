@@ -16,8 +16,8 @@ import { startPostgres, type PostgresServer } from "../helpers/postgres-server.t
 import { servicesSkipped } from "../helpers/redis-server.ts";
 import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
 import { usageRowsInRedis } from "../helpers/redis-usage.ts";
-import { generator } from "../helpers/seeded.ts";
-import { faultyStore, usageEvent } from "../helpers/usage-events.ts";
+import { generator, seededCalls } from "../helpers/seeded.ts";
+import { faultyStore } from "../helpers/usage-events.ts";
 
 /**
  * Three instances settle calls into one Redis usage buffer and write them to one
@@ -79,24 +79,15 @@ if (!servicesSkipped) {
        */
       const killing = seed % 2 === 0;
       const admin = () => new RedisClient(server.url);
-      const recorded: string[] = [];
-      let charged = 0;
-      let calls = 0;
+      const calls = seededCalls(random);
       let lastRestart = 0;
       try {
         for (let step = 0; step < 250; step++) {
           const roll = random();
           const at = Math.floor(random() * instances.length);
           const instance = instances[at]!;
-          if (roll < 0.5) {
-            for (let n = 1 + Math.floor(random() * 3); n > 0; n--) {
-              const cost = 100 + Math.floor(random() * 900);
-              const event = usageEvent(calls++, cost);
-              instance.recorder.record(event);
-              recorded.push(event.requestId);
-              charged += cost;
-            }
-          } else if (roll < 0.62) await instance.recorder.flush().catch(() => {});
+          if (roll < 0.5) calls.some(instance.recorder);
+          else if (roll < 0.62) await instance.recorder.flush().catch(() => {});
           else if (roll < 0.655) faults.down = !faults.down;
           else if (roll < 0.67) faults.loseNextAnswer = true;
           else if (roll >= 0.72 && roll < 0.74 && killing) {
@@ -150,7 +141,7 @@ if (!servicesSkipped) {
               const detail = {
                 waiting: await usageRowsInRedis(client, prefix).catch((error) => String(error)),
                 backlogs: instances.map(({ recorder }) => recorder.backlog()),
-                missing: recorded.filter((id) => !stored.has(id)),
+                missing: calls.recorded.filter((id) => !stored.has(id)),
                 keys,
                 logs: logs.slice(-30),
               };
@@ -162,8 +153,8 @@ if (!servicesSkipped) {
           client.close();
         }
         const stored = (await store.usage.events(0, 100_000)).map((row) => row.requestId).sort();
-        expect(stored).toEqual([...recorded].sort());
-        expect(await store.credit.balance(1, Date.now())).toBe(-charged);
+        expect(stored).toEqual([...calls.recorded].sort());
+        expect(await store.credit.balance(1, Date.now())).toBe(-calls.charged());
       } finally {
         for (const { recorder, connection } of instances) {
           await recorder.stop().catch(() => {});

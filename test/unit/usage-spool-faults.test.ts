@@ -7,8 +7,8 @@ import { createLogger } from "../../src/core/log.ts";
 import { createUsageRecorder, type UsageRecorder } from "../../src/metering/usage-recorder.ts";
 import { openUsageSpool, type UsageSpool } from "../../src/metering/usage-spool.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
-import { generator } from "../helpers/seeded.ts";
-import { faultyStore, usageEvent } from "../helpers/usage-events.ts";
+import { generator, seededCalls } from "../helpers/seeded.ts";
+import { faultyStore } from "../helpers/usage-events.ts";
 
 /**
  * One instance on a database without Redis (rows the database does not take are kept
@@ -34,22 +34,13 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
       return { spool, recorder: createUsageRecorder({ store: flaky, clock: createClock("UTC"), log, spool }) };
     };
     let instance = start();
-    const recorded: string[] = [];
-    let charged = 0;
-    let calls = 0;
+    const calls = seededCalls(random);
     let kills = 0;
     try {
       for (let step = 0; step < 250; step++) {
         const roll = random();
-        if (roll < 0.5) {
-          for (let n = 1 + Math.floor(random() * 3); n > 0; n--) {
-            const cost = 100 + Math.floor(random() * 900);
-            const event = usageEvent(calls++, cost);
-            instance.recorder.record(event);
-            recorded.push(event.requestId);
-            charged += cost;
-          }
-        } else if (roll < 0.62) await instance.recorder.flush().catch(() => {});
+        if (roll < 0.5) calls.some(instance.recorder);
+        else if (roll < 0.62) await instance.recorder.flush().catch(() => {});
         else if (roll < 0.67) faults.down = !faults.down;
         else if (roll < 0.69) faults.loseNextAnswer = true;
         else if (roll < 0.72) {
@@ -77,8 +68,8 @@ for (const seed of [1, 2, 3, 4, 5, 6]) {
         await Bun.sleep(20);
       }
       const stored = (await store.usage.events(0, 100_000)).map((row) => row.requestId).sort();
-      expect(stored).toEqual([...recorded].sort());
-      expect(await store.credit.balance(1, Date.now())).toBe(-charged);
+      expect(stored).toEqual([...calls.recorded].sort());
+      expect(await store.credit.balance(1, Date.now())).toBe(-calls.charged());
       // The seeds do kill (a run that never did would not test the spool's reading back).
       expect(kills).toBeGreaterThan(0);
     } finally {
