@@ -32,19 +32,30 @@ export interface UsageBuffer {
 }
 
 /**
- * Hands rows a stopping process still holds (their append failed, and the database
- * refused them too) to the buffer, as copies: Redis may hold them already. Those it
- * cannot hand over are lost with the process, and an error names them.
+ * Hands rows this process holds to the buffer as copies (Redis may hold them already:
+ * their append's answer may have been lost), each sent twice at most (the first command
+ * after a dropped connection fails, the next one connects again; a copy sent twice is
+ * written once). Resolves with the rows the buffer refused.
  */
-export async function handOver(buffer: UsageBuffer, rows: readonly NewUsageEventRow[], log: Logger): Promise<void> {
-  const lost: NewUsageEventRow[] = [];
+export async function handOver(buffer: UsageBuffer, rows: readonly NewUsageEventRow[]): Promise<NewUsageEventRow[]> {
+  const refused: NewUsageEventRow[] = [];
   for (const row of rows) {
     try {
       await buffer.append(row, true);
     } catch {
-      lost.push(row);
+      try {
+        await buffer.append(row, true);
+      } catch {
+        refused.push(row);
+      }
     }
   }
+  return refused;
+}
+
+/** At a clean stop: the rows the database refused go to the buffer; an error names those it refused too (they are lost with the process). */
+export async function handOverBeforeStop(buffer: UsageBuffer, rows: readonly NewUsageEventRow[], log: Logger): Promise<void> {
+  const lost = await handOver(buffer, rows);
   if (lost.length === 0) return;
   log.error("usage rows could not be written nor handed to Redis before stopping: they are lost", {
     rows: lost.length,

@@ -8,7 +8,7 @@ import type { UsageSink } from "./usage-event.ts";
 import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
 import { createUsageWriter, PartlyWritten, type Written } from "./usage-writer.ts";
-import { handOver, type UsageBuffer } from "./usage-buffer.ts";
+import { handOver, handOverBeforeStop, type UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { usageRow } from "./usage-batch.ts";
 import { UnsureRows } from "./unsure-rows.ts";
@@ -109,6 +109,19 @@ export function createUsageRecorder(deps: {
   let waiting = 0;
   /** Appends to the buffer not answered yet. */
   const appending = new Set<Promise<void>>();
+  /**
+   * Rows whose append failed, sent to the buffer again as copies (Redis may hold them, the
+   * answer alone lost) before anything else: here a crash would lose them. Those it still
+   * refuses are written directly, checked (a claim of the original may come first).
+   */
+  const unappended: NewUsageEventRow[] = [];
+  let reappending: Promise<void> | undefined;
+  const reappend = (): Promise<void> =>
+    (reappending ??= (async () => {
+      const refused = await handOver(buffer!, unappended.splice(0));
+      unsure.mayBeQueued(refused);
+      pending.push(...refused);
+    })().finally(() => (reappending = undefined)));
   const listeners: Array<(charged: ReadonlyMap<number, number>, version: number | undefined) => void> = [];
 
   const writer = createUsageWriter(deps);
@@ -262,6 +275,7 @@ export function createUsageRecorder(deps: {
     // Calls answered a moment ago may not be settled yet: they are, first.
     runQueuedAfterAnswer();
     await Promise.all([...appending]);
+    if (unappended.length > 0) await reappend();
     const log = logQueue.flush();
     if (pending.length === 0 && health.size === 0) await writing;
     else await writeRows(pending.splice(0));
@@ -305,6 +319,7 @@ export function createUsageRecorder(deps: {
   };
   const tick = () => {
     logQueue.appendIfDue();
+    if (unappended.length > 0) void reappend();
     if (spool && writingNow && Date.now() - writingNow.since > SLOW_WRITE_MS) {
       spool.keep(writingNow.rows);
       spool.keep(pending);
@@ -319,7 +334,7 @@ export function createUsageRecorder(deps: {
   };
   const timer = setInterval(tick, FLUSH_INTERVAL_MS);
   timer.unref();
-  const backlog = () => pending.length + appending.size + waiting + claimed;
+  const backlog = () => pending.length + unappended.length + appending.size + waiting + claimed;
   return {
     record(event) {
       const row = usageRow(event, deps.clock.businessDate(event.at));
@@ -337,10 +352,8 @@ export function createUsageRecorder(deps: {
         const appended: Promise<void> = buffer
           .append(row)
           .catch((error: unknown) => {
-            deps.log.warn("a usage row could not be put in Redis; it waits in this process", { error: causeMessage(error) });
-            // Redis may have taken it and lost only the answer: its write here is checked.
-            unsure.mayBeQueued([row]);
-            pending.push(row);
+            deps.log.warn("a usage row could not be put in Redis; it is sent again, or written from this process", { error: causeMessage(error) });
+            unappended.push(row);
           })
           .finally(() => appending.delete(appended));
         appending.add(appended);
@@ -364,7 +377,7 @@ export function createUsageRecorder(deps: {
       if (buffer && claimed > 0) await buffer.release().catch((error: unknown) => deps.log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: causeMessage(error) }));
       // Rows whose append failed and the database refused too (Redis and the database both
       // away for a moment): handed to the buffer now, as copies (Redis may hold them already).
-      if (buffer && pending.length > 0) await handOver(buffer, pending.splice(0), deps.log);
+      if (buffer && pending.length > 0) await handOverBeforeStop(buffer, pending.splice(0), deps.log);
       // Rows the database still refuses stay in the spool for the next start.
       if (spool?.keeping && pending.length > 0) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", { rows: pending.length });
       spool?.close();

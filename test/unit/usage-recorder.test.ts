@@ -330,3 +330,37 @@ test("a failed claim from Redis is logged while the database's outage is too, on
     store.close();
   }
 });
+
+test("a row whose append failed is sent to Redis again, as a copy, before it would be written from this process", async () => {
+  const store = openSqliteStore(join(dir, "append-again.db"));
+  // The database is away: a row written from this process would wait here, where a crash loses it.
+  const flaky = withTransactions(store, () => Promise.reject(new Error("database down")));
+  let failures = 1;
+  const sent: Array<{ id: string; copy: boolean }> = [];
+  const buffer: UsageBuffer = {
+    async append(row, copy = false) {
+      // The first command after a dropped connection fails; the next one connects again.
+      if (failures-- > 0) throw new Error("Redis RPUSH failed: Connection closed");
+      sent.push({ id: row.requestId, copy });
+    },
+    claim: async () => ({ rows: [], waiting: 0 }),
+    done: async () => {},
+    release: async () => {},
+  };
+  const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
+  try {
+    recorder.record(usageEvent(0, 500));
+    recorder.record(usageEvent(1, 700));
+    await recorder.flush();
+    // The first row's append failed, then went again as a copy; the second went at once.
+    expect(sent.sort((x, y) => x.id.localeCompare(y.id))).toEqual([
+      { id: "req-0", copy: true },
+      { id: "req-1", copy: false },
+    ]);
+    // Nothing waits in this process.
+    expect(recorder.backlog()).toBe(0);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
