@@ -83,13 +83,21 @@ if (!servicesSkipped) {
   const redis = redisStates();
   afterAll(redis.close);
   const loaders = { seed: () => 0, balance: () => ({ balance: 1000, staleAt: Infinity }) };
-  /** A usage buffer and its State on a prefix of their own, over a connection of the test's. */
-  const bufferOnFreshPrefix = async () => {
+  /**
+   * A process's usage buffer and its State over a connection of the test's, on a prefix
+   * of their own, or on `prefix` to share another process's buffer.
+   */
+  const bufferOnFreshPrefix = async (prefix = freshPrefix()) => {
     const server = await redis.server();
-    const prefix = freshPrefix();
     const connection = connectRedis(server.url);
     const state = await redis.state(loaders, () => Date.now(), { prefix });
     return { server, prefix, connection, state, buffer: createRedisUsageBuffer({ connection, state, prefix }) };
+  };
+  /** Rows appended, then Redis restarted without them. */
+  const appendThenRestart = async (instance: Awaited<ReturnType<typeof bufferOnFreshPrefix>>, ids: readonly string[]) => {
+    for (const id of ids) await instance.buffer.append(row(id));
+    await instance.server.stop();
+    await instance.server.start();
   };
 
   describe("the usage buffer on Redis, when Redis loses or rolls back what it acknowledged", () => {
@@ -110,11 +118,10 @@ if (!servicesSkipped) {
     });
 
     test("after Redis restarts empty, the rows sent lately are queued again as copies, and claims are checked until the queue is empty", async () => {
-      const { server, connection, buffer } = await bufferOnFreshPrefix();
+      const instance = await bufferOnFreshPrefix();
+      const { connection, buffer } = instance;
       try {
-        for (const id of ["a", "b", "c"]) await buffer.append(row(id));
-        await server.stop();
-        await server.start();
+        await appendThenRestart(instance, ["a", "b", "c"]);
         // The first row after the restart reaches the new Redis (and is not sent again); the three before are gone from it.
         await buffer.append(row("d"));
         const { rows, waiting } = await buffer.claim(100);
@@ -135,11 +142,10 @@ if (!servicesSkipped) {
     });
 
     test("a claim that makes the connection again sends the rows before it again at once, and claims them", async () => {
-      const { server, connection, buffer } = await bufferOnFreshPrefix();
+      const instance = await bufferOnFreshPrefix();
+      const { connection, buffer } = instance;
       try {
-        for (const id of ["a", "b"]) await buffer.append(row(id));
-        await server.stop();
-        await server.start();
+        await appendThenRestart(instance, ["a", "b"]);
         // The process's first call after the restart is a claim (a flush while stopping may be its last call).
         const { rows } = await buffer.claim(100);
         expect(rows.map((r) => [r.requestId, r.retried === true, r.copy === true])).toEqual([
@@ -152,15 +158,12 @@ if (!servicesSkipped) {
     });
 
     test("a claim of copies handed back by a stopping process is claimed again as copies (flagged once, readable)", async () => {
-      const { server, prefix, connection, buffer } = await bufferOnFreshPrefix();
-      const other = await redis.state(loaders, () => Date.now(), { prefix });
-      const otherConnection = connectRedis(server.url);
-      const otherBuffer = createRedisUsageBuffer({ connection: otherConnection, state: other, prefix });
+      const instance = await bufferOnFreshPrefix();
+      const { server, prefix, connection, buffer } = instance;
+      const { connection: otherConnection, buffer: otherBuffer } = await bufferOnFreshPrefix(prefix);
       const admin = new RedisClient(server.url);
       try {
-        for (const id of ["a", "b"]) await buffer.append(row(id));
-        await server.stop();
-        await server.start();
+        await appendThenRestart(instance, ["a", "b"]);
         // The copies are claimed; the database is away, so the claim is not done; the process stops.
         expect((await buffer.claim(100)).rows.map((r) => r.requestId)).toEqual(["a", "b"]);
         await buffer.release();
@@ -180,11 +183,10 @@ if (!servicesSkipped) {
     });
 
     test("copies queued again after one restart are queued again after a second one, before any was claimed", async () => {
-      const { server, connection, buffer } = await bufferOnFreshPrefix();
+      const instance = await bufferOnFreshPrefix();
+      const { server, connection, buffer } = instance;
       try {
-        for (const id of ["a", "b"]) await buffer.append(row(id));
-        await server.stop();
-        await server.start();
+        await appendThenRestart(instance, ["a", "b"]);
         // The first row after the restart makes the connection again; the next notices it
         // and queues the two rows before it again, as copies.
         await buffer.append(row("c"));
@@ -208,9 +210,7 @@ if (!servicesSkipped) {
 
     test("a process that claims rows renews its lease: a lease lost with Redis does not let another take over a claim being written", async () => {
       const { server, prefix, connection, state, buffer } = await bufferOnFreshPrefix();
-      const other = await redis.state(loaders, () => Date.now(), { prefix });
-      const otherConnection = connectRedis(server.url);
-      const otherBuffer = createRedisUsageBuffer({ connection: otherConnection, state: other, prefix });
+      const { connection: otherConnection, buffer: otherBuffer } = await bufferOnFreshPrefix(prefix);
       const admin = new RedisClient(server.url);
       try {
         // What a restart leaves until the next heartbeat: no lease for this process.

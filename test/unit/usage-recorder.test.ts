@@ -22,6 +22,15 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const event = (n: number) => usageEvent(n);
 
+/** A durable buffer for the recorder: takes every row and hands nothing out, unless the test says otherwise. */
+const fakeBuffer = (parts: Partial<UsageBuffer>): UsageBuffer => ({
+  append: async () => {},
+  claim: async () => ({ rows: [], waiting: 0 }),
+  done: async () => {},
+  release: async () => {},
+  ...parts,
+});
+
 test("without a buffer, rows wait in memory while the database refuses them, up to the bound, and are written once after", async () => {
   const store = openSqliteStore(join(dir, "router.db"));
   let down = true;
@@ -195,15 +204,12 @@ test("a row whose append to Redis lost its answer is written from this process c
   const store = openSqliteStore(join(dir, "lost-append.db"));
   /** What Redis took: the append's answer never arrived (the connection dropped after the command ran). */
   const taken: NewUsageEventRow[] = [];
-  const buffer: UsageBuffer = {
+  const buffer = fakeBuffer({
     async append(row) {
       taken.push(row);
       throw new Error("Redis connection lost");
     },
-    claim: async () => ({ rows: [], waiting: 0 }),
-    done: async () => {},
-    release: async () => {},
-  };
+  });
   const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
   const released: Array<ReadonlyMap<number, number>> = [];
   recorder.onCharged((charged) => released.push(charged));
@@ -235,15 +241,12 @@ test("stopping while Redis took no row and the database is away: the rows waitin
   const flaky = withTransactions(store, () => Promise.reject(new Error("database down")));
   let redisUp = false;
   const handed: Array<{ id: string; copy: boolean }> = [];
-  const buffer: UsageBuffer = {
+  const buffer = fakeBuffer({
     async append(row, copy = false) {
       if (!redisUp) throw new Error("Redis unreachable");
       handed.push({ id: row.requestId, copy });
     },
-    claim: async () => ({ rows: [], waiting: 0 }),
-    done: async () => {},
-    release: async () => {},
-  };
+  });
   const logs: string[] = [];
   const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)), buffer });
   try {
@@ -267,16 +270,14 @@ test("stopping while Redis took no row and the database is away: the rows waitin
 test("stopping with neither Redis nor the database answering: the rows that are lost are named in an error", async () => {
   const store = openSqliteStore(join(dir, "lost-on-stop.db"));
   const flaky = withTransactions(store, () => Promise.reject(new Error("database down")));
-  const buffer: UsageBuffer = {
+  const buffer = fakeBuffer({
     append: async () => {
       throw new Error("Redis unreachable");
     },
     claim: async () => {
       throw new Error("Redis unreachable");
     },
-    done: async () => {},
-    release: async () => {},
-  };
+  });
   const logs: string[] = [];
   const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)), buffer });
   try {
@@ -299,8 +300,7 @@ test("a failed claim from Redis is logged while the database's outage is too, on
   const flaky = withTransactions(store, (body, run) => (databaseDown ? Promise.reject(new Error("database down")) : run(body)));
   let redisDown = false;
   const held = [usageRow(usageEvent(0, 100), "2026-03-10")];
-  const buffer: UsageBuffer = {
-    append: async () => {},
+  const buffer = fakeBuffer({
     claim: async () => {
       if (redisDown) throw new Error("Redis unreachable");
       return { rows: held.map((row) => ({ ...row, retried: true })), waiting: 0 };
@@ -308,8 +308,7 @@ test("a failed claim from Redis is logged while the database's outage is too, on
     done: async () => {
       held.length = 0;
     },
-    release: async () => {},
-  };
+  });
   const logs: string[] = [];
   const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)), buffer });
   try {
@@ -337,16 +336,13 @@ test("a row whose append failed is sent to Redis again, as a copy, before it wou
   const flaky = withTransactions(store, () => Promise.reject(new Error("database down")));
   let failures = 1;
   const sent: Array<{ id: string; copy: boolean }> = [];
-  const buffer: UsageBuffer = {
+  const buffer = fakeBuffer({
     async append(row, copy = false) {
       // The first command after a dropped connection fails; the next one connects again.
       if (failures-- > 0) throw new Error("Redis RPUSH failed: Connection closed");
       sent.push({ id: row.requestId, copy });
     },
-    claim: async () => ({ rows: [], waiting: 0 }),
-    done: async () => {},
-    release: async () => {},
-  };
+  });
   const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
   try {
     recorder.record(usageEvent(0, 500));
