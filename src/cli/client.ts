@@ -10,7 +10,7 @@ import { defineCommand, type ArgsDef, type CommandDef } from "citty";
 import { readFileSync } from "node:fs";
 import { flagOrEnv, parseIntegerFlag, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
-import { newIdempotencyKey, sendWithResends } from "../wire/resend.ts";
+import { isWrite, newIdempotencyKey, sendWithResends } from "../wire/resend.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:8080";
 /** Management calls are quick; a server that does not answer within this is reported, not waited on forever. */
@@ -142,7 +142,7 @@ export function createClient(args: Args, env: NodeJS.ProcessEnv = process.env, w
       const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: "application/json" };
       if (options.body !== undefined) headers["content-type"] = "application/json";
       // A write is sent again when its answer is lost: under one Idempotency-Key, so it runs once.
-      const write = method !== "GET" && method !== "HEAD";
+      const write = isWrite(method);
       if (write) headers["idempotency-key"] = writeKeys.next();
       const sent = await sendWithResends(write, () =>
         fetch(url, {

@@ -4,11 +4,11 @@ import type { Logger } from "../core/log.ts";
 import type { Sealer } from "../store/crypto.ts";
 import { IDEMPOTENCY_TTL_MS, type IdempotencyRow, type Store } from "../store/store.ts";
 import type { Authenticator } from "./auth.ts";
+import { isWrite } from "../wire/resend.ts";
 
 /** What a replayed answer carries, as Stripe names it. */
 export const REPLAYED_HEADER = "idempotent-replayed";
 
-const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 /** 1 to 255 visible ASCII characters (a UUID, a payment event's id, an order number). */
 const VALID_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -76,7 +76,7 @@ export function createIdempotency(deps: IdempotencyDeps) {
 
   return async function handle(request: Request, path: string, next: (request: Request) => Promise<Response>): Promise<Response> {
     const key = request.headers.get("idempotency-key");
-    if (key === null || !WRITES.has(request.method) || !path.startsWith("/x-")) return next(request);
+    if (key === null || !isWrite(request.method) || !path.startsWith("/x-")) return next(request);
     if (!VALID_KEY.test(key)) return deps.refuse(badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters", "Idempotency-Key", "invalid_idempotency_key"), request, path);
     // No caller to scope the key to (no key, an unknown one, one in the URL): the route refuses it as without the header.
     const principal = await deps.auth.optional(request, "openai").catch(() => undefined);

@@ -6,6 +6,10 @@
  * failure gives the key up), or while the key is still held by the first send.
  */
 
+/** The methods that write, and so carry an Idempotency-Key: what the router holds to the key and the clients send one with. */
+const WRITE_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+export const isWrite = (method: string): boolean => WRITE_METHODS.has(method.toUpperCase());
+
 /** Answers after which a write is sent again: a proxy's lost connection or timeout, a router briefly unavailable. */
 const RESEND_STATUSES = new Set([502, 503, 504]);
 

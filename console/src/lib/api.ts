@@ -1,5 +1,5 @@
 import { clearKey, storedKey } from "./session.ts";
-import { newIdempotencyKey, sendWithResends } from "../../../src/wire/resend.ts";
+import { isWrite, newIdempotencyKey, sendWithResends } from "../../../src/wire/resend.ts";
 
 /** An error answer of the router (its OpenAI-style envelope), or a network failure (status 0). */
 export class ApiError extends Error {
@@ -43,7 +43,7 @@ export async function call<T>(method: string, path: string, options: Options = {
   const key = options.key ?? (options.auth === false ? null : storedKey());
   if (key) headers.authorization = `Bearer ${key}`;
   if (options.body !== undefined) headers["content-type"] = "application/json";
-  const write = method !== "GET";
+  const write = isWrite(method);
   if (write) headers["idempotency-key"] = newIdempotencyKey();
   const sent = await sendWithResends(write, () =>
     fetch(path, {
