@@ -1,4 +1,4 @@
-import type { LoadedBalance } from "../state/memory.ts";
+import type { LoadedBalance } from "../state/state.ts";
 import type { Store } from "../store/store.ts";
 import type { ChargeWrites } from "./charge-writes.ts";
 

@@ -11,36 +11,18 @@ import type {
   CreditState,
   GaugeCounter,
   LimitStanding,
+  LoadedBalance,
   PeriodSeed,
   Standings,
   State,
+  StateLoaders,
   Verdict,
   WindowCounter,
 } from "./state.ts";
 import { drawFrom, expireBy, type Expiring } from "./expiring-credit.ts";
 
-type MaybePromise<T> = T | Promise<T>;
-
 /** An admission with nothing to report: one object for all of them. */
 const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
-
-/** What the in-process State reads from the store when it holds nothing yet. */
-export interface StateLoaders {
-  /** A period total from the daily rollups. */
-  seed(seed: PeriodSeed, period: string): MaybePromise<number>;
-  /** An account's ledger balance now, and when it goes stale (its earliest grant expiry; Infinity when none). */
-  balance(accountId: number, now: number): MaybePromise<LoadedBalance>;
-}
-
-/** A balance as the ledger was read. */
-export interface LoadedBalance {
-  balance: number;
-  staleAt: number;
-  /** The ledger's version the read saw (see `CreditState.flushed`). */
-  version?: number;
-  /** The grants with an expiry and credit left, soonest first (what `staleAt` is the first of). */
-  expiring?: Array<{ at: number; remaining: number }>;
-}
 
 interface CreditCell {
   /** Balance in the ledger when last read, less charges flushed since. */

@@ -1,3 +1,5 @@
+import type { Expiring } from "./expiring-credit.ts";
+
 /**
  * The state every call counts against, behind one interface: rate windows, business-day
  * and month totals, reservations of calls in flight, credit, switch-over, pending
@@ -246,4 +248,22 @@ export interface State {
   readonly keys: KeyState;
   readonly signups: PendingState<{ email: string; name?: string }>;
   readonly claims: ClaimState;
+}
+
+/** What a State reads from the store when it holds nothing yet (both implementations take these). */
+export interface StateLoaders {
+  /** A period total from the daily rollups. */
+  seed(seed: PeriodSeed, period: string): number | Promise<number>;
+  /** An account's ledger balance now, and when it goes stale (its earliest grant expiry; Infinity when none). */
+  balance(accountId: number, now: number): LoadedBalance | Promise<LoadedBalance>;
+}
+
+/** A balance as the ledger was read. */
+export interface LoadedBalance {
+  balance: number;
+  staleAt: number;
+  /** The ledger's version the read saw (see `CreditState.flushed`). */
+  version?: number;
+  /** The grants with an expiry and credit left, soonest first (what `staleAt` is the first of). */
+  expiring?: Expiring;
 }

@@ -1,4 +1,4 @@
-import type { StateLoaders } from "../../src/state/memory.ts";
+import type { StateLoaders } from "../../src/state/state.ts";
 import { connectRedis } from "../../src/state/redis/connection.ts";
 import { createRedisState, type RedisState } from "../../src/state/redis/state.ts";
 import { startRedisServer, type RedisServer } from "./redis-server.ts";

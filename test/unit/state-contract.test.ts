@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { createMemoryState, type StateLoaders } from "../../src/state/memory.ts";
+import { createMemoryState } from "../../src/state/memory.ts";
+import type { StateLoaders } from "../../src/state/state.ts";
 import { servicesSkipped } from "../helpers/redis-server.ts";
 import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
 import { connectRedis } from "../../src/state/redis/connection.ts";

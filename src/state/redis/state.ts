@@ -1,4 +1,4 @@
-import type { StateLoaders } from "../memory.ts";
+import type { StateLoaders } from "../state.ts";
 import type { ClaimState, Counter, CountState, CreditState, LimitKind, LimitStanding, PendingState, Standings, State, Verdict } from "../state.ts";
 import type { RedisConnection, Script } from "./connection.ts";
 import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
