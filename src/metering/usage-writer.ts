@@ -46,15 +46,18 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
   /** Writes the rows in one transaction; resolves with the rows whose charge is no longer held (see `settled`). */
   const transaction = (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>) =>
     deps.store.transaction(async (tx) => {
-      let fresh = rows;
-      let released = rows;
+      // The database writes each row once (its identity is a unique key), whoever else writes it, in any order.
+      const fresh = await tx.usage.insert(rows);
+      // Unchecked (a first claim of rows just settled), a row found stored was written by
+      // the instance whose append lost its answer, which released its charge. Checked, it
+      // may be a dead writer's, which did not: its charge is released here (`settled`).
+      let released = fresh;
       if (check) {
-        // Rows a dead writer may have committed, or that Redis lost track of: each is written once and charged once.
-        ({ fresh, released } = settled(rows, new Set((await tx.usage.alreadyStored(rows)).map(usageRowIdentity)), copies));
-        if (fresh.length < rows.length) deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
+        const written = new Set(fresh.map(usageRowIdentity));
+        ({ released } = settled(rows, new Set(rows.map(usageRowIdentity).filter((identity) => !written.has(identity))), copies));
       }
-      const rollups = dailyRollups(fresh);
-      await tx.usage.append(fresh, rollups.values());
+      if (fresh.length < rows.length) deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
+      await tx.usage.addRollups(dailyRollups(fresh).values());
       for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
       if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
       // The rows' ids are given out one transaction at a time: the newest is this write's version.

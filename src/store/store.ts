@@ -204,8 +204,15 @@ export type PeriodTotalOf =
   | { measure: "requests" | "tokens" | "cost" | "spent"; accountId?: number; model?: string; tenantRoot?: number };
 
 export interface UsageStore {
-  /** Appends call rows and adds their rollups (`requests` calls per account, day and model). */
-  append(rows: readonly NewUsageEventRow[], rollups: Iterable<RollupRow>): Promise<void>;
+  /**
+   * Writes the call rows not stored already and resolves with those it wrote. A row is
+   * known by `usageRowIdentity` (a unique index), so two writers of one call store it
+   * once, whatever their order; a row repeated in `rows` is written once. The rows'
+   * rollups go apart (`addRollups`), summed from the rows written.
+   */
+  insert(rows: readonly NewUsageEventRow[]): Promise<NewUsageEventRow[]>;
+  /** Adds rollups (`requests` calls per account, day and model) to the daily totals. */
+  addRollups(rollups: Iterable<RollupRow>): Promise<void>;
   /** A total over a business day (`YYYY-MM-DD`) or month (`YYYY-MM`). */
   periodTotal(of: PeriodTotalOf, period: string): Promise<number>;
   /** Rollup rows of an audience over a range, unaggregated. */
@@ -216,17 +223,24 @@ export interface UsageStore {
   events(afterId: number, limit: number): Promise<UsageEventRow[]>;
   /** The newest usage row's id (0 when none): the ledger's version after a usage write (see `CreditStore.ledgerBalance`). */
   latestId(): Promise<number>;
-  /**
-   * Which of `rows` are stored already, by request id, start, endpoint and status (a
-   * batch written again after its writer died between commit and clean-up): found
-   * through the account and day index, so it stays cheap however large the table.
-   */
-  alreadyStored(rows: readonly NewUsageEventRow[]): Promise<NewUsageEventRow[]>;
 }
 
 /** What tells one usage row from another: a request may leave several (attempts), never two alike. */
 export function usageRowIdentity(row: Pick<NewUsageEventRow, "requestId" | "createdAt" | "endpoint" | "status">): string {
-  return `${row.requestId}\u0000${row.createdAt}\u0000${row.endpoint}\u0000${row.status}`;
+  return identityOf(row.requestId, row.createdAt, row.endpoint, row.status);
+}
+
+const identityOf = (requestId: unknown, createdAt: unknown, endpoint: unknown, status: unknown) => `${requestId}\u0000${Number(createdAt)}\u0000${endpoint}\u0000${Number(status)}`;
+
+/** The columns an insert of usage rows returns for each row it wrote, in this order (see `rowsWritten`). */
+export const USAGE_IDENTITY_COLUMNS = "request_id, created_at, endpoint, status";
+
+/** Which of `rows` an insert wrote, from what it returned (`USAGE_IDENTITY_COLUMNS` of each row, as arrays); a row repeated in `rows` counts once. */
+export function rowsWritten(rows: readonly NewUsageEventRow[], returned: ReadonlyArray<readonly unknown[]>): NewUsageEventRow[] {
+  // As many written as given: every row was (the common case, with nothing to look up).
+  if (returned.length === rows.length) return rows.slice();
+  const written = new Set(returned.map(([requestId, createdAt, endpoint, status]) => identityOf(requestId, createdAt, endpoint, status)));
+  return rows.filter((row) => written.delete(usageRowIdentity(row)));
 }
 
 /** Which request-log rows a list reads; every filter narrows (all of them hold together). */

@@ -833,10 +833,9 @@ describe("deleting an account", () => {
     expect((await api("/dashboard/status", { key: parent.APIKey })).body.balance).toBe(6);
     // Warm the caches with the leaf's key.
     expect((await api("/dashboard/status", { key: leaf.APIKey })).body.balance).toBe(4);
-    await router.deps.store.usage.append(
-      [{ requestId: "req_fake_for_delete_test", accountId: leaf.ID, day: router.deps.clock.businessDate(), createdAt: Date.now(), endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: 5, costNanos: 1234 }],
-      [],
-    );
+    await router.deps.store.usage.insert([
+      { requestId: "req_fake_for_delete_test", accountId: leaf.ID, day: router.deps.clock.businessDate(), createdAt: Date.now(), endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: 5, costNanos: 1234 },
+    ]);
 
     const res = await api(`/x-users/${leaf.ID}`, { method: "DELETE", key: parent.APIKey });
     expect(res.status).toBe(200);

@@ -387,7 +387,7 @@ describe("period totals (day and month, seeded from the rollups)", () => {
   test("the first touch of a period seeds it from the daily rollups (a restart keeps quotas)", async () => {
     await withStore(async (quotas, store) => {
       const row = { accountId: 7, model: "m1", requests: 2, prompt: 10, completion: 5, reasoning: 0, cacheRead: 0, cacheWrite: 0 };
-      await store.usage.append([], [
+      await store.usage.addRollups([
         { ...row, day: "2026-03-09", costNanos: 1000 },
         { ...row, day: "2026-03-10", costNanos: 300 },
         { ...row, day: "2026-02-28", costNanos: 99 },

@@ -5,6 +5,7 @@ import { openConnection as openStore } from "../../src/store/sqlite/connection.t
 import { migrate } from "../../src/store/sqlite/migrate.ts";
 import { migrations } from "../../src/store/migrations/index.ts";
 import { tempDir } from "../helpers/router.ts";
+import { expectRepeatsRemoved, USAGE_REPEATS_SEED } from "../helpers/usage-repeats.ts";
 
 test("a database created by the first migration upgrades in place and keeps its rows", () => {
   const path = join(tempDir(), "router.db");
@@ -44,6 +45,21 @@ test("daily rollups survive the rebuild into a clustered (WITHOUT ROWID) table",
   store.sqlite.run("INSERT INTO usage_daily (account_id, day, model, requests) VALUES (3, '2026-11-01', 'm', 1) ON CONFLICT (account_id, day, model) DO UPDATE SET requests = requests + excluded.requests");
   expect(store.sqlite.query<{ requests: number }, []>("SELECT requests FROM usage_daily").get()?.requests).toBe(3);
   store.close();
+});
+
+test("a call stored twice before usage rows had a unique identity is kept once, and its second charge given back", async () => {
+  const path = join(tempDir(), "router.db");
+  const old = new Database(path, { create: true, strict: true });
+  migrate(old, migrations.slice(0, migrations.findIndex((m) => m.name === "0014_usage_row_identity")));
+  for (const statement of USAGE_REPEATS_SEED) old.run(statement);
+  old.close();
+
+  const store = openStore(path);
+  try {
+    await expectRepeatsRemoved(async (text) => store.sqlite.query<Record<string, unknown>, []>(text).all());
+  } finally {
+    store.close();
+  }
 });
 
 test("a database migrated by a newer router is refused rather than damaged", () => {

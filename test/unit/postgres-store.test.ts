@@ -6,6 +6,7 @@ import { migrations } from "../../src/store/postgres/migrations/index.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { waitFor } from "../helpers/router.ts";
+import { expectRepeatsRemoved, USAGE_REPEATS_SEED } from "../helpers/usage-repeats.ts";
 
 /**
  * What only the PostgreSQL store has: its migration runner, the single-instance lock a
@@ -36,6 +37,18 @@ if (!skipServices) {
       expect([first, second].sort((a, b) => a.length - b.length)).toEqual([[], migrations.map((m) => m.name)]);
       expect(await appliedIn(url)).toEqual(migrations.map((m) => m.name));
       expect(await migrateDatabase(url)).toEqual([]);
+    });
+
+    test("a call stored twice before usage rows had a unique identity is kept once, and its second charge given back", async () => {
+      const client = new SQL(server.url(await server.createDatabase()), { max: 1 });
+      try {
+        await migratePostgres(client, migrations.slice(0, migrations.findIndex((m) => m.name === "0005_usage_row_identity")));
+        for (const statement of USAGE_REPEATS_SEED) await client.unsafe(statement);
+        await migratePostgres(client, migrations);
+        await expectRepeatsRemoved(async (text) => (await client.unsafe(text)) as Array<Record<string, unknown>>);
+      } finally {
+        await client.close();
+      }
     });
 
     test("a database migrated by a newer router is refused rather than damaged", async () => {

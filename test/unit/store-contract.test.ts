@@ -386,10 +386,8 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       expect(await store.credit.balance(1, T0)).toBe(-5_000_000_000);
 
       const cost = 9_007_199_254_740_991; // Number.MAX_SAFE_INTEGER
-      await store.usage.append(
-        [{ requestId: "r", accountId: 1, day: "2026-03-10", createdAt: T0, endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: 1, promptTokens: 5_000_000_000, costNanos: cost }],
-        [{ accountId: 1, day: "2026-03-10", model: "m", requests: 1, prompt: 5_000_000_000, completion: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, costNanos: cost }],
-      );
+      await store.usage.insert([{ requestId: "r", accountId: 1, day: "2026-03-10", createdAt: T0, endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: 1, promptTokens: 5_000_000_000, costNanos: cost }]);
+      await store.usage.addRollups([{ accountId: 1, day: "2026-03-10", model: "m", requests: 1, prompt: 5_000_000_000, completion: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, costNanos: cost }]);
       const [event] = await store.usage.events(0, 1);
       expect(event).toMatchObject({ promptTokens: 5_000_000_000, costNanos: cost, createdAt: T0 });
       expect(typeof event!.id).toBe("number");
@@ -457,7 +455,7 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       const store = await fresh();
       const root = await store.accounts.insert(account({ isOwner: true }), "");
       const child = await store.accounts.insert(account({ parentId: root.id }), root.path);
-      await store.usage.append([], [rollup(child.id, "2026-03-10", "m", 100), rollup(child.id, "2026-03-10", "m", 50), rollup(root.id, "2026-03-09", "n", 7), rollup(child.id, "2026-04-01", "m", 1)]);
+      await store.usage.addRollups([rollup(child.id, "2026-03-10", "m", 100), rollup(child.id, "2026-03-10", "m", 50), rollup(root.id, "2026-03-09", "n", 7), rollup(child.id, "2026-04-01", "m", 1)]);
       const rows = await store.usage.rollups({ accountId: child.id }, { start: "2026-03-01", end: "2026-03-31" });
       expect(rows).toEqual([{ ...rollup(child.id, "2026-03-10", "m", 150), requests: 2, prompt: 20, completion: 10 }]);
       expect(await store.usage.periodTotal({ measure: "cost", accountId: child.id }, "2026-03-10")).toBe(150);
@@ -476,7 +474,7 @@ describe.each(implementations)("store: %s", (name, implementation) => {
     test("call rows come back in the order they were stored, after a given id", async () => {
       const store = await fresh();
       const call = (n: number) => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: n, stream: n % 2 === 0 });
-      await store.usage.append(Array.from({ length: 40 }, (_, i) => call(i)), []);
+      await store.usage.insert(Array.from({ length: 40 }, (_, i) => call(i)));
       const all = await store.usage.events(0, 100);
       expect(all.map((r) => r.requestId)).toEqual(Array.from({ length: 40 }, (_, i) => `r${i}`));
       expect(all[2]).toMatchObject({ stream: true, latencyMs: 2, promptTokens: 0, extra: null });
@@ -491,7 +489,7 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       const call = (n: number) => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", status: 200, source: "upstream", latencyMs: n, stream: false, costNanos: 100 });
       // A usage write: its rows and their charge in one transaction; the newest id is its version.
       const version = await store.transaction(async (tx) => {
-        await tx.usage.append([call(1), call(2)], []);
+        await tx.usage.insert([call(1), call(2)]);
         await tx.credit.consume(1, 200, T0);
         return tx.usage.latestId();
       });
@@ -511,7 +509,8 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       const store = await fresh();
       const call = (n: number, model = "m") => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", requestedModel: model, effectiveModel: model, status: 200, source: "upstream", latencyMs: n, stream: false });
       const rollups = ["a\u0000b", "a\ud800b"].map((model) => ({ accountId: 1, day: "2026-03-10", model, requests: 1, prompt: 0, completion: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0, costNanos: 5 }));
-      await store.usage.append([call(1), call(2, "a\u0000b"), call(3, "a\ud800b"), call(4)], rollups);
+      await store.usage.insert([call(1), call(2, "a\u0000b"), call(3, "a\ud800b"), call(4)]);
+      await store.usage.addRollups(rollups);
       const rows = await store.usage.events(0, 10);
       expect(rows.map((r) => r.requestId)).toEqual(["r1", "r2", "r3", "r4"]);
       for (const row of rows.slice(1, 3)) expect(row.requestedModel).toMatch(/^a.+b$/);
@@ -552,14 +551,21 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       }
     });
 
-    test("alreadyStored names the rows stored before, by request id, start, endpoint and status", async () => {
+    test("a row is written once: insert skips rows stored already (by request id, start, endpoint and status) and repeats, and names those it wrote", async () => {
       const store = await fresh();
       const call = (n: number, status = 200) => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", status, source: "upstream", latencyMs: n, stream: false });
-      await store.usage.append([call(1), call(2), call(3, 500)], []);
-      expect(await store.usage.alreadyStored([])).toEqual([]);
-      // The same request's other attempt (another status), and rows never stored, are not.
-      const asked = [call(1), call(3, 200), call(3, 500), call(4), { ...call(2), createdAt: T0 + 99 }];
-      expect((await store.usage.alreadyStored(asked)).map((r) => [r.requestId, r.status])).toEqual([["r1", 200], ["r3", 500]]);
+      expect(await store.usage.insert([])).toEqual([]);
+      const first = [call(1), call(2), call(3, 500)];
+      expect(await store.usage.insert(first)).toEqual(first);
+      // The same request's other attempt (another status), another start, and rows never stored are new; a repeat within the batch is one row.
+      const asked = [call(1), call(3, 200), call(3, 500), call(4), { ...call(2), createdAt: T0 + 99 }, call(4)];
+      const written = await store.usage.insert(asked);
+      expect(written.map((r) => [r.requestId, r.status, r.createdAt - T0])).toEqual([["r3", 200, 3], ["r4", 200, 4], ["r2", 200, 99]]);
+      expect(written[1]).toBe(asked[3]!);
+      expect((await store.usage.events(0, 100)).map((r) => [r.requestId, r.status])).toEqual([["r1", 200], ["r2", 200], ["r3", 500], ["r3", 200], ["r4", 200], ["r2", 200]]);
+      // Inside a transaction too, and two writers of one row in any order store it once.
+      await Promise.all([store.transaction((tx) => tx.usage.insert([call(5)])), store.usage.insert([call(5), call(6)])]);
+      expect((await store.usage.events(0, 100)).filter((r) => r.requestId === "r5")).toHaveLength(1);
     });
   });
 

@@ -236,6 +236,44 @@ test("a row whose append to Redis lost its answer is written from this process c
   }
 });
 
+test("the other order: this process writes the row whose append lost its answer first, then another writes the original unchecked: stored once, charged once, released once", async () => {
+  const store = openSqliteStore(join(dir, "lost-append-first.db"));
+  const taken: NewUsageEventRow[] = [];
+  const buffer = fakeBuffer({
+    async append(row) {
+      taken.push(row);
+      throw new Error("Redis connection lost");
+    },
+  });
+  const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
+  const released: Array<ReadonlyMap<number, number>> = [];
+  recorder.onCharged((charged) => released.push(charged));
+  const other = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  const releasedByOther: Array<ReadonlyMap<number, number>> = [];
+  other.onCharged((charged) => releasedByOther.push(charged));
+  const sum = (maps: Array<ReadonlyMap<number, number>>) => maps.reduce((total, map) => total + (map.get(1) ?? 0), 0);
+  try {
+    recorder.record(usageEvent(0, 500));
+    recorder.record(usageEvent(1, 700));
+    await Promise.resolve();
+    while (taken.length < 2) await Bun.sleep(1);
+    await recorder.flush();
+    expect(await store.credit.balance(1, Date.now())).toBe(-1200);
+    // Then a process whose connection held claims the original from Redis and writes it without checking.
+    other.record({ ...usageEvent(0, 500), at: taken[0]!.createdAt });
+    await other.flush();
+    expect((await store.usage.events(0, 100)).map((row) => row.requestId).sort()).toEqual(["req-0", "req-1"]);
+    expect(await store.credit.balance(1, Date.now())).toBe(-1200);
+    // This process wrote both and released both; the other found the row stored and releases nothing.
+    expect(sum(released)).toBe(1200);
+    expect(sum(releasedByOther)).toBe(0);
+  } finally {
+    await other.stop();
+    await recorder.stop();
+    store.close();
+  }
+});
+
 test("stopping while Redis took no row and the database is away: the rows waiting here are handed to Redis as copies, not lost", async () => {
   const store = openSqliteStore(join(dir, "hand-over.db"));
   const flaky = withTransactions(store, () => Promise.reject(new Error("database down")));

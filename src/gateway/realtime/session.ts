@@ -49,6 +49,8 @@ export interface RealtimeSession {
   admittedAt: number;
   /** When the response under way started (its `response.created`), if one is. */
   responseStartedAt: number | undefined;
+  /** The start of the last response's usage row: each row of the session starts later (see `settle`). */
+  lastRowAt: number;
   responses: number;
   client: ServerWebSocket<RealtimeSession> | undefined;
   upstream: WebSocket | undefined;
@@ -89,6 +91,7 @@ export function newSession(fields: {
     attempts: 1,
     admittedAt: now,
     responseStartedAt: undefined,
+    lastRowAt: -Infinity,
     responses: 0,
     client: undefined,
     upstream: undefined,
@@ -124,6 +127,10 @@ export function createSessionMeter(tenant: { meter: Meter & UsageSink }, clock: 
       const admission = session.admission;
       if (!admission) return;
       session.admission = undefined;
+      // The session's rows share its id: a row is told from another (and written once) by
+      // its start, so two responses starting in one millisecond start a millisecond apart.
+      at = Math.max(at, session.lastRowAt + 1);
+      session.lastRowAt = at;
       tenant.meter.record({
         requestId: session.id,
         accountId: session.principal.account.id,

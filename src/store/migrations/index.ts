@@ -14,6 +14,7 @@ import m10 from "./0010_tearful_gauntlet.sql" with { type: "text" };
 import m11 from "./0011_request_log_error.sql" with { type: "text" };
 import m12 from "./0012_key_health.sql" with { type: "text" };
 import m13 from "./0013_idempotency_keys.sql" with { type: "text" };
+import m14 from "./0014_usage_row_identity.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -30,4 +31,5 @@ export const migrations: Migration[] = [
   { name: "0011_request_log_error", sql: m11 },
   { name: "0012_key_health", sql: m12 },
   { name: "0013_idempotency_keys", sql: m13 },
+  { name: "0014_usage_row_identity", sql: m14 },
 ];

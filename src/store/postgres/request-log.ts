@@ -13,7 +13,7 @@ const insertRows = jsonInsert(requestLog, REQUEST_LOG_COLUMNS, appendRequestLogV
 
 export function postgresRequestLog({ db, sql: client }: Scope): RequestLogStore {
   return {
-    append: (rows) => insertRows(client, rows),
+    append: async (rows) => void (await insertRows(client, rows)),
     async list(filter, page, size) {
       const where = whereOf(filter);
       const [total, rows] = await Promise.all([

@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, inArray, like, ne, sql, type SQL } from "drizzle-orm";
-import { usageRowIdentity, type Audience, type DayRange, type NewUsageEventRow, type RollupRow, type UsageStore } from "../store.ts";
+import { rowsWritten, USAGE_IDENTITY_COLUMNS, type Audience, type DayRange, type RollupRow, type UsageStore } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
 import { appendUsageEventValues, memoized, multiRowInsert, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
 import { jsonInsert, storable } from "./json-insert.ts";
@@ -72,17 +72,7 @@ function audienceCondition(db: Db, audience: Audience, range: DayRange): SQL {
   return and(inArray(usageDaily.accountId, audienceMembers(db, audience)), days)!;
 }
 
-/** Rows that may be among `rows`: narrowed by the account and day index first, then by request id. */
-function identityCondition(rows: readonly NewUsageEventRow[]): SQL | undefined {
-  const unique = <T>(values: T[]) => [...new Set(values)];
-  return and(
-    inArray(usageEvents.accountId, unique(rows.map((r) => r.accountId))),
-    inArray(usageEvents.day, unique(rows.map((r) => r.day))),
-    inArray(usageEvents.requestId, unique(rows.map((r) => r.requestId))),
-  );
-}
-
-const insertEvents = jsonInsert(usageEvents, USAGE_EVENT_COLUMNS, appendUsageEventValues);
+const insertEvents = jsonInsert(usageEvents, USAGE_EVENT_COLUMNS, appendUsageEventValues, ` ON CONFLICT DO NOTHING RETURNING ${USAGE_IDENTITY_COLUMNS}`);
 
 const ROLLUP_COLUMNS = ["account_id", "day", "model", "requests", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cache_read_tokens", "cache_write_tokens", "cost_nanos"];
 const upsertRollups = memoized(
@@ -95,9 +85,9 @@ const upsertRollups = memoized(
 export function postgresUsage({ db, atomic }: Scope): UsageStore {
   const membersUnder = (path: string) => audienceMembers(db, { path, includeRoot: true });
   return {
-    append: (rows, rollups) =>
+    insert: async (rows) => (rows.length === 0 ? [] : rowsWritten(rows, await atomic((_db, client) => insertEvents(client, rows)))),
+    addRollups: (rollups) =>
       atomic(async (_db, client) => {
-        await insertEvents(client, rows);
         const sums = merged(rollups);
         if (sums.length === 0) return;
         const values: SqlValue[] = [];
@@ -129,15 +119,6 @@ export function postgresUsage({ db, atomic }: Scope): UsageStore {
         .where(audienceCondition(db, audience, range))
         // SQLite hands them over in primary-key order; so does this.
         .orderBy(asc(usageDaily.accountId), asc(usageDaily.day), asc(modelOrder)),
-    async alreadyStored(rows) {
-      if (rows.length === 0) return [];
-      const stored = await db
-        .select({ requestId: usageEvents.requestId, createdAt: usageEvents.createdAt, endpoint: usageEvents.endpoint, status: usageEvents.status })
-        .from(usageEvents)
-        .where(identityCondition(rows));
-      const found = new Set(stored.map(usageRowIdentity));
-      return rows.filter((row) => found.has(usageRowIdentity(row)));
-    },
     events: (afterId, limit) => db.select().from(usageEvents).where(gt(usageEvents.id, afterId)).orderBy(asc(usageEvents.id)).limit(limit),
     async latestId() {
       const [row] = await db.select({ id: sql<number>`coalesce(max(${usageEvents.id}), 0)`.mapWith(Number) }).from(usageEvents);

@@ -1,4 +1,4 @@
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
  * One row per completed model call. Token columns follow `Usage` (src/formats/usage.ts):
@@ -34,8 +34,14 @@ export const usageEvents = sqliteTable(
     extra: text("extra"),
   },
   // Reports read the daily rollups; one index serves per-account lookups of raw rows. Every
-  // index is paid on each insert, and rows are inserted once per call.
-  (t) => [index("usage_events_account_day").on(t.accountId, t.day)],
+  // index is paid on each insert, and rows are inserted once per call. The unique one
+  // makes a row's write idempotent (`usageRowIdentity`): two writers of one call (a
+  // Redis append whose answer was lost, a writer that died before clearing its claim)
+  // store it once whatever their order. Request ids grow with time, so it is appended to.
+  (t) => [
+    index("usage_events_account_day").on(t.accountId, t.day),
+    uniqueIndex("usage_events_identity").on(t.requestId, t.createdAt, t.endpoint, t.status),
+  ],
 );
 
 export type UsageEventRow = typeof usageEvents.$inferSelect;

@@ -12,15 +12,35 @@ const ROWS_PER_STATEMENT = 32;
  * upkeep thread's writer loads no query builder).
  */
 export function groupedInsert(sqlite: Database, table: string, columns: readonly string[], tail = ""): (values: readonly SqlValue[]) => void {
+  const run = grouped(sqlite, table, columns, tail);
+  return (values) => run(values, (statement, slice) => void statement.run(...slice));
+}
+
+/** `groupedInsert` with a `RETURNING` clause in `tail`: resolves with the rows it returned (the rows written), as arrays of their values. */
+export function groupedInsertReturning(sqlite: Database, table: string, columns: readonly string[], tail: string): (values: readonly SqlValue[]) => SqlValue[][] {
+  const run = grouped(sqlite, table, columns, tail);
+  return (values) => {
+    const returned: SqlValue[][] = [];
+    run(values, (statement, slice) => {
+      for (const row of statement.values(...slice) as SqlValue[][]) returned.push(row);
+    });
+    return returned;
+  };
+}
+
+type Statement = ReturnType<Database["prepare"]>;
+
+/** Runs the two prepared statements over `values`: groups of 32 rows, then one row at a time. */
+function grouped(sqlite: Database, table: string, columns: readonly string[], tail: string) {
   const insert = (count: number) => sqlite.prepare<unknown, SqlValue[]>(multiRowInsert(table, columns, count, "?", tail));
   const insertOne = insert(1);
   const insertGroup = insert(ROWS_PER_STATEMENT);
   const width = columns.length;
   const group = ROWS_PER_STATEMENT * width;
-  return (values) => {
+  return (values: readonly SqlValue[], each: (statement: Statement, slice: SqlValue[]) => void) => {
     let i = 0;
-    for (; i + group <= values.length; i += group) insertGroup.run(...values.slice(i, i + group));
-    for (; i + width <= values.length; i += width) insertOne.run(...values.slice(i, i + width));
+    for (; i + group <= values.length; i += group) each(insertGroup, values.slice(i, i + group));
+    for (; i + width <= values.length; i += width) each(insertOne, values.slice(i, i + width));
   };
 }
 

@@ -1,11 +1,11 @@
 import { and, asc, eq, gt, inArray, like, sql, type SQL } from "drizzle-orm";
 import { accounts } from "../schema/accounts.ts";
 import { usageDaily, usageEvents, type NewUsageEventRow } from "../schema/usage.ts";
-import { usageRowIdentity, type Audience, type RollupRow, type UsageStore } from "../store.ts";
+import { rowsWritten, USAGE_IDENTITY_COLUMNS, type Audience, type RollupRow, type UsageStore } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
 import { appendUsageEventValues, flatValues, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
-import { groupedInsert } from "./grouped-insert.ts";
+import { groupedInsertReturning } from "./grouped-insert.ts";
 
 const PERIOD_COLUMN = {
   requests: sql<number>`coalesce(sum(${usageDaily.requests}), 0)`,
@@ -32,19 +32,9 @@ const pathUpperBound = (path: string) => `${path.slice(0, -1)}0`;
 
 type RawRollup = [number, string, string, number, number, number, number, number, number, number];
 
-/** Rows that may be among `rows`: narrowed by the account and day index first, then by request id. */
-function identityCondition(rows: readonly NewUsageEventRow[]): SQL | undefined {
-  const unique = <T>(values: T[]) => [...new Set(values)];
-  return and(
-    inArray(usageEvents.accountId, unique(rows.map((r) => r.accountId))),
-    inArray(usageEvents.day, unique(rows.map((r) => r.day))),
-    inArray(usageEvents.requestId, unique(rows.map((r) => r.requestId))),
-  );
-}
-
 export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore> {
   // Prepared statements on the raw connection: the query builder cost more per row than SQLite did.
-  const insertEvents = groupedInsert(sqlite, "usage_events", USAGE_EVENT_COLUMNS);
+  const insertEvents = groupedInsertReturning(sqlite, "usage_events", USAGE_EVENT_COLUMNS, ` ON CONFLICT DO NOTHING RETURNING ${USAGE_IDENTITY_COLUMNS}`);
   const upsertRollup = sqlite.prepare<unknown, SqlValue[]>(
     `INSERT INTO usage_daily (account_id, day, model, requests, prompt_tokens, completion_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost_nanos)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -58,8 +48,8 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
        cost_nanos = cost_nanos + excluded.cost_nanos`,
   );
   // Made once: making the transaction function per batch showed in the profile.
-  const append = sqlite.transaction((rows: readonly NewUsageEventRow[], rollups: Iterable<RollupRow>) => {
-    insertEvents(flatValues(rows, appendUsageEventValues));
+  const insert = sqlite.transaction((rows: readonly NewUsageEventRow[]) => rowsWritten(rows, insertEvents(flatValues(rows, appendUsageEventValues))));
+  const addRollups = sqlite.transaction((rollups: Iterable<RollupRow>) => {
     for (const sum of rollups) {
       upsertRollup.run(sum.accountId, sum.day, sum.model, sum.requests, sum.prompt, sum.completion, sum.reasoning, sum.cacheRead, sum.cacheWrite, sum.costNanos);
     }
@@ -67,7 +57,8 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
   const membersUnder = (path: string) => db.select({ id: accounts.id }).from(accounts).where(like(accounts.path, `${path}%`));
 
   return {
-    append: (rows, rollups) => append(rows, rollups),
+    insert: (rows) => (rows.length === 0 ? [] : insert(rows)),
+    addRollups: (rollups) => addRollups(rollups),
     periodTotal(of, period) {
       const parts: SQL[] = [period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period)];
       if ("subtreePath" in of) {
@@ -93,18 +84,6 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
       return raw.map(([accountId, day, model, requests, prompt, completion, reasoning, cacheRead, cacheWrite, costNanos]): RollupRow => ({
         accountId, day, model, requests, prompt, completion, reasoning, cacheRead, cacheWrite, costNanos,
       }));
-    },
-    alreadyStored(rows) {
-      if (rows.length === 0) return [];
-      const found = new Set(
-        db
-          .select({ requestId: usageEvents.requestId, createdAt: usageEvents.createdAt, endpoint: usageEvents.endpoint, status: usageEvents.status })
-          .from(usageEvents)
-          .where(identityCondition(rows))
-          .all()
-          .map(usageRowIdentity),
-      );
-      return rows.filter((row) => found.has(usageRowIdentity(row)));
     },
     events: (afterId, limit) => db.select().from(usageEvents).where(gt(usageEvents.id, afterId)).orderBy(asc(usageEvents.id)).limit(limit).all(),
     latestId: () => db.select({ id: sql<number>`coalesce(max(${usageEvents.id}), 0)` }).from(usageEvents).get()?.id ?? 0,

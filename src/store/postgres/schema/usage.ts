@@ -1,4 +1,4 @@
-import { bigint, boolean, index, integer, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { bigint, boolean, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 const int8 = (name: string) => bigint(name, { mode: "number" });
 
@@ -28,7 +28,10 @@ export const usageEvents = pgTable(
     costNanos: int8("cost_nanos").notNull().default(0),
     extra: text("extra"),
   },
-  (t) => [index("usage_events_account_day").on(t.accountId, t.day)],
+  (t) => [
+    index("usage_events_account_day").on(t.accountId, t.day),
+    uniqueIndex("usage_events_identity").on(t.requestId, t.createdAt, t.endpoint, t.status),
+  ],
 );
 
 export const usageDaily = pgTable(
