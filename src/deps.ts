@@ -12,6 +12,7 @@ import { createLogger, type Logger } from "./core/log.ts";
 import { createAuthenticator, type Authenticator } from "./http/auth.ts";
 import { createBalanceLoader } from "./metering/credit.ts";
 import { createMeter } from "./metering/meter.ts";
+import { createWrittenCharges } from "./metering/written-charges.ts";
 import { createPeriodCounters, createPeriodSeeder } from "./metering/quotas.ts";
 import { createMemoryState } from "./state/memory.ts";
 import type { State } from "./state/state.ts";
@@ -212,10 +213,12 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
    */
   const inBackground = (what: string, work: Promise<unknown>) =>
     void work.catch((error: unknown) => log.warn(`the State could not note ${what}`, { error: causeMessage(error) }));
-  usageRecorder.onCharged((charged, version) => inBackground("written charges", state.credit.flushed(charged, version)));
+  // Charges of rows this instance wrote itself stop counting as unwritten, sent again until Redis takes them.
+  const writtenCharges = createWrittenCharges((charged, version) => state.credit.flushed(charged, version), log);
+  usageRecorder.onCharged((charged, version) => writtenCharges.announce(charged, version));
   // A refused row's charge stops counting as unwritten, and with no version the balance is
   // read again from the ledger, which never held it.
-  usageRecorder.onSetAside((charges) => inBackground("set-aside charges", state.credit.flushed(charges)));
+  usageRecorder.onSetAside((charges) => writtenCharges.announce(charges));
   const periods = createPeriodCounters();
   const softLimit = createSoftLimitNotifier({ store, clock, log, claims: state.claims });
   const tenants = createTenants(config.byok ?? false, {
@@ -329,6 +332,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     exclusively: (body) => (config.database !== undefined ? withStartupLock(store, body) : body()),
     beforeClose: [
       () => usageRecorder.stop(),
+      () => writtenCharges.stop(),
       () => dependencies.stop(),
       () => redisBus?.close(),
       () => redisState?.close(),

@@ -43,27 +43,57 @@ export interface Written {
  * such a value).
  */
 export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logger }) {
+  /**
+   * Rows a failed write of this process had inserted (a commit whose answer was lost may
+   * have kept them), by identity, with when. Found stored by a later write, such a row
+   * is this process's own and nobody released its charge: it is released then, a copy too.
+   */
+  const ownUnsure = new Map<string, number>();
+  /** Forgets what no retry came back for (the batch was taken over, or Redis lost it). */
+  const OWN_UNSURE_MS = 600_000;
+
   /** Writes the rows in one transaction; resolves with the rows whose charge is no longer held (see `settled`). */
-  const transaction = (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>) =>
-    deps.store.transaction(async (tx) => {
-      // The database writes each row once (its identity is a unique key), whoever else writes it, in any order.
-      const fresh = await tx.usage.insert(rows);
-      // Unchecked (a first claim of rows just settled), a row found stored was written by
-      // the instance whose append lost its answer, which released its charge. Checked, it
-      // may be a dead writer's, which did not: its charge is released here (`settled`).
-      let released = fresh;
-      if (check) {
+  const transaction = (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>) => {
+    let inserted: readonly NewUsageEventRow[] = [];
+    const own = new Set<string>();
+    return deps.store
+      .transaction(async (tx) => {
+        // The database writes each row once (its identity is a unique key), whoever else writes it, in any order.
+        const fresh = await tx.usage.insert(rows);
+        inserted = fresh;
         const written = new Set(fresh.map(usageRowIdentity));
-        ({ released } = settled(rows, new Set(rows.map(usageRowIdentity).filter((identity) => !written.has(identity))), copies));
-      }
-      if (fresh.length < rows.length) deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
-      await tx.usage.addRollups(dailyRollups(fresh).values());
-      for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
-      if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
-      // The rows' ids are given out one transaction at a time: the newest is this write's version.
-      const version = fresh.length > 0 && released.length === fresh.length ? await tx.usage.latestId() : undefined;
-      return { released, version };
-    });
+        const stored = new Set<string>();
+        for (const row of rows) {
+          const identity = usageRowIdentity(row);
+          if (written.has(identity)) continue;
+          stored.add(identity);
+          if (ownUnsure.has(identity)) own.add(identity);
+        }
+        // Unchecked (a first claim of rows just settled), a row found stored was written by
+        // the instance whose append lost its answer, which released its charge. Checked, it
+        // may be a dead writer's, which did not: its charge is released here (`settled`).
+        const released = check ? settled(rows, stored, copies, own).released : fresh.concat(rows.filter((row) => own.has(usageRowIdentity(row))));
+        if (fresh.length < rows.length) deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
+        await tx.usage.addRollups(dailyRollups(fresh).values());
+        for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
+        if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
+        // The rows' ids are given out one transaction at a time: the newest is this write's version.
+        const version = fresh.length > 0 && released.length === fresh.length ? await tx.usage.latestId() : undefined;
+        return { released, version };
+      })
+      .then(
+        (result) => {
+          for (const identity of own) ownUnsure.delete(identity);
+          return result;
+        },
+        (error: unknown) => {
+          const at = Date.now();
+          for (const [identity, since] of ownUnsure) if (at - since > OWN_UNSURE_MS) ownUnsure.delete(identity);
+          for (const row of inserted) ownUnsure.set(usageRowIdentity(row), at);
+          throw error;
+        },
+      );
+  };
 
   /**
    * Whether the database has taken usage rows since this process started: a row it
@@ -135,10 +165,12 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
  * Which rows of a checked batch to write, and whose charge stops being held. A row
  * stored already is not written again; its charge was made when it was settled and is
  * in the ledger now, whoever wrote it, so it stops being held, unless the row is a copy
- * (sent again after Redis may have lost it): the row it copies released that charge. A
- * row repeated within the batch is one row: written and released once.
+ * (sent again after Redis may have lost it): the row it copies released that charge.
+ * A copy this process itself wrote before (`own`: a commit whose answer was lost) is
+ * released: nobody else did. A row repeated within the batch is one row: written and
+ * released once.
  */
-export function settled(rows: readonly NewUsageEventRow[], stored: ReadonlySet<string>, copies?: ReadonlySet<NewUsageEventRow>) {
+export function settled(rows: readonly NewUsageEventRow[], stored: ReadonlySet<string>, copies?: ReadonlySet<NewUsageEventRow>, own?: ReadonlySet<string>) {
   const fresh: NewUsageEventRow[] = [];
   const released: NewUsageEventRow[] = [];
   const seen = new Set<string>();
@@ -149,7 +181,7 @@ export function settled(rows: readonly NewUsageEventRow[], stored: ReadonlySet<s
     if (!stored.has(identity)) {
       fresh.push(row);
       released.push(row);
-    } else if (!copies?.has(row)) released.push(row);
+    } else if (!copies?.has(row) || own?.has(identity)) released.push(row);
   }
   return { fresh, released };
 }

@@ -59,6 +59,26 @@ test("changes within the delay go in one run, each caller hears of it; later one
   expect(outcome).toBe("Redis script failed");
 });
 
+test("applied() waits for the moment's batch and for batches sent whose answer has not come (a usage row must not overtake its settlement)", async () => {
+  const answers: Array<() => void> = [];
+  const adjust = createAdjustBatcher(() => new Promise<void>((resolve) => answers.push(resolve)), keyOf, 1);
+  expect(adjust.applied()).toBeUndefined();
+  void adjust([{ counter: gauge, delta: 1 }]);
+  while (answers.length === 0) await Bun.sleep(1);
+  // Sent, not answered (a dropped connection can hold it until it is made again).
+  let applied = false;
+  void adjust.applied()!.then(() => (applied = true));
+  void adjust([{ counter: gauge, delta: 2 }]);
+  while (answers.length < 2) await Bun.sleep(1);
+  answers[1]!();
+  await Bun.sleep(5);
+  expect(applied).toBe(false);
+  answers[0]!();
+  await Bun.sleep(5);
+  expect(applied).toBe(true);
+  expect(adjust.applied()).toBeUndefined();
+});
+
 test("keys' releases within the delay go in one run, counted per key", async () => {
   const runs: Array<Array<[string, number]>> = [];
   const release = gatherWithin<string, Map<string, number>>(

@@ -32,6 +32,8 @@ describe("a checked batch: rows written once, charges released once", () => {
     expect(released).toEqual([a, b, c, d]);
     // A copy alone, stored already: the row it copies released its charge.
     expect(settled([aCopy], stored, copies)).toEqual({ fresh: [], released: [] });
+    // A copy stored by this process's own write whose commit answer was lost: nobody else released it.
+    expect(settled([aCopy], stored, copies, new Set([usageRowIdentity(aCopy)]))).toEqual({ fresh: [], released: [aCopy] });
     // A copy alone, not stored (Redis lost the row it copies): written and released.
     expect(settled([cCopy], stored, copies)).toEqual({ fresh: [cCopy], released: [cCopy] });
     // A realtime session's responses share a request id: distinct rows by their time.

@@ -200,6 +200,42 @@ test("a write committed whose answer was lost (the connection dropped during COM
   }
 });
 
+test("rows whose append failed, written from this process as copies with a commit whose answer was lost: the retry finds them stored, its own, and releases each charge once", async () => {
+  const store = openSqliteStore(join(dir, "lost-append-lost-commit.db"));
+  let loseNext = true;
+  const lossy = withTransactions(store, async (body, run) => {
+    const result = await run(body);
+    if (loseNext) {
+      loseNext = false;
+      throw new Error("connection lost during COMMIT");
+    }
+    return result;
+  });
+  const buffer = fakeBuffer({
+    async append() {
+      throw new Error("Redis unreachable");
+    },
+  });
+  const recorder = createUsageRecorder({ store: lossy, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
+  const released: Array<ReadonlyMap<number, number>> = [];
+  recorder.onCharged((charged) => released.push(charged));
+  try {
+    recorder.record(usageEvent(0, 500));
+    recorder.record(usageEvent(1, 700));
+    const deadline = Date.now() + 5_000;
+    while ((recorder.backlog() > 0 || loseNext) && Date.now() < deadline) {
+      await recorder.flush().catch(() => {});
+      await Bun.sleep(5);
+    }
+    expect((await store.usage.events(0, 100)).map((row) => row.requestId)).toEqual(["req-0", "req-1"]);
+    expect(await store.credit.balance(1, Date.now())).toBe(-1200);
+    expect(released.reduce((sum, map) => sum + (map.get(1) ?? 0), 0)).toBe(1200);
+  } finally {
+    await recorder.stop().catch(() => {});
+    store.close();
+  }
+});
+
 test("a row whose append to Redis lost its answer is written from this process checked: written once, its charge released once, whoever wrote it", async () => {
   const store = openSqliteStore(join(dir, "lost-append.db"));
   /** What Redis took: the append's answer never arrived (the connection dropped after the command ran). */

@@ -66,6 +66,8 @@ export function mergeAdjustments(changes: readonly Adjustment[], keyOf: (counter
   }
 }
 
+const ignore = () => {};
+
 /** How long settlements, keys' releases and successes gather before they go to Redis together. */
 export const GATHER_MS = 5;
 
@@ -91,6 +93,8 @@ export function gatherWithin<Item, Batch, Result = void>(
   apply: (batch: Batch) => Promise<Result>,
 ): Gathered<Item, Result> {
   let pending: { batch: Batch; done: Promise<Result>; send: () => void; timer: ReturnType<typeof setTimeout> } | undefined;
+  /** Batches sent and not yet answered (a dropped connection can hold one until it is made again). */
+  const sent = new Set<Promise<unknown>>();
   const gathered = (items: Item): Promise<Result> => {
     if (!pending) {
       const batch = start();
@@ -98,7 +102,9 @@ export function gatherWithin<Item, Batch, Result = void>(
       const done = new Promise<Result>((resolve, reject) => (settle = { resolve, reject }));
       const send = () => {
         pending = undefined;
-        apply(batch).then(settle.resolve, settle.reject);
+        const answered = apply(batch).then(settle.resolve, settle.reject);
+        sent.add(answered);
+        void answered.finally(() => sent.delete(answered));
       };
       const timer = setTimeout(send, delayMs);
       timer.unref?.();
@@ -107,10 +113,14 @@ export function gatherWithin<Item, Batch, Result = void>(
     add(items, pending.batch);
     return pending.done;
   };
-  gathered.applied = () => pending?.done.then(
-    () => {},
-    () => {},
-  );
+  // What was gathered so far: the moment's batch and those sent before it, whose answers
+  // have not come (what waits for them must not overtake a batch sent but not yet run).
+  gathered.applied = () => {
+    if (sent.size === 0) return pending?.done.then(ignore, ignore);
+    const all: Array<Promise<unknown>> = [...sent];
+    if (pending) all.push(pending.done);
+    return Promise.allSettled(all).then(ignore);
+  };
   gathered.flush = async () => {
     const now = pending;
     if (!now) return;
