@@ -236,9 +236,13 @@ test("rows whose append failed, written from this process as copies with a commi
   }
 });
 
-test("a row whose append to Redis lost its answer is written from this process checked: written once, its charge released once, whoever wrote it", async () => {
-  const store = openSqliteStore(join(dir, "lost-append.db"));
-  /** What Redis took: the append's answer never arrived (the connection dropped after the command ran). */
+/**
+ * This process, whose appends to Redis lose their answer (Redis took each row: `taken`),
+ * and another process on the same database, which writes what it claims from Redis
+ * without checking; each with the charges it released.
+ */
+function lostAnswers(file: string) {
+  const store = openSqliteStore(join(dir, file));
   const taken: NewUsageEventRow[] = [];
   const buffer = fakeBuffer({
     async append(row) {
@@ -247,66 +251,61 @@ test("a row whose append to Redis lost its answer is written from this process c
     },
   });
   const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
-  const released: Array<ReadonlyMap<number, number>> = [];
-  recorder.onCharged((charged) => released.push(charged));
-  // Another instance, which claimed the row from Redis: writes it, and releases its charge there.
   const other = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  const released = { here: 0, other: 0 };
+  recorder.onCharged((charged) => (released.here += charged.get(1) ?? 0));
+  other.onCharged((charged) => (released.other += charged.get(1) ?? 0));
+  return {
+    store, taken, recorder, other, released,
+    /** Both calls recorded here, once Redis took them (and lost the answers). */
+    async record() {
+      recorder.record(usageEvent(0, 500));
+      recorder.record(usageEvent(1, 700));
+      while (taken.length < 2) await Bun.sleep(1);
+    },
+    /** The other process writes the original of the first row, as claimed from Redis. */
+    async otherWritesOriginal() {
+      other.record({ ...usageEvent(0, 500), at: taken[0]!.createdAt });
+      await other.flush();
+    },
+    async close() {
+      await other.stop();
+      await recorder.stop();
+      store.close();
+    },
+  };
+}
+
+test("a row whose append to Redis lost its answer is written from this process checked: written once, its charge released once, whoever wrote it", async () => {
+  const lost = lostAnswers("lost-append.db");
   try {
-    recorder.record(usageEvent(0, 500));
-    recorder.record(usageEvent(1, 700));
     // Both rows wait in this process; Redis holds them too. The other instance writes the first.
-    await Promise.resolve();
-    while (taken.length < 2) await Bun.sleep(1);
-    const original = { ...taken[0]! };
-    other.record({ ...usageEvent(0, 500), at: original.createdAt });
-    await other.flush();
-    await recorder.flush();
-    expect((await store.usage.events(0, 100)).map((row) => row.requestId).sort()).toEqual(["req-0", "req-1"]);
-    expect(await store.credit.balance(1, Date.now())).toBe(-1200);
+    await lost.record();
+    await lost.otherWritesOriginal();
+    await lost.recorder.flush();
+    expect((await lost.store.usage.events(0, 100)).map((row) => row.requestId).sort()).toEqual(["req-0", "req-1"]);
+    expect(await lost.store.credit.balance(1, Date.now())).toBe(-1200);
     // This process releases only what it wrote itself.
-    expect(released.reduce((sum, map) => sum + (map.get(1) ?? 0), 0)).toBe(700);
+    expect(lost.released).toEqual({ here: 700, other: 500 });
   } finally {
-    await other.stop();
-    await recorder.stop();
-    store.close();
+    await lost.close();
   }
 });
 
 test("the other order: this process writes the row whose append lost its answer first, then another writes the original unchecked: stored once, charged once, released once", async () => {
-  const store = openSqliteStore(join(dir, "lost-append-first.db"));
-  const taken: NewUsageEventRow[] = [];
-  const buffer = fakeBuffer({
-    async append(row) {
-      taken.push(row);
-      throw new Error("Redis connection lost");
-    },
-  });
-  const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
-  const released: Array<ReadonlyMap<number, number>> = [];
-  recorder.onCharged((charged) => released.push(charged));
-  const other = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}) });
-  const releasedByOther: Array<ReadonlyMap<number, number>> = [];
-  other.onCharged((charged) => releasedByOther.push(charged));
-  const sum = (maps: Array<ReadonlyMap<number, number>>) => maps.reduce((total, map) => total + (map.get(1) ?? 0), 0);
+  const lost = lostAnswers("lost-append-first.db");
   try {
-    recorder.record(usageEvent(0, 500));
-    recorder.record(usageEvent(1, 700));
-    await Promise.resolve();
-    while (taken.length < 2) await Bun.sleep(1);
-    await recorder.flush();
-    expect(await store.credit.balance(1, Date.now())).toBe(-1200);
+    await lost.record();
+    await lost.recorder.flush();
+    expect(await lost.store.credit.balance(1, Date.now())).toBe(-1200);
     // Then a process whose connection held claims the original from Redis and writes it without checking.
-    other.record({ ...usageEvent(0, 500), at: taken[0]!.createdAt });
-    await other.flush();
-    expect((await store.usage.events(0, 100)).map((row) => row.requestId).sort()).toEqual(["req-0", "req-1"]);
-    expect(await store.credit.balance(1, Date.now())).toBe(-1200);
+    await lost.otherWritesOriginal();
+    expect((await lost.store.usage.events(0, 100)).map((row) => row.requestId).sort()).toEqual(["req-0", "req-1"]);
+    expect(await lost.store.credit.balance(1, Date.now())).toBe(-1200);
     // This process wrote both and released both; the other found the row stored and releases nothing.
-    expect(sum(released)).toBe(1200);
-    expect(sum(releasedByOther)).toBe(0);
+    expect(lost.released).toEqual({ here: 1200, other: 0 });
   } finally {
-    await other.stop();
-    await recorder.stop();
-    store.close();
+    await lost.close();
   }
 });
 
