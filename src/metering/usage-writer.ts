@@ -61,19 +61,23 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
         // The database writes each row once (its identity is a unique key), whoever else writes it, in any order.
         const fresh = await tx.usage.insert(rows);
         inserted = fresh;
-        const written = new Set(fresh.map(usageRowIdentity));
-        const stored = new Set<string>();
-        for (const row of rows) {
-          const identity = usageRowIdentity(row);
-          if (written.has(identity)) continue;
-          stored.add(identity);
-          if (ownUnsure.has(identity)) own.add(identity);
+        // Every row written (the common case): each releases its own charge.
+        let released = fresh;
+        if (fresh.length < rows.length) {
+          const written = new Set(fresh.map(usageRowIdentity));
+          const stored = new Set<string>();
+          for (const row of rows) {
+            const identity = usageRowIdentity(row);
+            if (written.has(identity)) continue;
+            stored.add(identity);
+            if (ownUnsure.has(identity)) own.add(identity);
+          }
+          // Unchecked (a first claim of rows just settled), a row found stored was written by
+          // the instance whose append lost its answer, which released its charge. Checked, it
+          // may be a dead writer's, which did not: its charge is released here (`settled`).
+          released = check ? settled(rows, stored, copies, own).released : fresh.concat(rows.filter((row) => own.has(usageRowIdentity(row))));
+          deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
         }
-        // Unchecked (a first claim of rows just settled), a row found stored was written by
-        // the instance whose append lost its answer, which released its charge. Checked, it
-        // may be a dead writer's, which did not: its charge is released here (`settled`).
-        const released = check ? settled(rows, stored, copies, own).released : fresh.concat(rows.filter((row) => own.has(usageRowIdentity(row))));
-        if (fresh.length < rows.length) deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
         await tx.usage.addRollups(dailyRollups(fresh).values());
         for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
         if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
