@@ -1,5 +1,9 @@
+import { causeMessage } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { NewUsageEventRow } from "../store/store.ts";
+
+/** How a row goes to the buffer besides as settled: see `UsageBuffer.append`. */
+export type UsageRowFlag = "copy" | "unsure";
 
 /**
  * A durable place for settled usage rows on their way to the database, shared by every
@@ -9,11 +13,13 @@ import type { NewUsageEventRow } from "../store/store.ts";
  */
 export interface UsageBuffer {
   /**
-   * Appends one settled row; resolves once the buffer holds it. `copy`: the row may be
-   * in the buffer or the database already (its append lost its answer): whoever claims it
-   * checks it, and its charge counts only if the copy itself is written.
+   * Appends one settled row; resolves once the buffer holds it. Whoever claims a flagged
+   * row checks it against the database. `copy`: the row may be in the buffer or the
+   * database already (its append lost its answer), and its charge is released only if the
+   * copy itself is written. `unsure`: this process may have stored it (a commit whose
+   * answer was lost), and nobody released its charge: found stored, it is released.
    */
-  append(row: NewUsageEventRow, copy?: boolean): Promise<void>;
+  append(row: NewUsageEventRow, flag?: UsageRowFlag): Promise<void>;
   /**
    * Claims rows for this process to write (at most `max` new ones). `retried` rows come
    * from a claim that was not finished (this process's write failed, or its writer died)
@@ -21,7 +27,14 @@ export interface UsageBuffer {
    * have lost them (they may be in the database, or earlier in the buffer): their charge
    * counts only when the copy itself is written. `waiting` is what is left in the buffer after.
    */
-  claim(max: number): Promise<{ rows: Array<NewUsageEventRow & { retried?: boolean; copy?: boolean }>; waiting: number }>;
+  claim(max: number): Promise<{
+    rows: Array<NewUsageEventRow & { retried?: boolean; copy?: boolean }>;
+    waiting: number;
+    /** The claim's id: its write notes what it released under it (`usage_claim_writes`). */
+    claim?: string;
+    /** Whether the claim was made before (a write of it failed, or its writer died): an earlier write of it may have committed. */
+    retry?: boolean;
+  }>;
   /**
    * The claimed rows are in the database: drops the claim and notes their charges
    * (nano-credits per account, written at ledger `version`: see `CreditState.flushed`) in one step.
@@ -37,14 +50,14 @@ export interface UsageBuffer {
  * after a dropped connection fails, the next one connects again; a copy sent twice is
  * written once). Resolves with the rows the buffer refused.
  */
-export async function handOver(buffer: UsageBuffer, rows: readonly NewUsageEventRow[]): Promise<NewUsageEventRow[]> {
+export async function handOver(buffer: UsageBuffer, rows: readonly NewUsageEventRow[], flag: (row: NewUsageEventRow) => UsageRowFlag = () => "copy"): Promise<NewUsageEventRow[]> {
   const refused: NewUsageEventRow[] = [];
   for (const row of rows) {
     try {
-      await buffer.append(row, true);
+      await buffer.append(row, flag(row));
     } catch {
       try {
-        await buffer.append(row, true);
+        await buffer.append(row, flag(row));
       } catch {
         refused.push(row);
       }
@@ -53,9 +66,30 @@ export async function handOver(buffer: UsageBuffer, rows: readonly NewUsageEvent
   return refused;
 }
 
-/** At a clean stop: the rows the database refused go to the buffer; an error names those it refused too (they are lost with the process). */
-export async function handOverBeforeStop(buffer: UsageBuffer, rows: readonly NewUsageEventRow[], log: Logger): Promise<void> {
-  const lost = await handOver(buffer, rows);
+/**
+ * At a clean stop, what this process holds goes to the buffer for the others, at once:
+ * - its unfinished claim (`claimed` rows), unless a write of it may have committed
+ *   (`leave`): another instance then takes the claim over once this one's lease expires,
+ *   and finds the note of what that write released;
+ * - the rows whose append failed and the database refused too (Redis and the database both
+ *   away for a moment), as copies (Redis may hold them already). A row a write of this
+ *   process may have stored (`mayBeStored`: its commit's answer was lost) goes flagged
+ *   `unsure`: found stored by whoever claims it, its charge is released there, as nobody
+ *   else did. An error names those the buffer refused too (they are lost with the process).
+ */
+export async function handBackBeforeStop(
+  buffer: UsageBuffer,
+  held: { claimed: number; leave: boolean; rows: readonly NewUsageEventRow[] },
+  log: Logger,
+  mayBeStored: (row: NewUsageEventRow) => boolean = () => false,
+): Promise<void> {
+  if (held.claimed > 0 && held.leave) {
+    log.warn("usage rows whose write may have committed are left in this instance's claim: another instance takes them over once its lease expires", { rows: held.claimed });
+  } else if (held.claimed > 0) {
+    await buffer.release().catch((error: unknown) => log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: causeMessage(error) }));
+  }
+  if (held.rows.length === 0) return;
+  const lost = await handOver(buffer, held.rows, (row) => (mayBeStored(row) ? "unsure" : "copy"));
   if (lost.length === 0) return;
   log.error("usage rows could not be written nor handed to Redis before stopping: they are lost", {
     rows: lost.length,

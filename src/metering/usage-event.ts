@@ -1,6 +1,7 @@
 import type { Admission } from "./admission.ts";
 import type { Usage, UsageSource } from "../formats/usage.ts";
 import type { LoggedCall } from "./request-log.ts";
+import type { NewRequestLogRow } from "../store/store.ts";
 
 /** What the gateway reports when a model call ends. */
 export interface UsageEvent {
@@ -31,4 +32,42 @@ export interface UsageEvent {
 /** Receives every completed call; metering charges it, then it is stored. */
 export interface UsageSink {
   record(event: UsageEvent): void;
+}
+
+/** The sink that stores what metering settled (usage-recorder.ts): usage rows, request-log rows and keys' health figures. */
+export interface UsageRecorder extends UsageSink {
+  /**
+   * A call the router refused before it went upstream (403, 400, 429, …): only its
+   * request-log row, written with the next batch; no usage row, nothing charged.
+   */
+  refused(row: NewRequestLogRow): void;
+  /** Writes everything pending now (shutdown, tests); resolves once it is stored. */
+  flush(): Promise<void>;
+  /** Stops the timer and writes what is pending. */
+  stop(): Promise<void>;
+  /**
+   * Called after each committed write of rows held in this process with the credit
+   * charged per account (nano-credits) and the ledger's version after them (see
+   * `CreditState.flushed`). Rows drained from a durable buffer note their charges
+   * through the buffer instead (`UsageBuffer.done`).
+   */
+  onCharged(listener: (charged: ReadonlyMap<number, number>, version: number | undefined) => void): void;
+  /** Charges of rows the database refused (usage-writer.ts): they will never reach the ledger. */
+  onSetAside(listener: (charges: ReadonlyMap<number, number>) => void): void;
+  /** Rows settled and not yet in the database (in this process, and in the buffer as last seen). */
+  backlog(): number;
+  /**
+   * Of those, rows a write of this process may have stored (its commit's answer was lost):
+   * only this process knows nobody released their charge, so a crash now leaves it counted
+   * as unwritten (a clean stop hands them over flagged to be released).
+   */
+  unsureHere(): number;
+  /** Of those, the rows kept on disk while the database is away (the spool). */
+  onDisk(): number;
+  /** Whether the backlog reached its bound: model calls are then refused (503 naming PostgreSQL). */
+  full(): boolean;
+  /** Stops the timer and writes nothing more, handing nothing back: what a killed process leaves (tests). */
+  halt(): void;
+  /** How many writes of provider keys' health figures this process committed: a reader's cache is stale once it moves. */
+  keyHealthWrites(): number;
 }

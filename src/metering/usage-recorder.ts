@@ -2,50 +2,19 @@ import type { Clock } from "../core/clock.ts";
 import { runQueuedAfterAnswer } from "../core/after-answer.ts";
 import { causeMessage } from "../core/errors.ts";
 import { outage, type Logger } from "../core/log.ts";
-import type { NewRequestLogRow, NewUsageEventRow, Store } from "../store/store.ts";
+import type { NewUsageEventRow, Store } from "../store/store.ts";
 import { requestLogRow } from "./request-log.ts";
-import type { UsageSink } from "./usage-event.ts";
+import type { UsageRecorder } from "./usage-event.ts";
 import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
 import { createUsageWriter, PartlyWritten, type Written } from "./usage-writer.ts";
-import { handOver, handOverBeforeStop, type UsageBuffer } from "./usage-buffer.ts";
+import { handOver, handBackBeforeStop, type UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { usageRow } from "./usage-batch.ts";
 import { UnsureRows } from "./unsure-rows.ts";
 import { WritesUnderWay } from "./charge-writes.ts";
 
-export type { UsageEvent, UsageSink } from "./usage-event.ts";
-
-export interface UsageRecorder extends UsageSink {
-  /**
-   * A call the router refused before it went upstream (403, 400, 429, …): only its
-   * request-log row, written with the next batch; no usage row, nothing charged.
-   */
-  refused(row: NewRequestLogRow): void;
-  /** Writes everything pending now (shutdown, tests); resolves once it is stored. */
-  flush(): Promise<void>;
-  /** Stops the timer and writes what is pending. */
-  stop(): Promise<void>;
-  /**
-   * Called after each committed write of rows held in this process with the credit
-   * charged per account (nano-credits) and the ledger's version after them (see
-   * `CreditState.flushed`). Rows drained from a durable buffer note their charges
-   * through the buffer instead (`UsageBuffer.done`).
-   */
-  onCharged(listener: (charged: ReadonlyMap<number, number>, version: number | undefined) => void): void;
-  /** Charges of rows the database refused (usage-writer.ts): they will never reach the ledger. */
-  onSetAside(listener: (charges: ReadonlyMap<number, number>) => void): void;
-  /** Rows settled and not yet in the database (in this process, and in the buffer as last seen). */
-  backlog(): number;
-  /** Of those, the rows kept on disk while the database is away (the spool). */
-  onDisk(): number;
-  /** Whether the backlog reached its bound: model calls are then refused (503 naming PostgreSQL). */
-  full(): boolean;
-  /** Stops the timer and writes nothing more, handing nothing back: what a killed process leaves (tests). */
-  halt(): void;
-  /** How many writes of provider keys' health figures this process committed: a reader's cache is stale once it moves. */
-  keyHealthWrites(): number;
-}
+export type { UsageEvent, UsageRecorder, UsageSink } from "./usage-event.ts";
 
 /** Rows waiting for the database before model calls are refused (docs/architecture.md, "Store on PostgreSQL"). */
 export const DEFAULT_BACKLOG_LIMIT = 100_000;
@@ -130,10 +99,10 @@ export function createUsageRecorder(deps: {
     if (charges.size > 0) for (const listener of setAsideListeners) listener(charges);
   };
   /** The batch's rows, their daily rollups, the charges and the keys' health figures (usage-writer.ts). */
-  const write = async (rows: NewUsageEventRow[], check = false, copies?: ReadonlySet<NewUsageEventRow>): Promise<Written> => {
+  const write = async (rows: NewUsageEventRow[], check = false, copies?: ReadonlySet<NewUsageEventRow>, claim?: { id: string; retry: boolean }): Promise<Written> => {
     const healthRows = health.take();
     try {
-      const written = await writer.write(rows, healthRows, check, copies);
+      const written = await writer.write(rows, healthRows, check, copies, claim);
       if (healthRows.length > 0) healthWrites++;
       announceSetAside(written.setAside);
       // Every row's charge is now in the ledger, whoever wrote it: all of them stop being held.
@@ -199,8 +168,9 @@ export function createUsageRecorder(deps: {
     return done;
   };
 
-  /** Rows of this process's claim that could not be written yet (they wait in the buffer). */
+  /** Rows of this process's claim that could not be written yet (they wait in the buffer), and the claim's id. */
   let claimed = 0;
+  let claimId: string | undefined;
   /**
    * Claims a batch from the durable buffer and writes it, after the writes before it.
    * A batch that fails stays claimed, and the next claim retries it (checked against the
@@ -220,6 +190,7 @@ export function createUsageRecorder(deps: {
       waiting = batch.waiting;
       // What this process holds is what the claim handed it: nothing, when a claim it held was lost (Redis restarted).
       claimed = batch.rows.length;
+      claimId = batch.claim;
       if (batch.rows.length === 0) return "idle";
       const check = batch.rows.some((row) => row.retried);
       const copies = new Set<NewUsageEventRow>();
@@ -229,7 +200,7 @@ export function createUsageRecorder(deps: {
       });
       let written: Written;
       try {
-        written = await write(rows, check, copies);
+        written = await write(rows, check, copies, batch.claim === undefined ? undefined : { id: batch.claim, retry: batch.retry === true });
       } catch (error) {
         failed("usage rows could not be written; they wait in Redis and are retried shortly", { rows: rows.length, waiting, error: causeMessage(error) });
         return "failed";
@@ -240,6 +211,7 @@ export function createUsageRecorder(deps: {
         failed("written usage rows could not be cleared from Redis; the next claim checks them", { rows: rows.length, error: causeMessage(error) });
         return "failed";
       }
+      if (batch.claim !== undefined) writer.forget(batch.claim);
       claimed = 0;
       succeeded();
       // A backlog (a full batch claimed, or a batch's worth still waiting): claim again at
@@ -373,11 +345,10 @@ export function createUsageRecorder(deps: {
     async stop() {
       clearInterval(timer);
       await flush();
-      // What this process could not write goes back to the buffer for the others, at once.
-      if (buffer && claimed > 0) await buffer.release().catch((error: unknown) => deps.log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: causeMessage(error) }));
-      // Rows whose append failed and the database refused too (Redis and the database both
-      // away for a moment): handed to the buffer now, as copies (Redis may hold them already).
-      if (buffer && pending.length > 0) await handOverBeforeStop(buffer, pending.splice(0), deps.log);
+      if (buffer) {
+        const leave = claimId !== undefined && writer.mayHaveCommitted(claimId);
+        await handBackBeforeStop(buffer, { claimed, leave, rows: pending.splice(0) }, deps.log, writer.mayHaveStored);
+      }
       // Rows the database still refuses stay in the spool for the next start.
       if (spool?.keeping && pending.length > 0) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", { rows: pending.length });
       spool?.close();
@@ -391,6 +362,7 @@ export function createUsageRecorder(deps: {
     backlog,
     onDisk: () => spool?.size ?? 0,
     full: () => backlog() >= backlogLimit,
+    unsureHere: () => pending.filter(writer.mayHaveStored).length,
     halt() {
       clearInterval(timer);
     },

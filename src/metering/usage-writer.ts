@@ -1,7 +1,7 @@
 import type { Clock } from "../core/clock.ts";
 import { causeMessage } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
-import { usageRowIdentity, type NewKeyHealthRow, type NewUsageEventRow, type Store } from "../store/store.ts";
+import { usageRowIdentity, type ClaimWritten, type NewKeyHealthRow, type NewUsageEventRow, type Store } from "../store/store.ts";
 import { chargesOf, dailyRollups } from "./usage-batch.ts";
 
 /**
@@ -34,6 +34,20 @@ export interface Written {
 }
 
 /**
+ * A claim of usage rows from Redis being written: its id, whether it was made before (a
+ * write of it may have committed), and, for the note of a claim written one row at a
+ * time, the rows those writes released.
+ */
+interface ClaimOfRows {
+  id: string;
+  retry: boolean;
+  released?: readonly NewUsageEventRow[];
+}
+
+/** Notes of claims whose clearing from Redis was never seen go after this long (a week). */
+const CLAIM_NOTE_MS = 7 * 86_400_000;
+
+/**
  * Writes batches of usage rows: each batch's rows, their daily rollups, the credit they
  * charge and the keys' health figures, in one transaction. A batch the database refuses
  * for one of its values (`store.refusedRow`: a number out of range, a character it cannot
@@ -52,12 +66,29 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
   /** Forgets what no retry came back for (the batch was taken over, or Redis lost it). */
   const OWN_UNSURE_MS = 600_000;
 
-  /** Writes the rows in one transaction; resolves with the rows whose charge is no longer held (see `settled`). */
-  const transaction = (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>) => {
+  /** Notes of claims cleared from Redis, dropped by the next write (`usage_claim_writes`). */
+  let forgetting: string[] = [];
+  /** Claims a write of which failed once all its statements ran: its commit may have happened. */
+  const mayHaveCommitted = new Set<string>();
+
+  /**
+   * Writes the rows in one transaction; resolves with the rows whose charge is no longer
+   * held (see `settled`), or, for a claim an earlier write of which committed, with what
+   * that write released (`replayed`: nothing is written again).
+   */
+  const transaction = (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>, claim?: ClaimOfRows) => {
     let inserted: readonly NewUsageEventRow[] = [];
+    let ran = false;
     const own = new Set<string>();
+    const forgotten = forgetting;
     return deps.store
-      .transaction(async (tx) => {
+      .transaction(async (tx): Promise<{ released: NewUsageEventRow[]; version: number | undefined; replayed?: ClaimWritten }> => {
+        if (forgotten.length > 0 || claim) await tx.usage.forgetClaims(forgotten, now - CLAIM_NOTE_MS);
+        const replayed = claim?.retry ? await tx.usage.claimWritten(claim.id) : undefined;
+        if (replayed) {
+          if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
+          return { released: [], version: replayed.version, replayed };
+        }
         // The database writes each row once (its identity is a unique key), whoever else writes it, in any order.
         const fresh = await tx.usage.insert(rows);
         inserted = fresh;
@@ -83,14 +114,25 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
         if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
         // The rows' ids are given out one transaction at a time: the newest is this write's version.
         const version = fresh.length > 0 && released.length === fresh.length ? await tx.usage.latestId() : undefined;
+        if (claim) await tx.usage.recordClaim(claim.id, claim.released ? { charged: chargesOf(claim.released), version: undefined } : { charged: chargesOf(released), version }, now);
+        ran = true;
         return { released, version };
       })
       .then(
         (result) => {
+          if (claim) mayHaveCommitted.delete(claim.id);
+          if (forgotten.length > 0) forgetting = forgetting.filter((id) => !forgotten.includes(id));
           for (const identity of own) ownUnsure.delete(identity);
+          // Rows written now were not stored by the failed write: nothing is left unsure of them.
+          if (ownUnsure.size > 0) for (const row of inserted) ownUnsure.delete(usageRowIdentity(row));
           return result;
         },
         (error: unknown) => {
+          // A claim's write that failed is retried as that claim, and finds its note if it committed.
+          if (claim) {
+            if (ran) mayHaveCommitted.add(claim.id);
+            throw error;
+          }
           const at = Date.now();
           for (const [identity, since] of ownUnsure) if (at - since > OWN_UNSURE_MS) ownUnsure.delete(identity);
           for (const row of inserted) ownUnsure.set(usageRowIdentity(row), at);
@@ -108,7 +150,7 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
   let proven = false;
 
   /** The rows one at a time, then the health figures. */
-  const writeApart = async (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>): Promise<Written> => {
+  const writeApart = async (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>, claim?: ClaimOfRows): Promise<Written> => {
     const written: NewUsageEventRow[] = [];
     const refused: Array<{ row: NewUsageEventRow; error: unknown }> = [];
     for (let i = 0; i < rows.length; i++) {
@@ -133,9 +175,10 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       });
       return row;
     });
-    if (healthRows.length > 0) {
+    // A claim's note goes with the health figures: what its rows released, one at a time.
+    if (healthRows.length > 0 || claim) {
       try {
-        await transaction([], healthRows, false, now);
+        await transaction([], healthRows, false, now, undefined, claim && { id: claim.id, retry: false, released: written });
       } catch (error) {
         if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), [], error, chargesOf(setAside));
         deps.log.error("keys' health figures the database refuses are set aside", { keys: healthRows.length, error: causeMessage(error) });
@@ -151,17 +194,34 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
      * them (a `copies` row only when it was written itself), and what the rows set aside would have.
      * Throws the database's error when nothing was written, PartlyWritten when some was.
      */
-    async write(rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, copies?: ReadonlySet<NewUsageEventRow>): Promise<Written> {
+    async write(rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, copies?: ReadonlySet<NewUsageEventRow>, claim?: { id: string; retry: boolean }): Promise<Written> {
       const now = deps.clock.now();
       try {
-        const { released, version } = await transaction(rows, healthRows, check, now, copies);
+        const { released, version, replayed } = await transaction(rows, healthRows, check, now, copies, claim);
+        if (replayed) {
+          deps.log.info("a claim of usage rows written before without its answer arriving is not written again", { claim: claim?.id ?? "", rows: rows.length });
+          return { charged: new Map(replayed.charged), setAside: new Map(), version: replayed.version };
+        }
         if (rows.length > 0) proven = true;
         return { charged: chargesOf(released), setAside: new Map(), version };
       } catch (error) {
         if (!deps.store.refusedRow(error)) throw error;
       }
-      return writeApart(rows, healthRows, check, now, copies);
+      // Written one row at a time, the rows' transactions note nothing; the last one notes the claim.
+      return writeApart(rows, healthRows, check, now, copies, claim);
     },
+    /** A claim cleared from Redis: its note goes with the next write. */
+    forget(claim: string): void {
+      mayHaveCommitted.delete(claim);
+      forgetting.push(claim);
+    },
+    /**
+     * Whether a write of the claim may have committed without its answer arriving: handed
+     * back to the queue its rows would lose the claim's note, so it is left to be taken over.
+     */
+    mayHaveCommitted: (claim: string): boolean => mayHaveCommitted.has(claim),
+    /** Whether a failed write of this process inserted the row (its commit's answer may have been lost). */
+    mayHaveStored: (row: NewUsageEventRow): boolean => ownUnsure.has(usageRowIdentity(row)),
   };
 }
 

@@ -223,7 +223,23 @@ export interface UsageStore {
   events(afterId: number, limit: number): Promise<UsageEventRow[]>;
   /** The newest usage row's id (0 when none): the ledger's version after a usage write (see `CreditStore.ledgerBalance`). */
   latestId(): Promise<number>;
+  /** Notes, in a claim's write, what it released (`usage_claim_writes`). */
+  recordClaim(claim: string, written: ClaimWritten, now: number): Promise<void>;
+  /** What an earlier write of a claim released, when that write committed. */
+  claimWritten(claim: string): Promise<ClaimWritten | undefined>;
+  /** Drops the notes of claims cleared from Redis, and any made before `before` (ms). */
+  forgetClaims(claims: readonly string[], before: number): Promise<void>;
 }
+
+/** What a claim's write released: charges per account, and the ledger's version when one write made them all. */
+export interface ClaimWritten {
+  charged: ReadonlyMap<number, number>;
+  version: number | undefined;
+}
+
+/** A claim's charges as stored (JSON pairs), and back. */
+export const claimChargesText = (charged: ReadonlyMap<number, number>) => JSON.stringify([...charged]);
+export const claimChargesOf = (text: string): Map<number, number> => new Map((JSON.parse(text) as Array<[number, number]>).map(([account, amount]) => [Number(account), Number(amount)]));
 
 /** What tells one usage row from another: a request may leave several (attempts), never two alike. */
 export function usageRowIdentity(row: Pick<NewUsageEventRow, "requestId" | "createdAt" | "endpoint" | "status">): string {

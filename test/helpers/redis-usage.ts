@@ -12,7 +12,8 @@ import { waitFor } from "./router.ts";
 export async function usageRowsInRedis(redis: RedisClient, prefix = "router:"): Promise<number> {
   return Number(
     await redis.send("EVAL", [
-      "local n = redis.call('LLEN', KEYS[1]) for _, claim in ipairs(redis.call('KEYS', ARGV[1])) do n = n + redis.call('LLEN', claim) end return n",
+      // A claim's rows, without its id (`#…`, its first element).
+      "local n = redis.call('LLEN', KEYS[1]) for _, claim in ipairs(redis.call('KEYS', ARGV[1])) do for _, row in ipairs(redis.call('LRANGE', claim, 0, -1)) do if string.sub(row, 1, 1) ~= '#' then n = n + 1 end end end return n",
       "1",
       `${prefix}usage:queue`,
       `${prefix}usage:claim:*`,

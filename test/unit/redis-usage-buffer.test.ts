@@ -184,6 +184,34 @@ if (!servicesSkipped) {
       }
     });
 
+    test("a claim has an id: the same when retried or taken over, a new one for the next claim; rows handed back leave it behind; an unsure row comes back checked", async () => {
+      const instance = await bufferOnFreshPrefix();
+      const { server, prefix, connection, buffer } = instance;
+      const { connection: otherConnection, buffer: otherBuffer } = await bufferOnFreshPrefix(prefix);
+      const admin = new RedisClient(server.url);
+      try {
+        await buffer.append(row("a"));
+        await buffer.append(row("b"), "unsure");
+        const first = await buffer.claim(100);
+        expect(first.claim).toMatch(/^#\d+\.\d+\.\d+$/);
+        expect([first.retry, first.rows.map((r) => [r.requestId, r.retried === true, r.copy === true])]).toEqual([false, [["a", false, false], ["b", true, false]]]);
+        // Not done: the next claim is the same one, retried.
+        const again = await buffer.claim(100);
+        expect([again.claim, again.retry, again.rows.map((r) => r.requestId)]).toEqual([first.claim, true, ["a", "b"]]);
+        // Handed back: the rows go to the queue without the id, and the next claim has a new one.
+        await buffer.release();
+        expect(((await admin.send("LRANGE", [`${prefix}usage:queue`, "0", "-1"])) as string[]).some((text) => text.startsWith("#"))).toBe(false);
+        const other = await otherBuffer.claim(100);
+        expect(other.claim).toMatch(/^#/);
+        expect(other.claim).not.toBe(first.claim);
+        expect(other.rows.map((r) => r.requestId)).toEqual(["a", "b"]);
+      } finally {
+        admin.close();
+        otherConnection.close();
+        connection.close();
+      }
+    });
+
     test("copies queued again after one restart are queued again after a second one, before any was claimed", async () => {
       const instance = await bufferOnFreshPrefix();
       const { server, connection, buffer } = instance;
@@ -221,7 +249,9 @@ if (!servicesSkipped) {
         expect((await buffer.claim(100)).rows.map((r) => r.requestId)).toEqual(["mine"]);
         // The claim's writer is alive: the other process finds nothing to take.
         expect((await otherBuffer.claim(100)).rows).toEqual([]);
-        expect(await admin.send("LRANGE", [`${prefix}usage:claim:${state.owner}`, "0", "-1"])).toHaveLength(1);
+        // Still this process's claim: its id, then its row.
+        const held = (await admin.send("LRANGE", [`${prefix}usage:claim:${state.owner}`, "0", "-1"])) as string[];
+        expect(held.filter((text) => !text.startsWith("#"))).toHaveLength(1);
       } finally {
         admin.close();
         otherConnection.close();
@@ -277,6 +307,25 @@ if (!servicesSkipped) {
         expect(await state.credit.held(7)).toBe(0);
         expect(await state.counts.read(credit, Date.now())).toBe(900);
       } finally {
+        connection.close();
+      }
+    });
+
+    test("clearing a claim no longer there (another process took it over meanwhile) takes no charge off", async () => {
+      const { server, prefix, connection, state, buffer } = await bufferOnFreshPrefix();
+      const admin = new RedisClient(server.url);
+      try {
+        const credit = { kind: "credit", accountId: 8 } as const;
+        await state.counts.adjust([{ counter: credit, release: 0, charge: 100 }]);
+        await Bun.sleep(30);
+        await buffer.append(row("late"));
+        expect((await buffer.claim(100)).rows).toHaveLength(1);
+        // Taken over: the claim moved to another owner, who clears it and takes the charge off once.
+        await admin.send("RENAME", [`${prefix}usage:claim:${state.owner}`, `${prefix}usage:claim:someone-else`]);
+        await buffer.done(new Map([[8, 100]]), undefined);
+        expect(await state.credit.held(8)).toBe(100);
+      } finally {
+        admin.close();
         connection.close();
       }
     });

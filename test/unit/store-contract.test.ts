@@ -569,6 +569,28 @@ describe.each(implementations)("store: %s", (name, implementation) => {
     });
   });
 
+  describe("claims' writes", () => {
+    test("a claim's write notes what it released, in its transaction; the note is read back, and dropped by claim or by age", async () => {
+      const store = await fresh();
+      expect(await store.usage.claimWritten("#1")).toBeUndefined();
+      await store.transaction((tx) => tx.usage.recordClaim("#1", { charged: new Map([[3, 2 ** 40], [4, 5]]), version: 77 }, T0));
+      await store.usage.recordClaim("#2", { charged: new Map(), version: undefined }, T0 + 10);
+      // A rolled-back write leaves no note.
+      await expect(store.transaction(async (tx) => {
+        await tx.usage.recordClaim("#3", { charged: new Map([[1, 1]]), version: 1 }, T0);
+        throw new Error("rolled back");
+      })).rejects.toThrow("rolled back");
+      expect(await store.usage.claimWritten("#1")).toEqual({ charged: new Map([[3, 2 ** 40], [4, 5]]), version: 77 });
+      expect(await store.usage.claimWritten("#2")).toEqual({ charged: new Map(), version: undefined });
+      expect(await store.usage.claimWritten("#3")).toBeUndefined();
+      await store.usage.forgetClaims(["#1"], 0);
+      expect(await store.usage.claimWritten("#1")).toBeUndefined();
+      expect(await store.usage.claimWritten("#2")).toBeDefined();
+      await store.usage.forgetClaims([], T0 + 11);
+      expect(await store.usage.claimWritten("#2")).toBeUndefined();
+    });
+  });
+
   describe("request log", () => {
     const call = (n: number, fields: Partial<NewRequestLogRow> = {}): NewRequestLogRow => ({
       requestId: `req_${n}`, tenantId: 0, accountId: 1, createdAt: T0 + n, family: "openai", endpoint: "/v1/chat/completions",

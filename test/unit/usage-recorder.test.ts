@@ -315,9 +315,9 @@ test("stopping while Redis took no row and the database is away: the rows waitin
   let redisUp = false;
   const handed: Array<{ id: string; copy: boolean }> = [];
   const buffer = fakeBuffer({
-    async append(row, copy = false) {
+    async append(row, flag) {
       if (!redisUp) throw new Error("Redis unreachable");
-      handed.push({ id: row.requestId, copy });
+      handed.push({ id: row.requestId, copy: flag === "copy" });
     },
   });
   const logs: string[] = [];
@@ -410,10 +410,10 @@ test("a row whose append failed is sent to Redis again, as a copy, before it wou
   let failures = 1;
   const sent: Array<{ id: string; copy: boolean }> = [];
   const buffer = fakeBuffer({
-    async append(row, copy = false) {
+    async append(row, flag) {
       // The first command after a dropped connection fails; the next one connects again.
       if (failures-- > 0) throw new Error("Redis RPUSH failed: Connection closed");
-      sent.push({ id: row.requestId, copy });
+      sent.push({ id: row.requestId, copy: flag === "copy" });
     },
   });
   const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
@@ -430,6 +430,111 @@ test("a row whose append failed is sent to Redis again, as a copy, before it wou
     expect(recorder.backlog()).toBe(0);
   } finally {
     await recorder.stop();
+    store.close();
+  }
+});
+
+test("a claim whose write committed without its answer, left by a clean stop and taken over: the note of what it released is replayed, a copy it stored included", async () => {
+  const store = openSqliteStore(join(dir, "claim-note.db"));
+  let loseNext = true;
+  let down = false;
+  const lossy = withTransactions(store, async (body, run) => {
+    if (down) throw new Error("database down");
+    const result = await run(body);
+    if (loseNext) {
+      loseNext = false;
+      // The commit happened; its answer is lost, and the database goes away.
+      down = true;
+      throw new Error("connection lost during COMMIT");
+    }
+    return result;
+  });
+  const day = createClock("UTC").businessDate();
+  // One claim in Redis: a copy (sent again after a reconnection) and a row, under id #7.
+  const claimed = () => [{ ...usageRow(usageEvent(0, 500), day), retried: true, copy: true }, usageRow(usageEvent(1, 700), day)];
+  let claims = 0;
+  const done: number[] = [];
+  let released = false;
+  const buffer = fakeBuffer({
+    // Made by the first instance, then (its writer gone, its lease over) taken over by the second.
+    claim: async () => {
+      claims++;
+      // Once it is cleared, one more claim, then nothing.
+      if (done.length === 1) return { rows: [usageRow(usageEvent(2, 1), day)], waiting: 0, claim: "#8", retry: false };
+      if (done.length > 1) return { rows: [], waiting: 0 };
+      if (claims === 1) return { rows: claimed(), waiting: 0, claim: "#7", retry: false };
+      return { rows: claimed().map((row) => ({ ...row, retried: true })), waiting: 0, claim: "#7", retry: true };
+    },
+    done: async (charged) => void done.push(charged.get(1) ?? 0),
+    release: async () => void (released = true),
+  });
+  const logs: string[] = [];
+  const first = createUsageRecorder({ store: lossy, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)), buffer });
+  await first.flush().catch(() => {});
+  expect(claims).toBe(1);
+  expect(done).toEqual([]);
+  // Stopping with the database still away: its retry fails before writing anything.
+  await first.stop();
+  expect(done).toEqual([]);
+  // Handed back to the queue, its rows would lose the claim's note: it is left to be taken over.
+  expect(released).toBe(false);
+  expect(logs.some((line) => line.includes("left in this instance's claim"))).toBe(true);
+
+  const second = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
+  try {
+    await second.flush();
+    // Nothing written again; both charges released once, the copy's (which the first write stored) included.
+    expect((await store.usage.events(0, 100)).map((row) => row.requestId)).toEqual(["req-0", "req-1", "req-2"]);
+    expect(await store.credit.balance(1, Date.now())).toBe(-1201);
+    // The note goes with the next write once the claim is cleared.
+    expect(done).toEqual([1200, 1]);
+    expect(await store.usage.claimWritten("#7")).toBeUndefined();
+    expect(await store.usage.claimWritten("#8")).toBeDefined();
+  } finally {
+    await second.stop();
+    store.close();
+  }
+});
+
+test("stopping with rows a lost commit of this process may have stored: they are handed to Redis flagged to be released where found stored, the others as copies", async () => {
+  const store = openSqliteStore(join(dir, "hand-over-unsure.db"));
+  let loseNext = true;
+  let down = false;
+  const lossy = withTransactions(store, async (body, run) => {
+    if (down) throw new Error("database down");
+    const result = await run(body);
+    if (loseNext) {
+      loseNext = false;
+      down = true;
+      throw new Error("connection lost during COMMIT");
+    }
+    return result;
+  });
+  let redisUp = false;
+  const handed: Array<{ id: string; flag: string }> = [];
+  const buffer = fakeBuffer({
+    async append(row, flag) {
+      if (!redisUp) throw new Error("Redis unreachable");
+      handed.push({ id: row.requestId, flag: flag ?? "" });
+    },
+  });
+  const recorder = createUsageRecorder({ store: lossy, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
+  try {
+    recorder.record(usageEvent(0, 500));
+    await recorder.flush();
+    // Written from here (Redis away), committed, its answer lost: the row waits, maybe stored.
+    expect(recorder.unsureHere()).toBe(1);
+    recorder.record(usageEvent(1, 700));
+    await recorder.flush();
+    expect(recorder.backlog()).toBe(2);
+    expect(recorder.unsureHere()).toBe(1);
+    redisUp = true;
+    await recorder.stop();
+    expect(handed.sort((x, y) => x.id.localeCompare(y.id))).toEqual([
+      { id: "req-0", flag: "unsure" },
+      { id: "req-1", flag: "copy" },
+    ]);
+  } finally {
     store.close();
   }
 });

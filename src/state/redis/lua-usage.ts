@@ -6,13 +6,16 @@ import { PRELUDE } from "./lua.ts";
 /**
  * Usage rows waiting for the database (a list of JSON rows, oldest first) and what each
  * process claimed of them to write (its own list, its owner id in the claims set).
- * P = {queue, claims, claimPrefix, max}. Answers {kind, waiting, row…}: 'retry' with the
+ * P = {queue, claims, claimPrefix, max}. Answers {kind, waiting, id, row…}: 'retry' with the
  * rows of an unfinished claim (this process's own, or one a dead process left: its lease
  * expired), which may be in the database already; 'new' with up to max rows moved from
  * the queue to this process's claim; 'none' when nothing waits. `waiting` is the queue's
  * length after the claim. A process that holds a claim renews its lease here: after a
  * Redis restart its lease key is gone until its next heartbeat (a third of the lease),
  * and meanwhile another process would take over a claim its living writer is writing.
+ * A claim's id (`#<Redis time>.<n>`, n from a counter beside the queue) is its list's first element:
+ * whoever writes the claim, its writer or another after it died, notes under it what
+ * the write released (`usage_claim_writes`), and a retry finds that note.
  */
 export const USAGE_CLAIM = script(`${PRELUDE}
 local mine = P.claimPrefix .. OWNER
@@ -36,10 +39,13 @@ end
 local rows = redis.call('LRANGE', P.queue, 0, P.max - 1)
 if #rows == 0 then return { 'none', 0 } end
 redis.call('LTRIM', P.queue, #rows, -1)
-redis.call('RPUSH', mine, unpack(rows))
+-- Redis's time keeps ids apart across a restart that lost the counter.
+local now = redis.call('TIME')
+local id = '#' .. now[1] .. '.' .. now[2] .. '.' .. redis.call('INCR', P.queue .. ':claims')
+redis.call('RPUSH', mine, id, unpack(rows))
 redis.call('SADD', P.claims, OWNER)
 touch()
-return { 'new', redis.call('LLEN', P.queue), unpack(rows) }
+return { 'new', redis.call('LLEN', P.queue), id, unpack(rows) }
 `);
 
 /**
@@ -55,8 +61,11 @@ local rows = redis.call('LRANGE', mine, 0, -1)
 -- already (a copy, 'S', is checked by whoever claims it) keeps its flag.
 for i = #rows, 1, -1 do
   local row = rows[i]
-  if string.sub(row, 1, 1) == '{' then row = 'R' .. row end
-  redis.call('LPUSH', P.queue, row)
+  local first = string.sub(row, 1, 1)
+  if first ~= '#' then
+    if first == '{' then row = 'R' .. row end
+    redis.call('LPUSH', P.queue, row)
+  end
 end
 redis.call('DEL', mine)
 redis.call('SREM', P.claims, OWNER)

@@ -334,7 +334,7 @@ return { 'ok' }
  * v?: ledger version they were written at, now: when, drop?: [claim list, claims set]}. With drop, the
  * drained claim of usage rows whose charges these are goes in the same step: a process
  * dying in between can neither leave the charges counted as unwritten for good nor have
- * them written off twice. A balance read at version v or later holds them already;
+ * them written off twice; a claim no longer there takes nothing off. A balance read at version v or later holds them already;
  * without v, the balance is dropped (read again at its next use).
  */
 export const CREDIT = script(`${PRELUDE}${COUNTERS}
@@ -342,8 +342,11 @@ if P.op == 'held' then
   return str((num(redis.call('HGET', P.key, 'unflushed')) or 0) + credit_reserved(P.key))
 end
 if P.drop ~= nil then
-  redis.call('DEL', P.drop[1])
+  local held = redis.call('DEL', P.drop[1])
   redis.call('SREM', P.drop[2], OWNER)
+  -- The claim is gone: its charges were taken off by whoever took it over (this process's
+  -- lease expired meanwhile), or Redis lost them with it (a restart).
+  if held == 0 then return 'gone' end
 end
 for _, pair in ipairs(P.charges) do
   local key, amount = pair[1], pair[2]

@@ -79,7 +79,7 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
   const catchUpAfter = (): Promise<void> | undefined => (redis.connects() === seenConnects ? undefined : reconciled());
 
   return {
-    async append(row, copy = false) {
+    async append(row, flag) {
       const catchingUp = reconciled();
       if (catchingUp) await catchingUp;
       // After the settlement that counted the row's charge as unwritten (gathered for up to
@@ -87,7 +87,8 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       const settling = state.settlementsApplied();
       if (settling) await settling;
       const text = JSON.stringify(row);
-      await redis.send("RPUSH", [keys.queue, copy ? `S${text}` : text]);
+      // Flagged as a claim reads them: 'S' a copy, 'R' a row to check (as one handed back).
+      await redis.send("RPUSH", [keys.queue, flag === "copy" ? `S${text}` : flag === "unsure" ? `R${text}` : text]);
       sent.add(text, Date.now(), redis.connects());
       // The row is in Redis: a failure to catch up must not hand it back (it would be written twice); the next call tries again.
       await catchUpAfter()?.catch(() => {});
@@ -104,6 +105,8 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
         // Nothing was waiting on the new Redis: the copies just sent are this claim's.
         if (texts.length === 0) [kind, waiting, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
       }
+      // A claim's id leads its rows (none on a claim an older router made).
+      const claim = texts[0]?.startsWith("#") ? texts.shift() : undefined;
       const retried = kind === "retry" || checking || reconnected;
       if (checking && !reconnected && Number(waiting) === 0) checking = false;
       const rows = texts.map((text) => {
@@ -117,7 +120,7 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
         if (copy) row.copy = true;
         return row;
       });
-      return { rows, waiting: Number(waiting) };
+      return { rows, waiting: Number(waiting), claim, retry: kind === "retry" };
     },
     done: (charged, version) => state.flushedClaim(charged, version, [keys.claimPrefix + state.owner, keys.claims]),
     async release() {

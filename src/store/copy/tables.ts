@@ -44,6 +44,7 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   { name: "upstream_objects", sqlite: lite.upstreamObjects, postgres: pg.upstreamObjects, key: [lite.upstreamObjects.objectId] },
   { name: "request_log", sqlite: lite.requestLog, postgres: pg.requestLog, key: [lite.requestLog.requestId] },
   { name: "key_health", sqlite: lite.keyHealth, postgres: pg.keyHealth, key: [lite.keyHealth.keyId] },
+  { name: "usage_claim_writes", sqlite: lite.usageClaimWrites, postgres: pg.usageClaimWrites, key: [lite.usageClaimWrites.claim] },
   {
     name: "idempotency_keys",
     sqlite: lite.idempotencyKeys,

@@ -1,10 +1,10 @@
 import { and, asc, eq, gt, inArray, like, ne, sql, type SQL } from "drizzle-orm";
-import { rowsWritten, USAGE_IDENTITY_COLUMNS, type Audience, type DayRange, type RollupRow, type UsageStore } from "../store.ts";
+import { claimChargesOf, claimChargesText, rowsWritten, USAGE_IDENTITY_COLUMNS, type Audience, type DayRange, type RollupRow, type UsageStore } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
 import { appendUsageEventValues, memoized, multiRowInsert, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
 import { jsonInsert, storable } from "./json-insert.ts";
 import { accounts } from "./schema/accounts.ts";
-import { usageDaily, usageEvents } from "./schema/usage.ts";
+import { usageClaimWrites, usageDaily, usageEvents } from "./schema/usage.ts";
 
 
 // sum() of int8 is numeric, which the driver hands over as a string.
@@ -86,6 +86,18 @@ export function postgresUsage({ db, atomic }: Scope): UsageStore {
   const membersUnder = (path: string) => audienceMembers(db, { path, includeRoot: true });
   return {
     insert: async (rows) => (rows.length === 0 ? [] : rowsWritten(rows, await atomic((_db, client) => insertEvents(client, rows)))),
+    recordClaim: (claim, written, now) =>
+      atomic(async (_db, client) => {
+        await client.unsafe("INSERT INTO usage_claim_writes (claim, charged, version, created_at) VALUES ($1, $2, $3, $4)", [claim, claimChargesText(written.charged), written.version ?? null, now]);
+      }),
+    async claimWritten(claim) {
+      const [row] = await db.select().from(usageClaimWrites).where(eq(usageClaimWrites.claim, claim));
+      return row ? { charged: claimChargesOf(row.charged), version: row.version ?? undefined } : undefined;
+    },
+    forgetClaims: (claims, before) =>
+      atomic(async (_db, client) => {
+        await client.unsafe("DELETE FROM usage_claim_writes WHERE claim IN (SELECT json_array_elements_text($1::text::json)) OR created_at < $2", [JSON.stringify(claims), before]);
+      }),
     addRollups: (rollups) =>
       atomic(async (_db, client) => {
         const sums = merged(rollups);

@@ -74,3 +74,19 @@ export const usageDaily = sqliteTable(
 );
 
 export type UsageDailyRow = typeof usageDaily.$inferSelect;
+
+/**
+ * What a claim of usage rows from Redis released, written in the transaction that wrote
+ * its rows: a retry of the claim (its writer's, or another's after it died) whose write
+ * committed without its answer arriving releases exactly that, instead of guessing from
+ * the rows it finds stored. Dropped once the claim is cleared from Redis.
+ */
+export const usageClaimWrites = sqliteTable("usage_claim_writes", {
+  /** The claim's id in Redis (`#<n>`, given when the claim was made). */
+  claim: text("claim").primaryKey(),
+  /** The charges released, as JSON `[[accountId, nanos], …]`. */
+  charged: text("charged").notNull(),
+  /** The ledger's version once they were made, when one write made them all. */
+  version: integer("version"),
+  createdAt: integer("created_at").notNull(),
+});

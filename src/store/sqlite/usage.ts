@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, inArray, like, sql, type SQL } from "drizzle-orm";
 import { accounts } from "../schema/accounts.ts";
 import { usageDaily, usageEvents, type NewUsageEventRow } from "../schema/usage.ts";
-import { rowsWritten, USAGE_IDENTITY_COLUMNS, type Audience, type RollupRow, type UsageStore } from "../store.ts";
+import { claimChargesOf, claimChargesText, rowsWritten, USAGE_IDENTITY_COLUMNS, type Audience, type RollupRow, type UsageStore } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
 import { appendUsageEventValues, flatValues, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
@@ -55,10 +55,26 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
     }
   });
   const membersUnder = (path: string) => db.select({ id: accounts.id }).from(accounts).where(like(accounts.path, `${path}%`));
+  const recordClaim = sqlite.prepare<unknown, SqlValue[]>("INSERT INTO usage_claim_writes (claim, charged, version, created_at) VALUES (?, ?, ?, ?)");
+  const claimWritten = sqlite.prepare<{ charged: string; version: number | null }, [string]>("SELECT charged, version FROM usage_claim_writes WHERE claim = ?");
+  const forgetClaim = sqlite.prepare<unknown, [string]>("DELETE FROM usage_claim_writes WHERE claim = ?");
+  const forgetBefore = sqlite.prepare<unknown, [number]>("DELETE FROM usage_claim_writes WHERE created_at < ?");
+  const forgetClaims = sqlite.transaction((claims: readonly string[], before: number) => {
+    for (const claim of claims) forgetClaim.run(claim);
+    forgetBefore.run(before);
+  });
 
   return {
     insert: (rows) => (rows.length === 0 ? [] : insert(rows)),
     addRollups: (rollups) => addRollups(rollups),
+    recordClaim(claim, written, now) {
+      recordClaim.run(claim, claimChargesText(written.charged), written.version ?? null, now);
+    },
+    claimWritten(claim) {
+      const row = claimWritten.get(claim);
+      return row ? { charged: claimChargesOf(row.charged), version: row.version ?? undefined } : undefined;
+    },
+    forgetClaims: (claims, before) => forgetClaims(claims, before),
     periodTotal(of, period) {
       const parts: SQL[] = [period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period)];
       if ("subtreePath" in of) {

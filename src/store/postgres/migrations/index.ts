@@ -6,6 +6,7 @@ import m2 from "./0002_request_log_error.sql" with { type: "text" };
 import m3 from "./0003_key_health.sql" with { type: "text" };
 import m4 from "./0004_idempotency_keys.sql" with { type: "text" };
 import m5 from "./0005_usage_row_identity.sql" with { type: "text" };
+import m6 from "./0006_usage_claim_writes.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_initial", sql: m0 },
@@ -14,4 +15,5 @@ export const migrations: Migration[] = [
   { name: "0003_key_health", sql: m3 },
   { name: "0004_idempotency_keys", sql: m4 },
   { name: "0005_usage_row_identity", sql: m5 },
+  { name: "0006_usage_claim_writes", sql: m6 },
 ];

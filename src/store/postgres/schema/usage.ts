@@ -51,3 +51,11 @@ export const usageDaily = pgTable(
   // text_pattern_ops: month totals scan `day LIKE '2026-03-%'`, which uses it under any collation.
   (t) => [primaryKey({ columns: [t.accountId, t.day, t.model] }), index("usage_daily_day").on(t.day.op("text_pattern_ops"))],
 );
+
+/** The PostgreSQL twin of `usage_claim_writes` (src/store/schema/usage.ts). */
+export const usageClaimWrites = pgTable("usage_claim_writes", {
+  claim: text("claim").primaryKey(),
+  charged: text("charged").notNull(),
+  version: int8("version"),
+  createdAt: int8("created_at").notNull(),
+});
