@@ -44,8 +44,9 @@ interface ClaimOfRows {
   released?: readonly NewUsageEventRow[];
 }
 
-/** Notes of claims whose clearing from Redis was never seen go after this long (a week). */
+/** Notes of claims whose clearing from Redis was never seen go after this long (a week), looked for every ten minutes. */
 const CLAIM_NOTE_MS = 7 * 86_400_000;
+const CLAIM_PRUNE_MS = 600_000;
 
 /**
  * Writes batches of usage rows: each batch's rows, their daily rollups, the credit they
@@ -68,6 +69,8 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
 
   /** Notes of claims cleared from Redis, dropped by the next write (`usage_claim_writes`). */
   let forgetting: string[] = [];
+  /** When notes older than CLAIM_NOTE_MS were last dropped (0: not yet since start). */
+  let prunedAt = 0;
   /** Claims a write of which failed once all its statements ran: its commit may have happened. */
   const mayHaveCommitted = new Set<string>();
 
@@ -83,7 +86,9 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
     const forgotten = forgetting;
     return deps.store
       .transaction(async (tx): Promise<{ released: NewUsageEventRow[]; version: number | undefined; replayed?: ClaimWritten }> => {
-        if (forgotten.length > 0 || claim) await tx.usage.forgetClaims(forgotten, now - CLAIM_NOTE_MS);
+        // Claims cleared since go with this write: in its claim's note's statement, or on their own.
+        const prune = now - prunedAt > CLAIM_PRUNE_MS;
+        if (prune || (forgotten.length > 0 && !claim)) await tx.usage.forgetClaims(forgotten, prune ? now - CLAIM_NOTE_MS : 0);
         const replayed = claim?.retry ? await tx.usage.claimWritten(claim.id) : undefined;
         if (replayed) {
           if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
@@ -114,7 +119,8 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
         if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
         // The rows' ids are given out one transaction at a time: the newest is this write's version.
         const version = fresh.length > 0 && released.length === fresh.length ? await tx.usage.latestId() : undefined;
-        if (claim) await tx.usage.recordClaim(claim.id, claim.released ? { charged: chargesOf(claim.released), version: undefined } : { charged: chargesOf(released), version }, now);
+        if (claim) await tx.usage.recordClaim(claim.id, claim.released ? { charged: chargesOf(claim.released), version: undefined } : { charged: chargesOf(released), version }, now, prune ? [] : forgotten);
+        if (prune) prunedAt = now;
         ran = true;
         return { released, version };
       })

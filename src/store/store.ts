@@ -223,8 +223,8 @@ export interface UsageStore {
   events(afterId: number, limit: number): Promise<UsageEventRow[]>;
   /** The newest usage row's id (0 when none): the ledger's version after a usage write (see `CreditStore.ledgerBalance`). */
   latestId(): Promise<number>;
-  /** Notes, in a claim's write, what it released (`usage_claim_writes`). */
-  recordClaim(claim: string, written: ClaimWritten, now: number): Promise<void>;
+  /** Notes, in a claim's write, what it released (`usage_claim_writes`), and drops the notes of `forget` (claims cleared since). */
+  recordClaim(claim: string, written: ClaimWritten, now: number, forget?: readonly string[]): Promise<void>;
   /** What an earlier write of a claim released, when that write committed. */
   claimWritten(claim: string): Promise<ClaimWritten | undefined>;
   /** Drops the notes of claims cleared from Redis, and any made before `before` (ms). */

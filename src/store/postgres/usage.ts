@@ -86,9 +86,14 @@ export function postgresUsage({ db, atomic }: Scope): UsageStore {
   const membersUnder = (path: string) => audienceMembers(db, { path, includeRoot: true });
   return {
     insert: async (rows) => (rows.length === 0 ? [] : rowsWritten(rows, await atomic((_db, client) => insertEvents(client, rows)))),
-    recordClaim: (claim, written, now) =>
+    // One statement (a round trip less in every claim's transaction): the notes dropped, the new one added.
+    recordClaim: (claim, written, now, forget = []) =>
       atomic(async (_db, client) => {
-        await client.unsafe("INSERT INTO usage_claim_writes (claim, charged, version, created_at) VALUES ($1, $2, $3, $4)", [claim, claimChargesText(written.charged), written.version ?? null, now]);
+        await client.unsafe(
+          `WITH forgotten AS (DELETE FROM usage_claim_writes WHERE claim IN (SELECT json_array_elements_text($5::text::json)))
+           INSERT INTO usage_claim_writes (claim, charged, version, created_at) VALUES ($1, $2, $3, $4)`,
+          [claim, claimChargesText(written.charged), written.version ?? null, now, JSON.stringify(forget)],
+        );
       }),
     async claimWritten(claim) {
       const [row] = await db.select().from(usageClaimWrites).where(eq(usageClaimWrites.claim, claim));

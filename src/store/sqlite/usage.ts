@@ -67,7 +67,8 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
   return {
     insert: (rows) => (rows.length === 0 ? [] : insert(rows)),
     addRollups: (rollups) => addRollups(rollups),
-    recordClaim(claim, written, now) {
+    recordClaim(claim, written, now, forget = []) {
+      for (const id of forget) forgetClaim.run(id);
       recordClaim.run(claim, claimChargesText(written.charged), written.version ?? null, now);
     },
     claimWritten(claim) {
