@@ -88,8 +88,8 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       .transaction(async (tx): Promise<{ released: NewUsageEventRow[]; version: number | undefined; replayed?: ClaimWritten }> => {
         // Claims cleared since go with this write: in its claim's note's statement, or on their own.
         const prune = now - prunedAt > CLAIM_PRUNE_MS;
-        if (prune || (forgotten.length > 0 && !claim)) await tx.usage.forgetClaims(forgotten, prune ? now - CLAIM_NOTE_MS : 0);
         const replayed = claim?.retry ? await tx.usage.claimWritten(claim.id) : undefined;
+        if (prune || (forgotten.length > 0 && (!claim || replayed))) await tx.usage.forgetClaims(forgotten, prune ? now - CLAIM_NOTE_MS : 0);
         if (replayed) {
           if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
           return { released: [], version: replayed.version, replayed };
