@@ -29,15 +29,16 @@ export const withTransactions = (store: Store, wrap: (body: Body, run: (body: Bo
 /**
  * The store with two faults a test switches: `down` refuses every transaction (an outage),
  * and `loseNextAnswer` lets the next one commit and then fail, as when the connection
- * drops during COMMIT.
+ * drops during COMMIT (with `downAfterLoss`, the database then goes away).
  */
 export function faultyStore(store: Store) {
-  const faults = { down: false, loseNextAnswer: false };
+  const faults = { down: false, loseNextAnswer: false, downAfterLoss: false };
   const faulty = withTransactions(store, async (body, run) => {
     if (faults.down) throw new Error("database down");
     const result = await run(body);
     if (faults.loseNextAnswer) {
       faults.loseNextAnswer = false;
+      if (faults.downAfterLoss) faults.down = true;
       throw new Error("connection lost during COMMIT");
     }
     return result;

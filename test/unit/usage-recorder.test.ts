@@ -6,7 +6,7 @@ import { createClock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { createUsageRecorder } from "../../src/metering/usage-recorder.ts";
 import { usageRow } from "../../src/metering/usage-batch.ts";
-import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
+import { faultyStore, usageEvent, withTransactions } from "../helpers/usage-events.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
 import type { NewUsageEventRow } from "../../src/store/store.ts";
 import type { UsageBuffer } from "../../src/metering/usage-buffer.ts";
@@ -170,16 +170,9 @@ test("a database that refuses every row from the start sets nothing aside: the r
 
 test("a write committed whose answer was lost (the connection dropped during COMMIT) is checked when retried: each row stored once, each charge released once", async () => {
   const store = openSqliteStore(join(dir, "lost-commit.db"));
-  let loseNext = true;
   // The first transaction commits, then fails as if its answer never arrived.
-  const lossy = withTransactions(store, async (body, run) => {
-    const result = await run(body);
-    if (loseNext) {
-      loseNext = false;
-      throw new Error("connection lost during COMMIT");
-    }
-    return result;
-  });
+  const { store: lossy, faults } = faultyStore(store);
+  faults.loseNextAnswer = true;
   const recorder = createUsageRecorder({ store: lossy, clock: createClock("UTC"), log: createLogger("error", () => {}) });
   const released: Array<ReadonlyMap<number, number>> = [];
   recorder.onCharged((charged) => released.push(charged));
@@ -202,15 +195,8 @@ test("a write committed whose answer was lost (the connection dropped during COM
 
 test("rows whose append failed, written from this process as copies with a commit whose answer was lost: the retry finds them stored, its own, and releases each charge once", async () => {
   const store = openSqliteStore(join(dir, "lost-append-lost-commit.db"));
-  let loseNext = true;
-  const lossy = withTransactions(store, async (body, run) => {
-    const result = await run(body);
-    if (loseNext) {
-      loseNext = false;
-      throw new Error("connection lost during COMMIT");
-    }
-    return result;
-  });
+  const { store: lossy, faults } = faultyStore(store);
+  faults.loseNextAnswer = true;
   const buffer = fakeBuffer({
     async append() {
       throw new Error("Redis unreachable");
@@ -223,7 +209,7 @@ test("rows whose append failed, written from this process as copies with a commi
     recorder.record(usageEvent(0, 500));
     recorder.record(usageEvent(1, 700));
     const deadline = Date.now() + 5_000;
-    while ((recorder.backlog() > 0 || loseNext) && Date.now() < deadline) {
+    while ((recorder.backlog() > 0 || faults.loseNextAnswer) && Date.now() < deadline) {
       await recorder.flush().catch(() => {});
       await Bun.sleep(5);
     }
@@ -436,19 +422,9 @@ test("a row whose append failed is sent to Redis again, as a copy, before it wou
 
 test("a claim whose write committed without its answer, left by a clean stop and taken over: the note of what it released is replayed, a copy it stored included", async () => {
   const store = openSqliteStore(join(dir, "claim-note.db"));
-  let loseNext = true;
-  let down = false;
-  const lossy = withTransactions(store, async (body, run) => {
-    if (down) throw new Error("database down");
-    const result = await run(body);
-    if (loseNext) {
-      loseNext = false;
-      // The commit happened; its answer is lost, and the database goes away.
-      down = true;
-      throw new Error("connection lost during COMMIT");
-    }
-    return result;
-  });
+  // The commit happens; its answer is lost, and the database goes away.
+  const { store: lossy, faults } = faultyStore(store);
+  Object.assign(faults, { loseNextAnswer: true, downAfterLoss: true });
   const day = createClock("UTC").businessDate();
   // One claim in Redis: a copy (sent again after a reconnection) and a row, under id #7.
   const claimed = () => [{ ...usageRow(usageEvent(0, 500), day), retried: true, copy: true }, usageRow(usageEvent(1, 700), day)];
@@ -498,18 +474,9 @@ test("a claim whose write committed without its answer, left by a clean stop and
 
 test("stopping with rows a lost commit of this process may have stored: they are handed to Redis flagged to be released where found stored, the others as copies", async () => {
   const store = openSqliteStore(join(dir, "hand-over-unsure.db"));
-  let loseNext = true;
-  let down = false;
-  const lossy = withTransactions(store, async (body, run) => {
-    if (down) throw new Error("database down");
-    const result = await run(body);
-    if (loseNext) {
-      loseNext = false;
-      down = true;
-      throw new Error("connection lost during COMMIT");
-    }
-    return result;
-  });
+  // The commit happens; its answer is lost, and the database goes away.
+  const { store: lossy, faults } = faultyStore(store);
+  Object.assign(faults, { loseNextAnswer: true, downAfterLoss: true });
   let redisUp = false;
   const handed: Array<{ id: string; flag: string }> = [];
   const buffer = fakeBuffer({
