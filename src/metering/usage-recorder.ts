@@ -171,6 +171,8 @@ export function createUsageRecorder(deps: {
   /** Rows of this process's claim that could not be written yet (they wait in the buffer), and the claim's id. */
   let claimed = 0;
   let claimId: string | undefined;
+  /** Whether the claim's rows were written and the claim not cleared yet (its note is in the database). */
+  let writtenNotCleared = false;
   /**
    * Claims a batch from the durable buffer and writes it, after the writes before it.
    * A batch that fails stays claimed, and the next claim retries it (checked against the
@@ -190,6 +192,7 @@ export function createUsageRecorder(deps: {
       waiting = batch.waiting;
       // What this process holds is what the claim handed it: nothing, when a claim it held was lost (Redis restarted).
       claimed = batch.rows.length;
+      if (batch.claim !== claimId) writtenNotCleared = false;
       claimId = batch.claim;
       if (batch.rows.length === 0) return "idle";
       const check = batch.rows.some((row) => row.retried);
@@ -205,6 +208,7 @@ export function createUsageRecorder(deps: {
         failed("usage rows could not be written; they wait in Redis and are retried shortly", { rows: rows.length, waiting, error: causeMessage(error) });
         return "failed";
       }
+      writtenNotCleared = true;
       try {
         await buffer!.done(written.charged, written.version);
       } catch (error) {
@@ -212,6 +216,7 @@ export function createUsageRecorder(deps: {
         return "failed";
       }
       if (batch.claim !== undefined) writer.forget(batch.claim);
+      writtenNotCleared = false;
       claimed = 0;
       succeeded();
       // A backlog (a full batch claimed, or a batch's worth still waiting): claim again at
@@ -346,7 +351,8 @@ export function createUsageRecorder(deps: {
       clearInterval(timer);
       await flush();
       if (buffer) {
-        const leave = claimId !== undefined && writer.mayHaveCommitted(claimId);
+        // A claim written and not cleared, or whose write may have committed, keeps its note for whoever takes it over.
+        const leave = claimId !== undefined && (writtenNotCleared || writer.mayHaveCommitted(claimId));
         await handBackBeforeStop(buffer, { claimed, leave, rows: pending.splice(0) }, deps.log, writer.mayHaveStored);
       }
       // Rows the database still refuses stay in the spool for the next start.

@@ -505,3 +505,42 @@ test("stopping with rows a lost commit of this process may have stored: they are
     store.close();
   }
 });
+
+test("a claim written whose clearing from Redis failed, left by a clean stop and taken over: its note is replayed, nothing is written twice", async () => {
+  const store = openSqliteStore(join(dir, "claim-not-cleared.db"));
+  const day = createClock("UTC").businessDate();
+  const claimed = () => [{ ...usageRow(usageEvent(0, 500), day), retried: true, copy: true }, usageRow(usageEvent(1, 700), day)];
+  let redisAway = true;
+  let claims = 0;
+  const done: number[] = [];
+  let released = false;
+  const buffer = fakeBuffer({
+    claim: async () => {
+      claims++;
+      if (done.length > 0) return { rows: [], waiting: 0 };
+      return claims === 1 ? { rows: claimed(), waiting: 0, claim: "#9", retry: false } : { rows: claimed().map((row) => ({ ...row, retried: true })), waiting: 0, claim: "#9", retry: true };
+    },
+    done: async (charged) => {
+      if (redisAway) throw new Error("Redis connection lost");
+      done.push(charged.get(1) ?? 0);
+    },
+    release: async () => void (released = true),
+  });
+  const first = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
+  await first.flush().catch(() => {});
+  await first.stop();
+  // Written (the note is in the database), never cleared: left for another instance with its note.
+  expect(released).toBe(false);
+  expect(done).toEqual([]);
+  redisAway = false;
+  const second = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
+  try {
+    await second.flush();
+    expect((await store.usage.events(0, 100)).map((row) => row.requestId)).toEqual(["req-0", "req-1"]);
+    expect(await store.credit.balance(1, Date.now())).toBe(-1200);
+    expect(done).toEqual([1200]);
+  } finally {
+    await second.stop();
+    store.close();
+  }
+});
