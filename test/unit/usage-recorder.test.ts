@@ -420,40 +420,51 @@ test("a row whose append failed is sent to Redis again, as a copy, before it wou
   }
 });
 
+/**
+ * A buffer holding one claim, `id`: a copy (sent again after a reconnection) and a row,
+ * made at the first claim and retried at every one after (its writer's, or another's once
+ * it took the claim over) until cleared; then `next` once, if given, then nothing.
+ * `clearing` runs before a clear is taken (it throws while Redis is away).
+ */
+function oneClaim(id: string, options: { next?: { id: string; rows: NewUsageEventRow[] }; clearing?: () => void } = {}) {
+  const day = createClock("UTC").businessDate();
+  const claimed = () => [{ ...usageRow(usageEvent(0, 500), day), retried: true, copy: true }, usageRow(usageEvent(1, 700), day)];
+  const state = { claims: 0, done: [] as number[], released: false };
+  const buffer = fakeBuffer({
+    claim: async () => {
+      state.claims++;
+      if (state.done.length === 1 && options.next) return { rows: options.next.rows, waiting: 0, claim: options.next.id, retry: false };
+      if (state.done.length > 0) return { rows: [], waiting: 0 };
+      if (state.claims === 1) return { rows: claimed(), waiting: 0, claim: id, retry: false };
+      return { rows: claimed().map((row) => ({ ...row, retried: true })), waiting: 0, claim: id, retry: true };
+    },
+    done: async (charged) => {
+      options.clearing?.();
+      state.done.push(charged.get(1) ?? 0);
+    },
+    release: async () => void (state.released = true),
+  });
+  return { buffer, state };
+}
+
 test("a claim whose write committed without its answer, left by a clean stop and taken over: the note of what it released is replayed, a copy it stored included", async () => {
   const store = openSqliteStore(join(dir, "claim-note.db"));
   // The commit happens; its answer is lost, and the database goes away.
   const { store: lossy, faults } = faultyStore(store);
   Object.assign(faults, { loseNextAnswer: true, downAfterLoss: true });
-  const day = createClock("UTC").businessDate();
-  // One claim in Redis: a copy (sent again after a reconnection) and a row, under id #7.
-  const claimed = () => [{ ...usageRow(usageEvent(0, 500), day), retried: true, copy: true }, usageRow(usageEvent(1, 700), day)];
-  let claims = 0;
-  const done: number[] = [];
-  let released = false;
-  const buffer = fakeBuffer({
-    // Made by the first instance, then (its writer gone, its lease over) taken over by the second.
-    claim: async () => {
-      claims++;
-      // Once it is cleared, one more claim, then nothing.
-      if (done.length === 1) return { rows: [usageRow(usageEvent(2, 1), day)], waiting: 0, claim: "#8", retry: false };
-      if (done.length > 1) return { rows: [], waiting: 0 };
-      if (claims === 1) return { rows: claimed(), waiting: 0, claim: "#7", retry: false };
-      return { rows: claimed().map((row) => ({ ...row, retried: true })), waiting: 0, claim: "#7", retry: true };
-    },
-    done: async (charged) => void done.push(charged.get(1) ?? 0),
-    release: async () => void (released = true),
-  });
+  // One claim in Redis, #7; once it is cleared, one more claim (#8).
+  const { buffer, state } = oneClaim("#7", { next: { id: "#8", rows: [usageRow(usageEvent(2, 1), createClock("UTC").businessDate())] } });
+  const done = state.done;
   const logs: string[] = [];
   const first = createUsageRecorder({ store: lossy, clock: createClock("UTC"), log: createLogger("info", (line) => logs.push(line)), buffer });
   await first.flush().catch(() => {});
-  expect(claims).toBe(1);
+  expect(state.claims).toBe(1);
   expect(done).toEqual([]);
   // Stopping with the database still away: its retry fails before writing anything.
   await first.stop();
   expect(done).toEqual([]);
   // Handed back to the queue, its rows would lose the claim's note: it is left to be taken over.
-  expect(released).toBe(false);
+  expect(state.released).toBe(false);
   expect(logs.some((line) => line.includes("left in this instance's claim"))).toBe(true);
 
   const second = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
@@ -508,29 +519,18 @@ test("stopping with rows a lost commit of this process may have stored: they are
 
 test("a claim written whose clearing from Redis failed, left by a clean stop and taken over: its note is replayed, nothing is written twice", async () => {
   const store = openSqliteStore(join(dir, "claim-not-cleared.db"));
-  const day = createClock("UTC").businessDate();
-  const claimed = () => [{ ...usageRow(usageEvent(0, 500), day), retried: true, copy: true }, usageRow(usageEvent(1, 700), day)];
   let redisAway = true;
-  let claims = 0;
-  const done: number[] = [];
-  let released = false;
-  const buffer = fakeBuffer({
-    claim: async () => {
-      claims++;
-      if (done.length > 0) return { rows: [], waiting: 0 };
-      return claims === 1 ? { rows: claimed(), waiting: 0, claim: "#9", retry: false } : { rows: claimed().map((row) => ({ ...row, retried: true })), waiting: 0, claim: "#9", retry: true };
-    },
-    done: async (charged) => {
+  const { buffer, state } = oneClaim("#9", {
+    clearing: () => {
       if (redisAway) throw new Error("Redis connection lost");
-      done.push(charged.get(1) ?? 0);
     },
-    release: async () => void (released = true),
   });
+  const done = state.done;
   const first = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
   await first.flush().catch(() => {});
   await first.stop();
   // Written (the note is in the database), never cleared: left for another instance with its note.
-  expect(released).toBe(false);
+  expect(state.released).toBe(false);
   expect(done).toEqual([]);
   redisAway = false;
   const second = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}), buffer });
