@@ -163,7 +163,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     },
   });
   const loaders = { seed, balance: createBalanceLoader(store, chargeWrites) };
-  const redisState = redisConnection ? createRedisState({ connection: redisConnection }, loaders, () => clock.now()) : undefined;
+  const redisState = redisConnection ? createRedisState({ connection: redisConnection, log }, loaders, () => clock.now()) : undefined;
   const state: State = redisState ?? createMemoryState(loaders, () => clock.now());
   const dependencies = createDependencyMonitor({
     ...(config.database !== undefined ? { database: () => pingDatabase(store) } : {}),

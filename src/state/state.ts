@@ -117,6 +117,9 @@ export interface CountState {
    * Atomically: when no line's limit is reached, adds every line's amount and admits
    * (with the standings of the lines marked `report` that have a limit, read in the same
    * step); else changes nothing and says which line refused (the first, in order).
+   * A shared State may count the amounts of lines that check nothing a moment after it
+   * admits (with the settlements it gathers): its own reads and the first check of such a
+   * counter include them, other instances see them a few milliseconds later.
    */
   admit(lines: readonly AdmitLine[], now: number): Promise<Verdict>;
   /** Applies changes (settlement, corrections, events counted without a check). */

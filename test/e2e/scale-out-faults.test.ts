@@ -279,6 +279,8 @@ if (!skipServices) {
           const reply = await chat(e, account.key);
           expect({ status: reply.status, body: reply.body }).toMatchObject({ status: 200 });
         }
+        // A total no limit checks is counted with the settlements, a few milliseconds after its call.
+        await waitFor(async () => e.logs.some((line) => line.includes(warning)), 3000, `the warning "${warning}"`);
         expect(e.logs.filter((line) => line.includes(warning))).toHaveLength(1);
         await during?.(account, e);
       } finally {

@@ -192,6 +192,26 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(verdict.admitted ? -1 : verdict.refusal.line).toBe(1);
       });
 
+      test("amounts counted without a check are in the value the first check of their counter reads", async () => {
+        const { state } = await fixture(make);
+        await state.counts.admit([{ counter: windowOf("w:later"), add: 1 }], T0);
+        await state.counts.admit([{ counter: windowOf("w:later"), add: 1 }], T0);
+        expect(await state.counts.admit([{ counter: windowOf("w:later"), limit: 2, add: 1 }], T0)).toMatchObject({ admitted: false, refusal: { line: 0, used: 2 } });
+      });
+
+      test("refusals and standings name lines by their place in the admission, lines without a limit included", async () => {
+        const { state } = await fixture(make);
+        const lines = [
+          { counter: windowOf("w:free"), add: 1, report: "requests" as const },
+          { counter: periodOf("p:free"), period: "2026-03-10", add: 1 },
+          { counter: windowOf("w:one"), limit: 1, add: 1, report: "requests" as const },
+        ];
+        expect(await state.counts.admit(lines, T0)).toEqual({ admitted: true, standings: { requests: { line: 2, remaining: 0, resetMs: MINUTE } } });
+        expect(await state.counts.admit(lines, T0)).toMatchObject({ admitted: false, refusal: { line: 2, used: 1 } });
+        expect(await state.counts.read(windowOf("w:free"), T0)).toBe(1);
+        expect(await state.counts.read(periodOf("p:free"), T0, "2026-03-10")).toBe(1);
+      });
+
       test("concurrent admissions never pass a limit together", async () => {
         const { state } = await fixture(make);
         const rpm = windowOf("w:concurrent");
@@ -596,6 +616,8 @@ if (!servicesSkipped) {
       expect(await b.counts.read(credit(7), T0)).toBe(700);
       expect(await b.credit.held(7)).toBe(300);
       expect(await b.counts.read(windowOf("w:rpm"), T0)).toBe(1);
+      // A line without a limit reaches Redis with the settlements its instance gathers, a few milliseconds on.
+      await a.settlementsApplied();
       expect(await b.counts.read(held, T0)).toBe(300);
       // Settled on the instance that admitted it, seen everywhere.
       await a.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 300, charge: 120 }, { counter: held, delta: -300 }]);
@@ -646,6 +668,8 @@ if (!servicesSkipped) {
       for (let i = 0; i < 6; i++) await a.levels.recordError(0, 1, T0, 5, MINUTE);
       expect(await a.levels.claimProbe(0, 1, T0)).toBe(true);
       expect(await b.credit.held(7)).toBe(400);
+      // What it counted without a check is in Redis once its gathered settlements ran.
+      await a.settlementsApplied();
       // The process dies: its heartbeat stops, nothing is released.
       a.close();
       expect(await b.counts.read(held, T0)).toBe(400);
@@ -664,6 +688,7 @@ if (!servicesSkipped) {
       rollups.set(`${JSON.stringify(cost.seed)}|2026-03-10`, 500);
       balances.set(7, 1000);
       await a.counts.admit([{ counter: cost, period: "2026-03-10", add: 20 }, { counter: credit(7), limit: 0, add: 10 }], T0);
+      await a.settlementsApplied();
       expect(await b.counts.read(cost, T0, "2026-03-10")).toBe(520);
       const server = await redis.server();
       const admin = connectRedis(server.url);

@@ -145,7 +145,7 @@ export function createAdjustBatcher(apply: (merged: MergedChange[]) => Promise<v
     (merged) => apply([...merged.values()]),
   );
   const adjust = (changes: readonly Adjustment[]): Promise<void> => (changes.length === 0 ? Promise.resolve() : gathered(changes));
-  return Object.assign(adjust, { applied: gathered.applied });
+  return Object.assign(adjust, { applied: gathered.applied, flush: gathered.flush });
 }
 
 /**

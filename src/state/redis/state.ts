@@ -1,3 +1,4 @@
+import type { Logger } from "../../core/log.ts";
 import type { StateLoaders } from "../state.ts";
 import type { ClaimState, Counter, CountState, CreditState, LimitKind, LimitStanding, PendingState, Standings, State, Verdict } from "../state.ts";
 import type { RedisConnection, Script } from "./connection.ts";
@@ -5,6 +6,7 @@ import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
 import { CLAIM } from "./lua-keys.ts";
 import { createAdjustBatcher, GATHER_MS, oneRunAtATime, type Line } from "./batching.ts";
 import { createKeys, createLevels, type Run } from "./levels-and-keys.ts";
+import { splitAdmission, type CheckedCounters } from "./deferred-lines.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -23,6 +25,8 @@ export interface RedisStateOptions {
   prefix?: string;
   /** How long a process's holdings outlive its last heartbeat (default 30 s). */
   leaseMs?: number;
+  /** Where an amount Redis could not be given after the call was admitted is reported. */
+  log?: Pick<Logger, "error">;
 }
 
 export interface RedisState extends State {
@@ -54,13 +58,17 @@ const LOAD_ROUNDS = 3;
 
 const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
 
+/** A line's index in the admission, from its index in what the script was sent. */
+const indexOf = (sent: number, indexes: readonly number[] | undefined): number => (indexes ? indexes[sent]! : sent);
+
 /** The standings in an admission's answer: {'ok', line, remaining, reset} for requests, then for tokens ('' where none). */
-function standingsOf(answer: unknown[]): Standings {
+function standingsOf(answer: unknown[], indexes: readonly number[] | undefined): Standings {
   const standings: Standings = {};
   const at = (offset: number): LimitStanding | undefined => {
     if (answer[offset] === "" || answer[offset] === undefined) return undefined;
     const reset = String(answer[offset + 2]);
-    return reset === "" ? { line: Number(answer[offset]), remaining: Number(answer[offset + 1]) } : { line: Number(answer[offset]), remaining: Number(answer[offset + 1]), resetMs: Number(reset) };
+    const line = indexOf(Number(answer[offset]), indexes);
+    return reset === "" ? { line, remaining: Number(answer[offset + 1]) } : { line, remaining: Number(answer[offset + 1]), resetMs: Number(reset) };
   };
   const requests = at(1);
   const tokens = at(4);
@@ -82,6 +90,12 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   void heartbeat();
   const timer = setInterval(heartbeat, Math.max(10, Math.floor(leaseMs / 3)));
   timer.unref?.();
+
+  /** Counters some admission checked: their amounts are counted in the admission itself from then on. */
+  const checkedCounters: CheckedCounters = { keys: new Set(), keyOf: (counter) => keyOf(counter) };
+  /** The flush a first check waits for (admissions meanwhile wait for it too, so none overtakes another). */
+  let gatheredFirst: Promise<void> | undefined;
+  const onLostCount = (error: unknown) => options.log?.error("an admitted call's unchecked counts could not be given to Redis", { error: (error as Error).message });
 
   /** Redis keys of counters, made once per counter object (the request path reuses them). */
   const keysOf = new WeakMap<object, string>();
@@ -165,22 +179,41 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
 
   const counts: CountState = {
     async admit(lines, at): Promise<Verdict> {
-      const payload = lines.map(lineOf);
+      // Lines that only count go with the settlements once the call is admitted (deferred-lines.ts).
+      const { now: checking, indexes, later, flushFirst } = splitAdmission(lines, at, checkedCounters);
+      // A counter checked for the first time: what was gathered goes first, and the admissions that come meanwhile wait with this one, in order.
+      if (flushFirst) {
+        const flushed: Promise<void> = adjustSoon.flush().finally(() => {
+          if (gatheredFirst === flushed) gatheredFirst = undefined;
+        });
+        gatheredFirst = flushed;
+      }
+      if (gatheredFirst) await gatheredFirst;
+      const admitted = (verdict: Verdict): Verdict => {
+        if (later.length > 0) void adjustSoon(later).catch((error: unknown) => onLostCount(error));
+        return verdict;
+      };
+      if (checking.length === 0) return admitted(ADMITTED_NOW);
+      const payload = checking.map(lineOf);
       let answer = await admissions({ payload, at });
       // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
       if (answer[0] === "load") {
-        await load(answer, payload, lines, at);
-        answer = await withLoads(ADMIT, payload, lines, at, ["admit", String(at), String(PERIOD_TTL_MS)]);
+        await load(answer, payload, checking, at);
+        answer = await withLoads(ADMIT, payload, checking, at, ["admit", String(at), String(PERIOD_TTL_MS)]);
       }
-      if (answer[0] === "ok") return answer[1] === "" && answer[4] === "" ? ADMITTED_NOW : { admitted: true, standings: standingsOf(answer) };
+      if (answer[0] === "ok") return admitted(answer[1] === "" && answer[4] === "" ? ADMITTED_NOW : { admitted: true, standings: standingsOf(answer, indexes) });
       const [, line, used, held, retryAfterMs] = answer.map(String);
-      return { admitted: false, refusal: { line: Number(line), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
+      return { admitted: false, refusal: { line: indexOf(Number(line), indexes), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
     },
     adjust: (changes) => adjustSoon(changes),
     async read(counter, at, period) {
+      // What this process counted and has not sent yet is part of the value: the read
+      // follows the gathered batch (it is not sent early, so reads after each charge keep the batching).
+      await adjustSoon.applied();
       return Number((await readValue(counter, at, period))[1]);
     },
     async clear(counter) {
+      await adjustSoon.flush();
       await redis.send("DEL", [keyOf(counter)]);
     },
   };
