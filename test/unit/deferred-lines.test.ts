@@ -60,6 +60,20 @@ describe("an admission on Redis: the lines checked at once and the amounts that 
     expect(again.later).toEqual([{ counter: windowOf("a:rph"), at: T0, delta: 1 }]);
   });
 
+  test("the remembered counters are forgotten when they grow past their bound, between admissions: a held gauge still goes with its check", () => {
+    const checked = checkedSet();
+    for (let i = 0; i < 100_000; i++) checked.keys.add(`window:old-${i}`);
+    const held = gaugeOf("a:tokens-in-flight");
+    const lines: AdmitLine[] = [
+      { counter: windowOf("a:tpm"), limit: 1000, add: 300, held },
+      { counter: held, add: 300 },
+    ];
+    const split = splitAdmission(lines, T0, checked);
+    expect(split.now).toBe(lines);
+    expect(split.flushFirst).toBe(true);
+    expect([...checked.keys].sort()).toEqual(["gauge:a:tokens-in-flight", "window:a:tpm"]);
+  });
+
   test("a line that adds nothing and checks nothing is left out altogether", () => {
     const split = splitAdmission([{ counter: windowOf("a:tpm"), add: 0 }, { counter: windowOf("a:rpm"), limit: 3, add: 1 }], T0, checkedSet());
     expect(split.now.map((line) => line.limit)).toEqual([3]);

@@ -33,18 +33,19 @@ export interface SplitAdmission {
  * every call of that moment) instead of inside the admission every call waits for.
  *
  * What stays exact: a counter some admission checks is counted at once from then on
- * (`checked`), and the first admission
- * that checks a counter waits until what was gathered before it reached Redis, so no
- * check misses an amount this process counted. Credit is always reserved in the
- * admission. Another instance may see an unchecked amount up to the gathering's delay
- * later, which only matters in the moment a limit on that counter is being set.
+ * (`checked`), and the first admission that checks a counter waits until what was
+ * gathered before it reached Redis, so no check misses an amount this process counted.
+ * Credit is always reserved in the admission. Another instance may see an unchecked
+ * amount up to the gathering's delay later, which only matters in the moment a limit on
+ * that counter is being set.
  */
 export function splitAdmission(lines: readonly AdmitLine[], at: number, checked: CheckedCounters): SplitAdmission {
   let flushFirst = false;
+  // Forgotten between admissions, never inside one: a held gauge marked here must still be marked below.
+  if (checked.keys.size >= MAX_CHECKED) checked.keys.clear();
   const check = (counter: Counter) => {
     const key = checked.keyOf(counter);
     if (checked.keys.has(key)) return;
-    if (checked.keys.size >= MAX_CHECKED) checked.keys.clear();
     checked.keys.add(key);
     flushFirst = true;
   };
