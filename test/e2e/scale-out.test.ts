@@ -219,6 +219,31 @@ if (!skipServices) {
       for (const reply of replies.filter((r) => r.status !== 200)) expect(reply.body.error.code).toBe("rpm_limit_reached");
     });
 
+    test("an RPM set on one counts the calls both made before it, though no limit checked them then", async () => {
+      // An account with a limit has all its windows counted, the minute's too (without one, none is).
+      const account = await createAccount(a, { CreditGranted: 1000, RPH: 1000 });
+      // The minute's window is counted without a check: each instance gives these to Redis with its settlements.
+      const before = await Promise.all(Array.from({ length: 6 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
+      for (const reply of before) expect(reply.status).toBe(200);
+      expect((await api(a, `/x-users/${account.id}`, { method: "PUT", body: { RPM: 10 } })).status).toBe(200);
+      // B's calls carry the limit once B heard of it; each call until then counts too.
+      let probes = 0;
+      await waitFor(
+        async () => {
+          const reply = await chat(b, account.key);
+          if (reply.status === 200) probes++;
+          return reply.headers.get("x-ratelimit-limit-requests") === "10";
+        },
+        5000,
+        "B to apply the RPM set on A",
+      );
+      const after = await Promise.all(Array.from({ length: 24 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
+      const admitted = after.filter((reply) => reply.status === 200).length;
+      // Within the minute: exactly 10 in all, the six made before the limit among them.
+      expect(6 + probes + admitted).toBe(10);
+      for (const reply of after.filter((r) => r.status !== 200)) expect(reply.body.error.code).toBe("rpm_limit_reached");
+    });
+
     test("a key rotated on one is refused on the other once its bus delivered, and the new key works there", async () => {
       const account = await createAccount(a, { CreditGranted: 1000 });
       // B knows the key (its principal cache holds it) before the rotation.
