@@ -8,6 +8,10 @@ import type { Mailer } from "./mailer.ts";
 const RETRY_DELAYS_MS = [30_000, 120_000, 600_000];
 /** A month's claim outlives the month: once mailed (or being mailed), nobody else tries. */
 const MONTH_CLAIM_MS = 32 * 24 * 3_600_000;
+/** An account's spending is read at most this often; a spend meanwhile is checked when it ends. */
+export const SOFT_LIMIT_CHECK_MS = 1000;
+/** Once the month's mail is sent or claimed elsewhere, its spending is not read again for this long. */
+const DONE_CHECK_MS = 10 * 60_000;
 
 /**
  * Mails an account once per business month when its spending crosses SoftLimit, to
@@ -22,8 +26,18 @@ export function createSoftLimitNotifier(deps: {
   clock: Clock;
   log: Logger;
   claims: ClaimState;
+  /** How often an account's spending is read at most (default SOFT_LIMIT_CHECK_MS). */
+  checkMs?: number;
 }) {
   const claimKey = (accountId: number, month: string) => `soft-limit:${accountId}:${month}`;
+  const checkMs = deps.checkMs ?? SOFT_LIMIT_CHECK_MS;
+  /**
+   * Per account, until when (real time: the business clock may stand still in tests) its
+   * spending is not read again, and the check a spend meanwhile left for then. Every
+   * charge calls `check` for each account of its chain: reading the State (a Redis script
+   * when shared) on each was the notifier's whole cost.
+   */
+  const quiet = new Map<number, { month: string; until: number; done: boolean; later?: () => void; timer?: ReturnType<typeof setTimeout> }>();
 
 
   const attempt = async (mailer: Mailer, accountId: number, month: string, to: string, text: string, tries: number): Promise<void> => {
@@ -42,30 +56,54 @@ export function createSoftLimitNotifier(deps: {
     }
   };
 
-  return {
-    /**
-     * Called after a charge for each account whose subtree spent it (the account and its
-     * ancestors: SoftLimit, like DailyLimit and HardLimit, bounds a whole subtree);
-     * `subtreeSpent` reads the charges of a month. Cheap when nothing is due.
-     */
-    async check(account: Readonly<AccountRow>, mailer: Mailer, subtreeSpent: (month: string) => Promise<number>): Promise<void> {
-      if (account.softLimit === null || !mailer.configured()) return;
-      const accountId = account.id;
-      const month = deps.clock.businessMonth();
-      // Charged so far, without the reservations of calls still running.
-      const spent = (await subtreeSpent(month)) / 1e9;
-      if (spent < account.softLimit) return;
-      // The claim is kept once the month is done: later spends stop here.
-      if (!(await deps.claims.claim(claimKey(accountId, month), MONTH_CLAIM_MS, deps.clock.now()))) return;
-      if (await deps.store.softLimitMail.wasSent(accountId, month)) return;
-      const to = account.billingEmail ?? account.email;
-      const text =
-        `Account ${account.name} (${account.email}) and the accounts under it have used ${spent.toFixed(4)} credits in ${month}, ` +
-        `reaching its soft limit of ${account.softLimit}.` +
-        (account.hardLimit !== null ? ` Calls stop at the hard limit of ${account.hardLimit}.` : "");
-      void attempt(mailer, accountId, month, to, text, 0);
-    },
+  /**
+   * Called after a charge for each account whose subtree spent it (the account and its
+   * ancestors: SoftLimit, like DailyLimit and HardLimit, bounds a whole subtree);
+   * `subtreeSpent` reads the charges of a month, at most once per `checkMs` per account
+   * (a mail goes at most that long after the spend that crossed), and not at all for ten
+   * minutes once the month's mail is sent or being sent.
+   */
+  const check = async (account: Readonly<AccountRow>, mailer: Mailer, subtreeSpent: (month: string) => Promise<number>): Promise<void> => {
+    if (account.softLimit === null || !mailer.configured()) return;
+    const accountId = account.id;
+    const month = deps.clock.businessMonth();
+    const now = performance.now();
+    const last = quiet.get(accountId);
+    if (last && last.month === month && now < last.until) {
+      // Read again once the quiet time ends: the last spend of a burst may be the one that crossed.
+      if (!last.done) {
+        last.later = () => void check(account, mailer, subtreeSpent).catch((error: unknown) => deps.log.error("the soft-limit check failed", { account: accountId, error: (error as Error).message }));
+        last.timer ??= setTimeout(() => {
+          last.timer = undefined;
+          last.later?.();
+        }, last.until - now);
+        last.timer.unref?.();
+      }
+      return;
+    }
+    if (last?.timer) clearTimeout(last.timer);
+    const entry = { month, until: now + checkMs, done: false };
+    quiet.set(accountId, entry);
+    const done = () => {
+      entry.done = true;
+      entry.until = performance.now() + DONE_CHECK_MS;
+    };
+    // Charged so far, without the reservations of calls still running.
+    const spent = (await subtreeSpent(month)) / 1e9;
+    if (spent < account.softLimit) return;
+    // The claim is kept once the month is done: later spends stop here.
+    if (!(await deps.claims.claim(claimKey(accountId, month), MONTH_CLAIM_MS, deps.clock.now()))) return done();
+    done();
+    if (await deps.store.softLimitMail.wasSent(accountId, month)) return;
+    const to = account.billingEmail ?? account.email;
+    const text =
+      `Account ${account.name} (${account.email}) and the accounts under it have used ${spent.toFixed(4)} credits in ${month}, ` +
+      `reaching its soft limit of ${account.softLimit}.` +
+      (account.hardLimit !== null ? ` Calls stop at the hard limit of ${account.hardLimit}.` : "");
+    void attempt(mailer, accountId, month, to, text, 0);
   };
+
+  return { check };
 }
 
 export type SoftLimitNotifier = ReturnType<typeof createSoftLimitNotifier>;
