@@ -1,6 +1,6 @@
 import type { Logger } from "../../core/log.ts";
 import type { StateLoaders } from "../state.ts";
-import type { ClaimState, Counter, CountState, CreditState, LimitKind, LimitStanding, PendingState, Standings, State, Verdict } from "../state.ts";
+import type { AdmitLine, ClaimState, Counter, CountState, CreditState, LimitKind, LimitStanding, PendingState, Standings, State, Verdict } from "../state.ts";
 import type { RedisConnection, Script } from "./connection.ts";
 import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
 import { CLAIM } from "./lua-keys.ts";
@@ -91,12 +91,6 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   const timer = setInterval(heartbeat, Math.max(10, Math.floor(leaseMs / 3)));
   timer.unref?.();
 
-  /** Counters some admission checked: their amounts are counted in the admission itself from then on. */
-  const checkedCounters: CheckedCounters = { keys: new Set(), keyOf: (counter) => keyOf(counter) };
-  /** The flush a first check waits for (admissions meanwhile wait for it too, so none overtakes another). */
-  let gatheredFirst: Promise<void> | undefined;
-  const onLostCount = (error: unknown) => options.log?.error("an admitted call's unchecked counts could not be given to Redis", { error: (error as Error).message });
-
   /** Redis keys of counters, made once per counter object (the request path reuses them). */
   const keysOf = new WeakMap<object, string>();
   const keyOf = (counter: Counter): string => {
@@ -108,6 +102,12 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     }
     return key;
   };
+
+  /** Counters some admission checked: their amounts are counted in the admission itself from then on. */
+  const checkedCounters: CheckedCounters = { keys: new Set(), keyOf };
+  /** The flush a first check waits for (admissions meanwhile wait for it too, so none overtakes another). */
+  let gatheredFirst: Promise<void> | undefined;
+  const onLostCount = (error: unknown) => options.log?.error("an admitted call's unchecked counts could not be given to Redis", { error: (error as Error).message });
 
   const lineOf = (line: { counter: Counter; period?: string; limit?: number; add?: number; held?: Counter; report?: LimitKind }): Line => {
     const { counter } = line;
@@ -177,6 +177,20 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     (waiting) => run(ADMIT, waiting.map(({ payload, at }) => ({ l: payload, n: at })), "many", "0", String(PERIOD_TTL_MS)) as Promise<unknown[][]>,
   );
 
+  /** The ADMIT run of the lines Redis must check, its answer in the admission's own line indexes. */
+  const admitChecked = async (checking: readonly AdmitLine[], indexes: readonly number[] | undefined, at: number): Promise<Verdict> => {
+    const payload = checking.map(lineOf);
+    let answer = await admissions({ payload, at });
+    // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
+    if (answer[0] === "load") {
+      await load(answer, payload, checking, at);
+      answer = await withLoads(ADMIT, payload, checking, at, ["admit", String(at), String(PERIOD_TTL_MS)]);
+    }
+    if (answer[0] === "ok") return answer[1] === "" && answer[4] === "" ? ADMITTED_NOW : { admitted: true, standings: standingsOf(answer, indexes) };
+    const [, line, used, held, retryAfterMs] = answer.map(String);
+    return { admitted: false, refusal: { line: indexOf(Number(line), indexes), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
+  };
+
   const counts: CountState = {
     async admit(lines, at): Promise<Verdict> {
       // Lines that only count go with the settlements once the call is admitted (deferred-lines.ts).
@@ -189,21 +203,9 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
         gatheredFirst = flushed;
       }
       if (gatheredFirst) await gatheredFirst;
-      const admitted = (verdict: Verdict): Verdict => {
-        if (later.length > 0) void adjustSoon(later).catch((error: unknown) => onLostCount(error));
-        return verdict;
-      };
-      if (checking.length === 0) return admitted(ADMITTED_NOW);
-      const payload = checking.map(lineOf);
-      let answer = await admissions({ payload, at });
-      // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
-      if (answer[0] === "load") {
-        await load(answer, payload, checking, at);
-        answer = await withLoads(ADMIT, payload, checking, at, ["admit", String(at), String(PERIOD_TTL_MS)]);
-      }
-      if (answer[0] === "ok") return admitted(answer[1] === "" && answer[4] === "" ? ADMITTED_NOW : { admitted: true, standings: standingsOf(answer, indexes) });
-      const [, line, used, held, retryAfterMs] = answer.map(String);
-      return { admitted: false, refusal: { line: indexOf(Number(line), indexes), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
+      const verdict = checking.length === 0 ? ADMITTED_NOW : await admitChecked(checking, indexes, at);
+      if (verdict.admitted && later.length > 0) void adjustSoon(later).catch(onLostCount);
+      return verdict;
     },
     adjust: (changes) => adjustSoon(changes),
     async read(counter, at, period) {
