@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { isolatedBinary, serveBinary, type ServingBinary } from "../helpers/binary.ts";
 import { json, startMockUpstream } from "../helpers/mock-upstream.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 import { testCertificates } from "../helpers/tls.ts";
 
 // Issue 19: --upstream-ca-file is trusted by the runtime itself (the executable re-launches
@@ -17,7 +17,7 @@ afterAll(() => {
 
 /** A CA of the operator's own, unrelated to the upstream's, as PEM in a file. */
 function operatorCa(): { file: string; pem: string } {
-  const work = mkdtempSync(join(tmpdir(), "operator-ca-"));
+  const work = tempDir("operator-ca-");
   const file = join(work, "operator.pem");
   const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", join(work, "k.pem"), "-out", file, "-days", "2", "-subj", "/CN=operator CA"]);
   expect(made.exitCode).toBe(0);

@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { tempDir } from "./temp-dir.ts";
 import { ensureInitialOwner } from "../../src/accounts/bootstrap.ts";
 import { DEFAULT_MAX_BODY, UPSTREAM_DEFAULTS, type ServeConfig } from "../../src/config.ts";
 import type { Clock } from "../../src/core/clock.ts";
@@ -45,9 +45,7 @@ export interface StartOptions {
 /** Prices every model at zero: for tests that are not about metering. */
 export const FREE_PRICING = { ChatPricing: { "*": { InputText: 0, OutputText: 0 } } };
 
-export function tempDir(prefix = "router-test-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
+export { tempDir };
 
 /** Starts the router in this process on port 0 with a temp data dir, trusting the test CA for upstreams. */
 export async function startRouter(options: StartOptions = {}): Promise<TestRouter> {

@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { tempDir } from "./temp-dir.ts";
 
 export interface TestCertificates {
   /** PEM of the test CA, to trust in the router under test. */
@@ -23,7 +23,7 @@ function openssl(dir: string, args: string[]): void {
 /** A throwaway CA and a localhost certificate, made once per test process with openssl. */
 export function testCertificates(): TestCertificates {
   if (cached) return cached;
-  const dir = mkdtempSync(join(tmpdir(), "router-tls-"));
+  const dir = tempDir("router-tls-");
   openssl(dir, ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "ca.key"]);
   openssl(dir, [
     "req", "-x509", "-new", "-key", "ca.key", "-out", "ca.pem", "-days", "3", "-subj", "/CN=router test CA",
