@@ -57,7 +57,9 @@ export function accountModelLimits(account: AccountRow): SystemLimits {
 
 const hasAny = (limits: WindowLimits) => Object.values(limits).some((v) => v !== null && v !== undefined);
 
-const windowCounter = (key: string, windowMs: number): WindowCounter => Object.freeze({ kind: "window", key, windowMs });
+/** A subject's request and token windows of one length are a pair (`WindowLane`): admissions count both. */
+const windowCounter = (key: string, windowMs: number, pair: string, index: 0 | 1): WindowCounter =>
+  Object.freeze({ kind: "window", key, windowMs, lane: Object.freeze({ key: pair, index }) });
 
 function makeSubject(
   fields: { label: string; key: string; accountId: number | undefined; model: string | undefined; tenantRoot?: number; limits: WindowLimits },
@@ -67,10 +69,10 @@ function makeSubject(
   return {
     label: fields.label,
     limits: fields.limits,
-    requestsPerMinute: windowCounter(`${key}:r:m`, MINUTE),
-    requestsPerHour: windowCounter(`${key}:r:h`, HOUR),
-    tokensPerMinute: windowCounter(`${key}:t:m`, MINUTE),
-    tokensPerHour: windowCounter(`${key}:t:h`, HOUR),
+    requestsPerMinute: windowCounter(`${key}:r:m`, MINUTE, `${key}:m`, 0),
+    requestsPerHour: windowCounter(`${key}:r:h`, HOUR, `${key}:h`, 0),
+    tokensPerMinute: windowCounter(`${key}:t:m`, MINUTE, `${key}:m`, 1),
+    tokensPerHour: windowCounter(`${key}:t:h`, HOUR, `${key}:h`, 1),
     requestsPerDay: periods.of("requests", "day", accountId, model, tenantRoot),
     tokensPerDay: periods.of("tokens", "day", accountId, model, tenantRoot),
     tokensInFlight: Object.freeze({ kind: "gauge", key: `${key}:t:reserved` }),

@@ -30,13 +30,25 @@ export type PeriodSeed =
  */
 export type Counter =
   /** A sliding window: the sum of what was added over the last `windowMs`. */
-  | { readonly kind: "window"; readonly key: string; readonly windowMs: number }
+  | { readonly kind: "window"; readonly key: string; readonly windowMs: number; readonly lane?: WindowLane }
   /** A total per period (`YYYY-MM-DD` or `YYYY-MM`), seeded from the rollups when new. */
   | { readonly kind: "period"; readonly key: string; readonly seed: PeriodSeed }
   /** A level that goes up and down and never below 0: what calls in flight hold. */
   | { readonly kind: "gauge"; readonly key: string }
   /** An account's spendable credit: its balance less unwritten charges and reservations. */
   | { readonly kind: "credit"; readonly accountId: number };
+
+/**
+ * Two windows of the same length that are always counted together (a subject's calls and
+ * its tokens) may share where a State stores them: `key` names the pair (a key of the
+ * window namespace, so no window of its own may use it) and `index` the window's place in
+ * it. Each window of a pair still counts on its own; the Redis State then reads and
+ * writes one string for both in a script instead of two.
+ */
+export interface WindowLane {
+  readonly key: string;
+  readonly index: 0 | 1;
+}
 
 export type WindowCounter = Extract<Counter, { kind: "window" }>;
 export type PeriodCounter = Extract<Counter, { kind: "period" }>;

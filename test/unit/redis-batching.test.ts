@@ -30,9 +30,9 @@ test("changes to one cell merge: a window bucket per sign (a positive one keeps 
   ];
   mergeAdjustments(changes, keyOf, into);
   expect([...into.values()].map((m) => m.line)).toEqual([
-    { k: "w", key: "window:a:1:t:m", w: 60_000, at: T0 + 900, d: -50 },
-    { k: "w", key: "window:a:1:t:m", w: 60_000, at: T0 + 700, d: 12 },
-    { k: "w", key: "window:a:1:t:m", w: 60_000, at: T0 + 1_500, d: -1 },
+    { k: "w", key: "window:a:1:t:m", w: 60_000, n: 1, at: T0 + 900, d: -50 },
+    { k: "w", key: "window:a:1:t:m", w: 60_000, n: 1, at: T0 + 700, d: 12 },
+    { k: "w", key: "window:a:1:t:m", w: 60_000, n: 1, at: T0 + 1_500, d: -1 },
     { k: "p", key: "period:q:tokens:day:1", p: "2026-11-27", d: -38 },
     { k: "p", key: "period:q:tokens:day:1", p: "2026-11-28", d: 3 },
     { k: "g", key: "gauge:a:1:t:reserved", d: -160 },
@@ -40,6 +40,26 @@ test("changes to one cell merge: a window bucket per sign (a positive one keeps 
   ]);
   // A period line keeps its counter and period, for the seed a script may ask for.
   expect([...into.values()][3]).toMatchObject({ counter: day, period: "2026-11-27" });
+});
+
+test("the two windows of a pair share a key and stay apart, each in its lane", () => {
+  const requests = { kind: "window", key: "a:1:r:m", windowMs: 60_000, lane: { key: "a:1:m", index: 0 } } as const;
+  const tokens = { kind: "window", key: "a:1:t:m", windowMs: 60_000, lane: { key: "a:1:m", index: 1 } } as const;
+  const pairKeyOf = (counter: Counter) => (counter.kind === "window" && counter.lane ? `pair:${counter.lane.key}` : keyOf(counter));
+  const into = new Map<string, MergedChange>();
+  mergeAdjustments(
+    [
+      { counter: requests, at: T0 + 100, delta: -1 },
+      { counter: tokens, at: T0 + 100, delta: -300 },
+      { counter: tokens, at: T0 + 200, delta: -20 },
+    ],
+    pairKeyOf,
+    into,
+  );
+  expect([...into.values()].map((m) => m.line)).toEqual([
+    { k: "w", key: "pair:a:1:m", w: 60_000, n: 1, at: T0 + 100, d: -1 },
+    { k: "w", key: "pair:a:1:m", w: 60_000, n: 2, at: T0 + 200, d: -320 },
+  ]);
 });
 
 test("changes within the delay go in one run, each caller hears of it; later ones start another", async () => {

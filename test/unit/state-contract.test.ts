@@ -102,6 +102,32 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(await state.counts.read(tpm, T0 + MINUTE)).toBe(0);
       });
 
+      test("the two windows of a pair count apart: each its own amounts, refusals, waits, corrections and clear", async () => {
+        const { state } = await fixture(make);
+        const requests: WindowCounter = { kind: "window", key: "s:r:m", windowMs: MINUTE, lane: { key: "s:m", index: 0 } };
+        const tokens: WindowCounter = { kind: "window", key: "s:t:m", windowMs: MINUTE, lane: { key: "s:m", index: 1 } };
+        const call = (tokenLimit: number, add: number) => [
+          { counter: requests, limit: 2, add: 1, report: "requests" as const },
+          { counter: tokens, limit: tokenLimit, add, report: "tokens" as const },
+        ];
+        expect(await state.counts.admit(call(800, 300), T0)).toEqual({
+          admitted: true,
+          standings: { requests: { line: 0, remaining: 1, resetMs: MINUTE }, tokens: { line: 1, remaining: 500, resetMs: MINUTE } },
+        });
+        await state.counts.admit([{ counter: tokens, add: 600 }], T0 + 20 * SECOND);
+        await state.counts.adjust([{ counter: tokens, at: T0 + 20 * SECOND, delta: -100 }]);
+        // The token window is full, the request window is not: refused by the tokens, with their wait.
+        expect(await state.counts.admit(call(800, 300), T0 + 30 * SECOND)).toEqual({ admitted: false, refusal: { line: 1, used: 800, held: 0, retryAfterMs: 30 * SECOND } });
+        expect(await state.counts.read(requests, T0 + 30 * SECOND)).toBe(1);
+        expect(await state.counts.read(tokens, T0 + 30 * SECOND)).toBe(800);
+        await state.counts.admit([{ counter: requests, add: 1 }], T0 + 40 * SECOND);
+        expect(await state.counts.read(requests, T0 + MINUTE)).toBe(1);
+        expect(await state.counts.read(tokens, T0 + MINUTE)).toBe(500);
+        await state.counts.clear(tokens);
+        expect(await state.counts.read(tokens, T0 + MINUTE)).toBe(0);
+        expect(await state.counts.read(requests, T0 + MINUTE)).toBe(1);
+      });
+
       test("windows of different lengths under different keys are separate", async () => {
         const { state } = await fixture(make);
         await state.counts.admit([{ counter: windowOf("a", MINUTE), add: 2 }, { counter: windowOf("b", 60 * MINUTE), add: 5 }], T0);

@@ -1,5 +1,6 @@
 import type { Adjustment, Counter } from "../state.ts";
 import { bucketWidth } from "../memory-windows.ts";
+import { laneOf } from "./lua-windows.ts";
 
 /** A line of a Redis script's payload (lua.ts: ADJUST's changes). */
 export type Line = Record<string, string | number | undefined>;
@@ -26,9 +27,10 @@ export function mergeAdjustments(changes: readonly Adjustment[], keyOf: (counter
       case "window": {
         const { at, delta } = change as { at: number; delta: number };
         if (delta === 0) break;
-        const id = `w\u0000${key}\u0000${Math.floor(at / bucketWidth(counter.windowMs))}\u0000${delta > 0 ? "+" : "-"}`;
+        const lane = laneOf(counter);
+        const id = `w\u0000${key}\u0000${lane}\u0000${Math.floor(at / bucketWidth(counter.windowMs))}\u0000${delta > 0 ? "+" : "-"}`;
         const merged = into.get(id);
-        if (!merged) into.set(id, { line: { k: "w", key, w: counter.windowMs, at, d: delta }, counter });
+        if (!merged) into.set(id, { line: { k: "w", key, w: counter.windowMs, n: lane, at, d: delta }, counter });
         else {
           merged.line.d = (merged.line.d as number) + delta;
           if (at > (merged.line.at as number)) merged.line.at = at;

@@ -12,7 +12,7 @@ const orNull = (text: unknown): number | null => (text === "" || text === null |
 
 export function createLevels(prefix: string, run: Run): LevelState {
   const keyOf = (tenantId: number, level: number) => `${prefix}lv:${tenantId}:${level}`;
-  const errorsOf = (tenantId: number, level: number) => `${prefix}lerr:${tenantId}:${level}`;
+  const errorsOf = (tenantId: number, level: number) => `${prefix}le:${tenantId}:${level}`;
   const statusOf = (answer: unknown): LevelStatus => {
     const [switchedAt, lastErrorAt, probing] = answer as string[];
     return { switchedAt: orNull(switchedAt), lastErrorAt: orNull(lastErrorAt), probing: probing === "1" };

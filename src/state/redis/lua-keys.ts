@@ -22,8 +22,8 @@ end
 if P.op == 'status' then return status() end
 if P.op == 'recordError' then
   redis.call('HSET', key, 'lastErrorAt', str(P.now), 'probing', '')
-  window_add(P.errors, P.windowMs, 1, P.now)
-  if redis.call('HGET', key, 'switchedAt') == false and window_sum(P.errors, P.windowMs, P.now) > P.threshold then
+  window_add(P.errors, P.windowMs, 1, P.now, 1)
+  if redis.call('HGET', key, 'switchedAt') == false and window_sum(P.errors, P.windowMs, P.now, false, 1) > P.threshold then
     redis.call('HSET', key, 'switchedAt', str(P.now))
   end
   flush_windows()

@@ -141,16 +141,17 @@ end
 `;
 
 /**
- * Admission (and reads): P is a list of lines {k: w|p|g|c, key, w (window ms), p (period),
- * l (limit), a (add), h (held gauge key), r (report: 1 requests, 2 tokens), s (seed),
- * b (balance), st (stale at)}. First the lines whose period total or balance Redis does
+ * Admission (and reads): P is a list of lines {k: w|p|g|c, key, w (window ms), n (the
+ * window's lane, 1 or 2: lua-windows.ts), p (period), l (limit), a (add), h (held gauge
+ * key), r (report: 1 requests, 2 tokens), s (seed), b (balance), st (stale at)}. First the lines whose period total or balance Redis does
  * not hold are either filled from what the caller loaded (s, b) or named in a
  * {'load', i…} answer; then, in mode 'admit', every limit is checked and, when none is
  * reached, every amount added: {'ok', requests line, remaining, reset, tokens line,
  * remaining, reset} (the reported lines with the least remaining once counted; '' where
  * none, and a period's reset '') or {'no', line, used, held, retryAfterMs}; in mode
- * 'read', the first line's value. In mode 'many', P is a list of admissions {l: lines,
- * n: now} and the answer the list of their answers, each as if its own run.
+ * 'read', the first line's value; in mode 'clear', the first line's window lane is
+ * emptied. In mode 'many', P is a list of admissions {l: lines, n: now} and the answer
+ * the list of their answers, each as if its own run.
  */
 export const ADMIT = script(`${PRELUDE}${COUNTERS}${SLIDING_WINDOWS}
 local MODE, PERIOD_TTL = ARGV[5], tonumber(ARGV[7])
@@ -179,7 +180,7 @@ local function flush_reservations()
 end
 
 local function value(line, admitting, NOW)
-  if line.k == 'w' then return window_sum(line.key, line.w, NOW, admitting)
+  if line.k == 'w' then return window_sum(line.key, line.w, NOW, admitting, line.n)
   elseif line.k == 'p' then return period_value(line.key, line.p)
   elseif line.k == 'g' then return gauge_now(line.key)
   else
@@ -242,7 +243,7 @@ local function admit_one(P, NOW, mode)
       if reached then
         local held, retry = 0, 0
         if line.k == 'c' then held = credit_held(line.key) elseif line.h ~= nil then held = gauge_now(line.h) end
-        if line.k == 'w' then retry = window_retry(line.key, line.w, NOW, line.l, true) end
+        if line.k == 'w' then retry = window_retry(line.key, line.w, NOW, line.l, true, line.n) end
         return { 'no', tostring(i - 1), str(used), str(held), str(retry) }
       end
       if line.r ~= nil then
@@ -255,7 +256,7 @@ local function admit_one(P, NOW, mode)
   if not touched then touch(); touched = true end
   for _, line in ipairs(P) do
     if line.a ~= 0 then
-      if line.k == 'w' then window_add(line.key, line.w, line.a, NOW)
+      if line.k == 'w' then window_add(line.key, line.w, line.a, NOW, line.n)
       elseif line.k == 'p' then period_add(line.key, line.p, line.a)
       elseif line.k == 'g' then GAUGE_ADDS[line.key] = (GAUGE_ADDS[line.key] or 0) + line.a
       else CREDIT_ADDS[line.key] = (CREDIT_ADDS[line.key] or 0) + line.a end
@@ -270,14 +271,17 @@ local function admit_one(P, NOW, mode)
       local line = P[i]
       answer[#answer + 1] = tostring(i - 1)
       answer[#answer + 1] = str(tight_left[kind])
-      answer[#answer + 1] = line.k == 'w' and str(window_reset(line.key, line.w, NOW)) or ''
+      answer[#answer + 1] = line.k == 'w' and str(window_reset(line.key, line.w, NOW, line.n)) or ''
     end
   end
   return answer
 end
 
 local answer
-if MODE == 'many' then
+if MODE == 'clear' then
+  window_clear(P[1].key, P[1].w, P[1].n)
+  answer = 'ok'
+elseif MODE == 'many' then
   -- Admissions that waited for the run before: P is a list of {l = lines, n = now}, each
   -- admitted in turn as if by a run of its own, the windows and totals read once for all.
   answer = {}
@@ -292,7 +296,7 @@ return answer
 `);
 
 /**
- * Settlement: P is a list of changes {k: w, key, w, at, d} | {k: p, key, p, d, s} |
+ * Settlement: P is a list of changes {k: w, key, w, n, at, d} | {k: p, key, p, d, s} |
  * {k: g, key, d} | {k: c, key, rel, ch}. A period change moving to a newer period than
  * Redis holds needs its seed first ({'load', i…}); a change to an older one is dropped.
  */
@@ -312,7 +316,7 @@ if #missing > 0 then return { 'load', unpack(missing) } end
 touch()
 for _, c in ipairs(P) do
   if c.k == 'w' then
-    if c.d ~= 0 then window_add(c.key, c.w, c.d, c.at) end
+    if c.d ~= 0 then window_add(c.key, c.w, c.d, c.at, c.n) end
   elseif c.k == 'p' then
     if c.d ~= 0 then period_add(c.key, c.p, c.d) end
   elseif c.k == 'g' then gauge_add(c.key, c.d)

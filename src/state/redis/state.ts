@@ -1,12 +1,13 @@
 import type { Logger } from "../../core/log.ts";
 import type { StateLoaders } from "../state.ts";
-import type { AdmitLine, ClaimState, Counter, CountState, CreditState, LimitKind, LimitStanding, PendingState, Standings, State, Verdict } from "../state.ts";
+import type { AdmitLine, ClaimState, Counter, CountState, CreditState, LimitKind, LimitStanding, PendingState, Standings, State, Verdict, WindowCounter } from "../state.ts";
 import type { RedisConnection, Script } from "./connection.ts";
 import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
 import { CLAIM } from "./lua-keys.ts";
 import { createAdjustBatcher, GATHER_MS, oneRunAtATime, type Line } from "./batching.ts";
 import { createKeys, createLevels, type Run } from "./levels-and-keys.ts";
 import { splitAdmission, type CheckedCounters } from "./deferred-lines.ts";
+import { laneOf } from "./lua-windows.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -91,13 +92,18 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   const timer = setInterval(heartbeat, Math.max(10, Math.floor(leaseMs / 3)));
   timer.unref?.();
 
+  /**
+   * A window's string: a pair's under `wp:`, a window alone under `ws:` (lua-windows.ts;
+   * earlier layouts were under `win:`, one window a string, and `w:`, hashes: another
+   * layout, so another name, and instances of two versions never read each other's).
+   */
+  const windowKey = (counter: WindowCounter) => (counter.lane ? `${prefix}wp:${counter.lane.key}` : `${prefix}ws:${counter.key}`);
   /** Redis keys of counters, made once per counter object (the request path reuses them). */
   const keysOf = new WeakMap<object, string>();
   const keyOf = (counter: Counter): string => {
     let key = keysOf.get(counter);
     if (key === undefined) {
-      // Windows are packed strings under `win:` (the hashes of earlier versions were under `w:`: a different type, so a different name).
-      key = counter.kind === "credit" ? `${prefix}c:${counter.accountId}` : counter.kind === "window" ? `${prefix}win:${counter.key}` : `${prefix}${counter.kind[0]}:${counter.key}`;
+      key = counter.kind === "credit" ? `${prefix}c:${counter.accountId}` : counter.kind === "window" ? windowKey(counter) : `${prefix}${counter.kind[0]}:${counter.key}`;
       keysOf.set(counter, key);
     }
     return key;
@@ -115,6 +121,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       k: counter.kind[0],
       key: keyOf(counter),
       w: counter.kind === "window" ? counter.windowMs : undefined,
+      n: counter.kind === "window" ? laneOf(counter) : undefined,
       p: line.period,
       l: line.limit,
       a: line.add ?? 0,
@@ -216,7 +223,9 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     },
     async clear(counter) {
       await adjustSoon.flush();
-      await redis.send("DEL", [keyOf(counter)]);
+      // A window shares its string with its pair: only its lane is emptied.
+      if (counter.kind === "window") await run(ADMIT, [lineOf({ counter })], "clear", "0", String(PERIOD_TTL_MS));
+      else await redis.send("DEL", [keyOf(counter)]);
     },
   };
 
