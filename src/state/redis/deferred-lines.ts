@@ -2,7 +2,9 @@ import type { Adjustment, AdmitLine, Counter } from "../state.ts";
 
 /**
  * The counters some admission checked, by their key in Redis (two counter objects of one
- * key are one counter). Bounded: forgetting them only costs the next first check a flush.
+ * key are one counter, and so are the two windows of a pair: once one is checked, the
+ * other is counted in the admission too, in the string the script reads anyway).
+ * Bounded: forgetting them only costs the next first check a flush.
  */
 export interface CheckedCounters {
   keys: Set<string>;
