@@ -1,0 +1,159 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { createMemoryState } from "../../src/state/memory.ts";
+import type { AdmitLine, Adjustment, Counter, GaugeCounter, PeriodCounter, StateLoaders, WindowCounter } from "../../src/state/state.ts";
+import type { RedisState } from "../../src/state/redis/state.ts";
+import { servicesSkipped } from "../helpers/redis-server.ts";
+import { redisStates } from "../helpers/redis-state.ts";
+
+/**
+ * The Redis State against the memory State, which defines the semantics the contract
+ * suite (state-contract.test.ts) states case by case: seeded random runs must get the
+ * same verdicts, standings and values from both.
+ * - Sliding windows (`RingWindow`): admissions, corrections and reads on a pair of windows
+ *   and a window alone, with small steps, clock readings out of order, idle gaps of
+ *   several windows and corrections of old buckets. The Redis windows read only the
+ *   slots a script visits and the whole string for longer walks (lua-windows.ts); this
+ *   is where a slot read wrongly would show.
+ * - Every kind of counter together, as a model call's admission carries them: credit,
+ *   windows with a `held` gauge, a day total over several days, the gauge itself, with
+ *   settlements that charge less than reserved and calls that failed (each run refuses
+ *   on every kind of line).
+ */
+
+const T0 = Date.UTC(2026, 10, 28, 9);
+const WINDOW = 6_000;
+const loaders: StateLoaders = { seed: () => 0, balance: () => ({ balance: 0, staleAt: Infinity }) };
+/** For the run over every kind of counter: a day's calls start from 3 in the rollups, the account from 20,000 of credit. */
+const funded: StateLoaders = { seed: (_seed, period) => (period.endsWith("1") ? 3 : 0), balance: () => ({ balance: 20_000, staleAt: Infinity, version: 1 }) };
+
+/** A small deterministic generator (mulberry32), so a failing seed can be run again. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const redis = redisStates();
+afterAll(redis.close);
+
+if (!servicesSkipped) describe("sliding windows on Redis answer as in memory", () => {
+  for (const seed of [1, 2, 3, 4]) {
+    test(`random run, seed ${seed}`, async () => {
+      const next = random(seed);
+      const memory = createMemoryState(loaders, () => T0);
+      const shared = (await redis.state(loaders, () => T0)) as RedisState;
+      const requests: WindowCounter = { kind: "window", key: "s:r", windowMs: WINDOW, lane: { key: "s:w", index: 0 } };
+      const tokens: WindowCounter = { kind: "window", key: "s:t", windowMs: WINDOW, lane: { key: "s:w", index: 1 } };
+      const alone: WindowCounter = { kind: "window", key: "alone", windowMs: WINDOW };
+      const counters = [requests, tokens, alone];
+      let now = T0;
+      const admittedAt: number[] = [];
+      for (let step = 0; step < 400; step++) {
+        const roll = next();
+        // Mostly small steps; sometimes back (another instance's older reading), sometimes an idle gap.
+        if (roll < 0.05) now += Math.floor(next() * 4 * WINDOW);
+        else if (roll < 0.15) now -= Math.floor(next() * 300);
+        else now += Math.floor(next() * 400);
+        const op = next();
+        if (op < 0.6) {
+          const lines: AdmitLine[] = [
+            { counter: requests, limit: 6, add: 1, report: "requests" },
+            { counter: tokens, limit: 900, add: 50 + Math.floor(next() * 200), report: "tokens" },
+            { counter: alone, limit: 4, add: 1 },
+          ];
+          const [a, b] = [await memory.counts.admit(lines, now), await shared.counts.admit(lines, now)];
+          expect({ step, verdict: b }).toEqual({ step, verdict: a });
+          if (a.admitted) admittedAt.push(now);
+        } else if (op < 0.8 && admittedAt.length > 0) {
+          // A settlement corrects a reservation where it was made, sometimes one made long ago.
+          const at = admittedAt[Math.floor(next() * admittedAt.length)]!;
+          const changes = [{ counter: tokens, at, delta: -Math.floor(next() * 60) }, { counter: requests, at, delta: next() < 0.1 ? -1 : 0 }];
+          await memory.counts.adjust(changes);
+          await shared.counts.adjust(changes);
+          await shared.settlementsApplied();
+        } else {
+          for (const counter of counters) {
+            const [a, b] = [await memory.counts.read(counter, now), await shared.counts.read(counter, now)];
+            expect({ step, key: counter.key, value: b }).toEqual({ step, key: counter.key, value: a });
+          }
+        }
+      }
+      shared.close();
+    });
+  }
+});
+
+/** A call of the run below, as admitted: what its settlement takes back. */
+interface Admitted {
+  at: number;
+  day: string;
+  tokens: number;
+  credit: number;
+}
+
+if (!servicesSkipped)
+  describe("every kind of counter on Redis answers as in memory", () => {
+    for (const seed of [11, 12, 13]) {
+      test(`random calls over days, seed ${seed}`, async () => {
+        const next = random(seed);
+        const memory = createMemoryState(funded, () => T0);
+        const shared = (await redis.state(funded, () => T0)) as RedisState;
+        const requests: WindowCounter = { kind: "window", key: "a:r", windowMs: WINDOW, lane: { key: "a:w", index: 0 } };
+        const tokens: WindowCounter = { kind: "window", key: "a:t", windowMs: WINDOW, lane: { key: "a:w", index: 1 } };
+        const perDay: PeriodCounter = { kind: "period", key: "q:requests:day:7", seed: { measure: "requests", accountId: 7 } };
+        const inFlight: GaugeCounter = { kind: "gauge", key: "a:t:reserved" };
+        const credit: Counter = { kind: "credit", accountId: 7 };
+        let now = T0;
+        const open: Admitted[] = [];
+        const dayOf = (at: number) => new Date(at).toISOString().slice(0, 10);
+        const both = async <T>(run: (state: typeof memory) => Promise<T>): Promise<[T, T]> => [await run(memory), await run(shared)];
+        for (let step = 0; step < 300; step++) {
+          const roll = next();
+          // Small steps, some out of order, and now and then the next day.
+          if (roll < 0.02) now += 86_400_000;
+          else if (roll < 0.1) now -= Math.floor(next() * 200);
+          else now += Math.floor(next() * 500);
+          const op = next();
+          if (op < 0.55) {
+            const call: Admitted = { at: now, day: dayOf(now), tokens: 40 + Math.floor(next() * 200), credit: 100 + Math.floor(next() * 900) };
+            const lines: AdmitLine[] = [
+              { counter: credit, limit: 0, add: call.credit },
+              { counter: requests, limit: 8, add: 1, report: "requests" },
+              { counter: tokens, limit: 700, add: call.tokens, held: inFlight, report: "tokens" },
+              { counter: perDay, period: call.day, limit: 12, add: 1, report: "requests" },
+              { counter: inFlight, limit: 900, add: call.tokens },
+            ];
+            const [a, b] = await both((state) => state.counts.admit(lines, now));
+            expect({ step, verdict: b }).toEqual({ step, verdict: a });
+            if (a.admitted) open.push(call);
+          } else if (op < 0.85 && open.length > 0) {
+            // A call settles: its real tokens and cost in place of what it reserved; one in ten failed (no charge, not counted).
+            const call = open.splice(Math.floor(next() * open.length), 1)[0]!;
+            const failed = next() < 0.1;
+            const used = failed ? 0 : Math.floor(call.tokens * next());
+            const changes: Adjustment[] = [
+              { counter: tokens, at: call.at, delta: used - call.tokens },
+              { counter: inFlight, delta: -call.tokens },
+              { counter: credit, release: call.credit, charge: failed ? 0 : Math.floor(call.credit * next()) },
+            ];
+            if (failed) changes.push({ counter: requests, at: call.at, delta: -1 }, { counter: perDay, period: call.day, delta: -1 });
+            await both((state) => state.counts.adjust(changes));
+            await shared.settlementsApplied();
+          } else {
+            for (const [counter, period] of [[requests], [tokens], [perDay, dayOf(now)], [inFlight], [credit]] as Array<[Counter, string?]>) {
+              const [a, b] = await both((state) => state.counts.read(counter, now, period));
+              expect({ step, counter: counter.kind, value: b }).toEqual({ step, counter: counter.kind, value: a });
+            }
+            const [a, b] = await both((state) => state.credit.held(7));
+            expect({ step, held: b }).toEqual({ step, held: a });
+          }
+        }
+        shared.close();
+      });
+    }
+  });
