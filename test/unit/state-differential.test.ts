@@ -4,6 +4,7 @@ import type { AdmitLine, Adjustment, Counter, GaugeCounter, PeriodCounter, State
 import type { RedisState } from "../../src/state/redis/state.ts";
 import { servicesSkipped } from "../helpers/redis-server.ts";
 import { redisStates } from "../helpers/redis-state.ts";
+import { generator, seedsToRun } from "../helpers/seeded.ts";
 
 /**
  * The Redis State against the memory State, which defines the semantics the contract
@@ -26,25 +27,14 @@ const loaders: StateLoaders = { seed: () => 0, balance: () => ({ balance: 0, sta
 /** For the run over every kind of counter: a day's calls start from 3 in the rollups, the account from 20,000 of credit. */
 const funded: StateLoaders = { seed: (_seed, period) => (period.endsWith("1") ? 3 : 0), balance: () => ({ balance: 20_000, staleAt: Infinity, version: 1 }) };
 
-/** A small deterministic generator (mulberry32), so a failing seed can be run again. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const redis = redisStates();
 afterAll(redis.close);
 
 if (!servicesSkipped) describe("sliding windows on Redis answer as in memory", () => {
-  for (const seed of [1, 2, 3, 4]) {
+  // FAULT_SEEDS=a-b hunts over more seeds (helpers/seeded.ts).
+  for (const seed of seedsToRun([1, 2, 3, 4])) {
     test(`random run, seed ${seed}`, async () => {
-      const next = random(seed);
+      const next = generator(seed);
       const memory = createMemoryState(loaders, () => T0);
       const shared = (await redis.state(loaders, () => T0)) as RedisState;
       const requests: WindowCounter = { kind: "window", key: "s:r", windowMs: WINDOW, lane: { key: "s:w", index: 0 } };
@@ -98,9 +88,9 @@ interface Admitted {
 
 if (!servicesSkipped)
   describe("every kind of counter on Redis answers as in memory", () => {
-    for (const seed of [11, 12, 13]) {
+    for (const seed of seedsToRun([11, 12, 13])) {
       test(`random calls over days, seed ${seed}`, async () => {
-        const next = random(seed);
+        const next = generator(seed);
         const memory = createMemoryState(funded, () => T0);
         const shared = (await redis.state(funded, () => T0)) as RedisState;
         const requests: WindowCounter = { kind: "window", key: "a:r", windowMs: WINDOW, lane: { key: "a:w", index: 0 } };
