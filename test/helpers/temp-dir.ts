@@ -12,11 +12,13 @@ const made: string[] = [];
  */
 export function tempDir(prefix = "router-test-"): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
+  // Scripts that borrow the helpers (the benchmark's certificates) end with an exit event; `bun test` fires none.
+  if (made.length === 0) process.once("exit", removeTempDirs);
   made.push(dir);
   return dir;
 }
 
-/** Removes the directories `tempDir` made (the run's global afterAll; `bun test` fires no exit event). */
+/** Removes the directories `tempDir` made (the run's global afterAll, or a script's exit). */
 export function removeTempDirs(): void {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
