@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { createMemoryState } from "../../src/state/memory.ts";
-import type { AdmitLine, Adjustment, Counter, GaugeCounter, PeriodCounter, StateLoaders, WindowCounter } from "../../src/state/state.ts";
+import type { AdmitLine, Adjustment, Counter, GaugeCounter, KeySleep, KeyVerdict, PeriodCounter, StateLoaders, WindowCounter } from "../../src/state/state.ts";
 import type { RedisState } from "../../src/state/redis/state.ts";
 import { servicesSkipped } from "../helpers/redis-server.ts";
 import { redisStates } from "../helpers/redis-state.ts";
@@ -19,6 +19,9 @@ import { generator, seedsToRun } from "../helpers/seeded.ts";
  *   windows with a `held` gauge, a day total over several days, the gauge itself, with
  *   settlements that charge less than reserved and calls that failed (each run refuses
  *   on every kind of line).
+ * - Provider keys' health (takes, probes, releases, verdicts, an owner's sleep and wake:
+ *   keys sleep for errors and for credentials and wake again) and Levels' switch-over
+ *   (bursts of errors that switch, probes claimed after a quiet time, recovery).
  */
 
 const T0 = Date.UTC(2026, 10, 28, 9);
@@ -141,6 +144,71 @@ if (!servicesSkipped)
             }
             const [a, b] = await both((state) => state.credit.held(7));
             expect({ step, held: b }).toEqual({ step, held: a });
+          }
+        }
+        shared.close();
+      });
+    }
+  });
+
+if (!servicesSkipped)
+  describe("provider keys' health and Levels on Redis answer as in memory", () => {
+    for (const seed of seedsToRun([21, 22, 23])) {
+      test(`random attempts and verdicts, seed ${seed}`, async () => {
+        const next = generator(seed);
+        const memory = createMemoryState(loaders, () => T0);
+        const shared = (await redis.state(loaders, () => T0)) as RedisState;
+        const awake: KeySleep = { sleeping: false, reason: null, until: null, count: 0 };
+        // Each State's keys as the database would hold them: a changed sleep is stored and passed back.
+        const stored = [new Map<number, KeySleep>(), new Map<number, KeySleep>()];
+        const refOf = (which: number, id: number) => ({ id, stored: stored[which]!.get(id) ?? awake, noSleep: id === 3 });
+        const both = async <T>(run: (state: typeof memory, which: number) => Promise<T>): Promise<[T, T]> => [await run(memory, 0), await run(shared, 1)];
+        const ids = [1, 2, 3];
+        let now = T0;
+        for (let step = 0; step < 300; step++) {
+          now += Math.floor(next() * 20_000);
+          const id = ids[Math.floor(next() * ids.length)]!;
+          const op = next();
+          if (op < 0.25) {
+            const probe = next() < 0.3;
+            const [a, b] = await both((state, which) => state.keys.take(7, refOf(which, id), probe));
+            expect({ step, took: b }).toEqual({ step, took: a });
+          } else if (op < 0.45) {
+            await both((state) => state.keys.release(7, id));
+          } else if (op < 0.75) {
+            const roll = next();
+            const verdict: KeyVerdict = roll < 0.5 ? { kind: "success" } : roll < 0.9 ? { kind: "retryable", ...(next() < 0.3 ? { retryAfterMs: Math.floor(next() * 60_000) } : {}) } : { kind: "credential" };
+            const [a, b] = await both((state, which) => state.keys.record(7, refOf(which, id), verdict, now));
+            expect({ step, changed: b }).toEqual({ step, changed: a });
+            if (a) stored[0]!.set(id, a);
+            if (b) stored[1]!.set(id, b);
+          } else if (op < 0.8) {
+            const sleep: KeySleep = next() < 0.5 ? awake : { sleeping: true, reason: "manual", until: null, count: 0 };
+            await both((state, which) => state.keys.setSleep(7, refOf(which, id), sleep));
+            stored[0]!.set(id, sleep);
+            stored[1]!.set(id, sleep);
+          } else if (op < 0.9) {
+            const [a, b] = await both((state, which) => state.keys.health(7, ids.map((key) => refOf(which, key))));
+            expect({ step, health: b }).toEqual({ step, health: a });
+          } else {
+            // A Level's switch-over: errors within its window, a probe after a quiet time, recovery.
+            const level = 1 + Math.floor(next() * 2);
+            const roll = next();
+            if (roll < 0.6) {
+              // Errors come in bursts: sometimes more than the threshold within the window.
+              for (let burst = 1 + Math.floor(next() * 4); burst > 0; burst--) {
+                const [a, b] = await both((state) => state.levels.recordError(7, level, now, 3, 60_000));
+                expect({ step, status: b }).toEqual({ step, status: a });
+              }
+            } else if (roll < 0.8) {
+              const [a, b] = await both((state) => state.levels.claimProbe(7, level, now - 5_000));
+              expect({ step, probe: b }).toEqual({ step, probe: a });
+            } else {
+              const probe = next() < 0.5;
+              await both((state) => state.levels.recover(7, level, probe));
+              const [a, b] = await both((state) => state.levels.status(7, level));
+              expect({ step, status: b }).toEqual({ step, status: a });
+            }
           }
         }
         shared.close();
