@@ -3,7 +3,7 @@ import { createMemoryState } from "../../src/state/memory.ts";
 import type { AdmitLine, Adjustment, Counter, GaugeCounter, KeySleep, KeyVerdict, PeriodCounter, StateLoaders, WindowCounter } from "../../src/state/state.ts";
 import type { RedisState } from "../../src/state/redis/state.ts";
 import { servicesSkipped } from "../helpers/redis-server.ts";
-import { redisStates } from "../helpers/redis-state.ts";
+import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
 import { generator, seedsToRun } from "../helpers/seeded.ts";
 
 /**
@@ -19,6 +19,9 @@ import { generator, seedsToRun } from "../helpers/seeded.ts";
  *   windows with a `held` gauge, a day total over several days, the gauge itself, with
  *   settlements that charge less than reserved and calls that failed (each run refuses
  *   on every kind of line).
+ * - Two instances on one Redis against one memory State: calls admitted on either (each
+ *   settled where it was admitted), windows counted without a check until an owner sets
+ *   an hour limit halfway, whose first check must see what both instances counted.
  * - Provider keys' health (takes, probes, releases, verdicts, an owner's sleep and wake:
  *   keys sleep for errors and for credentials and wake again) and Levels' switch-over
  *   (bursts of errors that switch, probes claimed after a quiet time, recovery).
@@ -212,6 +215,69 @@ if (!servicesSkipped)
           }
         }
         shared.close();
+      });
+    }
+  });
+
+if (!servicesSkipped)
+  describe("two instances on one Redis answer as one memory State", () => {
+    for (const seed of seedsToRun([31, 32, 33])) {
+      test(`random calls over both, an hour limit set halfway, seed ${seed}`, async () => {
+        const next = generator(seed);
+        const memory = createMemoryState(funded, () => T0);
+        const prefix = freshPrefix();
+        const instances = [(await redis.state(funded, () => T0, { prefix })) as RedisState, (await redis.state(funded, () => T0, { prefix })) as RedisState];
+        const pair = (key: string, ms: number): [WindowCounter, WindowCounter] => [
+          { kind: "window", key: `${key}:r`, windowMs: ms, lane: { key, index: 0 } },
+          { kind: "window", key: `${key}:t`, windowMs: ms, lane: { key, index: 1 } },
+        ];
+        const [requests, tokens] = pair("b:m", WINDOW);
+        const [requestsPerHour, tokensPerHour] = pair("b:h", 60 * WINDOW);
+        const credit: Counter = { kind: "credit", accountId: 7 };
+        let now = T0;
+        // A call settles on the instance that admitted it: what it reserved is held under that instance's lease.
+        const open: Array<{ at: number; tokens: number; credit: number; instance: RedisState }> = [];
+        // Both instances' gathered amounts reach Redis before the next step, as they do within milliseconds.
+        const settled = () => Promise.all(instances.map((instance) => instance.settlementsApplied()));
+        for (let step = 0; step < 300; step++) {
+          now += Math.floor(next() * 300);
+          const instance = instances[Math.floor(next() * 2)]!;
+          // Halfway, an owner sets a limit on the hour's calls: counted until then without a check.
+          const hourLimit = step >= 150 ? 40 : undefined;
+          if (next() < 0.6) {
+            const call = { at: now, tokens: 40 + Math.floor(next() * 200), credit: 100 + Math.floor(next() * 900), instance };
+            const lines: AdmitLine[] = [
+              { counter: credit, limit: 0, add: call.credit },
+              { counter: requests, limit: 8, add: 1, report: "requests" },
+              { counter: tokens, add: call.tokens },
+              { counter: requestsPerHour, limit: hourLimit, add: 1, report: "requests" },
+              { counter: tokensPerHour, add: call.tokens },
+            ];
+            const [a, b] = [await memory.counts.admit(lines, now), await instance.counts.admit(lines, now)];
+            await settled();
+            expect({ step, verdict: b }).toEqual({ step, verdict: a });
+            if (a.admitted) open.push(call);
+          } else if (open.length > 0) {
+            const call = open.splice(Math.floor(next() * open.length), 1)[0]!;
+            const used = Math.floor(call.tokens * next());
+            const changes: Adjustment[] = [
+              { counter: tokens, at: call.at, delta: used - call.tokens },
+              { counter: tokensPerHour, at: call.at, delta: used - call.tokens },
+              { counter: credit, release: call.credit, charge: Math.floor(call.credit * next()) },
+            ];
+            await memory.counts.adjust(changes);
+            await call.instance.counts.adjust(changes);
+            await settled();
+          }
+          if (step % 10 === 9) {
+            for (const counter of [requests, tokens, requestsPerHour, tokensPerHour, credit]) {
+              const reader = instances[Math.floor(next() * 2)]!;
+              const [a, b] = [await memory.counts.read(counter, now), await reader.counts.read(counter, now)];
+              expect({ step, counter: counter.kind, value: b }).toEqual({ step, counter: counter.kind, value: a });
+            }
+          }
+        }
+        for (const instance of instances) instance.close();
       });
     }
   });
