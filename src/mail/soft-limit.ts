@@ -37,8 +37,21 @@ export function createSoftLimitNotifier(deps: {
    * charge calls `check` for each account of its chain: reading the State (a Redis script
    * when shared) on each was the notifier's whole cost.
    */
-  const quiet = new Map<number, { month: string; until: number; done: boolean; later?: () => void; timer?: ReturnType<typeof setTimeout> }>();
-
+  interface Quiet {
+    month: string;
+    until: number;
+    done: boolean;
+    /** The check a spend during the quiet time left for its end: the newest arguments it was called with. */
+    later?: Parameters<typeof check>;
+    timer?: ReturnType<typeof setTimeout>;
+  }
+  const quiet = new Map<number, Quiet>();
+  const checkLater = (entry: Quiet) => {
+    entry.timer = undefined;
+    const args = entry.later;
+    entry.later = undefined;
+    if (args) void check(...args).catch((error: unknown) => deps.log.error("the soft-limit check failed", { account: args[0].id, error: (error as Error).message }));
+  };
 
   const attempt = async (mailer: Mailer, accountId: number, month: string, to: string, text: string, tries: number): Promise<void> => {
     try {
@@ -72,17 +85,16 @@ export function createSoftLimitNotifier(deps: {
     if (last && last.month === month && now < last.until) {
       // Read again once the quiet time ends: the last spend of a burst may be the one that crossed.
       if (!last.done) {
-        last.later = () => void check(account, mailer, subtreeSpent).catch((error: unknown) => deps.log.error("the soft-limit check failed", { account: accountId, error: (error as Error).message }));
-        last.timer ??= setTimeout(() => {
-          last.timer = undefined;
-          last.later?.();
-        }, last.until - now);
-        last.timer.unref?.();
+        last.later = [account, mailer, subtreeSpent];
+        if (!last.timer) {
+          last.timer = setTimeout(checkLater, last.until - now, last);
+          last.timer.unref?.();
+        }
       }
       return;
     }
     if (last?.timer) clearTimeout(last.timer);
-    const entry = { month, until: now + checkMs, done: false };
+    const entry: Quiet = { month, until: now + checkMs, done: false };
     quiet.set(accountId, entry);
     const done = () => {
       entry.done = true;
