@@ -38,13 +38,17 @@ const funded: StateLoaders = { seed: (_seed, period) => (period.endsWith("1") ? 
 const redis = redisStates();
 afterAll(redis.close);
 
+/** The definition and the implementation under test, reading the same loaders (times are passed in). */
+async function memoryAndRedis(from: StateLoaders) {
+  return { memory: createMemoryState(from, () => T0), shared: (await redis.state(from, () => T0)) as RedisState };
+}
+
 if (!servicesSkipped) describe("sliding windows on Redis answer as in memory", () => {
   // FAULT_SEEDS=a-b hunts over more seeds (helpers/seeded.ts).
   for (const seed of seedsToRun([1, 2, 3, 4])) {
     test(`random run, seed ${seed}`, async () => {
       const next = generator(seed);
-      const memory = createMemoryState(loaders, () => T0);
-      const shared = (await redis.state(loaders, () => T0)) as RedisState;
+      const { memory, shared } = await memoryAndRedis(loaders);
       const requests: WindowCounter = { kind: "window", key: "s:r", windowMs: WINDOW, lane: { key: "s:w", index: 0 } };
       const tokens: WindowCounter = { kind: "window", key: "s:t", windowMs: WINDOW, lane: { key: "s:w", index: 1 } };
       const alone: WindowCounter = { kind: "window", key: "alone", windowMs: WINDOW };
@@ -104,8 +108,7 @@ if (!servicesSkipped)
         const ledgered: StateLoaders = { seed: funded.seed, balance: () => ({ balance: ledger.balance, staleAt: Infinity, version: ledger.version }) };
         /** Charges settled and not written to the ledger yet. */
         let unwritten = 0;
-        const memory = createMemoryState(ledgered, () => T0);
-        const shared = (await redis.state(ledgered, () => T0)) as RedisState;
+        const { memory, shared } = await memoryAndRedis(ledgered);
         const requests: WindowCounter = { kind: "window", key: "a:r", windowMs: WINDOW, lane: { key: "a:w", index: 0 } };
         const tokens: WindowCounter = { kind: "window", key: "a:t", windowMs: WINDOW, lane: { key: "a:w", index: 1 } };
         const perDay: PeriodCounter = { kind: "period", key: "q:requests:day:7", seed: { measure: "requests", accountId: 7 } };
@@ -177,8 +180,7 @@ if (!servicesSkipped)
     for (const seed of seedsToRun([21, 22, 23])) {
       test(`random attempts and verdicts, seed ${seed}`, async () => {
         const next = generator(seed);
-        const memory = createMemoryState(loaders, () => T0);
-        const shared = (await redis.state(loaders, () => T0)) as RedisState;
+        const { memory, shared } = await memoryAndRedis(loaders);
         const awake: KeySleep = { sleeping: false, reason: null, until: null, count: 0 };
         // Each State's keys as the database would hold them: a changed sleep is stored and passed back.
         const stored = [new Map<number, KeySleep>(), new Map<number, KeySleep>()];
