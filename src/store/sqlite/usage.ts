@@ -112,7 +112,8 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
       }));
     },
     events: (afterId, limit) => db.select().from(usageEvents).where(gt(usageEvents.id, afterId)).orderBy(asc(usageEvents.id)).limit(limit).all(),
-    latestId: () => db.select({ id: sql<number>`coalesce(max(${usageEvents.id}), 0)` }).from(usageEvents).get()?.id ?? 0,
+    // The prepared statement: built by the query builder each time, this took about 110 µs of the serving thread per usage write (timed inside the router at c=1).
+    latestId: () => newestId.get()?.id ?? 0,
     sumsByModel(audience, range) {
       return db
         .select({ model: usageDaily.model, ...SUMS })
