@@ -5,6 +5,7 @@ import { expiringOf } from "../expiring-grants.ts";
 import type { CreditStore, Piece } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
+import { creditConsumer } from "./usage-statements.ts";
 
 const unexpired = (accountId: number, now: number) =>
   and(eq(creditGrants.accountId, accountId), or(isNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)));
@@ -13,18 +14,9 @@ const unexpired = (accountId: number, now: number) =>
 const drawOrder = [sql`${creditGrants.expiresAt} IS NULL`, asc(creditGrants.expiresAt), asc(creditGrants.id)];
 
 export function sqliteCredit({ db, sqlite }: Connection): Synchronous<CreditStore> {
-  // Consumption is prepared once on the raw connection: usage batches charge several
-  // times a second, and building the same queries through drizzle each time cost more
-  // than running them.
-  const spendable = sqlite.query<{ id: number; remaining: number }, [number, number]>(
-    `SELECT id, remaining FROM credit_grants
-     WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) AND remaining > 0
-     ORDER BY expires_at IS NULL, expires_at, id`,
-  );
-  const draw = sqlite.query<unknown, [number, number]>("UPDATE credit_grants SET remaining = ? WHERE id = ?");
-  const owe = sqlite.query<unknown, [number, number, number]>(
-    "INSERT INTO credit_grants (account_id, amount, remaining, expires_at, granted_by, created_at) VALUES (?, 0, ?, NULL, NULL, ?)",
-  );
+  // Consumption is prepared once on the raw connection (usage-statements.ts): usage
+  // batches charge several times a second.
+  const consume = creditConsumer(sqlite);
   const balance = (accountId: number, now: number): number =>
     db.select({ total: sql<number>`coalesce(sum(${creditGrants.remaining}), 0)` }).from(creditGrants).where(unexpired(accountId, now)).get()?.total ?? 0;
 
@@ -54,17 +46,6 @@ export function sqliteCredit({ db, sqlite }: Connection): Synchronous<CreditStor
         .run();
     }
   });
-  const consume = sqlite.transaction((accountId: number, amount: number, now: number) => {
-    let left = amount;
-    for (const grant of spendable.all(accountId, now)) {
-      if (left <= 0) break;
-      const used = Math.min(grant.remaining, left);
-      draw.run(grant.remaining - used, grant.id);
-      left -= used;
-    }
-    if (left > 0) owe.run(accountId, -left, now);
-  });
-
   return {
     balance,
     ledgerBalance(accountId, now) {
@@ -81,9 +62,7 @@ export function sqliteCredit({ db, sqlite }: Connection): Synchronous<CreditStor
     },
     take: (accountId, amount, now) => take(accountId, amount, now),
     give: (accountId, pieces, grantedBy, now) => give(accountId, pieces, grantedBy, now),
-    consume(accountId, amount, now) {
-      if (amount > 0) consume(accountId, amount, now);
-    },
+    consume,
     grants: (accountId, now) =>
       db
         .select()

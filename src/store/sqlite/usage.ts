@@ -1,11 +1,11 @@
 import { and, asc, eq, gt, inArray, like, sql, type SQL } from "drizzle-orm";
 import { accounts } from "../schema/accounts.ts";
-import { usageDaily, usageEvents, type NewUsageEventRow } from "../schema/usage.ts";
-import { claimChargesOf, claimChargesText, rowsWritten, USAGE_IDENTITY_COLUMNS, type Audience, type RollupRow, type UsageStore } from "../store.ts";
+import { usageDaily, usageEvents } from "../schema/usage.ts";
+import { claimChargesOf, claimChargesText, type Audience, type RollupRow, type UsageStore } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
-import { appendUsageEventValues, flatValues, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
-import { groupedInsert } from "./grouped-insert.ts";
+import type { SqlValue } from "../row-values.ts";
+import { newestUsageId, rollupAdder, usageEventInserter } from "./usage-statements.ts";
 
 const PERIOD_COLUMN = {
   requests: sql<number>`coalesce(sum(${usageDaily.requests}), 0)`,
@@ -33,36 +33,10 @@ const pathUpperBound = (path: string) => `${path.slice(0, -1)}0`;
 type RawRollup = [number, string, string, number, number, number, number, number, number, number];
 
 export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore> {
-  // Prepared statements on the raw connection: the query builder cost more per row than SQLite did.
-  const insertEvents = groupedInsert(sqlite, "usage_events", USAGE_EVENT_COLUMNS, " ON CONFLICT DO NOTHING");
-  const newestId = sqlite.prepare<{ id: number | null }, []>("SELECT max(id) AS id FROM usage_events");
-  const writtenAfter = sqlite.prepare<unknown[], [number]>(`SELECT ${USAGE_IDENTITY_COLUMNS} FROM usage_events WHERE id > ?`);
-  const upsertRollup = sqlite.prepare<unknown, SqlValue[]>(
-    `INSERT INTO usage_daily (account_id, day, model, requests, prompt_tokens, completion_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens, cost_nanos)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (account_id, day, model) DO UPDATE SET
-       requests = requests + excluded.requests,
-       prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-       completion_tokens = completion_tokens + excluded.completion_tokens,
-       reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
-       cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
-       cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
-       cost_nanos = cost_nanos + excluded.cost_nanos`,
-  );
-  // Made once: making the transaction function per batch showed in the profile.
-  // Without RETURNING (its rows cost about 0.5 µs each, on the serving thread): the count
-  // says whether every row went in; when some did not, the rows written are those after the
-  // newest id before (ids only grow, and the write holds the database alone).
-  const insert = sqlite.transaction((rows: readonly NewUsageEventRow[]) => {
-    const before = newestId.get()?.id ?? 0;
-    if (insertEvents(flatValues(rows, appendUsageEventValues)) === rows.length) return rows.slice();
-    return rowsWritten(rows, writtenAfter.values(before));
-  });
-  const addRollups = sqlite.transaction((rollups: Iterable<RollupRow>) => {
-    for (const sum of rollups) {
-      upsertRollup.run(sum.accountId, sum.day, sum.model, sum.requests, sum.prompt, sum.completion, sum.reasoning, sum.cacheRead, sum.cacheWrite, sum.costNanos);
-    }
-  });
+  // Prepared statements on the raw connection (usage-statements.ts): the query builder cost more per row than SQLite did.
+  const insert = usageEventInserter(sqlite);
+  const addRollups = rollupAdder(sqlite);
+  const latestId = newestUsageId(sqlite);
   const membersUnder = (path: string) => db.select({ id: accounts.id }).from(accounts).where(like(accounts.path, `${path}%`));
   const recordClaim = sqlite.prepare<unknown, SqlValue[]>("INSERT INTO usage_claim_writes (claim, charged, version, created_at) VALUES (?, ?, ?, ?)");
   const claimWritten = sqlite.prepare<{ charged: string; version: number | null }, [string]>("SELECT charged, version FROM usage_claim_writes WHERE claim = ?");
@@ -74,7 +48,7 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
   });
 
   return {
-    insert: (rows) => (rows.length === 0 ? [] : insert(rows)),
+    insert: (rows) => insert(rows),
     addRollups: (rollups) => addRollups(rollups),
     recordClaim(claim, written, now, forget = []) {
       for (const id of forget) forgetClaim.run(id);
@@ -112,8 +86,8 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
       }));
     },
     events: (afterId, limit) => db.select().from(usageEvents).where(gt(usageEvents.id, afterId)).orderBy(asc(usageEvents.id)).limit(limit).all(),
-    // The prepared statement: built by the query builder each time, this took about 110 µs of the serving thread per usage write (timed inside the router at c=1).
-    latestId: () => newestId.get()?.id ?? 0,
+    // Prepared: built by the query builder each time, this took about 110 µs of the serving thread per usage write (timed inside the router at c=1).
+    latestId,
     sumsByModel(audience, range) {
       return db
         .select({ model: usageDaily.model, ...SUMS })
