@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import type { Server, ServerWebSocket } from "bun";
-import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { createRealtimeBridge, type RealtimeSession } from "../../src/gateway/realtime/bridge.ts";
+import { openConnection } from "../../src/store/sqlite/connection.ts";
 import { addKey, availableCredit, usageRows } from "../helpers/keys.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 import { testCertificates } from "../helpers/tls.ts";
@@ -572,10 +572,10 @@ describe("a live session dies with its key and its access", () => {
 
   test("a change made by another process (the CLI, another instance on the file) reaches live sessions too", async () => {
     const opened = await openSession();
-    // Another connection to the same database: what it changed is not known, so every session is checked.
-    const other = new Database(join(router.dataDir, "router.db"));
+    // Another connection to the same database, opened as the CLI opens it: what it changed is not known, so every session is checked.
+    const other = openConnection(join(router.dataDir, "router.db"));
     try {
-      other.run("UPDATE accounts SET allow_models = 'gpt-4o*' WHERE id = ?", [opened.account.id]);
+      other.sqlite.run("UPDATE accounts SET allow_models = 'gpt-4o*' WHERE id = ?", [opened.account.id]);
     } finally {
       other.close();
     }

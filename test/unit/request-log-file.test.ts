@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../../src/core/log.ts";
-import { migrateFile } from "../../src/store/sqlite/connection.ts";
+import { migrateFile, openConnection } from "../../src/store/sqlite/connection.ts";
 import { requestLogFileOf } from "../../src/store/sqlite/request-log-file.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
 import type { NewRequestLogRow, Store } from "../../src/store/store.ts";
@@ -88,9 +88,9 @@ test("with upkeep running, rows go through the writer thread: read back in full,
     expect(await store.requests.prune(T0 + 50)).toBe(50);
     expect((await store.requests.list({ tenantId: 0 }, 1, 1)).total).toBe(51);
     expect(store.changedElsewhere()).toBe(false);
-    // Another process's commit to the main file is still noticed.
-    const other = new Database(file);
-    other.run("INSERT INTO settings (key, value, updated_at) VALUES ('probe', '1', 0) ON CONFLICT DO NOTHING");
+    // Another process's write to the main file (through the router's store, as the CLI writes) is still noticed.
+    const other = openConnection(file);
+    other.sqlite.run("INSERT INTO settings (key, value, updated_at) VALUES ('probe', '1', 0) ON CONFLICT DO NOTHING");
     other.close();
     expect(store.changedElsewhere()).toBe(true);
   } finally {

@@ -51,4 +51,6 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
     postgres: pg.idempotencyKeys,
     key: [lite.idempotencyKeys.accountId, lite.idempotencyKeys.key],
   },
+  // A count only the SQLite server reads; copied as every table is (PostgreSQL never reads it).
+  { name: "watched_writes", sqlite: lite.watchedWrites, postgres: pg.watchedWrites, key: [lite.watchedWrites.id] },
 ];

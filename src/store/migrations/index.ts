@@ -16,6 +16,7 @@ import m12 from "./0012_key_health.sql" with { type: "text" };
 import m13 from "./0013_idempotency_keys.sql" with { type: "text" };
 import m14 from "./0014_usage_row_identity.sql" with { type: "text" };
 import m15 from "./0015_usage_claim_writes.sql" with { type: "text" };
+import m16 from "./0016_watched_writes.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -34,4 +35,5 @@ export const migrations: Migration[] = [
   { name: "0013_idempotency_keys", sql: m13 },
   { name: "0014_usage_row_identity", sql: m14 },
   { name: "0015_usage_claim_writes", sql: m15 },
+  { name: "0016_watched_writes", sql: m16 },
 ];

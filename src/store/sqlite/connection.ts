@@ -4,6 +4,7 @@ import * as schema from "../schema/index.ts";
 import { migrations } from "../migrations/index.ts";
 import { migrate } from "./migrate.ts";
 import { attachRequestLog, requestLogFileOf } from "./request-log-file.ts";
+import { watchOtherWriters } from "./watched-writes.ts";
 
 /** drizzle over the connection; `$client` is the raw connection for prepared hot queries. */
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
@@ -18,7 +19,10 @@ export interface Connection {
   readonly path: string;
   /** The request log's file, for its writer's own connection. */
   readonly requestLogPath: string;
-  /** True once another process (e.g. `router owner create`) committed since the last call. */
+  /**
+   * True once another connection (the CLI, e.g. `router owner create`; another instance)
+   * wrote to the tables the server caches since the last call (watched-writes.ts).
+   */
   changedElsewhere(): boolean;
   close(): void;
 }
@@ -42,23 +46,20 @@ export function openConnection(path: string, options: OpenOptions = {}): Connect
   if (options.migrate !== false) migrate(sqlite, migrations);
   // The request log's own file (request-log-file.ts), attached: its rows are read here and written by a thread of their own.
   attachRequestLog(sqlite, path, { adopt: options.migrate !== false });
-  const dataVersion = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
-  // data_version changes only when *another* connection commits: exactly the signal
-  // for dropping caches that a separate CLI process made stale.
-  let lastVersion = dataVersion.get()?.data_version ?? 0;
+  const othersWrites = watchOtherWriters(sqlite);
+  let seen = othersWrites();
   return {
     sqlite,
     db: drizzle(sqlite, { schema }),
     path,
     requestLogPath: requestLogFileOf(path),
     changedElsewhere() {
-      const version = dataVersion.get()?.data_version ?? 0;
-      if (version === lastVersion) return false;
-      lastVersion = version;
+      const writes = othersWrites();
+      if (writes === seen) return false;
+      seen = writes;
       return true;
     },
     close() {
-      dataVersion.finalize();
       sqlite.close();
     },
   };

@@ -7,6 +7,7 @@ import m3 from "./0003_key_health.sql" with { type: "text" };
 import m4 from "./0004_idempotency_keys.sql" with { type: "text" };
 import m5 from "./0005_usage_row_identity.sql" with { type: "text" };
 import m6 from "./0006_usage_claim_writes.sql" with { type: "text" };
+import m7 from "./0007_watched_writes.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_initial", sql: m0 },
@@ -16,4 +17,5 @@ export const migrations: Migration[] = [
   { name: "0004_idempotency_keys", sql: m4 },
   { name: "0005_usage_row_identity", sql: m5 },
   { name: "0006_usage_claim_writes", sql: m6 },
+  { name: "0007_watched_writes", sql: m7 },
 ];

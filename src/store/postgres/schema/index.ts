@@ -8,3 +8,4 @@ export * from "./affinity.ts";
 export * from "./request-log.ts";
 export * from "./key-health.ts";
 export * from "./idempotency.ts";
+export * from "./watched-writes.ts";
