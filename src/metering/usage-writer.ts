@@ -84,46 +84,63 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
     let ran = false;
     const own = new Set<string>();
     const forgotten = forgetting;
-    return deps.store
-      .transaction(async (tx): Promise<{ released: NewUsageEventRow[]; version: number | undefined; replayed?: ClaimWritten }> => {
-        // Claims cleared since go with this write: in its claim's note's statement, or on their own.
-        const prune = now - prunedAt > CLAIM_PRUNE_MS;
-        const replayed = claim?.retry ? await tx.usage.claimWritten(claim.id) : undefined;
-        if (prune || (forgotten.length > 0 && (!claim || replayed))) await tx.usage.forgetClaims(forgotten, prune ? now - CLAIM_NOTE_MS : 0);
-        if (replayed) {
-          if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
-          return { released: [], version: replayed.version, replayed };
-        }
-        // The database writes each row once (its identity is a unique key), whoever else writes it, in any order.
-        const fresh = await tx.usage.insert(rows);
-        inserted = fresh;
-        // Every row written (the common case): each releases its own charge.
-        let released = fresh;
-        if (fresh.length < rows.length) {
-          const written = new Set(fresh.map(usageRowIdentity));
-          const stored = new Set<string>();
-          for (const row of rows) {
-            const identity = usageRowIdentity(row);
-            if (written.has(identity)) continue;
-            stored.add(identity);
-            if (ownUnsure.has(identity)) own.add(identity);
+    const prune = now - prunedAt > CLAIM_PRUNE_MS;
+    /** Which rows stop being held, once `fresh` of `rows` were written (and `own` names this process's own unsure ones found stored). */
+    const releasedOf = (fresh: readonly NewUsageEventRow[]): NewUsageEventRow[] => {
+      // Every row written (the common case): each releases its own charge.
+      if (fresh.length === rows.length) return fresh.slice();
+      const written = new Set(fresh.map(usageRowIdentity));
+      const stored = new Set<string>();
+      for (const row of rows) {
+        const identity = usageRowIdentity(row);
+        if (written.has(identity)) continue;
+        stored.add(identity);
+        if (ownUnsure.has(identity)) own.add(identity);
+      }
+      deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
+      // Unchecked (a first claim of rows just settled), a row found stored was written by
+      // the instance whose append lost its answer, which released its charge. Checked, it
+      // may be a dead writer's, which did not: its charge is released here (`settled`).
+      return check ? settled(rows, stored, copies, own).released : fresh.concat(rows.filter((row) => own.has(usageRowIdentity(row))));
+    };
+    // A plain batch (no claim's note, nothing to prune) goes where the store writes batches off the serving thread, if it does.
+    const elsewhere = claim || prune || forgotten.length > 0 ? undefined : deps.store.usageBatches();
+    const written = elsewhere
+      ? elsewhere.write(rows, healthRows, now).then(
+          ({ fresh, latest }): { released: NewUsageEventRow[]; version: number | undefined; replayed?: ClaimWritten } => {
+            inserted = fresh;
+            const released = releasedOf(fresh);
+            return { released, version: fresh.length > 0 && released.length === fresh.length ? latest : undefined };
+          },
+          (error: unknown) => {
+            // Gone without an answer, the writer may have committed every row: a later write that finds them stored knows they are this process's.
+            if ((error as { outcomeUnknown?: unknown } | null)?.outcomeUnknown === true) inserted = rows;
+            throw error;
+          },
+        )
+      : deps.store.transaction(async (tx): Promise<{ released: NewUsageEventRow[]; version: number | undefined; replayed?: ClaimWritten }> => {
+          // Claims cleared since go with this write: in its claim's note's statement, or on their own.
+          const replayed = claim?.retry ? await tx.usage.claimWritten(claim.id) : undefined;
+          if (prune || (forgotten.length > 0 && (!claim || replayed))) await tx.usage.forgetClaims(forgotten, prune ? now - CLAIM_NOTE_MS : 0);
+          if (replayed) {
+            if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
+            return { released: [], version: replayed.version, replayed };
           }
-          // Unchecked (a first claim of rows just settled), a row found stored was written by
-          // the instance whose append lost its answer, which released its charge. Checked, it
-          // may be a dead writer's, which did not: its charge is released here (`settled`).
-          released = check ? settled(rows, stored, copies, own).released : fresh.concat(rows.filter((row) => own.has(usageRowIdentity(row))));
-          deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
-        }
-        await tx.usage.addRollups(dailyRollups(fresh).values());
-        for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
-        if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
-        // The rows' ids are given out one transaction at a time: the newest is this write's version.
-        const version = fresh.length > 0 && released.length === fresh.length ? await tx.usage.latestId() : undefined;
-        if (claim) await tx.usage.recordClaim(claim.id, claim.released ? { charged: chargesOf(claim.released), version: undefined } : { charged: chargesOf(released), version }, now, prune ? [] : forgotten);
-        if (prune) prunedAt = now;
-        ran = true;
-        return { released, version };
-      })
+          // The database writes each row once (its identity is a unique key), whoever else writes it, in any order.
+          const fresh = await tx.usage.insert(rows);
+          inserted = fresh;
+          const released = releasedOf(fresh);
+          await tx.usage.addRollups(dailyRollups(fresh).values());
+          for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
+          if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
+          // The rows' ids are given out one transaction at a time: the newest is this write's version.
+          const version = fresh.length > 0 && released.length === fresh.length ? await tx.usage.latestId() : undefined;
+          if (claim) await tx.usage.recordClaim(claim.id, claim.released ? { charged: chargesOf(claim.released), version: undefined } : { charged: chargesOf(released), version }, now, prune ? [] : forgotten);
+          if (prune) prunedAt = now;
+          ran = true;
+          return { released, version };
+        });
+    return written
       .then(
         (result) => {
           if (claim) mayHaveCommitted.delete(claim.id);

@@ -25,6 +25,23 @@ export function appendUsageEventValues(out: SqlValue[], row: NewUsageEventRow): 
   return out;
 }
 
+/** Usage rows back from their flat values (`flatValues` with `appendUsageEventValues`): what crosses to the upkeep thread. */
+export function usageEventRows(values: readonly SqlValue[]): NewUsageEventRow[] {
+  const width = USAGE_EVENT_COLUMNS.length;
+  const rows: NewUsageEventRow[] = [];
+  for (let i = 0; i + width <= values.length; i += width) {
+    // Each value is the column's own type: these are the values appendUsageEventValues made.
+    const v = (k: number) => values[i + k] as never;
+    rows.push({
+      requestId: v(0), accountId: v(1), day: v(2), createdAt: v(3), endpoint: v(4), requestedModel: v(5),
+      effectiveModel: v(6), level: v(7), keyId: v(8), status: v(9), stream: v(10), promptTokens: v(11),
+      completionTokens: v(12), cacheReadTokens: v(13), cacheWriteTokens: v(14), reasoningTokens: v(15), source: v(16),
+      latencyMs: v(17), costNanos: v(18), extra: v(19),
+    });
+  }
+  return rows;
+}
+
 export const REQUEST_LOG_COLUMNS = [
   "request_id", "tenant_id", "account_id", "created_at", "family", "endpoint", "requested_model", "effective_model", "stream", "status",
   "attempts", "key_ids", "levels", "ttfb_ms", "duration_ms", "prompt_tokens", "completion_tokens", "cache_read_tokens",

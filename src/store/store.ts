@@ -395,5 +395,26 @@ export interface Store extends Repositories {
   unavailable(error: unknown): boolean;
   /** Starts the engine's background upkeep (SQLite: WAL checkpoints); returns how to stop it. */
   startUpkeep(log: Logger): () => Promise<void>;
+  /**
+   * Where batches of usage rows are written off the serving thread, while there is such a
+   * place (SQLite: the upkeep thread, once it runs); undefined otherwise, and the usage
+   * writer then writes them in a `transaction` of its own.
+   */
+  usageBatches(): UsageBatchWriter | undefined;
   close(): void;
+}
+
+/**
+ * Writes usage batches on a connection of its own: in one transaction, the rows (each
+ * once: a row whose identity is stored already is not written again), the daily rollups
+ * and the credit charges of the rows it wrote, and the keys' health figures, as the
+ * usage writer's own transaction does (src/metering/usage-writer.ts).
+ */
+export interface UsageBatchWriter {
+  /**
+   * Resolves with the rows written and the newest usage row's id after the commit. Rejects
+   * with the database's error (its `code` kept) once rolled back, or with `outcomeUnknown`
+   * set when the writer went away without answering (the batch may have committed).
+   */
+  write(rows: readonly NewUsageEventRow[], health: readonly NewKeyHealthRow[], now: number): Promise<{ fresh: NewUsageEventRow[]; latest: number }>;
 }

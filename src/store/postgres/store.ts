@@ -158,6 +158,8 @@ export function postgresStoreOver(client: SQL): Store {
     unavailable: (error: unknown) => postgresUnavailable(error),
     // PostgreSQL does its own upkeep (autovacuum, checkpoints).
     startUpkeep: (_log: Logger) => async () => {},
+    // Usage batches go over the network: the serving thread only waits for them.
+    usageBatches: () => undefined,
     close() {
       // Closed for its helpers too: the single-instance lock's check must not reconnect it.
       clients.delete(store);

@@ -2,6 +2,7 @@ import type { Logger } from "../../core/log.ts";
 import type { NewRequestLogRow } from "../store.ts";
 import type { WriterMessage, WriterReport, WriterRequest } from "./request-log-service.ts";
 import type { ServiceChannel } from "./upkeep-thread.ts";
+import { ServiceError, startServiceClient } from "./service-client.ts";
 import { appendRequestLogValues, flatValues } from "../row-values.ts";
 
 /** What the serving thread hands the request log's writer. */
@@ -23,41 +24,20 @@ export interface RequestLogWriter {
  * then written on the serving thread, as before.
  */
 export async function startRequestLogWriter(path: string, log: Logger, thread: ServiceChannel<WriterMessage, WriterReport>): Promise<RequestLogWriter | undefined> {
-  let next = 0;
-  const waiting = new Map<number, { resolve: (changes: number) => void; reject: (error: Error) => void }>();
-  let started: ((ok: boolean) => void) | undefined;
-  const ready = new Promise<boolean>((resolve) => (started = resolve));
-  const failAll = (error: Error) => {
-    for (const entry of waiting.values()) entry.reject(error);
-    waiting.clear();
-  };
-  thread.listen(
-    (report) => {
-      if (report.type === "ready") return started?.(true);
-      if (report.type === "failed") {
-        log.warn("the request log's writer could not open its file; its rows are written on the serving thread", { error: report.error });
-        return started?.(false);
-      }
-      const entry = waiting.get(report.id);
-      if (!entry) return;
-      waiting.delete(report.id);
-      if (report.type === "done") entry.resolve(report.changes);
-      else entry.reject(new Error(`the request log could not be written: ${report.error}`));
-    },
-    (error) => {
-      started?.(false);
-      failAll(new Error(`the request log's writer thread failed: ${error}`));
-    },
-  );
-  thread.post({ type: "start", path });
-  if (!(await ready)) return undefined;
+  const client = await startServiceClient<WriterRequest, Extract<WriterReport, { type: "done" }>>(thread, path);
+  if ("failed" in client) {
+    log.warn("the request log's writer could not open its file; its rows are written on the serving thread", { error: client.failed });
+    return undefined;
+  }
   log.debug("request-log rows are written on their own thread", { file: path });
   const ask = (request: WriterRequest): Promise<number> =>
-    new Promise<number>((resolve, reject) => {
-      const id = ++next;
-      waiting.set(id, { resolve, reject });
-      thread.post({ ...request, id });
-    });
+    client.ask(request).then(
+      (done) => done.changes,
+      (error: Error) => {
+        if (!(error instanceof ServiceError)) throw error;
+        throw new Error(error.outcomeUnknown ? `the request log's writer thread failed: ${error.message}` : `the request log could not be written: ${error.message}`);
+      },
+    );
   /** Batches being serialized: stop waits for them, so their rows are posted before it. */
   const serializing = new Set<Promise<string>>();
   return {
@@ -75,7 +55,7 @@ export async function startRequestLogWriter(path: string, log: Logger, thread: S
     async stop() {
       await Promise.all(serializing);
       await Promise.race([ask({ type: "stop" }), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-      failAll(new Error("the request log's writer stopped"));
+      client.failAll(new Error("the request log's writer stopped"));
     },
   };
 }

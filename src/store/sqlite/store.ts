@@ -1,6 +1,6 @@
 import type { Logger } from "../../core/log.ts";
 import { sqliteIdempotency } from "./idempotency.ts";
-import type { Repositories, RequestLogStore, Store, Transaction } from "../store.ts";
+import type { Repositories, RequestLogStore, Store, Transaction, UsageBatchWriter } from "../store.ts";
 import { sqliteAccounts } from "./accounts.ts";
 import { startCheckpointer } from "./checkpointer.ts";
 import { openConnection, type Connection, type OpenOptions } from "./connection.ts";
@@ -12,6 +12,7 @@ import { sqliteUsage } from "./usage.ts";
 import { sqliteRequestLog } from "./request-log.ts";
 import { startRequestLogWriter, type RequestLogWriter } from "./request-log-writer.ts";
 import { startUpkeepThread } from "./upkeep-thread.ts";
+import { startUsageWriter } from "./usage-write-client.ts";
 import { sqliteKeyHealth } from "./key-health.ts";
 
 /**
@@ -40,6 +41,8 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
   };
   /** The request log's writer thread, once upkeep started it (the server): appends and prunes go there. */
   let writer: RequestLogWriter | undefined;
+  /** The usage writer on the upkeep thread, once it runs (the server): usage batches go there. */
+  let usageWriter: (UsageBatchWriter & { alive(): boolean }) | undefined;
   const requestsOf = (run: <R>(call: () => R) => Promise<R>): RequestLogStore => {
     const here = asynchronous(sqliteRequestLog(connection), run);
     return {
@@ -103,6 +106,8 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     ...own,
     transaction,
     changedElsewhere: () => connection.changedElsewhere(),
+    // A failed thread answers nothing more: batches are written here again.
+    usageBatches: () => (usageWriter?.alive() ? usageWriter : undefined),
     // SQLite stores any number and string; a row can still miss a required value or be too big.
     refusedRow: (error) => /^SQLITE_(CONSTRAINT_NOTNULL|CONSTRAINT_CHECK|TOOBIG|MISMATCH)/.test(String((error as { code?: unknown } | null)?.code ?? "")),
     // The file is in the process: it is never "away" (a busy or full disk is a real error).
@@ -115,15 +120,21 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
         return async () => {};
       }
       const checkpointer = startCheckpointer(sqlite, connection.path, log, thread.checkpoint);
-      // Until the writer is up (and if it cannot start), the log's rows are written here.
-      const starting = connection.requestLogPath === ":memory:" ? Promise.resolve(undefined) : startRequestLogWriter(connection.requestLogPath, log, thread.log);
+      // Until the writers are up (and if they cannot start), the log's rows and the usage batches are written here.
+      const inMemory = connection.path === ":memory:" || connection.path === "";
+      const starting = inMemory ? Promise.resolve(undefined) : startRequestLogWriter(connection.requestLogPath, log, thread.log);
       void starting.then((started) => {
         writer = started;
       });
+      const usageStarting = inMemory ? Promise.resolve(undefined) : startUsageWriter(connection.path, log, thread.usage);
+      void usageStarting.then((started) => {
+        usageWriter = started;
+      });
       return async () => {
-        const stopping = await starting;
+        const [stopping, usageStopping] = await Promise.all([starting, usageStarting]);
         writer = undefined;
-        await Promise.all([checkpointer.stop(), stopping?.stop()]);
+        usageWriter = undefined;
+        await Promise.all([checkpointer.stop(), stopping?.stop(), usageStopping?.stop()]);
         thread.terminate();
       };
     },

@@ -1,7 +1,5 @@
 import { workerUrl } from "../../core/worker-url.ts";
-import type { CheckpointerMessage, CheckpointerReport } from "./checkpoint-service.ts";
-import type { WriterMessage, WriterReport } from "./request-log-service.ts";
-import type { UpkeepMessage, UpkeepReport } from "./upkeep-worker.ts";
+import type { UpkeepMessage, UpkeepReport, UpkeepService, UpkeepServices } from "./upkeep-worker.ts";
 
 /** One service's end of the upkeep thread (upkeep-worker.ts). */
 export interface ServiceChannel<Message, Report> {
@@ -10,11 +8,9 @@ export interface ServiceChannel<Message, Report> {
   listen(handler: (report: Report) => void, failed: (error: string) => void): void;
 }
 
-export interface UpkeepThread {
-  readonly checkpoint: ServiceChannel<CheckpointerMessage, CheckpointerReport>;
-  readonly log: ServiceChannel<WriterMessage, WriterReport>;
+export type UpkeepThread = { readonly [S in UpkeepService]: ServiceChannel<UpkeepServices[S]["message"], UpkeepServices[S]["report"]> } & {
   terminate(): void;
-}
+};
 
 /** Starts the upkeep thread; undefined when Workers are unavailable (each service then stays on the serving thread). */
 export function startUpkeepThread(): UpkeepThread | undefined {
@@ -24,33 +20,23 @@ export function startUpkeepThread(): UpkeepThread | undefined {
   } catch {
     return undefined;
   }
-  const handlers: { checkpoint?: (report: CheckpointerReport) => void; log?: (report: WriterReport) => void } = {};
+  const handlers: Partial<Record<UpkeepService, (report: unknown) => void>> = {};
   const failures: Array<(error: string) => void> = [];
   worker.onmessage = (event: MessageEvent<UpkeepReport>) => {
     const { service, ...report } = event.data;
-    if (service === "checkpoint") handlers.checkpoint?.(report as CheckpointerReport);
-    else handlers.log?.(report as WriterReport);
+    handlers[service]?.(report);
   };
   worker.onerror = (event) => {
     for (const failed of failures) failed(event.message);
   };
   // The thread must not keep a stopping process alive.
   (worker as unknown as { unref(): void }).unref();
-  return {
-    checkpoint: {
-      post: (message) => worker.postMessage({ service: "checkpoint", ...message } satisfies UpkeepMessage),
-      listen(handler, failed) {
-        handlers.checkpoint = handler;
-        failures.push(failed);
-      },
+  const channel = <S extends UpkeepService>(service: S): ServiceChannel<UpkeepServices[S]["message"], UpkeepServices[S]["report"]> => ({
+    post: (message) => worker.postMessage({ service, ...message } as UpkeepMessage),
+    listen(handler, failed) {
+      handlers[service] = handler as (report: unknown) => void;
+      failures.push(failed);
     },
-    log: {
-      post: (message) => worker.postMessage({ service: "log", ...message } satisfies UpkeepMessage),
-      listen(handler, failed) {
-        handlers.log = handler;
-        failures.push(failed);
-      },
-    },
-    terminate: () => worker.terminate(),
-  };
+  });
+  return { checkpoint: channel("checkpoint"), log: channel("log"), usage: channel("usage"), terminate: () => worker.terminate() };
 }
