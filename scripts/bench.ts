@@ -45,8 +45,8 @@ import {
   ttftPhase,
   type Target,
 } from "./bench/phases.ts";
-import { machine, rssMb, runChecked, startService, type Service } from "./bench/proc.ts";
-import { startBenchMock } from "./bench/mock.ts";
+import { machine, rssMb, runChecked, type Service } from "./bench/proc.ts";
+import { startBenchFloor, startBenchMock } from "./bench/mock.ts";
 import { RAISED, renderMarkdown, renderTable, type BenchReport } from "./bench/report.ts";
 import { benchRouterEnv, configureRouter, startRouter } from "./bench/router.ts";
 import { scaleOutPhase } from "./bench/scaleout.ts";
@@ -102,15 +102,7 @@ async function main() {
     const mock = await startBenchMock(work, certs);
     services.push(mock);
     servicePids.push(mock.pid);
-    const floorService = await startService({
-      name: "floor",
-      cmd: [process.execPath, join(import.meta.dir, "bench", "floor-proxy.ts")],
-      cwd: work,
-      // The floor gets the raised fetch limit: it is the baseline of what Bun can do.
-      env: { PATH: process.env.PATH, FLOOR_UPSTREAM: mock.url, NODE_EXTRA_CA_CERTS: certs.caFile, BUN_CONFIG_MAX_HTTP_REQUESTS: "65535" },
-      logFile: join(work, "floor.log"),
-      ready: /floor listening on (\S+)/,
-    });
+    const floorService = await startBenchFloor(work, mock.url, certs.caFile);
     services.push(floorService);
     servicePids.push(floorService.pid);
     const routerService = await startRouter({

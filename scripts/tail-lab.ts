@@ -24,8 +24,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { testCertificates } from "../test/helpers/tls.ts";
 import { headersFor, NONSTREAM_BODY, PATH, type Target } from "./bench/phases.ts";
-import { startBenchMock } from "./bench/mock.ts";
-import { startService, type Service } from "./bench/proc.ts";
+import { startBenchFloor, startBenchMock } from "./bench/mock.ts";
+import type { Service } from "./bench/proc.ts";
 import { configureRouter, startRouter } from "./bench/router.ts";
 
 interface VariantSpec {
@@ -113,14 +113,7 @@ async function main() {
     services.push(mock);
     const targets: Target[] = [{ name: "direct", url: mock.url, key: "sk-direct" }];
     if (!process.argv.includes("--no-floor")) {
-      const floor = await startService({
-        name: "floor",
-        cmd: [process.execPath, join(import.meta.dir, "bench", "floor-proxy.ts")],
-        cwd: work,
-        env: { PATH: process.env.PATH, FLOOR_UPSTREAM: mock.url, NODE_EXTRA_CA_CERTS: certs.caFile, BUN_CONFIG_MAX_HTTP_REQUESTS: "65535" },
-        logFile: join(work, "floor.log"),
-        ready: /floor listening on (\S+)/,
-      });
+      const floor = await startBenchFloor(work, mock.url, certs.caFile);
       services.push(floor);
       targets.push({ name: "floor", url: floor.url, key: "sk-floor", pid: floor.pid });
     }

@@ -13,3 +13,15 @@ export function startBenchMock(work: string, certs: Pick<TestCertificates, "cert
     ready: /mock listening on (\S+)/,
   });
 }
+
+/** The floor: a bare Bun proxy to the mock (floor-proxy.ts) in its own process, given the raised fetch limit, as the baseline of what Bun can do. */
+export function startBenchFloor(work: string, mockUrl: string, caFile: string): Promise<Service> {
+  return startService({
+    name: "floor",
+    cmd: [process.execPath, join(import.meta.dir, "floor-proxy.ts")],
+    cwd: work,
+    env: { PATH: process.env.PATH, FLOOR_UPSTREAM: mockUrl, NODE_EXTRA_CA_CERTS: caFile, BUN_CONFIG_MAX_HTTP_REQUESTS: "65535" },
+    logFile: join(work, "floor.log"),
+    ready: /floor listening on (\S+)/,
+  });
+}
