@@ -7,10 +7,10 @@ import type { UsageWriteMessage, UsageWriteReport, UsageWriteRequest } from "./u
 
 /**
  * Starts the usage writer on the upkeep thread, on its own connection to the database
- * (usage-write-service.ts). A write there held the serving thread for as long as it
- * ran (about 0.5 ms for a 50 ms tick's rows at c=1), and each call that arrived
- * meanwhile waited for it: most of the c=1 99th percentile above the floor's. The rows
- * cross as one flat JSON array of their values. Resolves undefined when the writer
+ * (usage-write-service.ts). A write on the serving thread held it for as long as it
+ * ran (about 0.6 ms for a 50 ms tick's rows at c=1), and each call that arrived
+ * meanwhile waited for it: a third of the calls slower than p50 + 0.7 ms at c=1
+ * (docs/benchmarks.md). The rows cross as one flat JSON array of their values. Resolves undefined when the writer
  * cannot start: usage rows are then written on the serving thread, as before.
  */
 export async function startUsageWriter(
