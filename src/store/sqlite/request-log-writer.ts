@@ -24,13 +24,13 @@ export interface RequestLogWriter {
  * then written on the serving thread, as before.
  */
 export async function startRequestLogWriter(path: string, log: Logger, thread: ServiceChannel<WriterMessage, WriterReport>): Promise<RequestLogWriter | undefined> {
-  const client = await startServiceClient<WriterRequest, Extract<WriterReport, { type: "done" }>>(thread, path);
+  const client = await startServiceClient<Exclude<WriterRequest, { type: "stop" }>, { changes: number }>(thread, path);
   if ("failed" in client) {
     log.warn("the request log's writer could not open its file; its rows are written on the serving thread", { error: client.failed });
     return undefined;
   }
   log.debug("request-log rows are written on their own thread", { file: path });
-  const ask = (request: WriterRequest): Promise<number> =>
+  const ask = (request: Exclude<WriterRequest, { type: "stop" }>): Promise<number> =>
     client.ask(request).then(
       (done) => done.changes,
       (error: Error) => {
@@ -54,8 +54,7 @@ export async function startRequestLogWriter(path: string, log: Logger, thread: S
     prune: (before) => ask({ type: "prune", before }),
     async stop() {
       await Promise.all(serializing);
-      await Promise.race([ask({ type: "stop" }), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-      client.failAll(new Error("the request log's writer stopped"));
+      await client.stop(new Error("the request log's writer stopped"));
     },
   };
 }

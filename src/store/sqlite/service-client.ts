@@ -1,8 +1,5 @@
+import type { ServiceMessage, ServiceReport } from "./service-host.ts";
 import type { ServiceChannel } from "./upkeep-thread.ts";
-
-/** The reports every request-answering service of the upkeep thread sends. */
-type Lifecycle = { type: "ready" } | { type: "failed"; error: string };
-type Refusal = { type: "error"; id: number; error: string; code?: string };
 
 /** An upkeep service's error, with SQLite's code when it had one; `outcomeUnknown` when the thread failed before it answered. */
 export class ServiceError extends Error {
@@ -15,11 +12,11 @@ export class ServiceError extends Error {
   }
 }
 
-export interface ServiceClient<Request, Done> {
+export interface ServiceClient<Request, Answer> {
   /** Resolves with the service's answer to `request`; rejects with a ServiceError. */
-  ask(request: Request): Promise<Done>;
-  /** Rejects every request still waiting (the service stopped). */
-  failAll(error: Error): void;
+  ask(request: Request): Promise<Answer>;
+  /** Asks the service to close its connection (2 s at most), then rejects what still waits with `error`. */
+  stop(error: Error): Promise<void>;
   /** False once the thread failed: requests are refused at once from then on. */
   alive(): boolean;
 }
@@ -29,13 +26,13 @@ export interface ServiceClient<Request, Done> {
  * writer, the usage writer): starts it on `path` and resolves once it is ready, with
  * the reason it could not start otherwise.
  */
-export async function startServiceClient<Request, Done extends { type: "done"; id: number }>(
-  channel: ServiceChannel<{ type: "start"; path: string } | (Request & { id: number }), Lifecycle | Done | Refusal>,
+export async function startServiceClient<Request extends { type: string }, Answer>(
+  channel: ServiceChannel<ServiceMessage<Request>, ServiceReport<Answer>>,
   path: string,
-): Promise<ServiceClient<Request, Done> | { failed: string }> {
+): Promise<ServiceClient<Request, Answer> | { failed: string }> {
   let next = 0;
   let failedThread: string | undefined;
-  const waiting = new Map<number, { resolve: (done: Done) => void; reject: (error: Error) => void }>();
+  const waiting = new Map<number, { resolve: (answer: Answer) => void; reject: (error: Error) => void }>();
   let started: ((outcome: string | undefined) => void) | undefined;
   const ready = new Promise<string | undefined>((resolve) => (started = resolve));
   const failAll = (error: Error) => {
@@ -49,8 +46,8 @@ export async function startServiceClient<Request, Done extends { type: "done"; i
       const entry = waiting.get(report.id);
       if (!entry) return;
       waiting.delete(report.id);
-      if (report.type === "done") entry.resolve(report as Done);
-      else entry.reject(new ServiceError((report as Refusal).error, (report as Refusal).code));
+      if (report.type === "done") entry.resolve(report);
+      else entry.reject(new ServiceError(report.error, report.code));
     },
     (error) => {
       failedThread = error;
@@ -61,16 +58,20 @@ export async function startServiceClient<Request, Done extends { type: "done"; i
   channel.post({ type: "start", path });
   const failed = await ready;
   if (failed !== undefined) return { failed };
+  const post = (request: Request | { type: "stop" }) =>
+    new Promise<Answer>((resolve, reject) => {
+      // Never posted: nothing of it happened.
+      if (failedThread !== undefined) return reject(new ServiceError(`the upkeep thread failed: ${failedThread}`));
+      const id = ++next;
+      waiting.set(id, { resolve, reject });
+      channel.post({ ...request, id } as ServiceMessage<Request>);
+    });
   return {
-    ask: (request) =>
-      new Promise<Done>((resolve, reject) => {
-        // Never posted: nothing of it happened.
-        if (failedThread !== undefined) return reject(new ServiceError(`the upkeep thread failed: ${failedThread}`));
-        const id = ++next;
-        waiting.set(id, { resolve, reject });
-        channel.post({ ...request, id });
-      }),
-    failAll,
+    ask: post,
+    async stop(error) {
+      await Promise.race([post({ type: "stop" }), new Promise((resolve) => setTimeout(resolve, 2000).unref())]).catch(() => {});
+      failAll(error);
+    },
     alive: () => failedThread === undefined,
   };
 }

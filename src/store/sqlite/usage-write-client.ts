@@ -3,7 +3,7 @@ import { appendUsageEventValues, flatValues } from "../row-values.ts";
 import type { NewKeyHealthRow, NewUsageEventRow, UsageBatchWriter } from "../store.ts";
 import { startServiceClient } from "./service-client.ts";
 import type { ServiceChannel } from "./upkeep-thread.ts";
-import type { UsageWriteMessage, UsageWriteReport, UsageWriteRequest } from "./usage-write-service.ts";
+import type { UsageWriteMessage, UsageWriteReport, UsageWriteRequest, UsageWritten } from "./usage-write-service.ts";
 
 /**
  * Starts the usage writer on the upkeep thread, on its own connection to the database
@@ -18,7 +18,7 @@ export async function startUsageWriter(
   log: Logger,
   thread: ServiceChannel<UsageWriteMessage, UsageWriteReport>,
 ): Promise<(UsageBatchWriter & { alive(): boolean; stop(): Promise<void> }) | undefined> {
-  const client = await startServiceClient<UsageWriteRequest, Extract<UsageWriteReport, { type: "done" }>>(thread, path);
+  const client = await startServiceClient<Exclude<UsageWriteRequest, { type: "stop" }>, UsageWritten>(thread, path);
   if ("failed" in client) {
     log.warn("the usage writer could not open the database on its own thread; usage rows are written on the serving thread", { error: client.failed });
     return undefined;
@@ -30,9 +30,6 @@ export async function startUsageWriter(
       return { fresh: done.written === "all" ? rows.slice() : done.written.map((position) => rows[position]!), latest: done.latest };
     },
     alive: client.alive,
-    async stop() {
-      await Promise.race([client.ask({ type: "stop" }), new Promise((resolve) => setTimeout(resolve, 2000).unref())]).catch(() => {});
-      client.failAll(new Error("the usage writer stopped"));
-    },
+    stop: () => client.stop(new Error("the usage writer stopped")),
   };
 }
