@@ -14,7 +14,8 @@
  *    {"name": "no-log", "bin": "/tmp/router-head", "args": ["--request-log-days", "0"]},
  *    {"name": "switch", "bin": "/tmp/router-x", "env": {"SWITCH": "1"}}]
  *
- * Flags: --rounds N (default 8), --seconds S (a round, default 3), --stream.
+ * Flags: --rounds N (default 8), --seconds S (a round, default 3), --stream, --keep (leave
+ * the routers' data directories and logs, to read why calls failed).
  * Routers trust the bench CA through NODE_EXTRA_CA_CERTS (no re-launch), so builds of
  * any age compare alike.
  */
@@ -97,7 +98,7 @@ async function main() {
         variant.rps.push(result.rps);
         variant.cpu.push(((cpu1 - cpu0) * 1e6) / result.requests);
         variant.serving.push((serving * 1e6) / result.requests);
-        if (result.errors) console.log(`  ${variant.spec.name}: ${result.errors} errors in round ${round + 1}`);
+        if (result.errors) console.log(`  ${variant.spec.name}: ${result.errors} errors (${result.non2xx} non-2xx answers) in round ${round + 1}`);
       }
     }
     console.log(`${stream ? "streaming" : "non-streaming"} c=32, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);
@@ -106,7 +107,8 @@ async function main() {
     }
   } finally {
     for (const service of services.reverse()) await service.stop(2000).catch(() => {});
-    rmSync(work, { recursive: true, force: true });
+    if (process.argv.includes("--keep")) console.log(`routers' data and logs kept in ${work}`);
+    else rmSync(work, { recursive: true, force: true });
   }
 }
 
