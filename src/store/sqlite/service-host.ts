@@ -29,6 +29,12 @@ export function hostService<Request extends { type: string }, Answer>(
         // The server's own connection writes the file too: one waits for the other's transaction.
         sqlite.run("PRAGMA busy_timeout = 5000");
         sqlite.run("PRAGMA synchronous = NORMAL");
+        // A multi-row INSERT inside a transaction keeps a statement journal (to undo just that
+        // statement); past 64 KiB SQLite spills it to a temporary file. A request-log batch's
+        // 32-row statements touch as many account-index pages as accounts calling and spilled
+        // every time: 5.4 µs of CPU a row, 3.5 of them in the kernel; in memory, 3.0.
+        // These connections only insert and delete, so no large sort or temp table lands in memory.
+        sqlite.run("PRAGMA temp_store = MEMORY");
         answer = open(sqlite);
         report({ type: "ready" });
       } catch (error) {
