@@ -233,6 +233,12 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       // Written one row at a time, the rows' transactions note nothing; the last one notes the claim.
       return writeApart(rows, healthRows, check, now, copies, claim);
     },
+    /**
+     * Whether a plain batch (no claim's note, nothing to prune) is written on another
+     * thread now (Store.usageBatches): the serving thread then only posts it, and a
+     * tick's rows need not be cut into slices.
+     */
+    offThread: (): boolean => deps.store.usageBatches() !== undefined,
     /** A claim cleared from Redis: its note goes with the next write. */
     forget(claim: string): void {
       mayHaveCommitted.delete(claim);

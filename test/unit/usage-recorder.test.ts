@@ -117,6 +117,56 @@ test("under steady traffic a tick writes the rows pending when it began, in a fe
   }
 });
 
+test("a full batch between two ticks is written at once, not left for the next tick", async () => {
+  const store = openSqliteStore(join(dir, "full-batch.db"));
+  const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  try {
+    const started = performance.now();
+    // 600 calls settle in one turn of the event loop (more than a batch: 500 rows).
+    for (let i = 0; i < 600; i++) recorder.record(event(i));
+    // The first tick comes 50 ms after the recorder started: the rows are stored before it.
+    let stored = 0;
+    while (stored === 0 && performance.now() - started < 45) {
+      await Bun.sleep(2);
+      stored = (await store.usage.events(0, 1000)).length;
+    }
+    expect(stored).toBeGreaterThan(0);
+    await recorder.flush();
+    expect((await store.usage.events(0, 1000)).length).toBe(600);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
+
+test("calls settling in every turn of the event loop, as under load, do not hold the ticks back: the backlog stays small", async () => {
+  const store = openSqliteStore(join(dir, "busy.db"));
+  const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  try {
+    let n = 0;
+    let most = 0;
+    // Settlement runs after each turn's answers (core/after-answer.ts): a few calls settle
+    // in every turn, for 600 ms or 40,000 calls.
+    const until = performance.now() + 600;
+    await new Promise<void>((resolve) => {
+      const turn = () => {
+        for (let i = 0; i < 20; i++) recorder.record(event(n++));
+        most = Math.max(most, recorder.backlog());
+        if (performance.now() < until && n < 40_000) setImmediate(turn);
+        else resolve();
+      };
+      setImmediate(turn);
+    });
+    // A tick's worth of calls and a batch in flight wait at most, never most of the run's calls.
+    expect(most).toBeLessThan(n / 4);
+    await recorder.flush();
+    expect((await store.usage.events(0, 100_000)).length).toBe(n);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
+
 test("a batch refused for a value is written row by row; if the database goes away meanwhile, only the rows not yet written wait, and each row is stored once", async () => {
   const store = openSqliteStore(join(dir, "apart.db"));
   let calls = 0;
