@@ -15,7 +15,8 @@
  *    {"name": "switch", "bin": "/tmp/router-x", "env": {"SWITCH": "1"}}]
  *
  * Flags: --rounds N (default 8), --seconds S (a round, default 3), --stream, --keep (leave
- * the routers' data directories and logs, to read why calls failed).
+ * the routers' data directories and logs, to read why calls failed), --show-failures (print
+ * the first failed answers of each round: slows wrk, so not for measuring).
  * Routers trust the bench CA through NODE_EXTRA_CA_CERTS (no re-launch), so builds of
  * any age compare alike.
  */
@@ -81,7 +82,7 @@ async function main() {
       services.push(router);
       const key = await configureRouter(router, mock.url);
       const headers = headersFor({ name: spec.name, url: router.url, key }, stream ? { "x-mock-chunks": "20" } : {});
-      const script = wrkScript(work, `variant-${spec.name}`, stream ? STREAM_BODY : NONSTREAM_BODY, headers);
+      const script = wrkScript(work, `variant-${spec.name}`, stream ? STREAM_BODY : NONSTREAM_BODY, headers, { showFailures: process.argv.includes("--show-failures") });
       // A warm-up round: JIT tiers, caches and connection pools.
       await runWrk({ url: router.url + PATH, script, connections: 32, seconds: 2 });
       variants.push({ spec, router, script, rps: [] as number[], cpu: [] as number[], serving: [] as number[] });
@@ -99,6 +100,7 @@ async function main() {
         variant.cpu.push(((cpu1 - cpu0) * 1e6) / result.requests);
         variant.serving.push((serving * 1e6) / result.requests);
         if (result.errors) console.log(`  ${variant.spec.name}: ${result.errors} errors (${result.non2xx} non-2xx answers) in round ${round + 1}`);
+        for (const failure of result.failures) console.log(`    ${failure}`);
       }
     }
     console.log(`${stream ? "streaming" : "non-streaming"} c=32, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);

@@ -14,6 +14,8 @@ export interface WrkResult {
   /** Socket errors plus non-2xx/3xx answers. */
   errors: number;
   non2xx: number;
+  /** What `showFailures` printed: a failed answer's status and body each. */
+  failures: string[];
   /** Latency in ms. */
   p50: number;
   p90: number;
@@ -42,11 +44,27 @@ function wrkVersion(bin: string): string {
 
 const luaString = (text: string) => `[==[${text}]==]`;
 
-/** Writes a Lua script for POSTing `body` with `headers` (each connection pausing `delayMs` between calls), and returns its path. */
-export function wrkScript(dir: string, name: string, body: string, headers: Record<string, string>, options: { delayMs?: number } = {}): string {
+/**
+ * Writes a Lua script for POSTing `body` with `headers` (each connection pausing `delayMs`
+ * between calls), and returns its path. With `showFailures`, the first few answers of
+ * status 400 or more are printed (`FAILED status body`; a Lua hook per answer, which
+ * slows wrk: for finding out why calls failed, not for measuring).
+ */
+export function wrkScript(dir: string, name: string, body: string, headers: Record<string, string>, options: { delayMs?: number; showFailures?: boolean } = {}): string {
   const lines = [
     // A pause before each request on a connection paces the load instead of saturating.
     ...(options.delayMs ? [`delay = function() return ${options.delayMs} end`] : []),
+    ...(options.showFailures
+      ? [
+          `local shown = 0`,
+          `response = function(status, headers, body)`,
+          `  if status >= 400 and shown < 3 then`,
+          `    shown = shown + 1`,
+          `    io.write("FAILED " .. status .. " " .. (string.gsub(string.sub(body or "", 1, 400), "\n", " ")) .. "\n")`,
+          `  end`,
+          `end`,
+        ]
+      : []),
     `wrk.method = "POST"`,
     `wrk.body = ${luaString(body)}`,
     ...Object.entries(headers).map(([k, v]) => `wrk.headers[ ${luaString(k)} ] = ${luaString(v)}`),
@@ -80,6 +98,7 @@ export async function runWrk(options: { url: string; script: string; connections
     durationS,
     rps: raw.requests! / durationS,
     errors: socketErrors + raw.status!,
+    failures: out.split("\n").filter((l) => l.startsWith("FAILED ")).map((l) => l.slice(7)),
     non2xx: raw.status!,
     p50: raw.p50! / 1000,
     p90: raw.p90! / 1000,
