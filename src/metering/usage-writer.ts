@@ -79,12 +79,14 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
    * held (see `settled`), or, for a claim an earlier write of which committed, with what
    * that write released (`replayed`: nothing is written again).
    */
+  /** Whether a write at `now` also removes old claim notes (then it stays on the serving thread). */
+  const pruneDue = (now: number) => now - prunedAt > CLAIM_PRUNE_MS;
   const transaction = (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>, claim?: ClaimOfRows) => {
     let inserted: readonly NewUsageEventRow[] = [];
     let ran = false;
     const own = new Set<string>();
     const forgotten = forgetting;
-    const prune = now - prunedAt > CLAIM_PRUNE_MS;
+    const prune = pruneDue(now);
     /** Which rows stop being held, once `fresh` of `rows` were written (and `own` names this process's own unsure ones found stored). */
     const releasedOf = (fresh: readonly NewUsageEventRow[]): NewUsageEventRow[] => {
       // Every row written (the common case): each releases its own charge.
@@ -234,11 +236,11 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       return writeApart(rows, healthRows, check, now, copies, claim);
     },
     /**
-     * Whether a plain batch (no claim's note, nothing to prune) is written on another
-     * thread now (Store.usageBatches): the serving thread then only posts it, and a
-     * tick's rows need not be cut into slices.
+     * Whether the next plain batch (no claim's note) is written on another thread
+     * (Store.usageBatches; not the one that prunes old claim notes, every ten minutes):
+     * the serving thread then only posts it, and a tick's rows need not be cut into slices.
      */
-    offThread: (): boolean => deps.store.usageBatches() !== undefined,
+    offThread: (): boolean => forgetting.length === 0 && !pruneDue(deps.clock.now()) && deps.store.usageBatches() !== undefined,
     /** A claim cleared from Redis: its note goes with the next write. */
     forget(claim: string): void {
       mayHaveCommitted.delete(claim);
