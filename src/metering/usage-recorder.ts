@@ -137,6 +137,8 @@ export function createUsageRecorder(deps: {
    * front of the queue. Resolves whether they were written.
    */
   let writing: Promise<unknown> = Promise.resolve();
+  /** The last write failed: only the ticks retry (a full batch written at once would retry in every turn). */
+  let writesFailing = false;
   const writeRows = (rows: NewUsageEventRow[]): Promise<boolean> => {
     const done = writing.then(() => writes.around(async () => {
       let written: Written;
@@ -146,6 +148,7 @@ export function createUsageRecorder(deps: {
         written = await write(rows, check, copies);
       } catch (error) {
         failed("usage rows could not be written; retrying on the next tick", { rows: rows.length, error: causeMessage(error) });
+        writesFailing = true;
         // Rows written one at a time before the database went away are written; the others wait.
         if (error instanceof PartlyWritten) {
           // Written one at a time: no one version holds them all.
@@ -161,6 +164,7 @@ export function createUsageRecorder(deps: {
         return false;
       }
       writingNow = undefined;
+      writesFailing = false;
       doneWith(rows);
       succeeded();
       for (const listener of listeners) listener(written.charged, written.version);
@@ -355,7 +359,7 @@ export function createUsageRecorder(deps: {
       }
       pending.push(row);
       // A full batch is written right after the current request's work, not inside it.
-      if (pending.length >= MAX_PENDING && !slicing) {
+      if (pending.length >= MAX_PENDING && !slicing && !writesFailing) {
         slicing = true;
         setImmediate(startSlices);
       }

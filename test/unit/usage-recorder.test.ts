@@ -167,6 +167,39 @@ test("calls settling in every turn of the event loop, as under load, do not hold
   }
 });
 
+test("while the database refuses writes, a full batch does not retry in every turn: the ticks retry, at their pace", async () => {
+  const store = openSqliteStore(join(dir, "outage-pace.db"));
+  let attempts = 0;
+  let down = true;
+  const flaky = withTransactions(store, (body, run) => {
+    attempts++;
+    return down ? Promise.reject(new Error("database down")) : run(body);
+  });
+  const recorder = createUsageRecorder({ store: flaky, clock: createClock("UTC"), log: createLogger("error", () => {}) });
+  try {
+    let n = 0;
+    // Calls settle in every turn of the event loop for 300 ms (or 30,000 calls), with more than a batch waiting.
+    const started = performance.now();
+    await new Promise<void>((resolve) => {
+      const turn = () => {
+        for (let i = 0; i < 5; i++) recorder.record(event(n++));
+        if (performance.now() - started < 300 && n < 30_000) setImmediate(turn);
+        else resolve();
+      };
+      setImmediate(turn);
+    });
+    const elapsed = performance.now() - started;
+    // A tick every 50 ms retries (a write or two each): not one attempt per turn.
+    expect(attempts).toBeLessThanOrEqual(2 * Math.ceil(elapsed / 50) + 2);
+    down = false;
+    await recorder.flush();
+    expect((await store.usage.events(0, 100_000)).length).toBe(n);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
+
 test("a batch refused for a value is written row by row; if the database goes away meanwhile, only the rows not yet written wait, and each row is stored once", async () => {
   const store = openSqliteStore(join(dir, "apart.db"));
   let calls = 0;
