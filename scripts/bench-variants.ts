@@ -1,7 +1,7 @@
 /**
  * `bun scripts/bench-variants.ts VARIANTS.json`: several variants of the router (built
  * binaries, environment switches, flags) side by side in one process tree, against one
- * mock upstream, measured in alternating wrk rounds (c=32, non-streaming, or streaming
+ * mock upstream, measured in alternating wrk rounds (c=32 or --connections N, non-streaming, or streaming
  * with --stream), so a machine that slows down for a while slows every variant alike.
  * Per variant it prints the medians and ranges of calls/s, the router's CPU per call,
  * and its serving thread's CPU per call (the JavaScript thread, without the fetch
@@ -14,7 +14,8 @@
  *    {"name": "no-log", "bin": "/tmp/router-head", "args": ["--request-log-days", "0"]},
  *    {"name": "switch", "bin": "/tmp/router-x", "env": {"SWITCH": "1"}}]
  *
- * Flags: --rounds N (default 8), --seconds S (a round, default 3), --stream, --keep (leave
+ * Flags: --rounds N (default 8), --seconds S (a round, default 3), --connections N (default
+ * 32), --stream, --keep (leave
  * the routers' data directories and logs, to read why calls failed), --show-failures (print
  * the first failed answers of each round: slows wrk, so not for measuring).
  * Routers trust the bench CA through NODE_EXTRA_CA_CERTS (no re-launch), so builds of
@@ -60,6 +61,7 @@ async function main() {
   const rounds = Number(flag("--rounds") ?? 8);
   const seconds = Number(flag("--seconds") ?? 3);
   const stream = process.argv.includes("--stream");
+  const connections = Number(flag("--connections") ?? 32);
   const work = mkdtempSync(join(tmpdir(), "bench-variants-"));
   const certs = testCertificates();
   const services: Service[] = [];
@@ -84,7 +86,7 @@ async function main() {
       const headers = headersFor({ name: spec.name, url: router.url, key }, stream ? { "x-mock-chunks": "20" } : {});
       const script = wrkScript(work, `variant-${spec.name}`, stream ? STREAM_BODY : NONSTREAM_BODY, headers, { showFailures: process.argv.includes("--show-failures") });
       // A warm-up round: JIT tiers, caches and connection pools.
-      await runWrk({ url: router.url + PATH, script, connections: 32, seconds: 2 });
+      await runWrk({ url: router.url + PATH, script, connections, seconds: 2 });
       variants.push({ spec, router, script, rps: [] as number[], cpu: [] as number[], serving: [] as number[] });
     }
     for (let round = 0; round < rounds; round++) {
@@ -92,7 +94,7 @@ async function main() {
       for (const variant of round % 2 ? [...variants].reverse() : variants) {
         const pid = variant.router.pid;
         const [cpu0, threads0] = [cpuSeconds(pid), threadCpuSeconds(pid)];
-        const result = await runWrk({ url: variant.router.url + PATH, script: variant.script, connections: 32, seconds });
+        const result = await runWrk({ url: variant.router.url + PATH, script: variant.script, connections, seconds });
         const [cpu1, threads1] = [cpuSeconds(pid), threadCpuSeconds(pid)];
         let serving = 0;
         for (const [name, total] of threads1) if (!HELPER_THREAD.test(name)) serving += total - (threads0.get(name) ?? 0);
@@ -103,7 +105,7 @@ async function main() {
         for (const failure of result.failures) console.log(`    ${failure}`);
       }
     }
-    console.log(`${stream ? "streaming" : "non-streaming"} c=32, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);
+    console.log(`${stream ? "streaming" : "non-streaming"} c=${connections}, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);
     for (const v of variants) {
       console.log(`  ${v.spec.name.padEnd(14)} calls/s ${summary(v.rps, 0)}  CPU per call ${summary(v.cpu, 1)} µs  serving thread ${summary(v.serving, 1)} µs`);
     }
