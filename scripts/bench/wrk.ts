@@ -60,7 +60,7 @@ export function wrkScript(dir: string, name: string, body: string, headers: Reco
           `response = function(status, headers, body)`,
           `  if status >= 400 and shown < 3 then`,
           `    shown = shown + 1`,
-          `    io.write("FAILED " .. status .. " " .. (string.gsub(string.sub(body or "", 1, 400), "\n", " ")) .. "\n")`,
+          `    io.write("FAILED " .. status .. " " .. (string.gsub(string.sub(body or "", 1, 400), "\\n", " ")) .. "\\n")`,
           `  end`,
           `end`,
         ]
