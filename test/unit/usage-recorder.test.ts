@@ -22,6 +22,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const event = (n: number) => usageEvent(n);
 
+/** Runs `turn` in every turn of the event loop (as settlement runs after each turn's answers) for `ms`, or until it returns false. */
+const inEveryTurn = (ms: number, turn: () => boolean) =>
+  new Promise<void>((resolve) => {
+    const until = performance.now() + ms;
+    const next = () => (turn() && performance.now() < until ? setImmediate(next) : resolve());
+    setImmediate(next);
+  });
+
 /** A durable buffer for the recorder: takes every row and hands nothing out, unless the test says otherwise. */
 const fakeBuffer = (parts: Partial<UsageBuffer>): UsageBuffer => ({
   append: async () => {},
@@ -147,15 +155,10 @@ test("calls settling in every turn of the event loop, as under load, do not hold
     let most = 0;
     // Settlement runs after each turn's answers (core/after-answer.ts): a few calls settle
     // in every turn, for 600 ms or 40,000 calls.
-    const until = performance.now() + 600;
-    await new Promise<void>((resolve) => {
-      const turn = () => {
-        for (let i = 0; i < 20; i++) recorder.record(event(n++));
-        most = Math.max(most, recorder.backlog());
-        if (performance.now() < until && n < 40_000) setImmediate(turn);
-        else resolve();
-      };
-      setImmediate(turn);
+    await inEveryTurn(600, () => {
+      for (let i = 0; i < 20; i++) recorder.record(event(n++));
+      most = Math.max(most, recorder.backlog());
+      return n < 40_000;
     });
     // A tick's worth of calls and a batch in flight wait at most, never most of the run's calls.
     expect(most).toBeLessThan(n / 4);
@@ -180,13 +183,9 @@ test("while the database refuses writes, a full batch does not retry in every tu
     let n = 0;
     // Calls settle in every turn of the event loop for 300 ms (or 30,000 calls), with more than a batch waiting.
     const started = performance.now();
-    await new Promise<void>((resolve) => {
-      const turn = () => {
-        for (let i = 0; i < 5; i++) recorder.record(event(n++));
-        if (performance.now() - started < 300 && n < 30_000) setImmediate(turn);
-        else resolve();
-      };
-      setImmediate(turn);
+    await inEveryTurn(300, () => {
+      for (let i = 0; i < 5; i++) recorder.record(event(n++));
+      return n < 30_000;
     });
     const elapsed = performance.now() - started;
     // A tick every 50 ms retries (a write or two each): not one attempt per turn.
