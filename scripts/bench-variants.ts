@@ -15,7 +15,7 @@
  *    {"name": "switch", "bin": "/tmp/router-x", "env": {"SWITCH": "1"}}]
  *
  * Flags: --rounds N (default 8), --seconds S (a round, default 3), --connections N (default
- * 32), --stream, --keep (leave
+ * 32), --stream, --large (the benchmark's 256 KiB conversation, non-streaming), --keep (leave
  * the routers' data directories and logs, to read why calls failed), --show-failures (print
  * the first failed answers of each round: slows wrk, so not for measuring).
  * Routers trust the bench CA through NODE_EXTRA_CA_CERTS (no re-launch), so builds of
@@ -25,7 +25,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testCertificates } from "../test/helpers/tls.ts";
-import { headersFor, NONSTREAM_BODY, PATH, STREAM_BODY } from "./bench/phases.ts";
+import { headersFor, LARGE_BODY, NONSTREAM_BODY, PATH, STREAM_BODY } from "./bench/phases.ts";
 import { startBenchMock } from "./bench/mock.ts";
 import { cpuSeconds, threadCpuSeconds, type Service } from "./bench/proc.ts";
 import { configureRouter, startRouter } from "./bench/router.ts";
@@ -62,6 +62,7 @@ async function main() {
   const seconds = Number(flag("--seconds") ?? 3);
   const stream = process.argv.includes("--stream");
   const connections = Number(flag("--connections") ?? 32);
+  const large = process.argv.includes("--large");
   const work = mkdtempSync(join(tmpdir(), "bench-variants-"));
   const certs = testCertificates();
   const services: Service[] = [];
@@ -84,7 +85,8 @@ async function main() {
       services.push(router);
       const key = await configureRouter(router, mock.url);
       const headers = headersFor({ name: spec.name, url: router.url, key }, stream ? { "x-mock-chunks": "20" } : {});
-      const script = wrkScript(work, `variant-${spec.name}`, stream ? STREAM_BODY : NONSTREAM_BODY, headers, { showFailures: process.argv.includes("--show-failures") });
+      const body = large ? LARGE_BODY : stream ? STREAM_BODY : NONSTREAM_BODY;
+      const script = wrkScript(work, `variant-${spec.name}`, body, headers, { showFailures: process.argv.includes("--show-failures") });
       // A warm-up round: JIT tiers, caches and connection pools.
       await runWrk({ url: router.url + PATH, script, connections, seconds: 2 });
       variants.push({ spec, router, script, rps: [] as number[], cpu: [] as number[], serving: [] as number[] });
@@ -105,7 +107,7 @@ async function main() {
         for (const failure of result.failures) console.log(`    ${failure}`);
       }
     }
-    console.log(`${stream ? "streaming" : "non-streaming"} c=${connections}, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);
+    console.log(`${large ? "256 KiB prompt" : stream ? "streaming" : "non-streaming"} c=${connections}, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);
     for (const v of variants) {
       console.log(`  ${v.spec.name.padEnd(14)} calls/s ${summary(v.rps, 0)}  CPU per call ${summary(v.cpu, 1)} µs  serving thread ${summary(v.serving, 1)} µs`);
     }
