@@ -18,6 +18,8 @@ import { existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runChecked } from "./bench/proc.ts";
+import { flag } from "./bench/cli.ts";
+import { median } from "./bench/stats.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const PHASES = {
@@ -34,11 +36,6 @@ interface Variant {
   env: Record<string, string>;
   /** Figures per measure, one per run: the router's column (latency: added over direct). */
   figures: Map<string, number[]>;
-}
-
-function flag(name: string): string | undefined {
-  const at = process.argv.indexOf(name);
-  return at >= 0 ? process.argv[at + 1] : undefined;
 }
 
 const run = (cmd: string[], options: { cwd: string; env?: Record<string, string> }): string =>
@@ -76,12 +73,6 @@ function figureOf(output: string, phase: PhaseName, measure: string): number | u
   }
   return undefined;
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 async function main() {
   const phase = (flag("--phase") ?? "throughput") as PhaseName;

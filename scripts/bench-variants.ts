@@ -21,7 +21,7 @@
  * Routers trust the bench CA through NODE_EXTRA_CA_CERTS (no re-launch), so builds of
  * any age compare alike.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testCertificates } from "../test/helpers/tls.ts";
@@ -29,35 +29,20 @@ import { headersFor, LARGE_BODY, NONSTREAM_BODY, PATH, STREAM_BODY } from "./ben
 import { startBenchMock } from "./bench/mock.ts";
 import { cpuSeconds, threadCpuSeconds, type Service } from "./bench/proc.ts";
 import { configureRouter, startRouter } from "./bench/router.ts";
+import { flag, readVariants } from "./bench/cli.ts";
+import { median } from "./bench/stats.ts";
 import { runWrk, wrkScript } from "./bench/wrk.ts";
-
-interface VariantSpec {
-  name: string;
-  bin: string;
-  env?: Record<string, string>;
-  args?: string[];
-}
 
 /** Threads that are not the serving thread (Bun's and JavaScriptCore's helpers). */
 const HELPER_THREAD = /HTTP Client|Worker|Heap|JIT|scavenger|WarmUp|Bun Pool|Sampling/i;
 
-function flag(name: string): string | undefined {
-  const at = process.argv.indexOf(name);
-  return at >= 0 ? process.argv[at + 1] : undefined;
-}
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 const summary = (values: number[], digits: number) =>
   `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)})`;
 
 async function main() {
   const file = process.argv[2];
   if (!file || file.startsWith("--")) throw new Error("usage: bun scripts/bench-variants.ts VARIANTS.json [--rounds N] [--seconds S] [--stream]");
-  const specs = JSON.parse(readFileSync(file, "utf8")) as VariantSpec[];
+  const specs = readVariants(file);
   const rounds = Number(flag("--rounds") ?? 8);
   const seconds = Number(flag("--seconds") ?? 3);
   const stream = process.argv.includes("--stream");

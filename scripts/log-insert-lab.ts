@@ -27,14 +27,10 @@ import { attachRequestLog } from "../src/store/sqlite/request-log-file.ts";
 import { groupedInsert, requestLogInsert } from "../src/store/sqlite/grouped-insert.ts";
 import { appendRequestLogValues, flatValues, REQUEST_LOG_COLUMNS, type SqlValue } from "../src/store/row-values.ts";
 import type { NewRequestLogRow } from "../src/store/store.ts";
+import { flag } from "./bench/cli.ts";
 
 const BATCH_ROWS = 1024;
 const MEASURED_BATCHES = 100;
-
-function flag(name: string): string | undefined {
-  const at = process.argv.indexOf(name);
-  return at >= 0 ? process.argv[at + 1] : undefined;
-}
 
 const KNOWN = new Set(["current", "journal-memory", "no-created", "no-account", "no-indexes", "single-row", "cache-16m"]);
 

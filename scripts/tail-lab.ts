@@ -27,18 +27,7 @@ import { headersFor, NONSTREAM_BODY, PATH, type Target } from "./bench/phases.ts
 import { startBenchFloor, startBenchMock } from "./bench/mock.ts";
 import type { Service } from "./bench/proc.ts";
 import { configureRouter, startRouter } from "./bench/router.ts";
-
-interface VariantSpec {
-  name: string;
-  bin: string;
-  env?: Record<string, string>;
-  args?: string[];
-}
-
-const flag = (name: string) => {
-  const at = process.argv.indexOf(name);
-  return at >= 0 ? process.argv[at + 1] : undefined;
-};
+import { flag, readVariants } from "./bench/cli.ts";
 
 /** Each thread of `pid`: [CPU ns, run-queue wait ns] by "name#tid". */
 function threads(pid: number | undefined): Map<string, [number, number]> {
@@ -99,7 +88,7 @@ function describeRound(latency: Float64Array): string {
 async function main() {
   const file = process.argv[2];
   if (!file || file.startsWith("--")) throw new Error("usage: bun scripts/tail-lab.ts VARIANTS.json [--rounds N] [--calls N] [--warm N] [--concurrency N] [--no-floor] [--threads] [--dump DIR]");
-  const specs = JSON.parse(readFileSync(file, "utf8")) as VariantSpec[];
+  const specs = readVariants(file);
   const rounds = Number(flag("--rounds") ?? 3);
   const count = Number(flag("--calls") ?? 15_000);
   const warm = Number(flag("--warm") ?? 3_000);
