@@ -74,13 +74,19 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
   /** Claims a write of which failed once all its statements ran: its commit may have happened. */
   const mayHaveCommitted = new Set<string>();
 
+  /** Whether a write at `now` also removes old claim notes (then it stays on the serving thread). */
+  const pruneDue = (now: number) => now - prunedAt > CLAIM_PRUNE_MS;
+  /**
+   * Where a batch without a claim's note is written at `now`: off the serving thread when
+   * the store writes batches there (Store.usageBatches), unless it also forgets cleared
+   * claims or prunes old notes, which the store's own transaction does.
+   */
+  const plainBatches = (now: number) => (forgetting.length > 0 || pruneDue(now) ? undefined : deps.store.usageBatches());
   /**
    * Writes the rows in one transaction; resolves with the rows whose charge is no longer
    * held (see `settled`), or, for a claim an earlier write of which committed, with what
    * that write released (`replayed`: nothing is written again).
    */
-  /** Whether a write at `now` also removes old claim notes (then it stays on the serving thread). */
-  const pruneDue = (now: number) => now - prunedAt > CLAIM_PRUNE_MS;
   const transaction = (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>, claim?: ClaimOfRows) => {
     let inserted: readonly NewUsageEventRow[] = [];
     let ran = false;
@@ -105,8 +111,7 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       // may be a dead writer's, which did not: its charge is released here (`settled`).
       return check ? settled(rows, stored, copies, own).released : fresh.concat(rows.filter((row) => own.has(usageRowIdentity(row))));
     };
-    // A plain batch (no claim's note, nothing to prune) goes where the store writes batches off the serving thread, if it does.
-    const elsewhere = claim || prune || forgotten.length > 0 ? undefined : deps.store.usageBatches();
+    const elsewhere = claim ? undefined : plainBatches(now);
     const written = elsewhere
       ? elsewhere.write(rows, healthRows, now).then(
           ({ fresh, latest }): { released: NewUsageEventRow[]; version: number | undefined; replayed?: ClaimWritten } => {
@@ -240,7 +245,7 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
      * (Store.usageBatches; not the one that prunes old claim notes, every ten minutes):
      * the serving thread then only posts it, and a tick's rows need not be cut into slices.
      */
-    offThread: (): boolean => forgetting.length === 0 && !pruneDue(deps.clock.now()) && deps.store.usageBatches() !== undefined,
+    offThread: (): boolean => plainBatches(deps.clock.now()) !== undefined,
     /** A claim cleared from Redis: its note goes with the next write. */
     forget(claim: string): void {
       mayHaveCommitted.delete(claim);
