@@ -1,11 +1,11 @@
 import { badRequest } from "../core/errors.ts";
-import { parseJsonObject } from "../http/body.ts";
 import type { SpooledForm } from "../http/multipart.ts";
 import type { CallSource, ClientCall, Endpoint } from "./format.ts";
+import { parseCallBody } from "./lazy-body.ts";
 
 /** Reads a JSON model call whose body names its model (OpenAI, Anthropic). */
 export function bodyCall(endpoint: Endpoint, bytes: Uint8Array, source: CallSource): ClientCall {
-  const json = parseJsonObject(bytes);
+  const json = parseCallBody(bytes);
   const model = json.model ?? endpoint.defaultModel;
   if (endpoint.model === "body" && (typeof model !== "string" || model.trim() === "")) {
     throw badRequest("`model` is required and must be a string", "model");

@@ -1,6 +1,7 @@
 import { formatOf } from "../formats/registry.ts";
 import type { ClientCall } from "../formats/format.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
+import { withMembers } from "../formats/held-json.ts";
 
 /**
  * The upstream call for an effective model: the only edits to a body are the model
@@ -19,7 +20,7 @@ export function upstreamCall(call: ClientCall, effectiveModel: string | undefine
   // MODEL_MAPPER maps that default to another model.
   const defaulted = json?.model === undefined && effectiveModel === call.requestedModel;
   if (format.modelInBody && json && effectiveModel !== undefined && json.model !== effectiveModel && !defaulted) {
-    json = { ...json, model: effectiveModel };
+    json = withMembers(json, { model: effectiveModel });
     edited = true;
   }
   if (call.endpoint.injectStreamUsage && call.stream && json) {
@@ -29,7 +30,7 @@ export function upstreamCall(call: ClientCall, effectiveModel: string | undefine
       // Without other edits and without stream_options at all (the SDKs' default), the
       // option goes in front of the original bytes: a long conversation is not serialised again.
       if (!edited && options === undefined) spliced = withUsageOption(call.bytes);
-      json = { ...json, stream_options: { ...(typeof options === "object" && options ? options : {}), include_usage: true } };
+      json = withMembers(json, { stream_options: { ...(typeof options === "object" && options ? options : {}), include_usage: true } });
       if (!spliced) edited = true;
       call.hideUsageChunk = true;
     }

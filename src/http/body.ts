@@ -36,9 +36,14 @@ export async function readBodyBytes(request: Request, limit: number): Promise<Ui
  */
 export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
   if (bytes.byteLength === 0) throw badRequest("Request body is empty; a JSON object is required");
+  return parseJsonObjectText(utf8.decode(bytes));
+}
+
+/** `parseJsonObject` of a body already decoded. */
+export function parseJsonObjectText(text: string): Record<string, unknown> {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(utf8.decode(bytes));
+    parsed = JSON.parse(text);
   } catch {
     throw badRequest("Request body is not valid JSON");
   }

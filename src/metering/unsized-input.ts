@@ -9,8 +9,11 @@
  * Only the containers of conversation content are walked (messages, input, contents,
  * system instructions), never tool schemas or settings, where a property named
  * `file_id` is just a parameter name. The walk is over already-parsed JSON and stops
- * at the first find.
+ * at the first find; a large body's conversation still held as text is not parsed for
+ * it when its text names none of the fields the walk looks at (formats/lazy-body.ts, held-json.ts).
  */
+import { REFERENCE_FIELDS, UNSIZED_TYPES } from "../formats/content-parts.ts";
+import { conversationIsPlain } from "../formats/held-json.ts";
 
 /** Top-level fields that pull in input held upstream. */
 const STATEFUL_FIELDS = ["previous_response_id", "conversation", "cachedContent", "cached_content", "mcp_servers", "container"];
@@ -20,12 +23,6 @@ const CONTENT_FIELDS = ["messages", "input", "contents", "system", "systemInstru
 
 /** Nested fields of a content part that hold more parts (tool results, Gemini parts). */
 const NESTED_FIELDS = ["content", "parts", "output"];
-
-/** Part types whose token cost the body does not bound. */
-const UNSIZED_TYPES = new Set(["file", "input_file", "container_upload", "item_reference", "mcp_tool_use", "server_tool_use"]);
-
-/** Part fields that reference content held elsewhere (Gemini file data, OpenAI file ids). */
-const REFERENCE_FIELDS = ["file_id", "fileData", "file_data", "fileUri", "file_uri"];
 
 /** Tool kinds that only declare a function: the body holds everything they cost. */
 const FUNCTION_TOOL_TYPES = new Set(["function", "custom"]);
@@ -101,6 +98,7 @@ export function inputIsUnsized(json: Readonly<Json> | undefined): boolean {
   const tools = json.tools;
   if (Array.isArray(tools) && tools.some(toolAddsInput)) return true;
   for (const field of CONTENT_FIELDS) {
+    if (conversationIsPlain(json, field)) continue;
     const value = json[field];
     if (typeof value === "string") continue;
     if (Array.isArray(value)) {

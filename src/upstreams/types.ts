@@ -1,4 +1,5 @@
 import type { Family } from "../formats/family.ts";
+import { stringifyBody } from "../formats/held-json.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
 
 /** One call as the gateway hands it to an upstream adapter. */
@@ -44,5 +45,5 @@ export interface UpstreamAdapter {
 export function bodyOf(call: UpstreamCall): Uint8Array | string | Blob | null {
   if (call.file) return Bun.file(call.file);
   if (call.bytes && call.bytes.byteLength > 0) return call.bytes;
-  return call.json ? JSON.stringify(call.json) : null;
+  return call.json ? stringifyBody(call.json) : null;
 }

@@ -1,5 +1,5 @@
 import { badRequest } from "../../core/errors.ts";
-import { parseJsonObject } from "../../http/body.ts";
+import { parseCallBody } from "../lazy-body.ts";
 import type { CallSource, ClientCall, Endpoint, PathModelCalls } from "../format.ts";
 
 /** Gemini methods served on `/v1beta/models/{model}:{method}` and `/v1/models/{model}:{method}`. */
@@ -33,7 +33,7 @@ function read(endpoint: Endpoint, bytes: Uint8Array, spec: string, source: CallS
   const model = decodeURIComponent(spec.slice(0, colon));
   const method = spec.slice(colon + 1);
   if (!model) throw badRequest("The model name in the path is empty", "model");
-  const json = bytes.byteLength === 0 ? {} : parseJsonObject(bytes);
+  const json = bytes.byteLength === 0 ? {} : parseCallBody(bytes);
   return {
     endpoint,
     method: "POST",
