@@ -17,7 +17,10 @@
  * Flags: --rounds N (default 8), --seconds S (a round, default 3), --connections N (default
  * 32), --stream, --large (the benchmark's 256 KiB conversation, non-streaming), --keep (leave
  * the routers' data directories and logs, to read why calls failed), --show-failures (print
- * the first failed answers of each round: slows wrk, so not for measuring).
+ * the first failed answers of each round: slows wrk, so not for measuring), --delay MS (each
+ * connection waits MS between calls, as the benchmark's large phase does with 25: a paced
+ * load instead of a saturated one), --floor (the benchmark's bare Bun proxy measured
+ * alongside, as the first variant), --threads (each round's CPU per call by thread).
  * Routers trust the bench CA through NODE_EXTRA_CA_CERTS (no re-launch), so builds of
  * any age compare alike.
  */
@@ -26,8 +29,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testCertificates } from "../test/helpers/tls.ts";
 import { headersFor, LARGE_BODY, NONSTREAM_BODY, PATH, STREAM_BODY } from "./bench/phases.ts";
-import { startBenchMock } from "./bench/mock.ts";
-import { cpuSeconds, threadCpuSeconds, type Service } from "./bench/proc.ts";
+import { startBenchFloor, startBenchMock } from "./bench/mock.ts";
+import { cpuSeconds, threadCpuPerCall, threadCpuSeconds, type Service } from "./bench/proc.ts";
 import { configureRouter, startRouter } from "./bench/router.ts";
 import { flag, readVariants } from "./bench/cli.ts";
 import { median } from "./bench/stats.ts";
@@ -48,6 +51,7 @@ async function main() {
   const stream = process.argv.includes("--stream");
   const connections = Number(flag("--connections") ?? 32);
   const large = process.argv.includes("--large");
+  const delayMs = Number(flag("--delay") ?? 0);
   const work = mkdtempSync(join(tmpdir(), "bench-variants-"));
   const certs = testCertificates();
   const services: Service[] = [];
@@ -55,6 +59,16 @@ async function main() {
     const mock = await startBenchMock(work, certs);
     services.push(mock);
     const variants = [];
+    const body = large ? LARGE_BODY : stream ? STREAM_BODY : NONSTREAM_BODY;
+    const scriptOptions = { showFailures: process.argv.includes("--show-failures"), delayMs: delayMs > 0 ? delayMs : undefined };
+    if (process.argv.includes("--floor")) {
+      const floor = await startBenchFloor(work, mock.url, certs.caFile);
+      services.push(floor);
+      const headers = headersFor({ name: "floor", url: floor.url, key: "" }, stream ? { "x-mock-chunks": "20" } : {});
+      const script = wrkScript(work, "variant-floor", body, headers, scriptOptions);
+      await runWrk({ url: floor.url + PATH, script, connections, seconds: 2 });
+      variants.push({ spec: { name: "floor", bin: "" }, router: floor, script, rps: [] as number[], cpu: [] as number[], serving: [] as number[] });
+    }
     for (const spec of specs) {
       const router = await startRouter({
         name: spec.name,
@@ -70,8 +84,7 @@ async function main() {
       services.push(router);
       const key = await configureRouter(router, mock.url);
       const headers = headersFor({ name: spec.name, url: router.url, key }, stream ? { "x-mock-chunks": "20" } : {});
-      const body = large ? LARGE_BODY : stream ? STREAM_BODY : NONSTREAM_BODY;
-      const script = wrkScript(work, `variant-${spec.name}`, body, headers, { showFailures: process.argv.includes("--show-failures") });
+      const script = wrkScript(work, `variant-${spec.name}`, body, headers, scriptOptions);
       // A warm-up round: JIT tiers, caches and connection pools.
       await runWrk({ url: router.url + PATH, script, connections, seconds: 2 });
       variants.push({ spec, router, script, rps: [] as number[], cpu: [] as number[], serving: [] as number[] });
@@ -88,11 +101,12 @@ async function main() {
         variant.rps.push(result.rps);
         variant.cpu.push(((cpu1 - cpu0) * 1e6) / result.requests);
         variant.serving.push((serving * 1e6) / result.requests);
+        if (process.argv.includes("--threads")) console.log(`  ${variant.spec.name} round ${round + 1}: ${threadCpuPerCall(threads0, threads1, result.requests)}`);
         if (result.errors) console.log(`  ${variant.spec.name}: ${result.errors} errors (${result.non2xx} non-2xx answers) in round ${round + 1}`);
         for (const failure of result.failures) console.log(`    ${failure}`);
       }
     }
-    console.log(`${large ? "256 KiB prompt" : stream ? "streaming" : "non-streaming"} c=${connections}, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);
+    console.log(`${large ? "256 KiB prompt" : stream ? "streaming" : "non-streaming"} c=${connections}${delayMs > 0 ? `, ${delayMs} ms between a connection's calls` : ""}, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);
     for (const v of variants) {
       console.log(`  ${v.spec.name.padEnd(14)} calls/s ${summary(v.rps, 0)}  CPU per call ${summary(v.cpu, 1)} µs  serving thread ${summary(v.serving, 1)} µs`);
     }
