@@ -20,11 +20,12 @@
  * the first failed answers of each round: slows wrk, so not for measuring), --delay MS (each
  * connection waits MS between calls, as the benchmark's large phase does with 25: a paced
  * load instead of a saturated one), --floor (the benchmark's bare Bun proxy measured
- * alongside, as the first variant), --threads (each round's CPU per call by thread).
+ * alongside, as the first variant), --threads (each round's CPU per call by thread), --body FILE
+ * (POST this JSON body instead of the benchmark's).
  * Routers trust the bench CA through NODE_EXTRA_CA_CERTS (no re-launch), so builds of
  * any age compare alike.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testCertificates } from "../test/helpers/tls.ts";
@@ -59,7 +60,8 @@ async function main() {
     const mock = await startBenchMock(work, certs);
     services.push(mock);
     const variants = [];
-    const body = large ? LARGE_BODY : stream ? STREAM_BODY : NONSTREAM_BODY;
+    const bodyFile = flag("--body");
+    const body = bodyFile ? readFileSync(bodyFile, "utf8") : large ? LARGE_BODY : stream ? STREAM_BODY : NONSTREAM_BODY;
     const scriptOptions = { showFailures: process.argv.includes("--show-failures"), delayMs: delayMs > 0 ? delayMs : undefined };
     if (process.argv.includes("--floor")) {
       const floor = await startBenchFloor(work, mock.url, certs.caFile);
@@ -106,7 +108,7 @@ async function main() {
         for (const failure of result.failures) console.log(`    ${failure}`);
       }
     }
-    console.log(`${large ? "256 KiB prompt" : stream ? "streaming" : "non-streaming"} c=${connections}${delayMs > 0 ? `, ${delayMs} ms between a connection's calls` : ""}, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);
+    console.log(`${bodyFile ? `${bodyFile} (${body.length} bytes)` : large ? "256 KiB prompt" : stream ? "streaming" : "non-streaming"} c=${connections}${delayMs > 0 ? `, ${delayMs} ms between a connection's calls` : ""}, ${rounds} alternating rounds of ${seconds} s: median (min-max)`);
     for (const v of variants) {
       console.log(`  ${v.spec.name.padEnd(14)} calls/s ${summary(v.rps, 0)}  CPU per call ${summary(v.cpu, 1)} µs  serving thread ${summary(v.serving, 1)} µs`);
     }

@@ -38,6 +38,10 @@ const CLOSE_ARRAY = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
+/** Escapes closer than DENSE_GAP characters DENSE_RUN times in a row switch a string to reading character by character. */
+const DENSE_GAP = 24;
+const DENSE_RUN = 4;
+
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 const isHex = (c: number) => (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66);
 
@@ -86,10 +90,38 @@ export class JsonScanner {
     // No escape: the whole string is crossed natively.
     if (at > quote) return quote + 1;
     this.escaped = true;
-    // With escapes, character by character from the first one (code and JSON in a
-    // conversation hold one every few characters: a search per escape costs more).
+    // With escapes: from one escape to the next by native search (cached: each backslash
+    // is found once), the closing quote searched again only when an escaped one passed
+    // it. Where escapes come every few characters (code, JSON quoted in a message) a
+    // search per escape costs more than reading on: then character by character.
+    let end = quote;
+    let escape = at;
+    let dense = 0;
+    for (;;) {
+      const next = text.charCodeAt(escape + 1);
+      let after: number;
+      if (next === 0x75) {
+        if (!isHex(text.charCodeAt(escape + 2)) || !isHex(text.charCodeAt(escape + 3)) || !isHex(text.charCodeAt(escape + 4)) || !isHex(text.charCodeAt(escape + 5))) return SCAN_INVALID;
+        after = escape + 6;
+      } else if (isSimpleEscape(next)) after = escape + 2;
+      else return SCAN_INVALID;
+      if (after > end) {
+        end = text.indexOf('"', after);
+        if (end < 0) return SCAN_INVALID;
+      }
+      escape = this.nextBackslash(after);
+      if (this.nextControl(after) < Math.min(escape, end)) return SCAN_INVALID;
+      if (escape > end) return end + 1;
+      if (escape - after >= DENSE_GAP) dense = 0;
+      else if (++dense === DENSE_RUN) return this.readEscaped(escape);
+    }
+  }
+
+  /** The rest of a string from the escape at `from`, character by character: where it ends, or SCAN_INVALID. */
+  private readEscaped(from: number): number {
+    const text = this.text;
     const length = text.length;
-    let i = at;
+    let i = from;
     while (i < length) {
       const c = text.charCodeAt(i);
       if (c === BACKSLASH) {
@@ -181,7 +213,7 @@ export class JsonScanner {
           if (open.length >= SCAN_MAX_DEPTH) return SCAN_TOO_DEEP;
           open.push(c === OPEN_OBJECT);
           pos = c === OPEN_OBJECT ? this.member(inner, visit) : inner;
-          if (pos < 0) return SCAN_INVALID;
+          if (pos < 0) return pos;
           continue;
         }
       } else if (c === 0x74) {
@@ -207,7 +239,7 @@ export class JsonScanner {
           pos = this.skipSpace(pos + 1);
           if (inObject) {
             pos = this.member(pos, visit);
-            if (pos < 0) return SCAN_INVALID;
+            if (pos < 0) return pos;
           }
           break;
         }

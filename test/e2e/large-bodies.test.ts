@@ -14,9 +14,9 @@ import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
 
 const scope = perTest();
 
-/** A long conversation of ordinary text (with the quotes and newlines real ones have): about 50 KB. */
+/** A long conversation of ordinary text (with the quotes and newlines real ones have): about 60 KB. */
 const conversation = () =>
-  Array.from({ length: 80 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `Turn ${i}: the log says "done"\n\tand the retry doubled; é ✓. `.repeat(8) }));
+  Array.from({ length: 80 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `Turn ${i}: the log says "done"\n\t${"and the retry policy doubled the backoff between the attempts. ".repeat(10)}` }));
 
 const chatAnswer = (model: string, usage = { prompt_tokens: 9000, completion_tokens: 5, total_tokens: 9005 }) => ({
   id: "c",
@@ -74,6 +74,18 @@ describe("long conversations", () => {
     expect(seen.json).toEqual({ model: "gpt-4o-mini", messages, stream: true, stream_options: { include_usage: true } });
     const row = await waitFor(async () => (await usageRows(router)).find((r) => r.prompt_tokens === 9100));
     expect(row).toMatchObject({ completion_tokens: 2, stream: 1, source: "upstream" });
+  });
+
+  test("a conversation in other scripts, and one of tool calls and code, go upstream as sent too", async () => {
+    const { router, upstream } = await scope.gateway();
+    upstream.route("POST", "/v1/chat/completions", (req) => json(chatAnswer(req.json.model)));
+    const client = openaiClient(router.url, router.ownerKey);
+    const accented = conversation().map((turn) => ({ ...turn, content: `${turn.content} déjà vu, 日本語, ✓ 🎉` }));
+    const code = Array.from({ length: 60 }, (_, i) => ({ role: "user", content: `File ${i}:\n${'     1\timport x from "y";\n     2\tconst a = {"k": [1, 2]};\n'.repeat(12)}` }));
+    for (const messages of [accented, code]) {
+      await client.chat.completions.create({ model: "gpt-4o-mini", messages: messages as never });
+      expect(upstream.requests.at(-1)!.json.messages).toEqual(messages);
+    }
   });
 
   test("Anthropic SDK with content blocks, and Gemini SDK: both go upstream as sent", async () => {
@@ -145,5 +157,33 @@ describe("reservations of long conversations", () => {
     // Two text calls fit side by side: their worst cases are their bodies.
     const both = await Promise.all([api(router, "/v1/chat/completions", { key: account.key, body: text }), api(router, "/v1/chat/completions", { key: account.key, body: text })]);
     expect(both.map((r) => r.status)).toEqual([200, 200]);
+  });
+
+  test("an agent's long tool list with a server tool reserves the context window; the same tools declared only, their bytes", async () => {
+    const { router, upstream } = await scope.gateway({ pricing: { ChatPricing: { "claude-acme*": { InputText: 2, OutputText: 8, ContextWindow: CONTEXT, MaxOutput: 2000 } } } });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    upstream.route("POST", "/v1/messages", async (req) => {
+      await gate;
+      return json({ id: "m", type: "message", role: "assistant", model: req.json.model, content: [{ type: "text", text: "ok" }], stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: 10, output_tokens: 10 } });
+    });
+    // Declared tools as an agent sends them: long descriptions and schemas.
+    const declared = Array.from({ length: 16 }, (_, i) => ({ name: `Tool${i}`, description: 'Reads a file from the local filesystem. Paths are "absolute".\n'.repeat(30), input_schema: { type: "object", properties: { file_path: { type: "string" } }, required: ["file_path"] } }));
+    const plain = { model: "claude-acme", max_tokens: 100, system: [{ type: "text", text: "You are a coding agent.\n".repeat(400) }], tools: declared, messages: [{ role: "user", content: "hi" }] };
+    const withSearch = { ...plain, tools: [...declared, { type: "web_search_20250305", name: "web_search", max_uses: 3 }] };
+    const bytes = new TextEncoder().encode(JSON.stringify(plain)).byteLength;
+    expect(bytes).toBeGreaterThan(32 * 1024);
+    const textWorst = cost(bytes + 1024 + 200, 100);
+    const grant = 3 * textWorst;
+    expect(cost(CONTEXT, 100)).toBeGreaterThan(grant);
+    const account = await createAccount(router, { CreditGranted: grant / 1e9 });
+    const call = (body: unknown) => api(router, "/v1/messages", { key: account.key, body });
+    const first = call(withSearch);
+    await waitFor(() => upstream.requests.length === 1 || undefined);
+    expect((await call(plain)).status).toBe(429);
+    release();
+    expect((await first).status).toBe(200);
+    expect((await Promise.all([call(plain), call(plain)])).map((r) => r.status)).toEqual([200, 200]);
+    expect(upstream.requests.at(-1)!.json.tools).toEqual(declared);
   });
 });

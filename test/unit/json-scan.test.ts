@@ -75,6 +75,31 @@ describe("the JSON scanner accepts what JSON.parse accepts", () => {
     expect(20_000 - valid).toBeGreaterThan(4_000);
   });
 
+  test("strings with escapes sparse and dense, valid and not, agree with JSON.parse (10,000 seeded cases)", () => {
+    const pieces = ["a", "é", "\u2028", "x".repeat(30), "\\n", "\\t", '\\"', "\\\\", "\\/", "\\u00e9", "\\uD83D", "\\u12", "\\x", "\\", '"', "\n", "\u0000", "\u001f", " "];
+    const disagreements: string[] = [];
+    let valid = 0;
+    for (let seed = 1; seed <= 10_000; seed++) {
+      const next = random(seed * 7919);
+      // Runs of escapes every few characters, then sparse ones, so both ways of reading a string are taken.
+      const dense = next() < 0.5;
+      let body = "";
+      const count = Math.floor(next() * 40);
+      for (let i = 0; i < count; i++) {
+        const roll = next();
+        if (roll < 0.92) body += pieces[Math.floor(next() * 5) + (dense || next() < 0.5 ? 4 : 0)]!;
+        else body += pieces[Math.floor(next() * pieces.length)]!;
+        if (!dense) body += "y".repeat(Math.floor(next() * 40));
+      }
+      const text = next() < 0.5 ? `"${body}"` : `["${body}", "tail\\n", {"k": "${body.slice(0, 10)}"}]`;
+      if (parses(text)) valid++;
+      if (isJson(text) !== parses(text)) disagreements.push(`seed ${seed}: ${JSON.stringify(text)}`);
+    }
+    expect(disagreements.slice(0, 10)).toEqual([]);
+    expect(valid).toBeGreaterThan(1_000);
+    expect(10_000 - valid).toBeGreaterThan(1_000);
+  });
+
   test("real bodies: the scanner finds each value's end where JSON.parse's value ends", () => {
     const body = JSON.stringify({
       model: "m",

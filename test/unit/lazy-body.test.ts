@@ -5,9 +5,9 @@ import { inputIsUnsized } from "../../src/metering/unsized-input.ts";
 
 const bytesOf = (text: string) => new TextEncoder().encode(text);
 
-/** Ordinary conversation turns, enough of them to pass LAZY_BODY_BYTES. */
+/** Ordinary conversation turns (long plain messages, a quote and a line break each), enough of them to pass LAZY_BODY_BYTES. */
 function turns(count = 80): Array<{ role: string; content: string }> {
-  return Array.from({ length: count }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `Turn ${i}: the deployment log says "ok"\nand the retry doubled. `.repeat(8) }));
+  return Array.from({ length: count }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `Turn ${i}: the deployment log says "ok"\n${"and the retry policy doubled the backoff between the attempts. ".repeat(8)}` }));
 }
 
 /** Whether reading the body lazily left `field` as text (nothing read it yet). */
@@ -26,6 +26,21 @@ describe("a large call body read with its conversation left as text", () => {
     expect(json.messages).toEqual(body.messages);
     expect(heldAsText(json, "messages")).toBe(false);
     expect(json).toEqual(body);
+  });
+
+  test("text JSON.parse reads faster is parsed whole: not ASCII, or dense with strings and escapes (an agent's tool calls)", () => {
+    const accented = { model: "m", messages: turns().map((t) => ({ ...t, content: `${t.content} é ✓` })) };
+    const toolCalls = {
+      model: "m",
+      messages: Array.from({ length: 60 }, (_, i) => ({ role: "user", content: [{ type: "tool_result", tool_use_id: `t${i}`, content: '     1\timport x from "y";\n     2\tconst a = 1;\n'.repeat(12) }] })),
+    };
+    for (const body of [accented, toolCalls]) {
+      const text = JSON.stringify(body);
+      expect(text.length).toBeGreaterThan(LAZY_BODY_BYTES);
+      const json = parseCallBody(bytesOf(text));
+      expect(heldAsText(json, "messages")).toBe(false);
+      expect(json).toEqual(body);
+    }
   });
 
   test("Responses `input` and Gemini `contents` are held too; a small body or a small conversation is parsed whole", () => {
