@@ -64,7 +64,13 @@ export class JsonScanner {
   private backslash = -1;
   private control = -1;
 
-  constructor(readonly text: string) {}
+  constructor(
+    readonly text: string,
+    /** The caller knows the text holds no control character (its bytes hold none): none is searched for. */
+    controlFree = false,
+  ) {
+    if (controlFree) this.control = text.length;
+  }
 
   private nextBackslash(from: number): number {
     if (this.backslash >= from) return this.backslash;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { conversationIsPlain, stringifyBody, withMembers } from "../../src/formats/held-json.ts";
-import { LAZY_BODY_BYTES, parseCallBody } from "../../src/formats/lazy-body.ts";
+import { hasControlByte, LAZY_BODY_BYTES, parseCallBody } from "../../src/formats/lazy-body.ts";
 import { inputIsUnsized } from "../../src/metering/unsized-input.ts";
 
 const bytesOf = (text: string) => new TextEncoder().encode(text);
@@ -28,19 +28,50 @@ describe("a large call body read with its conversation left as text", () => {
     expect(json).toEqual(body);
   });
 
-  test("text JSON.parse reads faster is parsed whole: not ASCII, or dense with strings and escapes (an agent's tool calls)", () => {
-    const accented = { model: "m", messages: turns().map((t) => ({ ...t, content: `${t.content} é ✓` })) };
+  test("text dense with strings and escapes (an agent's tool calls) is parsed whole: JSON.parse reads it faster", () => {
     const toolCalls = {
       model: "m",
       messages: Array.from({ length: 60 }, (_, i) => ({ role: "user", content: [{ type: "tool_result", tool_use_id: `t${i}`, content: '     1\timport x from "y";\n     2\tconst a = 1;\n'.repeat(12) }] })),
     };
-    for (const body of [accented, toolCalls]) {
-      const text = JSON.stringify(body);
-      expect(text.length).toBeGreaterThan(LAZY_BODY_BYTES);
-      const json = parseCallBody(bytesOf(text));
-      expect(heldAsText(json, "messages")).toBe(false);
-      expect(json).toEqual(body);
+    const text = JSON.stringify(toolCalls);
+    expect(text.length).toBeGreaterThan(LAZY_BODY_BYTES);
+    const json = parseCallBody(bytesOf(text));
+    expect(heldAsText(json, "messages")).toBe(false);
+    expect(json).toEqual(toolCalls);
+  });
+
+  test("text beyond ASCII is held too; a control character in it is found in its bytes: a 400", () => {
+    const accented = { model: "m", messages: turns().map((t) => ({ ...t, content: `${t.content} déjà vu, 日本語, ✓ 🎉` })) };
+    const text = JSON.stringify(accented);
+    const json = parseCallBody(bytesOf(text));
+    expect(heldAsText(json, "messages")).toBe(true);
+    expect(json).toEqual(accented);
+    for (const control of ["\u0001", "\t", "\u001f"]) {
+      let status = 0;
+      try {
+        parseCallBody(bytesOf(text.replace("déjà", `dé${control}jà`)));
+      } catch (error) {
+        status = (error as { status: number }).status;
+      }
+      expect(status).toBe(400);
     }
+  });
+
+  test("a control byte is found at every offset and alignment, and only a control byte", () => {
+    const mismatches: string[] = [];
+    for (let length = 0; length < 12; length++) {
+      for (let offset = 0; offset < 4; offset++) {
+        for (let at = -1; at < length; at++) {
+          for (const value of [0x00, 0x09, 0x0a, 0x1f, 0x20, 0x7f, 0x80, 0x9f, 0xc3, 0xff]) {
+            const bytes = new Uint8Array(length + offset + 4).fill(0x41).subarray(offset, offset + length);
+            bytes.fill(0xe6);
+            if (at >= 0) bytes[at] = value;
+            if (hasControlByte(bytes) !== (at >= 0 && value < 0x20)) mismatches.push(`${length}/${offset}/${at}/${value}`);
+          }
+        }
+      }
+    }
+    expect(mismatches).toEqual([]);
   });
 
   test("Responses `input` and Gemini `contents` are held too; a small body or a small conversation is parsed whole", () => {
