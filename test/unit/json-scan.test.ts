@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { isJson, JsonScanner, SCAN_INVALID, SCAN_MAX_DEPTH } from "../../src/formats/json-scan.ts";
+import { generator as random } from "../helpers/seeded.ts";
 
 /** What JSON.parse says of a text. */
 function parses(text: string): boolean {
@@ -9,18 +10,6 @@ function parses(text: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** A seeded generator (mulberry32): a failure names its seed and can be replayed. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Pieces JSON is made of, and the near-misses a scanner could get wrong. */
