@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { usageRows } from "../helpers/keys.ts";
+import { addKey, usageRows } from "../helpers/keys.ts";
 import { json, sse } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import { waitFor } from "../helpers/router.ts";
@@ -107,6 +107,23 @@ describe("long conversations", () => {
       return found.length === 2 ? found : undefined;
     });
     expect(rows!.map((r) => r.status)).toEqual([200, 200]);
+  });
+
+  test("translated to another format: the held conversation is read and carried over whole", async () => {
+    const upstream = scope.upstream();
+    const router = await scope.router();
+    await addKey(router, { provider: upstream.url, config: { provider_type: "standard", formats: ["anthropic"] } });
+    upstream.route("POST", "/v1/messages", (req) =>
+      json({ id: "m", type: "message", role: "assistant", model: req.json.model, content: [{ type: "text", text: "ok" }], stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: 9400, output_tokens: 2 } }),
+    );
+    const messages = conversation();
+    const answer = await openaiClient(router.url, router.ownerKey).chat.completions.create({ model: "claude-test-long", messages: messages as never, max_tokens: 50 });
+    expect(answer.choices[0]!.message.content).toBe("ok");
+    const sent = upstream.requests.at(-1)!.json.messages as Array<{ role: string; content: unknown }>;
+    const text = (content: unknown) => (typeof content === "string" ? content : (content as Array<{ text: string }>).map((part) => part.text).join(""));
+    expect(sent.map((m) => [m.role, text(m.content)])).toEqual(messages.map((m) => [m.role, m.content]));
+    const row = await waitFor(async () => (await usageRows(router)).find((r) => r.prompt_tokens === 9400));
+    expect(row).toMatchObject({ status: 200, source: "upstream" });
   });
 
   test("a long body that is not JSON gets the router's 400 in the family's envelope; nothing goes upstream, nothing is metered", async () => {
