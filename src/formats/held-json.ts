@@ -18,21 +18,23 @@ interface HeldMember {
 /** The held members of each body that has some. */
 const held = new WeakMap<object, Map<string, HeldMember>>();
 
+/** Sets `key` of `target` as a plain data member (in its place, when it has one). */
+const setMember = (target: object, key: string, value: unknown) => Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+
 /**
  * Defines `key` of `json` as a property that parses `text` when first read (or takes a
  * value when first written). `plain`: see `conversationIsPlain`.
  */
 export function holdAsText(json: Record<string, unknown>, key: string, text: string, plain: boolean): void {
-  const settle = (target: object, value: unknown) => Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
   const getter = function (this: object): unknown {
     const value: unknown = JSON.parse(text);
-    settle(this, value);
+    setMember(this, key, value);
     return value;
   };
   Object.defineProperty(json, key, {
     get: getter,
     set(this: object, value: unknown) {
-      settle(this, value);
+      setMember(this, key, value);
     },
     enumerable: true,
     configurable: true,
@@ -42,11 +44,14 @@ export function holdAsText(json: Record<string, unknown>, key: string, text: str
   members.set(key, { text, plain, getter });
 }
 
-/** The members of `json` still held as text (not read or replaced since). */
+/** Whether `key` of `json` still has the member's getter: not read or replaced since it was held. */
+const isStillHeld = (json: object, key: string, member: HeldMember) => Object.getOwnPropertyDescriptor(json, key)?.get === member.getter;
+
+/** The members of `json` still held as text. */
 function stillHeld(json: object): Array<[string, HeldMember]> | undefined {
   const members = held.get(json);
   if (!members) return undefined;
-  const still = [...members].filter(([key, member]) => Object.getOwnPropertyDescriptor(json, key)?.get === member.getter);
+  const still = [...members].filter(([key, member]) => isStillHeld(json, key, member));
   return still.length > 0 ? still : undefined;
 }
 
@@ -57,7 +62,7 @@ function stillHeld(json: object): Array<[string, HeldMember]> | undefined {
  */
 export function conversationIsPlain(json: object, field: string): boolean {
   const member = held.get(json)?.get(field);
-  return member !== undefined && member.plain && Object.getOwnPropertyDescriptor(json, field)?.get === member.getter;
+  return member !== undefined && member.plain && isStillHeld(json, field, member);
 }
 
 /** A copy of `json`'s own members, held ones still held (a spread would read them). */
@@ -66,8 +71,6 @@ function copyOf(json: Record<string, unknown>): Record<string, unknown> {
   held.set(copy, held.get(json)!);
   return copy;
 }
-
-const setMember = (target: object, key: string, value: unknown) => Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
 
 /** `json` with `members` set, as `{ ...json, ...members }` would make it, without reading the members still held as text. */
 export function withMembers(json: Record<string, unknown>, members: Record<string, unknown>): Record<string, unknown> {

@@ -104,13 +104,9 @@ export class JsonScanner {
     let escape = at;
     let dense = 0;
     for (;;) {
-      const next = text.charCodeAt(escape + 1);
-      let after: number;
-      if (next === 0x75) {
-        if (!isHex(text.charCodeAt(escape + 2)) || !isHex(text.charCodeAt(escape + 3)) || !isHex(text.charCodeAt(escape + 4)) || !isHex(text.charCodeAt(escape + 5))) return SCAN_INVALID;
-        after = escape + 6;
-      } else if (isSimpleEscape(next)) after = escape + 2;
-      else return SCAN_INVALID;
+      const length = this.escapeLength(escape);
+      if (length === 0) return SCAN_INVALID;
+      const after = escape + length;
       if (after > end) {
         end = text.indexOf('"', after);
         if (end < 0) return SCAN_INVALID;
@@ -123,6 +119,14 @@ export class JsonScanner {
     }
   }
 
+  /** How long the escape whose backslash is at `at` is (`\uXXXX` 6, the others 2), or 0 when JSON has no such escape. */
+  private escapeLength(at: number): number {
+    const text = this.text;
+    const next = text.charCodeAt(at + 1);
+    if (next === 0x75) return isHex(text.charCodeAt(at + 2)) && isHex(text.charCodeAt(at + 3)) && isHex(text.charCodeAt(at + 4)) && isHex(text.charCodeAt(at + 5)) ? 6 : 0;
+    return isSimpleEscape(next) ? 2 : 0;
+  }
+
   /** The rest of a string from the escape at `from`, character by character: where it ends, or SCAN_INVALID. */
   private readEscaped(from: number): number {
     const text = this.text;
@@ -131,12 +135,9 @@ export class JsonScanner {
     while (i < length) {
       const c = text.charCodeAt(i);
       if (c === BACKSLASH) {
-        const next = text.charCodeAt(i + 1);
-        if (next === 0x75) {
-          if (!isHex(text.charCodeAt(i + 2)) || !isHex(text.charCodeAt(i + 3)) || !isHex(text.charCodeAt(i + 4)) || !isHex(text.charCodeAt(i + 5))) return SCAN_INVALID;
-          i += 6;
-        } else if (isSimpleEscape(next)) i += 2;
-        else return SCAN_INVALID;
+        const escape = this.escapeLength(i);
+        if (escape === 0) return SCAN_INVALID;
+        i += escape;
       } else if (c === QUOTE) return i + 1;
       else if (c < 0x20) return SCAN_INVALID;
       else i++;
