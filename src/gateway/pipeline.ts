@@ -18,7 +18,7 @@ import { bodyCall, multipartCall } from "../formats/read-call.ts";
 import { forwardableRequestHeaders } from "./headers.ts";
 import type { CallOutcome, Delivery, RelayInput } from "./call-outcome.ts";
 import { createDeliver, type DeliverDeps } from "./deliver.ts";
-import { startTrace } from "./trace.ts";
+import { startTrace, type TraceConfig } from "./trace.ts";
 import { readAhead, type ReadAhead } from "./key-choice.ts";
 import { logRefused, type RefusedAt } from "./refused.ts";
 import { withRateLimitHeaders } from "../metering/rate-limit-headers.ts";
@@ -47,7 +47,7 @@ export interface RunOptions {
  * `CallOutcome`), so no stage calls back into another: the pipeline alone settles.
  */
 export interface PipelineDeps extends AuthenticateDeps, AttemptDeps, DeliverDeps {
-  readonly config: AuthenticateDeps["config"] & AttemptDeps["config"] & DeliverDeps["config"] & Pick<ServeConfig, "dataDir" | "maxBody">;
+  readonly config: AuthenticateDeps["config"] & AttemptDeps["config"] & DeliverDeps["config"] & TraceConfig & Pick<ServeConfig, "dataDir" | "maxBody">;
   readonly clock: Clock;
   readonly affinity: Affinity;
   readonly metrics: RouterMetrics;
@@ -124,7 +124,7 @@ export function createPipeline(deps: PipelineDeps) {
         refused(request, pathOnly(request.url), caller, error, { call, effectiveModel: route?.effectiveModel });
         throw error;
       }
-      return await forward(tenant, { call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal, pinnedKeyId, trace: startTrace(request, deps.config.trustProxy), ahead });
+      return await forward(tenant, { call, route, admission, principal, requestId: meta?.id ?? "", clientSignal: request.signal, pinnedKeyId, trace: startTrace(request, deps.config), ahead });
     } finally {
       // The upstream has the body once its answer began; an unlinked file stays readable until closed.
       call.form?.remove();
@@ -132,7 +132,7 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   /** Logs a call refused before its first attempt (docs/api.md, "Request log"). */
-  const refusedDeps = { clock: deps.clock, trustProxy: deps.config.trustProxy };
+  const refusedDeps = { clock: deps.clock, config: deps.config };
   const refused = (request: Request, path: string, caller: Caller, error: unknown, at?: RefusedAt) => logRefused(refusedDeps, request, path, caller, error, at);
 
   return {

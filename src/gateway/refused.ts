@@ -6,7 +6,7 @@ import { metaOf } from "../http/context.ts";
 import type { Caller } from "../http/plugins.ts";
 import { refusedRow } from "../metering/request-log.ts";
 import { RedisUnavailable } from "../state/redis/connection.ts";
-import { startTrace } from "./trace.ts";
+import { startTrace, type TraceConfig } from "./trace.ts";
 
 /** How far a refused call got: read (model, stream flag) and routed (effective model). */
 export interface RefusedAt {
@@ -28,13 +28,13 @@ function refusalOf(error: unknown): { status: number; error: string } | undefine
  * the recorder's next batch. A call with a missing or unknown key (401) has no account
  * to scope it to and is not logged.
  */
-export function logRefused(deps: { clock: Clock; trustProxy: boolean }, request: Request, path: string, caller: Caller, error: unknown, at: RefusedAt = {}): void {
+export function logRefused(deps: { clock: Clock; config: TraceConfig }, request: Request, path: string, caller: Caller, error: unknown, at: RefusedAt = {}): void {
   const refusal = refusalOf(error);
   if (!refusal) return;
   const meta = metaOf(request);
   if (!meta) return;
   const durationMs = performance.now() - meta.startedAt;
-  const trace = startTrace(request, deps.trustProxy);
+  const trace = startTrace(request, deps.config);
   const { call } = at;
   caller.tenant.meter.refused(
     refusedRow({

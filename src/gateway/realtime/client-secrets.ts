@@ -76,7 +76,7 @@ export function realtimeClientSecretRoutes(deps: PipelineDeps) {
         principal,
         requestId: meta?.id ?? "",
         clientSignal: request.signal,
-        trace: startTrace(request, deps.config.trustProxy),
+        trace: startTrace(request, deps.config),
       });
     },
     { auth: true },
