@@ -46,7 +46,9 @@ export function writeCaBundle(caFile: string, env: NodeJS.ProcessEnv): string | 
   const dir = mkdtempSync(join(tmpdir(), "router-ca-"));
   const bundle = join(dir, "ca-bundle.pem");
   writeFileSync(bundle, `${own.trimEnd()}${own ? "\n" : ""}${ca.trimEnd()}\n`, { mode: 0o600 });
-  // The re-launched process removes it when it ends (the runtime read it at its start).
+  // The re-launched process removes it when it ends: the runtime reads it at its first TLS
+  // connection, not at its start (a bundle removed before then leaves the CA untrusted).
+  // A process killed outright leaves it behind (public certificates, in a 0700 directory).
   return bundle;
 }
 
