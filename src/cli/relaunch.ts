@@ -10,7 +10,7 @@
  *   NODE_EXTRA_CA_CERTS it costs nothing (see upstreams/trust.ts). The operator's own
  *   NODE_EXTRA_CA_CERTS is kept: both go into one private bundle.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { CA_MERGED_ENV } from "../upstreams/trust.ts";
@@ -43,13 +43,74 @@ export function writeCaBundle(caFile: string, env: NodeJS.ProcessEnv): string | 
     return undefined;
   }
   const own = env.NODE_EXTRA_CA_CERTS && existsSync(env.NODE_EXTRA_CA_CERTS) ? readFileSync(env.NODE_EXTRA_CA_CERTS, "utf8") : "";
-  const dir = mkdtempSync(join(tmpdir(), "router-ca-"));
+  removeStaleCaBundles();
+  const dir = mkdtempSync(join(tmpdir(), bundlePrefix()));
   const bundle = join(dir, "ca-bundle.pem");
   writeFileSync(bundle, `${own.trimEnd()}${own ? "\n" : ""}${ca.trimEnd()}\n`, { mode: 0o600 });
   // The re-launched process removes it when it ends: the runtime reads it at its first TLS
   // connection, not at its start (a bundle removed before then leaves the CA untrusted).
   // A process killed outright leaves it behind (public certificates, in a 0700 directory).
   return bundle;
+}
+
+/**
+ * The PID namespace this process runs in (Linux), so that a bundle's pid is read only
+ * where it means the same process: containers sharing a temp directory each have their
+ * own pids. Undefined elsewhere: bundles are then never taken for stale.
+ */
+function pidNamespace(): string | undefined {
+  try {
+    return /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `router-ca-<namespace>-<pid>-`: the pid is the router's for its whole life (execve keeps
+ * it), so a later start in the same namespace can tell a bundle whose router is gone.
+ */
+function bundlePrefix(): string {
+  const namespace = pidNamespace();
+  return namespace === undefined ? "router-ca-" : `router-ca-${namespace}-${process.pid}-`;
+}
+
+/** Whether a process runs (EPERM: it does, as another user's). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Removes the bundles of routers that are gone: a router killed outright (an OOM kill,
+ * SIGKILL) leaves its `router-ca-<namespace>-<pid>-…` directory, and one restarted in a
+ * loop would leave one per start. Bundles of another PID namespace, another user's, and
+ * those of routers still running stay.
+ */
+export function removeStaleCaBundles(dir: string = tmpdir()): void {
+  const namespace = pidNamespace();
+  if (namespace === undefined) return;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const [, inNamespace, pidText] = /^router-ca-(\d+)-(\d+)-/.exec(name) ?? [];
+    if (inNamespace !== namespace) continue;
+    const pid = Number(pidText);
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || isRunning(pid)) continue;
+    try {
+      rmSync(join(dir, name), { recursive: true, force: true });
+    } catch {
+      // Not this user's to remove, or removed meanwhile.
+    }
+  }
 }
 
 /** Removes the bundle a re-launch wrote for this process, when it ends. */

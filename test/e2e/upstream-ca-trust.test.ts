@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { isolatedBinary, serveBinary, type ServingBinary } from "../helpers/binary.ts";
 import { json, startMockUpstream } from "../helpers/mock-upstream.ts";
 import { tempDir } from "../helpers/temp-dir.ts";
@@ -54,6 +54,8 @@ describe("--upstream-ca-file", () => {
       expect(pem).toContain(readFileSync(upstreamCa, "utf8").trim());
       expect(statSync(bundle).mode & 0o777).toBe(0o600);
       expect(statSync(dirname(bundle)).mode & 0o777).toBe(0o700);
+      // Named with the router's PID namespace and pid (kept across the re-launch), so a later start can tell it is gone.
+      expect(basename(dirname(bundle))).toMatch(new RegExp(`^router-ca-\\d+-${server.proc.pid}-`));
 
       const key = readFileSync(join(dir, "ca-trust", "initial-owner-key"), "utf8").trim();
       const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
@@ -70,6 +72,25 @@ describe("--upstream-ca-file", () => {
     } finally {
       server.kill("SIGKILL");
       await upstream.stop();
+    }
+  }, 30_000);
+
+  test("a router killed outright leaves its bundle, and the next router started with the flag removes it", async () => {
+    const upstreamCa = testCertificates().caFile;
+    const first = await serveBinary(bin, ["--port", "0", "--data", "ca-killed-1", "--upstream-ca-file", upstreamCa], { cwd: dir });
+    running.push(first);
+    const left = dirname(environOf(first.proc.pid).NODE_EXTRA_CA_CERTS!);
+    first.kill("SIGKILL");
+    await first.exited;
+    expect(existsSync(left)).toBe(true);
+    const second = await serveBinary(bin, ["--port", "0", "--data", "ca-killed-2", "--upstream-ca-file", upstreamCa], { cwd: dir });
+    running.push(second);
+    try {
+      expect(existsSync(left)).toBe(false);
+      expect(existsSync(environOf(second.proc.pid).NODE_EXTRA_CA_CERTS!)).toBe(true);
+    } finally {
+      second.kill("SIGTERM");
+      await second.exited;
     }
   }, 30_000);
 
