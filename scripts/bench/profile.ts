@@ -77,6 +77,14 @@ export function summariseProfile(path: string, root: string, top = 25): ProfileS
 
   const deltas = profile.timeDeltas;
   const mean = deltas.length > 0 ? deltas.reduce((s, d) => s + d, 0) / deltas.length : 0;
+  // Bun's profiler writes no idle samples (about one a millisecond otherwise): the gap to
+  // the next sample holds any wait that followed, and the last frame before each wait (a
+  // fetch, a Redis send, a timer's callback) was charged with all of it. A sample counts
+  // for at most twice the usual interval, the rest as idle. Waits shorter than that (a
+  // paced load's) still count to the frame before them: at a paced load the summary's
+  // busy time exceeds the thread's CPU time (docs/benchmarks.md, seventeenth session).
+  const interval = deltas.length > 0 ? [...deltas].sort((a, b) => a - b)[Math.floor(deltas.length / 2)]! : mean;
+  const longest = 2 * interval;
   const functions = new Map<string, HotSpot>();
   const files = new Map<string, HotSpot>();
   const inclusive = new Map<string, HotSpot>();
@@ -88,8 +96,10 @@ export function summariseProfile(path: string, root: string, top = 25): ProfileS
     map.set(key, h);
   };
   for (let i = 0; i < profile.samples.length; i++) {
-    // A sample lasts until the next one.
-    const us = Math.max(0, i + 1 < deltas.length ? deltas[i + 1]! : mean);
+    // A sample lasts until the next one, or the sampling interval's double when the thread waited meanwhile.
+    const gap = Math.max(0, i + 1 < deltas.length ? deltas[i + 1]! : interval);
+    const us = Math.min(gap, longest);
+    idle += gap - us;
     const node = byId.get(profile.samples[i]!);
     if (!node) continue;
     const own = label(node);
