@@ -35,6 +35,16 @@ export function parseObject(data: string): JsonObject | undefined {
   }
 }
 
+/** Whether `JSON.parse` reads the text (any JSON value, not only an object). */
+export function parsesAsJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Adds the optional modality breakdowns only when reported, to keep records small. */
 export function withModalities(u: Usage, audioPrompt: number, audioCompletion: number, imagePrompt: number, imageCompletion: number): Usage {
   if (audioPrompt > 0) u.audioPrompt = audioPrompt;

@@ -12,7 +12,7 @@
  */
 import type { HttpError } from "../../../../core/errors.ts";
 import { gemini } from "../../../gemini/index.ts";
-import type { JsonObject } from "../../../json.ts";
+import { parsesAsJson, type JsonObject } from "../../../json.ts";
 import type { Usage } from "../../../usage.ts";
 import type { StreamWriter } from "../../codec.ts";
 import type { IrEvent, IrFinish, Signature } from "../../ir.ts";
@@ -33,15 +33,6 @@ interface HeldCall {
   arguments: string;
   /** A later part has started, so no more arguments are expected (unless the upstream interleaves). */
   closed: boolean;
-}
-
-function parses(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 export function geminiStreamWriter(): StreamWriter {
@@ -66,7 +57,7 @@ export function geminiStreamWriter(): StreamWriter {
 
   /** Sends the held calls, in order, that are complete; all of them when `force`. */
   function release(parts: JsonObject[], force: boolean): void {
-    while (held.length > 0 && (force || (held[0]!.closed && parses(held[0]!.arguments)))) {
+    while (held.length > 0 && (force || (held[0]!.closed && parsesAsJson(held[0]!.arguments)))) {
       parts.push(functionCallPart(held.shift()!));
     }
   }
