@@ -147,6 +147,17 @@ describe("reservations of long conversations", () => {
   const CONTEXT = 200_000;
   const pricing = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8, ContextWindow: CONTEXT, MaxOutput: 2000 } } };
   const cost = (prompt: number, completion: number) => (prompt * 2 + completion * 8) * 1000;
+  /**
+   * An account whose credit holds a long body's worst case several times over, but less
+   * than one call reserving the context window (the body is a long one: at least 32 KiB).
+   */
+  const accountBelowContextWindow = async (router: Parameters<typeof createAccount>[0], body: unknown) => {
+    const bytes = new TextEncoder().encode(JSON.stringify(body)).byteLength;
+    expect(bytes).toBeGreaterThan(32 * 1024);
+    const grant = 3 * cost(bytes + 1024 + 200, 100);
+    expect(cost(CONTEXT, 100)).toBeGreaterThan(grant);
+    return createAccount(router, { CreditGranted: grant / 1e9 });
+  };
 
   test("an image by URL at the end of a long conversation reserves the context window; the same conversation without it, its bytes", async () => {
     const { router, upstream } = await scope.gateway({ pricing });
@@ -157,13 +168,7 @@ describe("reservations of long conversations", () => {
       return json(chatAnswer("acme-chat", { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 }));
     });
     const text = { model: "acme-chat", max_tokens: 100, messages: conversation() };
-    const bytes = new TextEncoder().encode(JSON.stringify(text)).byteLength;
-    expect(bytes).toBeGreaterThan(32 * 1024);
-    // Room for a text call's worst case several times over, but less than the context window's.
-    const textWorst = cost(bytes + 1024 + 200, 100);
-    const grant = 3 * textWorst;
-    expect(cost(CONTEXT, 100)).toBeGreaterThan(grant);
-    const account = await createAccount(router, { CreditGranted: grant / 1e9 });
+    const account = await accountBelowContextWindow(router, text);
     const image = { ...text, messages: [...conversation(), { role: "user", content: [{ type: "text", text: "and this?" }, { type: "image_url", image_url: { url: "https://example.com/cat.png" } }] }] };
     const first = api(router, "/v1/chat/completions", { key: account.key, body: image });
     await waitFor(() => upstream.requests.length === 1 || undefined);
@@ -188,12 +193,7 @@ describe("reservations of long conversations", () => {
     const declared = Array.from({ length: 16 }, (_, i) => ({ name: `Tool${i}`, description: 'Reads a file from the local filesystem. Paths are "absolute".\n'.repeat(30), input_schema: { type: "object", properties: { file_path: { type: "string" } }, required: ["file_path"] } }));
     const plain = { model: "claude-acme", max_tokens: 100, system: [{ type: "text", text: "You are a coding agent.\n".repeat(400) }], tools: declared, messages: [{ role: "user", content: "hi" }] };
     const withSearch = { ...plain, tools: [...declared, { type: "web_search_20250305", name: "web_search", max_uses: 3 }] };
-    const bytes = new TextEncoder().encode(JSON.stringify(plain)).byteLength;
-    expect(bytes).toBeGreaterThan(32 * 1024);
-    const textWorst = cost(bytes + 1024 + 200, 100);
-    const grant = 3 * textWorst;
-    expect(cost(CONTEXT, 100)).toBeGreaterThan(grant);
-    const account = await createAccount(router, { CreditGranted: grant / 1e9 });
+    const account = await accountBelowContextWindow(router, plain);
     const call = (body: unknown) => api(router, "/v1/messages", { key: account.key, body });
     const first = call(withSearch);
     await waitFor(() => upstream.requests.length === 1 || undefined);
