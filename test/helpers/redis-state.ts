@@ -34,7 +34,7 @@ export function redisStates(): RedisStates {
       return state;
     },
     async close() {
-      for (const state of states.splice(0)) state.close();
+      await Promise.all(states.splice(0).map((state) => state.close()));
       const running = server;
       server = undefined;
       if (running) await (await running).close();

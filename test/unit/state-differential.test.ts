@@ -176,6 +176,101 @@ if (!servicesSkipped)
   });
 
 if (!servicesSkipped)
+  describe("admissions against allowances answer as in memory", () => {
+    // Limits far enough that the Redis State takes blocks in advance (allowances.ts) and
+    // admits here, and close enough that every run reaches them and goes back to Redis
+    // call by call; calls come several to a bucket, some clock readings out of order,
+    // settlements land in and out of the allowance's bucket, the ledger moves, days change.
+    for (const seed of seedsToRun([41, 42, 43, 44])) {
+      test(`random calls near and far from their limits, seed ${seed}`, async () => {
+        const next = generator(seed);
+        const ledger = { balance: 400_000, version: 1 };
+        const ledgered: StateLoaders = { seed: funded.seed, balance: () => ({ balance: ledger.balance, staleAt: Infinity, version: ledger.version }) };
+        let unwritten = 0;
+        const { memory, shared } = await memoryAndRedis(ledgered);
+        const requests: WindowCounter = { kind: "window", key: "b:r", windowMs: WINDOW, lane: { key: "b:w", index: 0 } };
+        const tokens: WindowCounter = { kind: "window", key: "b:t", windowMs: WINDOW, lane: { key: "b:w", index: 1 } };
+        const hourly: WindowCounter = { kind: "window", key: "b:h", windowMs: WINDOW * 60 };
+        const perDay: PeriodCounter = { kind: "period", key: "q:requests:day:8", seed: { measure: "requests", accountId: 8 } };
+        const spentToday: PeriodCounter = { kind: "period", key: "q:cost:day:8", seed: { measure: "cost", accountId: 8 } };
+        const inFlight: GaugeCounter = { kind: "gauge", key: "b:t:reserved" };
+        const credit: Counter = { kind: "credit", accountId: 8 };
+        let now = T0;
+        const open: Admitted[] = [];
+        const dayOf = (at: number) => new Date(at).toISOString().slice(0, 10);
+        const both = async <T>(run: (state: typeof memory) => Promise<T>): Promise<[T, T]> => [await run(memory), await run(shared)];
+        let refused = 0;
+        for (let step = 0; step < 1500; step++) {
+          const roll = next();
+          // Mostly a few ms apart (several calls to a 100 ms bucket), some out of order, now and then idle or the next day.
+          if (roll < 0.001) now += 86_400_000;
+          else if (roll < 0.002) now += Math.floor(next() * 2 * WINDOW);
+          else if (roll < 0.07) now -= Math.floor(next() * 60);
+          else now += Math.floor(next() * 15);
+          const op = next();
+          if (op < 0.45) {
+            const call: Admitted = { at: now, day: dayOf(now), tokens: 40 + Math.floor(next() * 200), credit: 100 + Math.floor(next() * 900) };
+            const lines: AdmitLine[] = [
+              { counter: credit, limit: 0, add: call.credit },
+              { counter: spentToday, period: call.day, limit: 150_000, add: call.credit, held: inFlight },
+              { counter: requests, limit: 150, add: 1, report: "requests" },
+              { counter: tokens, limit: 60_000, add: call.tokens, held: inFlight, report: "tokens" },
+              { counter: hourly, limit: 3_000, add: 1, report: "requests" },
+              { counter: perDay, period: call.day, limit: 700, add: 1, report: "requests" },
+              { counter: inFlight, add: call.tokens },
+            ];
+            const [a, b] = await both((state) => state.counts.admit(lines, now));
+            expect({ step, verdict: b }).toEqual({ step, verdict: a });
+            if (a.admitted) open.push(call);
+            else refused++;
+          } else if (op < 0.9 && open.length > 0) {
+            // Mostly the oldest call settles (so most settle in their bucket), sometimes any.
+            const which = next() < 0.7 ? 0 : Math.floor(next() * open.length);
+            const call = open.splice(which, 1)[0]!;
+            const failed = next() < 0.1;
+            const used = failed ? 0 : Math.floor(call.tokens * next());
+            const charge = failed ? 0 : Math.floor(call.credit * next());
+            const changes: Adjustment[] = [
+              { counter: tokens, at: call.at, delta: used - call.tokens },
+              { counter: inFlight, delta: -call.tokens },
+              { counter: credit, release: call.credit, charge },
+              { counter: spentToday, period: call.day, delta: charge - call.credit },
+            ];
+            if (failed) changes.push({ counter: requests, at: call.at, delta: -1 }, { counter: hourly, at: call.at, delta: -1 }, { counter: perDay, period: call.day, delta: -1 });
+            await both((state) => state.counts.adjust(changes));
+            await shared.settlementsApplied();
+            unwritten += charge;
+          } else if (op < 0.92 && unwritten > 0) {
+            ledger.balance -= unwritten;
+            ledger.version++;
+            const charged = new Map([[8, unwritten]]);
+            unwritten = 0;
+            const version = next() < 0.8 ? ledger.version : undefined;
+            await both((state) => state.credit.flushed(charged, version));
+          } else if (op < 0.93) {
+            // An owner grants or takes credit: both States read the balance again.
+            ledger.balance += next() < 0.5 ? 50_000 : -50_000;
+            ledger.version++;
+            await both((state) => state.credit.invalidate(8));
+          } else if (op < 0.96) {
+            for (const [counter, period] of [[requests], [tokens], [hourly], [perDay, dayOf(now)], [spentToday, dayOf(now)], [credit]] as Array<[Counter, string?]>) {
+              const [a, b] = await both((state) => state.counts.read(counter, now, period));
+              const name = "key" in counter ? counter.key : counter.kind;
+              expect({ step, counter: name, value: b }).toEqual({ step, counter: name, value: a });
+            }
+            const [a, b] = await both((state) => state.credit.held(8));
+            expect({ step, held: b }).toEqual({ step, held: a });
+          }
+        }
+        // The run must have admitted against allowances and reached its limits.
+        expect(shared.allowances.drawn).toBeGreaterThan(100);
+        expect(refused).toBeGreaterThan(10);
+        await shared.close();
+      });
+    }
+  });
+
+if (!servicesSkipped)
   describe("provider keys' health and Levels on Redis answer as in memory", () => {
     for (const seed of seedsToRun([21, 22, 23])) {
       test(`random attempts and verdicts, seed ${seed}`, async () => {

@@ -21,6 +21,8 @@ export interface RedisConnection {
    * what it last acknowledged.
    */
   connects(): number;
+  /** Whether the connection is up now (no command is sent to find out). */
+  up(): boolean;
   /** A client of its own (pub/sub needs one); connected, never shared. */
   dedicated(): Promise<RedisClient>;
   close(): void;
@@ -160,6 +162,7 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
   return {
     send,
     connects: () => connects,
+    up: () => live() !== undefined,
     async run(script, keys, args) {
       const entry = live() ?? (await client());
       const rest = [String(keys.length), ...keys, ...args];

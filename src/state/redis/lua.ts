@@ -143,7 +143,8 @@ end
 /**
  * Admission (and reads): P is a list of lines {k: w|p|g|c, key, w (window ms), n (the
  * window's lane, 1 or 2: lua-windows.ts), p (period), l (limit), a (add), h (held gauge
- * key), r (report: 1 requests, 2 tokens), s (seed), b (balance), st (stale at)}. First the lines whose period total or balance Redis does
+ * key), r (report: 1 requests, 2 tokens), s (seed), b (balance), st (stale at), m (an
+ * allowance's margin: see below)}. First the lines whose period total or balance Redis does
  * not hold are either filled from what the caller loaded (s, b) or named in a
  * {'load', i…} answer; then, in mode 'admit', every limit is checked and, when none is
  * reached, every amount added: {'ok', requests line, remaining, reset, tokens line,
@@ -152,6 +153,12 @@ end
  * 'read', the first line's value; in mode 'clear', the first line's window lane is
  * emptied. In mode 'many', P is a list of admissions {l: lines, n: now} and the answer
  * the list of their answers, each as if its own run.
+ *
+ * An allowance's grant (allowances.ts) is an admission whose lines with `m` count a block
+ * (`a`) and are refused unless `m` more than that would still be under the limit (credit:
+ * more than `m` available past the block); its 'ok' answer goes on with the soonest
+ * stale-at of those credit lines ('' when none), then per such line its value before the
+ * block and, for a window, its reset ('' otherwise).
  */
 export const ADMIT = script(`${PRELUDE}${COUNTERS}${SLIDING_WINDOWS}
 local MODE, PERIOD_TTL = ARGV[5], tonumber(ARGV[7])
@@ -234,12 +241,17 @@ local function admit_one(P, NOW, mode)
 
   -- The reported lines with the least remaining, per kind (index 1 requests, 2 tokens).
   local tight_line, tight_left = {}, {}
+  local granting = false
+  for _, line in ipairs(P) do if line.m ~= nil then granting = true end end
   for i, line in ipairs(P) do
     if line.l ~= nil then
       -- Concurrent admissions may carry clock readings out of order: count what came after NOW too.
       local used = value(line, true, NOW)
+      -- An allowance (allowances.ts) asks for m of headroom left over once its block is counted.
+      local margin = line.m or 0
       local reached
-      if line.k == 'c' then reached = used <= line.l else reached = used >= line.l end
+      if line.k == 'c' then reached = used - margin <= line.l else reached = used + margin >= line.l end
+      if line.m ~= nil then line.u = used end
       if reached then
         local held, retry = 0, 0
         if line.k == 'c' then held = credit_held(line.key) elseif line.h ~= nil then held = gauge_now(line.h) end
@@ -272,6 +284,24 @@ local function admit_one(P, NOW, mode)
       answer[#answer + 1] = tostring(i - 1)
       answer[#answer + 1] = str(tight_left[kind])
       answer[#answer + 1] = line.k == 'w' and str(window_reset(line.key, line.w, NOW, line.n)) or ''
+    end
+  end
+  -- An allowance's grant: when its balances go stale, then per line asked with m its value
+  -- before the block was counted and, for a window, when its oldest amount slides out.
+  if granting then
+    local stale = nil
+    for _, line in ipairs(P) do
+      if line.m ~= nil and line.k == 'c' then
+        local at = credit_cell(line.key).staleAt
+        if at ~= nil and (stale == nil or at < stale) then stale = at end
+      end
+    end
+    answer[#answer + 1] = stale and str(stale) or ''
+    for _, line in ipairs(P) do
+      if line.m ~= nil then
+        answer[#answer + 1] = line.u and str(line.u) or ''
+        answer[#answer + 1] = line.k == 'w' and str(window_reset(line.key, line.w, NOW, line.n)) or ''
+      end
     end
   end
   return answer

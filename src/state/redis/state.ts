@@ -1,6 +1,6 @@
 import type { Logger } from "../../core/log.ts";
 import type { StateLoaders } from "../state.ts";
-import type { AdmitLine, ClaimState, Counter, CountState, CreditState, LimitKind, LimitStanding, PendingState, Standings, State, Verdict, WindowCounter } from "../state.ts";
+import type { Adjustment, AdmitLine, ClaimState, Counter, CountState, CreditState, LimitKind, LimitStanding, PendingState, Standings, State, Verdict, WindowCounter } from "../state.ts";
 import type { RedisConnection, Script } from "./connection.ts";
 import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
 import { CLAIM } from "./lua-keys.ts";
@@ -8,6 +8,7 @@ import { createAdjustBatcher, GATHER_MS, oneRunAtATime, type Line } from "./batc
 import { createKeys, createLevels, type Run } from "./levels-and-keys.ts";
 import { splitAdmission, type CheckedCounters } from "./deferred-lines.ts";
 import { laneOf } from "./lua-windows.ts";
+import { createAllowances, type GrantAnswer, type GrantRefusal, type GrantRequest } from "./allowances.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -28,6 +29,8 @@ export interface RedisStateOptions {
   leaseMs?: number;
   /** Where an amount Redis could not be given after the call was admitted is reported. */
   log?: Pick<Logger, "error">;
+  /** Admit against blocks taken in advance (allowances.ts; default true): most admissions then make no round trip. */
+  allowances?: boolean;
 }
 
 export interface RedisState extends State {
@@ -46,8 +49,13 @@ export interface RedisState extends State {
    * unwritten before any instance can write the row and take it off again.
    */
   settlementsApplied(): Promise<void> | undefined;
-  /** Stops the heartbeat (what this process holds then expires with its lease) and closes the connection. */
-  close(): void;
+  /** Allowances granted and calls admitted against them (zeros when allowances are off). */
+  readonly allowances: { readonly granted: number; readonly drawn: number };
+  /**
+   * Gives back what allowances hold unused, stops the heartbeat (what this process holds
+   * then expires with its lease) and closes the connection.
+   */
+  close(): Promise<void>;
 }
 
 export const DEFAULT_PREFIX = "router:";
@@ -56,6 +64,9 @@ export const DEFAULT_LEASE_MS = 30_000;
 const PERIOD_TTL_MS = 35 * 86_400_000;
 /** Calls of a script that asks for loads; each run fills what the one before named. */
 const LOAD_ROUNDS = 3;
+
+/** Grants an admission waits for or asks for before Redis admits it on its own. */
+const GRANT_ROUNDS = 4;
 
 const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
 
@@ -184,44 +195,157 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     (waiting) => run(ADMIT, waiting.map(({ payload, at }) => ({ l: payload, n: at })), "many", "0", String(PERIOD_TTL_MS)) as Promise<unknown[][]>,
   );
 
+  /** The ADMIT run of the lines Redis must check (with an allowance's margins, by the admission's line index), its raw answer. */
+  const runAdmission = async (checking: readonly AdmitLine[], indexes: readonly number[] | undefined, at: number, margins?: ReadonlyMap<number, number>): Promise<unknown[]> => {
+    const payload = checking.map(lineOf);
+    if (margins) for (let sent = 0; sent < payload.length; sent++) payload[sent]!.m = margins.get(indexOf(sent, indexes));
+    const answer = await admissions({ payload, at });
+    // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
+    if (answer[0] !== "load") return answer;
+    await load(answer, payload, checking, at);
+    return withLoads(ADMIT, payload, checking, at, ["admit", String(at), String(PERIOD_TTL_MS)]);
+  };
+
   /** The ADMIT run of the lines Redis must check, its answer in the admission's own line indexes. */
   const admitChecked = async (checking: readonly AdmitLine[], indexes: readonly number[] | undefined, at: number): Promise<Verdict> => {
-    const payload = checking.map(lineOf);
-    let answer = await admissions({ payload, at });
-    // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
-    if (answer[0] === "load") {
-      await load(answer, payload, checking, at);
-      answer = await withLoads(ADMIT, payload, checking, at, ["admit", String(at), String(PERIOD_TTL_MS)]);
-    }
+    const answer = await runAdmission(checking, indexes, at);
     if (answer[0] === "ok") return answer[1] === "" && answer[4] === "" ? ADMITTED_NOW : { admitted: true, standings: standingsOf(answer, indexes) };
     const [, line, used, held, retryAfterMs] = answer.map(String);
     return { admitted: false, refusal: { line: indexOf(Number(line), indexes), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
   };
 
+  /**
+   * Splits an admission (deferred-lines.ts) and waits for what must reach Redis before it:
+   * what was gathered before a counter's first check, and what admissions against
+   * allowances counted (and allowances gave back) in the counters it reads.
+   */
+  const prepare = async (lines: readonly AdmitLine[], at: number) => {
+    // Lines that only count go with the settlements once the call is admitted (deferred-lines.ts).
+    const split = splitAdmission(lines, at, checkedCounters);
+    // A counter checked for the first time: what was gathered goes first, and the admissions that come meanwhile wait with this one, in order.
+    if (split.flushFirst || readsDeferred(lines)) {
+      const flushed: Promise<void> = adjustSoon.flush().finally(() => {
+        if (gatheredFirst === flushed) gatheredFirst = undefined;
+      });
+      gatheredFirst = flushed;
+    }
+    if (gatheredFirst) await gatheredFirst;
+    return split;
+  };
+
+  /** The admission as Redis decides it, call by call. */
+  const admitInRedis = async (lines: readonly AdmitLine[], at: number): Promise<Verdict> => {
+    const { now: checking, indexes, later } = await prepare(lines, at);
+    const verdict = checking.length === 0 ? ADMITTED_NOW : await admitChecked(checking, indexes, at);
+    if (verdict.admitted && later.length > 0) void adjustSoon(later).catch(onLostCount);
+    return verdict;
+  };
+
+  /** Asks Redis for an allowance: its answer past the standings, or which line refused it at what value. */
+  const grant = async (request: GrantRequest): Promise<GrantAnswer | GrantRefusal> => {
+    const { now: checking, indexes } = await prepare(request.lines, request.at);
+    const answer = await runAdmission(checking, indexes, request.at, request.margins);
+    if (answer[0] !== "ok") return { refusedBy: indexOf(Number(answer[1]), indexes), used: Number(answer[2]) };
+    const values = new Map<number, { before: number; reset: number | undefined }>();
+    let at = 8;
+    for (let sent = 0; sent < checking.length; sent++) {
+      const index = indexOf(sent, indexes);
+      if (!request.margins.has(index)) continue;
+      const before = String(answer[at]);
+      const reset = String(answer[at + 1]);
+      values.set(index, { before: before === "" ? NaN : Number(before), reset: reset === "" ? undefined : Number(reset) });
+      at += 2;
+    }
+    const stale = String(answer[7]);
+    return { staleAt: stale === "" ? undefined : Number(stale), values };
+  };
+
+  /**
+   * Counts that admissions against allowances deferred, and blocks given back, not yet
+   * in Redis, by counter key (the batch they went in): an admission in Redis that reads
+   * one waits until it is there.
+   */
+  const deferred = new Map<string, Promise<void>>();
+  let lastBatch: Promise<void> | undefined;
+  const defer = (changes: readonly Adjustment[]) => {
+    const batch = adjustSoon(changes);
+    if (batch !== lastBatch) {
+      lastBatch = batch;
+      const applied = () => {
+        for (const [key, pending] of deferred) if (pending === batch) deferred.delete(key);
+      };
+      batch.then(applied, (error: unknown) => {
+        applied();
+        onLostCount(error);
+      });
+    }
+    for (const change of changes) deferred.set(keyOf(change.counter), batch);
+  };
+  const readsDeferred = (lines: readonly AdmitLine[]) => {
+    if (deferred.size === 0) return false;
+    for (const line of lines) if (deferred.has(keyOf(line.counter)) || (line.held !== undefined && deferred.has(keyOf(line.held)))) return true;
+    return false;
+  };
+
+  const allowances = options.allowances === false ? undefined : createAllowances({ keyOf, give: defer, now, epoch: () => redis.connects() });
+  /** An admission against an allowance, when one admits it. */
+  const drawn = (lines: readonly AdmitLine[], at: number): Verdict | undefined => {
+    const local = allowances!.draw(lines, at);
+    if (!local) return undefined;
+    if (local.later.length > 0) {
+      allowances!.track(local.later);
+      defer(local.later);
+    }
+    return local.verdict;
+  };
+
   const counts: CountState = {
     async admit(lines, at): Promise<Verdict> {
-      // Lines that only count go with the settlements once the call is admitted (deferred-lines.ts).
-      const { now: checking, indexes, later, flushFirst } = splitAdmission(lines, at, checkedCounters);
-      // A counter checked for the first time: what was gathered goes first, and the admissions that come meanwhile wait with this one, in order.
-      if (flushFirst) {
-        const flushed: Promise<void> = adjustSoon.flush().finally(() => {
-          if (gatheredFirst === flushed) gatheredFirst = undefined;
-        });
-        gatheredFirst = flushed;
+      // With Redis away no call is admitted here either: each would be counted nowhere else.
+      if (allowances && redis.up()) {
+        for (let round = 0; round < GRANT_ROUNDS; round++) {
+          const local = drawn(lines, at);
+          if (local) return local;
+          // Another admission of these lines asked for an allowance: it may admit this one too.
+          const asked = allowances.granting(lines);
+          if (asked) {
+            await asked;
+            continue;
+          }
+          const request = allowances.request(lines, at);
+          if (!request) break;
+          const granting = grant(request);
+          allowances.start(request, granting);
+          const answer = await granting;
+          if ("refusedBy" in answer) {
+            if (allowances.refused(request, answer)) continue;
+            break;
+          }
+          allowances.granted(request, answer);
+        }
+        // Redis decides this one: what an allowance of these lines holds unused goes back first.
+        allowances.release(lines);
       }
-      if (gatheredFirst) await gatheredFirst;
-      const verdict = checking.length === 0 ? ADMITTED_NOW : await admitChecked(checking, indexes, at);
-      if (verdict.admitted && later.length > 0) void adjustSoon(later).catch(onLostCount);
-      return verdict;
+      return admitInRedis(lines, at);
     },
-    adjust: (changes) => adjustSoon(changes),
+    adjust(changes) {
+      allowances?.track(changes);
+      return adjustSoon(changes);
+    },
     async read(counter, at, period) {
       // What this process counted and has not sent yet is part of the value: the read
       // follows the gathered batch (it is not sent early, so reads after each charge keep the batching).
+      // Allowances that ended by then gave back what they did not use first.
+      if (allowances?.expire(at)) await adjustSoon.flush();
       await adjustSoon.applied();
-      return Number((await readValue(counter, at, period))[1]);
+      const value = Number((await readValue(counter, at, period))[1]);
+      // A block counted and not used is not part of the value (credit: of what is available).
+      const unused = allowances?.unused(counter, at) ?? 0;
+      return counter.kind === "credit" ? value + unused : value - unused;
     },
     async clear(counter) {
+      const key = keyOf(counter);
+      allowances?.end((held) => keyOf(held) === key);
       await adjustSoon.flush();
       // A window shares its string with its pair: only its lane is emptied.
       if (counter.kind === "window") await run(ADMIT, [lineOf({ counter })], "clear", "0", String(PERIOD_TTL_MS));
@@ -259,14 +383,23 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     if (retired.size > 0) for (const accountId of charged.keys()) await settleRetired(accountId);
   };
 
+  const endCredit = (accountId: number) => allowances?.end((held) => held.kind === "credit" && held.accountId === accountId);
   const credit: CreditState = {
     async invalidate(accountId) {
+      // A block reserved against the old balance admits nothing more.
+      endCredit(accountId);
       // The next use, by any process, reads the ledger again; what calls hold stays.
       await redis.send("HDEL", [creditKey(accountId), "stored", "staleAt", "version", "exp"]);
     },
     flushed: (charged, version) => flushed(charged, version),
-    held,
+    async held(accountId) {
+      const all = await held(accountId);
+      const unused = allowances?.unused({ kind: "credit", accountId }, now()) ?? 0;
+      return Math.max(0, all - unused);
+    },
     async retire(accountId, settled) {
+      endCredit(accountId);
+      await adjustSoon.flush();
       // Calls on other instances settle there, and a killed one's leases only expire:
       // look again every second until nothing is held.
       const timer = setInterval(() => void settleRetired(accountId).catch(() => {}), 1000);
@@ -283,13 +416,19 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     leaseMs,
     flushedClaim: (charged, version, drop) => flushed(charged, version, drop),
     settlementsApplied: () => adjustSoon.applied(),
+    allowances: allowances?.counted ?? { granted: 0, drawn: 0 },
     counts,
     credit,
     levels: createLevels(prefix, run),
     keys: createKeys(prefix, run),
     signups: createPending(redis, `${prefix}su:`),
     claims: createClaims(redis, `${prefix}cl:`, run),
-    close() {
+    async close() {
+      if (allowances) {
+        allowances.endAll();
+        allowances.stop();
+        await adjustSoon.flush().catch(() => {});
+      }
       clearInterval(timer);
       for (const entry of retired.values()) clearInterval(entry.timer);
       redis.close();

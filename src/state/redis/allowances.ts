@@ -1,0 +1,503 @@
+import { bucketWidth } from "../memory-windows.ts";
+import type { Adjustment, AdmitLine, Counter, LimitKind, LimitStanding, Standings, Verdict } from "../state.ts";
+
+/**
+ * Allowances: an instance on the Redis State admits most calls without a round trip.
+ *
+ * Each admission went to Redis (a script run every call waits for), which is what held a
+ * scale-out instance to about half the calls of one on SQLite (docs/benchmarks.md). An
+ * allowance is a block of every checked line of an admission (its limited windows and
+ * totals, and its credit) taken at once in one admission script run: the script counts
+ * the block as it counts a call (credit: reserves it) and grants it only when the limit
+ * leaves `HEADROOM_BLOCKS` times the block of headroom past it. Calls with the same lines
+ * are then admitted here while the block has room, by the script's own rules applied to
+ * what the grant read and to what this process counted since; what a block did not use
+ * goes back when the allowance ends.
+ *
+ * What stays exact, for one instance (the differential and contract tests run with
+ * allowances): a call is admitted here only when the counters' values then (the grant's
+ * reading, the calls admitted from it and this process's settlements of the counters
+ * since) are under every limit, so a refusal is always Redis's own, after the unused
+ * block went back. An allowance ends before anything it read can change without this
+ * process: at the end of the narrowest window's bucket (a call counts in its bucket, and
+ * blocks and calls of one bucket slide out together), when a window's oldest amount
+ * slides out, when a credit balance goes stale, after `ALLOWANCE_MAX_MS`, and when a
+ * settlement lands outside its bucket or the ledger changes. The rate-limit standings are
+ * computed the same way.
+ *
+ * Between instances: another instance's admission sees a block as counted until it goes
+ * back (at most `ALLOWANCE_MAX_MS` later). Blocks are granted only far from a limit, so
+ * near one every instance admits call by call as before; what an unused block can do is
+ * refuse another instance's call in the moment a burst reaches the limit while the block
+ * holds part of the headroom, and never admit a call past a limit. A process killed with
+ * a block holds its unused part in the windows until they slide out and in the period
+ * totals until the period ends (its credit reservation expires with its lease, as any).
+ */
+
+/** Longest an allowance lasts (ms): how long another instance may see its unused part as counted. */
+export const ALLOWANCE_MAX_MS = 1000;
+/** An allowance is granted only when its limits leave this many times its block free past it. */
+export const HEADROOM_BLOCKS = 8;
+/** Calls a first block holds; then twice the last when it ran out, or a quarter more than it used. */
+const FIRST_CALLS = 16;
+const MIN_CALLS = 4;
+const MAX_CALLS = 4096;
+/** After a refused grant at the smallest block: call by call for this long. */
+const BACKOFF_MS = 1000;
+/** How often allowances past their end give back their unused part (an idle account's too). */
+const SWEEP_MS = 250;
+/** Entries of lines not admitted for this long are forgotten. */
+const FORGET_MS = 60_000;
+
+/** A line an allowance holds a block of. */
+interface Held {
+  /** The line's index in the admission. */
+  readonly index: number;
+  readonly counter: Counter;
+  readonly key: string;
+  readonly period: string | undefined;
+  readonly limit: number | undefined;
+  readonly report: LimitKind | undefined;
+  /** What the grant counted (credit: reserved). */
+  readonly block: number;
+  /** The counter's value before the block, as the grant read it (credit: what was available); NaN when unchecked. */
+  readonly before: number;
+  /** Window: its bucket, and the newest amount of its oldest bucket that counts (from the grant's reset). */
+  readonly windowMs?: number;
+  readonly bucketStart?: number;
+  readonly oldestNewest?: number;
+  /** What calls admitted here took of the block. */
+  drawn: number;
+  /** This process's own changes to the counter since the grant (settlements), which Redis holds. */
+  moved: number;
+}
+
+interface Allowance {
+  readonly lines: Held[];
+  /** How many lines the admission has (held or not). */
+  readonly length: number;
+  readonly grantAt: number;
+  readonly end: number;
+  /** The connection's epoch when it was granted. */
+  readonly epoch: number;
+  /** Calls its block was sized for. */
+  readonly size: number;
+  /** The newest moment a call was admitted or a settlement counted in the narrowest window's bucket. */
+  newest: number;
+  calls: number;
+  /** Something it read changed (a settlement outside its bucket): it admits nothing more. */
+  stale: boolean;
+  closed: boolean;
+}
+
+/** Per admitted set of lines (found by its first held counter's key). */
+interface Entry {
+  allowance?: Allowance;
+  /** Calls the next block is sized for. */
+  calls: number;
+  /** Admissions that waited for the grant under way: the next block holds at least as many. */
+  waiting: number;
+  /** `calls` was sized by a refusal: the next grant asks for exactly that. */
+  sized: boolean;
+  backoffUntil: number;
+  granting?: Promise<void>;
+  usedAt: number;
+}
+
+/** What a grant asks the admission script for: the admission's lines with blocks, and each block's margin by line index. */
+export interface GrantRequest {
+  readonly lines: AdmitLine[];
+  readonly margins: ReadonlyMap<number, number>;
+  readonly at: number;
+  readonly key: string;
+  readonly calls: number;
+  /** The connection's epoch when it was asked (a grant answered over a newer connection is still of that Redis). */
+  readonly epoch: number;
+}
+
+/** The grant's answer past the standings: credit's stale-at, then per line with a margin (in line order) its value before and its reset. */
+export interface GrantAnswer {
+  staleAt: number | undefined;
+  values: ReadonlyMap<number, { before: number; reset: number | undefined }>;
+}
+
+/** A refused grant: the line (index in the admission) whose limit left too little, and its value then. */
+export interface GrantRefusal {
+  refusedBy: number;
+  used: number;
+}
+
+export interface Allowances {
+  /** Admits here when an allowance of these lines has room and no limit is reached: the verdict, and what the lines it holds no block of add. */
+  draw(lines: readonly AdmitLine[], at: number): { verdict: Verdict; later: Adjustment[] } | undefined;
+  /** Ends the allowance of these lines (giving back its unused part), and says whether to ask for a new one and what. */
+  request(lines: readonly AdmitLine[], at: number): GrantRequest | undefined;
+  /** Ends the allowance of these lines, if any: Redis admits the call itself. */
+  release(lines: readonly AdmitLine[]): void;
+  /** A grant is under way for these lines: settles when it is answered (the next block is sized for those who wait). */
+  granting(lines: readonly AdmitLine[]): Promise<void> | undefined;
+  /** Marks the grant under way (until `done`). */
+  start(request: GrantRequest, done: Promise<unknown>): void;
+  granted(request: GrantRequest, answer: GrantAnswer): void;
+  /** A grant was refused (a limit too near for its block): sizes the next to fit, and says whether one is worth asking for now. */
+  refused(request: GrantRequest, refusal: GrantRefusal): boolean;
+  /** Settlements and counts this process sent: what they change in the counters allowances read. */
+  track(changes: readonly Adjustment[]): void;
+  /**
+   * What this process's allowances counted in the counter and did not use (credit:
+   * reserved and not drawn), as a read at `at` sees it (a window's block counts from its grant).
+   */
+  unused(counter: Counter, at: number): number;
+  /** Ends the allowances past their end at `at`; says whether any gave something back. */
+  expire(at: number): boolean;
+  /** Ends the allowances holding a block of a counter the predicate picks. */
+  end(which: (counter: Counter) => boolean): void;
+  endAll(): void;
+  stop(): void;
+  /** Allowances granted and calls admitted against them since the start (for tests and the benchmark's census). */
+  readonly counted: { granted: number; drawn: number };
+}
+
+/** Whether an allowance holds a block of the line: every checked line, and credit (always reserved in the admission). */
+const held = (line: AdmitLine) => line.limit !== undefined || line.counter.kind === "credit";
+
+/** What a line not held adds, as a change gathered with the settlements (deferred-lines.ts does the same for unchecked lines). */
+function adjustmentOf(line: AdmitLine, at: number): Adjustment {
+  const { counter, add } = line;
+  if (counter.kind === "window") return { counter, at, delta: add };
+  if (counter.kind === "period") return { counter, period: line.period!, delta: add };
+  if (counter.kind === "gauge") return { counter, delta: add };
+  return { counter, release: -add, charge: 0 };
+}
+
+/** A held line's value now, as the admission script would read it (credit: what is available). */
+const valueOf = (h: Held) => (h.counter.kind === "credit" ? h.before - h.drawn - h.moved : h.before + h.drawn + h.moved);
+/** Whether the script would refuse at the line's limit. */
+const reachedAt = (h: Held) => h.limit !== undefined && (h.counter.kind === "credit" ? valueOf(h) <= h.limit : valueOf(h) >= h.limit);
+
+export function createAllowances(options: {
+  keyOf: (counter: Counter) => string;
+  /** Gives back what ended allowances did not use (gathered with the settlements). */
+  give: (changes: Adjustment[]) => void;
+  now: () => number;
+  /**
+   * Changes when the connection to Redis was made again: Redis may have restarted and
+   * lost the blocks, so an allowance of an earlier connection admits nothing more and
+   * gives nothing back (taking off what Redis no longer counts would undercount).
+   */
+  epoch: () => number;
+}): Allowances {
+  const { give } = options;
+  /** A counter's cell: its key in Redis, and its lane when it shares a string with its pair. */
+  const cells = new WeakMap<Counter, string>();
+  const keyOf = (counter: Counter): string => {
+    let cell = cells.get(counter);
+    if (cell === undefined) {
+      cell = counter.kind === "window" && counter.lane ? `${options.keyOf(counter)}\u0000${counter.lane.index}` : options.keyOf(counter);
+      cells.set(counter, cell);
+    }
+    return cell;
+  };
+  const entries = new Map<string, Entry>();
+  const counted = { granted: 0, drawn: 0 };
+  /** Held lines of open allowances by their counter's key (settlements are matched through it). */
+  const byCounter = new Map<string, Set<{ allowance: Allowance; held: Held }>>();
+
+  const firstHeld = (lines: readonly AdmitLine[]) => {
+    for (let i = 0; i < lines.length; i++) if (held(lines[i]!)) return i;
+    return -1;
+  };
+  const entryOf = (lines: readonly AdmitLine[]): Entry | undefined => {
+    const first = firstHeld(lines);
+    return first < 0 ? undefined : entries.get(keyOf(lines[first]!.counter));
+  };
+
+  /** Ends an allowance: its unused part goes back where it was counted; a window's calls count at the newest of them. */
+  const close = (allowance: Allowance) => {
+    if (allowance.closed) return;
+    allowance.closed = true;
+    const changes: Adjustment[] = [];
+    for (const h of allowance.lines) {
+      byCounter.get(h.key)?.forEach((ref) => {
+        if (ref.allowance === allowance) byCounter.get(h.key)!.delete(ref);
+      });
+      if (byCounter.get(h.key)?.size === 0) byCounter.delete(h.key);
+      const unused = h.block - h.drawn;
+      const { counter } = h;
+      if (counter.kind === "window") {
+        // The block was counted at the grant; its calls were made up to `newest` (the same
+        // bucket), and a bucket counts until its newest amount is a window old.
+        if (h.drawn > 0 && allowance.newest > allowance.grantAt) {
+          changes.push({ counter, at: allowance.grantAt, delta: -h.block });
+          changes.push({ counter, at: allowance.newest, delta: h.drawn });
+        } else if (unused > 0) changes.push({ counter, at: allowance.grantAt, delta: -unused });
+      } else if (unused > 0) {
+        if (counter.kind === "period") changes.push({ counter, period: h.period!, delta: -unused });
+        else if (counter.kind === "credit") changes.push({ counter, release: unused, charge: 0 });
+      }
+    }
+    if (changes.length > 0 && allowance.epoch === options.epoch()) give(changes);
+  };
+
+  /** Ends the entry's allowance and sizes the next block by how it went. */
+  const retire = (entry: Entry) => {
+    const allowance = entry.allowance;
+    if (!allowance) return;
+    entry.allowance = undefined;
+    close(allowance);
+    const ranOut = allowance.lines.some((h) => h.block > 0 && h.drawn > h.block * 0.75);
+    entry.calls = ranOut ? Math.min(MAX_CALLS, allowance.size * 2) : Math.max(MIN_CALLS, Math.ceil(allowance.calls * 1.25));
+  };
+
+  /** Whether the allowance admits a call at `at` (the line shapes aside). */
+  const usable = (a: Allowance, at: number) => !a.stale && !a.closed && at >= a.grantAt && at < a.end && a.epoch === options.epoch();
+
+  const standingsOf = (a: Allowance, at: number): Standings | undefined => {
+    let requests: LimitStanding | undefined;
+    let tokens: LimitStanding | undefined;
+    for (const h of a.lines) {
+      if (h.report === undefined || h.limit === undefined) continue;
+      const left = Math.max(0, h.limit - valueOf(h));
+      const best = h.report === "requests" ? requests : tokens;
+      if (best !== undefined && left >= best.remaining) continue;
+      const standing: LimitStanding = { line: h.index, remaining: left };
+      if (h.windowMs !== undefined) {
+        // The oldest amount that counts is this bucket's when the grant said so; its newest is then the latest call's.
+        const newest = h.oldestNewest! >= h.bucketStart! ? Math.max(h.oldestNewest!, a.newest) : h.oldestNewest!;
+        standing.resetMs = Math.max(0, newest + h.windowMs - at);
+      }
+      if (h.report === "requests") requests = standing;
+      else tokens = standing;
+    }
+    if (!requests && !tokens) return undefined;
+    const standings: Standings = {};
+    if (requests) standings.requests = requests;
+    if (tokens) standings.tokens = tokens;
+    return standings;
+  };
+
+  const draw: Allowances["draw"] = (lines, at) => {
+    if (entries.size === 0) return undefined;
+    const entry = entryOf(lines);
+    const a = entry?.allowance;
+    if (!a || !usable(a, at) || lines.length !== a.length) return undefined;
+    let j = 0;
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      if (!held(line)) continue;
+      const h = a.lines[j++];
+      if (h === undefined || h.index !== i || h.counter !== line.counter || h.limit !== line.limit || h.period !== line.period) return undefined;
+      if (h.drawn + line.add > h.block || reachedAt(h)) return undefined;
+    }
+    if (j !== a.lines.length) return undefined;
+    const later: Adjustment[] = [];
+    j = 0;
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      if (held(line)) a.lines[j++]!.drawn += line.add;
+      else if (line.add !== 0) later.push(adjustmentOf(line, at));
+    }
+    a.calls++;
+    counted.drawn++;
+    if (at > a.newest) a.newest = at;
+    entry!.usedAt = at;
+    const standings = standingsOf(a, at);
+    return { verdict: standings ? { admitted: true, standings } : { admitted: true }, later };
+  };
+
+  const request: Allowances["request"] = (lines, at) => {
+    const first = firstHeld(lines);
+    if (first < 0) return undefined;
+    const key = keyOf(lines[first]!.counter);
+    let entry = entries.get(key);
+    if (entry?.allowance) retire(entry);
+    if (entry && at < entry.backoffUntil) return undefined;
+    const margins = new Map<number, number>();
+    const asked: AdmitLine[] = [];
+    if (!entry) entries.set(key, (entry = { calls: FIRST_CALLS, waiting: 0, sized: false, backoffUntil: 0, usedAt: at }));
+    // A burst waiting for this grant sizes the block, unless the last refusal sized it.
+    const calls = entry.sized ? entry.calls : Math.min(MAX_CALLS, Math.max(entry.calls, entry.waiting + 1));
+    entry.waiting = 0;
+    entry.sized = false;
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      if (!held(line)) {
+        // The call the grant is for is admitted against it like any other: it counts these then.
+        asked.push(line.add === 0 ? line : { ...line, add: 0 });
+        continue;
+      }
+      const { counter } = line;
+      // A gauge with a limit is checked against calls in flight, which no block can stand for;
+      // a window whose buckets do not divide it evenly can lose more than its oldest bucket at once.
+      if (counter.kind === "gauge") return undefined;
+      if (counter.kind === "window" && bucketWidth(counter.windowMs) * 60 !== counter.windowMs) return undefined;
+      const block = line.add * calls;
+      margins.set(i, block * HEADROOM_BLOCKS);
+      asked.push({ ...line, add: block });
+    }
+    return { lines: asked, margins, at, key, calls, epoch: options.epoch() };
+  };
+
+  const granted: Allowances["granted"] = (req, answer) => {
+    const entry = entries.get(req.key);
+    if (!entry) return;
+    if (entry.allowance) retire(entry);
+    const { at } = req;
+    let end = Math.min(at + ALLOWANCE_MAX_MS, answer.staleAt ?? Infinity);
+    const lines: Held[] = [];
+    for (const index of req.margins.keys()) {
+      const line = req.lines[index]!;
+      const { counter } = line;
+      const got = answer.values.get(index);
+      const h: Held = {
+        index,
+        counter,
+        key: keyOf(counter),
+        period: line.period,
+        limit: line.limit,
+        report: line.report,
+        block: line.add,
+        before: got === undefined ? NaN : got.before,
+        drawn: 0,
+        moved: 0,
+      };
+      if (counter.kind === "window") {
+        const width = bucketWidth(counter.windowMs);
+        const start = Math.floor(at / width) * width;
+        const reset = got?.reset ?? 0;
+        Object.assign(h, { windowMs: counter.windowMs, bucketStart: start, oldestNewest: at + reset - counter.windowMs });
+        end = Math.min(end, start + width);
+        // Nothing may slide out while the allowance lasts: its values would change without this process.
+        if (reset > 0) end = Math.min(end, at + reset);
+      }
+      lines.push(h);
+    }
+    lines.sort((x, y) => x.index - y.index);
+    const allowance: Allowance = { lines, length: req.lines.length, grantAt: at, end, epoch: req.epoch, size: req.calls, newest: at, calls: 0, stale: false, closed: false };
+    entry.allowance = allowance;
+    entry.usedAt = at;
+    counted.granted++;
+    for (const h of lines) {
+      let set = byCounter.get(h.key);
+      if (!set) byCounter.set(h.key, (set = new Set()));
+      set.add({ allowance, held: h });
+    }
+  };
+
+  const refused: Allowances["refused"] = (req, refusal) => {
+    const entry = entries.get(req.key);
+    if (!entry) return false;
+    // The block that fits what the refusing line has left, its margin included.
+    const line = req.lines[refusal.refusedBy]!;
+    const perCall = line.add / req.calls;
+    const left = line.counter.kind === "credit" ? refusal.used - line.limit! : line.limit! - refusal.used;
+    const fits = perCall > 0 ? Math.floor(left / (perCall * (HEADROOM_BLOCKS + 1))) : 0;
+    if (fits >= MIN_CALLS && fits < req.calls) {
+      entry.calls = Math.min(MAX_CALLS, fits);
+      entry.sized = true;
+      return true;
+    }
+    // Too near the limit for any block: call by call for a while.
+    entry.calls = FIRST_CALLS;
+    entry.backoffUntil = req.at + BACKOFF_MS;
+    return false;
+  };
+
+  const track: Allowances["track"] = (changes) => {
+    if (byCounter.size === 0) return;
+    for (const change of changes) {
+      const refs = byCounter.get(keyOf(change.counter));
+      if (!refs) continue;
+      for (const { allowance, held: h } of refs) {
+        if (change.counter.kind === "window") {
+          const { at, delta } = change as { at: number; delta: number };
+          // Outside the allowance's bucket a change may count or not as the window slides: it reads Redis again.
+          if (at < h.bucketStart! || at >= h.bucketStart! + bucketWidth(h.windowMs!)) allowance.stale = true;
+          else {
+            h.moved += delta;
+            if (delta > 0 && at > allowance.newest) allowance.newest = at;
+          }
+        } else if (change.counter.kind === "period") {
+          const { period, delta } = change as { period: string; delta: number };
+          if (period === h.period) h.moved += delta;
+        } else if (change.counter.kind === "credit") {
+          const { release, charge } = change as { release: number; charge: number };
+          h.moved += charge - release;
+        }
+      }
+    }
+  };
+
+  const unused: Allowances["unused"] = (counter, at) => {
+    const refs = byCounter.get(keyOf(counter));
+    if (!refs) return 0;
+    let total = 0;
+    for (const { held: h } of refs) if (h.windowMs === undefined || at >= h.bucketStart!) total += h.block - h.drawn;
+    return total;
+  };
+
+  const expire: Allowances["expire"] = (at) => {
+    let gave = false;
+    for (const entry of entries.values()) {
+      const a = entry.allowance;
+      if (a && (a.stale || at >= a.end)) {
+        retire(entry);
+        gave = true;
+      }
+    }
+    return gave;
+  };
+
+  const end: Allowances["end"] = (which) => {
+    for (const entry of entries.values()) if (entry.allowance?.lines.some((h) => which(h.counter))) retire(entry);
+  };
+  const endAll = () => {
+    for (const entry of entries.values()) retire(entry);
+  };
+
+  // Allowances past their end give back their unused part even when no call comes.
+  const sweep = setInterval(() => {
+    const at = options.now();
+    expire(at);
+    for (const [key, entry] of entries) {
+      if (!entry.allowance && !entry.granting && at - entry.usedAt > FORGET_MS) entries.delete(key);
+    }
+  }, SWEEP_MS);
+  sweep.unref?.();
+
+  return {
+    draw,
+    request,
+    granting(lines) {
+      const entry = entryOf(lines);
+      if (!entry?.granting) return undefined;
+      entry.waiting++;
+      return entry.granting;
+    },
+    release(lines) {
+      const entry = entryOf(lines);
+      if (entry) retire(entry);
+    },
+    start(req, done) {
+      const entry = entries.get(req.key);
+      if (!entry) return;
+      const settled: Promise<void> = done.then(
+        () => undefined,
+        () => undefined,
+      );
+      entry.granting = settled;
+      void settled.then(() => {
+        if (entry.granting === settled) entry.granting = undefined;
+      });
+    },
+    granted,
+    refused,
+    track,
+    unused,
+    expire,
+    end,
+    endAll,
+    stop: () => clearInterval(sweep),
+    counted,
+  };
+}

@@ -1,0 +1,93 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { ALLOWANCE_MAX_MS } from "../../src/state/redis/allowances.ts";
+import type { AdmitLine, Counter, StateLoaders, WindowCounter } from "../../src/state/state.ts";
+import { servicesSkipped } from "../helpers/redis-server.ts";
+import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
+
+/**
+ * Allowances (src/state/redis/allowances.ts) between instances: what one instance's
+ * blocks do to another's admissions. One instance's exactness against the memory State
+ * is in state-differential.test.ts ("admissions against allowances answer as in memory").
+ */
+
+const T0 = Date.UTC(2026, 10, 28, 12);
+const MINUTE = 60_000;
+const redis = redisStates();
+afterAll(redis.close);
+
+const funded = (balance: number): StateLoaders => ({ seed: () => 0, balance: () => ({ balance, staleAt: Infinity, version: 1 }) });
+
+/** Two instances on one Redis, connected (an instance admits nothing against allowances before its connection is up). */
+async function pair(loaders: StateLoaders) {
+  const prefix = freshPrefix();
+  const clock = () => T0;
+  const a = await redis.state(loaders, clock, { prefix });
+  const b = await redis.state(loaders, clock, { prefix });
+  await Promise.all([a.counts.read(rpm, T0), b.counts.read(rpm, T0)]);
+  return { a, b };
+}
+
+const rpm: WindowCounter = { kind: "window", key: "acct:rpm", windowMs: MINUTE };
+const credit: Counter = { kind: "credit", accountId: 9 };
+
+if (!servicesSkipped)
+  describe("allowances between instances", () => {
+    test("two instances admitting at once never pass a limit, and every call it allows is admitted once blocks go back", async () => {
+      const { a, b } = await pair(funded(0));
+      const lines: AdmitLine[] = [{ counter: rpm, limit: 2_000, add: 1, report: "requests" }];
+      // Both admit as fast as they can, interleaved, within one second (one bucket of the window).
+      const first = await Promise.all(Array.from({ length: 3_000 }, (_, i) => (i % 3 === 0 ? b : a).counts.admit(lines, T0 + Math.floor(i / 4))));
+      const admitted = first.filter((v) => v.admitted).length;
+      expect(a.allowances.drawn + b.allowances.drawn).toBeGreaterThan(300);
+      expect(admitted).toBeLessThanOrEqual(2_000);
+      // Past the allowances' end their unused parts are back: what the limit still allows is admitted, and no more.
+      const later = T0 + ALLOWANCE_MAX_MS + 500;
+      let more = 0;
+      for (let i = 0; i < 3_000; i++) if ((await (i % 2 ? a : b).counts.admit(lines, later)).admitted) more++;
+      expect(admitted + more).toBe(2_000);
+      expect(await a.counts.read(rpm, later)).toBe(2_000);
+      expect(await b.counts.read(rpm, later)).toBe(2_000);
+    });
+
+    test("an instance's unused block counts for the other until it goes back, and a closed instance gives it back", async () => {
+      const { a, b } = await pair(funded(1_000_000));
+      const lines: AdmitLine[] = [
+        { counter: credit, limit: 0, add: 100 },
+        { counter: rpm, limit: 10_000, add: 1 },
+      ];
+      expect((await a.counts.admit(lines, T0)).admitted).toBe(true);
+      expect(a.allowances.granted).toBe(1);
+      // A sees its own call; B sees A's block as counted (a block of 16 calls: FIRST_CALLS).
+      expect(await a.counts.read(rpm, T0)).toBe(1);
+      expect(await b.counts.read(rpm, T0)).toBe(16);
+      expect(await a.credit.held(9)).toBe(100);
+      expect(await b.credit.held(9)).toBe(1_600);
+      await a.close();
+      expect(await b.counts.read(rpm, T0)).toBe(1);
+      expect(await b.credit.held(9)).toBe(100);
+    });
+
+    test("with Redis away an open allowance admits nothing; after Redis restarted empty it gives nothing back", async () => {
+      const server = await redis.server();
+      const { a, b } = await pair(funded(1_000_000));
+      const lines: AdmitLine[] = [
+        { counter: credit, limit: 0, add: 100 },
+        { counter: rpm, limit: 10_000, add: 1 },
+      ];
+      expect((await a.counts.admit(lines, T0)).admitted).toBe(true);
+      expect((await a.counts.admit(lines, T0 + 1)).admitted).toBe(true);
+      expect(a.allowances.drawn).toBe(2);
+      await server.stop();
+      try {
+        await expect(a.counts.admit(lines, T0 + 2)).rejects.toThrow(/Redis/);
+        expect(a.allowances.drawn).toBe(2);
+      } finally {
+        await server.start();
+      }
+      // Redis lost the block with everything else: the old allowance is dropped, not taken off the new counts.
+      expect((await a.counts.admit(lines, T0 + 3)).admitted).toBe(true);
+      await a.close();
+      expect(await b.counts.read(rpm, T0 + 3)).toBe(1);
+      expect(await b.credit.held(9)).toBe(100);
+    });
+  });
