@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { createAdjustBatcher, gatherWithin, mergeAdjustments, oneRunAtATime, type MergedChange } from "../../src/state/redis/batching.ts";
+import { createAdjustBatcher, gatherWithin, mergeAdjustments, MergedChanges, oneRunAtATime, type MergedChange } from "../../src/state/redis/batching.ts";
 import type { Adjustment, Counter } from "../../src/state/state.ts";
 
 /** Settlements merged per moment before they go to Redis (src/state/redis/batching.ts). */
@@ -12,7 +12,7 @@ const keyOf = (counter: Counter) => (counter.kind === "credit" ? `c:${counter.ac
 const T0 = Date.UTC(2026, 10, 27, 9, 0, 0);
 
 test("changes to one cell merge: a window bucket per sign (a positive one keeps its latest moment), a period, a gauge, an account's credit", () => {
-  const into = new Map<string, MergedChange>();
+  const into = new MergedChanges();
   const changes: Adjustment[] = [
     { counter: minute, at: T0 + 100, delta: -30 },
     { counter: minute, at: T0 + 900, delta: -20 },
@@ -46,7 +46,7 @@ test("the two windows of a pair share a key and stay apart, each in its lane", (
   const requests = { kind: "window", key: "a:1:r:m", windowMs: 60_000, lane: { key: "a:1:m", index: 0 } } as const;
   const tokens = { kind: "window", key: "a:1:t:m", windowMs: 60_000, lane: { key: "a:1:m", index: 1 } } as const;
   const pairKeyOf = (counter: Counter) => (counter.kind === "window" && counter.lane ? `pair:${counter.lane.key}` : keyOf(counter));
-  const into = new Map<string, MergedChange>();
+  const into = new MergedChanges();
   mergeAdjustments(
     [
       { counter: requests, at: T0 + 100, delta: -1 },

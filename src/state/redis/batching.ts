@@ -13,24 +13,59 @@ export interface MergedChange {
 }
 
 /**
+ * A moment's changes merged per cell, in the order their cells first came. Cells are
+ * found by the counter object (counters are values made once and reused, see `Counter`)
+ * and then by bucket and sign, period or nothing: building a string key per change made
+ * this merge 8% of a scale-out instance's CPU. Two counter objects of one key are merged
+ * apart, which Redis applies the same.
+ */
+export class MergedChanges {
+  private readonly cells = new Map<Counter, Map<number | string, MergedChange> | MergedChange>();
+  private readonly merged: MergedChange[] = [];
+  /** The merged changes, in the order their cells first came. */
+  values(): MergedChange[] {
+    return this.merged;
+  }
+  get size(): number {
+    return this.merged.length;
+  }
+  /** The cell of a counter with sub-cells (a window's bucket and sign, a period). */
+  cell(counter: Counter, sub: number | string): MergedChange | undefined {
+    return (this.cells.get(counter) as Map<number | string, MergedChange> | undefined)?.get(sub);
+  }
+  /** The one cell of a gauge or credit. */
+  only(counter: Counter): MergedChange | undefined {
+    return this.cells.get(counter) as MergedChange | undefined;
+  }
+  add(change: MergedChange, sub?: number | string): void {
+    this.merged.push(change);
+    if (sub === undefined) {
+      this.cells.set(change.counter, change);
+      return;
+    }
+    let subs = this.cells.get(change.counter) as Map<number | string, MergedChange> | undefined;
+    if (!subs) this.cells.set(change.counter, (subs = new Map()));
+    subs.set(sub, change);
+  }
+}
+
+/**
  * Adds changes to `into`, merged with those already there that touch the same cell: the
  * same window bucket with a delta of the same sign (a positive one moves the bucket's
  * newest event, so its moment is the latest of them), the same period, the same gauge,
  * the same account's credit. Many calls of one account settle within moments of each
  * other, and each touched the same dozen keys.
  */
-export function mergeAdjustments(changes: readonly Adjustment[], keyOf: (counter: Counter) => string, into: Map<string, MergedChange>): void {
+export function mergeAdjustments(changes: readonly Adjustment[], keyOf: (counter: Counter) => string, into: MergedChanges): void {
   for (const change of changes) {
     const { counter } = change;
-    const key = keyOf(counter);
     switch (counter.kind) {
       case "window": {
         const { at, delta } = change as { at: number; delta: number };
         if (delta === 0) break;
-        const lane = laneOf(counter);
-        const id = `w\u0000${key}\u0000${lane}\u0000${Math.floor(at / bucketWidth(counter.windowMs))}\u0000${delta > 0 ? "+" : "-"}`;
-        const merged = into.get(id);
-        if (!merged) into.set(id, { line: { k: "w", key, w: counter.windowMs, n: lane, at, d: delta }, counter });
+        const sub = Math.floor(at / bucketWidth(counter.windowMs)) * 2 + (delta > 0 ? 1 : 0);
+        const merged = into.cell(counter, sub);
+        if (!merged) into.add({ line: { k: "w", key: keyOf(counter), w: counter.windowMs, n: laneOf(counter), at, d: delta }, counter }, sub);
         else {
           merged.line.d = (merged.line.d as number) + delta;
           if (at > (merged.line.at as number)) merged.line.at = at;
@@ -39,25 +74,22 @@ export function mergeAdjustments(changes: readonly Adjustment[], keyOf: (counter
       }
       case "period": {
         const { period, delta } = change as { period: string; delta: number };
-        const id = `p\u0000${key}\u0000${period}`;
-        const merged = into.get(id);
-        if (!merged) into.set(id, { line: { k: "p", key, p: period, d: delta }, counter, period });
+        const merged = into.cell(counter, period);
+        if (!merged) into.add({ line: { k: "p", key: keyOf(counter), p: period, d: delta }, counter, period }, period);
         else merged.line.d = (merged.line.d as number) + delta;
         break;
       }
       case "gauge": {
         const { delta } = change as { delta: number };
-        const id = `g\u0000${key}`;
-        const merged = into.get(id);
-        if (!merged) into.set(id, { line: { k: "g", key, d: delta }, counter });
+        const merged = into.only(counter);
+        if (!merged) into.add({ line: { k: "g", key: keyOf(counter), d: delta }, counter });
         else merged.line.d = (merged.line.d as number) + delta;
         break;
       }
       case "credit": {
         const { release, charge } = change as { release: number; charge: number };
-        const id = `c\u0000${key}`;
-        const merged = into.get(id);
-        if (!merged) into.set(id, { line: { k: "c", key, rel: release, ch: charge }, counter });
+        const merged = into.only(counter);
+        if (!merged) into.add({ line: { k: "c", key: keyOf(counter), rel: release, ch: charge }, counter });
         else {
           merged.line.rel = (merged.line.rel as number) + release;
           merged.line.ch = (merged.line.ch as number) + charge;
@@ -140,11 +172,11 @@ export function gatherWithin<Item, Batch, Result = void>(
  * which only makes admissions meanwhile more careful.
  */
 export function createAdjustBatcher(apply: (merged: MergedChange[]) => Promise<void>, keyOf: (counter: Counter) => string, delayMs: number) {
-  const gathered = gatherWithin<readonly Adjustment[], Map<string, MergedChange>>(
+  const gathered = gatherWithin<readonly Adjustment[], MergedChanges>(
     delayMs,
-    () => new Map(),
+    () => new MergedChanges(),
     (changes, into) => mergeAdjustments(changes, keyOf, into),
-    (merged) => apply([...merged.values()]),
+    (merged) => apply(merged.values()),
   );
   const adjust = (changes: readonly Adjustment[]): Promise<void> => (changes.length === 0 ? Promise.resolve() : gathered(changes));
   return Object.assign(adjust, { applied: gathered.applied, flush: gathered.flush });
