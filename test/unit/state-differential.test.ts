@@ -262,6 +262,21 @@ if (!servicesSkipped)
             expect({ step, held: b }).toEqual({ step, held: a });
           }
         }
+        // Then a burst at one moment, against allowances until a limit is near and call by call up to it.
+        for (let i = 0; i < 400; i++) {
+          const lines: AdmitLine[] = [
+            { counter: credit, limit: 0, add: 300 },
+            { counter: spentToday, period: dayOf(now), limit: 150_000, add: 300, held: inFlight },
+            { counter: requests, limit: 150, add: 1, report: "requests" },
+            { counter: tokens, limit: 60_000, add: 100, held: inFlight, report: "tokens" },
+            { counter: hourly, limit: 3_000, add: 1, report: "requests" },
+            { counter: perDay, period: dayOf(now), limit: 700, add: 1, report: "requests" },
+            { counter: inFlight, add: 100 },
+          ];
+          const [a, b] = await both((state) => state.counts.admit(lines, now));
+          expect({ burst: i, verdict: b }).toEqual({ burst: i, verdict: a });
+          if (!a.admitted) refused++;
+        }
         // The run must have admitted against allowances and reached its limits.
         expect(shared.allowances.drawn).toBeGreaterThan(100);
         expect(refused).toBeGreaterThan(10);
