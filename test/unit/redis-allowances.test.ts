@@ -67,6 +67,24 @@ if (!servicesSkipped)
       expect(await b.credit.held(9)).toBe(100);
     });
 
+    test("an account's calls of two shapes (two models with limits of their own) keep an allowance each", async () => {
+      const { a } = await pair(funded(1_000_000));
+      const modelA: WindowCounter = { kind: "window", key: "acct:model-a:rpm", windowMs: MINUTE };
+      const modelB: WindowCounter = { kind: "window", key: "acct:model-b:rpm", windowMs: MINUTE };
+      const shape = (model: WindowCounter): AdmitLine[] => [
+        { counter: credit, limit: 0, add: 100 },
+        { counter: rpm, limit: 100_000, add: 1 },
+        { counter: model, limit: 50_000, add: 1 },
+      ];
+      const [one, two] = [shape(modelA), shape(modelB)];
+      for (let i = 0; i < 200; i++) expect((await a.counts.admit(i % 2 ? one : two, T0 + i)).admitted).toBe(true);
+      // Alternating, each shape still draws from its own block: a handful of grants, not one per call.
+      expect(a.allowances.drawn).toBe(200);
+      expect(a.allowances.granted).toBeLessThanOrEqual(8);
+      expect(await a.counts.read(rpm, T0 + 200)).toBe(200);
+      expect(await a.counts.read(modelA, T0 + 200)).toBe(100);
+    });
+
     test("with Redis away an open allowance admits nothing; after Redis restarted empty it gives nothing back", async () => {
       const server = await redis.server();
       const { a, b } = await pair(funded(1_000_000));

@@ -48,6 +48,8 @@ const BACKOFF_MS = 1000;
 const SWEEP_MS = 250;
 /** Entries of lines not admitted for this long are forgotten. */
 const FORGET_MS = 60_000;
+/** Shapes kept per first counter (an account's models in use): the least recently used goes beyond. */
+const MAX_SHAPES = 16;
 
 /** A line an allowance holds a block of. */
 interface Held {
@@ -74,8 +76,6 @@ interface Held {
 
 interface Allowance {
   readonly lines: Held[];
-  /** How many lines the admission has (held or not). */
-  readonly length: number;
   readonly grantAt: number;
   readonly end: number;
   /** The connection's epoch when it was granted. */
@@ -90,8 +90,23 @@ interface Allowance {
   closed: boolean;
 }
 
-/** Per admitted set of lines (found by its first held counter's key). */
+/** A held line as an admission's shape names it: the same counter object, limit and period. */
+interface ShapeLine {
+  readonly index: number;
+  readonly counter: Counter;
+  readonly limit: number | undefined;
+  readonly period: string | undefined;
+}
+
+/**
+ * Per shape of admission (its held lines; found through its first held counter's key,
+ * usually the account's credit): an account's calls to two models, or a chat and a token
+ * count, have shapes of their own and keep an allowance each.
+ */
 interface Entry {
+  readonly shape: readonly ShapeLine[];
+  /** How many lines the admission has (held or not). */
+  readonly length: number;
   allowance?: Allowance;
   /** Calls the next block is sized for. */
   calls: number;
@@ -109,7 +124,7 @@ export interface GrantRequest {
   readonly lines: AdmitLine[];
   readonly margins: ReadonlyMap<number, number>;
   readonly at: number;
-  readonly key: string;
+  readonly entry: Entry;
   readonly calls: number;
   /** The connection's epoch when it was asked (a grant answered over a newer connection is still of that Redis). */
   readonly epoch: number;
@@ -198,7 +213,7 @@ export function createAllowances(options: {
     }
     return cell;
   };
-  const entries = new Map<string, Entry>();
+  const entries = new Map<string, Entry[]>();
   const counted = { granted: 0, drawn: 0 };
   /** Held lines of open allowances by their counter's key (settlements are matched through it). */
   const byCounter = new Map<string, Set<{ allowance: Allowance; held: Held }>>();
@@ -207,9 +222,44 @@ export function createAllowances(options: {
     for (let i = 0; i < lines.length; i++) if (held(lines[i]!)) return i;
     return -1;
   };
-  const entryOf = (lines: readonly AdmitLine[]): Entry | undefined => {
+  /** Whether the admission's lines have the entry's shape. */
+  const fits = (entry: Entry, lines: readonly AdmitLine[]) => {
+    if (lines.length !== entry.length) return false;
+    let j = 0;
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      if (!held(line)) continue;
+      const h = entry.shape[j++];
+      if (h === undefined || h.index !== i || h.counter !== line.counter || h.limit !== line.limit || h.period !== line.period) return false;
+    }
+    return j === entry.shape.length;
+  };
+  /** The entry of the lines' shape; made when `at` is given and there is none. */
+  const entryOf = (lines: readonly AdmitLine[], at?: number): Entry | undefined => {
     const first = firstHeld(lines);
-    return first < 0 ? undefined : entries.get(keyOf(lines[first]!.counter));
+    if (first < 0) return undefined;
+    const key = keyOf(lines[first]!.counter);
+    let list = entries.get(key);
+    if (list) for (const entry of list) if (fits(entry, lines)) return entry;
+    if (at === undefined) return undefined;
+    const shape: ShapeLine[] = [];
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!;
+      if (held(line)) shape.push({ index: i, counter: line.counter, limit: line.limit, period: line.period });
+    }
+    const entry: Entry = { shape, length: lines.length, calls: FIRST_CALLS, waiting: 0, sized: false, backoffUntil: 0, usedAt: at };
+    if (!list) entries.set(key, (list = []));
+    list.push(entry);
+    if (list.length > MAX_SHAPES) {
+      let oldest = 0;
+      for (let i = 1; i < list.length; i++) if (list[i]!.usedAt < list[oldest]!.usedAt && !list[i]!.granting) oldest = i;
+      retire(list[oldest]!);
+      list.splice(oldest, 1);
+    }
+    return entry;
+  };
+  const allEntries = function* () {
+    for (const list of entries.values()) yield* list;
   };
 
   /** Ends an allowance: its unused part goes back where it was counted; a window's calls count at the newest of them. */
@@ -280,16 +330,15 @@ export function createAllowances(options: {
     if (entries.size === 0) return undefined;
     const entry = entryOf(lines);
     const a = entry?.allowance;
-    if (!a || !usable(a, at) || lines.length !== a.length) return undefined;
+    if (!a || !usable(a, at)) return undefined;
+    // The shape matched: the allowance's lines are the admission's held lines, in order.
     let j = 0;
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i]!;
       if (!held(line)) continue;
-      const h = a.lines[j++];
-      if (h === undefined || h.index !== i || h.counter !== line.counter || h.limit !== line.limit || h.period !== line.period) return undefined;
+      const h = a.lines[j++]!;
       if (h.drawn + line.add > h.block || reachedAt(h)) return undefined;
     }
-    if (j !== a.lines.length) return undefined;
     const later: Adjustment[] = [];
     j = 0;
     for (let i = 0; i < lines.length; i++) {
@@ -306,15 +355,12 @@ export function createAllowances(options: {
   };
 
   const request: Allowances["request"] = (lines, at) => {
-    const first = firstHeld(lines);
-    if (first < 0) return undefined;
-    const key = keyOf(lines[first]!.counter);
-    let entry = entries.get(key);
-    if (entry?.allowance) retire(entry);
-    if (entry && at < entry.backoffUntil) return undefined;
+    const entry = entryOf(lines, at);
+    if (!entry) return undefined;
+    retire(entry);
+    if (at < entry.backoffUntil) return undefined;
     const margins = new Map<number, number>();
     const asked: AdmitLine[] = [];
-    if (!entry) entries.set(key, (entry = { calls: FIRST_CALLS, waiting: 0, sized: false, backoffUntil: 0, usedAt: at }));
     // A burst waiting for this grant sizes the block, unless the last refusal sized it.
     const calls = entry.sized ? entry.calls : Math.min(MAX_CALLS, Math.max(entry.calls, entry.waiting + 1));
     entry.waiting = 0;
@@ -335,13 +381,12 @@ export function createAllowances(options: {
       margins.set(i, block * HEADROOM_BLOCKS);
       asked.push({ ...line, add: block });
     }
-    return { lines: asked, margins, at, key, calls, epoch: options.epoch() };
+    return { lines: asked, margins, at, entry, calls, epoch: options.epoch() };
   };
 
   const granted: Allowances["granted"] = (req, answer) => {
-    const entry = entries.get(req.key);
-    if (!entry) return;
-    if (entry.allowance) retire(entry);
+    const { entry } = req;
+    retire(entry);
     const { at } = req;
     let end = Math.min(at + ALLOWANCE_MAX_MS, answer.staleAt ?? Infinity);
     const lines: Held[] = [];
@@ -373,7 +418,7 @@ export function createAllowances(options: {
       lines.push(h);
     }
     lines.sort((x, y) => x.index - y.index);
-    const allowance: Allowance = { lines, length: req.lines.length, grantAt: at, end, epoch: req.epoch, size: req.calls, newest: at, calls: 0, stale: false, closed: false };
+    const allowance: Allowance = { lines, grantAt: at, end, epoch: req.epoch, size: req.calls, newest: at, calls: 0, stale: false, closed: false };
     entry.allowance = allowance;
     entry.usedAt = at;
     counted.granted++;
@@ -385,8 +430,7 @@ export function createAllowances(options: {
   };
 
   const refused: Allowances["refused"] = (req, refusal) => {
-    const entry = entries.get(req.key);
-    if (!entry) return false;
+    const { entry } = req;
     // The block that fits what the refusing line has left, its margin included.
     const line = req.lines[refusal.refusedBy]!;
     const perCall = line.add / req.calls;
@@ -438,7 +482,7 @@ export function createAllowances(options: {
 
   const expire: Allowances["expire"] = (at) => {
     let gave = false;
-    for (const entry of entries.values()) {
+    for (const entry of allEntries()) {
       const a = entry.allowance;
       if (a && (a.stale || at >= a.end)) {
         retire(entry);
@@ -449,18 +493,20 @@ export function createAllowances(options: {
   };
 
   const end: Allowances["end"] = (which) => {
-    for (const entry of entries.values()) if (entry.allowance?.lines.some((h) => which(h.counter))) retire(entry);
+    for (const entry of allEntries()) if (entry.allowance?.lines.some((h) => which(h.counter))) retire(entry);
   };
   const endAll = () => {
-    for (const entry of entries.values()) retire(entry);
+    for (const entry of allEntries()) retire(entry);
   };
 
   // Allowances past their end give back their unused part even when no call comes.
   const sweep = setInterval(() => {
     const at = options.now();
     expire(at);
-    for (const [key, entry] of entries) {
-      if (!entry.allowance && !entry.granting && at - entry.usedAt > FORGET_MS) entries.delete(key);
+    for (const [key, list] of entries) {
+      const kept = list.filter((entry) => entry.allowance || entry.granting || at - entry.usedAt <= FORGET_MS);
+      if (kept.length === 0) entries.delete(key);
+      else if (kept.length < list.length) entries.set(key, kept);
     }
   }, SWEEP_MS);
   sweep.unref?.();
@@ -479,8 +525,7 @@ export function createAllowances(options: {
       if (entry) retire(entry);
     },
     start(req, done) {
-      const entry = entries.get(req.key);
-      if (!entry) return;
+      const { entry } = req;
       const settled: Promise<void> = done.then(
         () => undefined,
         () => undefined,
