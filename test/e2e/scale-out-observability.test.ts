@@ -93,5 +93,21 @@ if (!skipServices) {
         expect(health.LastError).toBeNull();
       }
     });
+
+    test("far from a limit, calls admitted against an instance's allowance count down its headers one by one", async () => {
+      const account = await createAccount(a, { CreditGranted: 100, RPM: 1_000 });
+      const remaining: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const res = await chat(a, account.key);
+        await res.text();
+        expect(res.status).toBe(200);
+        expect(res.headers.get("x-ratelimit-limit-requests")).toBe("1000");
+        remaining.push(res.headers.get("x-ratelimit-remaining-requests")!);
+      }
+      expect(remaining).toEqual(["999", "998", "997", "996", "995", "994"]);
+      // They were admitted against a block taken in advance (allowances.ts), not one by one in Redis.
+      const state = a.deps.state as unknown as { allowances?: { drawn: number } };
+      expect(state.allowances?.drawn ?? 0).toBeGreaterThanOrEqual(5);
+    });
   });
 }
