@@ -85,6 +85,24 @@ if (!servicesSkipped)
       expect(await a.counts.read(modelA, T0 + 200)).toBe(100);
     });
 
+    test("a call Redis admits on its own first gives back the blocks another shape holds of its counters", async () => {
+      const { a } = await pair(funded(1_000_000));
+      const calls: WindowCounter = { kind: "window", key: "acct:calls", windowMs: MINUTE };
+      // Shape one takes an allowance (a block of 16 of the 200 calls).
+      expect((await a.counts.admit([{ counter: calls, limit: 200, add: 1 }], T0)).admitted).toBe(true);
+      expect(a.allowances.granted).toBe(1);
+      // Shape two checks a gauge, which no block can stand for: Redis admits each of its calls.
+      const other: AdmitLine[] = [
+        { counter: calls, limit: 200, add: 1 },
+        { counter: { kind: "gauge", key: "acct:in-flight" }, limit: 1_000, add: 1 },
+      ];
+      let admitted = 0;
+      for (let i = 0; i < 250; i++) if ((await a.counts.admit(other, T0 + 1 + i)).admitted) admitted++;
+      // Exactly the 199 the limit leaves: the unused block did not count against them.
+      expect(admitted).toBe(199);
+      expect(await a.counts.read(calls, T0 + 300)).toBe(200);
+    });
+
     test("with Redis away an open allowance admits nothing; after Redis restarted empty it gives nothing back", async () => {
       const server = await redis.server();
       const { a, b } = await pair(funded(1_000_000));

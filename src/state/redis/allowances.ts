@@ -75,6 +75,8 @@ interface Held {
 }
 
 interface Allowance {
+  /** The entry (shape) it was granted to. */
+  readonly entry: Entry;
   readonly lines: Held[];
   readonly grantAt: number;
   readonly end: number;
@@ -147,7 +149,11 @@ export interface Allowances {
   draw(lines: readonly AdmitLine[], at: number): { verdict: Verdict; later: Adjustment[] } | undefined;
   /** Ends the allowance of these lines (giving back its unused part), and says whether to ask for a new one and what. */
   request(lines: readonly AdmitLine[], at: number): GrantRequest | undefined;
-  /** Ends the allowance of these lines, if any: Redis admits the call itself. */
+  /**
+   * Ends every allowance holding a block of a counter these lines count (other shapes'
+   * too: an account's calls to another model share its credit and account limits), so
+   * that Redis, admitting the call itself, reads no unused block of this process.
+   */
   release(lines: readonly AdmitLine[]): void;
   /** A grant is under way for these lines: settles when it is answered (the next block is sized for those who wait). */
   granting(lines: readonly AdmitLine[]): Promise<void> | undefined;
@@ -418,7 +424,7 @@ export function createAllowances(options: {
       lines.push(h);
     }
     lines.sort((x, y) => x.index - y.index);
-    const allowance: Allowance = { lines, grantAt: at, end, epoch: req.epoch, size: req.calls, newest: at, calls: 0, stale: false, closed: false };
+    const allowance: Allowance = { entry, lines, grantAt: at, end, epoch: req.epoch, size: req.calls, newest: at, calls: 0, stale: false, closed: false };
     entry.allowance = allowance;
     entry.usedAt = at;
     counted.granted++;
@@ -521,8 +527,11 @@ export function createAllowances(options: {
       return entry.granting;
     },
     release(lines) {
-      const entry = entryOf(lines);
-      if (entry) retire(entry);
+      if (byCounter.size === 0) return;
+      for (const line of lines) {
+        const refs = byCounter.get(keyOf(line.counter));
+        if (refs) for (const { allowance } of [...refs]) retire(allowance.entry);
+      }
     },
     start(req, done) {
       const { entry } = req;
