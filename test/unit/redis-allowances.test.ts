@@ -103,6 +103,26 @@ if (!servicesSkipped)
       expect(await a.counts.read(calls, T0 + 300)).toBe(200);
     });
 
+    test("closing gives the blocks back without renewing the lease (a stopped instance's holdings still expire with it)", async () => {
+      const { a, b } = await pair(funded(1_000_000));
+      expect((await a.counts.admit([{ counter: credit, limit: 0, add: 100 }], T0)).admitted).toBe(true);
+      const server = await redis.server();
+      const { RedisClient } = await import("bun");
+      const client = new RedisClient(server.url);
+      try {
+        const lease = `${a.owner}`;
+        const keys = (await client.send("KEYS", [`*lease:${lease}`])) as string[];
+        expect(keys).toHaveLength(1);
+        await client.send("DEL", keys);
+        await a.close();
+        expect(await client.send("EXISTS", keys)).toBe(0);
+        // Nothing A held counts once its lease is gone (the call's reservation included).
+        expect(await b.credit.held(9)).toBe(0);
+      } finally {
+        client.close();
+      }
+    });
+
     test("with Redis away an open allowance admits nothing; after Redis restarted empty it gives nothing back", async () => {
       const server = await redis.server();
       const { a, b } = await pair(funded(1_000_000));

@@ -329,6 +329,8 @@ return answer
  * Settlement: P is a list of changes {k: w, key, w, n, at, d} | {k: p, key, p, d, s} |
  * {k: g, key, d} | {k: c, key, rel, ch}. A period change moving to a newer period than
  * Redis holds needs its seed first ({'load', i…}); a change to an older one is dropped.
+ * ARGV[5] is the period totals' time to live; ARGV[6] '0' while the process closes (what
+ * it gives back then must not renew its lease).
  */
 export const ADJUST = script(`${PRELUDE}${COUNTERS}${SLIDING_WINDOWS}
 local PERIOD_TTL = tonumber(ARGV[5])
@@ -343,7 +345,8 @@ for i, c in ipairs(P) do
   end
 end
 if #missing > 0 then return { 'load', unpack(missing) } end
-touch()
+-- ARGV[6] '0': the process is closing (giving back its allowances' unused blocks) and its lease must not be renewed.
+if ARGV[6] ~= '0' then touch() end
 for _, c in ipairs(P) do
   if c.k == 'w' then
     if c.d ~= 0 then window_add(c.key, c.w, c.d, c.at, c.n) end

@@ -98,6 +98,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   const base = (payload: unknown) => [leases, owner, String(leaseMs), JSON.stringify(payload)];
   const run = (s: Script, payload: unknown, ...extra: string[]) => redis.run(s, [], [...base(payload), ...extra]);
 
+  /** Set by `close`: what is sent from then on does not renew the lease. */
+  let closing = false;
   const heartbeat = () => redis.send("SET", [`${leases}${owner}`, "1", "PX", String(leaseMs)]).catch(() => {});
   void heartbeat();
   const timer = setInterval(heartbeat, Math.max(10, Math.floor(leaseMs / 3)));
@@ -357,7 +359,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   /** Settlements of a few milliseconds as one merged script run (batching.ts). */
   const adjustSoon = createAdjustBatcher(
     async (merged) => {
-      await withLoads(ADJUST, merged.map((m) => m.line), merged, now(), [String(PERIOD_TTL_MS)]);
+      await withLoads(ADJUST, merged.map((m) => m.line), merged, now(), [String(PERIOD_TTL_MS), closing ? "0" : "1"]);
       if (retired.size > 0) for (const { counter } of merged) if (counter.kind === "credit") await settleRetired(counter.accountId);
     },
     keyOf,
@@ -424,13 +426,15 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     signups: createPending(redis, `${prefix}su:`),
     claims: createClaims(redis, `${prefix}cl:`, run),
     async close() {
+      // The lease is no longer renewed from here on: not by the heartbeat, nor by the last settlements.
+      clearInterval(timer);
+      closing = true;
+      for (const entry of retired.values()) clearInterval(entry.timer);
       if (allowances) {
         allowances.endAll();
         allowances.stop();
         await adjustSoon.flush().catch(() => {});
       }
-      clearInterval(timer);
-      for (const entry of retired.values()) clearInterval(entry.timer);
       redis.close();
     },
   };
