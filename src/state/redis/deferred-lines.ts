@@ -78,7 +78,8 @@ export function splitAdmission(lines: readonly AdmitLine[], at: number, checked:
   return { now: now ?? lines, indexes, later, flushFirst };
 }
 
-function adjustmentOf(line: AdmitLine, at: number): Adjustment {
+/** What a line adds, as a change gathered with the settlements (credit is always reserved in the admission itself). */
+export function adjustmentOf(line: AdmitLine, at: number): Adjustment {
   const { counter, add } = line;
   switch (counter.kind) {
     case "window":
