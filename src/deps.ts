@@ -265,6 +265,18 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       { labels: { where: "disk" }, value: usageRecorder.onDisk() },
     ],
   );
+  if (redisState) {
+    const { allowances } = redisState;
+    metrics.registry.collectedCounter(
+      "router_state_allowances_total",
+      "With --redis: blocks of the limits granted to this instance in advance (granted), and calls it admitted against them without a round trip to Redis (admitted)",
+      ["event"],
+      () => [
+        { labels: { event: "granted" }, value: allowances.granted },
+        { labels: { event: "admitted" }, value: allowances.drawn },
+      ],
+    );
+  }
   metrics.registry.gauge("router_dependency_up", "1 while a service this instance depends on (database, redis) answers its probe", ["dependency"], () =>
     dependencies.gauges().map(({ dependency, up }) => ({ labels: { dependency }, value: up })),
   );

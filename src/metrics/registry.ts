@@ -102,6 +102,7 @@ export interface GaugeSample {
 
 export class Registry {
   private readonly metrics: Array<Counter | Histogram> = [];
+  /** Families whose samples are computed when scraped (gauges, and counters kept elsewhere). */
   private readonly gauges: Array<{ family: Family; collect: () => GaugeSample[] }> = [];
 
   counter(name: string, help: string, labelNames: readonly string[] = []): Counter {
@@ -121,6 +122,11 @@ export class Registry {
     this.gauges.push({ family: { name, help, type: "gauge", labelNames }, collect });
   }
 
+  /** A counter another module keeps (totals since the start), read when scraped. */
+  collectedCounter(name: string, help: string, labelNames: readonly string[], collect: () => GaugeSample[]): void {
+    this.gauges.push({ family: { name, help, type: "counter", labelNames }, collect });
+  }
+
   /** The Prometheus text exposition format (version 0.0.4). */
   render(): string {
     const lines: string[] = [];
@@ -129,7 +135,7 @@ export class Registry {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...metric.render());
     }
     for (const { family, collect } of this.gauges) {
-      lines.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} gauge`);
+      lines.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} ${family.type}`);
       for (const sample of collect()) {
         const values = family.labelNames.map((n) => sample.labels[n] ?? "");
         lines.push(`${family.name}${labelText(family.labelNames, values)} ${sample.value}`);

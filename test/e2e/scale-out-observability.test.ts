@@ -106,8 +106,10 @@ if (!skipServices) {
       }
       expect(remaining).toEqual(["999", "998", "997", "996", "995", "994"]);
       // They were admitted against a block taken in advance (allowances.ts), not one by one in Redis.
-      const state = a.deps.state as unknown as { allowances?: { drawn: number } };
-      expect(state.allowances?.drawn ?? 0).toBeGreaterThanOrEqual(5);
+      const metrics = await (await a.fetch("/metrics")).text();
+      const admitted = Number(/^router_state_allowances_total\{event="admitted"\} (\d+)$/m.exec(metrics)?.[1]);
+      expect(admitted).toBeGreaterThanOrEqual(5);
+      expect(metrics).toContain("# TYPE router_state_allowances_total counter");
     });
   });
 }
