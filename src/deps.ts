@@ -43,6 +43,7 @@ import { runtimeTrusts } from "./upstreams/trust.ts";
 import { createAffinity, type Affinity } from "./gateway/affinity.ts";
 import { createTenants, tenantIdOf, type Tenant, type Tenants } from "./tenancy/tenants.ts";
 import { createRouterMetrics, type RouterMetrics } from "./metrics/router-metrics.ts";
+import { registerStateGauges } from "./metrics/state-gauges.ts";
 
 /** The single wiring point: every long-lived object of the process, built once from the config. */
 export interface Deps {
@@ -255,7 +256,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
             .catch((error: unknown) => log.error("the soft-limit check failed", { account: account.id, error: causeMessage(error) })),
       }),
   });
-  registerStateGauges(metrics, tenants);
+  registerStateGauges(metrics, tenants, redisState?.allowances);
   metrics.registry.gauge(
     "router_usage_rows_waiting",
     "Settled calls' usage rows not in the database yet, by where they wait (past the backlog bound, model calls are refused)",
@@ -265,18 +266,6 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       { labels: { where: "disk" }, value: usageRecorder.onDisk() },
     ],
   );
-  if (redisState) {
-    const { allowances } = redisState;
-    metrics.registry.collectedCounter(
-      "router_state_allowances_total",
-      "With --redis: blocks of the limits granted to this instance in advance (granted), and calls it admitted against them without a round trip to Redis (admitted)",
-      ["event"],
-      () => [
-        { labels: { event: "granted" }, value: allowances.granted },
-        { labels: { event: "admitted" }, value: allowances.drawn },
-      ],
-    );
-  }
   metrics.registry.gauge("router_dependency_up", "1 while a service this instance depends on (database, redis) answers its probe", ["dependency"], () =>
     dependencies.gauges().map(({ dependency, up }) => ({ labels: { dependency }, value: up })),
   );
@@ -378,24 +367,4 @@ async function claimDatabase(
     closing.push(() => lock.release().catch(() => {}));
   }
   await withStartupLock(store, async () => assertSealingKey(await oneSealedValue(store, SECRET_ITEMS), sealer, keyFile, keyCreated));
-}
-
-/** Gauges read at scrape time from every tenant's pool and switch-over state. */
-function registerStateGauges(metrics: RouterMetrics, tenants: Tenants): void {
-  metrics.registry.gauge("router_provider_keys", "Provider keys by state (enabled, sleeping with its reason, disabled)", ["state"], () => {
-    const counts = new Map<string, number>();
-    for (const tenant of tenants.all()) {
-      for (const key of tenant.pool.all()) {
-        const state = !key.status ? "disabled" : key.sleeping ? `sleeping_${key.sleepReason ?? "manual"}` : "enabled";
-        counts.set(state, (counts.get(state) ?? 0) + 1);
-      }
-    }
-    return [...counts].map(([state, value]) => ({ labels: { state }, value }));
-  });
-  metrics.registry.gauge("router_level_switched", "1 while a Level's traffic goes to its SWITCH_OVER backup", ["level"], () =>
-    tenants.all().flatMap((tenant) =>
-      [...tenant.settings.routing().switchOver.keys()].map((level) => ({ labels: { level: String(level) }, value: tenant.switchOver.isSwitched(level) ? 1 : 0 })),
-    ),
-  );
-  metrics.registry.gauge("router_streams_active", "Streams being relayed now", [], () => [{ labels: {}, value: metrics.activeStreams() }]);
 }

@@ -202,7 +202,17 @@ if (!servicesSkipped)
           { kind: "window", key: "b:m2", windowMs: WINDOW },
         ];
         /** The model line of a call (none with one shape) and what is compared of its verdict. */
-        const modelLines = (model: WindowCounter): AdmitLine[] => (shapes === 1 ? [] : [{ counter: model, limit: 110, add: 1, report: "requests" }]);
+        /** A call's admission: every kind of line, and its model's window with two shapes. */
+        const callLines = (call: { day: string; credit: number; tokens: number; model: WindowCounter }): AdmitLine[] => [
+          { counter: credit, limit: 0, add: call.credit },
+          { counter: spentToday, period: call.day, limit: 150_000, add: call.credit, held: inFlight },
+          { counter: requests, limit: 150, add: 1, report: "requests" },
+          { counter: tokens, limit: 60_000, add: call.tokens, held: inFlight, report: "tokens" },
+          { counter: hourly, limit: 3_000, add: 1, report: "requests" },
+          { counter: perDay, period: call.day, limit: 700, add: 1, report: "requests" },
+          ...(shapes === 1 ? [] : [{ counter: call.model, limit: 110, add: 1, report: "requests" } as const]),
+          { counter: inFlight, add: call.tokens },
+        ];
         const compared = (verdict: Verdict) => (shapes === 1 || !verdict.admitted ? verdict : { admitted: true });
         const credit: Counter = { kind: "credit", accountId: 8 };
         let now = T0;
@@ -221,16 +231,7 @@ if (!servicesSkipped)
           if (op < 0.45) {
             const model = models[shapes === 1 || next() < 0.6 ? 0 : 1]!;
             const call = { at: now, day: dayOf(now), tokens: 40 + Math.floor(next() * 200), credit: 100 + Math.floor(next() * 900), model };
-            const lines: AdmitLine[] = [
-              { counter: credit, limit: 0, add: call.credit },
-              { counter: spentToday, period: call.day, limit: 150_000, add: call.credit, held: inFlight },
-              { counter: requests, limit: 150, add: 1, report: "requests" },
-              { counter: tokens, limit: 60_000, add: call.tokens, held: inFlight, report: "tokens" },
-              { counter: hourly, limit: 3_000, add: 1, report: "requests" },
-              { counter: perDay, period: call.day, limit: 700, add: 1, report: "requests" },
-              ...modelLines(model),
-              { counter: inFlight, add: call.tokens },
-            ];
+            const lines = callLines(call);
             const [a, b] = await both((state) => state.counts.admit(lines, now));
             expect({ step, verdict: compared(b) }).toEqual({ step, verdict: compared(a) });
             if (a.admitted) open.push(call);
@@ -277,16 +278,7 @@ if (!servicesSkipped)
         }
         // Then a burst at one moment, against allowances until a limit is near and call by call up to it.
         for (let i = 0; i < 400; i++) {
-          const lines: AdmitLine[] = [
-            { counter: credit, limit: 0, add: 300 },
-            { counter: spentToday, period: dayOf(now), limit: 150_000, add: 300, held: inFlight },
-            { counter: requests, limit: 150, add: 1, report: "requests" },
-            { counter: tokens, limit: 60_000, add: 100, held: inFlight, report: "tokens" },
-            { counter: hourly, limit: 3_000, add: 1, report: "requests" },
-            { counter: perDay, period: dayOf(now), limit: 700, add: 1, report: "requests" },
-            ...modelLines(models[i % 2]!),
-            { counter: inFlight, add: 100 },
-          ];
+          const lines = callLines({ day: dayOf(now), credit: 300, tokens: 100, model: models[i % 2]! });
           const [a, b] = await both((state) => state.counts.admit(lines, now));
           expect({ burst: i, verdict: compared(b) }).toEqual({ burst: i, verdict: compared(a) });
           if (!a.admitted) refused++;

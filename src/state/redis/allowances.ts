@@ -35,7 +35,8 @@ export type { Allowances, GrantAnswer, GrantRefusal, GrantRequest } from "./allo
  * refuse another instance's call in the moment a burst reaches the limit while the block
  * holds part of the headroom, and never admit a call past a limit. A process killed with
  * a block holds its unused part in the windows until they slide out and in the period
- * totals until the period ends (its credit reservation expires with its lease, as any).
+ * totals until the period ends (its credit reservation expires with its lease, like
+ * every reservation).
  */
 
 /** Longest an allowance lasts (ms): how long another instance may see its unused part as counted. */
