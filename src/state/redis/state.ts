@@ -263,13 +263,14 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   };
 
   /**
-   * Counts that admissions against allowances deferred, and blocks given back, not yet
-   * in Redis, by counter key (the batch they went in): an admission in Redis that reads
-   * one waits until it is there.
+   * Gauges that admissions against allowances counted, and blocks given back, not yet in
+   * Redis, by counter key (the batch they went in): an admission in Redis that reads one
+   * waits until it is there. (The other lines such an admission counts check nothing; the
+   * first check of one waits for what was gathered anyway: deferred-lines.ts.)
    */
   const deferred = new Map<string, Promise<void>>();
   let lastBatch: Promise<void> | undefined;
-  const defer = (changes: readonly Adjustment[]) => {
+  const defer = (changes: readonly Adjustment[], gaugesOnly = false) => {
     const batch = adjustSoon(changes);
     if (batch !== lastBatch) {
       lastBatch = batch;
@@ -281,7 +282,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
         onLostCount(error);
       });
     }
-    for (const change of changes) deferred.set(keyOf(change.counter), batch);
+    for (const change of changes) if (!gaugesOnly || change.counter.kind === "gauge") deferred.set(keyOf(change.counter), batch);
   };
   const readsDeferred = (lines: readonly AdmitLine[]) => {
     if (deferred.size === 0) return false;
@@ -294,10 +295,9 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   const drawn = (lines: readonly AdmitLine[], at: number): Verdict | undefined => {
     const local = allowances!.draw(lines, at);
     if (!local) return undefined;
-    if (local.later.length > 0) {
-      allowances!.track(local.later);
-      defer(local.later);
-    }
+    // What its lines not held count (a counter is held in every shape or in none: its
+    // limit is its subject's) is no allowance's to follow; a refusal reads the gauges.
+    if (local.later.length > 0) defer(local.later, true);
     return local.verdict;
   };
 
