@@ -90,6 +90,23 @@ if (!servicesSkipped) describe("sliding windows on Redis answer as in memory", (
   }
 });
 
+/**
+ * The usage writer wrote the settled charges: the ledger holds them now. Mostly at a
+ * version the write reports; sometimes without one (the balances are read again).
+ */
+async function writeLedger(
+  ledger: { balance: number; version: number },
+  accountId: number,
+  amount: number,
+  next: () => number,
+  flushed: (charged: ReadonlyMap<number, number>, version: number | undefined) => Promise<unknown>,
+): Promise<void> {
+  ledger.balance -= amount;
+  ledger.version++;
+  const version = next() < 0.8 ? ledger.version : undefined;
+  await flushed(new Map([[accountId, amount]]), version);
+}
+
 /** A call of the run below, as admitted: what its settlement takes back. */
 interface Admitted {
   at: number;
@@ -153,14 +170,8 @@ if (!servicesSkipped)
             await shared.settlementsApplied();
             unwritten += charge;
           } else if (op < 0.9 && unwritten > 0) {
-            // The usage writer wrote the settled charges: the ledger holds them now. Mostly at a
-            // version the write reports; sometimes without one (the balances are read again).
-            ledger.balance -= unwritten;
-            ledger.version++;
-            const charged = new Map([[7, unwritten]]);
+            await writeLedger(ledger, 7, unwritten, next, (charged, version) => both((state) => state.credit.flushed(charged, version)));
             unwritten = 0;
-            const version = next() < 0.8 ? ledger.version : undefined;
-            await both((state) => state.credit.flushed(charged, version));
           } else {
             for (const [counter, period] of [[requests], [tokens], [perDay, dayOf(now)], [inFlight], [credit]] as Array<[Counter, string?]>) {
               const [a, b] = await both((state) => state.counts.read(counter, now, period));
@@ -255,12 +266,8 @@ if (!servicesSkipped)
             await shared.settlementsApplied();
             unwritten += charge;
           } else if (op < 0.92 && unwritten > 0) {
-            ledger.balance -= unwritten;
-            ledger.version++;
-            const charged = new Map([[8, unwritten]]);
+            await writeLedger(ledger, 8, unwritten, next, (charged, version) => both((state) => state.credit.flushed(charged, version)));
             unwritten = 0;
-            const version = next() < 0.8 ? ledger.version : undefined;
-            await both((state) => state.credit.flushed(charged, version));
           } else if (op < 0.93) {
             // An owner grants or takes credit: both States read the balance again.
             ledger.balance += next() < 0.5 ? 50_000 : -50_000;
