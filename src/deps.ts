@@ -275,6 +275,8 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       case "account":
         principals.invalidateAccount(event.accountId);
         chains.changed(event.accountId);
+        // Credit granted or taken on another instance: no call here is admitted against a block reserved before.
+        redisState?.forgetAllowances(event.accountId);
         return;
       case "keys":
         return tenants.get(event.tenantId).pool.reload();

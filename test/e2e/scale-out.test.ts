@@ -195,6 +195,23 @@ if (!skipServices) {
       expect(balanceNanos).toBeGreaterThanOrEqual(-CALL_COST);
     });
 
+    test("credit taken on one instance stops the other's calls at once, though it held a block of that credit in advance", async () => {
+      const account = await createAccount(a, { CreditGranted: 1000 });
+      await waitFor(async () => (await chat(b, account.key)).status === 200, 5000, "B to serve the account");
+      // B admits these against a block of the account's credit reserved in advance (allowances).
+      for (let i = 0; i < 3; i++) expect((await chat(b, account.key)).status).toBe(200);
+      // Every charge written, the owner takes all that is left: nothing is available any more.
+      await flushBoth(redis.url, a, b);
+      const left = (await api(a, "/dashboard/status", { key: account.key })).body.balance as number;
+      const taken = await api(a, `/x-users/${account.id}`, { method: "PUT", body: { CreditGranted: -left } });
+      expect(taken.status).toBe(200);
+      // The bus tells B (within milliseconds); its block goes back and Redis, which holds far
+      // less than a call's reservation now, decides the very next call. (Without that, B went
+      // on admitting against the block it held, up to a second after it took it.)
+      await Bun.sleep(100);
+      expect((await chat(b, account.key)).status).not.toBe(200);
+    });
+
     test("a credit grant sent to both instances at once under one Idempotency-Key is granted once; the later one replays or waits", async () => {
       const account = await createAccount(a);
       const grant = (router: TestRouter) =>

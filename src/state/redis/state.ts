@@ -52,6 +52,11 @@ export interface RedisState extends State {
   /** Allowances granted and calls admitted against them (zeros when allowances are off). */
   readonly allowances: { readonly granted: number; readonly drawn: number };
   /**
+   * An account changed on some instance (its balance among others, as the bus says): the
+   * blocks this process holds of its credit go back, and its next calls read Redis again.
+   */
+  forgetAllowances(accountId: number): void;
+  /**
    * Gives back what allowances hold unused, stops the heartbeat (what this process holds
    * then expires with its lease) and closes the connection.
    */
@@ -419,6 +424,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     flushedClaim: (charged, version, drop) => flushed(charged, version, drop),
     settlementsApplied: () => adjustSoon.applied(),
     allowances: allowances?.counted ?? { granted: 0, drawn: 0 },
+    forgetAllowances: (accountId) => void endCredit(accountId),
     counts,
     credit,
     levels: createLevels(prefix, run),
