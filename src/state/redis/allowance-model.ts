@@ -78,6 +78,7 @@ export interface Entry {
 /** What a grant asks the admission script for: the admission's lines with blocks, and each block's margin by line index. */
 export interface GrantRequest {
   readonly lines: AdmitLine[];
+  /** Each held line's margin by its index, in line order (an allowance's lines keep that order). */
   readonly margins: ReadonlyMap<number, number>;
   readonly at: number;
   readonly entry: Entry;

@@ -92,7 +92,7 @@ export function createAllowances(options: {
   const entries = new Map<string, Entry[]>();
   const counted = { granted: 0, drawn: 0 };
   /** Held lines of open allowances by their counter's key (settlements are matched through it). */
-  const byCounter = new Map<string, Set<{ allowance: Allowance; held: Held }>>();
+  const byCounter = new Map<string, Map<Allowance, Held>>();
 
   const firstHeld = (lines: readonly AdmitLine[]) => {
     for (let i = 0; i < lines.length; i++) if (held(lines[i]!)) return i;
@@ -144,10 +144,9 @@ export function createAllowances(options: {
     allowance.closed = true;
     const changes: Adjustment[] = [];
     for (const h of allowance.lines) {
-      byCounter.get(h.key)?.forEach((ref) => {
-        if (ref.allowance === allowance) byCounter.get(h.key)!.delete(ref);
-      });
-      if (byCounter.get(h.key)?.size === 0) byCounter.delete(h.key);
+      const holders = byCounter.get(h.key);
+      holders?.delete(allowance);
+      if (holders?.size === 0) byCounter.delete(h.key);
       const unused = h.block - h.drawn;
       const { counter } = h;
       if (counter.kind === "window") {
@@ -270,38 +269,27 @@ export function createAllowances(options: {
       const line = req.lines[index]!;
       const { counter } = line;
       const got = answer.values.get(index);
-      const h: Held = {
-        index,
-        counter,
-        key: keyOf(counter),
-        period: line.period,
-        limit: line.limit,
-        report: line.report,
-        block: line.add,
-        before: got === undefined ? NaN : got.before,
-        drawn: 0,
-        moved: 0,
-      };
+      let window: Pick<Held, "windowMs" | "bucketStart" | "oldestNewest"> = {};
       if (counter.kind === "window") {
         const width = bucketWidth(counter.windowMs);
         const start = Math.floor(at / width) * width;
         const reset = got?.reset ?? 0;
-        Object.assign(h, { windowMs: counter.windowMs, bucketStart: start, oldestNewest: at + reset - counter.windowMs });
+        window = { windowMs: counter.windowMs, bucketStart: start, oldestNewest: at + reset - counter.windowMs };
         end = Math.min(end, start + width);
         // Nothing may slide out while the allowance lasts: its values would change without this process.
         if (reset > 0) end = Math.min(end, at + reset);
       }
-      lines.push(h);
+      const before = got === undefined ? NaN : got.before;
+      lines.push({ index, counter, key: keyOf(counter), period: line.period, limit: line.limit, report: line.report, block: line.add, before, drawn: 0, moved: 0, ...window });
     }
-    lines.sort((x, y) => x.index - y.index);
     const allowance: Allowance = { entry, lines, grantAt: at, end, epoch: req.epoch, size: req.calls, newest: at, calls: 0, stale: false, closed: false };
     entry.allowance = allowance;
     entry.usedAt = at;
     counted.granted++;
     for (const h of lines) {
-      let set = byCounter.get(h.key);
-      if (!set) byCounter.set(h.key, (set = new Set()));
-      set.add({ allowance, held: h });
+      let holders = byCounter.get(h.key);
+      if (!holders) byCounter.set(h.key, (holders = new Map()));
+      holders.set(allowance, h);
     }
   };
 
@@ -328,7 +316,7 @@ export function createAllowances(options: {
     for (const change of changes) {
       const refs = byCounter.get(keyOf(change.counter));
       if (!refs) continue;
-      for (const { allowance, held: h } of refs) {
+      for (const [allowance, h] of refs) {
         if (change.counter.kind === "window") {
           const { at, delta } = change as { at: number; delta: number };
           // Outside the allowance's bucket a change may count or not as the window slides: it reads Redis again.
@@ -352,7 +340,7 @@ export function createAllowances(options: {
     const refs = byCounter.get(keyOf(counter));
     if (!refs) return 0;
     let total = 0;
-    for (const { held: h } of refs) if (h.windowMs === undefined || at >= h.bucketStart!) total += h.block - h.drawn;
+    for (const h of refs.values()) if (h.windowMs === undefined || at >= h.bucketStart!) total += h.block - h.drawn;
     return total;
   };
 
@@ -400,19 +388,16 @@ export function createAllowances(options: {
       if (byCounter.size === 0) return;
       for (const line of lines) {
         const refs = byCounter.get(keyOf(line.counter));
-        if (refs) for (const { allowance } of [...refs]) retire(allowance.entry);
+        if (refs) for (const allowance of [...refs.keys()]) retire(allowance.entry);
       }
     },
     start(req, done) {
       const { entry } = req;
-      const settled: Promise<void> = done.then(
-        () => undefined,
-        () => undefined,
-      );
-      entry.granting = settled;
-      void settled.then(() => {
+      const settled: Promise<void> = done.then(ended, ended);
+      function ended() {
         if (entry.granting === settled) entry.granting = undefined;
-      });
+      }
+      entry.granting = settled;
     },
     granted,
     refused,
