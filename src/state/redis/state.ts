@@ -1,11 +1,11 @@
 import type { Logger } from "../../core/log.ts";
 import type { StateLoaders } from "../state.ts";
-import type { Adjustment, AdmitLine, ClaimState, Counter, CountState, CreditState, LimitKind, LimitStanding, PendingState, Standings, State, Verdict, WindowCounter } from "../state.ts";
+import type { Adjustment, AdmitLine, Counter, CountState, CreditState, LimitKind, LimitStanding, Standings, State, Verdict, WindowCounter } from "../state.ts";
 import type { RedisConnection, Script } from "./connection.ts";
 import { ADJUST, ADMIT, CREDIT } from "./lua.ts";
-import { CLAIM } from "./lua-keys.ts";
 import { createAdjustBatcher, GATHER_MS, oneRunAtATime, type Line } from "./batching.ts";
-import { createKeys, createLevels, type Run } from "./levels-and-keys.ts";
+import { createKeys, createLevels } from "./levels-and-keys.ts";
+import { createClaims, createPending } from "./pending-and-claims.ts";
 import { splitAdmission, type CheckedCounters } from "./deferred-lines.ts";
 import { laneOf } from "./lua-windows.ts";
 import { createAllowances, type GrantAnswer, type GrantRefusal, type GrantRequest } from "./allowances.ts";
@@ -442,36 +442,6 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
         await adjustSoon.flush().catch(() => {});
       }
       redis.close();
-    },
-  };
-}
-
-
-/**
- * Pending entries: the value and its end (in the caller's clock) under one key, which
- * Redis also expires; GETDEL takes an entry once, whichever instance asks.
- */
-function createPending<T>(redis: RedisConnection, prefix: string): PendingState<T> {
-  return {
-    async put(key, value, ttlMs, now) {
-      await redis.send("SET", [prefix + key, JSON.stringify({ value, expiresAt: now + ttlMs }), "PX", String(Math.max(1, ttlMs))]);
-    },
-    async take(key, now) {
-      const text = (await redis.send("GETDEL", [prefix + key])) as string | null;
-      if (text === null || text === undefined) return undefined;
-      const entry = JSON.parse(text) as { value: T; expiresAt: number };
-      return entry.expiresAt >= now ? entry.value : undefined;
-    },
-  };
-}
-
-function createClaims(redis: RedisConnection, prefix: string, run: Run): ClaimState {
-  return {
-    async claim(key, ttlMs, now) {
-      return Number(await run(CLAIM, { key: prefix + key, now, ttl: ttlMs })) === 1;
-    },
-    async release(key) {
-      await redis.send("DEL", [prefix + key]);
     },
   };
 }
