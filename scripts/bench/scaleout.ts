@@ -12,6 +12,7 @@ import { RedisClient, SQL } from "bun";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as countScripts from "../../src/state/redis/lua.ts";
+import * as creditScripts from "../../src/state/redis/lua-credit.ts";
 import * as keyScripts from "../../src/state/redis/lua-keys.ts";
 import * as usageScripts from "../../src/state/redis/lua-usage.ts";
 import { startPostgres, type PostgresServer } from "../../test/helpers/postgres-server.ts";
@@ -356,7 +357,7 @@ async function takeCensus(s: Settings, work: string, targets: Target[], database
  */
 async function scriptRuns(redis: RedisClient, target: Target): Promise<Record<string, { perCall: number; meanUs: number }>> {
   const names = new Map<string, string>();
-  for (const [name, value] of Object.entries({ ...countScripts, ...keyScripts, ...usageScripts })) {
+  for (const [name, value] of Object.entries({ ...countScripts, ...creditScripts, ...keyScripts, ...usageScripts })) {
     if (value && typeof value === "object" && "sha" in value) names.set((value as { sha: string }).sha, name);
   }
   const CALLS = 20;
