@@ -123,6 +123,35 @@ if (!servicesSkipped)
       }
     });
 
+    test("a block held across a dropped connection goes back when Redis kept it (the connection lost, not the data)", async () => {
+      const server = await redis.server();
+      const { a, b } = await pair(funded(1_000_000));
+      const perDay: Counter = { kind: "period", key: "acct:requests:day", seed: { measure: "requests", accountId: 9 } };
+      const lines: AdmitLine[] = [
+        { counter: credit, limit: 0, add: 100 },
+        { counter: rpm, limit: 10_000, add: 1 },
+        { counter: perDay, limit: 5_000, add: 1, period: "2026-11-28" },
+      ];
+      expect((await a.counts.admit(lines, T0)).admitted).toBe(true);
+      expect(a.allowances.granted).toBe(1);
+      const { RedisClient } = await import("bun");
+      const admin = new RedisClient(server.url);
+      try {
+        // Every client but this one loses its connection; Redis keeps all it counted.
+        await admin.send("CLIENT", ["KILL", "SKIPME", "yes", "TYPE", "normal"]);
+      } finally {
+        admin.close();
+      }
+      await Bun.sleep(20);
+      // The next call connects again; the old block's unused part (15 calls, 1,500 of credit) goes back.
+      expect((await a.counts.admit(lines, T0 + 1)).admitted).toBe(true);
+      await a.close();
+      expect(await b.counts.read(rpm, T0 + 1)).toBe(2);
+      // Else the day's total would keep 15 calls nobody made until the day ends, and the credit 1,500 held while A lives.
+      expect(await b.counts.read(perDay, T0 + 1, "2026-11-28")).toBe(2);
+      expect(await b.credit.held(9)).toBe(200);
+    });
+
     test("with Redis away an open allowance admits nothing; after Redis restarted empty it gives nothing back", async () => {
       const server = await redis.server();
       const { a, b } = await pair(funded(1_000_000));

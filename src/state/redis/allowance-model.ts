@@ -34,7 +34,7 @@ export interface Allowance {
   readonly lines: Held[];
   readonly grantAt: number;
   readonly end: number;
-  /** The connection's epoch when it was granted. */
+  /** The dataset's generation when it was asked for (dataset.ts). */
   readonly epoch: number;
   /** Calls its block was sized for. */
   readonly size: number;
@@ -83,7 +83,7 @@ export interface GrantRequest {
   readonly at: number;
   readonly entry: Entry;
   readonly calls: number;
-  /** The connection's epoch when it was asked (a grant answered over a newer connection is still of that Redis). */
+  /** The dataset's generation when it was asked (dataset.ts; a grant answered over a newer connection is still of that generation). */
   readonly epoch: number;
 }
 

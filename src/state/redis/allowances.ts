@@ -68,15 +68,18 @@ const reachedAt = (h: Held) => h.limit !== undefined && (h.counter.kind === "cre
 
 export function createAllowances(options: {
   keyOf: (counter: Counter) => string;
-  /** Gives back what ended allowances did not use (gathered with the settlements). */
-  give: (changes: Adjustment[]) => void;
+  /**
+   * Gives back what an ended allowance did not use (gathered with the settlements), when
+   * Redis still holds the dataset of the allowance's epoch (taking off what Redis no
+   * longer counts would undercount).
+   */
+  give: (changes: Adjustment[], epoch: number) => void;
   now: () => number;
   /**
-   * Changes when the connection to Redis was made again: Redis may have restarted and
-   * lost the blocks, so an allowance of an earlier connection admits nothing more and
-   * gives nothing back (taking off what Redis no longer counts would undercount).
+   * The generation of the dataset the connection reaches (dataset.ts), undefined until it
+   * is known for the connection in use: an allowance of another generation admits nothing.
    */
-  epoch: () => number;
+  epoch: () => number | undefined;
 }): Allowances {
   const { give } = options;
   /** A counter's cell: its key in Redis, and its lane when it shares a string with its pair. */
@@ -161,7 +164,7 @@ export function createAllowances(options: {
         else if (counter.kind === "credit") changes.push({ counter, release: unused, charge: 0 });
       }
     }
-    if (changes.length > 0 && allowance.epoch === options.epoch()) give(changes);
+    if (changes.length > 0) give(changes, allowance.epoch);
   };
 
   /** Ends the entry's allowance and sizes the next block by how it went. */
@@ -233,7 +236,8 @@ export function createAllowances(options: {
     const entry = entryOf(lines, at);
     if (!entry) return undefined;
     retire(entry);
-    if (at < entry.backoffUntil) return undefined;
+    const epoch = options.epoch();
+    if (epoch === undefined || at < entry.backoffUntil) return undefined;
     const margins = new Map<number, number>();
     const asked: AdmitLine[] = [];
     // A burst waiting for this grant sizes the block, unless the last refusal sized it.
@@ -256,7 +260,7 @@ export function createAllowances(options: {
       margins.set(i, block * HEADROOM_BLOCKS);
       asked.push({ ...line, add: block });
     }
-    return { lines: asked, margins, at, entry, calls, epoch: options.epoch() };
+    return { lines: asked, margins, at, entry, calls, epoch };
   };
 
   const granted: Allowances["granted"] = (req, answer) => {

@@ -10,6 +10,7 @@ import { createClaims, createPending } from "./pending-and-claims.ts";
 import { splitAdmission, type CheckedCounters } from "./deferred-lines.ts";
 import { laneOf } from "./lua-windows.ts";
 import { createAllowances, type GrantAnswer, type GrantRefusal, type GrantRequest } from "./allowances.ts";
+import { watchDataset } from "./dataset.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -106,7 +107,12 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
 
   /** Set by `close`: what is sent from then on does not renew the lease. */
   let closing = false;
-  const heartbeat = () => redis.send("SET", [`${leases}${owner}`, "1", "PX", String(leaseMs)]).catch(() => {});
+  /** Whether Redis still holds what allowances took over an earlier connection (dataset.ts). */
+  const dataset = options.allowances === false ? undefined : watchDataset(redis, `${prefix}ds:${owner}`);
+  const heartbeat = () => {
+    dataset?.check().catch(() => {});
+    return redis.send("SET", [`${leases}${owner}`, "1", "PX", String(leaseMs)]).catch(() => {});
+  };
   void heartbeat();
   const timer = setInterval(heartbeat, Math.max(10, Math.floor(leaseMs / 3)));
   timer.unref?.();
@@ -296,7 +302,14 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     return false;
   };
 
-  const allowances = options.allowances === false ? undefined : createAllowances({ keyOf, give: defer, now, epoch: () => redis.connects() });
+  const allowances =
+    dataset &&
+    createAllowances({
+      keyOf,
+      give: (changes, epoch) => dataset.ifStill(epoch, () => defer(changes)),
+      now,
+      epoch: () => dataset.generation(),
+    });
   /** An admission against an allowance, when one admits it. */
   const drawn = (lines: readonly AdmitLine[], at: number): Verdict | undefined => {
     const local = allowances!.draw(lines, at);
@@ -311,6 +324,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     async admit(lines, at): Promise<Verdict> {
       // With Redis away no call is admitted here either: each would be counted nowhere else.
       if (allowances && redis.up()) {
+        // Once per connection: whose dataset it reaches, before admitting against blocks.
+        if (dataset!.generation() === undefined) await dataset!.check().catch(() => {});
         for (let round = 0; round < GRANT_ROUNDS; round++) {
           const local = drawn(lines, at);
           if (local) return local;
@@ -440,7 +455,9 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       if (allowances) {
         allowances.endAll();
         allowances.stop();
+        await dataset!.settled();
         await adjustSoon.flush().catch(() => {});
+        await dataset!.remove().catch(() => {});
       }
       redis.close();
     },
