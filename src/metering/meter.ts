@@ -298,7 +298,7 @@ export function createMeter(deps: {
         settleSpend(admission, cost, event.at, changes);
         settleTokens(admission.subjects, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage), changes);
         const onSpend = cost > 0 ? deps.onSpend : undefined;
-        // A State that fails to settle leaves the reservation to expire; the charge itself is in the usage row below.
+        // A settlement Redis did not answer is sent again once it does (state/redis/repairs.ts); the charge itself is in the usage row below.
         void counts.adjust(changes).then(
           onSpend &&
             (() => {

@@ -25,6 +25,13 @@ export interface DatasetWatch {
    * connection in use and it is up; undefined otherwise (a check is then started).
    */
   generation(): number | undefined;
+  /**
+   * The generation as last checked, whether or not over the connection in use: an
+   * operation sent now and one repaired later reach the same data when a check between
+   * them finds this generation still (a restart drops the connection, and nothing but a
+   * check sets the marker again).
+   */
+  latest(): number;
   /** Runs `then` when the dataset is still that of `generation`: at once when known, else after the next check; never when it changed. */
   ifStill(generation: number, then: () => void): void;
   /** Checks the connection in use (the heartbeat's run, and whatever must know now); rejects when Redis is away. */
@@ -92,6 +99,7 @@ export function watchDataset(redis: RedisConnection, key: string): DatasetWatch 
       check().catch(() => {});
       return undefined;
     },
+    latest: () => generation,
     ifStill(of, then) {
       if (known()) {
         if (of === generation) then();

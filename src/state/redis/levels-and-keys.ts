@@ -3,6 +3,7 @@ import type { KeyHealth, KeySleep, KeyState, LevelState, LevelStatus, SleepReaso
 import type { Script } from "./connection.ts";
 import { KEY_HEALTH, LEVEL } from "./lua-keys.ts";
 import { GATHER_MS, gatherWithin } from "./batching.ts";
+import type { Repairs } from "./repairs.ts";
 
 /** The Redis State's Levels (switch-over counts and state) and provider keys (health, sleep, calls in flight): one script run per operation. */
 
@@ -10,7 +11,7 @@ export type Run = (s: Script, payload: unknown, ...extra: string[]) => Promise<u
 
 const orNull = (text: unknown): number | null => (text === "" || text === null || text === undefined ? null : Number(text));
 
-export function createLevels(prefix: string, run: Run): LevelState {
+export function createLevels(prefix: string, run: Run, repairs?: Repairs): LevelState {
   const keyOf = (tenantId: number, level: number) => `${prefix}lv:${tenantId}:${level}`;
   const errorsOf = (tenantId: number, level: number) => `${prefix}le:${tenantId}:${level}`;
   const statusOf = (answer: unknown): LevelStatus => {
@@ -19,21 +20,43 @@ export function createLevels(prefix: string, run: Run): LevelState {
   };
   const call = (op: string, tenantId: number, level: number, rest: Record<string, unknown> = {}) =>
     run(LEVEL, { op, key: keyOf(tenantId, level), errors: errorsOf(tenantId, level), ...rest });
+  /** Levels whose probe this process claimed and has not ended: an end Redis did not answer lets the claim go later (repairs.ts). */
+  const claimed = new Set<string>();
+  /** Runs an operation that ends this process's probe of the Level, if it holds one; unanswered, the claim is let go once Redis answers. */
+  const ending = async <T>(tenantId: number, level: number, send: () => Promise<T>): Promise<T> => {
+    const key = keyOf(tenantId, level);
+    const mine = claimed.delete(key);
+    try {
+      return await send();
+    } catch (error) {
+      // Else the Level's probe stays this (living) process's, and no probe ever switches it back.
+      if (mine && repairs) repairs.add(repairs.next(), () => call("letgo", tenantId, level));
+      throw error;
+    }
+  };
   return {
     async status(tenantId, level) {
       return statusOf(await call("status", tenantId, level));
     },
     async recordError(tenantId, level, now, threshold, windowMs) {
-      return statusOf(await call("recordError", tenantId, level, { now, threshold, windowMs }));
+      return statusOf(await ending(tenantId, level, () => call("recordError", tenantId, level, { now, threshold, windowMs })));
     },
     async claimProbe(tenantId, level, quietSince) {
-      return Number(await call("claimProbe", tenantId, level, { quietSince })) === 1;
+      const op = repairs?.next();
+      try {
+        const won = Number(await call("claimProbe", tenantId, level, { quietSince, o: op?.key, b: op?.bit })) === 1;
+        if (won) claimed.add(keyOf(tenantId, level));
+        return won;
+      } catch (error) {
+        if (op) repairs!.add(op, () => call("unclaim", tenantId, level, { o: op.key, b: op.bit }));
+        throw error;
+      }
     },
     async recover(tenantId, level, probe) {
-      await call("recover", tenantId, level, { probe });
+      await ending(tenantId, level, () => call("recover", tenantId, level, { probe }));
     },
     async abandonProbe(tenantId, level) {
-      await call("abandonProbe", tenantId, level);
+      await ending(tenantId, level, () => call("abandonProbe", tenantId, level));
     },
   };
 }
@@ -46,7 +69,7 @@ function sleepOf(fields: readonly string[]): KeySleep {
   return { sleeping: sleeping === "1", reason: reason ? (reason as SleepReason) : null, until: orNull(until), count: Number(count ?? 0) };
 }
 
-export function createKeys(prefix: string, run: Run): KeyState {
+export function createKeys(prefix: string, run: Run, repairs?: Repairs): KeyState {
   const keyOf = (tenantId: number, keyId: number) => `${prefix}k:${tenantId}:${keyId}`;
   const rules = [String(FAILURES_BEFORE_SLEEP), String(BASE_COOLDOWN_MS), String(MAX_COOLDOWN_MS)];
   const call = (payload: Record<string, unknown>) => run(KEY_HEALTH, payload, ...rules);
@@ -71,7 +94,16 @@ export function createKeys(prefix: string, run: Run): KeyState {
       } else flight.r++;
     },
     async (flights) => {
-      await call({ op: "flight", keys: [...flights].map(([key, { stored, t, r }]) => ({ key, stored, t, r })) });
+      const payload: Record<string, unknown> = { op: "flight", keys: [...flights].map(([key, { stored, t, r }]) => ({ key, stored, t, r })) };
+      const op = repairs?.next();
+      if (op) Object.assign(payload, { o: op.key, b: op.bit });
+      try {
+        await call(payload);
+      } catch (error) {
+        // Sent again with its id once Redis answers: else the calls it ended stay in flight for as long as this process lives.
+        if (op) repairs!.add(op, () => call(payload));
+        throw error;
+      }
     },
   );
   /**
@@ -102,7 +134,16 @@ export function createKeys(prefix: string, run: Run): KeyState {
         await flightSoon({ key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), began: true });
         return true;
       }
-      return Number(await call({ op: "take", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), probe })) === 1;
+      const payload: Record<string, unknown> = { op: "take", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), probe };
+      const op = repairs?.next();
+      if (op) Object.assign(payload, { o: op.key, b: op.bit });
+      try {
+        return Number(await call(payload)) === 1;
+      } catch (error) {
+        // A claim that ran unanswered would hold the key's probe for as long as this process lives: taken back.
+        if (op) repairs!.add(op, () => call({ op: "untake", key: payload.key, o: op.key, b: op.bit }));
+        throw error;
+      }
     },
     release: (tenantId, keyId) => flightSoon({ key: keyOf(tenantId, keyId), began: false }),
     async record(tenantId, key, verdict, now) {

@@ -29,10 +29,22 @@ if P.op == 'recordError' then
   flush_windows()
   return status()
 end
+-- A probe of this process whose claim (P.o, P.b its operation: repairs.ts) or end was
+-- unanswered: its claim is let go, as it ran; a claim that had not run never will.
+if P.op == 'unclaim' then
+  if op_counts(P.o, P.b) then return 0 end
+  if redis.call('SETBIT', P.o, P.b + 1, 1) == 1 then return 0 end
+  P.op = 'letgo'
+end
+if P.op == 'letgo' then
+  if redis.call('HGET', key, 'probing') == OWNER then redis.call('HSET', key, 'probing', '') end
+  return 1
+end
 if redis.call('EXISTS', key) == 0 then return 0 end
 if P.op == 'claimProbe' then
   local f = redis.call('HMGET', key, 'switchedAt', 'lastErrorAt')
   if f[1] == false or probing() or (num(f[2]) or -math.huge) > P.quietSince then return 0 end
+  if not op_counts(P.o, P.b) then return 0 end
   touch()
   redis.call('HSET', key, 'probing', OWNER)
   return 1
@@ -104,6 +116,8 @@ if P.op == 'flight' then
   -- P.keys: {key, stored, t, r} per key: t calls of this process began on it and r ended
   -- (gathered over a few ms). A call's begin is never in a later run than its end, and
   -- within a run begins count first, so the count never goes below zero on the way.
+  -- P.o, P.b: the run's operation (repairs.ts): sent again after a lost answer, it counts once.
+  if not op_counts(P.o, P.b) then return 1 end
   local field = 'f' .. OWNER
   local touched = false
   for _, k in ipairs(P.keys) do
@@ -164,8 +178,22 @@ if P.op == 'successes' then
   return out
 end
 
+if P.op == 'untake' then
+  -- A probe's take whose answer was lost (P.o, P.b its operation): taken back if it ran,
+  -- else it never will. The probe is this process's own, so only its own claim is cleared.
+  if op_counts(P.o, P.b) then return 0 end
+  if redis.call('SETBIT', P.o, P.b + 1, 1) == 1 or redis.call('EXISTS', key) == 0 then return 0 end
+  local field = 'f' .. OWNER
+  local n = (num(redis.call('HGET', key, field)) or 0) - 1
+  if n < 0 then n = 0 end
+  redis.call('HSET', key, field, str(n))
+  if redis.call('HGET', key, 'probing') == OWNER then redis.call('HSET', key, 'probing', '') end
+  return 1
+end
+
 init(key, P.stored)
 if P.op == 'take' then
+  if not op_counts(P.o, P.b) then return 0 end
   touch()
   if P.probe then
     if probing(key) then return 0 end

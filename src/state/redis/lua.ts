@@ -28,6 +28,16 @@ local function alive(owner)
   return known
 end
 local function touch() redis.call('SET', LEASES .. OWNER, '1', 'PX', LEASE_MS) end
+
+-- An operation of this process that counts (repairs.ts) has two bits in a bitmap: the
+-- first is set when it counts, or by an undo that found it had not (so it never will).
+-- Answers whether the operation counts now (the first bit was clear). No key: always.
+local function op_counts(key, bit)
+  if key == nil or key == '' then return true end
+  if redis.call('SETBIT', key, bit, 1) == 1 then return false end
+  redis.call('PEXPIRE', key, 3600000)
+  return true
+end
 `;
 
 /** Gauges, period totals and credit: what admissions and settlements count besides windows. */
@@ -151,8 +161,10 @@ end
  * remaining, reset} (the reported lines with the least remaining once counted; '' where
  * none, and a period's reset '') or {'no', line, used, held, retryAfterMs}; in mode
  * 'read', the first line's value; in mode 'clear', the first line's window lane is
- * emptied. In mode 'many', P is a list of admissions {l: lines, n: now} and the answer
- * the list of their answers, each as if its own run.
+ * emptied. In mode 'many', P is a list of admissions {l: lines, n: now, o, b} and the
+ * answer the list of their answers, each as if its own run. An admission carries its
+ * operation's key and bit (repairs.ts: ARGV[8], ARGV[9], or o and b in mode 'many') and
+ * answers {'dup'}, counting nothing, when that operation counted (or was undone) already.
  *
  * An allowance's grant (allowances.ts) is an admission whose lines with `m` count a block
  * (`a`) and are refused unless `m` more than that would still be under the limit (credit:
@@ -199,7 +211,7 @@ end
 local touched = false
 -- One admission's lines at NOW: its answer ('load', 'value', 'ok' or 'no'); what it
 -- counts stays in the script's windows and totals until they are flushed.
-local function admit_one(P, NOW, mode)
+local function admit_one(P, NOW, mode, op_key, op_bit)
   local missing = {}
   for i, line in ipairs(P) do
     if line.k == 'p' then
@@ -265,6 +277,8 @@ local function admit_one(P, NOW, mode)
     end
   end
 
+  -- Admitted: counted once, even when sent again or undone after its answer was lost.
+  if not op_counts(op_key, op_bit) then return { 'dup' } end
   if not touched then touch(); touched = true end
   for _, line in ipairs(P) do
     if line.a ~= 0 then
@@ -312,12 +326,13 @@ if MODE == 'clear' then
   window_clear(P[1].key, P[1].w, P[1].n)
   answer = 'ok'
 elseif MODE == 'many' then
-  -- Admissions that waited for the run before: P is a list of {l = lines, n = now}, each
-  -- admitted in turn as if by a run of its own, the windows and totals read once for all.
+  -- Admissions that waited for the run before: P is a list of {l = lines, n = now, o, b =
+  -- operation key and bit}, each admitted in turn as if by a run of its own, the windows
+  -- and totals read once for all.
   answer = {}
-  for i, one in ipairs(P) do answer[i] = admit_one(one.l, one.n, 'admit') end
+  for i, one in ipairs(P) do answer[i] = admit_one(one.l, one.n, 'admit', one.o, one.b) end
 else
-  answer = admit_one(P, tonumber(ARGV[6]), MODE)
+  answer = admit_one(P, tonumber(ARGV[6]), MODE, ARGV[8], tonumber(ARGV[9]))
 end
 flush_windows()
 flush_periods()
@@ -345,6 +360,13 @@ for i, c in ipairs(P) do
   end
 end
 if #missing > 0 then return { 'load', unpack(missing) } end
+-- ARGV[7], ARGV[8]: the operation's key and bit (repairs.ts); ARGV[9] 'undo' takes off what
+-- a lost admission of that id counted (P its amounts, negated), once, if it did.
+local OP_KEY, OP_BIT = ARGV[7], tonumber(ARGV[8])
+if ARGV[9] == 'undo' then
+  if op_counts(OP_KEY, OP_BIT) then return { 'blocked' } end
+  if redis.call('SETBIT', OP_KEY, OP_BIT + 1, 1) == 1 then return { 'dup' } end
+elseif not op_counts(OP_KEY, OP_BIT) then return { 'dup' } end
 -- ARGV[6] '0': the process is closing (giving back its allowances' unused blocks) and its lease must not be renewed.
 if ARGV[6] ~= '0' then touch() end
 for _, c in ipairs(P) do

@@ -7,10 +7,12 @@ import { CREDIT } from "./lua-credit.ts";
 import { createAdjustBatcher, GATHER_MS, oneRunAtATime, type Line } from "./batching.ts";
 import { createKeys, createLevels } from "./levels-and-keys.ts";
 import { createClaims, createPending } from "./pending-and-claims.ts";
-import { splitAdmission, type CheckedCounters } from "./deferred-lines.ts";
+import { adjustmentOf, splitAdmission, type CheckedCounters } from "./deferred-lines.ts";
 import { laneOf } from "./lua-windows.ts";
 import { createAllowances, type GrantAnswer, type GrantRefusal, type GrantRequest } from "./allowances.ts";
 import { watchDataset } from "./dataset.ts";
+import { createRepairs, type OpId } from "./repairs.ts";
+import { MergedChanges, mergeAdjustments, type MergedChange } from "./batching.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -107,10 +109,17 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
 
   /** Set by `close`: what is sent from then on does not renew the lease. */
   let closing = false;
-  /** Whether Redis still holds what allowances took over an earlier connection (dataset.ts). */
-  const dataset = options.allowances === false ? undefined : watchDataset(redis, `${prefix}ds:${owner}`);
+  /** Whether Redis still holds what this process counted over an earlier connection (dataset.ts). */
+  const dataset = watchDataset(redis, `${prefix}ds:${owner}`);
+  /** Admissions and settlements whose answer was lost, made good once Redis answers (repairs.ts). */
+  const repairs = createRepairs({
+    keyPrefix: `${prefix}op:${owner}:`,
+    dataset,
+    now: Date.now,
+    log: options.log,
+  });
   const heartbeat = () => {
-    dataset?.check().catch(() => {});
+    dataset.check().then(repairs.run, () => {});
     return redis.send("SET", [`${leases}${owner}`, "1", "PX", String(leaseMs)]).catch(() => {});
   };
   void heartbeat();
@@ -203,21 +212,46 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
    * (batching.ts, oneRunAtATime): each is admitted in turn as by a run of its own, and
    * the windows and totals the calls of one account share are read and written once per run.
    */
-  type Admitting = { payload: Line[]; at: number };
+  type Admitting = { payload: Line[]; at: number; op: OpId };
   const admissions = oneRunAtATime<Admitting, unknown[]>(
-    ({ payload, at }) => run(ADMIT, payload, "admit", String(at), String(PERIOD_TTL_MS)) as Promise<unknown[]>,
-    (waiting) => run(ADMIT, waiting.map(({ payload, at }) => ({ l: payload, n: at })), "many", "0", String(PERIOD_TTL_MS)) as Promise<unknown[][]>,
+    ({ payload, at, op }) => run(ADMIT, payload, "admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)) as Promise<unknown[]>,
+    (waiting) => run(ADMIT, waiting.map(({ payload, at, op }) => ({ l: payload, n: at, o: op.key, b: op.bit })), "many", "0", String(PERIOD_TTL_MS)) as Promise<unknown[][]>,
   );
+  /**
+   * An admission whose answer was lost may have counted: what it would have counted is
+   * taken off once Redis answers again, if it did (repairs.ts).
+   */
+  const undoLater = (op: OpId, checking: readonly AdmitLine[], at: number) => {
+    const reverse: Adjustment[] = [];
+    for (const line of checking) {
+      if (line.add === 0) continue;
+      const { counter } = line;
+      if (counter.kind === "credit") reverse.push({ counter, release: line.add, charge: 0 });
+      else {
+        const forward = adjustmentOf(line, at) as { delta: number };
+        reverse.push({ ...forward, delta: -forward.delta } as Adjustment);
+      }
+    }
+    const merged = new MergedChanges();
+    mergeAdjustments(reverse, keyOf, merged);
+    const reversed = merged.values();
+    repairs.add(op, () => adjustRun(reversed, op, "undo"));
+  };
 
   /** The ADMIT run of the lines Redis must check (with an allowance's margins, by the admission's line index), its raw answer. */
   const runAdmission = async (checking: readonly AdmitLine[], indexes: readonly number[] | undefined, at: number, margins?: ReadonlyMap<number, number>): Promise<unknown[]> => {
     const payload = checking.map(lineOf);
     if (margins) for (let sent = 0; sent < payload.length; sent++) payload[sent]!.m = margins.get(indexOf(sent, indexes));
-    const answer = await admissions({ payload, at });
+    const op = repairs.next();
+    const lost = (error: unknown) => {
+      undoLater(op, checking, at);
+      throw error;
+    };
+    const answer = await admissions({ payload, at, op }).catch(lost);
     // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
     if (answer[0] !== "load") return answer;
     await load(answer, payload, checking, at);
-    return withLoads(ADMIT, payload, checking, at, ["admit", String(at), String(PERIOD_TTL_MS)]);
+    return withLoads(ADMIT, payload, checking, at, ["admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)]).catch(lost);
   };
 
   /** The ADMIT run of the lines Redis must check, its answer in the admission's own line indexes. */
@@ -303,8 +337,9 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   };
 
   const allowances =
-    dataset &&
-    createAllowances({
+    options.allowances === false
+      ? undefined
+      : createAllowances({
       keyOf,
       give: (changes, epoch) => dataset.ifStill(epoch, () => defer(changes)),
       now,
@@ -322,10 +357,12 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
 
   const counts: CountState = {
     async admit(lines, at): Promise<Verdict> {
+      // Counts of this process whose answer was lost are made good first (repairs.ts).
+      if (repairs.size > 0) await repairs.run();
       // With Redis away no call is admitted here either: each would be counted nowhere else.
       if (allowances && redis.up()) {
         // Once per connection: whose dataset it reaches, before admitting against blocks.
-        if (dataset!.generation() === undefined) await dataset!.check().catch(() => {});
+        if (dataset.generation() === undefined) await dataset.check().catch(() => {});
         for (let round = 0; round < GRANT_ROUNDS; round++) {
           const local = drawn(lines, at);
           if (local) return local;
@@ -361,6 +398,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       // Allowances that ended by then gave back what they did not use first.
       if (allowances?.expire(at)) await adjustSoon.flush();
       await adjustSoon.applied();
+      await repairs.run();
       const value = Number((await readValue(counter, at, period))[1]);
       // A block counted and not used is not part of the value (credit: of what is available).
       const unused = allowances?.unused(counter, at) ?? 0;
@@ -380,12 +418,24 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   /** Settlements of a few milliseconds as one merged script run (batching.ts). */
   const adjustSoon = createAdjustBatcher(
     async (merged) => {
-      await withLoads(ADJUST, merged.map((m) => m.line), merged, now(), [String(PERIOD_TTL_MS), closing ? "0" : "1"]);
+      const op = repairs.next();
+      try {
+        await adjustRun(merged, op);
+      } catch (error) {
+        // Sent again with its id once Redis answers: it counts once whether this one ran or not.
+        repairs.add(op, () => adjustRun(merged, op));
+        throw error;
+      }
       if (retired.size > 0) for (const { counter } of merged) if (counter.kind === "credit") await settleRetired(counter.accountId);
     },
     keyOf,
     GATHER_MS,
   );
+
+  /** A settlement run; `undo` takes off what the lost admission of that id counted, if it did. */
+  function adjustRun(merged: MergedChange[], op: OpId, mode: "" | "undo" = "") {
+    return withLoads(ADJUST, merged.map((m) => m.line), merged, now(), [String(PERIOD_TTL_MS), closing ? "0" : "1", op.key, String(op.bit), mode]);
+  }
 
   /** Deleted accounts whose calls still hold credit, and what to do when they no longer do (this process's callbacks). */
   const retired = new Map<number, { settled: () => void; timer: ReturnType<typeof setInterval> }>();
@@ -438,13 +488,18 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     owner,
     leaseMs,
     flushedClaim: (charged, version, drop) => flushed(charged, version, drop),
-    settlementsApplied: () => adjustSoon.applied(),
+    settlementsApplied: () => {
+      // A settlement whose answer was lost counts once it is sent again (repairs.ts).
+      const applied = adjustSoon.applied();
+      if (!applied) return repairs.size > 0 ? repairs.run() : undefined;
+      return applied.then(repairs.run);
+    },
     allowances: allowances?.counted ?? { granted: 0, drawn: 0 },
     forgetAllowances: (accountId) => void endCredit(accountId),
     counts,
     credit,
-    levels: createLevels(prefix, run),
-    keys: createKeys(prefix, run),
+    levels: createLevels(prefix, run, repairs),
+    keys: createKeys(prefix, run, repairs),
     signups: createPending(redis, `${prefix}su:`),
     claims: createClaims(redis, `${prefix}cl:`, run),
     async close() {
@@ -455,10 +510,12 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       if (allowances) {
         allowances.endAll();
         allowances.stop();
-        await dataset!.settled();
-        await adjustSoon.flush().catch(() => {});
-        await dataset!.remove().catch(() => {});
+        await dataset.settled();
       }
+      await repairs.run();
+      await adjustSoon.flush().catch(() => {});
+      await repairs.run();
+      await dataset.remove().catch(() => {});
       redis.close();
     },
   };
