@@ -44,6 +44,8 @@ export interface Allowance {
   /** Something it read changed (a settlement outside its bucket): it admits nothing more. */
   stale: boolean;
   closed: boolean;
+  /** Granted while something it read was being ended (`end`): it admits the call it was asked for, then ends. */
+  once?: boolean;
 }
 
 /** A held line as an admission's shape names it: the same counter object, limit and period. */
@@ -72,6 +74,10 @@ export interface Entry {
   sized: boolean;
   backoffUntil: number;
   granting?: Promise<void>;
+  /** This process's changes to its counters while a grant is under way, with the batch each went in (`track`). */
+  grantMoves?: { change: Adjustment; batch: number }[];
+  /** How many times `end` picked one of its counters (a grant under way then ends at once). */
+  ends: number;
   usedAt: number;
 }
 
@@ -83,6 +89,8 @@ export interface GrantRequest {
   readonly at: number;
   readonly entry: Entry;
   readonly calls: number;
+  /** The entry's `ends` when it was asked. */
+  readonly ends: number;
   /** The dataset's generation when it was asked (dataset.ts; a grant answered over a newer connection is still of that generation). */
   readonly epoch: number;
 }
@@ -91,6 +99,10 @@ export interface GrantRequest {
 export interface GrantAnswer {
   staleAt: number | undefined;
   values: ReadonlyMap<number, { before: number; reset: number | undefined }>;
+  /** How many settlement batches had been sent when the counting run was (those after it are not in what it read). */
+  admitSent: number;
+  /** The dataset's generation over the connection that answered. */
+  epoch: number;
 }
 
 /** A refused grant: the line (index in the admission) whose limit left too little, and its value then. */
@@ -117,18 +129,20 @@ export interface Allowances {
   granted(request: GrantRequest, answer: GrantAnswer): void;
   /** A grant was refused (a limit too near for its block): sizes the next to fit, and says whether one is worth asking for now. */
   refused(request: GrantRequest, refusal: GrantRefusal): boolean;
-  /** Settlements and counts this process sent: what they change in the counters allowances read. */
-  track(changes: readonly Adjustment[]): void;
+  /** Settlements and counts this process sent (in settlement batch number `batch`): what they change in the counters allowances read. */
+  track(changes: readonly Adjustment[], batch: number): void;
   /**
    * What this process's allowances counted in the counter and did not use (credit:
    * reserved and not drawn), as a read at `at` sees it (a window's block counts from its grant).
    */
-  unused(counter: Counter, at: number): number;
+  unused(counter: Counter, at: number, period?: string): number;
   /** Ends the allowances past their end at `at`; says whether any gave something back. */
   expire(at: number): boolean;
   /** Ends the allowances holding a block of a counter the predicate picks. */
   end(which: (counter: Counter) => boolean): void;
   endAll(): void;
+  /** Asks for no more grants; settles once those under way were answered. */
+  stopGranting(): Promise<void>;
   stop(): void;
   /** Allowances granted and calls admitted against them since the start (for tests and the benchmark's census). */
   readonly counted: { granted: number; drawn: number };

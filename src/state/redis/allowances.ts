@@ -96,6 +96,8 @@ export function createAllowances(options: {
   const counted = { granted: 0, drawn: 0 };
   /** Held lines of open allowances by their counter's key (settlements are matched through it). */
   const byCounter = new Map<string, Map<Allowance, Held>>();
+  /** Set by `stopGranting`: no block is asked for from then on. */
+  let stopping = false;
 
   const firstHeld = (lines: readonly AdmitLine[]) => {
     for (let i = 0; i < lines.length; i++) if (held(lines[i]!)) return i;
@@ -126,14 +128,18 @@ export function createAllowances(options: {
       const line = lines[i]!;
       if (held(line)) shape.push({ index: i, counter: line.counter, limit: line.limit, period: line.period });
     }
-    const entry: Entry = { shape, length: lines.length, calls: FIRST_CALLS, waiting: 0, sized: false, backoffUntil: 0, usedAt: at };
+    const entry: Entry = { shape, length: lines.length, calls: FIRST_CALLS, waiting: 0, sized: false, backoffUntil: 0, ends: 0, usedAt: at };
     if (!list) entries.set(key, (list = []));
     list.push(entry);
     if (list.length > MAX_SHAPES) {
-      let oldest = 0;
-      for (let i = 1; i < list.length; i++) if (list[i]!.usedAt < list[oldest]!.usedAt && !list[i]!.granting) oldest = i;
-      retire(list[oldest]!);
-      list.splice(oldest, 1);
+      // The least recently used goes, but never one whose grant is under way (its block
+      // would land on an entry nothing reaches) nor the one just made.
+      let oldest = -1;
+      for (let i = 0; i < list.length - 1; i++) if (!list[i]!.granting && (oldest < 0 || list[i]!.usedAt < list[oldest]!.usedAt)) oldest = i;
+      if (oldest >= 0) {
+        retire(list[oldest]!);
+        list.splice(oldest, 1);
+      }
     }
     return entry;
   };
@@ -229,6 +235,7 @@ export function createAllowances(options: {
     if (at > a.newest) a.newest = at;
     entry!.usedAt = at;
     const standings = standingsOf(a, at);
+    if (a.once) retire(entry!);
     return { verdict: standings ? { admitted: true, standings } : { admitted: true }, later };
   };
 
@@ -237,7 +244,7 @@ export function createAllowances(options: {
     if (!entry) return undefined;
     retire(entry);
     const epoch = options.epoch();
-    if (epoch === undefined || at < entry.backoffUntil) return undefined;
+    if (stopping || epoch === undefined || at < entry.backoffUntil) return undefined;
     const margins = new Map<number, number>();
     const asked: AdmitLine[] = [];
     // A burst waiting for this grant sizes the block, unless the last refusal sized it.
@@ -260,10 +267,11 @@ export function createAllowances(options: {
       margins.set(i, block * HEADROOM_BLOCKS);
       asked.push({ ...line, add: block });
     }
-    return { lines: asked, margins, at, entry, calls, epoch };
+    return { lines: asked, margins, at, entry, calls, ends: entry.ends, epoch };
   };
 
   const granted: Allowances["granted"] = (req, answer) => {
+    const { admitSent, epoch } = answer;
     const { entry } = req;
     retire(entry);
     const { at } = req;
@@ -286,7 +294,9 @@ export function createAllowances(options: {
       const before = got === undefined ? NaN : got.before;
       lines.push({ index, counter, key: keyOf(counter), period: line.period, limit: line.limit, report: line.report, block: line.add, before, drawn: 0, moved: 0, ...window });
     }
-    const allowance: Allowance = { entry, lines, grantAt: at, end, epoch: req.epoch, size: req.calls, newest: at, calls: 0, stale: false, closed: false };
+    const allowance: Allowance = { entry, lines, grantAt: at, end, epoch, size: req.calls, newest: at, calls: 0, stale: false, closed: false };
+    // Something it read was ended while it was asked for (a balance changed): the call it was asked for, and no more.
+    if (entry.ends !== req.ends || stopping) allowance.once = true;
     entry.allowance = allowance;
     entry.usedAt = at;
     counted.granted++;
@@ -295,10 +305,15 @@ export function createAllowances(options: {
       if (!holders) byCounter.set(h.key, (holders = new Map()));
       holders.set(allowance, h);
     }
+    // This process's changes sent after the grant's admission run are not in what it read.
+    const moves = entry.grantMoves;
+    doneWith(entry);
+    if (moves) for (const { change, batch } of moves) if (batch > admitSent) for (const h of lines) if (h.key === keyOf(change.counter)) move(allowance, h, change);
   };
 
   const refused: Allowances["refused"] = (req, refusal) => {
     const { entry } = req;
+    doneWith(entry);
     // The block that fits what the refusing line has left, its margin included.
     const line = req.lines[refusal.refusedBy]!;
     const perCall = line.add / req.calls;
@@ -315,36 +330,52 @@ export function createAllowances(options: {
     return false;
   };
 
-  const track: Allowances["track"] = (changes) => {
+  /** What a change of this process does to an allowance's held line of its counter. */
+  const move = (allowance: Allowance, h: Held, change: Adjustment) => {
+    if (change.counter.kind === "window") {
+      const { at, delta } = change as { at: number; delta: number };
+      // Outside the allowance's bucket a change may count or not as the window slides: it reads Redis again.
+      if (at < h.bucketStart! || at >= h.bucketStart! + bucketWidth(h.windowMs!)) allowance.stale = true;
+      else {
+        h.moved += delta;
+        if (delta > 0 && at > allowance.newest) allowance.newest = at;
+      }
+    } else if (change.counter.kind === "period") {
+      const { period, delta } = change as { period: string; delta: number };
+      if (period === h.period) h.moved += delta;
+    } else if (change.counter.kind === "credit") {
+      const { release, charge } = change as { release: number; charge: number };
+      h.moved += charge - release;
+    }
+  };
+  /** Entries whose grant is under way: what they must add once granted (`grantMoves`). */
+  const grantsUnderWay = new Set<Entry>();
+  const doneWith = (entry: Entry) => {
+    grantsUnderWay.delete(entry);
+    entry.grantMoves = undefined;
+  };
+
+  const track: Allowances["track"] = (changes, batch) => {
+    if (grantsUnderWay.size > 0)
+      for (const entry of grantsUnderWay)
+        for (const change of changes) if (entry.shape.some((line) => line.counter === change.counter || keyOf(line.counter) === keyOf(change.counter))) entry.grantMoves?.push({ change, batch });
     if (byCounter.size === 0) return;
     for (const change of changes) {
       const refs = byCounter.get(keyOf(change.counter));
-      if (!refs) continue;
-      for (const [allowance, h] of refs) {
-        if (change.counter.kind === "window") {
-          const { at, delta } = change as { at: number; delta: number };
-          // Outside the allowance's bucket a change may count or not as the window slides: it reads Redis again.
-          if (at < h.bucketStart! || at >= h.bucketStart! + bucketWidth(h.windowMs!)) allowance.stale = true;
-          else {
-            h.moved += delta;
-            if (delta > 0 && at > allowance.newest) allowance.newest = at;
-          }
-        } else if (change.counter.kind === "period") {
-          const { period, delta } = change as { period: string; delta: number };
-          if (period === h.period) h.moved += delta;
-        } else if (change.counter.kind === "credit") {
-          const { release, charge } = change as { release: number; charge: number };
-          h.moved += charge - release;
-        }
-      }
+      if (refs) for (const [allowance, h] of refs) move(allowance, h, change);
     }
   };
 
-  const unused: Allowances["unused"] = (counter, at) => {
+  const unused: Allowances["unused"] = (counter, at, period) => {
     const refs = byCounter.get(keyOf(counter));
     if (!refs) return 0;
+    // Only blocks Redis holds: of the dataset the connection reaches, and of the period read.
+    const epoch = options.epoch();
     let total = 0;
-    for (const h of refs.values()) if (h.windowMs === undefined || at >= h.bucketStart!) total += h.block - h.drawn;
+    for (const [a, h] of refs) {
+      if (a.epoch !== epoch || (h.period !== undefined && h.period !== period)) continue;
+      if (h.windowMs === undefined || at >= h.bucketStart!) total += h.block - h.drawn;
+    }
     return total;
   };
 
@@ -361,7 +392,11 @@ export function createAllowances(options: {
   };
 
   const end: Allowances["end"] = (which) => {
-    for (const entry of allEntries()) if (entry.allowance?.lines.some((h) => which(h.counter))) retire(entry);
+    for (const entry of allEntries()) {
+      if (entry.allowance?.lines.some((h) => which(h.counter))) retire(entry);
+      // A grant under way read what is being ended: its allowance will admit only the call it was asked for.
+      if (entry.granting && entry.shape.some((line) => which(line.counter))) entry.ends++;
+    }
   };
   const endAll = () => {
     for (const entry of allEntries()) retire(entry);
@@ -397,11 +432,18 @@ export function createAllowances(options: {
     },
     start(req, done) {
       const { entry } = req;
-      const settled: Promise<void> = done.then(ended, ended);
-      function ended() {
+      // Answered, its moves wait for granted() or refused(); failed, they are dropped.
+      const settled: Promise<void> = done.then(answered, failed);
+      function answered() {
         if (entry.granting === settled) entry.granting = undefined;
       }
+      function failed() {
+        answered();
+        doneWith(entry);
+      }
       entry.granting = settled;
+      entry.grantMoves = [];
+      grantsUnderWay.add(entry);
     },
     granted,
     refused,
@@ -410,6 +452,10 @@ export function createAllowances(options: {
     expire,
     end,
     endAll,
+    async stopGranting() {
+      stopping = true;
+      await Promise.all([...grantsUnderWay].map((entry) => entry.granting));
+    },
     stop: () => clearInterval(sweep),
     counted,
   };

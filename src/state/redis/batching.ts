@@ -111,6 +111,13 @@ export interface Gathered<Item, Result> {
   flush(): Promise<void>;
   /** Settles once what was gathered so far was applied (or failed); undefined when nothing waits. */
   applied(): Promise<void> | undefined;
+  /**
+   * Batches are numbered from 1 as they start, and sent in that order: the number of the
+   * batch the last items went in, and how many were sent so far (a batch numbered up to
+   * that went to Redis before whatever is sent now).
+   */
+  current(): number;
+  sentCount(): number;
 }
 
 /**
@@ -127,6 +134,8 @@ export function gatherWithin<Item, Batch, Result = void>(
   apply: (batch: Batch) => Promise<Result>,
 ): Gathered<Item, Result> {
   let pending: { batch: Batch; done: Promise<Result>; send: () => void; timer: ReturnType<typeof setTimeout> } | undefined;
+  let started = 0;
+  let sentCount = 0;
   /** Batches sent and not yet answered (a dropped connection can hold one until it is made again). */
   const sent = new Set<Promise<unknown>>();
   const gathered = (items: Item): Promise<Result> => {
@@ -134,8 +143,10 @@ export function gatherWithin<Item, Batch, Result = void>(
       const batch = start();
       let settle!: { resolve: (result: Result) => void; reject: (error: unknown) => void };
       const done = new Promise<Result>((resolve, reject) => (settle = { resolve, reject }));
+      started++;
       const send = () => {
         pending = undefined;
+        sentCount++;
         const answered = apply(batch).then(settle.resolve, settle.reject);
         sent.add(answered);
         void answered.finally(() => sent.delete(answered));
@@ -155,6 +166,8 @@ export function gatherWithin<Item, Batch, Result = void>(
     if (pending) all.push(pending.done);
     return Promise.allSettled(all).then(ignore);
   };
+  gathered.current = () => started;
+  gathered.sentCount = () => sentCount;
   gathered.flush = async () => {
     const now = pending;
     if (!now) return;
@@ -179,7 +192,7 @@ export function createAdjustBatcher(apply: (merged: MergedChange[]) => Promise<v
     (merged) => apply(merged.values()),
   );
   const adjust = (changes: readonly Adjustment[]): Promise<void> => (changes.length === 0 ? Promise.resolve() : gathered(changes));
-  return Object.assign(adjust, { applied: gathered.applied, flush: gathered.flush });
+  return Object.assign(adjust, { applied: gathered.applied, flush: gathered.flush, current: gathered.current, sentCount: gathered.sentCount });
 }
 
 /**

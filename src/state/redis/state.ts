@@ -195,13 +195,20 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   };
 
   /** Runs a script that may first ask for seeds or balances, loading them between runs. */
-  const withLoads = async (s: Script, lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number, extra: string[]): Promise<unknown[]> => {
+  const withLoads = async (s: Script, lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number, extra: string[], beforeEachRun?: () => void): Promise<unknown[]> => {
     for (let round = 0; round < LOAD_ROUNDS; round++) {
+      beforeEachRun?.();
       const answer = (await run(s, lines, ...extra)) as unknown[];
       if (answer[0] !== "load") return answer;
       await load(answer, lines, counters, at);
     }
     throw new Error("Redis kept asking for period totals and balances it was given");
+  };
+
+  /** What allowances hold unused of a counter, of blocks in the data the connection reaches (checked first when it was made again). */
+  const unusedNow = async (counter: Counter, at: number, period?: string) => {
+    if (dataset.generation() === undefined) await dataset.check().catch(() => {});
+    return allowances!.unused(counter, at, period);
   };
 
   /** A counter's value: the admission script in mode 'read'. */
@@ -212,10 +219,21 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
    * (batching.ts, oneRunAtATime): each is admitted in turn as by a run of its own, and
    * the windows and totals the calls of one account share are read and written once per run.
    */
-  type Admitting = { payload: Line[]; at: number; op: OpId };
+  type Admitting = { payload: Line[]; at: number; op: OpId; sent?: { batches: number } };
+  /** Notes, as a run goes, how many settlement batches went to Redis before it (they are in what it reads). */
+  const noteSent = (admitting: Admitting) => {
+    if (admitting.sent) admitting.sent.batches = adjustSoon.sentCount();
+  };
   const admissions = oneRunAtATime<Admitting, unknown[]>(
-    ({ payload, at, op }) => run(ADMIT, payload, "admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)) as Promise<unknown[]>,
-    (waiting) => run(ADMIT, waiting.map(({ payload, at, op }) => ({ l: payload, n: at, o: op.key, b: op.bit })), "many", "0", String(PERIOD_TTL_MS)) as Promise<unknown[][]>,
+    (admitting) => {
+      const { payload, at, op } = admitting;
+      noteSent(admitting);
+      return run(ADMIT, payload, "admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)) as Promise<unknown[]>;
+    },
+    (waiting) => {
+      for (const admitting of waiting) noteSent(admitting);
+      return run(ADMIT, waiting.map(({ payload, at, op }) => ({ l: payload, n: at, o: op.key, b: op.bit })), "many", "0", String(PERIOD_TTL_MS)) as Promise<unknown[][]>;
+    },
   );
   /**
    * An admission whose answer was lost may have counted: what it would have counted is
@@ -239,7 +257,14 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   };
 
   /** The ADMIT run of the lines Redis must check (with an allowance's margins, by the admission's line index), its raw answer. */
-  const runAdmission = async (checking: readonly AdmitLine[], indexes: readonly number[] | undefined, at: number, margins?: ReadonlyMap<number, number>): Promise<unknown[]> => {
+  const runAdmission = async (
+    checking: readonly AdmitLine[],
+    indexes: readonly number[] | undefined,
+    at: number,
+    margins?: ReadonlyMap<number, number>,
+    /** Filled with how many settlement batches were sent before the run that counted (allowances' grants). */
+    sent?: { batches: number },
+  ): Promise<unknown[]> => {
     const payload = checking.map(lineOf);
     if (margins) for (let sent = 0; sent < payload.length; sent++) payload[sent]!.m = margins.get(indexOf(sent, indexes));
     const op = repairs.next();
@@ -247,11 +272,13 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       undoLater(op, checking, at);
       throw error;
     };
-    const answer = await admissions({ payload, at, op }).catch(lost);
+    const admitting: Admitting = { payload, at, op, sent };
+    const answer = await admissions(admitting).catch(lost);
     // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
     if (answer[0] !== "load") return answer;
     await load(answer, payload, checking, at);
-    return withLoads(ADMIT, payload, checking, at, ["admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)]).catch(lost);
+    const extra = ["admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)];
+    return withLoads(ADMIT, payload, checking, at, extra, () => sent && (sent.batches = adjustSoon.sentCount())).catch(lost);
   };
 
   /** The ADMIT run of the lines Redis must check, its answer in the admission's own line indexes. */
@@ -292,7 +319,12 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   /** Asks Redis for an allowance: its answer past the standings, or which line refused it at what value. */
   const grant = async (request: GrantRequest): Promise<GrantAnswer | GrantRefusal> => {
     const { now: checking, indexes } = await prepare(request.lines, request.at);
-    const answer = await runAdmission(checking, indexes, request.at, request.margins);
+    // What this process gathered goes before the grant reads the counters; what it sends
+    // after that run the allowance adds itself (allowances.ts, grantMoves).
+    void adjustSoon.flush();
+    const sent = { batches: 0 };
+    const connects = redis.connects();
+    const answer = await runAdmission(checking, indexes, request.at, request.margins, sent);
     if (answer[0] !== "ok") return { refusedBy: indexOf(Number(answer[1]), indexes), used: Number(answer[2]) };
     const values = new Map<number, { before: number; reset: number | undefined }>();
     let at = 8;
@@ -305,7 +337,14 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       at += 2;
     }
     const stale = String(answer[7]);
-    return { staleAt: stale === "" ? undefined : Number(stale), values };
+    // The block is counted in the data the answering connection reaches: a grant that went
+    // over a connection made again meanwhile (Redis may have restarted) is of that connection's generation.
+    let epoch = request.epoch;
+    if (redis.connects() !== connects) {
+      await dataset.check().catch(() => {});
+      epoch = dataset.generation() ?? epoch;
+    }
+    return { staleAt: stale === "" ? undefined : Number(stale), values, admitSent: sent.batches, epoch };
   };
 
   /**
@@ -389,8 +428,9 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       return admitInRedis(lines, at);
     },
     adjust(changes) {
-      allowances?.track(changes);
-      return adjustSoon(changes);
+      const done = adjustSoon(changes);
+      allowances?.track(changes, adjustSoon.current());
+      return done;
     },
     async read(counter, at, period) {
       // What this process counted and has not sent yet is part of the value: the read
@@ -401,7 +441,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       await repairs.run();
       const value = Number((await readValue(counter, at, period))[1]);
       // A block counted and not used is not part of the value (credit: of what is available).
-      const unused = allowances?.unused(counter, at) ?? 0;
+      const unused = allowances ? await unusedNow(counter, at, period) : 0;
       return counter.kind === "credit" ? value + unused : value - unused;
     },
     async clear(counter) {
@@ -466,8 +506,11 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     },
     flushed: (charged, version) => flushed(charged, version),
     async held(accountId) {
+      // As a read: the give-backs gathered so far count first.
+      await adjustSoon.applied();
+      await repairs.run();
       const all = await held(accountId);
-      const unused = allowances?.unused({ kind: "credit", accountId }, now()) ?? 0;
+      const unused = allowances ? await unusedNow({ kind: "credit", accountId }, now()) : 0;
       return Math.max(0, all - unused);
     },
     async retire(accountId, settled) {
@@ -508,6 +551,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       closing = true;
       for (const entry of retired.values()) clearInterval(entry.timer);
       if (allowances) {
+        // A grant under way lands first, so its block goes back with the others.
+        await allowances.stopGranting();
         allowances.endAll();
         allowances.stop();
         await dataset.settled();
