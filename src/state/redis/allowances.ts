@@ -1,7 +1,8 @@
 import { bucketWidth } from "../memory-windows.ts";
-import type { Adjustment, AdmitLine, Counter, LimitStanding, Standings } from "../state.ts";
+import type { Adjustment, AdmitLine, Counter } from "../state.ts";
 import type { Allowance, Allowances, Entry, Held, ShapeLine } from "./allowance-model.ts";
 import { adjustmentOf } from "./deferred-lines.ts";
+import { fits, givingBack, held, move, reachedAt, standingsOf } from "./allowance-lines.ts";
 
 export type { Allowances, GrantAnswer, GrantRefusal, GrantRequest } from "./allowance-model.ts";
 
@@ -57,14 +58,8 @@ const FORGET_MS = 60_000;
 const MAX_SHAPES = 16;
 
 
-/** Whether an allowance holds a block of the line: every checked line, and credit (always reserved in the admission). */
-const held = (line: AdmitLine) => line.limit !== undefined || line.counter.kind === "credit";
 
 
-/** A held line's value now, as the admission script would read it (credit: what is available). */
-const valueOf = (h: Held) => (h.counter.kind === "credit" ? h.before - h.drawn - h.moved : h.before + h.drawn + h.moved);
-/** Whether the script would refuse at the line's limit. */
-const reachedAt = (h: Held) => h.limit !== undefined && (h.counter.kind === "credit" ? valueOf(h) <= h.limit : valueOf(h) >= h.limit);
 
 export function createAllowances(options: {
   keyOf: (counter: Counter) => string;
@@ -103,18 +98,6 @@ export function createAllowances(options: {
     for (let i = 0; i < lines.length; i++) if (held(lines[i]!)) return i;
     return -1;
   };
-  /** Whether the admission's lines have the entry's shape. */
-  const fits = (entry: Entry, lines: readonly AdmitLine[]) => {
-    if (lines.length !== entry.length) return false;
-    let j = 0;
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i]!;
-      if (!held(line)) continue;
-      const h = entry.shape[j++];
-      if (h === undefined || h.index !== i || h.counter !== line.counter || h.limit !== line.limit || h.period !== line.period) return false;
-    }
-    return j === entry.shape.length;
-  };
   /** The entry of the lines' shape; made when `at` is given and there is none. */
   const entryOf = (lines: readonly AdmitLine[], at?: number): Entry | undefined => {
     const first = firstHeld(lines);
@@ -151,25 +134,12 @@ export function createAllowances(options: {
   const close = (allowance: Allowance) => {
     if (allowance.closed) return;
     allowance.closed = true;
-    const changes: Adjustment[] = [];
     for (const h of allowance.lines) {
       const holders = byCounter.get(h.key);
       holders?.delete(allowance);
       if (holders?.size === 0) byCounter.delete(h.key);
-      const unused = h.block - h.drawn;
-      const { counter } = h;
-      if (counter.kind === "window") {
-        // The block was counted at the grant; its calls were made up to `newest` (the same
-        // bucket), and a bucket counts until its newest amount is a window old.
-        if (h.drawn > 0 && allowance.newest > allowance.grantAt) {
-          changes.push({ counter, at: allowance.grantAt, delta: -h.block });
-          changes.push({ counter, at: allowance.newest, delta: h.drawn });
-        } else if (unused > 0) changes.push({ counter, at: allowance.grantAt, delta: -unused });
-      } else if (unused > 0) {
-        if (counter.kind === "period") changes.push({ counter, period: h.period!, delta: -unused });
-        else if (counter.kind === "credit") changes.push({ counter, release: unused, charge: 0 });
-      }
     }
+    const changes = givingBack(allowance);
     if (changes.length > 0) give(changes, allowance.epoch);
   };
 
@@ -185,30 +155,6 @@ export function createAllowances(options: {
 
   /** Whether the allowance admits a call at `at` (the line shapes aside). */
   const usable = (a: Allowance, at: number) => !a.stale && !a.closed && at >= a.grantAt && at < a.end && a.epoch === options.epoch();
-
-  const standingsOf = (a: Allowance, at: number): Standings | undefined => {
-    let requests: LimitStanding | undefined;
-    let tokens: LimitStanding | undefined;
-    for (const h of a.lines) {
-      if (h.report === undefined || h.limit === undefined) continue;
-      const left = Math.max(0, h.limit - valueOf(h));
-      const best = h.report === "requests" ? requests : tokens;
-      if (best !== undefined && left >= best.remaining) continue;
-      const standing: LimitStanding = { line: h.index, remaining: left };
-      if (h.windowMs !== undefined) {
-        // The oldest amount that counts is this bucket's when the grant said so; its newest is then the latest call's.
-        const newest = h.oldestNewest! >= h.bucketStart! ? Math.max(h.oldestNewest!, a.newest) : h.oldestNewest!;
-        standing.resetMs = Math.max(0, newest + h.windowMs - at);
-      }
-      if (h.report === "requests") requests = standing;
-      else tokens = standing;
-    }
-    if (!requests && !tokens) return undefined;
-    const standings: Standings = {};
-    if (requests) standings.requests = requests;
-    if (tokens) standings.tokens = tokens;
-    return standings;
-  };
 
   const draw: Allowances["draw"] = (lines, at) => {
     if (entries.size === 0) return undefined;
@@ -330,24 +276,6 @@ export function createAllowances(options: {
     return false;
   };
 
-  /** What a change of this process does to an allowance's held line of its counter. */
-  const move = (allowance: Allowance, h: Held, change: Adjustment) => {
-    if (change.counter.kind === "window") {
-      const { at, delta } = change as { at: number; delta: number };
-      // Outside the allowance's bucket a change may count or not as the window slides: it reads Redis again.
-      if (at < h.bucketStart! || at >= h.bucketStart! + bucketWidth(h.windowMs!)) allowance.stale = true;
-      else {
-        h.moved += delta;
-        if (delta > 0 && at > allowance.newest) allowance.newest = at;
-      }
-    } else if (change.counter.kind === "period") {
-      const { period, delta } = change as { period: string; delta: number };
-      if (period === h.period) h.moved += delta;
-    } else if (change.counter.kind === "credit") {
-      const { release, charge } = change as { release: number; charge: number };
-      h.moved += charge - release;
-    }
-  };
   /** Entries whose grant is under way: what they must add once granted (`grantMoves`). */
   const grantsUnderWay = new Set<Entry>();
   const doneWith = (entry: Entry) => {

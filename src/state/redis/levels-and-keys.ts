@@ -1,13 +1,12 @@
 import { BASE_COOLDOWN_MS, FAILURES_BEFORE_SLEEP, MAX_COOLDOWN_MS } from "../key-health.ts";
 import type { KeyHealth, KeySleep, KeyState, LevelState, LevelStatus, SleepReason } from "../state.ts";
-import type { Script } from "./connection.ts";
+import type { Run } from "./counter-lines.ts";
 import { KEY_HEALTH, LEVEL } from "./lua-keys.ts";
 import { GATHER_MS, gatherWithin } from "./batching.ts";
 import type { Repairs } from "./repairs.ts";
 
 /** The Redis State's Levels (switch-over counts and state) and provider keys (health, sleep, calls in flight): one script run per operation. */
 
-export type Run = (s: Script, payload: unknown, ...extra: string[]) => Promise<unknown>;
 
 const orNull = (text: unknown): number | null => (text === "" || text === null || text === undefined ? null : Number(text));
 

@@ -1,6 +1,6 @@
 import type { ClaimState, PendingState } from "../state.ts";
 import type { RedisConnection } from "./connection.ts";
-import type { Run } from "./levels-and-keys.ts";
+import type { Run } from "./counter-lines.ts";
 import { CLAIM } from "./lua-keys.ts";
 
 // Pending sign-ups and one-time claims on Redis: the State's two kinds of entries that only expire.

@@ -1,18 +1,18 @@
 import type { Logger } from "../../core/log.ts";
 import type { StateLoaders } from "../state.ts";
-import type { Adjustment, AdmitLine, Counter, CountState, CreditState, LimitKind, LimitStanding, Standings, State, Verdict, WindowCounter } from "../state.ts";
+import type { Adjustment, AdmitLine, Counter, CountState, State, Verdict } from "../state.ts";
 import type { RedisConnection, Script } from "./connection.ts";
 import { ADJUST, ADMIT } from "./lua.ts";
-import { CREDIT } from "./lua-credit.ts";
-import { createAdjustBatcher, GATHER_MS, oneRunAtATime, type Line } from "./batching.ts";
+import { createCreditState } from "./credit-state.ts";
+import { createAdjustBatcher, GATHER_MS, type MergedChange } from "./batching.ts";
 import { createKeys, createLevels } from "./levels-and-keys.ts";
 import { createClaims, createPending } from "./pending-and-claims.ts";
-import { adjustmentOf, splitAdmission, type CheckedCounters } from "./deferred-lines.ts";
-import { laneOf } from "./lua-windows.ts";
+import { splitAdmission, type CheckedCounters } from "./deferred-lines.ts";
+import { createCounterLines, PERIOD_TTL_MS } from "./counter-lines.ts";
+import { ADMITTED_NOW, createAdmissionRuns, indexOf } from "./admission-runs.ts";
 import { createAllowances, type GrantAnswer, type GrantRefusal, type GrantRequest } from "./allowances.ts";
 import { watchDataset } from "./dataset.ts";
 import { createRepairs, type OpId } from "./repairs.ts";
-import { MergedChanges, mergeAdjustments, type MergedChange } from "./batching.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -69,34 +69,10 @@ export interface RedisState extends State {
 
 export const DEFAULT_PREFIX = "router:";
 export const DEFAULT_LEASE_MS = 30_000;
-/** Period totals outlive their month; a total Redis lost is seeded again from the rollups. */
-const PERIOD_TTL_MS = 35 * 86_400_000;
-/** Calls of a script that asks for loads; each run fills what the one before named. */
-const LOAD_ROUNDS = 3;
 
 /** Grants an admission waits for or asks for before Redis admits it on its own. */
 const GRANT_ROUNDS = 4;
 
-const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
-
-/** A line's index in the admission, from its index in what the script was sent. */
-const indexOf = (sent: number, indexes: readonly number[] | undefined): number => (indexes ? indexes[sent]! : sent);
-
-/** The standings in an admission's answer: {'ok', line, remaining, reset} for requests, then for tokens ('' where none). */
-function standingsOf(answer: unknown[], indexes: readonly number[] | undefined): Standings {
-  const standings: Standings = {};
-  const at = (offset: number): LimitStanding | undefined => {
-    if (answer[offset] === "" || answer[offset] === undefined) return undefined;
-    const reset = String(answer[offset + 2]);
-    const line = indexOf(Number(answer[offset]), indexes);
-    return reset === "" ? { line, remaining: Number(answer[offset + 1]) } : { line, remaining: Number(answer[offset + 1]), resetMs: Number(reset) };
-  };
-  const requests = at(1);
-  const tokens = at(4);
-  if (requests) standings.requests = requests;
-  if (tokens) standings.tokens = tokens;
-  return standings;
-}
 
 export function createRedisState(options: RedisStateOptions, loaders: StateLoaders, now: () => number): RedisState {
   const redis = options.connection;
@@ -126,84 +102,14 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   const timer = setInterval(heartbeat, Math.max(10, Math.floor(leaseMs / 3)));
   timer.unref?.();
 
-  /**
-   * A window's string: a pair's under `wp:`, a window alone under `ws:` (lua-windows.ts;
-   * earlier layouts were under `win:`, one window a string, and `w:`, hashes: another
-   * layout, so another name, and instances of two versions never read each other's).
-   */
-  const windowKey = (counter: WindowCounter) => (counter.lane ? `${prefix}wp:${counter.lane.key}` : `${prefix}ws:${counter.key}`);
-  /** Redis keys of counters, made once per counter object (the request path reuses them). */
-  const keysOf = new WeakMap<object, string>();
-  const keyOf = (counter: Counter): string => {
-    let key = keysOf.get(counter);
-    if (key === undefined) {
-      key = counter.kind === "credit" ? `${prefix}c:${counter.accountId}` : counter.kind === "window" ? windowKey(counter) : `${prefix}${counter.kind[0]}:${counter.key}`;
-      keysOf.set(counter, key);
-    }
-    return key;
-  };
+  const counterLines = createCounterLines(prefix, loaders, run);
+  const { keyOf, lineOf, withLoads } = counterLines;
 
   /** Counters some admission checked: their amounts are counted in the admission itself from then on. */
   const checkedCounters: CheckedCounters = { keys: new Set(), keyOf };
   /** The flush a first check waits for (admissions meanwhile wait for it too, so none overtakes another). */
   let gatheredFirst: Promise<void> | undefined;
   const onLostCount = (error: unknown) => options.log?.error("an admitted call's unchecked counts could not be given to Redis", { error: (error as Error).message });
-
-  const lineOf = (line: { counter: Counter; period?: string; limit?: number; add?: number; held?: Counter; report?: LimitKind }): Line => {
-    const { counter } = line;
-    return {
-      k: counter.kind[0],
-      key: keyOf(counter),
-      w: counter.kind === "window" ? counter.windowMs : undefined,
-      n: counter.kind === "window" ? laneOf(counter) : undefined,
-      p: line.period,
-      l: line.limit,
-      a: line.add ?? 0,
-      h: line.held ? keyOf(line.held) : undefined,
-      r: line.report === undefined || line.limit === undefined ? undefined : line.report === "requests" ? 1 : 2,
-    };
-  };
-
-  /** Balance reads that failed, by line: asked again, the line fails with the read's error. */
-  const loadFailures = new WeakMap<Line, { error: unknown }>();
-  /** Fills the lines the script named with the seed or balance it lacks. */
-  const load = async (answer: unknown[], lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number) => {
-    await Promise.all(
-      answer.slice(1).map(async (index) => {
-        const i = Number(index);
-        const { counter, period } = counters[i]!;
-        if (counter.kind === "period") lines[i]!.s = await loaders.seed(counter.seed, period!);
-        else if (counter.kind === "credit") {
-          const line = lines[i]!;
-          const failed = loadFailures.get(line);
-          if (failed !== undefined) throw failed.error;
-          try {
-            const { balance, staleAt, version, expiring } = await loaders.balance(counter.accountId, at);
-            line.b = balance;
-            line.v = version;
-            line.st = Number.isFinite(staleAt) ? staleAt : undefined;
-            line.e = expiring ? JSON.stringify(expiring.map((grant) => [grant.at, grant.remaining])) : undefined;
-          } catch (error) {
-            // The ledger cannot be read: the script takes a stale balance's expired grants
-            // off by itself (f); a balance it cannot bring forward fails with this error.
-            loadFailures.set(line, { error });
-            line.f = 1;
-          }
-        }
-      }),
-    );
-  };
-
-  /** Runs a script that may first ask for seeds or balances, loading them between runs. */
-  const withLoads = async (s: Script, lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number, extra: string[], beforeEachRun?: () => void): Promise<unknown[]> => {
-    for (let round = 0; round < LOAD_ROUNDS; round++) {
-      beforeEachRun?.();
-      const answer = (await run(s, lines, ...extra)) as unknown[];
-      if (answer[0] !== "load") return answer;
-      await load(answer, lines, counters, at);
-    }
-    throw new Error("Redis kept asking for period totals and balances it was given");
-  };
 
   /** What allowances hold unused of a counter, of blocks in the data the connection reaches (checked first when it was made again). */
   const unusedNow = async (counter: Counter, at: number, period?: string) => {
@@ -214,80 +120,13 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   /** A counter's value: the admission script in mode 'read'. */
   const readValue = (counter: Counter, at: number, period: string | undefined) =>
     withLoads(ADMIT, [lineOf({ counter, period })], [{ counter, period }], at, ["read", String(at), String(PERIOD_TTL_MS)]);
-  /**
-   * Admissions one run at a time, those that came meanwhile together in the next
-   * (batching.ts, oneRunAtATime): each is admitted in turn as by a run of its own, and
-   * the windows and totals the calls of one account share are read and written once per run.
-   */
-  type Admitting = { payload: Line[]; at: number; op: OpId; sent?: { batches: number } };
-  /** Notes, as a run goes, how many settlement batches went to Redis before it (they are in what it reads). */
-  const noteSent = (admitting: Admitting) => {
-    if (admitting.sent) admitting.sent.batches = adjustSoon.sentCount();
-  };
-  const admissions = oneRunAtATime<Admitting, unknown[]>(
-    (admitting) => {
-      const { payload, at, op } = admitting;
-      noteSent(admitting);
-      return run(ADMIT, payload, "admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)) as Promise<unknown[]>;
-    },
-    (waiting) => {
-      for (const admitting of waiting) noteSent(admitting);
-      return run(ADMIT, waiting.map(({ payload, at, op }) => ({ l: payload, n: at, o: op.key, b: op.bit })), "many", "0", String(PERIOD_TTL_MS)) as Promise<unknown[][]>;
-    },
-  );
-  /**
-   * An admission whose answer was lost may have counted: what it would have counted is
-   * taken off once Redis answers again, if it did (repairs.ts).
-   */
-  const undoLater = (op: OpId, checking: readonly AdmitLine[], at: number) => {
-    const reverse: Adjustment[] = [];
-    for (const line of checking) {
-      if (line.add === 0) continue;
-      const { counter } = line;
-      if (counter.kind === "credit") reverse.push({ counter, release: line.add, charge: 0 });
-      else {
-        const forward = adjustmentOf(line, at) as { delta: number };
-        reverse.push({ ...forward, delta: -forward.delta } as Adjustment);
-      }
-    }
-    const merged = new MergedChanges();
-    mergeAdjustments(reverse, keyOf, merged);
-    const reversed = merged.values();
-    repairs.add(op, () => adjustRun(reversed, op, "undo"));
-  };
-
-  /** The ADMIT run of the lines Redis must check (with an allowance's margins, by the admission's line index), its raw answer. */
-  const runAdmission = async (
-    checking: readonly AdmitLine[],
-    indexes: readonly number[] | undefined,
-    at: number,
-    margins?: ReadonlyMap<number, number>,
-    /** Filled with how many settlement batches were sent before the run that counted (allowances' grants). */
-    sent?: { batches: number },
-  ): Promise<unknown[]> => {
-    const payload = checking.map(lineOf);
-    if (margins) for (let sent = 0; sent < payload.length; sent++) payload[sent]!.m = margins.get(indexOf(sent, indexes));
-    const op = repairs.next();
-    const lost = (error: unknown) => {
-      undoLater(op, checking, at);
-      throw error;
-    };
-    const admitting: Admitting = { payload, at, op, sent };
-    const answer = await admissions(admitting).catch(lost);
-    // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
-    if (answer[0] !== "load") return answer;
-    await load(answer, payload, checking, at);
-    const extra = ["admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)];
-    return withLoads(ADMIT, payload, checking, at, extra, () => sent && (sent.batches = adjustSoon.sentCount())).catch(lost);
-  };
-
-  /** The ADMIT run of the lines Redis must check, its answer in the admission's own line indexes. */
-  const admitChecked = async (checking: readonly AdmitLine[], indexes: readonly number[] | undefined, at: number): Promise<Verdict> => {
-    const answer = await runAdmission(checking, indexes, at);
-    if (answer[0] === "ok") return answer[1] === "" && answer[4] === "" ? ADMITTED_NOW : { admitted: true, standings: standingsOf(answer, indexes) };
-    const [, line, used, held, retryAfterMs] = answer.map(String);
-    return { admitted: false, refusal: { line: indexOf(Number(line), indexes), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
-  };
+  const { runAdmission, admitChecked } = createAdmissionRuns({
+    run,
+    lines: counterLines,
+    repairs,
+    settlementsSent: () => adjustSoon.sentCount(),
+    undo: (reversed, op) => adjustRun(reversed, op, "undo"),
+  });
 
   /**
    * Splits an admission (deferred-lines.ts) and waits for what must reach Redis before it:
@@ -466,7 +305,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
         repairs.add(op, () => adjustRun(merged, op));
         throw error;
       }
-      if (retired.size > 0) for (const { counter } of merged) if (counter.kind === "credit") await settleRetired(counter.accountId);
+      await credits.settled(merged);
     },
     keyOf,
     GATHER_MS,
@@ -477,60 +316,22 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     return withLoads(ADJUST, merged.map((m) => m.line), merged, now(), [String(PERIOD_TTL_MS), closing ? "0" : "1", op.key, String(op.bit), mode]);
   }
 
-  /** Deleted accounts whose calls still hold credit, and what to do when they no longer do (this process's callbacks). */
-  const retired = new Map<number, { settled: () => void; timer: ReturnType<typeof setInterval> }>();
-  const creditKey = (accountId: number) => `${prefix}c:${accountId}`;
-  const held = async (accountId: number) => Number(await run(CREDIT, { op: "held", key: creditKey(accountId) }));
-  const settleRetired = async (accountId: number) => {
-    const entry = retired.get(accountId);
-    if (!entry || (await held(accountId)) > 0 || !retired.has(accountId)) return;
-    retired.delete(accountId);
-    clearInterval(entry.timer);
-    await redis.send("DEL", [creditKey(accountId)]);
-    entry.settled();
-  };
-
-  const flushed = async (charged: ReadonlyMap<number, number>, version: number | undefined, drop?: [string, string]) => {
-    if (charged.size === 0 && !drop) return;
-    await run(CREDIT, { op: "flushed", charges: [...charged].map(([accountId, amount]) => [creditKey(accountId), amount]), v: version, now: now(), drop });
-    if (retired.size > 0) for (const accountId of charged.keys()) await settleRetired(accountId);
-  };
-
   const endCredit = (accountId: number) => allowances?.end((held) => held.kind === "credit" && held.accountId === accountId);
-  const credit: CreditState = {
-    async invalidate(accountId) {
-      // A block reserved against the old balance admits nothing more.
-      endCredit(accountId);
-      // The next use, by any process, reads the ledger again; what calls hold stays.
-      await redis.send("HDEL", [creditKey(accountId), "stored", "staleAt", "version", "exp"]);
-    },
-    flushed: (charged, version) => flushed(charged, version),
-    async held(accountId) {
-      // As a read: the give-backs gathered so far count first.
-      await adjustSoon.applied();
-      await repairs.run();
-      const all = await held(accountId);
-      const unused = allowances ? await unusedNow({ kind: "credit", accountId }, now()) : 0;
-      return Math.max(0, all - unused);
-    },
-    async retire(accountId, settled) {
-      endCredit(accountId);
-      await adjustSoon.flush();
-      // Calls on other instances settle there, and a killed one's leases only expire:
-      // look again every second until nothing is held.
-      const timer = setInterval(() => void settleRetired(accountId).catch(() => {}), 1000);
-      timer.unref?.();
-      const previous = retired.get(accountId);
-      if (previous) clearInterval(previous.timer);
-      retired.set(accountId, { settled, timer });
-      await settleRetired(accountId);
-    },
-  };
+  const credits = createCreditState({
+    prefix,
+    run,
+    redis,
+    now,
+    settlements: adjustSoon,
+    repairs,
+    endBlocks: endCredit,
+    unused: (accountId) => (allowances ? unusedNow({ kind: "credit", accountId }, now()) : Promise.resolve(0)),
+  });
 
   return {
     owner,
     leaseMs,
-    flushedClaim: (charged, version, drop) => flushed(charged, version, drop),
+    flushedClaim: (charged, version, drop) => credits.flushed(charged, version, drop),
     settlementsApplied: () => {
       // A settlement whose answer was lost counts once it is sent again (repairs.ts).
       const applied = adjustSoon.applied();
@@ -540,7 +341,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     allowances: allowances?.counted ?? { granted: 0, drawn: 0 },
     forgetAllowances: (accountId) => void endCredit(accountId),
     counts,
-    credit,
+    credit: credits.credit,
     levels: createLevels(prefix, run, repairs),
     keys: createKeys(prefix, run, repairs),
     signups: createPending(redis, `${prefix}su:`),
@@ -549,7 +350,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       // The lease is no longer renewed from here on: not by the heartbeat, nor by the last settlements.
       clearInterval(timer);
       closing = true;
-      for (const entry of retired.values()) clearInterval(entry.timer);
+      credits.stop();
       if (allowances) {
         // A grant under way lands first, so its block goes back with the others.
         await allowances.stopGranting();

@@ -1,0 +1,122 @@
+import type { Adjustment, AdmitLine, LimitStanding, Standings, Verdict } from "../state.ts";
+import { MergedChanges, mergeAdjustments, oneRunAtATime, type Line, type MergedChange } from "./batching.ts";
+import { PERIOD_TTL_MS, type CounterLines, type Run } from "./counter-lines.ts";
+import { adjustmentOf } from "./deferred-lines.ts";
+import { ADMIT } from "./lua.ts";
+import type { OpId, Repairs } from "./repairs.ts";
+
+/**
+ * The Redis State's admission runs (state.ts): the ADMIT script for the lines Redis must
+ * check, one run at a time with those that came meanwhile, each under an operation id
+ * that a lost answer undoes (repairs.ts), and its answer read as a verdict.
+ */
+
+export const ADMITTED_NOW: Verdict = Object.freeze({ admitted: true as const });
+
+/** A line's index in the admission, from its index in what the script was sent. */
+export const indexOf = (sent: number, indexes: readonly number[] | undefined): number => (indexes ? indexes[sent]! : sent);
+
+/** The standings in an admission's answer: {'ok', line, remaining, reset} for requests, then for tokens ('' where none). */
+function standingsOf(answer: unknown[], indexes: readonly number[] | undefined): Standings {
+  const standings: Standings = {};
+  const at = (offset: number): LimitStanding | undefined => {
+    if (answer[offset] === "" || answer[offset] === undefined) return undefined;
+    const reset = String(answer[offset + 2]);
+    const line = indexOf(Number(answer[offset]), indexes);
+    return reset === "" ? { line, remaining: Number(answer[offset + 1]) } : { line, remaining: Number(answer[offset + 1]), resetMs: Number(reset) };
+  };
+  const requests = at(1);
+  const tokens = at(4);
+  if (requests) standings.requests = requests;
+  if (tokens) standings.tokens = tokens;
+  return standings;
+}
+
+export function createAdmissionRuns(deps: {
+  run: Run;
+  lines: CounterLines;
+  repairs: Repairs;
+  /** How many settlement batches were sent so far (gatherWithin's sentCount). */
+  settlementsSent: () => number;
+  /** Sends an undo of a lost admission (ADJUST under its id). */
+  undo: (reversed: MergedChange[], op: OpId) => Promise<unknown>;
+}) {
+  const { run } = deps;
+  const { keyOf, lineOf, load, withLoads } = deps.lines;
+  /**
+   * Admissions one run at a time, those that came meanwhile together in the next
+   * (batching.ts, oneRunAtATime): each is admitted in turn as by a run of its own, and
+   * the windows and totals the calls of one account share are read and written once per run.
+   */
+  type Admitting = { payload: Line[]; at: number; op: OpId; sent?: { batches: number } };
+  /** Notes, as a run goes, how many settlement batches went to Redis before it (they are in what it reads). */
+  const noteSent = (admitting: Admitting) => {
+    if (admitting.sent) admitting.sent.batches = deps.settlementsSent();
+  };
+  const admissions = oneRunAtATime<Admitting, unknown[]>(
+    (admitting) => {
+      const { payload, at, op } = admitting;
+      noteSent(admitting);
+      return run(ADMIT, payload, "admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)) as Promise<unknown[]>;
+    },
+    (waiting) => {
+      for (const admitting of waiting) noteSent(admitting);
+      return run(ADMIT, waiting.map(({ payload, at, op }) => ({ l: payload, n: at, o: op.key, b: op.bit })), "many", "0", String(PERIOD_TTL_MS)) as Promise<unknown[][]>;
+    },
+  );
+  /**
+   * An admission whose answer was lost may have counted: what it would have counted is
+   * taken off once Redis answers again, if it did (repairs.ts).
+   */
+  const undoLater = (op: OpId, checking: readonly AdmitLine[], at: number) => {
+    const reverse: Adjustment[] = [];
+    for (const line of checking) {
+      if (line.add === 0) continue;
+      const { counter } = line;
+      if (counter.kind === "credit") reverse.push({ counter, release: line.add, charge: 0 });
+      else {
+        const forward = adjustmentOf(line, at) as { delta: number };
+        reverse.push({ ...forward, delta: -forward.delta } as Adjustment);
+      }
+    }
+    const merged = new MergedChanges();
+    mergeAdjustments(reverse, keyOf, merged);
+    const reversed = merged.values();
+    deps.repairs.add(op, () => deps.undo(reversed, op));
+  };
+
+  /** The ADMIT run of the lines Redis must check (with an allowance's margins, by the admission's line index), its raw answer. */
+  const runAdmission = async (
+    checking: readonly AdmitLine[],
+    indexes: readonly number[] | undefined,
+    at: number,
+    margins?: ReadonlyMap<number, number>,
+    /** Filled with how many settlement batches were sent before the run that counted (allowances' grants). */
+    sent?: { batches: number },
+  ): Promise<unknown[]> => {
+    const payload = checking.map(lineOf);
+    if (margins) for (let sent = 0; sent < payload.length; sent++) payload[sent]!.m = margins.get(indexOf(sent, indexes));
+    const op = deps.repairs.next();
+    const lost = (error: unknown) => {
+      undoLater(op, checking, at);
+      throw error;
+    };
+    const admitting: Admitting = { payload, at, op, sent };
+    const answer = await admissions(admitting).catch(lost);
+    // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
+    if (answer[0] !== "load") return answer;
+    await load(answer, payload, checking, at);
+    const extra = ["admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)];
+    return withLoads(ADMIT, payload, checking, at, extra, () => sent && (sent.batches = deps.settlementsSent())).catch(lost);
+  };
+
+  /** The ADMIT run of the lines Redis must check, its answer in the admission's own line indexes. */
+  const admitChecked = async (checking: readonly AdmitLine[], indexes: readonly number[] | undefined, at: number): Promise<Verdict> => {
+    const answer = await runAdmission(checking, indexes, at);
+    if (answer[0] === "ok") return answer[1] === "" && answer[4] === "" ? ADMITTED_NOW : { admitted: true, standings: standingsOf(answer, indexes) };
+    const [, line, used, held, retryAfterMs] = answer.map(String);
+    return { admitted: false, refusal: { line: indexOf(Number(line), indexes), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
+  };
+
+  return { runAdmission, admitChecked };
+}
