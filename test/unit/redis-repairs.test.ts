@@ -1,86 +1,16 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import type { Socket } from "bun";
 import { connectRedis } from "../../src/state/redis/connection.ts";
 import { createRedisState, type RedisState } from "../../src/state/redis/state.ts";
 import type { AdmitLine, CreditCounter, GaugeCounter, StateLoaders, WindowCounter } from "../../src/state/state.ts";
 import { servicesSkipped, startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 import { freshPrefix } from "../helpers/redis-state.ts";
+import { redisProxy } from "../helpers/redis-proxy.ts";
 
 /**
  * Counts whose answer was lost (src/state/redis/repairs.ts): a settlement is sent again
  * and counts once, an admission is undone, whether the lost script ran or not, and the
- * original arriving late counts nothing. A TCP proxy between the State and Redis loses
- * the answers, or the commands, or holds them back to deliver later.
+ * original arriving late counts nothing (test/helpers/redis-proxy.ts makes the faults).
  */
-
-type Mode = "pass" | "lose answers" | "hold commands";
-
-interface Link {
-  upstream?: Socket<undefined>;
-  /** Commands not forwarded yet (held back, or sent before the upstream was open). */
-  held: Uint8Array[];
-  holding: boolean;
-}
-
-/** A proxy to Redis whose mode applies to what each connection does from then on. */
-async function redisProxy(target: URL) {
-  let mode: Mode = "pass";
-  const links = new Set<Link>();
-  const server = Bun.listen<Link>({
-    hostname: "127.0.0.1",
-    port: 0,
-    socket: {
-      async open(client) {
-        const link: Link = { held: [], holding: false };
-        client.data = link;
-        links.add(link);
-        link.upstream = await Bun.connect({
-          hostname: target.hostname,
-          port: Number(target.port),
-          socket: {
-            data(_, bytes) {
-              if (mode !== "lose answers") client.write(bytes);
-            },
-            close() {
-              client.end();
-            },
-          },
-        });
-        if (!link.holding) for (const bytes of link.held.splice(0)) link.upstream.write(bytes);
-      },
-      data(client, bytes) {
-        const link = client.data;
-        if (mode === "hold commands") link.holding = true;
-        if (link.holding || !link.upstream) link.held.push(new Uint8Array(bytes));
-        else link.upstream.write(bytes);
-      },
-      close(client) {
-        // A connection holding commands keeps its way to Redis open: they may still arrive.
-        if (!client.data.holding) client.data.upstream?.end();
-      },
-    },
-  });
-  return {
-    url: `redis://127.0.0.1:${server.port}`,
-    set(next: Mode) {
-      mode = next;
-    },
-    /** The commands held back reach Redis now, late, over their own connections. */
-    async deliverLate() {
-      for (const link of links) {
-        if (!link.holding) continue;
-        link.holding = false;
-        for (const bytes of link.held.splice(0)) link.upstream?.write(bytes);
-      }
-      await Bun.sleep(50);
-      for (const link of links) link.upstream?.end();
-    },
-    stop() {
-      server.stop(true);
-      for (const link of links) link.upstream?.end();
-    },
-  };
-}
 
 const T0 = Date.UTC(2026, 10, 28, 12);
 const funded: StateLoaders = { seed: () => 0, balance: () => ({ balance: 1_000_000, staleAt: Infinity, version: 1 }) };

@@ -3,7 +3,10 @@ import { MergedChanges, mergeAdjustments, oneRunAtATime, type Line, type MergedC
 import { PERIOD_TTL_MS, type CounterLines, type Run } from "./counter-lines.ts";
 import { adjustmentOf } from "./deferred-lines.ts";
 import { ADMIT } from "./lua.ts";
-import type { OpId, Repairs } from "./repairs.ts";
+import { ConnectionMadeAgain, type OpId, type Repairs } from "./repairs.ts";
+
+/** The answer of an admission that did not go: the connection was made again while it waited for the run before. */
+const NOT_SENT: unknown[] = ["not sent"];
 
 /**
  * The Redis State's admission runs (state.ts): the ADMIT script for the lines Redis must
@@ -48,27 +51,44 @@ export function createAdmissionRuns(deps: {
    * (batching.ts, oneRunAtATime): each is admitted in turn as by a run of its own, and
    * the windows and totals the calls of one account share are read and written once per run.
    */
-  type Admitting = { payload: Line[]; at: number; op: OpId; sent?: { batches: number } };
+  /** What a grant learns of its counting run: the settlement batches sent before it, and the dataset's generation it went over. */
+  type Sent = { batches: number; generation?: number };
+  type Admitting = { payload: Line[]; at: number; op: OpId; sent?: Sent };
   /** Notes, as a run goes, how many settlement batches went to Redis before it (they are in what it reads). */
   const noteSent = (admitting: Admitting) => {
-    if (admitting.sent) admitting.sent.batches = deps.settlementsSent();
+    if (!admitting.sent) return;
+    admitting.sent.batches = deps.settlementsSent();
+    admitting.sent.generation = admitting.op.generation;
+  };
+  /** Whether the connection in use is of the admission's generation (repairs.ts: `guard`); an admission waiting for the run before may find it made again. */
+  const goes = (admitting: Admitting) => {
+    try {
+      deps.repairs.guard(admitting.op);
+      return true;
+    } catch {
+      return false;
+    }
   };
   const admissions = oneRunAtATime<Admitting, unknown[]>(
     (admitting) => {
       const { payload, at, op } = admitting;
+      if (!goes(admitting)) return Promise.resolve(NOT_SENT);
       noteSent(admitting);
       return run(ADMIT, payload, "admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)) as Promise<unknown[]>;
     },
-    (waiting) => {
-      for (const admitting of waiting) noteSent(admitting);
-      return run(ADMIT, waiting.map(({ payload, at, op }) => ({ l: payload, n: at, o: op.key, b: op.bit })), "many", "0", String(PERIOD_TTL_MS)) as Promise<unknown[][]>;
+    async (waiting) => {
+      const going = waiting.filter(goes);
+      for (const admitting of going) noteSent(admitting);
+      const answers = going.length === 0 ? [] : ((await run(ADMIT, going.map(({ payload, at, op }) => ({ l: payload, n: at, o: op.key, b: op.bit })), "many", "0", String(PERIOD_TTL_MS))) as unknown[][]);
+      let next = 0;
+      return waiting.map((admitting) => (going.includes(admitting) ? answers[next++]! : NOT_SENT));
     },
   );
   /**
    * An admission whose answer was lost may have counted: what it would have counted is
    * taken off once Redis answers again, if it did (repairs.ts).
    */
-  const undoLater = (op: OpId, checking: readonly AdmitLine[], at: number) => {
+  const reversal = (checking: readonly AdmitLine[], at: number): MergedChange[] => {
     const reverse: Adjustment[] = [];
     for (const line of checking) {
       if (line.add === 0) continue;
@@ -81,8 +101,7 @@ export function createAdmissionRuns(deps: {
     }
     const merged = new MergedChanges();
     mergeAdjustments(reverse, keyOf, merged);
-    const reversed = merged.values();
-    deps.repairs.add(op, () => deps.undo(reversed, op));
+    return merged.values();
   };
 
   /** The ADMIT run of the lines Redis must check (with an allowance's margins, by the admission's line index), its raw answer. */
@@ -92,23 +111,38 @@ export function createAdmissionRuns(deps: {
     at: number,
     margins?: ReadonlyMap<number, number>,
     /** Filled with how many settlement batches were sent before the run that counted (allowances' grants). */
-    sent?: { batches: number },
+    sent?: Sent,
   ): Promise<unknown[]> => {
     const payload = checking.map(lineOf);
     if (margins) for (let sent = 0; sent < payload.length; sent++) payload[sent]!.m = margins.get(indexOf(sent, indexes));
-    const op = deps.repairs.next();
-    const lost = (error: unknown) => {
-      undoLater(op, checking, at);
-      throw error;
-    };
-    const admitting: Admitting = { payload, at, op, sent };
-    const answer = await admissions(admitting).catch(lost);
-    // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
-    if (answer[0] !== "load") return answer;
-    await load(answer, payload, checking, at);
-    const extra = ["admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)];
-    return withLoads(ADMIT, payload, checking, at, extra, () => sent && (sent.batches = deps.settlementsSent())).catch(lost);
+    // An admission that did not go because the connection was made again goes once more, as a new operation.
+    for (let tries = 1; ; tries++) {
+      try {
+        return await undoable(payload, checking, at, sent);
+      } catch (error) {
+        if (!(error instanceof ConnectionMadeAgain) || tries >= 3) throw error;
+      }
+    }
   };
+  const undoable = (payload: Line[], checking: readonly AdmitLine[], at: number, sent: Sent | undefined) =>
+    deps.repairs.undoable(
+      async (op) => {
+        const answer = await admissions({ payload, at, op, sent });
+        if (answer === NOT_SENT) throw new ConnectionMadeAgain();
+        // A period total or balance Redis does not hold: loaded, then this admission runs on its own.
+        if (answer[0] !== "load") return answer;
+        await load(answer, payload, checking, at);
+        const extra = ["admit", String(at), String(PERIOD_TTL_MS), op.key, String(op.bit)];
+        return withLoads(ADMIT, payload, checking, at, extra, {
+          beforeEachRun: () => {
+            deps.repairs.guard(op);
+            noteSent({ payload, at, op, sent });
+          },
+        });
+      },
+      // Its answer lost, it may have counted: what it would have counted is taken off once Redis answers, if it did.
+      (op) => deps.undo(reversal(checking, at), op),
+    );
 
   /** The ADMIT run of the lines Redis must check, its answer in the admission's own line indexes. */
   const admitChecked = async (checking: readonly AdmitLine[], indexes: readonly number[] | undefined, at: number): Promise<Verdict> => {

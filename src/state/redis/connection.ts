@@ -67,13 +67,32 @@ interface Entry {
   stalled?: Error;
 }
 
+/**
+ * What became of a command that failed: never sent (no connection), answered by Redis
+ * with an error (a script's error: it ran, or refused to), or unknown (the connection
+ * dropped or went silent after it was sent: it may have run).
+ */
+export type Outcome = "not sent" | "answered" | "unknown";
+
 export class RedisUnavailable extends Error {
-  constructor(what: string, cause: unknown) {
+  constructor(
+    what: string,
+    cause: unknown,
+    readonly outcome: Outcome = "unknown",
+  ) {
     const detail = cause instanceof Error ? cause.message : String(cause);
     super(withoutCredentials(`Redis ${what}: ${detail}`));
     this.name = "RedisUnavailable";
   }
 }
+
+/** Whether a failed command may have run: its answer was lost with the connection. */
+export const answerLost = (error: unknown): boolean => error instanceof RedisUnavailable && error.outcome === "unknown";
+/** Whether Redis answered a command with an error (sent again, it would fail again). */
+export const answeredWithError = (error: unknown): boolean => error instanceof RedisUnavailable && error.outcome === "answered";
+
+/** A failure of a command sent on a connection: Redis's own error reply, or a connection lost with the command on it. */
+const outcomeOf = (error: unknown): Outcome => ((error as { code?: string } | null)?.code === "ERR_REDIS_SERVER_ERROR" ? "answered" : "unknown");
 
 export function connectRedis(url: string, options: RedisConnectionOptions = {}): RedisConnection {
   const clientOptions = { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: options.connectTimeoutMs ?? 2000 };
@@ -134,7 +153,7 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
   };
 
   const client = async (): Promise<Entry> => {
-    if (closed) throw new RedisUnavailable("connection", new Error("closed"));
+    if (closed) throw new RedisUnavailable("connection", new Error("closed"), "not sent");
     if (!current || current.closed) {
       current?.client.close();
       current = open();
@@ -143,7 +162,7 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
     try {
       await entry.ready;
     } catch (error) {
-      throw new RedisUnavailable("unreachable", error);
+      throw new RedisUnavailable("unreachable", error, "not sent");
     }
     return entry;
   };
@@ -155,7 +174,7 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
     try {
       return await issue(entry, command, args as string[]);
     } catch (error) {
-      throw new RedisUnavailable(`${command} failed`, error);
+      throw new RedisUnavailable(`${command} failed`, error, outcomeOf(error));
     }
   };
 
@@ -169,12 +188,12 @@ export function connectRedis(url: string, options: RedisConnectionOptions = {}):
       try {
         return await issue(entry, "EVALSHA", [script.sha, ...rest]);
       } catch (error) {
-        if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw new RedisUnavailable("script failed", error);
+        if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw new RedisUnavailable("script failed", error, outcomeOf(error));
       }
       try {
         return await issue(entry, "EVAL", [script.source, ...rest]);
       } catch (error) {
-        throw new RedisUnavailable("script failed", error);
+        throw new RedisUnavailable("script failed", error, outcomeOf(error));
       }
     },
     async dedicated() {

@@ -18,7 +18,7 @@ const LOAD_ROUNDS = 3;
 
 export type CounterLines = ReturnType<typeof createCounterLines>;
 
-export function createCounterLines(prefix: string, loaders: StateLoaders, run: Run) {
+export function createCounterLines(prefix: string, loaders: StateLoaders, run: Run, onUnseeded?: (error: unknown) => void) {
   /**
    * A window's string: a pair's under `wp:`, a window alone under `ws:` (lua-windows.ts;
    * earlier layouts were under `win:`, one window a string, and `w:`, hashes: another
@@ -53,14 +53,27 @@ export function createCounterLines(prefix: string, loaders: StateLoaders, run: R
 
   /** Balance reads that failed, by line: asked again, the line fails with the read's error. */
   const loadFailures = new WeakMap<Line, { error: unknown }>();
-  /** Fills the lines the script named with the seed or balance it lacks. */
-  const load = async (answer: unknown[], lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number) => {
+  /**
+   * Fills the lines the script named with the seed or balance it lacks. With
+   * `skipUnseeded` (a settlement), a period change whose seed cannot be read is dropped
+   * (its `d` made 0) instead of failing the run: the total is seeded from the rollups
+   * when it is next needed, and the rest of the settlement (releases, calls in flight)
+   * must not wait for the database.
+   */
+  const load = async (answer: unknown[], lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number, skipUnseeded = false) => {
     await Promise.all(
       answer.slice(1).map(async (index) => {
         const i = Number(index);
         const { counter, period } = counters[i]!;
-        if (counter.kind === "period") lines[i]!.s = await loaders.seed(counter.seed, period!);
-        else if (counter.kind === "credit") {
+        if (counter.kind === "period") {
+          try {
+            lines[i]!.s = await loaders.seed(counter.seed, period!);
+          } catch (error) {
+            if (!skipUnseeded) throw error;
+            lines[i]!.d = 0;
+            onUnseeded?.(error);
+          }
+        } else if (counter.kind === "credit") {
           const line = lines[i]!;
           const failed = loadFailures.get(line);
           if (failed !== undefined) throw failed.error;
@@ -81,13 +94,20 @@ export function createCounterLines(prefix: string, loaders: StateLoaders, run: R
     );
   };
 
-  /** Runs a script that may first ask for seeds or balances, loading them between runs. */
-  const withLoads = async (s: Script, lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number, extra: string[], beforeEachRun?: () => void): Promise<unknown[]> => {
+  /** Runs a script that may first ask for seeds or balances, loading them between runs (`beforeEachRun` right before each). */
+  const withLoads = async (
+    s: Script,
+    lines: Line[],
+    counters: readonly { counter: Counter; period?: string }[],
+    at: number,
+    extra: string[],
+    options: { beforeEachRun?: () => void; skipUnseeded?: boolean } = {},
+  ): Promise<unknown[]> => {
     for (let round = 0; round < LOAD_ROUNDS; round++) {
-      beforeEachRun?.();
+      options.beforeEachRun?.();
       const answer = (await run(s, lines, ...extra)) as unknown[];
       if (answer[0] !== "load") return answer;
-      await load(answer, lines, counters, at);
+      await load(answer, lines, counters, at, options.skipUnseeded);
     }
     throw new Error("Redis kept asking for period totals and balances it was given");
   };

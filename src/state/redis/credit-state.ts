@@ -16,8 +16,8 @@ export function createCreditState(deps: {
   now: () => number;
   /** The gathered settlements: what was gathered counts before a read, and goes before a retirement. */
   settlements: { applied(): Promise<void> | undefined; flush(): Promise<void> };
-  /** Counts whose answer was lost, made good before a read (repairs.ts). */
-  repairs: { run(): Promise<void> };
+  /** Counts whose answer was lost, made good before a read, and before charges are written off (repairs.ts). */
+  repairs: { run(): Promise<void>; drained(): Promise<void> };
   /** Ends the allowances holding blocks of the account's credit. */
   endBlocks: (accountId: number) => void;
   /** What this process's allowances hold of the account's credit and did not use. */
@@ -39,6 +39,9 @@ export function createCreditState(deps: {
 
   const flushed = async (charged: ReadonlyMap<number, number>, version: number | undefined, drop?: [string, string]) => {
     if (charged.size === 0 && !drop) return;
+    // A settlement of this process still waiting to count its charge as unwritten goes
+    // first: written off before it, the charge would count as unwritten for good.
+    await deps.repairs.drained();
     await run(CREDIT, { op: "flushed", charges: [...charged].map(([accountId, amount]) => [creditKey(accountId), amount]), v: version, now: now(), drop });
     if (retired.size > 0) for (const accountId of charged.keys()) await settleRetired(accountId);
   };

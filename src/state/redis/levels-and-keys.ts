@@ -3,14 +3,14 @@ import type { KeyHealth, KeySleep, KeyState, LevelState, LevelStatus, SleepReaso
 import type { Run } from "./counter-lines.ts";
 import { KEY_HEALTH, LEVEL } from "./lua-keys.ts";
 import { GATHER_MS, gatherWithin } from "./batching.ts";
-import type { Repairs } from "./repairs.ts";
+import type { OpId, Repairs } from "./repairs.ts";
 
 /** The Redis State's Levels (switch-over counts and state) and provider keys (health, sleep, calls in flight): one script run per operation. */
 
 
 const orNull = (text: unknown): number | null => (text === "" || text === null || text === undefined ? null : Number(text));
 
-export function createLevels(prefix: string, run: Run, repairs?: Repairs): LevelState {
+export function createLevels(prefix: string, run: Run, repairs: Repairs): LevelState {
   const keyOf = (tenantId: number, level: number) => `${prefix}lv:${tenantId}:${level}`;
   const errorsOf = (tenantId: number, level: number) => `${prefix}le:${tenantId}:${level}`;
   const statusOf = (answer: unknown): LevelStatus => {
@@ -19,17 +19,23 @@ export function createLevels(prefix: string, run: Run, repairs?: Repairs): Level
   };
   const call = (op: string, tenantId: number, level: number, rest: Record<string, unknown> = {}) =>
     run(LEVEL, { op, key: keyOf(tenantId, level), errors: errorsOf(tenantId, level), ...rest });
-  /** Levels whose probe this process claimed and has not ended: an end Redis did not answer lets the claim go later (repairs.ts). */
-  const claimed = new Set<string>();
+  /** Levels whose probe this process claimed and has not ended, by the claim's operation: an end Redis did not answer lets that claim go later (repairs.ts). */
+  const claimed = new Map<string, OpId>();
   /** Runs an operation that ends this process's probe of the Level, if it holds one; unanswered, the claim is let go once Redis answers. */
   const ending = async <T>(tenantId: number, level: number, send: () => Promise<T>): Promise<T> => {
     const key = keyOf(tenantId, level);
-    const mine = claimed.delete(key);
+    const claim = claimed.get(key);
+    claimed.delete(key);
     try {
       return await send();
     } catch (error) {
       // Else the Level's probe stays this (living) process's, and no probe ever switches it back.
-      if (mine && repairs) repairs.add(repairs.next(), () => call("letgo", tenantId, level));
+      // Only that claim goes: a later claim of this process is not this one's to end.
+      if (claim)
+        repairs.queue((op) => {
+          repairs.guard(op);
+          return call("letgo", tenantId, level, { o: claim.key, b: claim.bit });
+        });
       throw error;
     }
   };
@@ -41,15 +47,18 @@ export function createLevels(prefix: string, run: Run, repairs?: Repairs): Level
       return statusOf(await ending(tenantId, level, () => call("recordError", tenantId, level, { now, threshold, windowMs })));
     },
     async claimProbe(tenantId, level, quietSince) {
-      const op = repairs?.next();
-      try {
-        const won = Number(await call("claimProbe", tenantId, level, { quietSince, o: op?.key, b: op?.bit })) === 1;
-        if (won) claimed.add(keyOf(tenantId, level));
-        return won;
-      } catch (error) {
-        if (op) repairs!.add(op, () => call("unclaim", tenantId, level, { o: op.key, b: op.bit }));
-        throw error;
-      }
+      return repairs.undoable(
+        async (op) => {
+          repairs.guard(op);
+          const won = Number(await call("claimProbe", tenantId, level, { quietSince, o: op.key, b: op.bit })) === 1;
+          if (won) claimed.set(keyOf(tenantId, level), op);
+          return won;
+        },
+        (op) => {
+          repairs.guard(op);
+          return call("unclaim", tenantId, level, { o: op.key, b: op.bit });
+        },
+      );
     },
     async recover(tenantId, level, probe) {
       await ending(tenantId, level, () => call("recover", tenantId, level, { probe }));
@@ -68,7 +77,7 @@ function sleepOf(fields: readonly string[]): KeySleep {
   return { sleeping: sleeping === "1", reason: reason ? (reason as SleepReason) : null, until: orNull(until), count: Number(count ?? 0) };
 }
 
-export function createKeys(prefix: string, run: Run, repairs?: Repairs): KeyState {
+export function createKeys(prefix: string, run: Run, repairs: Repairs): KeyState {
   const keyOf = (tenantId: number, keyId: number) => `${prefix}k:${tenantId}:${keyId}`;
   const rules = [String(FAILURES_BEFORE_SLEEP), String(BASE_COOLDOWN_MS), String(MAX_COOLDOWN_MS)];
   const call = (payload: Record<string, unknown>) => run(KEY_HEALTH, payload, ...rules);
@@ -93,16 +102,13 @@ export function createKeys(prefix: string, run: Run, repairs?: Repairs): KeyStat
       } else flight.r++;
     },
     async (flights) => {
-      const payload: Record<string, unknown> = { op: "flight", keys: [...flights].map(([key, { stored, t, r }]) => ({ key, stored, t, r })) };
-      const op = repairs?.next();
-      if (op) Object.assign(payload, { o: op.key, b: op.bit });
-      try {
-        await call(payload);
-      } catch (error) {
-        // Sent again with its id once Redis answers: else the calls it ended stay in flight for as long as this process lives.
-        if (op) repairs!.add(op, () => call(payload));
-        throw error;
-      }
+      const keys = [...flights].map(([key, { stored, t, r }]) => ({ key, stored, t, r }));
+      // Sent again under its id until it counted, after any that waits: else the calls it
+      // ended stay in flight for as long as this process lives (repairs.ts).
+      await repairs.resent((op) => {
+        repairs.guard(op);
+        return call({ op: "flight", keys, o: op.key, b: op.bit });
+      });
     },
   );
   /**
@@ -133,16 +139,18 @@ export function createKeys(prefix: string, run: Run, repairs?: Repairs): KeyStat
         await flightSoon({ key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), began: true });
         return true;
       }
-      const payload: Record<string, unknown> = { op: "take", key: keyOf(tenantId, key.id), stored: sleepPayload(key.stored), probe };
-      const op = repairs?.next();
-      if (op) Object.assign(payload, { o: op.key, b: op.bit });
-      try {
-        return Number(await call(payload)) === 1;
-      } catch (error) {
+      const redisKey = keyOf(tenantId, key.id);
+      return repairs.undoable(
+        async (op) => {
+          repairs.guard(op);
+          return Number(await call({ op: "take", key: redisKey, stored: sleepPayload(key.stored), probe, o: op.key, b: op.bit })) === 1;
+        },
         // A claim that ran unanswered would hold the key's probe for as long as this process lives: taken back.
-        if (op) repairs!.add(op, () => call({ op: "untake", key: payload.key, o: op.key, b: op.bit }));
-        throw error;
-      }
+        (op) => {
+          repairs.guard(op);
+          return call({ op: "untake", key: redisKey, o: op.key, b: op.bit });
+        },
+      );
     },
     release: (tenantId, keyId) => flightSoon({ key: keyOf(tenantId, keyId), began: false }),
     async record(tenantId, key, verdict, now) {

@@ -30,14 +30,16 @@ if P.op == 'recordError' then
   return status()
 end
 -- A probe of this process whose claim (P.o, P.b its operation: repairs.ts) or end was
--- unanswered: its claim is let go, as it ran; a claim that had not run never will.
+-- unanswered: that claim is let go if it ran and still holds the probe (not a later
+-- claim of this process); a claim that had not run never will.
 if P.op == 'unclaim' then
   if op_counts(P.o, P.b) then return 0 end
   if redis.call('SETBIT', P.o, P.b + 1, 1) == 1 then return 0 end
   P.op = 'letgo'
 end
 if P.op == 'letgo' then
-  if redis.call('HGET', key, 'probing') == OWNER then redis.call('HSET', key, 'probing', '') end
+  local f = redis.call('HMGET', key, 'probing', 'probingOp')
+  if f[1] == OWNER and f[2] == P.o .. ':' .. P.b then redis.call('HSET', key, 'probing', '') end
   return 1
 end
 if redis.call('EXISTS', key) == 0 then return 0 end
@@ -46,7 +48,7 @@ if P.op == 'claimProbe' then
   if f[1] == false or probing() or (num(f[2]) or -math.huge) > P.quietSince then return 0 end
   if not op_counts(P.o, P.b) then return 0 end
   touch()
-  redis.call('HSET', key, 'probing', OWNER)
+  redis.call('HSET', key, 'probing', OWNER, 'probingOp', P.o .. ':' .. P.b)
   return 1
 end
 if P.op == 'recover' then
@@ -187,18 +189,19 @@ if P.op == 'untake' then
   local n = (num(redis.call('HGET', key, field)) or 0) - 1
   if n < 0 then n = 0 end
   redis.call('HSET', key, field, str(n))
-  if redis.call('HGET', key, 'probing') == OWNER then redis.call('HSET', key, 'probing', '') end
+  -- Only that claim, if it still holds the probe (not a later claim of this process).
+  local f = redis.call('HMGET', key, 'probing', 'probingOp')
+  if f[1] == OWNER and f[2] == P.o .. ':' .. P.b then redis.call('HSET', key, 'probing', '') end
   return 1
 end
 
 init(key, P.stored)
 if P.op == 'take' then
+  -- A refused probe counts nothing, and its operation is left clear (an undo then blocks it).
+  if P.probe and probing(key) then return 0 end
   if not op_counts(P.o, P.b) then return 0 end
   touch()
-  if P.probe then
-    if probing(key) then return 0 end
-    redis.call('HSET', key, 'probing', OWNER)
-  end
+  if P.probe then redis.call('HSET', key, 'probing', OWNER, 'probingOp', (P.o or '') .. ':' .. (P.b or '')) end
   redis.call('HINCRBYFLOAT', key, 'f' .. OWNER, '1')
   return 1
 end

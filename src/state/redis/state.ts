@@ -102,7 +102,11 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   const timer = setInterval(heartbeat, Math.max(10, Math.floor(leaseMs / 3)));
   timer.unref?.();
 
-  const counterLines = createCounterLines(prefix, loaders, run);
+  const counterLines = createCounterLines(prefix, loaders, run, (error) =>
+    options.log?.error("a settlement's period total could not be seeded from the database; that change is dropped (the total is seeded when next needed)", {
+      error: (error as Error).message,
+    }),
+  );
   const { keyOf, lineOf, withLoads } = counterLines;
 
   /** Counters some admission checked: their amounts are counted in the admission itself from then on. */
@@ -161,8 +165,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     // What this process gathered goes before the grant reads the counters; what it sends
     // after that run the allowance adds itself (allowances.ts, grantMoves).
     void adjustSoon.flush();
-    const sent = { batches: 0 };
-    const connects = redis.connects();
+    const sent: { batches: number; generation?: number } = { batches: 0 };
     const answer = await runAdmission(checking, indexes, request.at, request.margins, sent);
     if (answer[0] !== "ok") return { refusedBy: indexOf(Number(answer[1]), indexes), used: Number(answer[2]) };
     const values = new Map<number, { before: number; reset: number | undefined }>();
@@ -176,14 +179,9 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       at += 2;
     }
     const stale = String(answer[7]);
-    // The block is counted in the data the answering connection reaches: a grant that went
-    // over a connection made again meanwhile (Redis may have restarted) is of that connection's generation.
-    let epoch = request.epoch;
-    if (redis.connects() !== connects) {
-      await dataset.check().catch(() => {});
-      epoch = dataset.generation() ?? epoch;
-    }
-    return { staleAt: stale === "" ? undefined : Number(stale), values, admitSent: sent.batches, epoch };
+    // The block is counted in the data its run went to: a grant that went over a connection
+    // made again meanwhile (Redis may have restarted) is of that connection's generation.
+    return { staleAt: stale === "" ? undefined : Number(stale), values, admitSent: sent.batches, epoch: sent.generation ?? request.epoch };
   };
 
   /**
@@ -297,14 +295,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   /** Settlements of a few milliseconds as one merged script run (batching.ts). */
   const adjustSoon = createAdjustBatcher(
     async (merged) => {
-      const op = repairs.next();
-      try {
-        await adjustRun(merged, op);
-      } catch (error) {
-        // Sent again with its id once Redis answers: it counts once whether this one ran or not.
-        repairs.add(op, () => adjustRun(merged, op));
-        throw error;
-      }
+      // Sent again under its id until it counted, after any that waits (repairs.ts).
+      await repairs.resent((op) => adjustRun(merged, op));
       await credits.settled(merged);
     },
     keyOf,
@@ -313,7 +305,10 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
 
   /** A settlement run; `undo` takes off what the lost admission of that id counted, if it did. */
   function adjustRun(merged: MergedChange[], op: OpId, mode: "" | "undo" = "") {
-    return withLoads(ADJUST, merged.map((m) => m.line), merged, now(), [String(PERIOD_TTL_MS), closing ? "0" : "1", op.key, String(op.bit), mode]);
+    return withLoads(ADJUST, merged.map((m) => m.line), merged, now(), [String(PERIOD_TTL_MS), closing ? "0" : "1", op.key, String(op.bit), mode], {
+      beforeEachRun: () => repairs.guard(op),
+      skipUnseeded: true,
+    });
   }
 
   const endCredit = (accountId: number) => allowances?.end((held) => held.kind === "credit" && held.accountId === accountId);
@@ -335,8 +330,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     settlementsApplied: () => {
       // A settlement whose answer was lost counts once it is sent again (repairs.ts).
       const applied = adjustSoon.applied();
-      if (!applied) return repairs.size > 0 ? repairs.run() : undefined;
-      return applied.then(repairs.run);
+      if (!applied) return repairs.size > 0 ? repairs.drained() : undefined;
+      return applied.then(repairs.drained);
     },
     allowances: allowances?.counted ?? { granted: 0, drawn: 0 },
     forgetAllowances: (accountId) => void endCredit(accountId),
