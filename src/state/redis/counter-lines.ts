@@ -62,7 +62,9 @@ export function createCounterLines(prefix: string, loaders: StateLoaders, run: R
    */
   const load = async (answer: unknown[], lines: Line[], counters: readonly { counter: Counter; period?: string }[], at: number, skipUnseeded = false) => {
     await Promise.all(
-      answer.slice(1).map(async (index) => {
+      answer.slice(1).map(async (entry) => {
+        // A credit line comes as "i:fl": the count of charges written off without a version, which the balance stored must still find.
+        const [index, fl] = String(entry).split(":");
         const i = Number(index);
         const { counter, period } = counters[i]!;
         if (counter.kind === "period") {
@@ -77,6 +79,7 @@ export function createCounterLines(prefix: string, loaders: StateLoaders, run: R
           const line = lines[i]!;
           const failed = loadFailures.get(line);
           if (failed !== undefined) throw failed.error;
+          line.fl = fl;
           try {
             const { balance, staleAt, version, expiring } = await loaders.balance(counter.accountId, at);
             line.b = balance;

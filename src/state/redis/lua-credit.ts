@@ -22,6 +22,11 @@ if P.drop ~= nil then
 end
 for _, pair in ipairs(P.charges) do
   local key, amount = pair[1], pair[2]
+  -- A balance being read elsewhere right now must not be stored without these charges:
+  -- with a version they are noted (a read stored at v takes off those after v), without
+  -- one the count fl moves (a read that began before it is made again). Even with no hash
+  -- here (Redis lost it): a read under way stores one.
+  if P.v ~= nil then recent_note(key, P.v, amount, P.now) else redis.call('HINCRBY', key, 'fl', 1) end
   if redis.call('EXISTS', key) == 1 then
     local f = redis.call('HMGET', key, 'stored', 'unflushed', 'version', 'exp')
     local unflushed = (num(f[2]) or 0) - amount
@@ -31,13 +36,9 @@ for _, pair in ipairs(P.charges) do
     -- charges' version or later, holds them already.
     local readAt = num(f[3])
     if P.v == nil then redis.call('HDEL', key, 'stored', 'staleAt', 'version', 'exp')
-    else
-      if f[1] ~= false and (readAt == nil or P.v > readAt) then
-        redis.call('HSET', key, 'stored', str(tonumber(f[1]) - amount))
-        if f[4] ~= false and f[4] ~= '' then redis.call('HSET', key, 'exp', exp_encode(exp_draw(cjson.decode(f[4]), amount, P.now))) end
-      end
-      -- Kept for a balance being read elsewhere right now (see <key>:recent).
-      recent_note(key, P.v, amount, P.now)
+    elseif f[1] ~= false and (readAt == nil or P.v > readAt) then
+      redis.call('HSET', key, 'stored', str(tonumber(f[1]) - amount))
+      if f[4] ~= false and f[4] ~= '' then redis.call('HSET', key, 'exp', exp_encode(exp_draw(cjson.decode(f[4]), amount, P.now))) end
     end
   end
 end
