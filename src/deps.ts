@@ -220,6 +220,11 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   // A refused row's charge stops counting as unwritten, and with no version the balance is
   // read again from the ledger, which never held it.
   usageRecorder.onSetAside((charges) => writtenCharges.announce(charges));
+  // Rows a previous run left in the usage spool: their charges count as unwritten here
+  // until written (their write announces them); else it would take them off other calls'.
+  const recovered = usageRecorder.recoveredCharges();
+  if (recovered.size > 0)
+    inBackground("the charges of usage rows left on disk", state.counts.adjust([...recovered].map(([accountId, amount]) => ({ counter: { kind: "credit", accountId } as const, release: 0, charge: amount }))));
   const periods = createPeriodCounters();
   const softLimit = createSoftLimitNotifier({ store, clock, log, claims: state.claims });
   const tenants = createTenants(config.byok ?? false, {

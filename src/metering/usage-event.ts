@@ -64,6 +64,12 @@ export interface UsageRecorder extends UsageSink {
   unsureHere(): number;
   /** Of those, the rows kept on disk while the database is away (the spool). */
   onDisk(): number;
+  /**
+   * What the rows a previous run left on disk (the usage spool) charge, per account, as
+   * read at start: this run's State never counted them as unwritten, and their write
+   * announces them like any other, so the composition root counts them first.
+   */
+  recoveredCharges(): ReadonlyMap<number, number>;
   /** Whether the backlog reached its bound: model calls are then refused (503 naming PostgreSQL). */
   full(): boolean;
   /** Stops the timer and writes nothing more, handing nothing back: what a killed process leaves (tests). */

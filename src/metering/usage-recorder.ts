@@ -10,7 +10,7 @@ import { KeyHealthBatch } from "./key-health.ts";
 import { createUsageWriter, PartlyWritten, type Written } from "./usage-writer.ts";
 import { handOver, handBackBeforeStop, type UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
-import { usageRow } from "./usage-batch.ts";
+import { chargesOf, usageRow } from "./usage-batch.ts";
 import { UnsureRows } from "./unsure-rows.ts";
 import { WritesUnderWay } from "./charge-writes.ts";
 
@@ -63,6 +63,7 @@ export function createUsageRecorder(deps: {
   const backlogLimit = deps.backlogLimit ?? DEFAULT_BACKLOG_LIMIT;
   const spool = deps.spool;
   let pending: NewUsageEventRow[] = spool?.recovered() ?? [];
+  const recoveredCharges = chargesOf(pending);
   /** Rows that may be stored already (recovered from the spool, or their write failed): their next write is checked. */
   const unsure = new UnsureRows(pending);
   /** Request-log rows, in this process only (never in the durable buffer: bills do not depend on them), appended in batches of their own. */
@@ -101,7 +102,14 @@ export function createUsageRecorder(deps: {
     if (charges.size > 0) for (const listener of setAsideListeners) listener(charges);
   };
   /** The batch's rows, their daily rollups, the charges and the keys' health figures (usage-writer.ts). */
-  const write = async (rows: NewUsageEventRow[], check = false, copies?: ReadonlySet<NewUsageEventRow>, claim?: { id: string; retry: boolean }): Promise<Written> => {
+  const write = async (
+    rows: NewUsageEventRow[],
+    check = false,
+    copies?: ReadonlySet<NewUsageEventRow>,
+    claim?: { id: string; retry: boolean },
+    /** The rows stay claimed in the durable buffer when the write fails, to be written again whole. */
+    claimed = false,
+  ): Promise<Written> => {
     const healthRows = health.take();
     try {
       const written = await writer.write(rows, healthRows, check, copies, claim);
@@ -111,7 +119,9 @@ export function createUsageRecorder(deps: {
       return written;
     } catch (error) {
       health.putBack(healthRows);
-      if (error instanceof PartlyWritten) announceSetAside(error.setAside);
+      // Rows that stay claimed are written again, and set their refused rows aside then:
+      // announced now too, a set-aside charge would be released twice.
+      if (error instanceof PartlyWritten && !claimed) announceSetAside(error.setAside);
       throw error;
     }
   };
@@ -209,7 +219,7 @@ export function createUsageRecorder(deps: {
       });
       let written: Written;
       try {
-        written = await write(rows, check, copies, batch.claim === undefined ? undefined : { id: batch.claim, retry: batch.retry === true });
+        written = await write(rows, check, copies, batch.claim === undefined ? undefined : { id: batch.claim, retry: batch.retry === true }, true);
       } catch (error) {
         failed("usage rows could not be written; they wait in Redis and are retried shortly", { rows: rows.length, waiting, error: causeMessage(error) });
         return "failed";
@@ -388,6 +398,7 @@ export function createUsageRecorder(deps: {
     },
     backlog,
     onDisk: () => spool?.size ?? 0,
+    recoveredCharges: () => recoveredCharges,
     full: () => backlog() >= backlogLimit,
     unsureHere: () => pending.filter(writer.mayHaveStored).length,
     halt() {

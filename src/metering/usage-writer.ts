@@ -179,6 +179,16 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
    */
   let proven = false;
 
+  /**
+   * Rows a write one row at a time committed before it stopped: a retry of its claim
+   * finds them stored, and must release them, copies too (nobody else did: the partial
+   * write's charges were not announced, its claim staying to be written again).
+   */
+  const ownWritten = (rows: readonly NewUsageEventRow[]) => {
+    const at = Date.now();
+    for (const row of rows) ownUnsure.set(usageRowIdentity(row), at);
+  };
+
   /** The rows one at a time, then the health figures. */
   const writeApart = async (rows: NewUsageEventRow[], healthRows: readonly NewKeyHealthRow[], check: boolean, now: number, copies?: ReadonlySet<NewUsageEventRow>, claim?: ClaimOfRows): Promise<Written> => {
     const written: NewUsageEventRow[] = [];
@@ -189,7 +199,10 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
         written.push(...(await transaction([row], [], check, now, copies)).released);
         proven = true;
       } catch (error) {
-        if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), [...refused.map((r) => r.row), ...rows.slice(i)], error);
+        if (!deps.store.refusedRow(error)) {
+          ownWritten(written);
+          throw new PartlyWritten(chargesOf(written), [...refused.map((r) => r.row), ...rows.slice(i)], error);
+        }
         refused.push({ row, error });
       }
     }
@@ -210,7 +223,10 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       try {
         await transaction([], healthRows, false, now, undefined, claim && { id: claim.id, retry: false, released: written });
       } catch (error) {
-        if (!deps.store.refusedRow(error)) throw new PartlyWritten(chargesOf(written), [], error, chargesOf(setAside));
+        if (!deps.store.refusedRow(error)) {
+          ownWritten(written);
+          throw new PartlyWritten(chargesOf(written), [], error, chargesOf(setAside));
+        }
         deps.log.error("keys' health figures the database refuses are set aside", { keys: healthRows.length, error: causeMessage(error) });
       }
     }

@@ -1,0 +1,213 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { createClock } from "../../src/core/clock.ts";
+import { createLogger } from "../../src/core/log.ts";
+import { createUsageRecorder } from "../../src/metering/usage-recorder.ts";
+import { createBalanceLoader } from "../../src/metering/credit.ts";
+import { usageRow } from "../../src/metering/usage-batch.ts";
+import { connectRedis } from "../../src/state/redis/connection.ts";
+import { createRedisUsageBuffer } from "../../src/state/redis/usage-buffer.ts";
+import type { UsageBuffer } from "../../src/metering/usage-buffer.ts";
+import { openPostgresStore } from "../../src/store/postgres/index.ts";
+import type { Store } from "../../src/store/store.ts";
+import { startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
+import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
+import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
+import { createWrittenCharges } from "../../src/metering/written-charges.ts";
+import { openUsageSpool, USAGE_SPOOL_FILE } from "../../src/metering/usage-spool.ts";
+import { createMemoryState } from "../../src/state/memory.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tempDir } from "../helpers/temp-dir.ts";
+
+/**
+ * A usage row's charge stops counting as unwritten exactly once (metering/usage-writer.ts,
+ * usage-recorder.ts, deps.ts): a refused row set aside when its claim is finally written,
+ * a copy a claim's one-row-at-a-time write stored before the database went away, and rows
+ * a previous run left in the usage spool. Found by a review of the usage rows' money
+ * path; the cases it found and left for later are in the session notes.
+ */
+
+const redis = redisStates();
+let postgres: PostgresServer | undefined;
+const stores: Store[] = [];
+afterAll(async () => {
+  await redis.close();
+  for (const store of stores) store.close();
+  await postgres?.stop();
+});
+const freshStore = async () => {
+  postgres ??= await startPostgres();
+  const store = await openPostgresStore(postgres.url(await postgres.createDatabase()));
+  stores.push(store);
+  return store;
+};
+const quiet = createLogger("error", () => {});
+const credit = { kind: "credit", accountId: 1 } as const;
+const loaders = { seed: () => 0, balance: () => ({ balance: 1e12, staleAt: Infinity }) };
+
+/** One instance: its State, its buffer's connection, its buffer and its recorder (ticks halted: the test drives it). */
+const instance = async (prefix: string, store: Store, options: { leaseMs?: number; wrap?: (buffer: UsageBuffer) => UsageBuffer } = {}) => {
+  const server = await redis.server();
+  const state = await redis.state(loaders, () => Date.now(), { prefix, leaseMs: options.leaseMs });
+  const connection = connectRedis(server.url);
+  const real = createRedisUsageBuffer({ connection, state, prefix, log: quiet });
+  const buffer = options.wrap ? options.wrap(real) : real;
+  const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: quiet, buffer });
+  recorder.halt();
+  return { state, connection, buffer, recorder };
+};
+
+describe("a row the database refuses, in a claim", () => {
+  test("the claim's last step (its note) fails once: the refused row's charge is released once, when the claim is written again", async () => {
+    const prefix = freshPrefix();
+    const store = await freshStore();
+    // The database goes away for one statement: the note the claim's write ends with.
+    let failNote = false;
+    const flaky = withTransactions(store, (body, run) =>
+      run((tx) =>
+        body(
+          new Proxy(tx, {
+            get: (target, name, receiver) =>
+              name === "usage"
+                ? {
+                    ...target.usage,
+                    recordClaim: (...args: Parameters<typeof target.usage.recordClaim>) => {
+                      if (failNote) {
+                        failNote = false;
+                        throw new Error("database down");
+                      }
+                      return target.usage.recordClaim(...args);
+                    },
+                  }
+                : Reflect.get(target, name, receiver),
+          }),
+        ),
+      ),
+    );
+    const a = await instance(prefix, flaky);
+    // As deps.ts wires it: charges of rows set aside stop counting as unwritten.
+    const charges = createWrittenCharges((charged, version) => a.state.credit.flushed(charged, version), quiet, 20);
+    a.recorder.onCharged((charged, version) => charges.announce(charged, version));
+    a.recorder.onSetAside((charged) => charges.announce(charged));
+    try {
+      // Three calls settle: one whose row is fine (100), one whose row PostgreSQL refuses
+      // (token counts past int8 from upstream; 10), and Q (1,000), whose row is still on its way.
+      await a.state.counts.adjust([{ counter: credit, release: 0, charge: 1110 }]);
+      await Bun.sleep(20);
+      const good = usageRow(usageEvent(1, 100), "2026-03-10");
+      const bad = { ...usageRow(usageEvent(2, 10), "2026-03-10"), promptTokens: 1e19 };
+      await a.buffer.append(good);
+      await a.buffer.append(bad);
+
+      // The claim is written one row at a time (the batch was refused); the note at its end fails.
+      failNote = true;
+      await a.recorder.flush();
+      await Bun.sleep(50);
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+      // Nothing is released yet: the claim stays, to be written again whole.
+      expect(await a.state.credit.held(1)).toBe(1110);
+
+      // The claim is retried: the good row is found stored (its charge released now), the bad one refused again.
+      await a.recorder.flush();
+      await Bun.sleep(50);
+      expect(a.recorder.backlog()).toBe(0);
+      expect(await store.credit.balance(1, Date.now())).toBe(-100);
+      // Q's 1,000 is all that is not in the ledger.
+      expect(await a.state.credit.held(1)).toBe(1000);
+    } finally {
+      await charges.stop();
+      a.connection.close();
+    }
+  }, 30_000);
+});
+
+describe("a charge this run's State never counted as unwritten", () => {
+  test("one instance without Redis: a row a previous run left in the usage spool counts as unwritten until written, and takes nothing off this run's other charges", async () => {
+    const store = await freshStore();
+    const dir = tempDir("spool-charges-");
+    const path = join(dir, USAGE_SPOOL_FILE);
+    // The run before was stopped during an outage: R's row waits in the spool.
+    writeFileSync(path, `${JSON.stringify(usageRow(usageEvent(1, 100), "2026-03-10"))}\n`);
+    const state = createMemoryState({ seed: () => 0, balance: createBalanceLoader(store) }, () => Date.now());
+    const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: quiet, spool: openUsageSpool(path, quiet) });
+    recorder.halt();
+    const charges = createWrittenCharges((charged, version) => state.credit.flushed(charged, version), quiet, 20);
+    recorder.onCharged((charged, version) => charges.announce(charged, version));
+    // As deps.ts wires it: the spool's rows count as unwritten until written.
+    await state.counts.adjust([...recorder.recoveredCharges()].map(([accountId, amount]) => ({ counter: { kind: "credit", accountId } as const, release: 0, charge: amount })));
+    try {
+      // This run's first call (Q, 1,000) settles; its row is on its way (the database is still away, say).
+      expect(await state.counts.read(credit, Date.now())).toBe(-100);
+      await state.counts.adjust([{ counter: credit, release: 0, charge: 1000 }]);
+      expect(await state.credit.held(1)).toBe(1100);
+      // The database answers: R is written from the spool.
+      await recorder.flush();
+      await Bun.sleep(30);
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+      expect(await store.credit.balance(1, Date.now())).toBe(-100);
+      // Q's 1,000 is what is not in the ledger.
+      expect(await state.credit.held(1)).toBe(1000);
+      expect(await state.counts.read(credit, Date.now())).toBe(-1100);
+    } finally {
+      await charges.stop();
+      await recorder.stop();
+    }
+  }, 30_000);
+});
+
+describe("a claim written one row at a time, interrupted", () => {
+  test("a copy written by one of its rows' transactions before the database went away: the claim written again releases its charge", async () => {
+    const prefix = freshPrefix();
+    const store = await freshStore();
+    // The database goes away once, at the transaction of one row (X's).
+    let failX = true;
+    const flaky = withTransactions(store, (body, run) =>
+      run((tx) =>
+        body(
+          new Proxy(tx, {
+            get: (target, name, receiver) =>
+              name === "usage"
+                ? {
+                    ...target.usage,
+                    insert: (rows: Parameters<typeof target.usage.insert>[0]) => {
+                      if (failX && rows.length === 1 && rows[0]!.requestId === "req-3") {
+                        failX = false;
+                        throw new Error("database down");
+                      }
+                      return target.usage.insert(rows);
+                    },
+                  }
+                : Reflect.get(target, name, receiver),
+          }),
+        ),
+      ),
+    );
+    const a = await instance(prefix, flaky);
+    const charges = createWrittenCharges((charged, version) => a.state.credit.flushed(charged, version), quiet, 20);
+    a.recorder.onCharged((charged, version) => charges.announce(charged, version));
+    a.recorder.onSetAside((charged) => charges.announce(charged));
+    try {
+      // R (100; its append lost its answer and Redis did not hold it: it went again as a copy),
+      // a row PostgreSQL refuses (10), X (1), and Q (1,000, its row on its way).
+      await a.state.counts.adjust([{ counter: credit, release: 0, charge: 1111 }]);
+      await Bun.sleep(20);
+      await a.buffer.append(usageRow(usageEvent(1, 100), "2026-03-10"), "copy");
+      await a.buffer.append({ ...usageRow(usageEvent(2, 10), "2026-03-10"), promptTokens: 1e19 });
+      await a.buffer.append(usageRow(usageEvent(3, 1), "2026-03-10"));
+      // The batch is refused; its rows go one at a time: R is written, the bad row refused, then the database goes away at X.
+      await a.recorder.flush();
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+      // The claim is retried: R found stored, the bad row set aside, X written.
+      await a.recorder.flush();
+      await Bun.sleep(50);
+      expect(a.recorder.backlog()).toBe(0);
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1", "req-3"]);
+      expect(await store.credit.balance(1, Date.now())).toBe(-101);
+      // R's and X's charges are in the ledger, the bad row's is set aside: only Q's 1,000 is unwritten.
+      expect(await a.state.credit.held(1)).toBe(1000);
+    } finally {
+      await charges.stop();
+      a.connection.close();
+    }
+  }, 30_000);
+});
