@@ -189,6 +189,10 @@ export function createUsageRecorder(deps: {
   let claimId: string | undefined;
   /** Whether the claim's rows were written and the claim not cleared yet (its note is in the database). */
   let writtenNotCleared = false;
+  /** The id of the last claim this process made itself (a retry of another id was taken over from a dead writer). */
+  let madeHere: string | undefined;
+  /** Whether the claim was taken over from a writer that died: that writer may have written it, and its note names it. */
+  let takenOver = false;
   /**
    * Claims a batch from the durable buffer and writes it, after the writes before it.
    * A batch that fails stays claimed, and the next claim retries it (checked against the
@@ -210,6 +214,8 @@ export function createUsageRecorder(deps: {
       claimed = batch.rows.length;
       if (batch.claim !== claimId) writtenNotCleared = false;
       claimId = batch.claim;
+      if (batch.retry !== true) madeHere = batch.claim;
+      takenOver = batch.retry === true && batch.claim !== undefined && batch.claim !== madeHere;
       if (batch.rows.length === 0) return "idle";
       const check = batch.rows.some((row) => row.retried);
       const copies = new Set<NewUsageEventRow>();
@@ -382,8 +388,11 @@ export function createUsageRecorder(deps: {
       clearInterval(timer);
       await flush();
       if (buffer) {
-        // A claim written and not cleared, or whose write may have committed, keeps its note for whoever takes it over.
-        const leave = claimId !== undefined && (writtenNotCleared || writer.mayHaveCommitted(claimId));
+        // A claim written and not cleared, or whose write may have committed (here, or by the
+        // dead writer it was taken over from), keeps its id and note for whoever takes it
+        // over: handed back without them, rows that writer had stored are found stored by a
+        // plain claim, and their copies' charges never released.
+        const leave = claimId !== undefined && (writtenNotCleared || takenOver || writer.mayHaveCommitted(claimId));
         await handBackBeforeStop(buffer, { claimed, leave, rows: pending.splice(0) }, deps.log, writer.mayHaveStored);
       }
       // Rows the database still refuses stay in the spool for the next start.

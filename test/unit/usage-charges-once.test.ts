@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { RedisClient } from "bun";
 import { createClock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { createUsageRecorder } from "../../src/metering/usage-recorder.ts";
@@ -11,7 +12,7 @@ import { openPostgresStore } from "../../src/store/postgres/index.ts";
 import type { Store } from "../../src/store/store.ts";
 import { startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
-import { usageEvent, withTransactions } from "../helpers/usage-events.ts";
+import { faultyStore, usageEvent, withTransactions } from "../helpers/usage-events.ts";
 import { createWrittenCharges } from "../../src/metering/written-charges.ts";
 import { openUsageSpool, USAGE_SPOOL_FILE } from "../../src/metering/usage-spool.ts";
 import { createMemoryState } from "../../src/state/memory.ts";
@@ -22,8 +23,8 @@ import { tempDir } from "../helpers/temp-dir.ts";
 /**
  * A usage row's charge stops counting as unwritten exactly once (metering/usage-writer.ts,
  * usage-recorder.ts, deps.ts): a refused row set aside when its claim is finally written,
- * a copy a claim's one-row-at-a-time write stored before the database went away, and rows
- * a previous run left in the usage spool. Found by a review of the usage rows' money
+ * a copy a claim's one-row-at-a-time write stored before the database went away, rows
+ * a previous run left in the usage spool, and a claim taken over and left at a clean stop. Found by a review of the usage rows' money
  * path; the cases it found and left for later are in the session notes.
  */
 
@@ -208,6 +209,61 @@ describe("a claim written one row at a time, interrupted", () => {
     } finally {
       await charges.stop();
       a.connection.close();
+    }
+  }, 30_000);
+});
+
+describe("a claim taken over, then handed back at a clean stop", () => {
+  test("the dead writer had written it (a copy among its rows): left with its id at the stop, the copy's charge is released by whoever takes it over", async () => {
+    const prefix = freshPrefix();
+    const store = await freshStore();
+    const { store: flakyForA, faults } = faultyStore(store);
+    // B is killed right after its write committed, before the claim was cleared from Redis.
+    const b = await instance(prefix, store, {
+      leaseMs: 400,
+      wrap: (buffer) => ({
+        ...buffer,
+        done: () => Promise.reject(new Error("killed")),
+      }),
+    });
+    const a = await instance(prefix, flakyForA, { leaseMs: 400 });
+    const c = await instance(prefix, store);
+    const admin = new RedisClient((await redis.server()).url);
+    try {
+      // R settled (100) and Q settled (1,000, its row still on its way).
+      await b.state.counts.adjust([{ counter: credit, release: 0, charge: 1100 }]);
+      await Bun.sleep(20);
+      // R's append lost its answer and Redis did not hold it: R went to Redis again as a copy (handOver).
+      const rowR = usageRow(usageEvent(1, 100), "2026-03-10");
+      await b.buffer.append(rowR, "copy");
+      // B claims the copy, writes it (R stored, charged; its claim's note says it released 100), and dies.
+      await b.recorder.flush();
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+      b.recorder.halt();
+      await b.state.close();
+      b.connection.close();
+      await Bun.sleep(600);
+
+      // A takes B's claim over while the database is away, and is stopped cleanly (a deploy) meanwhile.
+      faults.down = true;
+      await a.recorder.flush();
+      expect(await admin.send("EXISTS", [`${prefix}usage:claim:${a.state.owner}`])).toBe(1);
+      await a.recorder.stop();
+      await a.state.close();
+
+      // The database is back; the claim A left, with its id, is C's once A's lease expired.
+      faults.down = false;
+      await Bun.sleep(600);
+      await c.recorder.flush();
+      expect(await admin.send("LLEN", [`${prefix}usage:queue`])).toBe(0);
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+      expect(await store.credit.balance(1, Date.now())).toBe(-100);
+      // R's charge is in the ledger: only Q's 1,000 may still count as unwritten.
+      expect(await c.state.credit.held(1)).toBe(1000);
+    } finally {
+      admin.close();
+      a.connection.close();
+      c.connection.close();
     }
   }, 30_000);
 });
