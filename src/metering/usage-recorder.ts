@@ -13,6 +13,7 @@ import type { UsageSpool } from "./usage-spool.ts";
 import { chargesOf, usageRow } from "./usage-batch.ts";
 import { UnsureRows } from "./unsure-rows.ts";
 import { WritesUnderWay } from "./charge-writes.ts";
+import { ClaimInHand } from "./claim-in-hand.ts";
 
 export type { UsageEvent, UsageRecorder, UsageSink } from "./usage-event.ts";
 
@@ -102,14 +103,8 @@ export function createUsageRecorder(deps: {
     if (charges.size > 0) for (const listener of setAsideListeners) listener(charges);
   };
   /** The batch's rows, their daily rollups, the charges and the keys' health figures (usage-writer.ts). */
-  const write = async (
-    rows: NewUsageEventRow[],
-    check = false,
-    copies?: ReadonlySet<NewUsageEventRow>,
-    claim?: { id: string; retry: boolean },
-    /** The rows stay claimed in the durable buffer when the write fails, to be written again whole. */
-    claimed = false,
-  ): Promise<Written> => {
+  // `claimed`: the rows stay claimed in the durable buffer when the write fails, to be written again whole.
+  const write = async (rows: NewUsageEventRow[], check = false, copies?: ReadonlySet<NewUsageEventRow>, claim?: { id: string; retry: boolean }, claimed = false): Promise<Written> => {
     const healthRows = health.take();
     try {
       const written = await writer.write(rows, healthRows, check, copies, claim);
@@ -184,15 +179,8 @@ export function createUsageRecorder(deps: {
     return done;
   };
 
-  /** Rows of this process's claim that could not be written yet (they wait in the buffer), and the claim's id. */
-  let claimed = 0;
-  let claimId: string | undefined;
-  /** Whether the claim's rows were written and the claim not cleared yet (its note is in the database). */
-  let writtenNotCleared = false;
-  /** The id of the last claim this process made itself (a retry of another id was taken over from a dead writer). */
-  let madeHere: string | undefined;
-  /** Whether the claim was taken over from a writer that died: that writer may have written it, and its note names it. */
-  let takenOver = false;
+  /** This process's claim of rows from the buffer. */
+  const inHand = new ClaimInHand();
   /**
    * Claims a batch from the durable buffer and writes it, after the writes before it.
    * A batch that fails stays claimed, and the next claim retries it (checked against the
@@ -210,12 +198,7 @@ export function createUsageRecorder(deps: {
       }
       claims.succeeded();
       waiting = batch.waiting;
-      // What this process holds is what the claim handed it: nothing, when a claim it held was lost (Redis restarted).
-      claimed = batch.rows.length;
-      if (batch.claim !== claimId) writtenNotCleared = false;
-      claimId = batch.claim;
-      if (batch.retry !== true) madeHere = batch.claim;
-      takenOver = batch.retry === true && batch.claim !== undefined && batch.claim !== madeHere;
+      inHand.took(batch);
       if (batch.rows.length === 0) return "idle";
       const check = batch.rows.some((row) => row.retried);
       const copies = new Set<NewUsageEventRow>();
@@ -230,7 +213,7 @@ export function createUsageRecorder(deps: {
         failed("usage rows could not be written; they wait in Redis and are retried shortly", { rows: rows.length, waiting, error: causeMessage(error) });
         return "failed";
       }
-      writtenNotCleared = true;
+      inHand.written = true;
       try {
         await buffer!.done(written.charged, written.version);
       } catch (error) {
@@ -238,8 +221,7 @@ export function createUsageRecorder(deps: {
         return "failed";
       }
       if (batch.claim !== undefined) writer.forget(batch.claim);
-      writtenNotCleared = false;
-      claimed = 0;
+      inHand.cleared();
       succeeded();
       // A backlog (a full batch claimed, or a batch's worth still waiting): claim again at
       // once. Else the next tick claims what arrived meanwhile, in one batch: claiming
@@ -348,7 +330,7 @@ export function createUsageRecorder(deps: {
   };
   const timer = setInterval(tick, FLUSH_INTERVAL_MS);
   timer.unref();
-  const backlog = () => pending.length + unappended.length + appending.size + waiting + claimed;
+  const backlog = () => pending.length + unappended.length + appending.size + waiting + inHand.rows;
   return {
     record(event) {
       const row = usageRow(event, deps.clock.businessDate(event.at));
@@ -388,12 +370,8 @@ export function createUsageRecorder(deps: {
       clearInterval(timer);
       await flush();
       if (buffer) {
-        // A claim written and not cleared, or whose write may have committed (here, or by the
-        // dead writer it was taken over from), keeps its id and note for whoever takes it
-        // over: handed back without them, rows that writer had stored are found stored by a
-        // plain claim, and their copies' charges never released.
-        const leave = claimId !== undefined && (writtenNotCleared || takenOver || writer.mayHaveCommitted(claimId));
-        await handBackBeforeStop(buffer, { claimed, leave, rows: pending.splice(0) }, deps.log, writer.mayHaveStored);
+        const leave = inHand.mustLeave(writer.mayHaveCommitted);
+        await handBackBeforeStop(buffer, { claimed: inHand.rows, leave, rows: pending.splice(0) }, deps.log, writer.mayHaveStored);
       }
       // Rows the database still refuses stay in the spool for the next start.
       if (spool?.keeping && pending.length > 0) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", { rows: pending.length });

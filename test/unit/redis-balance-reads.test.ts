@@ -4,10 +4,8 @@ import { createLogger } from "../../src/core/log.ts";
 import { createBalanceLoader } from "../../src/metering/credit.ts";
 import { createUsageWriter } from "../../src/metering/usage-writer.ts";
 import { usageRow } from "../../src/metering/usage-batch.ts";
-import { openPostgresStore } from "../../src/store/postgres/index.ts";
-import type { Store } from "../../src/store/store.ts";
 import { servicesSkipped } from "../helpers/redis-server.ts";
-import { startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
+import { postgresStores } from "../helpers/postgres-stores.ts";
 import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
 import { usageEvent } from "../helpers/usage-events.ts";
 
@@ -20,19 +18,12 @@ import { usageEvent } from "../helpers/usage-events.ts";
  */
 
 const redis = redisStates();
-let postgres: PostgresServer | undefined;
-const stores: Store[] = [];
+const stores = postgresStores();
 afterAll(async () => {
   await redis.close();
-  for (const store of stores) store.close();
-  await postgres?.stop();
+  await stores.close();
 });
-const freshStore = async () => {
-  postgres ??= await startPostgres();
-  const store = await openPostgresStore(postgres.url(await postgres.createDatabase()));
-  stores.push(store);
-  return store;
-};
+const freshStore = stores.fresh;
 const quiet = createLogger("error", () => {});
 const credit = { kind: "credit", accountId: 1 } as const;
 

@@ -4,9 +4,10 @@ import { connectRedis } from "../../src/state/redis/connection.ts";
 import { createRedisState, type RedisState } from "../../src/state/redis/state.ts";
 import { createRedisUsageBuffer } from "../../src/state/redis/usage-buffer.ts";
 import type { NewUsageEventRow } from "../../src/store/store.ts";
-import type { AdmitLine, CreditCounter, GaugeCounter, StateLoaders, WindowCounter } from "../../src/state/state.ts";
+import type { GaugeCounter, StateLoaders } from "../../src/state/state.ts";
 import { servicesSkipped, startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 import { freshPrefix } from "../helpers/redis-state.ts";
+import { call, credit, funded, inFlight, lostAnswersSetup, rpm, T0 } from "../helpers/lost-answers.ts";
 import { redisProxy } from "../helpers/redis-proxy.ts";
 
 /**
@@ -17,17 +18,6 @@ import { redisProxy } from "../helpers/redis-proxy.ts";
  * hold settlements back, and a later probe claim of this process is not let go.
  */
 
-const T0 = Date.UTC(2026, 10, 28, 12);
-const funded: StateLoaders = { seed: () => 0, balance: () => ({ balance: 1_000_000, staleAt: Infinity, version: 1 }) };
-const credit: CreditCounter = { kind: "credit", accountId: 9 };
-const inFlight: GaugeCounter = { kind: "gauge", key: "acct:9:in-flight" };
-const rpm: WindowCounter = { kind: "window", key: "acct:9:rpm", windowMs: 60_000 };
-const call: AdmitLine[] = [
-  { counter: credit, limit: 0, add: 100 },
-  { counter: inFlight, limit: 10, add: 1 },
-  { counter: rpm, limit: 1_000, add: 1 },
-];
-
 let redis: RedisServer | undefined;
 const states: RedisState[] = [];
 afterAll(async () => {
@@ -35,20 +25,10 @@ afterAll(async () => {
   await redis?.close();
 });
 
+/** An instance behind the proxy and a watcher (test/helpers/lost-answers.ts), on this file's Redis. */
 async function setup(options: { allowances?: boolean } = {}) {
   redis ??= await startRedisServer();
-  const proxy = await redisProxy(new URL(redis.url));
-  const prefix = freshPrefix();
-  const clock = () => T0;
-  const connection = connectRedis(proxy.url, { commandTimeoutMs: 300 });
-  const a = createRedisState({ connection, prefix, allowances: options.allowances ?? false }, funded, clock);
-  const watcher = createRedisState({ connection: connectRedis(redis.url), prefix, allowances: false }, funded, clock);
-  states.push(a, watcher);
-  await a.counts.read(rpm, T0);
-  expect((await a.counts.admit(call, T0)).admitted).toBe(true);
-  await a.counts.adjust([{ counter: credit, release: 100, charge: 0 }, { counter: inFlight, delta: -1 }]);
-  const seen = async () => ({ held: await watcher.credit.held(9), inFlight: await watcher.counts.read(inFlight, T0), rpm: await watcher.counts.read(rpm, T0) });
-  return { proxy, a, watcher, seen, connection, prefix };
+  return lostAnswersSetup(redis, states, options);
 }
 
 if (!servicesSkipped)

@@ -1,28 +1,13 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { connectRedis } from "../../src/state/redis/connection.ts";
-import { createRedisState, type RedisState } from "../../src/state/redis/state.ts";
-import type { AdmitLine, CreditCounter, GaugeCounter, StateLoaders, WindowCounter } from "../../src/state/state.ts";
+import type { RedisState } from "../../src/state/redis/state.ts";
 import { servicesSkipped, startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
-import { freshPrefix } from "../helpers/redis-state.ts";
-import { redisProxy } from "../helpers/redis-proxy.ts";
+import { call, credit, inFlight, lostAnswersSetup, T0 } from "../helpers/lost-answers.ts";
 
 /**
  * Counts whose answer was lost (src/state/redis/repairs.ts): a settlement is sent again
  * and counts once, an admission is undone, whether the lost script ran or not, and the
  * original arriving late counts nothing (test/helpers/redis-proxy.ts makes the faults).
  */
-
-const T0 = Date.UTC(2026, 10, 28, 12);
-const funded: StateLoaders = { seed: () => 0, balance: () => ({ balance: 1_000_000, staleAt: Infinity, version: 1 }) };
-const credit: CreditCounter = { kind: "credit", accountId: 9 };
-const inFlight: GaugeCounter = { kind: "gauge", key: "acct:9:in-flight" };
-const rpm: WindowCounter = { kind: "window", key: "acct:9:rpm", windowMs: 60_000 };
-/** A call: 100 of credit reserved, one call in flight, one request in the minute. */
-const call: AdmitLine[] = [
-  { counter: credit, limit: 0, add: 100 },
-  { counter: inFlight, limit: 10, add: 1 },
-  { counter: rpm, limit: 1_000, add: 1 },
-];
 
 let redis: RedisServer | undefined;
 const states: RedisState[] = [];
@@ -31,21 +16,10 @@ afterAll(async () => {
   await redis?.close();
 });
 
-/** An instance behind the proxy (commands time out after 300 ms) and one that watches Redis directly. */
+/** An instance behind the proxy and a watcher (test/helpers/lost-answers.ts), on this file's Redis. */
 async function setup(options: { allowances?: boolean } = {}) {
   redis ??= await startRedisServer();
-  const proxy = await redisProxy(new URL(redis.url));
-  const prefix = freshPrefix();
-  const clock = () => T0;
-  const a = createRedisState({ connection: connectRedis(proxy.url, { commandTimeoutMs: 300 }), prefix, allowances: options.allowances ?? false }, funded, clock);
-  const watcher = createRedisState({ connection: connectRedis(redis.url), prefix, allowances: false }, funded, clock);
-  states.push(a, watcher);
-  await a.counts.read(rpm, T0);
-  // One call made and settled: Redis holds the balance from then on (an admission that must load it first counts nothing in its first run).
-  expect((await a.counts.admit(call, T0)).admitted).toBe(true);
-  await a.counts.adjust([{ counter: credit, release: 100, charge: 0 }, { counter: inFlight, delta: -1 }]);
-  const seen = async () => ({ held: await watcher.credit.held(9), inFlight: await watcher.counts.read(inFlight, T0), rpm: await watcher.counts.read(rpm, T0) });
-  return { proxy, a, watcher, seen };
+  return lostAnswersSetup(redis, states, options);
 }
 
 if (!servicesSkipped)

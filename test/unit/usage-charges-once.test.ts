@@ -8,9 +8,8 @@ import { usageRow } from "../../src/metering/usage-batch.ts";
 import { connectRedis } from "../../src/state/redis/connection.ts";
 import { createRedisUsageBuffer } from "../../src/state/redis/usage-buffer.ts";
 import type { UsageBuffer } from "../../src/metering/usage-buffer.ts";
-import { openPostgresStore } from "../../src/store/postgres/index.ts";
+import { postgresStores } from "../helpers/postgres-stores.ts";
 import type { Store } from "../../src/store/store.ts";
-import { startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
 import { faultyStore, usageEvent, withTransactions } from "../helpers/usage-events.ts";
 import { createWrittenCharges } from "../../src/metering/written-charges.ts";
@@ -29,19 +28,12 @@ import { tempDir } from "../helpers/temp-dir.ts";
  */
 
 const redis = redisStates();
-let postgres: PostgresServer | undefined;
-const stores: Store[] = [];
+const stores = postgresStores();
 afterAll(async () => {
   await redis.close();
-  for (const store of stores) store.close();
-  await postgres?.stop();
+  await stores.close();
 });
-const freshStore = async () => {
-  postgres ??= await startPostgres();
-  const store = await openPostgresStore(postgres.url(await postgres.createDatabase()));
-  stores.push(store);
-  return store;
-};
+const freshStore = stores.fresh;
 const quiet = createLogger("error", () => {});
 const credit = { kind: "credit", accountId: 1 } as const;
 const loaders = { seed: () => 0, balance: () => ({ balance: 1e12, staleAt: Infinity }) };
