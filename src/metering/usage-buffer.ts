@@ -25,10 +25,12 @@ export interface UsageBuffer {
    * from a claim that was not finished (this process's write failed, or its writer died)
    * and may already be in the database. `copy` rows were sent again after the buffer may
    * have lost them (they may be in the database, or earlier in the buffer): their charge
-   * counts only when the copy itself is written. `waiting` is what is left in the buffer after.
+   * counts only when the copy itself is written; an `unheld` copy (sent again after the
+   * buffer lost its data, its charge with it) releases nothing even then. `waiting` is
+   * what is left in the buffer after.
    */
   claim(max: number): Promise<{
-    rows: Array<NewUsageEventRow & { retried?: boolean; copy?: boolean }>;
+    rows: Array<NewUsageEventRow & { retried?: boolean; copy?: boolean; unheld?: boolean }>;
     waiting: number;
     /** The claim's id: its write notes what it released under it (`usage_claim_writes`). */
     claim?: string;

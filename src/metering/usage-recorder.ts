@@ -7,7 +7,7 @@ import { requestLogRow } from "./request-log.ts";
 import type { UsageRecorder } from "./usage-event.ts";
 import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
-import { createUsageWriter, PartlyWritten, type Written } from "./usage-writer.ts";
+import { createUsageWriter, markUnheld, PartlyWritten, type Written } from "./usage-writer.ts";
 import { handOver, handBackBeforeStop, type UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { chargesOf, usageRow } from "./usage-batch.ts";
@@ -202,8 +202,9 @@ export function createUsageRecorder(deps: {
       if (batch.rows.length === 0) return "idle";
       const check = batch.rows.some((row) => row.retried);
       const copies = new Set<NewUsageEventRow>();
-      const rows = batch.rows.map(({ retried: _retried, copy, ...row }) => {
+      const rows = batch.rows.map(({ retried: _retried, copy, unheld, ...row }) => {
         if (copy) copies.add(row);
+        if (unheld) markUnheld(row);
         return row;
       });
       let written: Written;

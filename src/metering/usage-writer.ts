@@ -34,6 +34,15 @@ export interface Written {
 }
 
 /**
+ * Rows sent again after the durable buffer lost its data (a Redis restart): their charges
+ * went with it, so written now they release nothing; their write still tells the State
+ * the ledger changed (a zero charge for the account, announced without a version: the
+ * balance is read again).
+ */
+const unheldRows = new WeakSet<NewUsageEventRow>();
+export const markUnheld = (row: NewUsageEventRow): void => void unheldRows.add(row);
+
+/**
  * A claim of usage rows from Redis being written: its id, whether it was made before (a
  * write of it may have committed), and, for the note of a claim written one row at a
  * time, the rows those writes released.
@@ -95,8 +104,8 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
     const prune = pruneDue(now);
     /** Which rows stop being held, once `fresh` of `rows` were written (and `own` names this process's own unsure ones found stored). */
     const releasedOf = (fresh: readonly NewUsageEventRow[]): NewUsageEventRow[] => {
-      // Every row written (the common case): each releases its own charge.
-      if (fresh.length === rows.length) return fresh.slice();
+      // Every row written (the common case, unchecked): each releases its own charge.
+      if (fresh.length === rows.length && !check) return fresh.slice();
       const written = new Set(fresh.map(usageRowIdentity));
       const stored = new Set<string>();
       for (const row of rows) {
@@ -105,7 +114,7 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
         stored.add(identity);
         if (ownUnsure.has(identity)) own.add(identity);
       }
-      deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
+      if (fresh.length < rows.length) deps.log.info("usage rows already written are not written again", { rows: rows.length - fresh.length });
       // Unchecked (a first claim of rows just settled), a row found stored was written by
       // the instance whose append lost its answer, which released its charge. Checked, it
       // may be a dead writer's, which did not: its charge is released here (`settled`).
@@ -249,7 +258,9 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
           return { charged: new Map(replayed.charged), setAside: new Map(), version: replayed.version };
         }
         if (rows.length > 0) proven = true;
-        return { charged: chargesOf(released), setAside: new Map(), version };
+        const charged = chargesOf(released);
+        for (const row of rows) if (unheldRows.has(row) && !charged.has(row.accountId)) charged.set(row.accountId, 0);
+        return { charged, setAside: new Map(), version };
       } catch (error) {
         if (!deps.store.refusedRow(error)) throw error;
       }
@@ -296,7 +307,7 @@ export function settled(rows: readonly NewUsageEventRow[], stored: ReadonlySet<s
     seen.add(identity);
     if (!stored.has(identity)) {
       fresh.push(row);
-      released.push(row);
+      if (!unheldRows.has(row)) released.push(row);
     } else if (!copies?.has(row) || own?.has(identity)) released.push(row);
   }
   return { fresh, released };

@@ -50,7 +50,7 @@ describe("rows sent lately", () => {
     // Connection 1 is lost; Redis comes back a minute later on connection 2.
     sent.add("late", 90_000, 2);
     expect(sent.size).toBe(1002);
-    const again = sent.before(2);
+    const again = sent.before(2).map((row) => row.text);
     expect(again).toHaveLength(1001);
     expect(again[0]).toBe("r1999");
     expect(again.at(-1)).toBe("r2999");
@@ -58,7 +58,8 @@ describe("rows sent lately", () => {
     expect(sent.before(2)).toHaveLength(1001);
     sent.forget(2);
     expect(sent.before(2)).toEqual([]);
-    expect(sent.before(3)).toEqual(["late"]);
+    // Each with the dataset's generation it was sent in (0: not known).
+    expect(sent.before(3)).toEqual([{ text: "late", generation: 0 }]);
     sent.forget(3);
     expect(sent.size).toBe(0);
   });
@@ -119,7 +120,7 @@ if (!servicesSkipped) {
       }
     });
 
-    test("after Redis restarts empty, the rows sent lately are queued again as copies, and claims are checked until the queue is empty", async () => {
+    test("after Redis restarts empty, the rows sent lately are queued again as copies whose charge is not held (it went with the data), and claims are checked until the queue is empty", async () => {
       const instance = await bufferOnFreshPrefix();
       const { connection, buffer } = instance;
       try {
@@ -128,11 +129,11 @@ if (!servicesSkipped) {
         await buffer.append(row("d"));
         const { rows, waiting } = await buffer.claim(100);
         expect(waiting).toBe(0);
-        expect(rows.map((r) => [r.requestId, r.retried === true, r.copy === true])).toEqual([
-          ["d", true, false],
-          ["a", true, true],
-          ["b", true, true],
-          ["c", true, true],
+        expect(rows.map((r) => [r.requestId, r.retried === true, r.copy === true, r.unheld === true])).toEqual([
+          ["d", true, false, false],
+          ["a", true, true, true],
+          ["b", true, true, true],
+          ["c", true, true, true],
         ]);
         await buffer.done(new Map(), 1);
         // The queue was left empty: later claims are not checked.
@@ -150,16 +151,16 @@ if (!servicesSkipped) {
         await appendThenRestart(instance, ["a", "b"]);
         // The process's first call after the restart is a claim (a flush while stopping may be its last call).
         const { rows } = await buffer.claim(100);
-        expect(rows.map((r) => [r.requestId, r.retried === true, r.copy === true])).toEqual([
-          ["a", true, true],
-          ["b", true, true],
+        expect(rows.map((r) => [r.requestId, r.retried === true, r.copy === true, r.unheld === true])).toEqual([
+          ["a", true, true, true],
+          ["b", true, true, true],
         ]);
       } finally {
         connection.close();
       }
     });
 
-    test("a claim of copies handed back by a stopping process is claimed again as copies (flagged once, readable)", async () => {
+    test("copies handed back by a stopping process are claimed again as copies (flagged once, readable; one whose charge is not held stays so)", async () => {
       const instance = await bufferOnFreshPrefix();
       const { server, prefix, connection, buffer } = instance;
       const { connection: otherConnection, buffer: otherBuffer } = await bufferOnFreshPrefix(prefix);
@@ -172,10 +173,10 @@ if (!servicesSkipped) {
         // A copy handed back by an older version carries both flags.
         await admin.send("RPUSH", [`${prefix}usage:queue`, `RS${JSON.stringify(row("c"))}`]);
         const { rows } = await otherBuffer.claim(100);
-        expect(rows.map((r) => [r.requestId, r.retried === true, r.copy === true])).toEqual([
-          ["a", true, true],
-          ["b", true, true],
-          ["c", true, true],
+        expect(rows.map((r) => [r.requestId, r.retried === true, r.copy === true, r.unheld === true])).toEqual([
+          ["a", true, true, true],
+          ["b", true, true, true],
+          ["c", true, true, false],
         ]);
       } finally {
         admin.close();
@@ -226,12 +227,12 @@ if (!servicesSkipped) {
         await server.start();
         await buffer.append(row("d"));
         const { rows } = await buffer.claim(100);
-        expect(rows.map((r) => [r.requestId, r.copy === true]).sort()).toEqual([
-          ["a", true],
-          ["b", true],
-          ["c", true],
-          ["d", false],
-          ["e", true],
+        expect(rows.map((r) => [r.requestId, r.copy === true, r.unheld === true]).sort()).toEqual([
+          ["a", true, true],
+          ["b", true, true],
+          ["c", true, true],
+          ["d", false, false],
+          ["e", true, true],
         ]);
       } finally {
         connection.close();

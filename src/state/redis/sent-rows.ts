@@ -13,6 +13,8 @@ export function createSentRows(windowMs: number) {
   let texts: string[] = [];
   let times: number[] = [];
   let connections: number[] = [];
+  /** The dataset's generation (dataset.ts) each row was sent in: 0 when not known yet. */
+  let generations: number[] = [];
   /** Index of the oldest row kept. */
   let head = 0;
 
@@ -22,6 +24,7 @@ export function createSentRows(windowMs: number) {
       texts = texts.slice(head);
       times = times.slice(head);
       connections = connections.slice(head);
+      generations = generations.slice(head);
       head = 0;
     }
   };
@@ -34,22 +37,25 @@ export function createSentRows(windowMs: number) {
   };
 
   return {
-    add(text: string, now: number, connection: number): void {
+    add(text: string, now: number, connection: number, generation = 0): void {
       texts.push(text);
       times.push(now);
       connections.push(connection);
+      generations.push(generation);
       const horizon = now - windowMs;
       while (head < times.length && ((connections[head] === connection && times[head]! < horizon) || times.length - head > MAX_KEPT)) head++;
       compact();
     },
-    /** The rows acknowledged by connections before `connection`: the last `windowMs` of them, oldest first. */
-    before(connection: number): string[] {
+    /** The rows acknowledged by connections before `connection`: the last `windowMs` of them, oldest first, with the generation each was sent in. */
+    before(connection: number): Array<{ text: string; generation: number }> {
       const end = endBefore(connection);
       if (end === head) return [];
       const horizon = times[end - 1]! - windowMs;
       let start = head;
       while (start < end && times[start]! < horizon) start++;
-      return texts.slice(start, end);
+      const rows: Array<{ text: string; generation: number }> = [];
+      for (let i = start; i < end; i++) rows.push({ text: texts[i]!, generation: generations[i]! });
+      return rows;
     },
     /** Drops the rows acknowledged by connections before `connection` (sent again). */
     forget(connection: number): void {

@@ -53,6 +53,8 @@ export interface RedisState extends State {
    * unwritten before any instance can write the row and take it off again.
    */
   settlementsApplied(): Promise<void> | undefined;
+  /** Whether Redis kept what this process counted (dataset.ts): the generation as last checked, and a check now. */
+  readonly dataset: { latest(): number; check(): Promise<void> };
   /** Allowances granted and calls admitted against them (zeros when allowances are off). */
   readonly allowances: { readonly granted: number; readonly drawn: number };
   /**
@@ -327,6 +329,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     owner,
     leaseMs,
     flushedClaim: (charged, version, drop) => credits.flushed(charged, version, drop),
+    dataset: { latest: () => dataset.latest(), check: () => dataset.check() },
     settlementsApplied: () => {
       // A settlement whose answer was lost counts once it is sent again (repairs.ts).
       const applied = adjustSoon.applied();

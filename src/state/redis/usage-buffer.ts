@@ -52,14 +52,20 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
     }
     // Forgotten only once sent: a failure leaves them for the next attempt.
     const again = sent.before(connects);
-    for (let start = 0; start < again.length; start += RESEND_CHUNK) {
-      await redis.send("RPUSH", [keys.queue, ...again.slice(start, start + RESEND_CHUNK).map((text) => `S${text}`)]);
+    if (again.length > 0) await state.dataset.check();
+    const generation = state.dataset.latest();
+    // Copies ('S'): their original, if Redis kept it, releases the charge. Rows sent before
+    // Redis lost its data (a restart) go as copies whose charge is not held ('U'): it went
+    // with that data, so written now they release nothing (found written, nothing either).
+    const texts = again.map((row) => (row.generation !== 0 && row.generation !== generation ? `U${row.text}` : `S${row.text}`));
+    for (let start = 0; start < texts.length; start += RESEND_CHUNK) {
+      await redis.send("RPUSH", [keys.queue, ...texts.slice(start, start + RESEND_CHUNK)]);
     }
     sent.forget(connects);
     // The copies are rows the new connection acknowledged: a second loss soon after (a
     // failover, then a restart) can lose them too, so they are kept as sent on it.
     const now = Date.now();
-    for (const text of again) sent.add(text, now, redis.connects());
+    for (const { text } of again) sent.add(text, now, redis.connects(), generation);
     seenConnects = connects;
     checking = true;
     options.log?.warn("the connection to Redis was made again: recent usage rows are queued again and claimed rows are checked against the database", {
@@ -86,10 +92,12 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       // a few ms): a row written and announced before it left that charge counted for good.
       const settling = state.settlementsApplied();
       if (settling) await settling;
+      // Each row is sent in a known generation of Redis's data (dataset.ts): the first one checks it.
+      if (state.dataset.latest() === 0) await state.dataset.check().catch(() => {});
       const text = JSON.stringify(row);
       // Flagged as a claim reads them: 'S' a copy, 'R' a row to check (as one handed back).
       await redis.send("RPUSH", [keys.queue, flag === "copy" ? `S${text}` : flag === "unsure" ? `R${text}` : text]);
-      sent.add(text, Date.now(), redis.connects());
+      sent.add(text, Date.now(), redis.connects(), state.dataset.latest());
       // The row is in Redis: a failure to catch up must not hand it back (it would be written twice); the next call tries again.
       await catchUpAfter()?.catch(() => {});
     },
@@ -111,13 +119,19 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       if (checking && !reconnected && Number(waiting) === 0) checking = false;
       const rows = texts.map((text) => {
         // A row handed back by a stopping process carries an 'R' before its JSON; one sent
-        // again after a reconnection, an 'S' (a copy handed back was once flagged 'RS').
+        // again after a reconnection, an 'S' (a copy handed back was once flagged 'RS'), or
+        // a 'U' after Redis lost its data (a copy whose charge is not held).
         let start = 0;
         let copy = false;
-        while (text[start] === "R" || text[start] === "S") copy ||= text[start++] === "S";
-        const row = JSON.parse(start > 0 ? text.slice(start) : text) as NewUsageEventRow & { retried?: boolean; copy?: boolean };
+        let unheld = false;
+        for (let flag = text[start]; flag === "R" || flag === "S" || flag === "U"; flag = text[++start]) {
+          if (flag !== "R") copy = true;
+          if (flag === "U") unheld = true;
+        }
+        const row = JSON.parse(start > 0 ? text.slice(start) : text) as NewUsageEventRow & { retried?: boolean; copy?: boolean; unheld?: boolean };
         if (retried || start > 0) row.retried = true;
         if (copy) row.copy = true;
+        if (unheld) row.unheld = true;
         return row;
       });
       return { rows, waiting: Number(waiting), claim, retry: kind === "retry" };
