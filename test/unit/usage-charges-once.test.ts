@@ -116,80 +116,47 @@ describe("a row the database refuses, in a claim", () => {
 });
 
 describe("a charge this run's State never counted as unwritten", () => {
-  test("Redis restarted without its data: a row it lost, sent again and written, releases nothing of other calls' charges (its own went with the data)", async () => {
-    const server = await redis.server();
-    const prefix = freshPrefix();
-    const store = await freshStore();
-    const a = await instance(prefix, store);
-    try {
-      // R settles (100 unwritten) and its row reaches Redis.
-      await a.state.counts.adjust([{ counter: credit, release: 0, charge: 100 }]);
-      await Bun.sleep(20);
-      await a.buffer.append(usageRow(usageEvent(1, 100), "2026-03-10"));
-      // Redis restarts empty: R's row and its unwritten charge are gone from it.
-      await server.stop();
-      await server.start();
-      // Q settles on the new Redis (1,000 unwritten); its row is on its way.
-      for (let tries = 0; tries < 5; tries++) {
-        try {
-          await a.state.counts.adjust([{ counter: credit, release: 0, charge: 1000 }]);
-          break;
-        } catch {
-          await Bun.sleep(20);
+  for (const writtenBefore of [false, true])
+    test(`Redis restarted without its data: a row ${writtenBefore ? "written before it, sent again and found written" : "it lost, sent again and written"}, releases nothing of other calls' charges (its own went with the data)`, async () => {
+      const server = await redis.server();
+      const prefix = freshPrefix();
+      const store = await freshStore();
+      const a = await instance(prefix, store);
+      try {
+        // R settles (100 unwritten) and its row reaches Redis.
+        await a.state.counts.adjust([{ counter: credit, release: 0, charge: 100 }]);
+        await Bun.sleep(20);
+        await a.buffer.append(usageRow(usageEvent(1, 100), "2026-03-10"));
+        if (writtenBefore) {
+          // R is written (its charge released) before Redis restarts: it is still among the rows sent lately.
+          await a.recorder.flush();
+          expect(await a.state.credit.held(1)).toBe(0);
         }
-      }
-      await Bun.sleep(20);
-      expect(await a.state.credit.held(1)).toBe(1000);
-      // The next claim makes the connection again, sends R again as a copy, and writes it.
-      await a.recorder.flush();
-      await a.recorder.flush();
-      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
-      expect(await store.credit.balance(1, Date.now())).toBe(-100);
-      // Q's charge is the one not in the ledger: it must still count as unwritten.
-      expect(await a.state.credit.held(1)).toBe(1000);
-    } finally {
-      a.connection.close();
-    }
-  }, 30_000);
-
-  test("Redis restarted without its data: a row written before, sent again and found written, releases nothing of other calls' charges", async () => {
-    const server = await redis.server();
-    const prefix = freshPrefix();
-    const store = await freshStore();
-    const a = await instance(prefix, store);
-    try {
-      // R settles (100 unwritten) and its row reaches Redis.
-      await a.state.counts.adjust([{ counter: credit, release: 0, charge: 100 }]);
-      await Bun.sleep(20);
-      await a.buffer.append(usageRow(usageEvent(1, 100), "2026-03-10"));
-      // R is written (its charge released) before Redis restarts: it is still among the rows sent lately.
-      await a.recorder.flush();
-      expect(await a.state.credit.held(1)).toBe(0);
-      // Redis restarts empty.
-      await server.stop();
-      await server.start();
-      // Q settles on the new Redis (1,000 unwritten); its row is on its way.
-      for (let tries = 0; tries < 5; tries++) {
-        try {
-          await a.state.counts.adjust([{ counter: credit, release: 0, charge: 1000 }]);
-          break;
-        } catch {
-          await Bun.sleep(20);
+        // Redis restarts empty: R's row (if still waiting) and what counts as unwritten are gone from it.
+        await server.stop();
+        await server.start();
+        // Q settles on the new Redis (1,000 unwritten); its row is on its way.
+        for (let tries = 0; tries < 5; tries++) {
+          try {
+            await a.state.counts.adjust([{ counter: credit, release: 0, charge: 1000 }]);
+            break;
+          } catch {
+            await Bun.sleep(20);
+          }
         }
+        await Bun.sleep(20);
+        expect(await a.state.credit.held(1)).toBe(1000);
+        // The next claim makes the connection again, sends R again as a copy, and writes it (or finds it written).
+        await a.recorder.flush();
+        await a.recorder.flush();
+        expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+        expect(await store.credit.balance(1, Date.now())).toBe(-100);
+        // Q's charge is the one not in the ledger: it must still count as unwritten.
+        expect(await a.state.credit.held(1)).toBe(1000);
+      } finally {
+        a.connection.close();
       }
-      await Bun.sleep(20);
-      expect(await a.state.credit.held(1)).toBe(1000);
-      // The next claim makes the connection again, sends R again as a copy, and writes it.
-      await a.recorder.flush();
-      await a.recorder.flush();
-      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
-      expect(await store.credit.balance(1, Date.now())).toBe(-100);
-      // Q's charge is the one not in the ledger: it must still count as unwritten.
-      expect(await a.state.credit.held(1)).toBe(1000);
-    } finally {
-      a.connection.close();
-    }
-  }, 30_000);
+    }, 30_000);
 
   test("one instance without Redis: a row a previous run left in the usage spool counts as unwritten until written, and takes nothing off this run's other charges", async () => {
     const store = await freshStore();
