@@ -199,8 +199,9 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     buffer: redisState && redisConnection ? createRedisUsageBuffer({ connection: redisConnection, state: redisState, log }) : undefined,
     backlogLimit: config.usageBacklogLimit,
     requestLog: config.requestLogDays !== 0,
-    // On PostgreSQL without Redis, rows the database does not take wait on disk, not only in memory.
-    spool: config.database !== undefined ? openUsageSpool(join(config.dataDir, USAGE_SPOOL_FILE), log, !redisConnection) : undefined,
+    // Without Redis, rows the database does not take wait on disk, not only in memory (on
+    // SQLite too: a stop whose last write failed lost them, uncharged).
+    spool: openUsageSpool(join(config.dataDir, USAGE_SPOOL_FILE), log, !redisConnection),
     writes: chargeWrites,
   });
   const metrics = createRouterMetrics();

@@ -374,8 +374,12 @@ export function createUsageRecorder(deps: {
         const leave = inHand.mustLeave(writer.mayHaveCommitted);
         await handBackBeforeStop(buffer, { claimed: inHand.rows, leave, rows: pending.splice(0) }, deps.log, writer.mayHaveStored);
       }
-      // Rows the database still refuses stay in the spool for the next start.
-      if (spool?.keeping && pending.length > 0) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", { rows: pending.length });
+      // Rows the database still refuses stay in the spool for the next start; without one they are lost, and said so.
+      if (pending.length > 0) {
+        const fields = { rows: pending.length, cost: pending.reduce((sum, row) => sum + (row.costNanos ?? 0), 0) };
+        if (spool?.keeping) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", fields);
+        else deps.log.error("usage rows could not be written before stopping: they are lost", { ...fields, first: pending.slice(0, 20).map((row) => row.requestId).join(",") });
+      }
       spool?.close();
     },
     onSetAside(listener) {

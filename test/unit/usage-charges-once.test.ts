@@ -12,6 +12,7 @@ import { postgresStores } from "../helpers/postgres-stores.ts";
 import type { Store } from "../../src/store/store.ts";
 import { freshPrefix, redisStates } from "../helpers/redis-state.ts";
 import { faultyStore, usageEvent, withTransactions } from "../helpers/usage-events.ts";
+import { openSqliteStore } from "../../src/store/sqlite/store.ts";
 import { createWrittenCharges } from "../../src/metering/written-charges.ts";
 import { openUsageSpool, USAGE_SPOOL_FILE } from "../../src/metering/usage-spool.ts";
 import { createMemoryState } from "../../src/state/memory.ts";
@@ -301,4 +302,34 @@ describe("a claim taken over, then handed back at a clean stop", () => {
       c.connection.close();
     }
   }, 30_000);
+});
+
+describe("a clean stop whose last write fails (embedded, SQLite)", () => {
+  test("the rows waiting are kept on disk and charged at the next start (before, they were lost, uncharged)", async () => {
+    const dir = tempDir("embedded-stop-");
+    const file = join(dir, "router.db");
+    const spoolFile = join(dir, USAGE_SPOOL_FILE);
+    const T = Date.UTC(2026, 2, 10);
+    {
+      const real = openSqliteStore(file);
+      await real.credit.give(1, [{ amount: 10_000, expiresAt: null }], null, T);
+      const { store, faults } = faultyStore(real);
+      // As deps.ts wires it without Redis: a spool in the data directory.
+      const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: quiet, spool: openUsageSpool(spoolFile, quiet, true) });
+      recorder.halt();
+      recorder.record(usageEvent(1, 3_000));
+      // The database refuses the stop's last write (SQLITE_BUSY, a disk error).
+      faults.down = true;
+      await recorder.stop();
+      real.close();
+    }
+    const reopened = openSqliteStore(file);
+    const recorder = createUsageRecorder({ store: reopened, clock: createClock("UTC"), log: quiet, spool: openUsageSpool(spoolFile, quiet, true) });
+    recorder.halt();
+    expect(recorder.recoveredCharges()).toEqual(new Map([[1, 3_000]]));
+    await recorder.flush();
+    expect(await reopened.credit.balance(1, T + 10)).toBe(7_000);
+    await recorder.stop();
+    reopened.close();
+  });
 });
