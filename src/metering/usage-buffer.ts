@@ -79,6 +79,13 @@ export async function handOver(buffer: UsageBuffer, rows: readonly NewUsageEvent
  *   `unsure`: found stored by whoever claims it, its charge is released there, as nobody
  *   else did. An error names those the buffer refused too (they are lost with the process).
  */
+/** What a log line says of usage rows a stop loses: how many, their cost, the first ids. */
+export const rowsLost = (rows: readonly NewUsageEventRow[]) => ({
+  rows: rows.length,
+  cost: rows.reduce((sum, row) => sum + (row.costNanos ?? 0), 0),
+  first: rows.slice(0, 20).map((row) => row.requestId).join(","),
+});
+
 export async function handBackBeforeStop(
   buffer: UsageBuffer,
   held: { claimed: number; leave: boolean; rows: readonly NewUsageEventRow[] },
@@ -93,9 +100,5 @@ export async function handBackBeforeStop(
   if (held.rows.length === 0) return;
   const lost = await handOver(buffer, held.rows, (row) => (mayBeStored(row) ? "unsure" : "copy"));
   if (lost.length === 0) return;
-  log.error("usage rows could not be written nor handed to Redis before stopping: they are lost", {
-    rows: lost.length,
-    cost: lost.reduce((sum, row) => sum + (row.costNanos ?? 0), 0),
-    first: lost.slice(0, 20).map((row) => row.requestId).join(","),
-  });
+  log.error("usage rows could not be written nor handed to Redis before stopping: they are lost", rowsLost(lost));
 }

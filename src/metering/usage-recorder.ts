@@ -8,7 +8,7 @@ import type { UsageRecorder } from "./usage-event.ts";
 import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
 import { createUsageWriter, markUnheld, PartlyWritten, type Written } from "./usage-writer.ts";
-import { handOver, handBackBeforeStop, type UsageBuffer } from "./usage-buffer.ts";
+import { handOver, handBackBeforeStop, rowsLost, type UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { chargesOf, usageRow } from "./usage-batch.ts";
 import { UnsureRows } from "./unsure-rows.ts";
@@ -375,11 +375,8 @@ export function createUsageRecorder(deps: {
         await handBackBeforeStop(buffer, { claimed: inHand.rows, leave, rows: pending.splice(0) }, deps.log, writer.mayHaveStored);
       }
       // Rows the database still refuses stay in the spool for the next start; without one they are lost, and said so.
-      if (pending.length > 0) {
-        const fields = { rows: pending.length, cost: pending.reduce((sum, row) => sum + (row.costNanos ?? 0), 0) };
-        if (spool?.keeping) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", fields);
-        else deps.log.error("usage rows could not be written before stopping: they are lost", { ...fields, first: pending.slice(0, 20).map((row) => row.requestId).join(",") });
-      }
+      if (pending.length > 0 && spool?.keeping) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", { rows: pending.length });
+      else if (pending.length > 0) deps.log.error("usage rows could not be written before stopping: they are lost", rowsLost(pending));
       spool?.close();
     },
     onSetAside(listener) {
