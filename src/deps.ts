@@ -1,4 +1,5 @@
 import { causeMessage } from "./core/errors.ts";
+import { EndingCalls } from "./gateway/ending-calls.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { join } from "node:path";
@@ -87,6 +88,8 @@ export interface Deps {
   exclusively<T>(body: () => Promise<T>): Promise<T>;
   /** Work to finish before the store closes (e.g. flushing batched usage rows). */
   readonly beforeClose: Array<() => void | Promise<void>>;
+  /** Streams still read for their usage (gateway/ending-calls.ts). */
+  readonly endingCalls: EndingCalls;
 }
 
 /** How long a key choice may reuse a read of the shared State (docs/architecture.md, "State on Redis"). */
@@ -192,6 +195,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     tenantOf: config.byok ? async (actorId) => tenantIdOf(true, (await store.accounts.byId(actorId))?.path ?? "") : undefined,
   });
   // With Redis, settled rows wait in a Redis list until the database holds them (an outage, a killed instance).
+  const endingCalls = new EndingCalls();
   const usageRecorder = createUsageRecorder({
     store,
     clock,
@@ -339,7 +343,15 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     dependencies,
     lifecycle: { stopping: false },
     exclusively: (body) => (config.database !== undefined ? withStartupLock(store, body) : body()),
+    endingCalls,
     beforeClose: [
+      // Streams cut by the grace period are read on for their usage: their settlement goes before the last usage write.
+      async () => {
+        if (endingCalls.size === 0) return;
+        log.info("stopping: waiting for streams still read for their usage", { streams: endingCalls.size, maxSeconds: config.drainTimeoutMs / 1000 });
+        const left = await endingCalls.ended(config.drainTimeoutMs + 1000);
+        if (left > 0) log.error("streams still read for their usage at stop are not charged", { streams: left });
+      },
       () => usageRecorder.stop(),
       () => writtenCharges.stop(),
       () => dependencies.stop(),

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import type { EndingCalls } from "./ending-calls.ts";
 import type { Clock } from "../core/clock.ts";
 import { badRequest, notFound } from "../core/errors.ts";
 import type { ServeConfig } from "../config.ts";
@@ -51,6 +52,8 @@ export interface PipelineDeps extends AuthenticateDeps, AttemptDeps, DeliverDeps
   readonly clock: Clock;
   readonly affinity: Affinity;
   readonly metrics: RouterMetrics;
+  /** Streams still read for their usage: a stop waits for them before its last usage write. */
+  readonly endingCalls: EndingCalls;
 }
 
 export function createPipeline(deps: PipelineDeps) {
@@ -62,6 +65,7 @@ export function createPipeline(deps: PipelineDeps) {
   async function forward(tenant: Tenant, input: RelayInput): Promise<Response> {
     const end = await attemptsFor(tenant)(input);
     const delivery: Delivery = "answered" in end ? await deliver(input, end.answered) : end.delivery;
+    if (delivery.outcome instanceof Promise) deps.endingCalls.add(delivery.outcome);
     settleWhenEnded(tenant.meter, deps.clock, deps.log, tenant.tenantId, input, delivery.outcome);
     return withRateLimitHeaders(delivery.response, input.call.family, input.admission.rateLimits, input.admission.admittedAt);
   }

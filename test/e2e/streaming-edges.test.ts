@@ -435,6 +435,39 @@ describe("the usage chunk the router asked for", () => {
 });
 
 describe("graceful shutdown", () => {
+  test("a stream the grace period cuts is read on for its usage, and charged before the router closes", async () => {
+    const r = await startRouter({ config: { graceSeconds: 1 } });
+    routers.push(r);
+    const upstream = mock("/v1/chat/completions", () => {
+      const stream = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          for (let i = 0; i < 20; i++) {
+            controller.enqueue(frame(chunk(`${i}.`)));
+            await Bun.sleep(100);
+          }
+          controller.enqueue(frame(usageChunk(6, 20)));
+          controller.enqueue(encoder.encode("data: [DONE]\n\n"));
+          controller.close();
+        },
+      });
+      return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+    });
+    await addKey(r, { provider: `${upstream.url}/v1` });
+    const res = await streamChat(r);
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read();
+    // The stop's grace (1 s) ends before the stream (2 s): its connection is cut, the upstream read on.
+    await r.server.stop(1, 0);
+    await reader.read().catch(() => {});
+    const db = new Database(join(r.dataDir, "router.db"), { readonly: true });
+    const rows = db.query<Record<string, any>, []>("SELECT * FROM usage_events").all();
+    db.close();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ prompt_tokens: 6, completion_tokens: 20, source: "upstream" });
+  });
+
+
   test("a stream in flight completes; stop resolves afterwards; new connections are refused", async () => {
     const r = await startRouter({ config: { graceSeconds: 10 } });
     routers.push(r);

@@ -1,0 +1,33 @@
+/**
+ * Calls answered whose settlement waits for their end: a stream, read on for its usage
+ * (for at most the drain timeout) after its client left or the grace period cut it. A
+ * stop waits for them before its last usage write: settled after it, their rows were
+ * never written, and the calls never charged.
+ */
+export class EndingCalls {
+  private readonly ending = new Set<Promise<unknown>>();
+
+  /** A call's end (its outcome), settled once it comes. */
+  add(end: Promise<unknown>): void {
+    const tracked = end.then(
+      () => {},
+      () => {},
+    );
+    this.ending.add(tracked);
+    void tracked.finally(() => this.ending.delete(tracked));
+  }
+
+  get size(): number {
+    return this.ending.size;
+  }
+
+  /** Settles once every call under way ended, or after `timeoutMs`; resolves with how many had not. */
+  async ended(timeoutMs: number): Promise<number> {
+    if (this.ending.size === 0) return 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([Promise.all([...this.ending]), expired]);
+    clearTimeout(timer);
+    return this.ending.size;
+  }
+}
