@@ -7,14 +7,12 @@
 export class EndingCalls {
   private readonly ending = new Set<Promise<unknown>>();
 
-  /** A call's end (its outcome), settled once it comes. */
+  /** A call whose end (its outcome) is still coming; `done` once it came (no promise of its own: one per stream). */
   add(end: Promise<unknown>): void {
-    const tracked = end.then(
-      () => {},
-      () => {},
-    );
-    this.ending.add(tracked);
-    void tracked.finally(() => this.ending.delete(tracked));
+    this.ending.add(end);
+  }
+  done(end: Promise<unknown>): void {
+    this.ending.delete(end);
   }
 
   get size(): number {
@@ -26,7 +24,7 @@ export class EndingCalls {
     if (this.ending.size === 0) return 0;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const expired = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-    await Promise.race([Promise.all([...this.ending]), expired]);
+    await Promise.race([Promise.allSettled([...this.ending]), expired]);
     clearTimeout(timer);
     return this.ending.size;
   }
