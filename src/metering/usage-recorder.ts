@@ -38,9 +38,9 @@ const DRAIN_ROWS = 500;
  * in one transaction per short tick, so the database never sits between a client and
  * its response.
  *
- * Without a durable buffer, rows wait in this process: a clean shutdown flushes, a crash
- * loses at most the last tick (50 ms), and rows the database refuses are retried on the
- * next tick, in memory. With one (Redis), every settled row is appended to it at once,
+ * Without a durable buffer, rows wait in this process, and on disk (the spool) once a write
+ * of them failed: a clean shutdown flushes, a crash loses at most the last tick (50 ms).
+ * With one (Redis), every settled row is appended to it at once,
  * and each tick drains a batch from it: rows survive the database being down and this
  * process dying, and any instance writes them (a batch claimed by a writer that died is
  * checked against what the database holds first, so nothing is charged twice).
@@ -268,14 +268,12 @@ export function createUsageRecorder(deps: {
   };
 
   /**
-   * The tick's write, in slices of SLICE_ROWS rows with the event loop let through
-   * between them: one transaction of a tick's rows held every request behind it for
-   * as long (0.7 ms at 6,700 calls a second), which showed in the 99th percentile.
-   * A backlog beyond a few slices is written in bigger ones, so the queue cannot grow.
-   * A tick writes the rows pending when it began (`tickRows`); those settled meanwhile
-   * wait for the next tick. Slices that took whatever had arrived went on without end
-   * under steady traffic, a transaction of a few rows after another (on PostgreSQL at
-   * c=1, 295 transactions a second of a dozen statements each).
+   * The tick's write, in slices of SLICE_ROWS rows with the event loop let through between
+   * them: one transaction of a tick's rows held every request behind it (0.7 ms at 6,700
+   * calls a second, in the 99th percentile). A backlog goes in bigger slices, so the queue
+   * cannot grow. A tick writes the rows pending when it began (`tickRows`): slices that took
+   * whatever had arrived went on without end under steady traffic (on PostgreSQL at c=1,
+   * 295 transactions a second of a dozen statements each).
    */
   let slicing = false;
   let tickRows = 0;
@@ -301,10 +299,8 @@ export function createUsageRecorder(deps: {
   };
   /**
    * Writes the rows pending now, in slices (`slicing` is set by the caller). A full batch
-   * (MAX_PENDING rows between two ticks) starts here too: it once set `slicing` and
-   * wrote nothing, and from about 10,000 calls a second on, the ticks found `slicing`
-   * set nearly every time and skipped their writes, until 100,000 rows waited and calls
-   * were refused (the bench's bursts of 503s).
+   * (MAX_PENDING rows between two ticks) starts here too: when it only set `slicing`, from
+   * about 10,000 calls a second on the ticks skipped their writes until calls were refused.
    */
   const startSlices = () => {
     tickRows = pending.length;
@@ -316,13 +312,17 @@ export function createUsageRecorder(deps: {
       : Math.max(SLICE_ROWS, Math.ceil(pending.length / 4));
     writeSlice(true);
   };
-  const tick = () => {
-    logQueue.appendIfDue();
-    if (unappended.length > 0) void reappend();
+  /** A write unanswered past SLOW_WRITE_MS: its rows and those waiting behind it go on disk meanwhile. */
+  const keepIfSlow = () => {
     if (spool && writingNow && Date.now() - writingNow.since > SLOW_WRITE_MS) {
       spool.keep(writingNow.rows);
       spool.keep(pending);
     }
+  };
+  const tick = () => {
+    logQueue.appendIfDue();
+    if (unappended.length > 0) void reappend();
+    keepIfSlow();
     if (!slicing && (pending.length > 0 || health.size > 0)) {
       slicing = true;
       startSlices();
@@ -369,7 +369,9 @@ export function createUsageRecorder(deps: {
     flush,
     async stop() {
       clearInterval(timer);
-      await flush();
+      // A database that hangs during the stop: the last write's rows go on disk as on any tick (else killed now, they are lost).
+      const keeping = spool?.keeping ? setInterval(keepIfSlow, 250) : undefined;
+      await flush().finally(() => clearInterval(keeping));
       if (buffer) {
         const leave = inHand.mustLeave(writer.mayHaveCommitted);
         await handBackBeforeStop(buffer, { claimed: inHand.rows, leave, rows: pending.splice(0) }, deps.log, writer.mayHaveStored);

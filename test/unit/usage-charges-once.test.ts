@@ -305,6 +305,27 @@ describe("a claim taken over, then handed back at a clean stop", () => {
 });
 
 describe("a clean stop whose last write fails (embedded, SQLite)", () => {
+  test("a stop whose last write hangs keeps its rows on disk after a second (a kill then loses nothing)", async () => {
+    const dir = tempDir("embedded-hang-");
+    const real = openSqliteStore(join(dir, "router.db"));
+    const spoolFile = join(dir, USAGE_SPOOL_FILE);
+    let hang = false;
+    const store = withTransactions(real, async (body, run) => {
+      if (hang) await new Promise(() => {});
+      return run(body);
+    });
+    const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: quiet, spool: openUsageSpool(spoolFile, quiet, true) });
+    recorder.halt();
+    recorder.record(usageEvent(1, 3_000));
+    hang = true;
+    // The stop's write never answers; the process would be killed by its supervisor.
+    void recorder.stop();
+    await Bun.sleep(1_500);
+    const kept = openUsageSpool(spoolFile, quiet, false);
+    expect(kept.recovered().map((row) => row.costNanos)).toEqual([3_000]);
+    kept.close();
+  });
+
   test("the rows waiting are kept on disk and charged at the next start (before, they were lost, uncharged)", async () => {
     const dir = tempDir("embedded-stop-");
     const file = join(dir, "router.db");
