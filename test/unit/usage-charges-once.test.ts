@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { RedisClient } from "bun";
 import { createClock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
-import { createUsageRecorder } from "../../src/metering/usage-recorder.ts";
+import { createUsageRecorder, type UsageRecorder } from "../../src/metering/usage-recorder.ts";
 import { createBalanceLoader } from "../../src/metering/credit.ts";
 import { usageRow } from "../../src/metering/usage-batch.ts";
 import { connectRedis } from "../../src/state/redis/connection.ts";
@@ -52,38 +52,49 @@ const instance = async (prefix: string, store: Store, options: { leaseMs?: numbe
   return { state, connection, buffer, recorder };
 };
 
+/** The store, with one of its transactions' usage statements failing ("database down") whenever `fails` says so. */
+function usageFailing<M extends "recordClaim" | "insert">(store: Store, method: M, fails: (...args: Parameters<Store["usage"][M]>) => boolean): Store {
+  return withTransactions(store, (body, run) =>
+    run((tx) =>
+      body(
+        new Proxy(tx, {
+          get: (target, name, receiver) =>
+            name === "usage"
+              ? {
+                  ...target.usage,
+                  [method]: (...args: Parameters<Store["usage"][M]>) => {
+                    if (fails(...args)) throw new Error("database down");
+                    return (target.usage[method] as (...a: typeof args) => unknown)(...args);
+                  },
+                }
+              : Reflect.get(target, name, receiver),
+        }),
+      ),
+    ),
+  );
+}
+
+/** As deps.ts wires it: charges of rows written here, or set aside, stop counting as unwritten (sent again until the State takes them). */
+function announcingCharges(recorder: UsageRecorder, state: { credit: { flushed: (charged: ReadonlyMap<number, number>, version?: number) => Promise<void> } }) {
+  const charges = createWrittenCharges((charged, version) => state.credit.flushed(charged, version), quiet, 20);
+  recorder.onCharged((charged, version) => charges.announce(charged, version));
+  recorder.onSetAside((charged) => charges.announce(charged));
+  return charges;
+}
+
 describe("a row the database refuses, in a claim", () => {
   test("the claim's last step (its note) fails once: the refused row's charge is released once, when the claim is written again", async () => {
     const prefix = freshPrefix();
     const store = await freshStore();
     // The database goes away for one statement: the note the claim's write ends with.
     let failNote = false;
-    const flaky = withTransactions(store, (body, run) =>
-      run((tx) =>
-        body(
-          new Proxy(tx, {
-            get: (target, name, receiver) =>
-              name === "usage"
-                ? {
-                    ...target.usage,
-                    recordClaim: (...args: Parameters<typeof target.usage.recordClaim>) => {
-                      if (failNote) {
-                        failNote = false;
-                        throw new Error("database down");
-                      }
-                      return target.usage.recordClaim(...args);
-                    },
-                  }
-                : Reflect.get(target, name, receiver),
-          }),
-        ),
-      ),
-    );
+    const flaky = usageFailing(store, "recordClaim", () => {
+      const fails = failNote;
+      failNote = false;
+      return fails;
+    });
     const a = await instance(prefix, flaky);
-    // As deps.ts wires it: charges of rows set aside stop counting as unwritten.
-    const charges = createWrittenCharges((charged, version) => a.state.credit.flushed(charged, version), quiet, 20);
-    a.recorder.onCharged((charged, version) => charges.announce(charged, version));
-    a.recorder.onSetAside((charged) => charges.announce(charged));
+    const charges = announcingCharges(a.recorder, a.state);
     try {
       // Three calls settle: one whose row is fine (100), one whose row PostgreSQL refuses
       // (token counts past int8 from upstream; 10), and Q (1,000), whose row is still on its way.
@@ -168,8 +179,7 @@ describe("a charge this run's State never counted as unwritten", () => {
     const state = createMemoryState({ seed: () => 0, balance: createBalanceLoader(store) }, () => Date.now());
     const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: quiet, spool: openUsageSpool(path, quiet) });
     recorder.halt();
-    const charges = createWrittenCharges((charged, version) => state.credit.flushed(charged, version), quiet, 20);
-    recorder.onCharged((charged, version) => charges.announce(charged, version));
+    const charges = announcingCharges(recorder, state);
     // As deps.ts wires it: the spool's rows count as unwritten until written.
     await state.counts.adjust([...recorder.recoveredCharges()].map(([accountId, amount]) => ({ counter: { kind: "credit", accountId } as const, release: 0, charge: amount })));
     try {
@@ -198,31 +208,13 @@ describe("a claim written one row at a time, interrupted", () => {
     const store = await freshStore();
     // The database goes away once, at the transaction of one row (X's).
     let failX = true;
-    const flaky = withTransactions(store, (body, run) =>
-      run((tx) =>
-        body(
-          new Proxy(tx, {
-            get: (target, name, receiver) =>
-              name === "usage"
-                ? {
-                    ...target.usage,
-                    insert: (rows: Parameters<typeof target.usage.insert>[0]) => {
-                      if (failX && rows.length === 1 && rows[0]!.requestId === "req-3") {
-                        failX = false;
-                        throw new Error("database down");
-                      }
-                      return target.usage.insert(rows);
-                    },
-                  }
-                : Reflect.get(target, name, receiver),
-          }),
-        ),
-      ),
-    );
+    const flaky = usageFailing(store, "insert", (rows) => {
+      const fails = failX && rows.length === 1 && rows[0]!.requestId === "req-3";
+      if (fails) failX = false;
+      return fails;
+    });
     const a = await instance(prefix, flaky);
-    const charges = createWrittenCharges((charged, version) => a.state.credit.flushed(charged, version), quiet, 20);
-    a.recorder.onCharged((charged, version) => charges.announce(charged, version));
-    a.recorder.onSetAside((charged) => charges.announce(charged));
+    const charges = announcingCharges(a.recorder, a.state);
     try {
       // R (100; its append lost its answer and Redis did not hold it: it went again as a copy),
       // a row PostgreSQL refuses (10), X (1), and Q (1,000, its row on its way).
