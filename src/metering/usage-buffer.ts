@@ -16,10 +16,11 @@ export interface UsageBuffer {
    * Appends one settled row; resolves once the buffer holds it. Whoever claims a flagged
    * row checks it against the database. `copy`: the row may be in the buffer or the
    * database already (its append lost its answer), and its charge is released only if the
-   * copy itself is written. `unsure`: this process may have stored it (a commit whose
-   * answer was lost), and nobody released its charge: found stored, it is released.
+   * copy itself is written. `unsure`: a copy the process `storedBy` (a usage writer's id)
+   * may have stored (a commit whose answer was lost), and nobody released its charge:
+   * found stored under that process's mark, it is released.
    */
-  append(row: NewUsageEventRow, flag?: UsageRowFlag): Promise<void>;
+  append(row: NewUsageEventRow, flag?: UsageRowFlag, storedBy?: string): Promise<void>;
   /**
    * Claims rows for this process to write (at most `max` new ones). `retried` rows come
    * from a claim that was not finished (this process's write failed, or its writer died)
@@ -30,7 +31,7 @@ export interface UsageBuffer {
    * what is left in the buffer after.
    */
   claim(max: number): Promise<{
-    rows: Array<NewUsageEventRow & { retried?: boolean; copy?: boolean; unheld?: boolean }>;
+    rows: Array<NewUsageEventRow & { retried?: boolean; copy?: boolean; unheld?: boolean; storedBy?: string }>;
     waiting: number;
     /** The claim's id: its write notes what it released under it (`usage_claim_writes`). */
     claim?: string;
@@ -50,16 +51,19 @@ export interface UsageBuffer {
  * Hands rows this process holds to the buffer as copies (Redis may hold them already:
  * their append's answer may have been lost), each sent twice at most (the first command
  * after a dropped connection fails, the next one connects again; a copy sent twice is
- * written once). Resolves with the rows the buffer refused.
+ * written once); `unsure` ones, those `storedBy` names a process that may have stored.
+ * Resolves with the rows the buffer refused.
  */
-export async function handOver(buffer: UsageBuffer, rows: readonly NewUsageEventRow[], flag: (row: NewUsageEventRow) => UsageRowFlag = () => "copy"): Promise<NewUsageEventRow[]> {
+export async function handOver(buffer: UsageBuffer, rows: readonly NewUsageEventRow[], storedBy: (row: NewUsageEventRow) => string | undefined = () => undefined): Promise<NewUsageEventRow[]> {
   const refused: NewUsageEventRow[] = [];
   for (const row of rows) {
+    const writer = storedBy(row);
+    const flag: UsageRowFlag = writer === undefined ? "copy" : "unsure";
     try {
-      await buffer.append(row, flag(row));
+      await buffer.append(row, flag, writer);
     } catch {
       try {
-        await buffer.append(row, flag(row));
+        await buffer.append(row, flag, writer);
       } catch {
         refused.push(row);
       }
@@ -75,9 +79,10 @@ export async function handOver(buffer: UsageBuffer, rows: readonly NewUsageEvent
  *   and finds the note of what that write released;
  * - the rows whose append failed and the database refused too (Redis and the database both
  *   away for a moment), as copies (Redis may hold them already). A row a write of this
- *   process may have stored (`mayBeStored`: its commit's answer was lost) goes flagged
- *   `unsure`: found stored by whoever claims it, its charge is released there, as nobody
- *   else did. An error names those the buffer refused too (they are lost with the process).
+ *   process may have stored (`storedBy` gives this process's writer id: its commit's
+ *   answer was lost) goes flagged `unsure`: found stored under that writer's mark by
+ *   whoever claims it, its charge is released there, as nobody else did. An error names
+ *   those the buffer refused too (they are lost with the process).
  */
 /** What a log line says of usage rows a stop loses: how many, their cost, the first ids. */
 export const rowsLost = (rows: readonly NewUsageEventRow[]) => ({
@@ -90,7 +95,7 @@ export async function handBackBeforeStop(
   buffer: UsageBuffer,
   held: { claimed: number; leave: boolean; rows: readonly NewUsageEventRow[] },
   log: Logger,
-  mayBeStored: (row: NewUsageEventRow) => boolean = () => false,
+  storedBy: (row: NewUsageEventRow) => string | undefined = () => undefined,
 ): Promise<void> {
   if (held.claimed > 0 && held.leave) {
     log.warn("usage rows whose write may have committed are left in this instance's claim: another instance takes them over once its lease expires", { rows: held.claimed });
@@ -98,7 +103,7 @@ export async function handBackBeforeStop(
     await buffer.release().catch((error: unknown) => log.warn("unwritten usage rows could not be handed back; another instance takes them once this one's lease expires", { error: causeMessage(error) }));
   }
   if (held.rows.length === 0) return;
-  const lost = await handOver(buffer, held.rows, (row) => (mayBeStored(row) ? "unsure" : "copy"));
+  const lost = await handOver(buffer, held.rows, storedBy);
   if (lost.length === 0) return;
   log.error("usage rows could not be written nor handed to Redis before stopping: they are lost", rowsLost(lost));
 }

@@ -7,7 +7,7 @@ import { requestLogRow } from "./request-log.ts";
 import type { UsageRecorder } from "./usage-event.ts";
 import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
-import { createUsageWriter, markUnheld, PartlyWritten, type Written } from "./usage-writer.ts";
+import { createUsageWriter, markStoredBy, markUnheld, PartlyWritten, type Written } from "./usage-writer.ts";
 import { handOver, handBackBeforeStop, rowsLost, type UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { chargesOf, usageRow } from "./usage-batch.ts";
@@ -202,9 +202,10 @@ export function createUsageRecorder(deps: {
       if (batch.rows.length === 0) return "idle";
       const check = batch.rows.some((row) => row.retried);
       const copies = new Set<NewUsageEventRow>();
-      const rows = batch.rows.map(({ retried: _retried, copy, unheld, ...row }) => {
+      const rows = batch.rows.map(({ retried: _retried, copy, unheld, storedBy, ...row }) => {
         if (copy) copies.add(row);
         if (unheld) markUnheld(row);
+        if (storedBy !== undefined) markStoredBy(row, storedBy);
         return row;
       });
       let written: Written;
@@ -374,7 +375,7 @@ export function createUsageRecorder(deps: {
       await flush().finally(() => clearInterval(keeping));
       if (buffer) {
         const leave = inHand.mustLeave(writer.mayHaveCommitted);
-        await handBackBeforeStop(buffer, { claimed: inHand.rows, leave, rows: pending.splice(0) }, deps.log, writer.mayHaveStored);
+        await handBackBeforeStop(buffer, { claimed: inHand.rows, leave, rows: pending.splice(0) }, deps.log, (row) => (writer.mayHaveStored(row) ? writer.id : undefined));
       }
       // Rows the database still refuses stay in the spool for the next start; without one they are lost, and said so.
       if (pending.length > 0 && spool?.keeping) deps.log.error("usage rows could not be written before stopping; they are kept on disk for the next start", { rows: pending.length });

@@ -43,6 +43,14 @@ const unheldRows = new WeakSet<NewUsageEventRow>();
 export const markUnheld = (row: NewUsageEventRow): void => void unheldRows.add(row);
 
 /**
+ * Copies another process may have stored itself (a commit whose answer was lost, before
+ * it stopped and handed them back), with that process's id: found stored under its mark,
+ * nobody released their charge, and whoever writes them now does.
+ */
+const storedByRows = new WeakMap<NewUsageEventRow, string>();
+export const markStoredBy = (row: NewUsageEventRow, writer: string): void => void storedByRows.set(row, writer);
+
+/**
  * A claim of usage rows from Redis being written: its id, whether it was made before (a
  * write of it may have committed), and, for the note of a claim written one row at a
  * time, the rows those writes released.
@@ -73,6 +81,8 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
    * is this process's own and nobody released its charge: it is released then, a copy too.
    */
   const ownUnsure = new Map<string, number>();
+  /** This process, as the writer of the copies it marks (`usage_copies`). */
+  const self = crypto.randomUUID();
   /** Forgets what no retry came back for (the batch was taken over, or Redis lost it). */
   const OWN_UNSURE_MS = 600_000;
 
@@ -102,8 +112,12 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
     const own = new Set<string>();
     const forgotten = forgetting;
     const prune = pruneDue(now);
-    /** Which rows stop being held, once `fresh` of `rows` were written (and `own` names this process's own unsure ones found stored). */
-    const releasedOf = (fresh: readonly NewUsageEventRow[]): NewUsageEventRow[] => {
+    /**
+     * Which rows stop being held, once `fresh` of `rows` were written (and `own` names this
+     * process's own unsure ones found stored); `writers` names, in a checked write, the
+     * stored ones written as copies, with who wrote each.
+     */
+    const releasedOf = (fresh: readonly NewUsageEventRow[], writers?: ReadonlyMap<string, string>): NewUsageEventRow[] => {
       // Every row written (the common case, unchecked): each releases its own charge.
       if (fresh.length === rows.length && !check) return fresh.slice();
       const written = new Set(fresh.map(usageRowIdentity));
@@ -118,9 +132,15 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
       // Unchecked (a first claim of rows just settled), a row found stored was written by
       // the instance whose append lost its answer, which released its charge. Checked, it
       // may be a dead writer's, which did not: its charge is released here (`settled`).
-      return check ? settled(rows, stored, copies, own).released : fresh.concat(rows.filter((row) => own.has(usageRowIdentity(row))));
+      return check ? settled(rows, stored, { copies, writers, self }).released : fresh.concat(rows.filter((row) => own.has(usageRowIdentity(row))));
     };
-    const elsewhere = claim ? undefined : plainBatches(now);
+    /** The rows of `rows` not among `fresh` (found stored). */
+    const storedOf = (fresh: readonly NewUsageEventRow[]) => {
+      const written = new Set(fresh);
+      return rows.filter((row) => !written.has(row));
+    };
+    // A checked write reads and writes the marks of copies in its own transaction: never elsewhere.
+    const elsewhere = claim || check ? undefined : plainBatches(now);
     const written = elsewhere
       ? elsewhere.write(rows, healthRows, now).then(
           ({ fresh, latest }): { released: NewUsageEventRow[]; version: number | undefined; replayed?: ClaimWritten } => {
@@ -145,7 +165,14 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
           // The database writes each row once (its identity is a unique key), whoever else writes it, in any order.
           const fresh = await tx.usage.insert(rows);
           inserted = fresh;
-          const released = releasedOf(fresh);
+          let writers: Map<string, string> | undefined;
+          if (check) {
+            // Copies written now are marked, and those found stored are told apart (`settled`).
+            const freshCopies = copies && copies.size > 0 ? fresh.filter((row) => copies.has(row)) : [];
+            if (freshCopies.length > 0) await tx.usage.markCopies(freshCopies, self, now);
+            if (fresh.length < rows.length) writers = await tx.usage.copyWriters(storedOf(fresh));
+          }
+          const released = releasedOf(fresh, writers);
           await tx.usage.addRollups(dailyRollups(fresh).values());
           for (const [accountId, amount] of chargesOf(fresh)) await tx.credit.consume(accountId, amount, now);
           if (healthRows.length > 0) await tx.keyHealth.add(healthRows);
@@ -285,19 +312,28 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
     mayHaveCommitted: (claim: string): boolean => mayHaveCommitted.has(claim),
     /** Whether a failed write of this process inserted the row (its commit's answer may have been lost). */
     mayHaveStored: (row: NewUsageEventRow): boolean => ownUnsure.has(usageRowIdentity(row)),
+    /** This process's id as the writer of the copies it marks (`usage_copies`). */
+    id: self,
   };
 }
 
 /**
  * Which rows of a checked batch to write, and whose charge stops being held. A row
  * stored already is not written again; its charge was made when it was settled and is
- * in the ledger now, whoever wrote it, so it stops being held, unless the row is a copy
- * (sent again after Redis may have lost it): the row it copies released that charge.
- * A copy this process itself wrote before (`own`: a commit whose answer was lost) is
- * released: nobody else did. A row repeated within the batch is one row: written and
- * released once.
+ * in the ledger now, whoever wrote it, so it stops being held, unless someone released
+ * it already: a row stored as a copy (`writers`: sent again after Redis may have lost
+ * it, or written directly after its append failed) released it when it was written, and
+ * a copy found stored is the row it copies' to release, unless this process (`self`)
+ * wrote it itself (a commit whose answer was lost: nobody else released it), or the
+ * process that handed it back as one it may have stored (`markStoredBy`) did. A row
+ * repeated within the batch is one row: written and released once. A row whose charge
+ * is not held (unheld: Redis lost it) releases nothing.
  */
-export function settled(rows: readonly NewUsageEventRow[], stored: ReadonlySet<string>, copies?: ReadonlySet<NewUsageEventRow>, own?: ReadonlySet<string>) {
+export function settled(
+  rows: readonly NewUsageEventRow[],
+  stored: ReadonlySet<string>,
+  found: { copies?: ReadonlySet<NewUsageEventRow>; writers?: ReadonlyMap<string, string>; self?: string } = {},
+) {
   const fresh: NewUsageEventRow[] = [];
   const released: NewUsageEventRow[] = [];
   const seen = new Set<string>();
@@ -305,10 +341,15 @@ export function settled(rows: readonly NewUsageEventRow[], stored: ReadonlySet<s
     const identity = usageRowIdentity(row);
     if (seen.has(identity)) continue;
     seen.add(identity);
+    const held = !unheldRows.has(row);
     if (!stored.has(identity)) {
       fresh.push(row);
-      if (!unheldRows.has(row)) released.push(row);
-    } else if (!copies?.has(row) || own?.has(identity)) released.push(row);
+      if (held) released.push(row);
+      continue;
+    }
+    const writer = found.writers?.get(identity);
+    const releases = found.copies?.has(row) ? writer !== undefined && writer === (storedByRows.get(row) ?? found.self) : writer === undefined;
+    if (held && releases) released.push(row);
   }
   return { fresh, released };
 }

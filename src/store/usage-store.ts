@@ -60,8 +60,12 @@ export interface UsageStore {
   recordClaim(claim: string, written: ClaimWritten, now: number, forget?: readonly string[]): Promise<void>;
   /** What an earlier write of a claim released, when that write committed. */
   claimWritten(claim: string): Promise<ClaimWritten | undefined>;
-  /** Drops the notes of claims cleared from Redis, and any made before `before` (ms). */
+  /** Drops the notes of claims cleared from Redis, and any made before `before` (ms), with the marks of copies written before it. */
   forgetClaims(claims: readonly string[], before: number): Promise<void>;
+  /** Marks rows just written as copies, written by `writer` at `now` (`usage_copies`): in the transaction that wrote them. */
+  markCopies(rows: readonly NewUsageEventRow[], writer: string, now: number): Promise<void>;
+  /** Which of `rows` were written as copies: their identities, each with its copy's writer. */
+  copyWriters(rows: readonly NewUsageEventRow[]): Promise<Map<string, string>>;
 }
 
 /** What a claim's write released: charges per account, and the ledger's version when one write made them all. */

@@ -26,18 +26,30 @@ describe("a checked batch: rows written once, charges released once", () => {
     const [a, b, c, aCopy, cCopy, d] = [row("a"), row("b"), row("c"), row("a"), row("c"), row("d")];
     const stored = new Set([usageRowIdentity(a), usageRowIdentity(b)]);
     const copies = new Set([aCopy, cCopy]);
-    const { fresh, released } = settled([a, b, c, aCopy, cCopy, d], stored, copies);
+    const { fresh, released } = settled([a, b, c, aCopy, cCopy, d], stored, { copies });
     expect(fresh).toEqual([c, d]);
     // a and b were written before (their charge is in the ledger now); c's copy repeats c.
     expect(released).toEqual([a, b, c, d]);
     // A copy alone, stored already: the row it copies released its charge.
-    expect(settled([aCopy], stored, copies)).toEqual({ fresh: [], released: [] });
+    expect(settled([aCopy], stored, { copies })).toEqual({ fresh: [], released: [] });
     // A copy stored by this process's own write whose commit answer was lost: nobody else released it.
-    expect(settled([aCopy], stored, copies, new Set([usageRowIdentity(aCopy)]))).toEqual({ fresh: [], released: [aCopy] });
+    const writers = new Map([[usageRowIdentity(aCopy), "me"]]);
+    expect(settled([aCopy], stored, { copies, writers, self: "me" })).toEqual({ fresh: [], released: [aCopy] });
+    // ...and stored by another process's copy: that write released it.
+    expect(settled([aCopy], stored, { copies, writers, self: "another" })).toEqual({ fresh: [], released: [] });
     // A copy alone, not stored (Redis lost the row it copies): written and released.
-    expect(settled([cCopy], stored, copies)).toEqual({ fresh: [cCopy], released: [cCopy] });
+    expect(settled([cCopy], stored, { copies })).toEqual({ fresh: [cCopy], released: [cCopy] });
     // A realtime session's responses share a request id: distinct rows by their time.
-    expect(settled([row("s", 1), row("s", 2)], new Set(), undefined).fresh).toHaveLength(2);
+    expect(settled([row("s", 1), row("s", 2)], new Set()).fresh).toHaveLength(2);
+  });
+
+  test("an original found stored as a copy releases nothing: the copy, written first, released its charge", () => {
+    const [a, b] = [row("a"), row("b")];
+    const stored = new Set([usageRowIdentity(a), usageRowIdentity(b)]);
+    const writers = new Map([[usageRowIdentity(a), "another"]]);
+    expect(settled([a, b], stored, { writers, self: "me" })).toEqual({ fresh: [], released: [b] });
+    // Even when this process's own write of it failed: that write did not commit (the copy was written first).
+    expect(settled([a], stored, { writers: new Map([[usageRowIdentity(a), "me"]]), self: "me" })).toEqual({ fresh: [], released: [] });
   });
 });
 

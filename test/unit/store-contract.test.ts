@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrateDatabase, openPostgresStore } from "../../src/store/postgres/index.ts";
 import { openSqliteStore } from "../../src/store/sqlite/store.ts";
-import type { NewAccountRow, NewKeyHealthRow, NewRequestLogRow, RequestLogFilter, Store } from "../../src/store/store.ts";
+import { usageRowIdentity, type NewAccountRow, type NewKeyHealthRow, type NewRequestLogRow, type RequestLogFilter, type Store } from "../../src/store/store.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { createClock } from "../../src/core/clock.ts";
 import { createLogger } from "../../src/core/log.ts";
@@ -592,6 +592,33 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       expect(await store.usage.claimWritten("#4")).toEqual({ charged: new Map([[1, 1]]), version: 2 });
       await store.usage.forgetClaims([], T0 + 21);
       expect(await store.usage.claimWritten("#4")).toBeUndefined();
+    });
+  });
+
+  describe("copies' marks", () => {
+    test("rows written as copies are marked with their writer in the transaction that wrote them; read back by identity, dropped by age", async () => {
+      const store = await fresh();
+      const call = (n: number, status = 200) => ({ requestId: `r${n}`, accountId: 1, day: "2026-03-10", createdAt: T0 + n, endpoint: "/v1/chat/completions", status, source: "upstream", latencyMs: n, stream: false });
+      expect(await store.usage.copyWriters([call(1)])).toEqual(new Map());
+      await store.transaction(async (tx) => {
+        await tx.usage.insert([call(1), call(2)]);
+        await tx.usage.markCopies([call(1)], "writer-a", T0 + 100);
+      });
+      // A rolled-back write leaves no mark; marking again keeps the first writer.
+      await expect(store.transaction(async (tx) => {
+        await tx.usage.markCopies([call(3)], "writer-b", T0 + 100);
+        throw new Error("rolled back");
+      })).rejects.toThrow("rolled back");
+      await store.usage.markCopies([call(1), call(4)], "writer-b", T0 + 200);
+      // By the whole identity: another attempt of r1 (another status) is another row.
+      expect(await store.usage.copyWriters([call(1), call(2), call(3), call(4), call(1, 500)])).toEqual(
+        new Map([[usageRowIdentity(call(1)), "writer-a"], [usageRowIdentity(call(4)), "writer-b"]]),
+      );
+      // Dropped a week after their write, with the claims' notes: by when they were written, not when the call was made.
+      await store.usage.forgetClaims([], 0);
+      expect((await store.usage.copyWriters([call(1), call(4)])).size).toBe(2);
+      await store.usage.forgetClaims([], T0 + 150);
+      expect(await store.usage.copyWriters([call(1), call(4)])).toEqual(new Map([[usageRowIdentity(call(4)), "writer-b"]]));
     });
   });
 

@@ -25,7 +25,8 @@ import { tempDir } from "../helpers/temp-dir.ts";
  * usage-recorder.ts, deps.ts): a refused row set aside when its claim is finally written,
  * a copy a claim's one-row-at-a-time write stored before the database went away, rows
  * a previous run left in the usage spool, rows sent again after Redis lost its data, and
- * a claim taken over and left at a clean stop. Found by a review of the usage rows' money
+ * a claim taken over and left at a clean stop, a copy written before its original (marked
+ * as a copy in `usage_copies`). Found by a review of the usage rows' money
  * path; the cases it found and left for later are in the session notes.
  */
 
@@ -198,6 +199,139 @@ describe("a charge this run's State never counted as unwritten", () => {
     } finally {
       await charges.stop();
       await recorder.stop();
+    }
+  }, 30_000);
+});
+
+describe("a copy written before its original", () => {
+  test("a copy sent again after a dropped connection, written before its original (in another instance's retried claim): the charge is released once", async () => {
+    const server = await redis.server();
+    const prefix = freshPrefix();
+    const store = await freshStore();
+    const { store: flakyForB, faults } = faultyStore(store);
+    const a = await instance(prefix, store);
+    const b = await instance(prefix, flakyForB);
+    const admin = new RedisClient(server.url);
+    try {
+      // Two calls settle: R (100) whose row goes to Redis now, and Q (1,000) whose row is still on its way.
+      await a.state.counts.adjust([{ counter: credit, release: 0, charge: 1100 }]);
+      await Bun.sleep(20);
+      expect(await a.state.credit.held(1)).toBe(1100);
+      await a.buffer.append(usageRow(usageEvent(1, 100), "2026-03-10"));
+      // B claims R; its database connection is down, so the claim stays B's, to be retried.
+      faults.down = true;
+      await b.recorder.flush();
+      expect(await store.usage.events(0, 10)).toHaveLength(0);
+      // A's connection to Redis drops (a blip: Redis keeps everything). Its next claim makes
+      // it again, queues the rows it sent lately again as copies, and writes R's copy.
+      const id = await a.connection.send("CLIENT", ["ID"]);
+      await admin.send("CLIENT", ["KILL", "ID", String(id)]);
+      await a.recorder.flush();
+      await a.recorder.flush();
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+      expect(await a.state.credit.held(1)).toBe(1000);
+      // B's database comes back: its retried claim finds R stored, as a copy, whose write released its charge.
+      faults.down = false;
+      await b.recorder.flush();
+      expect(await admin.send("LLEN", [`${prefix}usage:queue`])).toBe(0);
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+      expect(await store.credit.balance(1, Date.now())).toBe(-100);
+      // What counts as unwritten is Q's 1,000, not yet in the ledger (before: 900).
+      expect(await a.state.credit.held(1)).toBe(1000);
+    } finally {
+      admin.close();
+      a.connection.close();
+      b.connection.close();
+    }
+  }, 30_000);
+
+  test("a row whose append lost its answer, written directly as a copy before another instance's retried claim of the original: the charge is released once", async () => {
+    const prefix = freshPrefix();
+    const store = await freshStore();
+    const { store: flakyForB, faults } = faultyStore(store);
+    // A's appends reach Redis but lose their answers, and Redis then refuses A's rows sent again.
+    const a = await instance(prefix, store, {
+      wrap: (buffer) => ({
+        ...buffer,
+        append: async (row, flag) => {
+          if (flag === undefined) await buffer.append(row);
+          throw new Error("connection lost");
+        },
+      }),
+    });
+    const b = await instance(prefix, flakyForB);
+    const charges = announcingCharges(a.recorder, a.state);
+    try {
+      // R (100) settles and is recorded; Q (1,000) settles and its row is still on its way.
+      await a.state.counts.adjust([{ counter: credit, release: 0, charge: 1100 }]);
+      await Bun.sleep(20);
+      a.recorder.record(usageEvent(1, 100));
+      await Bun.sleep(20);
+      // B claims R's original; its database is down, so the claim stays B's, to be retried.
+      faults.down = true;
+      await b.recorder.flush();
+      // A writes R itself, as a copy (Redis may hold it: it does): written first, it releases R's charge.
+      await a.recorder.flush();
+      await Bun.sleep(50);
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+      expect(await a.state.credit.held(1)).toBe(1000);
+      // B's retried claim finds R stored as a copy: nothing more is released.
+      faults.down = false;
+      await b.recorder.flush();
+      expect(b.recorder.backlog()).toBe(0);
+      expect(await store.credit.balance(1, Date.now())).toBe(-100);
+      expect(await a.state.credit.held(1)).toBe(1000);
+    } finally {
+      await charges.stop();
+      a.connection.close();
+      b.connection.close();
+    }
+  }, 30_000);
+});
+
+describe("a copy a stopping instance may have stored, handed back", () => {
+  test("its write committed without its answer: whoever claims it finds it stored under that instance's mark and releases the charge once", async () => {
+    const prefix = freshPrefix();
+    const store = await freshStore();
+    const { store: lossy, faults } = faultyStore(store);
+    let redisUp = false;
+    // A's usage buffer cannot reach Redis for a while (its State can).
+    const a = await instance(prefix, lossy, {
+      wrap: (buffer) => ({
+        ...buffer,
+        append: async (row, flag, storedBy) => {
+          if (!redisUp) throw new Error("connection lost");
+          await buffer.append(row, flag, storedBy);
+        },
+      }),
+    });
+    const b = await instance(prefix, store);
+    const charges = announcingCharges(b.recorder, b.state);
+    try {
+      // R (100) and Q (1,000, its row still on its way) settle.
+      await a.state.counts.adjust([{ counter: credit, release: 0, charge: 1100 }]);
+      await Bun.sleep(20);
+      a.recorder.record(usageEvent(1, 100));
+      await Bun.sleep(20);
+      // A writes R itself, as a copy: the commit happens, its answer is lost, and the database goes away.
+      Object.assign(faults, { loseNextAnswer: true, downAfterLoss: true });
+      await a.recorder.flush();
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+      expect(a.recorder.unsureHere()).toBe(1);
+      // A stops: Redis answers again, and R goes there as a row A may have stored.
+      redisUp = true;
+      await a.recorder.stop();
+      // B claims it, finds it stored under A's mark: nobody released its charge, B does, once.
+      await b.recorder.flush();
+      await Bun.sleep(50);
+      expect(b.recorder.backlog()).toBe(0);
+      expect((await store.usage.events(0, 10)).map((row) => row.requestId)).toEqual(["req-1"]);
+      expect(await store.credit.balance(1, Date.now())).toBe(-100);
+      expect(await b.state.credit.held(1)).toBe(1000);
+    } finally {
+      await charges.stop();
+      a.connection.close();
+      b.connection.close();
     }
   }, 30_000);
 });

@@ -85,7 +85,7 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
   const catchUpAfter = (): Promise<void> | undefined => (redis.connects() === seenConnects ? undefined : reconciled());
 
   return {
-    async append(row, flag) {
+    async append(row, flag, storedBy) {
       const catchingUp = reconciled();
       if (catchingUp) await catchingUp;
       // After the settlement that counted the row's charge as unwritten (gathered for up to
@@ -94,7 +94,8 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       if (settling) await settling;
       // Each row is sent in a known generation of Redis's data (dataset.ts): the first one checks it.
       if (state.dataset.latest() === 0) await state.dataset.check().catch(() => {});
-      const text = JSON.stringify(row);
+      // An unsure row carries the id of the writer that may have stored it (a property a claim takes off).
+      const text = JSON.stringify(flag === "unsure" && storedBy !== undefined ? { ...row, storedBy } : row);
       // Flagged as a claim reads them: 'S' a copy, 'R' a row to check (as one handed back).
       await redis.send("RPUSH", [keys.queue, flag === "copy" ? `S${text}` : flag === "unsure" ? `R${text}` : text]);
       sent.add(text, Date.now(), redis.connects(), state.dataset.latest());
@@ -128,9 +129,10 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
           if (flag !== "R") copy = true;
           if (flag === "U") unheld = true;
         }
-        const row = JSON.parse(start > 0 ? text.slice(start) : text) as NewUsageEventRow & { retried?: boolean; copy?: boolean; unheld?: boolean };
+        const row = JSON.parse(start > 0 ? text.slice(start) : text) as NewUsageEventRow & { retried?: boolean; copy?: boolean; unheld?: boolean; storedBy?: string };
         if (retried || start > 0) row.retried = true;
-        if (copy) row.copy = true;
+        // A row handed back by the process that may have stored it as a copy ('R' with its writer's id) is a copy.
+        if (copy || typeof row.storedBy === "string") row.copy = true;
         if (unheld) row.unheld = true;
         return row;
       });

@@ -46,6 +46,12 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   { name: "key_health", sqlite: lite.keyHealth, postgres: pg.keyHealth, key: [lite.keyHealth.keyId] },
   { name: "usage_claim_writes", sqlite: lite.usageClaimWrites, postgres: pg.usageClaimWrites, key: [lite.usageClaimWrites.claim] },
   {
+    name: "usage_copies",
+    sqlite: lite.usageCopies,
+    postgres: pg.usageCopies,
+    key: [lite.usageCopies.requestId, lite.usageCopies.createdAt, lite.usageCopies.endpoint, lite.usageCopies.status],
+  },
+  {
     name: "idempotency_keys",
     sqlite: lite.idempotencyKeys,
     postgres: pg.idempotencyKeys,

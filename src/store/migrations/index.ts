@@ -17,6 +17,7 @@ import m13 from "./0013_idempotency_keys.sql" with { type: "text" };
 import m14 from "./0014_usage_row_identity.sql" with { type: "text" };
 import m15 from "./0015_usage_claim_writes.sql" with { type: "text" };
 import m16 from "./0016_watched_writes.sql" with { type: "text" };
+import m17 from "./0017_usage_copies.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -36,4 +37,5 @@ export const migrations: Migration[] = [
   { name: "0014_usage_row_identity", sql: m14 },
   { name: "0015_usage_claim_writes", sql: m15 },
   { name: "0016_watched_writes", sql: m16 },
+  { name: "0017_usage_copies", sql: m17 },
 ];

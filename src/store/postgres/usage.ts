@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, inArray, like, ne, sql, type SQL } from "drizzle-orm";
-import { claimChargesOf, claimChargesText, rowsWritten, USAGE_IDENTITY_COLUMNS, type Audience, type DayRange, type RollupRow, type UsageStore } from "../store.ts";
+import { claimChargesOf, claimChargesText, rowsWritten, usageRowIdentity, USAGE_IDENTITY_COLUMNS, type Audience, type DayRange, type RollupRow, type UsageStore } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
 import { appendUsageEventValues, memoized, multiRowInsert, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
 import { jsonInsert, storable } from "./json-insert.ts";
@@ -102,7 +102,36 @@ export function postgresUsage({ db, atomic }: Scope): UsageStore {
     forgetClaims: (claims, before) =>
       atomic(async (_db, client) => {
         await client.unsafe("DELETE FROM usage_claim_writes WHERE claim IN (SELECT json_array_elements_text($1::text::json)) OR created_at < $2", [JSON.stringify(claims), before]);
+        if (before > 0) await client.unsafe("DELETE FROM usage_copies WHERE written_at < $1", [before]);
       }),
+    markCopies: (rows, writer, now) =>
+      atomic(async (_db, client) => {
+        if (rows.length === 0) return;
+        await client.unsafe(
+          `INSERT INTO usage_copies (request_id, created_at, endpoint, status, writer, written_at)
+           SELECT request_id, created_at, endpoint, status, $2, $3 FROM json_to_recordset($1::text::json) AS r(request_id text, created_at int8, endpoint text, status integer)
+           ON CONFLICT DO NOTHING`,
+          [JSON.stringify(rows.map((row) => ({ request_id: storable(row.requestId), created_at: row.createdAt, endpoint: storable(row.endpoint), status: row.status }))), writer, now],
+        );
+      }),
+    async copyWriters(rows) {
+      const writers = new Map<string, string>();
+      if (rows.length === 0) return writers;
+      const found = (await atomic((_db, client) =>
+        client
+          .unsafe("SELECT request_id, created_at, endpoint, status, writer FROM usage_copies WHERE request_id IN (SELECT json_array_elements_text($1::text::json))", [
+            JSON.stringify([...new Set(rows.map((row) => storable(row.requestId)))]),
+          ])
+          .values(),
+      )) as Array<[string, number | string, string, number, string]>;
+      const byIdentity = new Map(found.map(([requestId, createdAt, endpoint, status, writer]) => [usageRowIdentity({ requestId, createdAt: Number(createdAt), endpoint, status }), writer]));
+      for (const row of rows) {
+        const identity = usageRowIdentity({ ...row, requestId: storable(row.requestId), endpoint: storable(row.endpoint) });
+        const writer = byIdentity.get(identity);
+        if (writer !== undefined) writers.set(usageRowIdentity(row), writer);
+      }
+      return writers;
+    },
     addRollups: (rollups) =>
       atomic(async (_db, client) => {
         const sums = merged(rollups);

@@ -90,3 +90,26 @@ export const usageClaimWrites = sqliteTable("usage_claim_writes", {
   version: integer("version"),
   createdAt: integer("created_at").notNull(),
 });
+
+/**
+ * Usage rows written as copies (sent again after Redis may have lost them, or written
+ * directly after their append failed), by identity, with the process that wrote them,
+ * in the transaction that wrote the row. A copy written first releases its call's
+ * charge; the original, found stored later by a checked write, must then not release it
+ * again, and a copy found stored releases it only when this process wrote it (a commit
+ * whose answer was lost). Kept as long as the notes of claims (a week from their write).
+ */
+export const usageCopies = sqliteTable(
+  "usage_copies",
+  {
+    requestId: text("request_id").notNull(),
+    createdAt: integer("created_at").notNull(),
+    endpoint: text("endpoint").notNull(),
+    status: integer("status").notNull(),
+    /** The writing process's id (random, one per process). */
+    writer: text("writer").notNull(),
+    /** When it was written (ms): marks are dropped a week later. */
+    writtenAt: integer("written_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.requestId, t.createdAt, t.endpoint, t.status] })],
+);

@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, inArray, like, sql, type SQL } from "drizzle-orm";
 import { accounts } from "../schema/accounts.ts";
 import { usageDaily, usageEvents } from "../schema/usage.ts";
-import { claimChargesOf, claimChargesText, type Audience, type RollupRow, type UsageStore } from "../store.ts";
+import { claimChargesOf, claimChargesText, usageRowIdentity, type Audience, type RollupRow, type UsageStore } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
 import type { SqlValue } from "../row-values.ts";
@@ -42,10 +42,18 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
   const claimWritten = sqlite.prepare<{ charged: string; version: number | null }, [string]>("SELECT charged, version FROM usage_claim_writes WHERE claim = ?");
   const forgetClaim = sqlite.prepare<unknown, [string]>("DELETE FROM usage_claim_writes WHERE claim = ?");
   const forgetBefore = sqlite.prepare<unknown, [number]>("DELETE FROM usage_claim_writes WHERE created_at < ?");
+  const forgetCopiesBefore = sqlite.prepare<unknown, [number]>("DELETE FROM usage_copies WHERE written_at < ?");
   const forgetClaims = sqlite.transaction((claims: readonly string[], before: number) => {
     for (const claim of claims) forgetClaim.run(claim);
     forgetBefore.run(before);
+    if (before > 0) forgetCopiesBefore.run(before);
   });
+  const markCopy = sqlite.prepare<unknown, [string, number, string, number, string, number]>(
+    "INSERT INTO usage_copies (request_id, created_at, endpoint, status, writer, written_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+  );
+  const copyWriter = sqlite.prepare<{ writer: string }, [string, number, string, number]>(
+    "SELECT writer FROM usage_copies WHERE request_id = ? AND created_at = ? AND endpoint = ? AND status = ?",
+  );
 
   return {
     insert: (rows) => insert(rows),
@@ -59,6 +67,17 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
       return row ? { charged: claimChargesOf(row.charged), version: row.version ?? undefined } : undefined;
     },
     forgetClaims: (claims, before) => forgetClaims(claims, before),
+    markCopies(rows, writer, now) {
+      for (const row of rows) markCopy.run(row.requestId, row.createdAt, row.endpoint, row.status, writer, now);
+    },
+    copyWriters(rows) {
+      const writers = new Map<string, string>();
+      for (const row of rows) {
+        const found = copyWriter.get(row.requestId, row.createdAt, row.endpoint, row.status);
+        if (found) writers.set(usageRowIdentity(row), found.writer);
+      }
+      return writers;
+    },
     periodTotal(of, period) {
       const parts: SQL[] = [period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period)];
       if ("subtreePath" in of) {

@@ -8,6 +8,7 @@ import m4 from "./0004_idempotency_keys.sql" with { type: "text" };
 import m5 from "./0005_usage_row_identity.sql" with { type: "text" };
 import m6 from "./0006_usage_claim_writes.sql" with { type: "text" };
 import m7 from "./0007_watched_writes.sql" with { type: "text" };
+import m8 from "./0008_usage_copies.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_initial", sql: m0 },
@@ -18,4 +19,5 @@ export const migrations: Migration[] = [
   { name: "0005_usage_row_identity", sql: m5 },
   { name: "0006_usage_claim_writes", sql: m6 },
   { name: "0007_watched_writes", sql: m7 },
+  { name: "0008_usage_copies", sql: m8 },
 ];

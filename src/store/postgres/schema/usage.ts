@@ -59,3 +59,16 @@ export const usageClaimWrites = pgTable("usage_claim_writes", {
   version: int8("version"),
   createdAt: int8("created_at").notNull(),
 });
+
+export const usageCopies = pgTable(
+  "usage_copies",
+  {
+    requestId: text("request_id").notNull(),
+    createdAt: int8("created_at").notNull(),
+    endpoint: text("endpoint").notNull(),
+    status: integer("status").notNull(),
+    writer: text("writer").notNull(),
+    writtenAt: int8("written_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.requestId, t.createdAt, t.endpoint, t.status] })],
+);
