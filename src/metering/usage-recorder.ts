@@ -7,7 +7,7 @@ import { requestLogRow } from "./request-log.ts";
 import type { UsageRecorder } from "./usage-event.ts";
 import { createRequestLogQueue } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
-import { createUsageWriter, markStoredBy, markUnheld, PartlyWritten, type Written } from "./usage-writer.ts";
+import { claimedRows, createUsageWriter, PartlyWritten, type Written } from "./usage-writer.ts";
 import { handOver, handBackBeforeStop, rowsLost, type UsageBuffer } from "./usage-buffer.ts";
 import type { UsageSpool } from "./usage-spool.ts";
 import { chargesOf, usageRow } from "./usage-batch.ts";
@@ -200,14 +200,7 @@ export function createUsageRecorder(deps: {
       waiting = batch.waiting;
       inHand.took(batch);
       if (batch.rows.length === 0) return "idle";
-      const check = batch.rows.some((row) => row.retried);
-      const copies = new Set<NewUsageEventRow>();
-      const rows = batch.rows.map(({ retried: _retried, copy, unheld, storedBy, ...row }) => {
-        if (copy) copies.add(row);
-        if (unheld) markUnheld(row);
-        if (storedBy !== undefined) markStoredBy(row, storedBy);
-        return row;
-      });
+      const { rows, check, copies } = claimedRows(batch.rows);
       let written: Written;
       try {
         written = await write(rows, check, copies, batch.claim === undefined ? undefined : { id: batch.claim, retry: batch.retry === true }, true);

@@ -40,7 +40,6 @@ export interface Written {
  * balance is read again).
  */
 const unheldRows = new WeakSet<NewUsageEventRow>();
-export const markUnheld = (row: NewUsageEventRow): void => void unheldRows.add(row);
 
 /**
  * Copies another process may have stored itself (a commit whose answer was lost, before
@@ -48,7 +47,22 @@ export const markUnheld = (row: NewUsageEventRow): void => void unheldRows.add(r
  * nobody released their charge, and whoever writes them now does.
  */
 const storedByRows = new WeakMap<NewUsageEventRow, string>();
-export const markStoredBy = (row: NewUsageEventRow, writer: string): void => void storedByRows.set(row, writer);
+
+/**
+ * A claim's rows as the writer takes them: their flags taken off, the copies among them,
+ * those whose charge is not held and those another process may have stored marked, and
+ * whether the batch is checked (one of its rows may be stored already).
+ */
+export function claimedRows(claimed: ReadonlyArray<NewUsageEventRow & { retried?: boolean; copy?: boolean; unheld?: boolean; storedBy?: string }>) {
+  const copies = new Set<NewUsageEventRow>();
+  const rows = claimed.map(({ retried: _retried, copy, unheld, storedBy, ...row }) => {
+    if (copy) copies.add(row);
+    if (unheld) unheldRows.add(row);
+    if (storedBy !== undefined) storedByRows.set(row, storedBy);
+    return row;
+  });
+  return { rows, copies, check: claimed.some((row) => row.retried) };
+}
 
 /**
  * A claim of usage rows from Redis being written: its id, whether it was made before (a
@@ -325,7 +339,7 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
  * it, or written directly after its append failed) released it when it was written, and
  * a copy found stored is the row it copies' to release, unless this process (`self`)
  * wrote it itself (a commit whose answer was lost: nobody else released it), or the
- * process that handed it back as one it may have stored (`markStoredBy`) did. A row
+ * process that handed it back as one it may have stored (`storedBy`, `claimedRows`) did. A row
  * repeated within the batch is one row: written and released once. A row whose charge
  * is not held (unheld: Redis lost it) releases nothing.
  */
