@@ -82,8 +82,12 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     return cell;
   };
 
-  /** Charges announced (`credit.flushed`) while an account's balance is being read, by account. */
-  const flushedDuringLoad = new Map<number, { loads: number; charges: Array<{ version: number; amount: number; at: number }> }>();
+  /**
+   * Charges announced (`credit.flushed`) while an account's balance is being read, by
+   * account; `versionless`: one was announced without a version, so a read under way may
+   * or may not hold it, and is not kept (read again at the next use).
+   */
+  const flushedDuringLoad = new Map<number, { loads: number; charges: Array<{ version: number; amount: number; at: number }>; versionless: boolean }>();
   /** Credit cells whose balance must be (re)read before use. */
   const creditStale = (accountId: number, now: number) => {
     const cell = credits.get(accountId);
@@ -96,7 +100,7 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
   const loadCredit = async (accountId: number, now: number, expired = false): Promise<void> => {
     // Charges announced while the read is under way: one committed after the read is not in it.
     let late = flushedDuringLoad.get(accountId);
-    if (!late) flushedDuringLoad.set(accountId, (late = { loads: 0, charges: [] }));
+    if (!late) flushedDuringLoad.set(accountId, (late = { loads: 0, charges: [], versionless: false }));
     late.loads++;
     let loaded: LoadedBalance;
     try {
@@ -109,9 +113,11 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     } finally {
       if (--late.loads === 0) flushedDuringLoad.delete(accountId);
     }
-    const { balance, staleAt, version } = loaded;
+    const { balance, version } = loaded;
+    const staleAt = late.versionless ? -Infinity : loaded.staleAt;
     let stored = balance;
-    let expiring: Expiring | undefined = loaded.expiring;
+    // A read that may miss a versionless charge knows neither the balance nor what is left of the grants.
+    let expiring: Expiring | undefined = late.versionless ? undefined : loaded.expiring;
     for (const charge of late.charges) {
       if (version !== undefined && charge.version <= version) continue;
       stored -= charge.amount;
@@ -335,7 +341,9 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     },
     async flushed(charged, version) {
       for (const [accountId, amount] of charged) {
-        if (version !== undefined) flushedDuringLoad.get(accountId)?.charges.push({ version, amount, at: now() });
+        const loading = flushedDuringLoad.get(accountId);
+        if (loading && version !== undefined) loading.charges.push({ version, amount, at: now() });
+        else if (loading) loading.versionless = true;
         const cell = credits.get(accountId);
         if (!cell) continue;
         // Read again at its next use; else taken off unless the balance was read at or after the charges' version.

@@ -442,6 +442,26 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(await state.credit.held(7)).toBe(0);
       });
 
+      test("a charge written and announced without a version while the balance is read: the read, not holding it, is not kept", async () => {
+        const { state, balances, balanceReads, duringRead } = await fixture(make);
+        balances.set(7, 1000);
+        expect(await state.counts.read(credit(7), T0)).toBe(1000);
+        await state.counts.adjust([{ counter: { kind: "credit", accountId: 7 }, release: 0, charge: 300 }]);
+        // The balance is read again (a grant made elsewhere, say) before the charge is committed;
+        // the charge is committed and announced without a version (rows written one at a time)
+        // before that read is stored.
+        duringRead.value = async () => {
+          balances.set(7, 700);
+          await state.credit.flushed(new Map([[7, 300]]));
+        };
+        await state.credit.invalidate(7);
+        // The ledger holds the charge: it must count, once (before, the memory State kept the read of 1000).
+        expect(await state.counts.read(credit(7), T0)).toBe(700);
+        expect(await state.credit.held(7)).toBe(0);
+        // Read three times: at first, again (under way when the charge was announced), and once more.
+        expect(balanceReads.get(7)).toBe(3);
+      });
+
       test("a call is admitted while anything is left, so concurrent calls overspend by at most one reservation", async () => {
         const { state, balances } = await fixture(make);
         balances.set(7, 1000);
