@@ -31,15 +31,30 @@ export function redact(text: string): string {
 }
 
 /**
- * The spellings of one known secret an upstream may echo back: as sent, JSON-escaped,
- * URL-encoded, and base64 (standard and URL-safe, with and without padding, also of
- * `Bearer <secret>` and of `<secret>:` as in Basic credentials). Only the aligned base64
- * forms are findable: a secret encoded in the middle of a longer value shifts by the
- * bytes before it, so those three offsets are covered too.
+ * How other JSON writers than JSON.stringify spell a string: PHP's `json_encode` writes
+ * `/` as `\/`; Go's encoder writes `<`, `>` and `&` as `\u003c`…; .NET's default one
+ * writes those, `'`, `+` and `` ` `` as `\u002B`… (upper-case hex).
+ */
+const JSON_WRITERS: Array<(json: string) => string> = [
+  (json) => json.replaceAll("/", "\\/"),
+  (json) => json.replace(/[<>&]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
+  (json) => json.replace(/[<>&'+`]/g, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`),
+];
+
+/**
+ * The spellings of one known secret an upstream may echo back: as sent, JSON-escaped
+ * (as JSON.stringify and the other common writers spell it: JSON_WRITERS), URL-encoded
+ * (hex in either case), and base64 (standard and URL-safe, with and without padding,
+ * also of `Bearer <secret>` and of `<secret>:` as in Basic credentials). Only the
+ * aligned base64 forms are findable: a secret encoded in the middle of a longer value
+ * shifts by the bytes before it, so those three offsets are covered too.
  */
 export function secretSpellings(secret: string): string[] {
   if (secret.length < 8) return [secret];
-  const spellings = new Set<string>([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)]);
+  const json = JSON.stringify(secret).slice(1, -1);
+  const url = encodeURIComponent(secret);
+  const spellings = new Set<string>([secret, json, url, url.replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase())]);
+  for (const write of JSON_WRITERS) spellings.add(write(json));
   for (const wrapped of [secret, `Bearer ${secret}`, `${secret}:`]) {
     for (const offset of [0, 1, 2]) {
       const bytes = Buffer.from(" ".repeat(offset) + wrapped);

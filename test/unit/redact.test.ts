@@ -38,11 +38,27 @@ describe("redactSecret: a known secret in the spellings an upstream may echo", (
     Buffer.from(`user=${s}&x=1`).toString("base64"),
     Buffer.from(`u=${s}&x=1`).toString("base64"),
     Buffer.from(`id=${s}&x=1`).toString("base64"),
+    // URL-encoded with lower-case hex.
+    encodeURIComponent(s).replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase()),
   ];
   test.each(spellings(secret))("%p is gone", (spelled) => {
     const out = redactSecret(`{"error":{"message":"bad key ${spelled} given"}}`, secret);
     expect(out).toContain("[redacted]");
     for (const form of [secret, encodeURIComponent(secret), Buffer.from(secret).toString("base64").slice(0, 16)]) expect(out).not.toContain(form);
+  });
+
+  test("as other JSON writers spell it: PHP's \\/, Go's \\u0026 for <>&, .NET's \\u002B for those and ' + `", () => {
+    const marked = "corp&gw<Q+9x7/Yz!Kq2m'Lw8";
+    const forms = [
+      marked.replaceAll("/", "\\/"),
+      marked.replace(/[<>&]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`),
+      marked.replace(/[<>&'+`]/g, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`),
+    ];
+    for (const form of forms) {
+      expect(form).not.toContain(marked);
+      const out = redactSecret(`{"error":{"message":"bad key ${form} given"}}`, marked);
+      expect(out).toBe('{"error":{"message":"bad key [redacted] given"}}');
+    }
   });
 
   test("text without the secret is unchanged", () => {
