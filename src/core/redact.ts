@@ -72,10 +72,12 @@ export function secretSpellings(secret: string): string[] {
   return [...spellings].sort((a, b) => b.length - a.length);
 }
 
-/** `text` without any spelling of `secret` (an upstream error body relayed to a client). */
-export function redactSecret(text: string, secret: string): string {
+/** `text` without any spelling of `secret`, or of each of several (an upstream error body relayed to a client). */
+export function redactSecret(text: string, secret: string | readonly string[]): string {
   let out = text;
-  for (const spelling of secretSpellings(secret)) if (out.includes(spelling)) out = out.split(spelling).join("[redacted]");
+  for (const one of typeof secret === "string" ? [secret] : secret) {
+    for (const spelling of secretSpellings(one)) if (out.includes(spelling)) out = out.split(spelling).join("[redacted]");
+  }
   return out;
 }
 

@@ -11,7 +11,7 @@ const READ_MS = 1000;
  * Read up to 4 KB and cut to 500 characters after redaction, so a secret the 4 KB cut
  * splits in two lies far beyond what is kept.
  */
-export async function errorMessage(response: Response, secret: string): Promise<string | undefined> {
+export async function errorMessage(response: Response, secret: string | readonly string[]): Promise<string | undefined> {
   const reader = response.body?.getReader();
   if (!reader) return undefined;
   const chunks: Uint8Array[] = [];

@@ -65,296 +65,320 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
   const { pick, pinned } = createKeyChoice({ clock, adapters: deps.adapters, settings, pool, switchOver });
 
   return async function attempts(input: RelayInput): Promise<AttemptsEnd> {
-    const started = clock.now();
-    /** The request log's durations are measured on the monotonic clock: a test's manual clock stands still. */
-    const callStart = performance.now();
-    const { call } = input;
-    const route = input.route;
-    const upstream = upstreamCall(call, route.effectiveModel);
-    const fit = callFit(call, route.effectiveModel);
-    /** Translated requests, made once per translator a chosen key needed (each a body or the translator's refusal). */
-    let translated: Map<Translator, UpstreamCall | HttpError> | undefined;
-    const maxTokens = input.admission.plan.bound?.output ?? DEFAULT_MAX_OUTPUT_TOKENS;
-    const upstreamOf = (translator: Translator | undefined): UpstreamCall | HttpError => {
-      if (!translator) return upstream;
-      translated ??= new Map();
-      let made = translated.get(translator);
-      if (!made) {
-        try {
-          made = translatedCall(call, translator, route.effectiveModel, maxTokens);
-        } catch (error) {
-          if (!(error instanceof HttpError)) throw error;
-          made = error;
-        }
-        translated.set(translator, made);
-      }
-      return made;
-    };
-    const tried = new Set<number>();
-    /** Keys whose last attempt may be repeated on them when no other key can take the call. */
-    const retrySameKey = new Set<number>();
-    let sameKeyRetries = 0;
-    let lastFailure: { response?: Response; failure: AttemptFailure; retryAfter?: number } | undefined;
-    let credentialRefreshed = false;
-    /** The reads started during admission serve the first choice only. */
-    let ahead = input.ahead;
-    const choose = () => {
-      const early = ahead;
-      ahead = undefined;
-      return input.pinnedKeyId === undefined ? pick(route.level, tried, fit, upstreamOf, early) : pinned(input.pinnedKeyId, tried, upstream);
-    };
-    const clientClosed = (keyId?: number) =>
-      ended(errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 })), {
-        route: { ...route, keyId },
-        status: 499,
-        usage: ZERO_USAGE,
-        source: "estimated",
-        started,
-      });
-
-    for (let attempt = 1; attempt <= config.maxAttempts; attempt++) {
-      let chosen = await choose();
-      if (!chosen && retrySameKey.size > 0) {
-        // No other key can take the call: the key that failed transiently gets another
-        // try after a short wait (a restarting upstream, a connection pool hiccup).
-        await waitUnlessClientLeaves(sameKeyBackoffMs(sameKeyRetries++), input.clientSignal);
-        if (input.clientSignal.aborted) return clientClosed();
-        for (const id of retrySameKey) tried.delete(id);
-        retrySameKey.clear();
-        chosen = await choose();
-      }
-      if (!chosen) {
-        if (input.pinnedKeyId !== undefined && !lastFailure) {
-          return ended(errorResponse(call.family, keyGone()), { route, status: 503, usage: ZERO_USAGE, source: "upstream", started });
-        }
-        break;
-      }
-      const { key, translator, upstream: sent } = chosen;
-      if (sent instanceof HttpError) {
-        // The request cannot be carried to this key's format: nothing was sent, nothing is charged.
-        await pool.release(key);
-        if (chosen.probe) await switchOver.abandonProbe(chosen.level);
-        return ended(errorResponse(call.family, sent), { route: { ...route, keyId: key.id }, status: sent.status, usage: ZERO_USAGE, source: "upstream", started, unsent: true });
-      }
-      const adapter = adapterFor(deps.adapters, key);
-      const attemptStart = performance.now();
-      const level = chosen.level;
-      /** This attempt's line in the request log. */
-      const note = (fact: Partial<AttemptFact>): AttemptFact => {
-        const noted: AttemptFact = { keyId: key.id, keyName: key.name, level, durationMs: Math.round(performance.now() - attemptStart), answered: false, ...(translator && { translatedTo: translator.upstream }), ...fact };
-        input.trace.attempts.push(noted);
-        return noted;
-      };
-      /** When the upstream's first byte (a stream's first event) arrived. */
-      let firstByteAt = attemptStart;
-      const controller = new AbortController();
-      /**
-       * A client that leaves before the answer does not cut the upstream, which may
-       * already be generating (and charging): it is read on for at most the drain time,
-       * and what it used is charged (item 9 of issue 13).
-       */
-      let drainTimer: ReturnType<typeof setTimeout> | undefined;
-      const onClientGone = () => {
-        drainTimer ??= setTimeout(() => controller.abort(), config.drainTimeoutMs);
-      };
-      input.clientSignal.addEventListener("abort", onClientGone);
-      const detach = () => input.clientSignal.removeEventListener("abort", onClientGone);
-      let released = false;
-      const release = () => {
-        detach();
-        clearTimeout(drainTimer);
-        if (released) return;
-        released = true;
-        void pool.release(key);
-      };
-      let failure: AttemptFailure | undefined;
-      let response: Response | undefined;
-      /** This attempt's own Retry-After: an earlier key's must not lengthen this key's sleep. */
-      let retryAfter: number | undefined;
-      let peeked: PeekedStream | undefined;
-      /** Why a 2xx was not an answer, when it was not. */
-      let nonAnswer: string | undefined;
-      /** A JSON answer, read and judged. */
-      let read: ReadAnswer | undefined;
-      const timer = setTimeout(() => controller.abort(new AttemptTimeout()), config.firstByteTimeoutMs);
-      try {
-        const prepared = await adapter.prepare(key, sent);
-        // The secret goes only where the address policy allows, checked again at each
-        // connection: a name may resolve elsewhere since the URL was saved.
-        const refusal = await deps.addressGuard.check(prepared.url);
-        if (refusal) throw new AddressRefusedError(refusal);
-        const sentAt = performance.now();
-        response = await fetch(prepared.url, {
-          method: sent.method,
-          headers: prepared.headers,
-          body: prepared.body,
-          signal: controller.signal,
-          // Never follow a redirect: fetch would re-send the key's secret headers to the new host.
-          redirect: "manual",
-          // Our own timers bound the wait; Bun's socket idle limit must not cut a slow first token.
-          timeout: false,
-          ...fetchTls,
-        } as BunFetchRequestInit);
-        firstByteAt = performance.now();
-        deps.metrics.ttfb.observe((firstByteAt - sentAt) / 1000, { family: call.family });
-        if (response.ok && response.body && isEventStream(response)) {
-          // Providers send a stream's headers at once and its first event when the model
-          // has started: the first-byte limit runs until that first event, which must be
-          // an answer. A stream that stalls, drops or errs before it is retried like an
-          // upstream that never answered, before the client has seen anything.
-          const reader = response.body.getReader();
-          const first = await readFirstEvent(reader);
-          firstByteAt = performance.now();
-          if (first.judgement.answer) peeked = { reader, first: first.bytes.byteLength > 0 ? { done: false, value: first.bytes } : { done: true, value: undefined } };
-          else {
-            nonAnswer = first.judgement.why;
-            reader.cancel().catch(() => {});
+    /** The key of the attempt under way, let go if anything below throws (a State that fails mid-call). */
+    let letGo: (() => void) | undefined;
+    try {
+      const started = clock.now();
+      /** The request log's durations are measured on the monotonic clock: a test's manual clock stands still. */
+      const callStart = performance.now();
+      const { call } = input;
+      const route = input.route;
+      const upstream = upstreamCall(call, route.effectiveModel);
+      const fit = callFit(call, route.effectiveModel);
+      /** Translated requests, made once per translator a chosen key needed (each a body or the translator's refusal). */
+      let translated: Map<Translator, UpstreamCall | HttpError> | undefined;
+      const maxTokens = input.admission.plan.bound?.output ?? DEFAULT_MAX_OUTPUT_TOKENS;
+      const upstreamOf = (translator: Translator | undefined): UpstreamCall | HttpError => {
+        if (!translator) return upstream;
+        translated ??= new Map();
+        let made = translated.get(translator);
+        if (!made) {
+          try {
+            made = translatedCall(call, translator, route.effectiveModel, maxTokens);
+          } catch (error) {
+            if (!(error instanceof HttpError)) throw error;
+            made = error;
           }
-        } else if (response.ok && !call.endpoint.binary) {
-          // A JSON answer is read whole before anything goes to the client, so a 2xx
-          // error object can still fail over. Its headers were its first byte.
-          const type = response.headers.get("content-type") ?? "";
-          if (JSON_TYPE.test(type)) {
-            clearTimeout(timer);
-            const text = await response.text();
-            const judged = judgeJson(text);
-            if (judged.answer) read = { text, parsed: judged.parsed };
-            else nonAnswer = judged.why;
-          } else if (HTML_TYPE.test(type)) nonAnswer = "an HTML page";
+          translated.set(translator, made);
         }
-      } catch (error) {
-        // Nothing of this attempt reached the client: a stream that failed before its
-        // first chunk is a failed attempt like any other.
-        response = undefined;
-        if (input.clientSignal.aborted) {
-          note({ error: "client_closed" });
-          release();
-          // No verdict on the primary: the next call may probe it.
-          if (chosen.probe) await switchOver.abandonProbe(chosen.level);
-          return clientClosed(key.id);
-        }
-        const code = (error as { code?: string }).code;
-        failure =
-          error instanceof AddressRefusedError
-            ? { kind: "blocked", reason: error.reason }
-            : controller.signal.reason instanceof AttemptTimeout
-            ? { kind: "timeout" }
-            : code === "ConnectionRefused" || code === "ECONNREFUSED"
-              ? { kind: "refused" }
-              : { kind: "network" };
-        log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
-        note({ error: failure.kind, message: failure.kind === "timeout" ? `no first byte within ${config.firstByteTimeoutMs} ms` : failureMessage(error) });
-      } finally {
-        clearTimeout(timer);
-      }
+        return made;
+      };
+      const tried = new Set<number>();
+      /** Keys whose last attempt may be repeated on them when no other key can take the call. */
+      const retrySameKey = new Set<number>();
+      let sameKeyRetries = 0;
+      let lastFailure: { response?: Response; failure: AttemptFailure; retryAfter?: number } | undefined;
+      let credentialRefreshed = false;
+      /** The reads started during admission serve the first choice only. */
+      let ahead = input.ahead;
+      const choose = () => {
+        const early = ahead;
+        ahead = undefined;
+        return input.pinnedKeyId === undefined ? pick(route.level, tried, fit, upstreamOf, early) : pinned(input.pinnedKeyId, tried, upstream);
+      };
+      const clientClosed = (keyId?: number) =>
+        ended(errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 })), {
+          route: { ...route, keyId },
+          status: 499,
+          usage: ZERO_USAGE,
+          source: "estimated",
+          started,
+        });
 
-      if (response && response.ok && !nonAnswer) {
-        // Bookkeeping of a success, not waited for: the State takes the verdict when
-        // asked, and the answer need not wait for it (a failure to record is logged).
-        void pool.report(key, SUCCESS);
-        note({ status: response.status, answered: true });
-        input.trace.ttfbMs = firstByteAt - callStart;
-        switchOver.recordSuccess(chosen.level, chosen.probe).catch((error: unknown) =>
-          log.error("a Level's recovery could not be recorded", { level: chosen.level, error: (error as Error).message }),
-        );
-        return {
-          answered: {
-            response,
-            route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id },
-            started,
-            peeked,
-            read,
-            controller,
-            detach,
-            release,
-            clientLeft: input.clientSignal.aborted,
-            translation: translator ? { translator, upstream: upstreamFamilyOf(translator) } : undefined,
-          },
+      for (let attempt = 1; attempt <= config.maxAttempts; attempt++) {
+        let chosen = await choose();
+        if (!chosen && retrySameKey.size > 0) {
+          // No other key can take the call: the key that failed transiently gets another
+          // try after a short wait (a restarting upstream, a connection pool hiccup).
+          await waitUnlessClientLeaves(sameKeyBackoffMs(sameKeyRetries++), input.clientSignal);
+          if (input.clientSignal.aborted) return clientClosed();
+          for (const id of retrySameKey) tried.delete(id);
+          retrySameKey.clear();
+          chosen = await choose();
+        }
+        if (!chosen) {
+          if (input.pinnedKeyId !== undefined && !lastFailure) {
+            return ended(errorResponse(call.family, keyGone()), { route, status: 503, usage: ZERO_USAGE, source: "upstream", started });
+          }
+          break;
+        }
+        const { key, translator, upstream: sent } = chosen;
+        if (sent instanceof HttpError) {
+          // The request cannot be carried to this key's format: nothing was sent, nothing is charged.
+          await pool.release(key);
+          if (chosen.probe) await switchOver.abandonProbe(chosen.level);
+          return ended(errorResponse(call.family, sent), { route: { ...route, keyId: key.id }, status: sent.status, usage: ZERO_USAGE, source: "upstream", started, unsent: true });
+        }
+        const adapter = adapterFor(deps.adapters, key);
+        const attemptStart = performance.now();
+        const level = chosen.level;
+        /** This attempt's line in the request log. */
+        const note = (fact: Partial<AttemptFact>): AttemptFact => {
+          const noted: AttemptFact = { keyId: key.id, keyName: key.name, level, durationMs: Math.round(performance.now() - attemptStart), answered: false, ...(translator && { translatedTo: translator.upstream }), ...fact };
+          input.trace.attempts.push(noted);
+          return noted;
         };
-      }
-
-      if (response && nonAnswer) {
-        failure = { kind: "non_answer" };
-        await response.body?.cancel().catch(() => {});
-        note({ status: response.status, error: "non_answer", message: `a ${response.status} with ${nonAnswer}` });
-        log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status: response.status, failure: `2xx with ${nonAnswer}` });
-      } else if (response) {
-        const status = response.status;
-        if (isCredentialStatus(status) && adapter.refreshCredentials && !credentialRefreshed && adapter.refreshCredentials(key)) {
-          // A stale access token, not a bad key: one more try with a fresh one.
-          credentialRefreshed = true;
-          await response.body?.cancel().catch(() => {});
-          note({ status, error: "status", message: "the access token was stale; retried with a fresh one" });
+        /** When the upstream's first byte (a stream's first event) arrived. */
+        let firstByteAt = attemptStart;
+        const controller = new AbortController();
+        /**
+         * A client that leaves before the answer does not cut the upstream, which may
+         * already be generating (and charging): it is read on for at most the drain time,
+         * and what it used is charged (item 9 of issue 13).
+         */
+        let drainTimer: ReturnType<typeof setTimeout> | undefined;
+        const onClientGone = () => {
+          drainTimer ??= setTimeout(() => controller.abort(), config.drainTimeoutMs);
+        };
+        input.clientSignal.addEventListener("abort", onClientGone);
+        const detach = () => input.clientSignal.removeEventListener("abort", onClientGone);
+        let released = false;
+        const release = () => {
+          detach();
+          clearTimeout(drainTimer);
+          if (released) return;
+          released = true;
+          void pool.release(key);
+        };
+        letGo = () => {
           release();
-          if (chosen.probe) await switchOver.abandonProbe(chosen.level);
-          tried.delete(key.id);
-          attempt--;
-          continue;
+          if (chosen.probe) void switchOver.abandonProbe(chosen.level).catch(() => {});
+        };
+        let failure: AttemptFailure | undefined;
+        let response: Response | undefined;
+        /** This attempt's own Retry-After: an earlier key's must not lengthen this key's sleep. */
+        let retryAfter: number | undefined;
+        let peeked: PeekedStream | undefined;
+        /** Why a 2xx was not an answer, when it was not. */
+        let nonAnswer: string | undefined;
+        /** A JSON answer, read and judged. */
+        let read: ReadAnswer | undefined;
+        const timer = setTimeout(() => controller.abort(new AttemptTimeout()), config.firstByteTimeoutMs);
+        /** What an upstream's words must not repeat: the key's secret, and what was minted from it. */
+        let secrets: string | readonly string[] = key.secret;
+        try {
+          const prepared = await adapter.prepare(key, sent);
+          if (prepared.credentials) secrets = [key.secret, ...prepared.credentials];
+          // The secret goes only where the address policy allows, checked again at each
+          // connection: a name may resolve elsewhere since the URL was saved.
+          const refusal = await deps.addressGuard.check(prepared.url);
+          if (refusal) throw new AddressRefusedError(refusal);
+          const sentAt = performance.now();
+          response = await fetch(prepared.url, {
+            method: sent.method,
+            headers: prepared.headers,
+            body: prepared.body,
+            signal: controller.signal,
+            // Never follow a redirect: fetch would re-send the key's secret headers to the new host.
+            redirect: "manual",
+            // Our own timers bound the wait; Bun's socket idle limit must not cut a slow first token.
+            timeout: false,
+            ...fetchTls,
+          } as BunFetchRequestInit);
+          firstByteAt = performance.now();
+          deps.metrics.ttfb.observe((firstByteAt - sentAt) / 1000, { family: call.family });
+          if (response.ok && response.body && isEventStream(response)) {
+            // Providers send a stream's headers at once and its first event when the model
+            // has started: the first-byte limit runs until that first event, which must be
+            // an answer. A stream that stalls, drops or errs before it is retried like an
+            // upstream that never answered, before the client has seen anything.
+            const reader = response.body.getReader();
+            const first = await readFirstEvent(reader);
+            firstByteAt = performance.now();
+            if (first.judgement.answer) peeked = { reader, first: first.bytes.byteLength > 0 ? { done: false, value: first.bytes } : { done: true, value: undefined } };
+            else {
+              nonAnswer = first.judgement.why;
+              reader.cancel().catch(() => {});
+            }
+          } else if (response.ok && !call.endpoint.binary) {
+            // A JSON answer is read whole before anything goes to the client, so a 2xx
+            // error object can still fail over. Its headers were its first byte.
+            const type = response.headers.get("content-type") ?? "";
+            if (JSON_TYPE.test(type)) {
+              clearTimeout(timer);
+              const text = await response.text();
+              const judged = judgeJson(text);
+              if (judged.answer) read = { text, parsed: judged.parsed };
+              else nonAnswer = judged.why;
+            } else if (HTML_TYPE.test(type)) nonAnswer = "an HTML page";
+          }
+        } catch (error) {
+          // Nothing of this attempt reached the client: a stream that failed before its
+          // first chunk is a failed attempt like any other.
+          response = undefined;
+          if (input.clientSignal.aborted) {
+            note({ error: "client_closed" });
+            release();
+            // No verdict on the primary: the next call may probe it.
+            if (chosen.probe) await switchOver.abandonProbe(chosen.level);
+            return clientClosed(key.id);
+          }
+          const code = (error as { code?: string }).code;
+          failure =
+            error instanceof AddressRefusedError
+              ? { kind: "blocked", reason: error.reason }
+              : controller.signal.reason instanceof AttemptTimeout
+              ? { kind: "timeout" }
+              : code === "ConnectionRefused" || code === "ECONNREFUSED"
+                ? { kind: "refused" }
+                : { kind: "network" };
+          log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
+          note({ error: failure.kind, message: failure.kind === "timeout" ? `no first byte within ${config.firstByteTimeoutMs} ms` : failureMessage(error) });
+        } finally {
+          clearTimeout(timer);
         }
-        if (!isRetryableStatus(status) && !isCredentialStatus(status) && !isRedirectStatus(status)) {
-          // The client's own mistake (400, 404, 413, 422…): pass the upstream's answer on.
-          await pool.report(key, { kind: "success" });
-          await switchOver.recordSuccess(chosen.level, chosen.probe);
-          // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
-          const text = redact(redactSecret(await response.text(), key.secret));
-          note({ status, answered: true, message: text.slice(0, MAX_MESSAGE) });
+
+        if (response && response.ok && !nonAnswer) {
+          // Bookkeeping of a success, not waited for: the State takes the verdict when
+          // asked, and the answer need not wait for it (a failure to record is logged).
+          void pool.report(key, SUCCESS);
+          note({ status: response.status, answered: true });
           input.trace.ttfbMs = firstByteAt - callStart;
-          release();
-          const answer = translator ? translatedError(translator, status, text) : new Response(text, { status, headers: clientResponseHeaders(response.headers) });
-          return ended(answer, {
-            route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id },
-            status,
-            usage: ZERO_USAGE,
-            source: "upstream",
-            started,
-          });
-        }
-        failure = { kind: "status", status };
-        retryAfter = retryAfterMs(response.headers, clock.now());
-        const noted = note({ status, error: "status" });
-        // A redirect's body may repeat its Location, which may carry anything: not kept.
-        if (isRedirectStatus(status)) await response.body?.cancel().catch(() => {});
-        else {
-          // The error body is read for the log while the next key is tried: a slow body
-          // must not hold the failover (it is read for at most a second either way).
-          input.trace.reading.push(
-            errorMessage(response, key.secret).then((message) => {
-              if (message !== undefined) noted.message = message;
-            }),
+          switchOver.recordSuccess(chosen.level, chosen.probe).catch((error: unknown) =>
+            log.error("a Level's recovery could not be recorded", { level: chosen.level, error: (error as Error).message }),
           );
+          return {
+            answered: {
+              response,
+              route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id },
+              started,
+              peeked,
+              read,
+              controller,
+              detach,
+              release,
+              clientLeft: input.clientSignal.aborted,
+              translation: translator ? { translator, upstream: upstreamFamilyOf(translator) } : undefined,
+            },
+          };
         }
-        // The Location is not logged: a redirect may carry anything in its URL.
-        log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status });
+
+        if (response && nonAnswer) {
+          failure = { kind: "non_answer" };
+          await response.body?.cancel().catch(() => {});
+          note({ status: response.status, error: "non_answer", message: `a ${response.status} with ${nonAnswer}` });
+          log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status: response.status, failure: `2xx with ${nonAnswer}` });
+        } else if (response) {
+          const status = response.status;
+          if (isCredentialStatus(status) && adapter.refreshCredentials && !credentialRefreshed && adapter.refreshCredentials(key)) {
+            // A stale access token, not a bad key: one more try with a fresh one.
+            credentialRefreshed = true;
+            await response.body?.cancel().catch(() => {});
+            note({ status, error: "status", message: "the access token was stale; retried with a fresh one" });
+            release();
+            if (chosen.probe) await switchOver.abandonProbe(chosen.level);
+            tried.delete(key.id);
+            attempt--;
+            continue;
+          }
+          if (!isRetryableStatus(status) && !isCredentialStatus(status) && !isRedirectStatus(status)) {
+            // The client's own mistake (400, 404, 413, 422…): pass the upstream's answer on.
+            await pool.report(key, { kind: "success" });
+            await switchOver.recordSuccess(chosen.level, chosen.probe);
+            // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
+            const body = await response.text().then(
+              (raw) => redact(redactSecret(raw, secrets)),
+              // Cut while read (a dropped connection): the status still goes back, with words of our own.
+              () => undefined,
+            );
+            const text = body ?? `The upstream answered ${status}, and its error body broke off before it was read.`;
+            note({ status, answered: true, message: text.slice(0, MAX_MESSAGE) });
+            input.trace.ttfbMs = firstByteAt - callStart;
+            release();
+            const answer =
+              body === undefined
+                ? errorResponse(call.family, new HttpError(status === 404 ? "not_found" : status === 413 ? "too_large" : status === 409 ? "conflict" : "invalid_request", text, { status }))
+                : translator
+                  ? translatedError(translator, status, text)
+                  : new Response(text, { status, headers: clientResponseHeaders(response.headers) });
+            return ended(answer, {
+              route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id },
+              status,
+              usage: ZERO_USAGE,
+              source: "upstream",
+              started,
+            });
+          }
+          failure = { kind: "status", status };
+          retryAfter = retryAfterMs(response.headers, clock.now());
+          const noted = note({ status, error: "status" });
+          // A redirect's body may repeat its Location, which may carry anything: not kept.
+          if (isRedirectStatus(status)) await response.body?.cancel().catch(() => {});
+          else {
+            // The error body is read for the log while the next key is tried: a slow body
+            // must not hold the failover (it is read for at most a second either way).
+            input.trace.reading.push(
+              errorMessage(response, secrets).then((message) => {
+                if (message !== undefined) noted.message = message;
+              }),
+            );
+          }
+          // The Location is not logged: a redirect may carry anything in its URL.
+          log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status });
+        }
+
+        if (failure!.kind === "blocked") {
+          await pool.markUnusable(key, failure!.reason);
+        } else if (failure!.kind === "status" && isCredentialStatus((failure as { status: number }).status)) {
+          await pool.report(key, { kind: "credential" });
+        } else {
+          await pool.report(key, { kind: "retryable", retryAfterMs: retryAfter });
+          await switchOver.recordError(chosen.level, clock.now());
+        }
+        if (chosen.probe) await switchOver.abandonProbe(chosen.level);
+        lastFailure = { failure: failure!, retryAfter };
+        tried.add(key.id);
+        if (sameKeyMayRetry(failure!, call.endpoint.idempotent)) retrySameKey.add(key.id);
+        release();
+        // Nobody is waiting for another attempt.
+        if (input.clientSignal.aborted) return clientClosed(key.id);
+        if (nextStep(failure!, call.endpoint.idempotent, attempt, config.maxAttempts) === "give_up") break;
       }
 
-      if (failure!.kind === "blocked") {
-        await pool.markUnusable(key, failure!.reason);
-      } else if (failure!.kind === "status" && isCredentialStatus((failure as { status: number }).status)) {
-        await pool.report(key, { kind: "credential" });
-      } else {
-        await pool.report(key, { kind: "retryable", retryAfterMs: retryAfter });
-        await switchOver.recordError(chosen.level, clock.now());
+      const spoken = lastFailure || input.pinnedKeyId !== undefined ? undefined : unservedFormats(settings.routing().switchOver, pool, route.level, fit);
+      const count = formatOf(call.family).tokenCountAnswer;
+      if (spoken && call.endpoint.counting && count) {
+        // A count no key can make in the client's format is made here: free, and no usage.
+        const tokens = localTokenCount(call);
+        const response = new Response(JSON.stringify(count(tokens)), { status: 200, headers: { "content-type": "application/json", "x-router-count": "estimated" } });
+        return ended(response, { route, status: 200, usage: { ...ZERO_USAGE, prompt: tokens }, source: "estimated", started });
       }
-      if (chosen.probe) await switchOver.abandonProbe(chosen.level);
-      lastFailure = { failure: failure!, retryAfter };
-      tried.add(key.id);
-      if (sameKeyMayRetry(failure!, call.endpoint.idempotent)) retrySameKey.add(key.id);
-      release();
-      // Nobody is waiting for another attempt.
-      if (input.clientSignal.aborted) return clientClosed(key.id);
-      if (nextStep(failure!, call.endpoint.idempotent, attempt, config.maxAttempts) === "give_up") break;
+      const error = spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure);
+      return ended(errorResponse(call.family, error), { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
+    } catch (error) {
+      letGo?.();
+      throw error;
     }
-
-    const spoken = lastFailure || input.pinnedKeyId !== undefined ? undefined : unservedFormats(settings.routing().switchOver, pool, route.level, fit);
-    const count = formatOf(call.family).tokenCountAnswer;
-    if (spoken && call.endpoint.counting && count) {
-      // A count no key can make in the client's format is made here: free, and no usage.
-      const tokens = localTokenCount(call);
-      const response = new Response(JSON.stringify(count(tokens)), { status: 200, headers: { "content-type": "application/json", "x-router-count": "estimated" } });
-      return ended(response, { route, status: 200, usage: { ...ZERO_USAGE, prompt: tokens }, source: "estimated", started });
-    }
-    const error = spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure);
-    return ended(errorResponse(call.family, error), { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
   };
 }
 

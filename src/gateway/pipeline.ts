@@ -1,3 +1,5 @@
+import { HttpError } from "../core/errors.ts";
+import { ZERO_USAGE } from "../formats/usage.ts";
 import { join } from "node:path";
 import type { EndingCalls } from "./ending-calls.ts";
 import type { Clock } from "../core/clock.ts";
@@ -63,8 +65,17 @@ export function createPipeline(deps: PipelineDeps) {
 
   /** A read, routed and admitted call: attempts → deliver → settle. */
   async function forward(tenant: Tenant, input: RelayInput): Promise<Response> {
-    const end = await attemptsFor(tenant)(input);
-    const delivery: Delivery = "answered" in end ? await deliver(input, end.answered) : end.delivery;
+    let delivery: Delivery;
+    try {
+      const end = await attemptsFor(tenant)(input);
+      delivery = "answered" in end ? await deliver(input, end.answered) : end.delivery;
+    } catch (error) {
+      // A fault between admission and delivery (a State that stops answering mid-call):
+      // the call ends without an answer, so its admission is settled at nothing.
+      const status = error instanceof HttpError ? error.status : 500;
+      settleWhenEnded(tenant.meter, deps.clock, deps.log, tenant.tenantId, input, { route: input.route, status, usage: ZERO_USAGE, source: "upstream", started: input.admission.admittedAt }, deps.endingCalls);
+      throw error;
+    }
     settleWhenEnded(tenant.meter, deps.clock, deps.log, tenant.tenantId, input, delivery.outcome, deps.endingCalls);
     return withRateLimitHeaders(delivery.response, input.call.family, input.admission.rateLimits, input.admission.admittedAt);
   }

@@ -27,6 +27,11 @@ export interface PreparedRequest {
   url: string;
   headers: Headers;
   body: Uint8Array | string | Blob | null;
+  /**
+   * Credentials sent besides the key's secret (an access token minted from it): an
+   * upstream may echo them as it may the secret, so they are redacted the same way.
+   */
+  credentials?: readonly string[];
 }
 
 /** One upstream scheme (standard, azure, vertex): where a call goes and how it authenticates. */

@@ -85,9 +85,10 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
       if (!project) throw new Error("the Vertex key has no project_id (set config.project_id)");
       const base = `${(config.base_url ?? vertexBaseUrl(location)).replace(/\/+$/, "")}/v1/projects/${project}/locations/${location}`;
       const headers = new Headers(call.headers);
-      headers.set("authorization", `Bearer ${await creds.tokens.token()}`);
+      const token = await creds.tokens.token();
+      headers.set("authorization", `Bearer ${token}`);
       headers.delete("anthropic-version");
-      return { ...VERTEX_ROUTES[call.family].target(base, encodeURIComponent(call.model ?? ""), call), headers };
+      return { ...VERTEX_ROUTES[call.family].target(base, encodeURIComponent(call.model ?? ""), call), headers, credentials: [token] };
     },
     refreshCredentials(key) {
       const creds = credentials.get(key.id);

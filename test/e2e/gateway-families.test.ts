@@ -259,4 +259,21 @@ describe("Vertex AI keys", () => {
     expect(tokens.length).toBe(before + 1);
     expect(router.deps.pool.keysOf(3)[0]!.sleeping).toBe(false);
   });
+
+  test("a 400 echoing the access token the router minted (not the key's secret) reaches the client without it", async () => {
+    vertex.route("POST", /\/publishers\/google\/models\/vertex-gemini:generateContent$/, (req) =>
+      json({ error: { code: 400, message: `Request had an invalid credential ${(req.headers.get("authorization") ?? "").replace(/^Bearer /, "")} for this method`, status: "INVALID_ARGUMENT" } }, 400),
+    );
+    const res = await fetch(`${router.url}/v1beta/models/vertex-gemini:generateContent`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-goog-api-key": router.ownerKey },
+      body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] }),
+    });
+    const sent = (vertex.requests.findLast((q) => q.path.endsWith(":generateContent"))?.headers.get("authorization") ?? "").replace(/^Bearer /, "");
+    expect(sent).toMatch(/^ya29\./);
+    expect(res.status).toBe(400);
+    const text = await res.text();
+    expect(text).toContain("invalid credential [redacted]");
+    expect(text).not.toContain(sent);
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { usageRows } from "../helpers/keys.ts";
+import { availableCredit, usageRows } from "../helpers/keys.ts";
 import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
@@ -125,5 +125,55 @@ describe("ContextWindow and MaxOutput in the catalog and PRICING", () => {
     expect(res.body.error.param).toBe("PRICING");
     expect(res.body.error.message).toContain("ContextWindow");
     expect((await api(router, "/x-pricing")).body.ChatPricing["acme-*"]).toMatchObject({ InputText: 2, ContextWindow: CONTEXT });
+  });
+});
+
+describe("a call that ends without an answer releases what it held", () => {
+  const GRANT = 10; // credits
+  const encoder = new TextEncoder();
+  const call = { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
+
+  test("an upstream 4xx whose error body breaks off while it is read: the status goes back, the reservation and the key are let go", async () => {
+    const { router, upstream } = await start();
+    upstream.route("POST", "/v1/chat/completions", () => {
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(encoder.encode('{"error":{"message":"bad req'));
+          await Bun.sleep(50);
+          controller.error(new Error("mock: connection dropped inside the error body"));
+        },
+      });
+      return new Response(body, { status: 400, headers: { "content-type": "application/json" } });
+    });
+    const account = await createAccount(router, { CreditGranted: GRANT });
+    const res = await api(router, "/v1/chat/completions", { key: account.key, body: call });
+    // The upstream's status, in the family's envelope, with words of the router's own.
+    expect(res.status).toBe(400);
+    expect(res.body.error.message).toContain("broke off");
+    await usageRows(router);
+    expect(await availableCredit(router, account.id)).toBe(GRANT * 1e9);
+    expect(router.deps.pool.all().map((key) => key.inFlight)).toEqual([0]);
+  });
+
+  test("a State that fails between admission and the answer (a key's verdict not recorded): the call fails, its reservation and the key are let go", async () => {
+    const { router, upstream } = await start();
+    upstream.route("POST", "/v1/chat/completions", () => json({ error: { message: "bad request", type: "invalid_request_error" } }, 400));
+    const account = await createAccount(router, { CreditGranted: GRANT });
+    const pool = router.deps.pool;
+    const report = pool.report.bind(pool);
+    pool.report = async () => {
+      throw new Error("the State stopped answering");
+    };
+    try {
+      const res = await api(router, "/v1/chat/completions", { key: account.key, body: call });
+      expect(res.status).toBe(500);
+    } finally {
+      pool.report = report;
+    }
+    const rows = await usageRows(router);
+    // Recorded as a call that failed, charged nothing.
+    expect(rows.map((row) => [row.status, row.cost_nanos])).toEqual([[500, 0]]);
+    expect(await availableCredit(router, account.id)).toBe(GRANT * 1e9);
+    expect(pool.all().map((key) => key.inFlight)).toEqual([0]);
   });
 });
