@@ -73,6 +73,10 @@ export function createDeliver(deps: DeliverDeps) {
     // A translated call is metered on the upstream's own answer, read as its format reads it.
     const upstreamFamily = translation?.upstream ?? call.family;
     const answerContext = translation && { created: Math.floor(started / 1000), usageChunk: clientWantsUsageChunk(call), clientRequest: call.json };
+    /** The body's bytes, a multipart form's included (its file is not in `call.bytes`): an estimate's input. */
+    const inputBytes = call.form?.size ?? call.bytes.byteLength;
+    /** Priced by tokens (the model's plan has a token bound): an answer without counts is estimated in tokens, whatever the endpoint. */
+    const tokenPriced = input.admission.plan.bound !== undefined;
     if (peeked) {
       // From here on a client leaving must not cut the upstream: it is drained for its usage.
       answer.detach();
@@ -96,8 +100,15 @@ export function createDeliver(deps: DeliverDeps) {
         metrics.streamEnded();
         release();
         // Estimated when the upstream reported nothing: the body's bytes in, the delivered content out.
-        const usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion: call.endpoint.embedding ? 0 : estimateTokens(end.contentBytes) };
-        const source: UsageSource = end.usage ? "upstream" : "estimated";
+        const delivered = call.endpoint.embedding ? 0 : estimateTokens(end.contentBytes);
+        let usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(inputBytes), completion: delivered };
+        let source: UsageSource = end.usage ? "upstream" : "estimated";
+        // A stream cut before its last counts (Anthropic's come in message_delta, after
+        // message_start's placeholder of 1 output token) is charged at least what it delivered.
+        if (end.usage && end.ending !== "complete" && end.usage.completion < delivered) {
+          usage = { ...end.usage, completion: delivered };
+          source = "estimated";
+        }
         const status = clientLeft || end.ending === "client_gone" ? 499 : end.ending === "complete" ? 200 : end.ending === "timeout" ? 504 : 502;
         return { route, status, usage, source, started, extra: answered(call, undefined) };
       });
@@ -107,7 +118,9 @@ export function createDeliver(deps: DeliverDeps) {
       }
       return { response: new Response(stream.body, { status: response.status, headers }), outcome };
     }
-    if (call.endpoint.binary || !isJson(response)) {
+    // A text answer of a call priced by tokens (a transcript asked as text, srt or vtt)
+    // carries no counts: it is read whole below (a transcript is small) and estimated.
+    if (call.endpoint.binary || (!isJson(response) && !tokenPriced)) {
       // Audio and file contents flow through untouched; their price does not depend on the bytes.
       release();
       const outcome: CallOutcome = { route, status: clientLeft ? 499 : response.status, usage: ZERO_USAGE, source: call.endpoint.billing === "speech" ? "estimated" : "upstream", started, extra: answered(call, undefined) };
@@ -146,14 +159,16 @@ export function createDeliver(deps: DeliverDeps) {
     const quantities = answerQuantities(parsed);
     let outcome: CallOutcome;
     if (usage) outcome = { route, status, usage, source: "upstream", started, extra: answered(call, quantities) };
-    else if (call.endpoint.billing && call.endpoint.billing !== "free") {
+    else if (call.endpoint.billing && call.endpoint.billing !== "free" && !tokenPriced) {
       // Priced per image, minute or second: no tokens to guess; the quantities are the usage.
       outcome = { route, status, usage: ZERO_USAGE, source: quantities ? "upstream" : "estimated", started, extra: answered(call, quantities) };
     } else {
       // Estimated: the body's bytes in, the answer's content (not its JSON) out; an
       // embedding's vectors are not generated text, so only its input counts.
-      const completion = call.endpoint.embedding ? 0 : estimateTokens(countContent(new TextEncoder().encode(text)));
-      outcome = { route, status, usage: { ...ZERO_USAGE, prompt: estimateTokens(call.bytes.byteLength), completion }, source: "estimated", started, extra: quantities };
+      // A text that is not JSON (a transcript as text) is content from end to end.
+      const bytes = new TextEncoder().encode(text);
+      const completion = call.endpoint.embedding ? 0 : estimateTokens(parsed === undefined ? bytes.byteLength : countContent(bytes));
+      outcome = { route, status, usage: { ...ZERO_USAGE, prompt: estimateTokens(inputBytes), completion }, source: "estimated", started, extra: quantities };
     }
     if (left) return { response: clientClosed(call.family), outcome };
     if (translation) return { response: Response.json(translation.translator.response(parsed, answerContext), { status: response.status }), outcome };
