@@ -10,6 +10,11 @@ export function bodyCall(endpoint: Endpoint, bytes: Uint8Array, source: CallSour
   if (endpoint.model === "body" && (typeof model !== "string" || model.trim() === "")) {
     throw badRequest("`model` is required and must be a string", "model");
   }
+  // A background response's counts come only when it is polled, an object call that is
+  // not metered: its generation would go uncharged, so it is refused before admission.
+  if (endpoint.creates === "response" && json.background === true) {
+    throw badRequest("Background responses are not supported through this router: their usage could not be metered. Send the call without `background` (stream it for a long run)", "background", "unsupported_parameter");
+  }
   return {
     endpoint,
     method: "POST",

@@ -275,7 +275,7 @@ describe("what cannot be carried", () => {
       // Server-side state a non-Responses upstream does not hold. (A `previous_response_id`
       // never gets this far: the router pins it to the key that made the response, and a
       // translated answer made none, so its id is a 404 like any unknown one.)
-      { path: "/v1/responses", body: { model: "pair-anthropic", input: "hi", background: true }, param: "background", upstream: "Anthropic Messages", envelope: (b) => b.error.param },
+      { path: "/v1/responses", body: { model: "pair-anthropic", input: "hi", conversation: "conv_1" }, param: "conversation", upstream: "Anthropic Messages", envelope: (b) => b.error.param },
       // Several candidates: the answer would bring back one.
       { path: "/v1beta/models/pair-openai:generateContent", body: { contents: [{ role: "user", parts: [{ text: "hi" }] }], generationConfig: { candidateCount: 2 } }, param: "generationConfig.candidateCount", upstream: "OpenAI Chat Completions", envelope: (b) => b.error.status },
       { path: "/v1/chat/completions", body: { model: "pair-responses", messages: [{ role: "user", content: "hi" }], n: 2 }, param: "n", upstream: "OpenAI Responses", envelope: (b) => b.error.param },

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { addKey, usageRows } from "../helpers/keys.ts";
 import { json, sse, type MockUpstream } from "../helpers/mock-upstream.ts";
-import { createAccount } from "../helpers/owner-ops.ts";
+import { api, createAccount } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
 
@@ -108,5 +108,35 @@ describe("estimates of multipart calls", () => {
     // About 4 bytes a token of the request body (docs/api.md "Usage records"): a 40 kB upload is ~10,000 input tokens
     // (within the call's input bound of 16,000, the model's ContextWindow).
     expect(row.prompt_tokens).toBeGreaterThanOrEqual(9_000);
+  });
+});
+
+describe("a call whose usage the router could not meter", () => {
+  test("a background response (its counts come only when it is polled, an unmetered object call) is refused before anything is sent or reserved", async () => {
+    const { router, upstream } = await start();
+    upstream.route("POST", "/v1/responses", () =>
+      json({
+        id: "resp_1",
+        object: "response",
+        created_at: 1,
+        status: "completed",
+        model: "acme-chat",
+        output: [{ type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text: "An essay.", annotations: [] }] }],
+        usage: { input_tokens: 20, output_tokens: 200, total_tokens: 220 },
+      }),
+    );
+    const account = await createAccount(router, { CreditGranted: GRANT });
+    const refused = await api(router, "/v1/responses", { key: account.key, body: { model: "acme-chat", background: true, input: "write a long essay" } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ param: "background", code: "unsupported_parameter" });
+    expect(upstream.requests).toHaveLength(0);
+    // Without it, the same call goes through and is charged.
+    const plain = await api(router, "/v1/responses", { key: account.key, body: { model: "acme-chat", background: false, input: "write a long essay" } });
+    expect(plain.status).toBe(200);
+    const rows = await waitFor(async () => {
+      const mine = await rowsOf(router, account.id);
+      return mine.length === 1 ? mine : undefined;
+    });
+    expect(rows![0]!.cost_nanos).toBe((20 * 2 + 200 * 8) * 1000);
   });
 });

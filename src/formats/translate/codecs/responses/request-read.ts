@@ -1,7 +1,8 @@
 /**
  * A Responses client's request (POST /v1/responses) read into the shared model. What
  * needs server-side state the upstream does not have (a previous response, a stored
- * conversation or prompt, a background run) and OpenAI's hosted tools are refused; hints
+ * conversation or prompt) and OpenAI's hosted tools are refused (a background run is refused
+ * for every upstream: read-call.ts); hints
  * with no counterpart are dropped (docs/translation.md has the table).
  */
 import { badRequest } from "../../../../core/errors.ts";
@@ -39,7 +40,6 @@ function refuseServerState(body: JsonObject, upstream: string): void {
   if (typeof body.previous_response_id === "string") throw refusal("previous_response_id", "A previous response (previous_response_id)", upstream);
   if (body.conversation !== undefined && body.conversation !== null) throw refusal("conversation", "A stored conversation", upstream);
   if (body.prompt !== undefined && body.prompt !== null) throw refusal("prompt", "A stored prompt template", upstream);
-  if (body.background === true) throw refusal("background", "A background response", upstream);
 }
 
 const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
