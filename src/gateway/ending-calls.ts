@@ -1,6 +1,8 @@
 /**
  * Calls answered whose settlement waits for their end: a stream, read on for its usage
- * (for at most the drain timeout) after its client left or the grace period cut it. A
+ * (for at most the drain timeout) after its client left or the grace period cut it, and a
+ * realtime response under way when its session's client side closed (read on to its
+ * `response.done` for as long, `gateway/realtime/lifecycle.ts`). A
  * stop waits for them before its last usage write: settled after it, their rows were
  * never written, and the calls never charged.
  */

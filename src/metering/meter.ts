@@ -77,7 +77,17 @@ export interface Meter extends UsageSink {
   release(admission: Admission): Promise<void>;
   /** A call refused before it went upstream: its request-log row alone (docs/api.md, "Request log"). */
   refused(row: NewRequestLogRow): void;
+  /**
+   * `record`, with a promise that settles once the call's settlement is counted in the
+   * State (it never rejects: a failure is logged, as `record` does). A settlement across
+   * midnight adds its cost to a day that did not hold its reservation, and a shared State
+   * may count it a few milliseconds later: what must see that charge waits for this (a
+   * realtime session's next response).
+   */
+  settle(event: UsageEvent): Promise<void>;
 }
+
+const COUNTED: Promise<void> = Promise.resolve();
 
 /**
  * Admits, prices and charges model calls. Usage events pass through here on their
@@ -195,14 +205,25 @@ export function createMeter(deps: {
     return why;
   };
 
-  /** Moves a call's spend from its reservation to its cost (0 releases it). */
+  /**
+   * Moves a call's spend from its reservation to its cost (0 releases it). The reservation
+   * was counted in the day and month of the admission; the cost belongs to those of the
+   * call's row (`at`, its start: an HTTP call's first attempt, a realtime response's
+   * `response.created`), the ones its rollup lands in. When midnight passed between the
+   * two they are different totals, so the reservation leaves the one it was counted in and
+   * the cost goes to the other: one `cost − reserved` in the row's day took a reservation
+   * off a day that never held it, and that day's DailyLimit (HardLimit across a month)
+   * could then be overspent by a whole worst case. A change to a day already past is
+   * dropped by the State, which is right: that day is no longer checked.
+   */
   const settleSpend = (admission: Admission, cost: number, at: number, out: Adjustment[]) => {
     const day = clock.businessDate(at);
     const month = day.slice(0, 7);
+    const reservedMonth = admission.day.slice(0, 7);
     out.push({ counter: { kind: "credit", accountId: admission.accountId }, release: admission.reserved, charge: cost });
     for (const entry of admission.spend) {
-      out.push({ counter: entry.costToday, period: day, delta: cost - admission.reserved });
-      out.push({ counter: entry.costThisMonth, period: month, delta: cost - admission.reserved });
+      moveSpend(entry.costToday, admission.day, day, admission.reserved, cost, out);
+      moveSpend(entry.costThisMonth, reservedMonth, month, admission.reserved, cost, out);
       out.push({ counter: entry.spentThisMonth, period: month, delta: cost });
       if (admission.reserved > 0) out.push({ counter: entry.inFlight, delta: -admission.reserved });
     }
@@ -237,6 +258,34 @@ export function createMeter(deps: {
     const headers = rateLimitHeaders(family, { [line.report]: { limit: line.limit, remaining: 0, resetMs } }, now);
     if (!headers) return error;
     return new HttpError(error.kind, error.message, { code: error.code, param: error.param, status: error.status, headers: { ...error.headers, ...headers } });
+  };
+
+  /** Charges a finished call: settles its admission and hands its row to the recorder (see `Meter.settle`). */
+  const settle = (incoming: UsageEvent): Promise<void> => {
+    const admission = incoming.admission;
+    let counted = COUNTED;
+    const event = admission && incoming.source === "estimated" ? capEstimate(incoming, admission) : incoming;
+    let cost = event.costNanos ?? 0;
+    if (admission) {
+      cost = admission.plan.settle(event.usage, event.extra);
+      // An estimate never exceeds what could have happened: the call's reservation.
+      if (event.source === "estimated") cost = Math.min(cost, admission.reserved);
+      const changes: Adjustment[] = [];
+      settleSpend(admission, cost, event.at, changes);
+      settleTokens(admission.subjects, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage), changes);
+      const onSpend = cost > 0 ? deps.onSpend : undefined;
+      // A settlement Redis did not answer is sent again once it does (state/redis/repairs.ts); the charge itself is in the usage row below.
+      counted = counts.adjust(changes).then(
+        onSpend &&
+          (() => {
+            for (const entry of admission.spend) onSpend(entry.account, entry.spentThisMonth);
+          }),
+        (error: unknown) => deps.log.error("a call's settlement could not be counted", { account: admission.accountId, error: (error as Error).message }),
+      );
+    }
+    observe(deps.metrics, event, cost);
+    if (!event.notUsage) deps.recorder.record({ ...event, costNanos: cost, admission: undefined });
+    return counted;
   };
 
   return {
@@ -277,7 +326,8 @@ export function createMeter(deps: {
 
     async release(admission) {
       const changes: Adjustment[] = [];
-      settleSpend(admission, 0, clock.now(), changes);
+      // No row and no cost: only the reservation leaves the day and month it was counted in.
+      settleSpend(admission, 0, admission.admittedAt, changes);
       settleTokens(admission.subjects, admission.day, admission.admittedAt, admission.plan.tokens, 0, changes);
       await counts.adjust(changes);
     },
@@ -287,31 +337,26 @@ export function createMeter(deps: {
     },
 
     record(incoming: UsageEvent) {
-      const admission = incoming.admission;
-      const event = admission && incoming.source === "estimated" ? capEstimate(incoming, admission) : incoming;
-      let cost = event.costNanos ?? 0;
-      if (admission) {
-        cost = admission.plan.settle(event.usage, event.extra);
-        // An estimate never exceeds what could have happened: the call's reservation.
-        if (event.source === "estimated") cost = Math.min(cost, admission.reserved);
-        const changes: Adjustment[] = [];
-        settleSpend(admission, cost, event.at, changes);
-        settleTokens(admission.subjects, admission.day, admission.admittedAt, admission.plan.tokens, event.notUsage ? 0 : totalTokens(event.usage), changes);
-        const onSpend = cost > 0 ? deps.onSpend : undefined;
-        // A settlement Redis did not answer is sent again once it does (state/redis/repairs.ts); the charge itself is in the usage row below.
-        void counts.adjust(changes).then(
-          onSpend &&
-            (() => {
-              for (const entry of admission.spend) onSpend(entry.account, entry.spentThisMonth);
-            }),
-          (error: unknown) => deps.log.error("a call's settlement could not be counted", { account: admission.accountId, error: (error as Error).message }),
-        );
-      }
-      observe(deps.metrics, event, cost);
-      if (event.notUsage) return;
-      deps.recorder.record({ ...event, costNanos: cost, admission: undefined });
+      void settle(incoming);
     },
+
+    settle,
   };
+}
+
+/**
+ * A spend total's settlement: the reservation out of the period it was counted in, the
+ * cost into the period of the call's row. One change when they are the same period (the
+ * common case), two when midnight (or a month's end) passed between them.
+ */
+function moveSpend(counter: PeriodCounter, reservedIn: string, chargedIn: string, reserved: number, cost: number, out: Adjustment[]): void {
+  if (reservedIn === chargedIn) {
+    out.push({ counter, period: chargedIn, delta: cost - reserved });
+    return;
+  }
+  if (reserved !== 0) out.push({ counter, period: reservedIn, delta: -reserved });
+  // A release (no cost) leaves the row's period alone: no change, nothing to seed.
+  if (cost !== 0) out.push({ counter, period: chargedIn, delta: cost });
 }
 
 /**

@@ -5,7 +5,8 @@ import OpenAI from "openai";
 import { createRealtimeBridge, type RealtimeSession } from "../../src/gateway/realtime/bridge.ts";
 import { openConnection } from "../../src/store/sqlite/connection.ts";
 import { addKey, availableCredit, usageRows } from "../helpers/keys.ts";
-import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
+import { createManualClock } from "../../src/core/clock.ts";
 import { testCertificates } from "../helpers/tls.ts";
 
 /**
@@ -86,6 +87,16 @@ function startRealtimeUpstream() {
           send(ws, { type: "response.created", event_id: "ev_1", response: { id: "resp_1", status: "in_progress" } });
           send(ws, { type: "response.output_audio.delta", event_id: "ev_2", delta: "AAAA" });
           send(ws, { type: "response.done", event_id: "ev_3", response: { id: "resp_1", status: "completed", usage: USAGE } });
+        } else if (event.type === "test.response") {
+          // A long response: its text streams out at once; its response.done (with usage)
+          // comes `doneAfterMs` later, or never when that is absent.
+          send(ws, { type: "response.created", response: { id: "resp_long", status: "in_progress" } });
+          for (let i = 0; i < event.deltas; i++) send(ws, { type: "response.output_text.delta", response_id: "resp_long", delta: "z".repeat(2000) });
+          if (event.doneAfterMs !== undefined) {
+            setTimeout(() => {
+              if (ws.readyState === WebSocket.OPEN) send(ws, { type: "response.done", response: { id: "resp_long", status: "completed", usage: USAGE } });
+            }, event.doneAfterMs);
+          }
         } else if (event.type === "test.close") ws.close(event.code, event.reason);
         else if (event.type === "test.drop") ws.terminate();
         else send(ws, { type: "echo", event });
@@ -136,11 +147,11 @@ let router: TestRouter;
 let secret: string;
 let keyId: number;
 
-async function createAccount(credit: number): Promise<{ id: number; key: string }> {
-  const res = await router.fetch("/x-users", {
+async function createAccount(credit: number, on: TestRouter = router, fields: Record<string, unknown> = {}): Promise<{ id: number; key: string }> {
+  const res = await on.fetch("/x-users", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ Email: `rt${Math.random().toString(36).slice(2)}@example.com`, Rates: RATES, CreditGranted: credit }),
+    body: JSON.stringify({ Email: `rt${Math.random().toString(36).slice(2)}@example.com`, Rates: RATES, CreditGranted: credit, ...fields }),
   });
   const body = await res.json();
   if (res.status !== 201) throw new Error(`create account: ${res.status} ${JSON.stringify(body)}`);
@@ -591,5 +602,166 @@ describe("a live session dies with its key and its access", () => {
     expect((await eventOf(opened.client, "echo")).event.type).toBe("ping.test");
     expect(opened.client.closed).toBeUndefined();
     opened.client.ws.close(1000);
+  });
+});
+
+describe("realtime responses and day quotas", () => {
+  /**
+   * Opens a session at 23:59 UTC (its first reservation taken then), moves the clock by
+   * `advanceMs`, runs one response, and reports how the account's DailyLimit treats what
+   * follows: the session's next response, and an ordinary call of the account.
+   */
+  async function dayLimitAfter(advanceMs: number) {
+    const clock = createManualClock(Date.UTC(2030, 0, 10, 23, 59, 0));
+    const own = await startRouter({ pricing: PRICING, clock });
+    try {
+      await addKey(own, { provider: `${upstream.url}/v1` });
+      // DailyLimit below one response's cost: once one is charged on a day, nothing more is admitted that day.
+      expect(COST_NANOS).toBeGreaterThan(0.05e9);
+      const account = await createAccount(100, own, { DailyLimit: 0.05 });
+      const client = connect(wsUrl(own), bearer(account.key));
+      await eventOf(client, "session.created");
+      clock.advance(advanceMs);
+      client.ws.send(JSON.stringify({ type: "response.create" }));
+      await eventOf(client, "response.done");
+      const rows = await waitFor(async () => {
+        const mine = (await usageRows(own)).filter((r) => r.account_id === account.id);
+        return mine.length === 1 ? mine : undefined;
+      });
+      expect(rows![0]!.cost_nanos).toBe(COST_NANOS);
+      // The day of the response spent more than its DailyLimit: the next response is refused (an error event, then 1008).
+      await waitFor(() => client.closed, 1000, "the refusal of the next response").catch(() => undefined);
+      const refusal = client.events().find((e) => e.type === "error")?.error?.code;
+      client.ws.close(1000);
+      await waitFor(() => client.closed, 5000, "close");
+      // And so is an ordinary call of the account that day.
+      const call = await own.fetch("/v1/chat/completions", {
+        method: "POST",
+        key: account.key,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: MODEL, max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
+      });
+      const body = (await call.json()) as { error?: { code?: string } };
+      return { refusal, status: call.status, code: body.error?.code };
+    } finally {
+      await own.stop();
+    }
+  }
+
+  // The control for the next test: within one business day the limit holds.
+  test("a response run on the day it was admitted: DailyLimit refuses what follows", async () => {
+    expect(await dayLimitAfter(10_000)).toEqual({ refusal: "daily_limit_reached", status: 429, code: "daily_limit_reached" });
+  });
+
+  test("a response admitted before midnight and run after it: the new day's DailyLimit counts its whole cost and refuses what follows", async () => {
+    // Midnight passes between the reservation (Jan 10) and the response (Jan 11): the
+    // reservation leaves Jan 10, the cost counts in Jan 11 (not cost − reservation there).
+    expect(await dayLimitAfter(2 * 60_000)).toEqual({ refusal: "daily_limit_reached", status: 429, code: "daily_limit_reached" });
+  });
+});
+
+describe("a client that leaves mid-response", () => {
+  /** The client receives a long response's text, then leaves before its response.done. */
+  async function leaveMidResponse(on: TestRouter, response: { deltas: number; doneAfterMs?: number }) {
+    const account = await createAccount(100, on);
+    const client = connect(wsUrl(on), bearer(account.key));
+    await eventOf(client, "session.created");
+    const conn = lastConn();
+    client.ws.send(JSON.stringify({ type: "test.response", ...response }));
+    if (response.deltas > 0) await waitFor(() => client.events().filter((e) => e.type === "response.output_text.delta").length === response.deltas, 5000, "the deltas");
+    else await eventOf(client, "response.created");
+    client.ws.close(1000);
+    return { account, client, conn };
+  }
+  const rowOf = async (on: TestRouter, accountId: number) =>
+    (await waitFor(async () => {
+      const mine = (await usageRows(on)).filter((r) => r.account_id === accountId);
+      return mine.length === 1 ? mine : undefined;
+    }, 5000, "the response's row"))![0]!;
+
+  test("the upstream is read on to the response's response.done: its reported usage is charged (status 499), not zero", async () => {
+    const { account, conn } = await leaveMidResponse(router, { deltas: 5, doneAfterMs: 300 });
+    const row = await rowOf(router, account.id);
+    expect(row).toMatchObject({ status: 499, source: "upstream", prompt_tokens: 1000, completion_tokens: 500, cost_nanos: COST_NANOS });
+    // Then the upstream is closed with the client's own code, and nothing stays reserved.
+    await waitFor(() => conn.closed, 5000, "the upstream to close");
+    expect(conn.closed!.code).toBe(1000);
+    await waitFor(async () => (await availableCredit(router, account.id)) === 100e9 - COST_NANOS, 5000, "the reservation released");
+  });
+
+  test("no response.done by the drain deadline: charged an estimate of the text it generated, capped by the response's MaxOutput, marked estimated", async () => {
+    const capped = { ChatPricing: { ...PRICING.ChatPricing, [MODEL]: { ...PRICE, MaxOutput: 4096 } } };
+    const own = await startRouter({ pricing: capped, config: { drainTimeoutMs: 300 } });
+    try {
+      await addKey(own, { provider: `${upstream.url}/v1` });
+      // 10 × 2000 characters: about 5000 tokens at 4 bytes a token, more than the model's MaxOutput (4096).
+      const { account, conn } = await leaveMidResponse(own, { deltas: 10 });
+      const row = await rowOf(own, account.id);
+      expect(row).toMatchObject({ status: 499, source: "estimated", prompt_tokens: 0, completion_tokens: 4096 });
+      expect(row.cost_nanos).toBe(Math.round(4096 * PRICE.OutputText * 1000 * RATES));
+      await waitFor(() => conn.closed, 5000, "the upstream cut at the deadline");
+      await waitFor(async () => (await availableCredit(own, account.id)) === 100e9 - row.cost_nanos, 5000, "the reservation released");
+    } finally {
+      await own.stop();
+    }
+  });
+
+  test("a response that produced nothing before the deadline is not charged", async () => {
+    const own = await startRouter({ pricing: PRICING, config: { drainTimeoutMs: 300 } });
+    try {
+      await addKey(own, { provider: `${upstream.url}/v1` });
+      const { account } = await leaveMidResponse(own, { deltas: 0 });
+      const row = await rowOf(own, account.id);
+      expect(row).toMatchObject({ status: 499, prompt_tokens: 0, completion_tokens: 0, cost_nanos: 0 });
+      await waitFor(async () => (await availableCredit(own, account.id)) === 100e9, 5000, "the reservation released");
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
+describe("a stop with a response under way", () => {
+  /**
+   * A router on a data directory of its own (so its rows can be read after the stop),
+   * with one session whose response is under way when the router is stopped.
+   */
+  async function stopMidResponse(drainTimeoutMs: number, response: { deltas: number; doneAfterMs?: number }) {
+    const dataDir = tempDir();
+    const own = await startRouter({ dataDir, config: { drainTimeoutMs } });
+    await own.deps.settings.update({ PRICING });
+    await addKey(own, { provider: `${upstream.url}/v1` });
+    const account = await createAccount(100, own);
+    const client = connect(wsUrl(own), bearer(account.key));
+    await eventOf(client, "session.created");
+    client.ws.send(JSON.stringify({ type: "test.response", ...response }));
+    await waitFor(() => client.events().filter((e) => e.type === "response.output_text.delta").length === response.deltas, 5000, "the deltas");
+    const stopping = Date.now();
+    await own.stop();
+    const stopMs = Date.now() - stopping;
+    // The rows the stop wrote, read by the next start on the same data.
+    const next = await startRouter({ dataDir });
+    try {
+      const rows = (await usageRows(next)).filter((r) => r.account_id === account.id);
+      return { rows, stopMs, closed: client.closed };
+    } finally {
+      await next.stop();
+    }
+  }
+
+  test("the stop waits for the response's response.done and charges its usage", async () => {
+    const { rows, stopMs, closed } = await stopMidResponse(5000, { deltas: 2, doneAfterMs: 300 });
+    expect(closed?.code).toBe(1001);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ status: 502, source: "upstream", cost_nanos: COST_NANOS });
+    expect(stopMs).toBeLessThan(5000);
+  });
+
+  test("an upstream that never finishes: the stop ends within the drain timeout, the response charged an estimate", async () => {
+    const { rows, stopMs } = await stopMidResponse(400, { deltas: 2 });
+    expect(rows).toHaveLength(1);
+    // 2 × 2000 characters: 1000 tokens.
+    expect(rows[0]).toMatchObject({ status: 502, source: "estimated", completion_tokens: 1000, cost_nanos: Math.round(1000 * PRICE.OutputText * 1000 * RATES) });
+    // The drain timeout, and the grace and bookkeeping around it, no more.
+    expect(stopMs).toBeLessThan(400 + 3000);
   });
 });

@@ -173,6 +173,26 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(await state.counts.read(cost, T0 + 12 * 3_600_000, "2026-03-11")).toBe(30);
       });
 
+      test("one settlement across midnight (release in the past day, cost in the new one): the new day starts from its rollups plus the cost", async () => {
+        // What the meter sends when a call was admitted before midnight and its row is of
+        // the day after (metering/meter.ts, settleSpend): two changes to one counter.
+        const { state, rollups } = await fixture(make);
+        const cost = periodOf("p:cost:9", 9);
+        rollups.set(`${JSON.stringify(cost.seed)}|2026-03-11`, 7);
+        await state.counts.admit([{ counter: cost, period: "2026-03-10", add: 100 }], T0);
+        await state.counts.adjust([
+          { counter: cost, period: "2026-03-10", delta: -100 },
+          { counter: cost, period: "2026-03-11", delta: 40 },
+        ]);
+        expect(await state.counts.read(cost, T0 + 12 * 3_600_000, "2026-03-11")).toBe(47);
+        // The same once the new day is held already: the past day's release is dropped, the cost counts.
+        await state.counts.adjust([
+          { counter: cost, period: "2026-03-10", delta: -100 },
+          { counter: cost, period: "2026-03-11", delta: 40 },
+        ]);
+        expect(await state.counts.read(cost, T0 + 12 * 3_600_000, "2026-03-11")).toBe(87);
+      });
+
       test("a limit on a period total refuses at the limit and reports what is held by calls in flight", async () => {
         const { state } = await fixture(make);
         const cost = periodOf("p:cost:7");

@@ -38,16 +38,16 @@ export interface RealtimeBridge {
   closeAll(code?: number, reason?: string): void;
 }
 
-export const REALTIME_DEFAULTS: LifecycleOptions = {
+/** The bridge's own limits; the drain deadline is the configured `--drain-timeout` (see `createRealtimeBridge`). */
+export const REALTIME_DEFAULTS: Omit<LifecycleOptions, "drainMs"> = {
   idleMs: 5 * 60_000,
   pendingLimit: 1024 * 1024,
   upstreamBufferLimit: 16 * 1024 * 1024,
   connectTimeoutMs: 15_000,
-  drainMs: 10_000,
 };
 
 export interface RealtimeDeps extends LifecycleDeps {
-  readonly config: LifecycleDeps["config"] & Pick<ServeConfig, "firstByteTimeoutMs" | "trustProxy">;
+  readonly config: LifecycleDeps["config"] & Pick<ServeConfig, "firstByteTimeoutMs" | "trustProxy" | "drainTimeoutMs">;
   readonly auth: Authenticator;
   readonly affinity: Pick<Affinity, "lookup">;
   tenantOf(account: Pick<AccountRow, "path">): Promise<Tenant>;
@@ -57,6 +57,9 @@ export function createRealtimeBridge(deps: RealtimeDeps, overrides: Partial<Life
   const options: LifecycleOptions = {
     ...REALTIME_DEFAULTS,
     connectTimeoutMs: Math.min(REALTIME_DEFAULTS.connectTimeoutMs, deps.config.firstByteTimeoutMs),
+    // A response under way when the client leaves is read on as long as an HTTP stream
+    // would be, and no longer than a stop waits for calls read for their usage.
+    drainMs: deps.config.drainTimeoutMs,
     ...overrides,
   };
   const lifecycle = createLifecycle(deps, options);

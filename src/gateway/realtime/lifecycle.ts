@@ -7,13 +7,15 @@ import type { Logger } from "../../core/log.ts";
 import type { Store } from "../../store/store.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import { redact } from "../../core/redact.ts";
-import { ZERO_USAGE } from "../../formats/usage.ts";
+import { ZERO_USAGE, type Usage } from "../../formats/usage.ts";
+import type { EndingCalls } from "../ending-calls.ts";
+import { estimateTokens } from "../usage/content-count.ts";
 import { dialUpstream, dropUpstream, type UpstreamEvents } from "./connect.ts";
 import { closeReason, errorEvent, refusalOf, sendableCloseCode } from "./events.ts";
 import { pickRealtimeKey } from "./pick.ts";
 import { createSessionMeter, type RealtimeSession } from "./session.ts";
 import { revocationOf } from "./revocation.ts";
-import { isResponseCreated, responseDoneOf } from "./usage.ts";
+import { generatedTextBytes, isResponseCreated, responseDoneOf } from "./usage.ts";
 
 export interface LifecycleOptions {
   /** A session with no frame either way for this long is closed (1000 "idle"). */
@@ -23,7 +25,11 @@ export interface LifecycleOptions {
   /** Client bytes queued towards a slow upstream before the session is closed (1013). */
   upstreamBufferLimit: number;
   connectTimeoutMs: number;
-  /** After the client left, how long the upstream may take to close (its last `response.done` still counts). */
+  /**
+   * After the client side closed, how long a response under way is still read for its
+   * `response.done` (and how long the upstream may take to close): the HTTP streams'
+   * `--drain-timeout`, which also bounds how long a stop waits for them.
+   */
   drainMs: number;
 }
 
@@ -42,6 +48,8 @@ export interface LifecycleDeps {
   readonly bus: Pick<InvalidationBus, "subscribe">;
   readonly upstreamTls: { ca: string[] } | undefined;
   readonly addressGuard: Pick<AddressGuard, "check">;
+  /** Responses still read for their usage after the client side closed: a stop waits for them before its last usage write. */
+  readonly endingCalls: Pick<EndingCalls, "add" | "done">;
 }
 
 export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) {
@@ -85,11 +93,67 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
     for (const session of live) if (now - session.lastActivity >= options.idleMs) closeByRouter(session, 1000, "idle");
   };
 
-  /** The router ends a session: the client gets `code`, the upstream a plain 1000. */
+  /**
+   * The router ends a session: the client gets `code`, the upstream a plain 1000 (once a
+   * response under way is done, as when the client leaves).
+   */
   const closeByRouter = (session: RealtimeSession, code: number, reason: string) => {
     session.end ??= { by: "router", code, reason };
-    if (session.client && !session.clientClosed) session.client.close(code, closeReason(reason));
-    else finish(session);
+    if (session.client && !session.clientClosed) {
+      const client = session.client;
+      // At once, not when Bun reports the close: a stop (closeAll) must know whether the session drains.
+      clientGone(session, code, reason);
+      client.close(code, closeReason(reason));
+    } else finish(session);
+  };
+
+  /** The status of a response the client did not see to its end: 499 when it left, 502 when the router or the upstream ended it. */
+  const cutStatus = (session: RealtimeSession) => (session.end?.by === "client" ? 499 : 502);
+
+  /**
+   * What a response the upstream reported no usage for is charged: the text it generated
+   * (as read, about 4 bytes a token, as for HTTP streams); the meter caps it within the
+   * response's reservation. The input is not estimated: the conversation it read is held
+   * upstream, out of the router's sight. A response that generated nothing costs nothing.
+   */
+  const estimateOf = (session: RealtimeSession): Usage => (session.generatedBytes > 0 ? { ...ZERO_USAGE, completion: estimateTokens(session.generatedBytes) } : ZERO_USAGE);
+
+  /** Closes the upstream as the session's end says: with the client's own code when it left. */
+  const closeUpstream = (session: RealtimeSession) => {
+    const end = session.end;
+    if (end?.by === "client") dropUpstream(session, sendableCloseCode(end.code), closeReason(end.reason));
+    else dropUpstream(session, 1000, "session ended");
+  };
+
+  /**
+   * The client side closed (the client left, or the router closed it). Between responses
+   * the upstream is closed and the session ends with it. While a response is under way
+   * the upstream is not cut, since it is generating (and charging) already: it is read
+   * on, as an HTTP stream is, until its `response.done` (charged with its usage) or the
+   * drain deadline (charged an estimate of what it generated).
+   */
+  const clientGone = (session: RealtimeSession, code: number, reason: string) => {
+    if (session.clientClosed) return;
+    session.clientClosed = true;
+    session.client = undefined;
+    session.pending = [];
+    session.pendingBytes = 0;
+    session.end ??= { by: "client", code, reason };
+    if (session.finished) return;
+    const upstream = session.upstream;
+    if (!upstream || session.upstreamClosed || !session.upstreamOpen) return finish(session);
+    clearTimeout(session.timer);
+    session.timer = setTimeout(() => finish(session), options.drainMs);
+    if (session.underWay === 0) {
+      // Its frames are still read until it closes: a response.done already on its way still counts.
+      const end = session.end;
+      upstream.close(end.by === "client" ? sendableCloseCode(end.code) : 1000, closeReason(end.by === "client" ? end.reason : "session ended"));
+      return;
+    }
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    session.drain = { ended, end };
+    deps.endingCalls.add(ended);
   };
 
   const sendToClient = (session: RealtimeSession, data: string | ArrayBuffer) => {
@@ -110,12 +174,18 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
     clearTimeout(session.timer);
     session.timer = undefined;
     const end = session.end;
-    dropUpstream(session, 1000, "session ended");
-    const inProgress = session.responseStartedAt !== undefined;
+    closeUpstream(session);
+    const inProgress = session.underWay > 0;
     // Requests count responses: a close between responses writes no row, it only frees
-    // the reservation held for the next one. A response cut short still leaves its row.
+    // the reservation held for the next one. A response cut short still leaves its row,
+    // charged for the text it generated (nothing, when it generated none).
     if (session.failStatus === undefined && !inProgress) metering.release(session);
-    else metering.settle(session, session.failStatus ?? (end?.by === "client" ? 499 : 502), ZERO_USAGE, "estimated", session.responseStartedAt ?? session.admittedAt);
+    else metering.settle(session, session.failStatus ?? cutStatus(session), estimateOf(session), "estimated", session.responseStartedAt ?? session.admittedAt);
+    if (session.drain) {
+      deps.endingCalls.done(session.drain.ended);
+      session.drain.end();
+      session.drain = undefined;
+    }
     if (session.picked) void session.tenant.pool.release(session.picked.key);
     session.picked = undefined;
     session.pending = [];
@@ -132,23 +202,42 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
     });
   };
 
+  /** Follows the responses in an upstream text frame; a `response.done` is charged (true). */
   const charge = (session: RealtimeSession, text: string): boolean => {
-    if (session.responseStartedAt === undefined && isResponseCreated(text)) session.responseStartedAt = clock.now();
     const done = responseDoneOf(text);
-    if (!done) return false;
+    if (!done) {
+      if (isResponseCreated(text)) {
+        session.underWay++;
+        session.responseStartedAt ??= clock.now();
+      } else if (session.underWay > 0) session.generatedBytes += generatedTextBytes(text);
+      return false;
+    }
     const at = session.responseStartedAt ?? session.admittedAt;
-    const status = done.status === "failed" ? 502 : 200;
-    metering.settle(session, status, done.usage ?? ZERO_USAGE, done.usage ? "upstream" : "estimated", at);
+    // Read after the client side closed: the client did not see it end.
+    const status = session.clientClosed ? cutStatus(session) : done.status === "failed" ? 502 : 200;
+    const reservedOn = session.admission?.day;
+    const counted = metering.settle(session, status, done.usage ?? estimateOf(session), done.usage ? "upstream" : "estimated", at);
+    // Across midnight the charge goes to a day that never held its reservation: until the
+    // State counted it, the new day's DailyLimit would not see it, so the next response
+    // waits for it. Within a day nothing waits: the reservation already counted more.
+    if (counted && reservedOn !== clock.businessDate(at)) session.charging = counted;
     session.responses++;
+    session.underWay = Math.max(0, session.underWay - 1);
     session.responseStartedAt = undefined;
+    session.generatedBytes = 0;
     return true;
   };
 
   /** The next response's reservation; a refusal closes the session. */
   const readmit = async (session: RealtimeSession) => {
+    const charging = session.charging;
+    session.charging = undefined;
     try {
+      if (charging) await charging;
       session.admission = await metering.admit(session);
       session.admittedAt = clock.now();
+      // The session ended while this was admitted: nothing will settle it, so it is let go now.
+      if (session.finished) metering.release(session);
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
       const refusal = refusalOf(error);
@@ -190,9 +279,11 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
     message(session, data) {
       session.lastActivity = clock.now();
       const done = typeof data === "string" && charge(session, data);
-      if (session.clientClosed) return;
-      sendToClient(session, data);
-      if (done) void readmit(session).catch((error: unknown) => log.error("realtime readmission failed", { req: session.id, error: (error as Error).message }));
+      if (!session.clientClosed) sendToClient(session, data);
+      if (!done) return;
+      // With the client side closed the upstream is read only while responses are under way.
+      if (session.clientClosed && session.underWay === 0) return finish(session);
+      void readmit(session).catch((error: unknown) => log.error("realtime readmission failed", { req: session.id, error: (error as Error).message }));
     },
     closed(session, code, reason) {
       if (session.clientClosed) return finish(session);
@@ -263,16 +354,7 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
       session.pending.push(frame);
     },
     close(ws, code, reason) {
-      const session = ws.data;
-      session.clientClosed = true;
-      session.client = undefined;
-      session.pending = [];
-      session.end ??= { by: "client", code, reason };
-      const upstream = session.upstream;
-      if (!upstream || session.upstreamClosed || !session.upstreamOpen) return finish(session);
-      // The upstream's last frames are still read for their usage until it closes.
-      upstream.close(session.end.by === "client" ? sendableCloseCode(code) : 1000, closeReason(session.end.by === "client" ? reason : "session ended"));
-      session.timer = setTimeout(() => finish(session), options.drainMs);
+      clientGone(ws.data, code, reason);
     },
     error(error, ws) {
       log.error("realtime session failed", { req: ws.data.id, error: redact(error.message) });
@@ -283,11 +365,16 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
     websocket,
     /** Sessions open now. */
     size: () => live.size,
-    /** Closes every session now (shutdown), settling each without waiting for upstreams. */
+    /**
+     * Closes every session's client now (shutdown). Sessions end at once, settled without
+     * waiting for their upstreams, except those with a response under way: read on for its
+     * usage until the drain deadline, as when a client leaves, and the stop waits for them.
+     */
     closeAll(code = 1001, reason = "server shutting down") {
       for (const session of [...live]) {
+        if (session.drain) continue;
         closeByRouter(session, code, reason);
-        finish(session);
+        if (!session.drain) finish(session);
       }
     },
   };

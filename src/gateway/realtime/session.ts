@@ -49,6 +49,23 @@ export interface RealtimeSession {
   admittedAt: number;
   /** When the response under way started (its `response.created`), if one is. */
   responseStartedAt: number | undefined;
+  /** Responses created and not done yet (out-of-band responses may run side by side). */
+  underWay: number;
+  /**
+   * Bytes of text the response under way generated (text, transcripts, tool arguments)
+   * as read from the upstream: what a cut response without usage is estimated on.
+   */
+  generatedBytes: number;
+  /**
+   * Set while the client side is closed and a response under way is still read for its
+   * `response.done` (until the drain deadline): a stop waits for it (`EndingCalls`).
+   */
+  drain: { readonly ended: Promise<void>; readonly end: () => void } | undefined;
+  /**
+   * The last response's charge until the State counted it, when it landed in a day other
+   * than its reservation's (midnight passed): the next response is admitted after it.
+   */
+  charging: Promise<void> | undefined;
   /** The start of the last response's usage row: each row of the session starts later (see `settle`). */
   lastRowAt: number;
   responses: number;
@@ -65,7 +82,7 @@ export interface RealtimeSession {
   /** Status for the closing usage row when the upstream refused the session. */
   failStatus: number | undefined;
   finished: boolean;
-  /** The connect timeout while connecting; the drain limit after the client left. */
+  /** The connect timeout while connecting; the drain deadline after the client side closed. */
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
@@ -91,6 +108,10 @@ export function newSession(fields: {
     attempts: 1,
     admittedAt: now,
     responseStartedAt: undefined,
+    underWay: 0,
+    generatedBytes: 0,
+    drain: undefined,
+    charging: undefined,
     lastRowAt: -Infinity,
     responses: 0,
     client: undefined,
@@ -122,16 +143,19 @@ export function createSessionMeter(tenant: { meter: Meter & UsageSink }, clock: 
       session.admission = undefined;
       void tenant.meter.release(admission);
     },
-    /** Settles the session's current admission with one usage row. */
-    settle(session: RealtimeSession, status: number, usage: Usage, source: UsageSource, at: number): void {
+    /**
+     * Settles the session's current admission with one usage row; the promise settles once
+     * its charge is counted in the State (`Meter.settle`). Undefined: nothing to settle.
+     */
+    settle(session: RealtimeSession, status: number, usage: Usage, source: UsageSource, at: number): Promise<void> | undefined {
       const admission = session.admission;
-      if (!admission) return;
+      if (!admission) return undefined;
       session.admission = undefined;
       // The session's rows share its id: a row is told from another (and written once) by
       // its start, so two responses starting in one millisecond start a millisecond apart.
       at = Math.max(at, session.lastRowAt + 1);
       session.lastRowAt = at;
-      tenant.meter.record({
+      return tenant.meter.settle({
         requestId: session.id,
         accountId: session.principal.account.id,
         endpoint: REALTIME_PATH,

@@ -58,7 +58,49 @@ export function responseDoneOf(text: string): ResponseDone | undefined {
   return { usage: isObject(usage) ? realtimeUsage(usage) : undefined, status: typeof status === "string" ? status : undefined };
 }
 
-/** True for the event that starts a response (cheap check, no parse). */
+/**
+ * True for the event that starts a response. Responses under way are counted on it (a
+ * client leaving then is waited for), so a text that merely mentions the name is not one:
+ * only frames that hold it are parsed, and they are small and rare.
+ */
 export function isResponseCreated(text: string): boolean {
-  return text.includes('"response.created"');
+  if (!text.includes('"response.created"')) return false;
+  try {
+    const event: unknown = JSON.parse(text);
+    return isObject(event) && event.type === "response.created";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The events whose `delta` is generated text: output text, the transcript of output audio,
+ * tool-call arguments (GA names and the beta's). Audio deltas are not among them: their
+ * base64 sound says nothing reliable of tokens (its size depends on the audio format), and
+ * the transcript beside it stands for what was said.
+ */
+const TEXT_DELTAS = new Set([
+  "response.output_text.delta",
+  "response.text.delta",
+  "response.output_audio_transcript.delta",
+  "response.audio_transcript.delta",
+  "response.function_call_arguments.delta",
+  "response.mcp_call_arguments.delta",
+]);
+
+/**
+ * Bytes of generated text in an upstream text frame (0 for any other frame), for
+ * estimating a response the upstream never reported usage for. Audio deltas, the bulk of
+ * a voice session's frames, are ruled out by a substring check before any parse.
+ */
+export function generatedTextBytes(text: string): number {
+  if (!text.includes('delta"') || text.includes('audio.delta"')) return 0;
+  let event: unknown;
+  try {
+    event = JSON.parse(text);
+  } catch {
+    return 0;
+  }
+  if (!isObject(event) || typeof event.delta !== "string" || typeof event.type !== "string" || !TEXT_DELTAS.has(event.type)) return 0;
+  return Buffer.byteLength(event.delta);
 }
