@@ -43,6 +43,7 @@ import { createAdapters, type Adapters } from "./upstreams/index.ts";
 import { runtimeTrusts } from "./upstreams/trust.ts";
 import { createAffinity, type Affinity } from "./gateway/affinity.ts";
 import { createTenants, tenantIdOf, type Tenant, type Tenants } from "./tenancy/tenants.ts";
+import { sealClearPartialKeys } from "./admin/provider-keys/repository.ts";
 import { createRouterMetrics, type RouterMetrics } from "./metrics/router-metrics.ts";
 import { registerStateGauges } from "./metrics/state-gauges.ts";
 
@@ -123,6 +124,13 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     store.close();
     throw error;
   }
+  // Partial keys that routers before this one stored in clear are sealed now. A failure
+  // is no reason not to serve: clear ones are still read as they are, and the next start
+  // tries again.
+  await sealClearPartialKeys(store, sealer).then(
+    (sealed) => sealed > 0 && log.info("provider keys' partial keys stored in clear are now sealed", { keys: sealed }),
+    (error: unknown) => log.warn("provider keys' partial keys stored in clear could not be sealed; the next start tries again", { error: causeMessage(error) }),
+  );
   const chains = createAccountChains((id) => store.accounts.byId(id));
   const onListenerError = (error: unknown, event: { kind: string }) =>
     log.error("a cache could not follow a change", { change: event.kind, error: causeMessage(error) });

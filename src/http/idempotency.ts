@@ -9,6 +9,9 @@ import { isWrite } from "../wire/resend.ts";
 /** What a replayed answer carries, as Stripe names it. */
 export const REPLAYED_HEADER = "idempotent-replayed";
 
+/** The HKDF purpose of the fingerprints' key (src/store/crypto.ts `derivedKey`). */
+const FINGERPRINT_PURPOSE = "idempotency-fingerprint";
+
 /** 1 to 255 visible ASCII characters (a UUID, a payment event's id, an order number). */
 const VALID_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -17,7 +20,7 @@ export interface IdempotencyDeps {
   auth: Authenticator;
   clock: Clock;
   log: Logger;
-  /** Seals the answers kept (a provider key's record holds its secret). */
+  /** Seals the answers kept (a provider key's record holds its secret), and keys the requests' fingerprints. */
   sealer: Sealer;
   /** The management API's error answer for a refusal (its envelope, its accounting). */
   refuse(error: HttpError, request: Request, path: string): Response;
@@ -31,20 +34,34 @@ export interface IdempotencyDeps {
  * true`, and writes nothing. The same key with another request is 422, and with one
  * still running (or whose process stopped before answering) 409. An answer holding an
  * API key is not kept (keys are stored only as hashes): its retries are told that. The
- * answers kept are sealed at rest like provider secrets: a provider key's record holds one.
+ * answers kept are sealed at rest like provider secrets: a provider key's record holds one;
+ * the requests are known by a fingerprint keyed with the deployment's secret, never a plain hash.
  * A server-side failure (5xx) or a 429 gives the key up, so the retry runs the request again.
  *
  * Model calls are not covered (the `/x-` paths are the management API), and neither are
  * requests without a valid key of the router's: their route refuses them as before.
  */
 export function createIdempotency(deps: IdempotencyDeps) {
+  // Derived once: HKDF per request would be wasted work for the same key.
+  const fingerprintKey = deps.sealer.derivedKey(FINGERPRINT_PURPOSE);
+  const keyChanged = () => notKept("can no longer be read (the deployment's secret key changed)");
+  /** Whether a kept answer was sealed under another secret key (the deployment's was replaced). */
+  const sealedElsewhere = (held: IdempotencyRow) => {
+    if (held.body === null) return false;
+    try {
+      deps.sealer.open(held.body);
+      return false;
+    } catch {
+      return true;
+    }
+  };
   const replay = (held: IdempotencyRow): Response | HttpError => {
     let body: string | null = null;
     try {
       body = held.body === null ? null : deps.sealer.open(held.body);
     } catch {
       // Sealed under another secret key (the deployment's was replaced): as good as not kept.
-      return notKept("can no longer be read (the deployment's secret key changed)");
+      return keyChanged();
     }
     const headers: Record<string, string> = { [REPLAYED_HEADER]: "true" };
     if (held.contentType) headers["content-type"] = held.contentType;
@@ -53,8 +70,11 @@ export function createIdempotency(deps: IdempotencyDeps) {
   const notKept = (why: string) => conflict(`The request with this Idempotency-Key was carried out; its answer ${why}`, undefined, "idempotency_answer_not_kept");
 
   /** The answer to a request whose key another request holds. */
-  const heldAnswer = (held: IdempotencyRow, fingerprint: string): Response | HttpError => {
-    if (held.fingerprint !== fingerprint) {
+  const heldAnswer = (held: IdempotencyRow, request: FingerprintInput, fingerprint: string): Response | HttpError => {
+    if (held.fingerprint !== fingerprint && held.fingerprint !== unkeyedFingerprint(request)) {
+      // A fingerprint keyed with the deployment's previous secret key differs from any this
+      // one computes: when the kept answer cannot be opened either, say so, not "another request".
+      if (sealedElsewhere(held)) return keyChanged();
       return new HttpError("invalid_request", "This Idempotency-Key was used for a different request (method, path or body) within the last 24 hours; use a new key", {
         status: 422,
         code: "idempotency_key_reused",
@@ -82,11 +102,12 @@ export function createIdempotency(deps: IdempotencyDeps) {
     const principal = await deps.auth.optional(request, "openai").catch(() => undefined);
     if (!principal) return next(request);
     const accountId = principal.account.id;
-    const fingerprint = await fingerprintOf(request);
+    const input = await fingerprintInput(request);
+    const fingerprint = keyedFingerprint(input, fingerprintKey);
     const now = deps.clock.now();
     const held = await deps.store.idempotency.claim({ accountId, key, fingerprint, createdAt: now }, now - IDEMPOTENCY_TTL_MS);
     if (held) {
-      const answer = heldAnswer(held, fingerprint);
+      const answer = heldAnswer(held, input, fingerprint);
       return answer instanceof HttpError ? deps.refuse(answer, request, path) : answer;
     }
     let response: Response;
@@ -114,15 +135,40 @@ export function createIdempotency(deps: IdempotencyDeps) {
   };
 }
 
-/** SHA-256 of the method, the path with its query, and the body. */
-async function fingerprintOf(request: Request): Promise<string> {
-  const hasher = new Bun.CryptoHasher("sha256");
+/** What a request's fingerprint covers: its method, its path with the query, and its body. */
+interface FingerprintInput {
+  head: string;
+  body: ArrayBuffer;
+}
+
+async function fingerprintInput(request: Request): Promise<FingerprintInput> {
   const url = request.url;
   const pathStart = url.indexOf("/", url.indexOf("//") + 2);
-  hasher.update(`${request.method} ${pathStart < 0 ? "/" : url.slice(pathStart)}\n`);
   // A copy: the route reads the request's own body.
-  hasher.update(await request.clone().arrayBuffer());
-  return hasher.digest("hex");
+  return { head: `${request.method} ${pathStart < 0 ? "/" : url.slice(pathStart)}\n`, body: await request.clone().arrayBuffer() };
+}
+
+/**
+ * HMAC-SHA-256 of the method, the path with its query, and the body, keyed by a key
+ * derived from the deployment's sealing key. The bodies can hold secrets (EMAIL_PASS in
+ * PUT /x-config, SecretKey in PUT /x-keys) and the fingerprint is stored for a day: a
+ * plain hash would let whoever holds a copy of the database (a backup, `router
+ * migrate-data`'s source) confirm guesses at a password offline, or finish a provider
+ * secret from its PartialKey tail. Keyed, it is worthless without secret.key, which
+ * never enters the database.
+ */
+function keyedFingerprint(input: FingerprintInput, key: Uint8Array): string {
+  return new Bun.CryptoHasher("sha256", key).update(input.head).update(input.body).digest("hex");
+}
+
+/**
+ * The plain SHA-256 that routers before the keyed fingerprint stored. Compared only when
+ * a claim is found and the keyed form differs: a claim made just before an upgrade (kept
+ * 24 hours) must still replay its retry instead of refusing it as another request. It
+ * weakens nothing: only rows written before the upgrade hold this form, and they expire.
+ */
+function unkeyedFingerprint(input: FingerprintInput): string {
+  return new Bun.CryptoHasher("sha256").update(input.head).update(input.body).digest("hex");
 }
 
 /** Whether an answer holds a new API key (an account created, a key rotated, a sign-up confirmed). */

@@ -1,10 +1,19 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 
 /** Seals provider secrets at rest with AES-256-GCM; the key never enters the database. */
 export interface Sealer {
   seal(plain: string): string;
   open(sealed: string): string;
+  /** Whether a stored value is in this sealed form (values written before a column was sealed are not). */
+  isSealed(stored: string): boolean;
+  /**
+   * A 32-byte key derived from the sealing key for one `purpose` (HKDF-SHA-256), for
+   * keyed hashes of data a database copy must not let anyone test guesses against (an
+   * unkeyed hash of a password is a guess checked offline). Another purpose gives an
+   * unrelated key, and none of them gives the sealing key back.
+   */
+  derivedKey(purpose: string): Uint8Array;
 }
 
 const VERSION = "v1";
@@ -26,6 +35,8 @@ export function createSealer(key: Uint8Array): Sealer {
       decipher.setAuthTag(raw.subarray(12, 28));
       return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8");
     },
+    isSealed: (stored) => stored.startsWith(`${VERSION}:`),
+    derivedKey: (purpose) => new Uint8Array(hkdfSync("sha256", key, new Uint8Array(0), `router:${purpose}`, 32)),
   };
 }
 

@@ -140,6 +140,13 @@ export interface ProviderKeyStore {
   update(tenantId: number, id: number, values: ProviderKeyValues, now: number): Promise<ProviderKeyRow | undefined>;
   delete(tenantId: number, id: number): Promise<boolean>;
   setSleep(tenantId: number, id: number, sleep: SleepColumns): Promise<void>;
+  /** Every tenant's keys' `partialKey` as stored, by id: what the start-up sealing of clear ones reads. */
+  storedPartialKeys(): Promise<Array<{ id: number; partialKey: string }>>;
+  /**
+   * Replaces a key's stored `partialKey` when it still is `from` (a concurrent rotation or
+   * another instance's conversion wins); `updatedAt` stays, as nothing the owner set changed.
+   */
+  replacePartialKey(id: number, from: string, to: string): Promise<boolean>;
 }
 
 export interface SettingsStore {

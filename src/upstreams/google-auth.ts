@@ -86,6 +86,12 @@ function loadRsaPrivateKey(pem: string): KeyObject {
   return key;
 }
 
+/**
+ * The token URI receives the signed JWT assertion, a credential that buys access tokens
+ * for its lifetime (an hour): over plain http anyone on the path could replay it. So only
+ * https, as for `config.token_uri` (docs/api.md), both when a key file is saved and before
+ * an exchange (a key file stored before this rule is refused then, never sent in clear).
+ */
 function checkTokenUri(uri: string, what: string): void {
   let url: URL;
   try {
@@ -93,8 +99,8 @@ function checkTokenUri(uri: string, what: string): void {
   } catch {
     throw new Error(`${what} is not a valid URL`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") {
-    throw new Error(`${what} must be an http(s) URL`);
+  if (url.protocol !== "https:") {
+    throw new Error(`${what} must be an https:// URL (got ${url.protocol.slice(0, 20)}): the signed assertion sent there must not travel in clear`);
   }
 }
 

@@ -39,6 +39,7 @@ const MODELS: Record<string, TSchema> = {
   ProviderKeySummary: keys.ProviderKeySummary,
   ProviderKeyOverview: keys.ProviderKeyOverview,
   ProviderKeyRecord: keys.ProviderKeyRecord,
+  ProviderKeyEdit: keys.ProviderKeyEdit,
   ProviderKeyDeleted: keys.ProviderKeyDeleted,
   LiveUsage: usage.LiveUsage,
   BillInfo: usage.BillInfo,
@@ -86,7 +87,7 @@ const RANGE = [
   q("end", "string", "last day, YYYY-MM-DD (with start)"),
   q("days", "integer", "the last N business days, today included (1 to 366)"),
 ];
-const FIELDS = q("fields", "string", "summary (the spec's masked record), overview (summary, type, service account, sleep, Health; no secret) or full (default, with Health)");
+const FIELDS = q("fields", "string", "summary (the spec's masked record, ProviderKeySummary), overview (summary, type, service account, sleep, Health; no secret: ProviderKeyOverview), edit (the full record without SecretKey: ProviderKeyEdit) or full (default, with Health)");
 const IDENTIFIER = p("identifier", "an account ID, name or email");
 const KEY_ID = p("id", "a provider key ID");
 

@@ -1,6 +1,6 @@
 /**
  * Provider Keys on the wire (spec 2.1, `/x-keys`, owner only): the creation and update
- * bodies and the two record forms. Field names are the body's, so a full record read
+ * bodies and the record forms. Field names are the body's, so a full record read
  * back can be sent again as an update.
  */
 import { Type, type Static } from "@sinclair/typebox";
@@ -77,7 +77,7 @@ export const ProviderKeySummary = Type.Object({
   Name: Type.String(),
   Level: Count(),
   Provider: Type.String(),
-  /** "…" and the secret's last 20 characters, stored at write time so listing never opens secrets. */
+  /** "…" and the secret's last 20 characters, stored sealed at write time (most or all of a short secret) so listing never opens the secrets themselves. */
   PartialKey: Type.String(),
   NoSleep: Type.Boolean(),
   Status: Type.Boolean(),
@@ -128,6 +128,14 @@ export const ProviderKeyRecord = Type.Composite([
   }),
 ]);
 export type ProviderKeyRecord = Static<typeof ProviderKeyRecord>;
+
+/**
+ * `fields=edit` (a router extension for the console's key form): the full record without
+ * `SecretKey`. The form shows the settings and the PartialKey and never the secret, so
+ * the opened secret does not travel to the browser to fill it.
+ */
+export const ProviderKeyEdit = Type.Omit(ProviderKeyRecord, ["SecretKey"]);
+export type ProviderKeyEdit = Static<typeof ProviderKeyEdit>;
 
 /**
  * `fields=overview` (a router extension for the console): the summary and what an owner

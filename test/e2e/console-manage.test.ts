@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import type { Browser, Page } from "playwright-core";
 import { launchChromium, recordedPage, screenshot, signIn, type SeenRequest } from "../helpers/browser.ts";
+import { addKey } from "../helpers/keys.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
 // The console's other management paths in chromium: key types and deletion with its
@@ -135,5 +136,49 @@ describe("console management paths", () => {
     await page.getByText(/deleted; 0\.0000 credits returned/).waitFor();
     await page.getByText("No accounts yet.").waitFor();
     expect(errors).toEqual([]);
+  }, 30_000);
+});
+
+describe("the key Edit form and the secret", () => {
+  test("opening a key's Edit form reads the record without SecretKey (fields=edit): the opened secret never travels to the browser, and the form works as before", async () => {
+    const SECRET = "sk-console-edit-0123456789abcdefghijklmnop";
+    // A key made elsewhere (CLI, API): the console never had its secret.
+    const { id } = await addKey(router, { provider: "https://api.example.com/v1", secret: SECRET, name: "cli-made" });
+    // A page of its own: the responses it receives are what this test looks at.
+    const ownSeen: SeenRequest[] = [];
+    const ownErrors: string[] = [];
+    const { context, page: own } = await recordedPage(browser, ownSeen, ownErrors);
+    try {
+      const bodies: Array<{ url: string; text: string }> = [];
+      own.on("response", (response) => {
+        if (response.url().includes("/x-keys")) void response.text().then((text) => bodies.push({ url: response.url(), text }), () => {});
+      });
+      await signIn(own, `${router.url}/console/`, router.ownerKey);
+      await own.waitForURL(/\/console\/owner$/);
+      await own.getByRole("button", { name: `Edit key ${id} (cli-made)` }).click();
+      const form = own.locator('form[aria-labelledby="key-form-h"]');
+      await form.waitFor();
+      // The secret field of the form is empty: the console has no use for the secret.
+      expect(await form.getByLabel("Secret key").inputValue()).toBe("");
+      // The form shows what it showed before: the stored tail and the key's settings.
+      await form.getByText(`Stored: …${SECRET.slice(-20)}.`).waitFor();
+      expect(await form.getByLabel("Provider URL").inputValue()).toBe("https://api.example.com/v1");
+      expect(await form.getByLabel("Name").inputValue()).toBe("cli-made");
+      await Bun.sleep(200);
+      expect(bodies.length).toBeGreaterThan(0);
+      // Neither the list (fields=overview) nor the edit's read carries the secret.
+      expect(bodies.filter((b) => b.text.includes(SECRET)).map((b) => b.url.replace(router.url, ""))).toEqual([]);
+      expect(ownSeen.some((r) => r.method === "GET" && r.url.endsWith(`/x-keys/${id}?fields=edit`))).toBe(true);
+
+      // Saving a change sends no SecretKey: the key keeps its secret.
+      await form.getByLabel("Level").fill("3");
+      await form.getByRole("button", { name: "Save key" }).click();
+      await own.getByText(`Key ${id} saved.`).waitFor();
+      const stored = (await (await router.fetch(`/x-keys/${id}`)).json()) as Record<string, any>;
+      expect(stored).toMatchObject({ Level: 3, Name: "cli-made", SecretKey: SECRET });
+      expect(ownErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
   }, 30_000);
 });

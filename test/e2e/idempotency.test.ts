@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createManualClock } from "../../src/core/clock.ts";
 import { createAccount } from "../helpers/owner-ops.ts";
@@ -147,6 +147,74 @@ describe("idempotent management writes", () => {
   test("requests without a valid API key are refused as without the header", async () => {
     const reply = await api("/x-users/1", { method: "PUT", key: "sk-not-a-key", body: { CreditGranted: 1 }, idempotencyKey: "anon-1" });
     expect(reply.status).toBe(401);
+  });
+});
+
+/** The bytes of the router's database files (what a copy or a backup holds). */
+function databaseBytes(r: TestRouter): Buffer[] {
+  return ["router.db", "router.db-wal"].map((f) => join(r.dataDir, f)).filter(existsSync).map((f) => readFileSync(f));
+}
+
+const sha256 = (text: string) => new Bun.CryptoHasher("sha256").update(text).digest("hex");
+
+describe("fingerprints are keyed with the deployment's secret", () => {
+  let router: TestRouter;
+  let api: ReturnType<typeof client>;
+  beforeAll(async () => {
+    router = await startRouter();
+    api = client(router);
+  });
+  afterAll(() => router.stop());
+
+  test("a PUT /x-config of EMAIL_PASS (as the console and CLI send it, with an Idempotency-Key) leaves no unsalted SHA-256 of the password in the database", async () => {
+    // A password an offline dictionary attack guesses at once.
+    const PASSWORD = "Summer2024!";
+    const body = JSON.stringify({ EMAIL_PASS: PASSWORD });
+    const res = await router.fetch("/x-config", { method: "PUT", headers: { "content-type": "application/json", "idempotency-key": "console-0123456789abcdef" }, body });
+    expect(res.status).toBe(200);
+    await res.text();
+    // Whoever holds a copy of the database would confirm a guess without the deployment's secret key:
+    const guess = sha256(`PUT /x-config\n${JSON.stringify({ EMAIL_PASS: PASSWORD })}`);
+    const bytes = databaseBytes(router);
+    expect(bytes.length).toBeGreaterThan(0);
+    // The password itself is sealed; its fast unsalted hash must not be there either.
+    for (const b of bytes) expect(b.includes(Buffer.from(PASSWORD))).toBe(false);
+    for (const b of bytes) expect(b.includes(Buffer.from(guess))).toBe(false);
+    // The keyed fingerprint still does its work: the retry replays, another body is refused.
+    const retry = await router.fetch("/x-config", { method: "PUT", headers: { "content-type": "application/json", "idempotency-key": "console-0123456789abcdef" }, body });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    const other = await router.fetch("/x-config", { method: "PUT", headers: { "content-type": "application/json", "idempotency-key": "console-0123456789abcdef" }, body: JSON.stringify({ EMAIL_PASS: "Winter2024!" }) });
+    expect(other.status).toBe(422);
+    expect(((await other.json()) as any).error.code).toBe("idempotency_key_reused");
+  });
+
+  test("a PUT /x-keys/{id} rotating to a 22-character secret: its fingerprint plus PartialKey's 20-character tail do not give the secret back from a database copy", async () => {
+    const created = await api("/x-keys", { body: { Provider: "https://api.example.com/v1", SecretKey: "sk-initial-0123456789abcdef", Level: 1, Status: true } });
+    expect(created.status).toBe(201);
+    const SECRET = "Q7xk-22chars-Vb2Lp9Tz4"; // valid (at least 20 characters), 2 characters beyond the tail PartialKey shows
+    expect(SECRET.length).toBe(22);
+    const res = await api(`/x-keys/${created.body.ID}`, { method: "PUT", body: { SecretKey: SECRET }, idempotencyKey: "console-fedcba9876543210" });
+    expect(res.status).toBe(200);
+    // What an attacker with a database copy (no secret key) has: the summary's tail and the 64-hex fingerprints.
+    const tail = ((await api(`/x-keys/${created.body.ID}?fields=summary`)).body.PartialKey as string).slice(1);
+    const hexes = new Set<string>();
+    for (const b of databaseBytes(router)) {
+      for (const m of b.toString("latin1").matchAll(/[0-9a-f]{64,}/g)) for (let i = 0; i + 64 <= m[0].length; i++) hexes.add(m[0].slice(i, i + 64));
+    }
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let recovered: string | undefined;
+    for (const a of alphabet) {
+      for (const b of alphabet) {
+        const candidate = a + b + tail;
+        if (hexes.has(sha256(`PUT /x-keys/${created.body.ID}\n${JSON.stringify({ SecretKey: candidate })}`))) recovered = candidate;
+      }
+    }
+    expect(recovered).toBeUndefined();
+    // The retry of that rotation is still a replay.
+    const again = await api(`/x-keys/${created.body.ID}`, { method: "PUT", body: { SecretKey: SECRET }, idempotencyKey: "console-fedcba9876543210" });
+    expect(again.status).toBe(200);
+    expect(again.replayed).toBe("true");
   });
 });
 

@@ -212,6 +212,9 @@ describe.skipIf(skipServices)("router migrate-data", () => {
       expect(key?.secretSealed).not.toContain(PROVIDER_SECRET);
       const sealer = createSealer(loadOrCreateSecretKey(join(dataDir, "secret.key")));
       expect(sealer.open(key!.secretSealed)).toBe(PROVIDER_SECRET);
+      // Its PartialKey, sealed too, is copied as stored and opens with the same key.
+      expect(key?.partialKey).not.toContain(PROVIDER_SECRET.slice(-20));
+      expect(sealer.open(key!.partialKey)).toBe(`…${PROVIDER_SECRET.slice(-20)}`);
     });
 
     test("ids given out after the copy come after every id SQLite ever gave out", async () => {

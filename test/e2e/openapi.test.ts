@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
 import { createApp } from "../../src/app.ts";
-import { ProviderKeyRecord } from "../../src/wire/provider-keys.ts";
+import { ProviderKeyEdit, ProviderKeyRecord } from "../../src/wire/provider-keys.ts";
 import { ManagedAccount } from "../../src/wire/accounts.ts";
 import { DESCRIBED_ROUTES } from "../../src/wire/openapi.ts";
 import { createAccount } from "../helpers/owner-ops.ts";
@@ -49,6 +49,11 @@ describe("GET /openapi.json", () => {
     expect(Value.Check(ManagedAccount, record)).toBe(true);
     const key = await (await router.fetch("/x-keys", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ Provider: "https://api.example.com/v1", SecretKey: "sk-openapi-0123456789abcdef", Level: 1, Status: true }) })).json();
     expect(Value.Check(ProviderKeyRecord, key)).toBe(true);
+    // The console's edit form reads the record without its secret (fields=edit).
+    expect(doc.components.schemas.ProviderKeyEdit).toEqual(JSON.parse(JSON.stringify(ProviderKeyEdit)));
+    const edit = await (await router.fetch(`/x-keys/${key.ID}?fields=edit`)).json();
+    expect(Value.Check(ProviderKeyEdit, edit)).toBe(true);
+    expect(JSON.stringify(edit)).not.toContain("sk-openapi-0123456789abcdef");
     // No secret or default secret value sits in the description.
     expect(JSON.stringify(doc)).not.toContain("sk-openapi-0123456789abcdef");
   });

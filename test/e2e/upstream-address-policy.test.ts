@@ -22,6 +22,12 @@ const SECRET = "sk-address-policy-test-0123456789abcdef";
 const key = (Provider: string, extra: Record<string, unknown> = {}) => ({ Provider, SecretKey: SECRET, Level: 1, Status: true, ...extra });
 const completion = { id: "c", object: "chat.completion", created: 1, model: "gpt-x", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } };
 
+/** A Google service-account key file whose token endpoint is `tokenUri`. */
+function serviceAccountFile(tokenUri: string): string {
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, privateKeyEncoding: { type: "pkcs8", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } });
+  return JSON.stringify({ type: "service_account", project_id: "proj-review", private_key_id: "kid-review", private_key: privateKey, client_email: "router@proj-review.iam.gserviceaccount.com", token_uri: tokenUri });
+}
+
 async function keyCount(r: TestRouter): Promise<number> {
   return (await api(r, "/x-keys")).body.length;
 }
@@ -73,6 +79,73 @@ describe("checked when a URL is saved", () => {
     expect(inFile.status).toBe(400);
     expect(inFile.body.error.param).toBe("SecretKey");
     expect(inFile.body.error.message).not.toContain("PRIVATE KEY");
+  });
+
+  test("a Vertex key file whose token_uri is plain http:// is refused with 400 naming SecretKey: the signed JWT assertion never travels in cleartext", async () => {
+    const r = await router();
+    // A plain-HTTP listener standing for the token endpoint (or anything on the path to it).
+    const bodies: string[] = [];
+    const plain = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(request) {
+        bodies.push(await request.text());
+        return Response.json({ access_token: "ya29.cleartext-token-0123456789", expires_in: 3600, token_type: "Bearer" });
+      },
+    });
+    scope.later(() => plain.stop(true));
+    const vertex = upstream().route("POST", /:generateContent$/, () => json({ candidates: [{ content: { role: "model", parts: [{ text: "ok" }] }, finishReason: "STOP" }], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 } }));
+    const created = await api(r, "/x-keys", {
+      body: {
+        Provider: vertex.url,
+        SecretKey: serviceAccountFile(`http://127.0.0.1:${plain.port}/token`),
+        Level: 1,
+        Status: true,
+        config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
+      },
+    });
+    if (created.status === 201) {
+      // The key is live: one call makes the router exchange its service account.
+      await (
+        await r.fetch("/v1beta/models/gemini-x:generateContent", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] }),
+        })
+      ).text();
+    }
+    // Refused like config.token_uri (https only, docs/api.md "checked the same way"); nothing sent over http.
+    expect(bodies.filter((b) => b.includes("assertion="))).toEqual([]);
+    expect(created.status).toBe(400);
+    expect(created.body.error?.param).toBe("SecretKey");
+    expect(created.body.error.type).toBe("invalid_request_error");
+    expect(created.body.error.message).toContain("token_uri");
+    expect(created.body.error.message).not.toContain("PRIVATE KEY");
+    expect(await keyCount(r)).toBe(0);
+  });
+
+  test("a key whose type becomes vertex while its secret stays: the stored key file's token_uri is checked (https, address policy)", async () => {
+    const r = await router();
+    // Key files kept as a standard key's secret (a single line of JSON is a valid header value).
+    const plainFile = serviceAccountFile("http://oauth2.googleapis.com/token");
+    const metadataFile = serviceAccountFile("https://169.254.169.254/token");
+    for (const [file, why] of [
+      [plainFile, "https://"],
+      [metadataFile, "metadata"],
+    ] as const) {
+      const created = await api(r, "/x-keys", { body: { Provider: "https://us-central1-aiplatform.googleapis.com", SecretKey: file, Level: 1, Status: true } });
+      expect(created.status).toBe(201);
+      const res = await api(r, `/x-keys/${created.body.ID}`, { method: "PUT", body: { config: { provider_type: "vertex", location: "us-central1" } } });
+      expect(res.status).toBe(400);
+      expect(res.body.error.param).toBe("SecretKey");
+      expect(res.body.error.message).toContain(why);
+      expect(res.body.error.message).not.toContain("PRIVATE KEY");
+      // Nothing written: the key is still a standard one.
+      expect((await api(r, `/x-keys/${created.body.ID}`)).body.config.provider_type).toBe("standard");
+      // With a new key file whose token_uri is Google's, the change goes through.
+      const fixed = await api(r, `/x-keys/${created.body.ID}`, { method: "PUT", body: { SecretKey: serviceAccountFile("https://oauth2.googleapis.com/token"), config: { provider_type: "vertex", location: "us-central1" } } });
+      expect(fixed.status).toBe(200);
+    }
   });
 
   test("BYOK: private and loopback addresses are refused unless the operator allows them", async () => {

@@ -20,6 +20,23 @@ test("sealed secrets open with the same key, not with another, and never contain
   expect(() => other.open(sealed)).toThrow();
 });
 
+test("derived keys: one per purpose, the same for the same sealing key, unrelated to it and to each other", () => {
+  const key = new Uint8Array(32).fill(3);
+  const sealer = createSealer(key);
+  const a = sealer.derivedKey("idempotency-fingerprint");
+  expect(a.length).toBe(32);
+  expect(createSealer(new Uint8Array(32).fill(3)).derivedKey("idempotency-fingerprint")).toEqual(a);
+  expect(sealer.derivedKey("another-purpose")).not.toEqual(a);
+  expect(createSealer(new Uint8Array(32).fill(4)).derivedKey("idempotency-fingerprint")).not.toEqual(a);
+  expect(Buffer.from(a).equals(Buffer.from(key))).toBe(false);
+});
+
+test("isSealed tells sealed values from values stored in clear before a column was sealed", () => {
+  const sealer = createSealer(new Uint8Array(32).fill(3));
+  expect(sealer.isSealed(sealer.seal("…0123456789abcdefghij"))).toBe(true);
+  expect(sealer.isSealed("…0123456789abcdefghij")).toBe(false);
+});
+
 test("a key file that is not a 32-byte key is refused, never replaced", () => {
   const path = join(tempDir(), "secret.key");
   writeFileSync(path, "not a key");

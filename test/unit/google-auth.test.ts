@@ -327,6 +327,20 @@ test("parseServiceAccount never quotes the private key in its errors", () => {
   expectNoKeyMaterial(badKid);
 });
 
+test("a token_uri that is not https is refused, in the key file and as the exchange's URI: the signed assertion never travels in clear", async () => {
+  for (const uri of ["http://oauth2.googleapis.com/token", "http://127.0.0.1:8080/token", "ftp://oauth2.googleapis.com/token"]) {
+    const message = parseError(keyFile({ token_uri: uri }));
+    expect(message).toContain("token_uri");
+    expect(message).toContain("https://");
+    expectNoKeyMaterial(message);
+  }
+  // A key file stored before the rule (or a URI given directly) is refused before any exchange.
+  const endpoint = fakeTokenEndpoint({ expectedAud: "http://oauth2.googleapis.com/token" });
+  expect(() => createAccessTokenProvider({ account: account(), tokenUri: "http://oauth2.googleapis.com/token", fetch: endpoint.fetch })).toThrow(/https:\/\//);
+  expect(() => createAccessTokenProvider({ account: { ...account(), token_uri: "http://oauth2.googleapis.com/token" }, fetch: endpoint.fetch })).toThrow(/https:\/\//);
+  expect(endpoint.exchanges).toHaveLength(0);
+});
+
 test("vertexBaseUrl maps global and regional locations", () => {
   expect(vertexBaseUrl("global")).toBe("https://aiplatform.googleapis.com");
   expect(vertexBaseUrl("us-central1")).toBe("https://us-central1-aiplatform.googleapis.com");

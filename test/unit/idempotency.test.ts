@@ -96,3 +96,46 @@ test("reads, model calls and other paths pass through untouched, header or not",
   }
   expect(runs).toBe(4);
 });
+
+test("a claim stored before fingerprints were keyed (a plain SHA-256, kept a day) still replays its retry, and still refuses another body", async () => {
+  const plain = (body: string) => new Bun.CryptoHasher("sha256").update(`PUT /x-users/9\n${body}`).digest("hex");
+  const sealer = createSealer(new Uint8Array(32).fill(7));
+  const now = Date.UTC(2026, 10, 27);
+  // As the router before the upgrade left it: claimed with the unkeyed fingerprint, answered.
+  expect(await store.idempotency.claim({ accountId: 7, key: "before-upgrade", fingerprint: plain('{"CreditGranted":1}'), createdAt: now - 60_000 }, now - 86_400_000)).toBeUndefined();
+  await store.idempotency.complete(7, "before-upgrade", { status: 200, contentType: "application/json", body: sealer.seal('{"ID":9}'), secret: false });
+  let runs = 0;
+  const route = async () => (runs++, Response.json({ ID: 9, again: true }));
+  const retry = await handle(request("before-upgrade"), "/x-users/9", route);
+  expect(retry.headers.get("idempotent-replayed")).toBe("true");
+  expect(await retry.json()).toEqual({ ID: 9 });
+  const other = await handle(request("before-upgrade", '{"CreditGranted":2}'), "/x-users/9", route);
+  expect(other.status).toBe(422);
+  expect(runs).toBe(0);
+});
+
+test("new claims store a fingerprint keyed with the sealing key: not the plain SHA-256, and another deployment's key gives another", async () => {
+  const body = '{"CreditGranted":3}';
+  expect((await handle(request("keyed-1", body), "/x-users/9", async () => Response.json({ ok: true }))).status).toBe(200);
+  const now = Date.UTC(2026, 10, 27);
+  const held = await store.idempotency.claim({ accountId: 7, key: "keyed-1", fingerprint: "probe", createdAt: now }, now - 86_400_000);
+  expect(held?.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+  expect(held?.fingerprint).not.toBe(new Bun.CryptoHasher("sha256").update(`PUT /x-users/9\n${body}`).digest("hex"));
+  const keyed = (seed: number) => new Bun.CryptoHasher("sha256", createSealer(new Uint8Array(32).fill(seed)).derivedKey("idempotency-fingerprint")).update(`PUT /x-users/9\n${body}`).digest("hex");
+  expect(held?.fingerprint).toBe(keyed(7));
+  expect(keyed(8)).not.toBe(keyed(7));
+});
+
+test("a claim made under the deployment's previous secret key: its retry is told the answer can no longer be read, not that the request differs", async () => {
+  const body = '{"CreditGranted":4}';
+  const previous = createSealer(new Uint8Array(32).fill(9));
+  const now = Date.UTC(2026, 10, 27);
+  const fingerprint = new Bun.CryptoHasher("sha256", previous.derivedKey("idempotency-fingerprint")).update(`PUT /x-users/9\n${body}`).digest("hex");
+  await store.idempotency.claim({ accountId: 7, key: "old-secret-key", fingerprint, createdAt: now - 60_000 }, now - 86_400_000);
+  await store.idempotency.complete(7, "old-secret-key", { status: 200, contentType: "application/json", body: previous.seal('{"ID":9}'), secret: false });
+  let runs = 0;
+  const retry = await handle(request("old-secret-key", body), "/x-users/9", async () => (runs++, Response.json({ ok: true })));
+  expect(retry.status).toBe(409);
+  expect(((await retry.json()) as { error: { code: string } }).error.code).toBe("idempotency_answer_not_kept");
+  expect(runs).toBe(0);
+});

@@ -311,6 +311,22 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       expect((await store.providerKeys.all(0)).map((r) => r.level)).toEqual([2]);
     });
 
+    test("stored partial keys are read across tenants and replaced only while they hold what was read, leaving updatedAt", async () => {
+      const store = await fresh();
+      const a = await store.providerKeys.create(0, { level: 1, provider: "https://api.example.com/v1", secretSealed: "s", partialKey: "…clear-a", status: true }, T0);
+      const b = await store.providerKeys.create(5, { level: 1, provider: "https://api.example.com/v1", secretSealed: "s", partialKey: "…clear-b", status: true }, T0);
+      expect(await store.providerKeys.storedPartialKeys()).toEqual([
+        { id: a.id, partialKey: "…clear-a" },
+        { id: b.id, partialKey: "…clear-b" },
+      ]);
+      expect(await store.providerKeys.replacePartialKey(b.id, "…clear-b", "v1:sealed-b")).toBe(true);
+      // Changed meanwhile (a rotation, another instance's conversion): left as it is.
+      expect(await store.providerKeys.replacePartialKey(b.id, "…clear-b", "v1:other")).toBe(false);
+      expect(await store.providerKeys.replacePartialKey(999_999, "…clear-a", "v1:x")).toBe(false);
+      expect(await store.providerKeys.get(5, b.id)).toMatchObject({ partialKey: "v1:sealed-b", updatedAt: T0 });
+      expect(await store.providerKeys.get(0, a.id)).toMatchObject({ partialKey: "…clear-a" });
+    });
+
     test("settings are kept per tenant; put replaces, remove forgets", async () => {
       const store = await fresh();
       await store.settings.put(0, [["A", "1"], ["B", "2"]], T0);

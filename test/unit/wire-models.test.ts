@@ -6,7 +6,7 @@ import { accountRecord } from "../../src/accounts/records.ts";
 import { badRequest, HttpError } from "../../src/core/errors.ts";
 import { noticeRecord } from "../../src/admin/notices/routes.ts";
 import { operationRecord } from "../../src/admin/oplog/routes.ts";
-import { fullRecord, summaryRecord } from "../../src/admin/provider-keys/records.ts";
+import { editRecord, fullRecord, summaryRecord } from "../../src/admin/provider-keys/records.ts";
 import { keyHealthFigures } from "../../src/metering/key-health.ts";
 import { nanosToCredits } from "../../src/accounts/records.ts";
 import { buildBill } from "../../src/metering/reports/bill.ts";
@@ -16,7 +16,7 @@ import { AccountBody, AccountRecord, BatchCreditBody } from "../../src/wire/acco
 import { bodyCheck } from "../../src/wire/check.ts";
 import { Notice, NoticeBody } from "../../src/wire/notices.ts";
 import { LogRow } from "../../src/wire/oplog.ts";
-import { ProviderKeyCreateBody, ProviderKeyRecord, ProviderKeySummary } from "../../src/wire/provider-keys.ts";
+import { ProviderKeyCreateBody, ProviderKeyEdit, ProviderKeyRecord, ProviderKeySummary } from "../../src/wire/provider-keys.ts";
 import { BillInfo, UsageUser } from "../../src/wire/usage.ts";
 
 /** The 400 a check throws: its param and message. */
@@ -168,7 +168,7 @@ describe("the server's record builders produce their wire models", () => {
     expect(Value.Check(AccountBody, body)).toBe(true);
   });
 
-  test("provider key summary and full record", () => {
+  test("provider key summary, full and edit records", () => {
     const row: ProviderKeyRow = {
       id: 3,
       tenantId: 0,
@@ -187,16 +187,22 @@ describe("the server's record builders produce their wire models", () => {
       createdAt: 1_700_000_000_000,
       updatedAt: 1_700_000_100_000,
     };
-    expect(Value.Check(ProviderKeySummary, summaryRecord(row))).toBe(true);
+    const partial = "…abcdefghijklmnopqrst";
+    expect(Value.Check(ProviderKeySummary, summaryRecord(row, partial))).toBe(true);
     const quiet = keyHealthFigures(undefined, "2026-03-10", nanosToCredits);
-    expect([...Value.Errors(ProviderKeyRecord, fullRecord(row, "sk-" + "x".repeat(30), quiet))]).toEqual([]);
+    expect([...Value.Errors(ProviderKeyRecord, fullRecord(row, partial, "sk-" + "x".repeat(30), quiet))]).toEqual([]);
+    // The edit form is the full record less the secret, and its model refuses one.
+    const edit = editRecord(row, partial, quiet);
+    expect([...Value.Errors(ProviderKeyEdit, edit)]).toEqual([]);
+    expect(edit).toEqual(Object.fromEntries(Object.entries(fullRecord(row, partial, "sk-" + "x".repeat(30), quiet)).filter(([field]) => field !== "SecretKey")) as typeof edit);
+    expect(Object.keys(ProviderKeyEdit.properties)).not.toContain("SecretKey");
     const busy = keyHealthFigures(
       { keyId: 3, tenantId: 0, day: "2026-03-10", requests: 4, errors: 1, latencyMs: 1000, spendNanos: 1_500_000, lastErrorAt: 1_700_000_000_000, lastErrorStatus: null, lastErrorMessage: "timeout", lastSuccessAt: 1_700_000_100_000 },
       "2026-03-10",
       nanosToCredits,
     );
     expect(busy.Today).toEqual({ Requests: 4, Errors: 1, Spend: nanosToCredits(1_500_000), AvgLatencyMs: 250 });
-    expect([...Value.Errors(ProviderKeyRecord, fullRecord(row, "sk-" + "x".repeat(30), busy))]).toEqual([]);
+    expect([...Value.Errors(ProviderKeyRecord, fullRecord(row, partial, "sk-" + "x".repeat(30), busy))]).toEqual([]);
   });
 
   test("notice and operation-log row", () => {

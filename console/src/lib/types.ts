@@ -26,7 +26,7 @@ export type AccountRecord = AccountFields & Partial<Pick<CreatedAccount, "Balanc
 /** The key form edits the members of every provider type, so it sees the config union flattened. */
 export type ProviderConfig = { provider_type?: ProviderType } & Partial<Omit<AzureConfig, "provider_type"> & Omit<VertexConfig, "provider_type">>;
 
-/** A key as listed (the summary) or read whole; the console never shows the secret. */
+/** A key as listed (the summary) or read for its form (`fields=edit`, the record without the secret): the console never reads or shows the secret. */
 export type ProviderKey = ProviderKeySummary & { config?: ProviderConfig } & Partial<Pick<ProviderKeyRecord, "SleepReason" | "SleepUntil">>;
 /** A row of the keys list (`fields=overview`): no secret, with the type and a Vertex key's account. */
 export type ProviderKeyRow = ProviderKeyOverview;

@@ -72,9 +72,11 @@ export function KeysPanel() {
     setEditing(null);
     void keys.reload();
   };
+  // The form reads the key's record without its secret (fields=edit): it shows the settings
+  // and the PartialKey, and takes a new secret only to rotate it.
   const edit = async (row: ProviderKey) => {
     try {
-      setEditing((await api.get<ProviderKey>(`/x-keys/${row.ID}`)).data);
+      setEditing((await api.get<ProviderKey>(`/x-keys/${row.ID}${query({ fields: "edit" })}`)).data);
     } catch (e) {
       setError(e);
     }

@@ -24,9 +24,36 @@ export interface SleepState {
   count: number;
 }
 
-/** The display form of a secret: an ellipsis and its last 20 characters (spec 2.1). */
+/**
+ * The display form of a secret: an ellipsis and its last 20 characters (spec 2.1). With
+ * the spec's 20-character minimum that is most or all of a short secret, so it is stored
+ * sealed like the secret itself and opened only to be shown to the owner.
+ */
 export function partialKey(secret: string): string {
   return `…${secret.slice(-20)}`;
+}
+
+/** A stored partial key as shown: opened, or as it is when written in clear before sealing. */
+function openPartialKey(stored: string, sealer: Sealer): string {
+  return sealer.isSealed(stored) ? sealer.open(stored) : stored;
+}
+
+/**
+ * Seals the partial keys that routers before this one stored in clear, every tenant's,
+ * at start (before any request is served). Without it a database would keep those tails
+ * in clear until each key's secret is rotated. Each row is replaced only if it still
+ * holds what was read, so a rotation or another instance doing the same meanwhile is
+ * kept; clear values read later (a row a router of an older version wrote on a shared
+ * database) are still shown as they are, and sealed at the next start. Returns how many
+ * were sealed.
+ */
+export async function sealClearPartialKeys(store: Pick<Store, "providerKeys">, sealer: Sealer): Promise<number> {
+  let sealed = 0;
+  for (const { id, partialKey: stored } of await store.providerKeys.storedPartialKeys()) {
+    if (sealer.isSealed(stored)) continue;
+    if (await store.providerKeys.replacePartialKey(id, stored, sealer.seal(stored))) sealed++;
+  }
+  return sealed;
 }
 
 export interface ProviderKeysRepository {
@@ -39,20 +66,20 @@ export interface ProviderKeysRepository {
   setSleep(id: number, state: SleepState): Promise<void>;
   /** The key's secret, unsealed (for the pool, never for an answer). */
   secretOf(row: ProviderKeyRow): string;
+  /** The key's PartialKey (spec 2.1), unsealed for the records the owner reads. */
+  partialKeyOf(row: ProviderKeyRow): string;
 }
 
 /** One tenant's provider keys, their secrets sealed on the way in. */
 export function createProviderKeysRepository(deps: { store: Store; sealer: Sealer; clock: Clock; tenantId?: number }): ProviderKeysRepository {
   const keys = deps.store.providerKeys;
   const tenantId = deps.tenantId ?? 0;
+  const sealedSecret = (secret: string) => ({ secretSealed: deps.sealer.seal(secret), partialKey: deps.sealer.seal(partialKey(secret)) });
   const sealed = (input: ProviderKeyInput): ProviderKeyValues => ({
     ...(input.name !== undefined && { name: input.name }),
     ...(input.level !== undefined && { level: input.level }),
     ...(input.provider !== undefined && { provider: input.provider }),
-    ...(input.secret !== undefined && {
-      secretSealed: deps.sealer.seal(input.secret),
-      partialKey: partialKey(input.secret),
-    }),
+    ...(input.secret !== undefined && sealedSecret(input.secret)),
     ...(input.noSleep !== undefined && { noSleep: input.noSleep }),
     ...(input.status !== undefined && { status: input.status }),
     ...(input.config !== undefined && { config: JSON.stringify(input.config) }),
@@ -66,11 +93,10 @@ export function createProviderKeysRepository(deps: { store: Store; sealer: Seale
       keys.create(
         tenantId,
         {
-          ...sealed(input),
+          ...sealed({ ...input, secret: undefined }),
+          ...sealedSecret(input.secret),
           level: input.level,
           provider: input.provider,
-          secretSealed: deps.sealer.seal(input.secret),
-          partialKey: partialKey(input.secret),
           status: input.status,
         },
         deps.clock.now(),
@@ -79,5 +105,6 @@ export function createProviderKeysRepository(deps: { store: Store; sealer: Seale
     delete: (id) => keys.delete(tenantId, id),
     setSleep: (id, state) => keys.setSleep(tenantId, id, { sleeping: state.sleeping, sleepReason: state.reason, sleepUntil: state.until, sleepCount: state.count }),
     secretOf: (row) => deps.sealer.open(row.secretSealed),
+    partialKeyOf: (row) => openPartialKey(row.partialKey, deps.sealer),
   };
 }

@@ -20,7 +20,7 @@ import type { ProviderKeyHealth } from "../../wire/provider-keys.ts";
 import type { Tenant } from "../../tenancy/tenants.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import type { OperationLog } from "../oplog/writer.ts";
-import { fullRecord, overviewRecord, summaryRecord } from "./records.ts";
+import { editRecord, fullRecord, overviewRecord, summaryRecord } from "./records.ts";
 import { testKey } from "./key-test.ts";
 import type { Adapters } from "../../upstreams/index.ts";
 import { selfAddress, validateCreate, validateUpdate } from "./validation.ts";
@@ -34,13 +34,16 @@ function idParam(raw: string): number {
   return id;
 }
 
-/** Which form of the record a request asks for (spec 2.1, and `overview` for lists that show more). */
-type RecordForm = "full" | "summary" | "overview";
+/**
+ * Which form of the record a request asks for (spec 2.1; `overview` for lists that show
+ * more, `edit` for a form that shows everything but the secret).
+ */
+type RecordForm = "full" | "summary" | "overview" | "edit";
 function formWanted(query: URLSearchParams): RecordForm {
   const fields = query.get("fields");
   if (fields === null || fields === "" || fields === "full") return "full";
-  if (fields === "summary" || fields === "overview") return fields;
-  throw badRequest('fields must be "summary", "overview" or "full"', "fields");
+  if (fields === "summary" || fields === "overview" || fields === "edit") return fields;
+  throw badRequest('fields must be "summary", "overview", "edit" or "full"', "fields");
 }
 
 /**
@@ -80,12 +83,13 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
     const today = deps.clock.businessDate(deps.clock.now());
     return (row: ProviderKeyRow) => keyHealthFigures(rows.get(row.id), today, nanosToCredits);
   };
-  const renderWith = (tenant: KeyTenant, row: ProviderKeyRow, form: RecordForm, health: ((row: ProviderKeyRow) => ProviderKeyHealth) | undefined) =>
-    form === "summary" || !health
-      ? summaryRecord(row)
-      : form === "overview"
-        ? overviewRecord(row, () => tenant.providerKeys.secretOf(row), health(row))
-        : fullRecord(row, tenant.providerKeys.secretOf(row), health(row));
+  const renderWith = (tenant: KeyTenant, row: ProviderKeyRow, form: RecordForm, health: ((row: ProviderKeyRow) => ProviderKeyHealth) | undefined) => {
+    const partialKey = tenant.providerKeys.partialKeyOf(row);
+    if (form === "summary" || !health) return summaryRecord(row, partialKey);
+    if (form === "overview") return overviewRecord(row, partialKey, () => tenant.providerKeys.secretOf(row), health(row));
+    if (form === "edit") return editRecord(row, partialKey, health(row));
+    return fullRecord(row, partialKey, tenant.providerKeys.secretOf(row), health(row));
+  };
   const render = async (tenant: KeyTenant, row: ProviderKeyRow, form: RecordForm) => renderWith(tenant, row, form, await healthOf(tenant, form));
   // Another tenant's key id is as unknown as one that never existed.
   const existing = async (tenant: KeyTenant, rawId: string): Promise<ProviderKeyRow> => {

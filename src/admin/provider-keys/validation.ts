@@ -292,17 +292,21 @@ async function assertAllowedAddress(url: URL, param: string, guard: AddressGuard
 
 /**
  * URLs of the input that requests (or token exchanges) would be sent to: the provider,
- * a Vertex key's base_url and token_uri (config or, when the secret is given, the key file's).
+ * a Vertex key's base_url and token_uri (config's, and the key file's). `secret` is the
+ * key file the write leaves in force: the new one, or the stored one when only the config
+ * changes (a key whose type becomes vertex, or whose config.token_uri is dropped, starts
+ * sending its assertion to the stored file's token_uri, which was never checked as such).
  */
-async function assertUrlsAllowed(input: ProviderKeyInput, checks: UrlChecks, config: ProviderConfig | undefined): Promise<void> {
+async function assertUrlsAllowed(input: ProviderKeyInput, checks: UrlChecks, config: ProviderConfig | undefined, secret: string | undefined): Promise<void> {
   const urls: Array<[string, string]> = [];
   if (input.provider) urls.push([input.provider, "Provider"]);
   if (input.config?.provider_type === "vertex") {
     if (input.config.base_url) urls.push([input.config.base_url, "config.base_url"]);
     if (input.config.token_uri) urls.push([input.config.token_uri, "config.token_uri"]);
   }
-  if (input.secret !== undefined && config?.provider_type === "vertex") {
-    const fileTokenUri = parseServiceAccount(input.secret).token_uri;
+  if (secret !== undefined && config?.provider_type === "vertex") {
+    // checkSecret parsed it already: its token_uri is https (or absent, Google's default).
+    const fileTokenUri = parseServiceAccount(secret).token_uri;
     if (fileTokenUri) urls.push([fileTokenUri, "SecretKey"]);
   }
   for (const [value, param] of urls) {
@@ -316,7 +320,7 @@ export async function validateCreate(body: Record<string, unknown>, checks: UrlC
   const input = readFields(checkCreate(body));
   const config = input.config ?? { provider_type: "standard" };
   checkSecret(input.secret!, config, false);
-  await assertUrlsAllowed(input, checks, config);
+  await assertUrlsAllowed(input, checks, config, input.secret);
   return { ...input, config, level: input.level!, provider: input.provider!, secret: input.secret!, status: input.status! };
 }
 
@@ -332,6 +336,7 @@ export async function validateUpdate(
   if (input.config !== undefined || input.secret !== undefined) {
     checkSecret(input.secret ?? current.secret, input.config ?? current.config, input.secret === undefined);
   }
-  await assertUrlsAllowed(input, checks, input.config ?? current.config);
+  const secretInForce = input.secret ?? (input.config !== undefined ? current.secret : undefined);
+  await assertUrlsAllowed(input, checks, input.config ?? current.config, secretInForce);
   return input;
 }

@@ -43,5 +43,14 @@ export function postgresProviderKeys({ db }: Scope): ProviderKeyStore {
     async setSleep(tenantId, id, sleep) {
       await db.update(providerKeys).set(sleep).where(byId(tenantId, id));
     },
+    storedPartialKeys: () => db.select({ id: providerKeys.id, partialKey: providerKeys.partialKey }).from(providerKeys).orderBy(providerKeys.id),
+    replacePartialKey: async (id, from, to) =>
+      (
+        await db
+          .update(providerKeys)
+          .set({ partialKey: to })
+          .where(and(eq(providerKeys.id, id), eq(providerKeys.partialKey, from)))
+          .returning({ id: providerKeys.id })
+      ).length > 0,
   };
 }

@@ -12,7 +12,11 @@ export const idempotencyKeys = sqliteTable(
     /** The account whose API key sent the request: keys of different accounts never meet. */
     accountId: integer("account_id").notNull(),
     key: text("key").notNull(),
-    /** SHA-256 of the method, path and body: a key sent again with another request is refused. */
+    /**
+     * HMAC-SHA-256 of the method, path and body, keyed from the sealing key (bodies can hold
+     * passwords and provider secrets): a key sent again with another request is refused.
+     * Rows written by routers before that hold the plain SHA-256 (src/http/idempotency.ts).
+     */
     fingerprint: text("fingerprint").notNull(),
     /** The answer's status; 0 while the request runs. */
     status: integer("status").notNull().default(0),

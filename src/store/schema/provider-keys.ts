@@ -1,8 +1,11 @@
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
- * Upstream credentials (spec 2.1). The secret is sealed (AES-256-GCM); `partialKey`
- * is the non-secret display form. `Status` and `Sleeping` are independent flags.
+ * Upstream credentials (spec 2.1). The secret is sealed (AES-256-GCM), and so is
+ * `partialKey`, its display form: the spec's last 20 characters are most or all of a short
+ * secret. Rows written before it was sealed hold it in clear (`…` + tail) until the next
+ * start seals them (admin/provider-keys/repository.ts). `Status` and `Sleeping` are
+ * independent flags.
  */
 export const providerKeys = sqliteTable(
   "provider_keys",

@@ -41,5 +41,13 @@ export function sqliteProviderKeys(db: Db): Synchronous<ProviderKeyStore> {
     setSleep(tenantId, id, sleep) {
       db.update(providerKeys).set(sleep).where(byId(tenantId, id)).run();
     },
+    storedPartialKeys: () => db.select({ id: providerKeys.id, partialKey: providerKeys.partialKey }).from(providerKeys).orderBy(providerKeys.id).all(),
+    replacePartialKey: (id, from, to) =>
+      db
+        .update(providerKeys)
+        .set({ partialKey: to })
+        .where(and(eq(providerKeys.id, id), eq(providerKeys.partialKey, from)))
+        .returning({ id: providerKeys.id })
+        .all().length > 0,
   };
 }
