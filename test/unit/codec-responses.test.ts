@@ -126,7 +126,6 @@ describe("reading a Responses client's request", () => {
     ["previous_response_id", { previous_response_id: "resp_1" }, "previous_response_id"],
     ["conversation", { conversation: "conv_1" }, "conversation"],
     ["prompt", { prompt: { id: "pmpt_1" } }, "prompt"],
-    ["background", { background: true }, "background"],
     ["item_reference", { input: [{ type: "item_reference", id: "msg_1" }] }, "input[0]"],
     ["a hosted tool's item", { input: [{ type: "web_search_call", id: "ws_1", status: "completed" }] }, "input[0].type"],
     ["an image by file_id", { input: [{ role: "user", content: [{ type: "input_image", file_id: "file-1", detail: "auto" }] }] }, "input[0].content[0].file_id"],
