@@ -1,13 +1,13 @@
-import type { RouterMetrics } from "../metrics/router-metrics.ts";
-import { familyOf } from "../formats/registry.ts";
-import type { AttemptFact } from "./request-log.ts";
-import type { UsageEvent } from "./usage-recorder.ts";
-
 /**
  * A settled call in the router's metrics (`/metrics`): its request, duration, tokens and
  * credit, and each upstream attempt in the per-key and per-Level series. Called once
  * per settled call, so it builds no label strings after a key's first call.
  */
+import type { RouterMetrics } from "../metrics/router-metrics.ts";
+import { familyOf } from "../formats/registry.ts";
+import type { AttemptFact } from "./request-log.ts";
+import type { UsageEvent } from "./usage-recorder.ts";
+
 /** Counts a finished call in the metrics: a few map lookups. */
 export function observe(metrics: RouterMetrics | undefined, event: UsageEvent, cost: number): void {
   if (!metrics) return;
