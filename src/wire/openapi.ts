@@ -87,7 +87,7 @@ const RANGE = [
   q("end", "string", "last day, YYYY-MM-DD (with start)"),
   q("days", "integer", "the last N business days, today included (1 to 366)"),
 ];
-const FIELDS = q("fields", "string", "summary (the spec's masked record, ProviderKeySummary), overview (summary, type, service account, sleep, Health; no secret: ProviderKeyOverview), edit (the full record without SecretKey: ProviderKeyEdit) or full (default, with Health)");
+const FIELDS = q("fields", "string", "summary (the spec's masked record, ProviderKeySummary), overview (summary, type, service account, sleep, Health; no secret: ProviderKeyOverview), edit (the full record without SecretKey: ProviderKeyEdit) or full (default, with Health); a write's answer too");
 const IDENTIFIER = p("identifier", "an account ID, name or email");
 const KEY_ID = p("id", "a provider key ID");
 
@@ -178,12 +178,12 @@ const OPERATIONS: Operation[] = [
   },
 
   { method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID"), q("level", "integer", "a Level"), q("provider", "string", "a substring of the URL")], answer: [200, ["ProviderKeyRecord"]] },
-  { method: "post", path: "/x-keys", summary: "Add a provider key", who: "owner", body: "ProviderKeyCreateBody", answer: [201, "ProviderKeyRecord"] },
+  { method: "post", path: "/x-keys", summary: "Add a provider key", who: "owner", params: [FIELDS], body: "ProviderKeyCreateBody", answer: [201, "ProviderKeyRecord"] },
   { method: "get", path: "/x-keys/{id}", summary: "One provider key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, "ProviderKeyRecord"] },
-  { method: "put", path: "/x-keys/{id}", summary: "Update a provider key (a new SecretKey rotates it)", who: "owner", params: [KEY_ID], body: "ProviderKeyUpdateBody", answer: [200, "ProviderKeyRecord"] },
+  { method: "put", path: "/x-keys/{id}", summary: "Update a provider key (a new SecretKey rotates it)", who: "owner", params: [KEY_ID, FIELDS], body: "ProviderKeyUpdateBody", answer: [200, "ProviderKeyRecord"] },
   { method: "delete", path: "/x-keys/{id}", summary: "Delete a provider key (force: even the last enabled key of a Level)", who: "owner", params: [KEY_ID, q("force", "boolean", "delete the last enabled key of a Level too")], answer: [200, "ProviderKeyDeleted"] },
-  { method: "post", path: "/x-keys/{id}/sleep", summary: "Put a key to sleep until woken", who: "owner", params: [KEY_ID], answer: [200, "ProviderKeyRecord"] },
-  { method: "post", path: "/x-keys/{id}/wake", summary: "Wake a key", who: "owner", params: [KEY_ID], answer: [200, "ProviderKeyRecord"] },
+  { method: "post", path: "/x-keys/{id}/sleep", summary: "Put a key to sleep until woken", who: "owner", params: [KEY_ID, FIELDS], answer: [200, "ProviderKeyRecord"] },
+  { method: "post", path: "/x-keys/{id}/wake", summary: "Wake a key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, "ProviderKeyRecord"] },
   {
     method: "post",
     path: "/x-keys/{id}/test",

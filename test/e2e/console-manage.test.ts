@@ -176,6 +176,12 @@ describe("the key Edit form and the secret", () => {
       await own.getByText(`Key ${id} saved.`).waitFor();
       const stored = (await (await router.fetch(`/x-keys/${id}`)).json()) as Record<string, any>;
       expect(stored).toMatchObject({ Level: 3, Name: "cli-made", SecretKey: SECRET });
+      // A key action's answer does not bring it either (writes are answered in the form asked for).
+      await own.getByRole("button", { name: `Sleep key ${id} (cli-made)` }).click();
+      await own.getByText(`Key ${id} put to sleep.`).waitFor();
+      await Bun.sleep(200);
+      expect(ownSeen.some((r) => r.method === "PUT" && r.url.endsWith(`/x-keys/${id}?fields=edit`))).toBe(true);
+      expect(bodies.filter((b) => b.text.includes(SECRET)).map((b) => b.url.replace(router.url, ""))).toEqual([]);
       expect(ownErrors).toEqual([]);
     } finally {
       await context.close();

@@ -189,6 +189,43 @@ describe("provider keys: records, access and lifecycle", () => {
     expect(list).toEqual([await (await router.fetch(`/x-keys/${plain.ID}?fields=edit`)).json()]);
   });
 
+  test("writes are answered in the form asked for (fields=edit or summary: no secret back); a bad form refuses the write before anything is written", async () => {
+    const sk = secret("write-form");
+    const post = await router.fetch("/x-keys?fields=edit", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ Provider: "https://api.example.com/v1", SecretKey: sk, Level: 1, Status: true, Name: "write-form" }),
+    });
+    expect(post.status).toBe(201);
+    const created: any = await post.json();
+    expect(created.SecretKey).toBeUndefined();
+    expect(created).toMatchObject({ Name: "write-form", PartialKey: `…${sk.slice(-20)}` });
+    const put = await router.fetch(`/x-keys/${created.ID}?fields=summary`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ Name: "renamed" }) });
+    expect(put.status).toBe(200);
+    const text = await put.text();
+    expect(text).not.toContain(sk);
+    expect(JSON.parse(text)).toMatchObject({ ID: created.ID, Name: "renamed" });
+    for (const action of ["sleep", "wake"]) {
+      const res = await router.fetch(`/x-keys/${created.ID}/${action}?fields=edit`, { method: "POST" });
+      expect(res.status).toBe(200);
+      expect(await res.text()).not.toContain(sk);
+    }
+    // Without fields, a write's answer is the full record, as the spec says.
+    const full: any = await (await router.fetch(`/x-keys/${created.ID}`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ Name: "full" }) })).json();
+    expect(full.SecretKey).toBe(sk);
+    // A form that does not exist: 400 naming fields, and the write is not made.
+    const before = (await (await router.fetch("/x-keys")).json()) as any[];
+    const badPost = await router.fetch("/x-keys?fields=everything", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ Provider: "https://api.example.com/v1", SecretKey: secret("never"), Level: 1, Status: true }),
+    });
+    expect({ status: badPost.status, param: ((await badPost.json()) as any).error.param }).toEqual({ status: 400, param: "fields" });
+    const badPut = await router.fetch(`/x-keys/${created.ID}?fields=everything`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ Name: "never" }) });
+    expect(badPut.status).toBe(400);
+    expect((await (await router.fetch("/x-keys")).json()) as any[]).toEqual(before);
+  });
+
   test("GET of an unknown id is 404, of a non-integer id 400", async () => {
     const missing = await router.fetch("/x-keys/99999");
     expect(missing.status).toBe(404);

@@ -40,18 +40,18 @@ export function KeyActions(props: { row: ProviderKey; onEdit: () => void; onChan
         Edit
       </button>
       {row.Sleeping ? (
-        <button type="button" aria-label={`Wake ${label}`} onClick={() => act(() => api.post(`/x-keys/${row.ID}/wake`), `Key ${row.ID} woken.`)}>
+        <button type="button" aria-label={`Wake ${label}`} onClick={() => act(() => api.post(`/x-keys/${row.ID}/wake?fields=summary`), `Key ${row.ID} woken.`)}>
           Wake
         </button>
       ) : (
-        <button type="button" aria-label={`Sleep ${label}`} onClick={() => act(() => api.post(`/x-keys/${row.ID}/sleep`), `Key ${row.ID} put to sleep.`)}>
+        <button type="button" aria-label={`Sleep ${label}`} onClick={() => act(() => api.post(`/x-keys/${row.ID}/sleep?fields=summary`), `Key ${row.ID} put to sleep.`)}>
           Sleep
         </button>
       )}
       <button
         type="button"
         aria-label={`${row.Status ? "Disable" : "Enable"} ${label}`}
-        onClick={() => act(() => api.put(`/x-keys/${row.ID}`, { Status: !row.Status }), `Key ${row.ID} ${row.Status ? "disabled" : "enabled"}.`)}
+        onClick={() => act(() => api.put(`/x-keys/${row.ID}?fields=summary`, { Status: !row.Status }), `Key ${row.ID} ${row.Status ? "disabled" : "enabled"}.`)}
       >
         {row.Status ? "Disable" : "Enable"}
       </button>

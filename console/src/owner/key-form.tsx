@@ -99,7 +99,8 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
       const nextConfig = config();
       if (!r || canonical(nextConfig) !== canonical({ provider_type: "standard", ...r.config })) body.config = nextConfig;
       if (!r) {
-        const { data } = await api.post<ProviderKey>("/x-keys", body);
+        // Answered without the secret (`fields=edit`): the console never receives it back.
+        const { data } = await api.post<ProviderKey>("/x-keys?fields=edit", body);
         let message = `Key ${data.ID} added to Level ${data.Level}.`;
         if (pattern.trim()) {
           const before = await addLevelMapping(pattern.trim(), data.Level);
@@ -107,7 +108,7 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
         }
         props.onDone(message);
       } else {
-        await api.put<ProviderKey>(`/x-keys/${r.ID}`, body);
+        await api.put<ProviderKey>(`/x-keys/${r.ID}?fields=edit`, body);
         props.onDone(`Key ${r.ID} saved.`);
       }
     });

@@ -36,7 +36,8 @@ function idParam(raw: string): number {
 
 /**
  * Which form of the record a request asks for (spec 2.1; `overview` for lists that show
- * more, `edit` for a form that shows everything but the secret).
+ * more, `edit` for a form that shows everything but the secret), in a read's answer or a
+ * write's (a console saving a key need not have the opened secret sent back).
  */
 type RecordForm = "full" | "summary" | "overview" | "edit";
 function formWanted(query: URLSearchParams): RecordForm {
@@ -142,11 +143,12 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
 
   /** Manual sleep lasts until woken; waking also clears an automatic sleep and its back-off. */
   const setSleep = async (tenant: KeyTenant, rawId: string, sleeping: boolean, principal: Principal, request: Request) => {
+    const form = formWanted(query(request));
     const row = await existing(tenant, rawId);
     await tenant.pool.setManualSleep(row.id, sleeping);
     await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
     await audit(tenant, sleeping ? "key.sleep" : "key.wake", principal, request, row.id, { level: row.level });
-    return render(tenant, (await tenant.providerKeys.get(row.id))!, "full");
+    return render(tenant, (await tenant.providerKeys.get(row.id))!, form);
   };
 
   return new Elysia()
@@ -171,18 +173,21 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
     .post(
       "/x-keys",
       async ({ request, set, principal, tenant }) => {
+        // The answer's form is read first: a bad one refuses the request before anything is written.
+        const form = formWanted(query(request));
         const input = await validateCreate(await readJsonObject(request, deps.config.maxBody), checks(request));
         const row = await tenant.providerKeys.create(input);
         await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
         await audit(tenant, "key.create", principal, request, row.id, { level: row.level, type: input.config?.provider_type ?? "standard" });
         set.status = 201;
-        return render(tenant, row, "full");
+        return render(tenant, row, form);
       },
       { owner: true, parse: "none" },
     )
     .put(
       "/x-keys/:id",
       async ({ request, params, principal, tenant }) => {
+        const form = formWanted(query(request));
         const row = await existing(tenant, params.id);
         const current = { config: JSON.parse(row.config) as ProviderConfig, secret: tenant.providerKeys.secretOf(row) };
         const input = await validateUpdate(await readJsonObject(request, deps.config.maxBody), current, checks(request));
@@ -194,7 +199,7 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
         }
         await deps.bus.publish({ kind: "keys", tenantId: tenant.tenantId });
         await audit(tenant, "key.update", principal, request, row.id, { level: updated.level, fields: Object.keys(input).join(",") });
-        return render(tenant, updated, "full");
+        return render(tenant, updated, form);
       },
       { owner: true, parse: "none" },
     )
