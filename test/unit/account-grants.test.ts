@@ -3,42 +3,13 @@ import { HttpError } from "../../src/core/errors.ts";
 import type { AccountInput } from "../../src/accounts/input.ts";
 import { columnsForCreate, columnsForUpdate } from "../../src/accounts/grants.ts";
 import type { AccountRow } from "../../src/store/store.ts";
+import { accountRow } from "../helpers/account-row.ts";
 
 const DEFAULT_RESOURCES = "/v1/*,/v1beta/*,/chat/completions,/responses,/embeddings,/models,/dashboard/*,/x-self,/x-pricing";
 
-function row(overrides: Partial<AccountRow> = {}): AccountRow {
-  return {
-    id: 7,
-    parentId: 1,
-    path: "/1/7/",
-    depth: 2,
-    isOwner: false,
-    email: "caller@example.com",
-    name: "caller",
-    alias: null,
-    billingEmail: null,
-    rates: 1,
-    rpm: null,
-    rph: null,
-    rpd: null,
-    tpm: null,
-    tph: null,
-    tpd: null,
-    dailyLimit: null,
-    hardLimit: null,
-    softLimit: null,
-    modelLimits: null,
-    allowIps: null,
-    allowModels: null,
-    resources: `${DEFAULT_RESOURCES},/x-users*,/x-dna*`,
-    keyHash: "h",
-    keyPrefix: "sk-rt-xxxx",
-    createdAt: 0,
-    updatedAt: 0,
-    deletedAt: null,
-    ...overrides,
-  };
-}
+/** The caller of these tests: may manage accounts and grant DNA. */
+const row = (overrides: Partial<AccountRow> = {}): AccountRow =>
+  accountRow({ email: "caller@example.com", name: "caller", resources: `${DEFAULT_RESOURCES},/x-users*,/x-dna*`, keyPrefix: "sk-rt-xxxx", ...overrides });
 
 const owner = row({ id: 1, parentId: null, path: "/1/", depth: 1, isOwner: true, resources: null });
 const input = (fields: Partial<AccountInput> = {}): AccountInput => ({ limits: {}, ...fields });

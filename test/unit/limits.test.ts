@@ -12,6 +12,7 @@ import { createPeriodCounters, createPeriodSeeder } from "../../src/metering/quo
 import { openStore } from "../../src/store/open.ts";
 import { compilePattern } from "../../src/routing/patterns.ts";
 import type { AccountRow } from "../../src/store/store.ts";
+import { accountRow } from "../helpers/account-row.ts";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -19,39 +20,7 @@ const HOUR = 60 * MINUTE;
 /** 2026-03-10 12:00:00 UTC, a whole second. */
 const T0 = Date.UTC(2026, 2, 10, 12);
 
-function account(fields: Partial<AccountRow> = {}): AccountRow {
-  return {
-    id: 7,
-    parentId: 1,
-    path: "/1/7/",
-    depth: 2,
-    isOwner: false,
-    email: "a@example.com",
-    name: "acct",
-    alias: null,
-    billingEmail: null,
-    rates: 1,
-    rpm: null,
-    rph: null,
-    rpd: null,
-    tpm: null,
-    tph: null,
-    tpd: null,
-    dailyLimit: null,
-    hardLimit: null,
-    softLimit: null,
-    modelLimits: null,
-    allowIps: null,
-    allowModels: null,
-    resources: null,
-    keyHash: "h",
-    keyPrefix: "p",
-    createdAt: 0,
-    updatedAt: 0,
-    deletedAt: null,
-    ...fields,
-  };
-}
+const account = accountRow;
 
 /** An in-memory State whose period totals start at 0 (no rollups), on a manual clock. */
 function memoryState(clock: { now(): number }) {

@@ -10,6 +10,7 @@ import { createPeriodCounters } from "../../src/metering/quotas.ts";
 import type { UsageEvent, UsageRecorder } from "../../src/metering/usage-recorder.ts";
 import { createMemoryState } from "../../src/state/memory.ts";
 import type { AccountRow } from "../../src/store/store.ts";
+import { accountRow } from "../helpers/account-row.ts";
 
 /**
  * How the meter settles a call's spend into the day and month totals DailyLimit and
@@ -24,39 +25,7 @@ const PRICES = createPriceBook({ ChatPricing: { "acme-*": { InputText: 2, Output
 const USED = { ...ZERO_USAGE, prompt: 1000, completion: 500 };
 const COST = 6_000_000;
 
-function account(fields: Partial<AccountRow> = {}): AccountRow {
-  return {
-    id: 7,
-    parentId: 1,
-    path: "/1/7/",
-    depth: 2,
-    isOwner: false,
-    email: "a@example.com",
-    name: "acct",
-    alias: null,
-    billingEmail: null,
-    rates: 1,
-    rpm: null,
-    rph: null,
-    rpd: null,
-    tpm: null,
-    tph: null,
-    tpd: null,
-    dailyLimit: null,
-    hardLimit: null,
-    softLimit: null,
-    modelLimits: null,
-    allowIps: null,
-    allowModels: null,
-    resources: null,
-    keyHash: "h",
-    keyPrefix: "p",
-    createdAt: 0,
-    updatedAt: 0,
-    deletedAt: null,
-    ...fields,
-  };
-}
+const account = accountRow;
 
 /** A meter on the in-memory State, with no rollups (every new period starts at 0) and credit to spare. */
 function meterAt(start: number) {
