@@ -9,7 +9,6 @@ import { createPriceBook } from "../../src/metering/pricing/price-book.ts";
 import { createPeriodCounters } from "../../src/metering/quotas.ts";
 import type { UsageEvent, UsageRecorder } from "../../src/metering/usage-recorder.ts";
 import { createMemoryState } from "../../src/state/memory.ts";
-import type { AccountRow } from "../../src/store/store.ts";
 import { accountRow } from "../helpers/account-row.ts";
 
 /**
