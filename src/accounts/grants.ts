@@ -1,5 +1,5 @@
 import { badRequest } from "../core/errors.ts";
-import { bestMatch, compilePattern, splitList } from "../routing/patterns.ts";
+import { bestMatch, compilePattern, patternsOverlap, splitList, type CompiledPattern } from "../routing/patterns.ts";
 import type { AccountRow, NewAccountRow } from "../store/store.ts";
 import { DEFAULT_RESOURCES, resourcesOf } from "./access.ts";
 import type { AccountInput } from "./input.ts";
@@ -70,6 +70,40 @@ function checkModelLimits(caller: AccountRow, limits: ModelLimits): void {
         throw badRequest(`ModelLimits["${pattern}"].${member} must be set: your own limit for it is ${cap}`, "ModelLimits");
       }
       if (value > cap) throw badRequest(`ModelLimits["${pattern}"].${member} ${value} exceeds your own ${cap}`, "ModelLimits");
+    }
+    checkOverlaps(own, pattern, limit);
+  }
+}
+
+/** Whether `a` wins over `b` for a model both match, or may (a tie goes to the earlier entry: either may be first). */
+const mayWinOver = (a: CompiledPattern, b: CompiledPattern) => a.exact || (!b.exact && a.literals >= b.literals);
+/** Whether `a` always wins over `b` for a model both match. */
+const winsOver = (a: CompiledPattern, b: CompiledPattern) => (a.exact && !b.exact) || (!b.exact && a.literals > b.literals);
+
+/**
+ * A child's pattern read as a model name meets only the caller's entries that match that
+ * text ("*pt-4o" is not a model "gpt-*" matches), yet for a real model both match (gpt-4o)
+ * the child's more specific pattern governs, where the caller's entry (which the child
+ * keeps a copy of) governed the caller. So each caller entry whose models overlap the
+ * pattern's, and which the pattern may win over, bounds it too, unless another entry of
+ * the caller covers all of the pattern's models and wins over that one (the caller's
+ * limit there is that other entry's). A copy of a caller's entry governs the child's
+ * models where the original governs the caller's: its own bound is enough.
+ */
+function checkOverlaps(own: ReadonlyArray<{ pattern: CompiledPattern; limit: ModelLimits[string] }>, pattern: string, limit: ModelLimits[string]): void {
+  if (own.some((entry) => entry.pattern.source === pattern)) return;
+  const compiled = compilePattern(pattern);
+  for (const entry of own) {
+    if (!mayWinOver(compiled, entry.pattern) || !patternsOverlap(pattern, entry.pattern.source)) continue;
+    // A caller's entry covering every model of the pattern (read literally: its `*` then
+    // stands in for any run) and winning over this one governs them for the caller instead.
+    if (own.some((other) => other !== entry && other.pattern.test(pattern) && winsOver(other.pattern, entry.pattern))) continue;
+    for (const member of MODEL_LIMIT_MEMBERS) {
+      const cap = entry.limit[member];
+      if (cap === undefined || cap === null) continue;
+      const value = limit[member];
+      if (value === undefined) throw badRequest(`ModelLimits["${pattern}"].${member} must be set: it covers models of your own entry "${entry.pattern.source}", whose ${member} is ${cap}`, "ModelLimits");
+      if (value > cap) throw badRequest(`ModelLimits["${pattern}"].${member} ${value} exceeds ${cap}, the ${member} of your own entry "${entry.pattern.source}" for the models both cover`, "ModelLimits");
     }
   }
 }

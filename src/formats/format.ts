@@ -42,6 +42,11 @@ export interface Endpoint {
   defaultModel?: string;
   /** The call creates an upstream object whose id binds it to the key that served it. */
   creates?: "response" | "video" | "file" | "thread" | "run" | "client_secret";
+  /**
+   * The call may continue a stored response (`previous_response_id`): it goes only to the
+   * key that made it, and only for the account that did (Responses and its compaction).
+   */
+  continues?: true;
 }
 
 /** A client's model call, read once by its family's module: what routing, admission and the relay need. */

@@ -8,7 +8,8 @@ export type ObjectKind = "file" | "response" | "thread" | "run" | "video" | "cli
  * it, in the database (it survives restarts) with a small in-memory cache in front.
  */
 export interface Affinity {
-  remember(objectId: string, kind: ObjectKind, accountId: number, keyId: number): Promise<void>;
+  /** `mintedBy`: a realtime client secret's minter (the hash of the router key that minted it: the secret dies with that key). */
+  remember(objectId: string, kind: ObjectKind, accountId: number, keyId: number, mintedBy?: string): Promise<void>;
   lookup(objectId: string): Promise<UpstreamObjectRow | undefined>;
   forget(objectId: string): Promise<void>;
   /** Objects of a kind the account created, newest first. */
@@ -26,8 +27,8 @@ export function createAffinity(deps: { store: Store; clock: Clock }): Affinity {
     return row;
   };
   return {
-    async remember(objectId, kind, accountId, keyId) {
-      const row = { objectId, kind, accountId, keyId, createdAt: deps.clock.now() };
+    async remember(objectId, kind, accountId, keyId, mintedBy) {
+      const row = { objectId, kind, accountId, keyId, createdAt: deps.clock.now(), mintedBy: mintedBy ?? null };
       await objects.put(row);
       cached(row);
     },

@@ -62,7 +62,7 @@ export function createDeliver(deps: DeliverDeps) {
   // said in the log; the answer itself still reaches the client.
   const remember = (input: RelayInput, route: ServedRoute, id: string, kind: Parameters<Affinity["remember"]>[1]) =>
     affinity
-      .remember(id, kind, input.principal.account.id, route.keyId)
+      .remember(id, kind, input.principal.account.id, route.keyId, kind === "client_secret" ? input.principal.account.keyHash : undefined)
       .catch((error: unknown) => deps.log.error("an upstream object's key binding could not be stored", { kind, key: route.keyId, error: causeMessage(error) }));
 
   return async function deliver(input: RelayInput, answer: Answered): Promise<Delivery> {

@@ -86,7 +86,7 @@ export function createPipeline(deps: PipelineDeps) {
    */
   const continuation = (caller: Caller, call: ClientCall): Promise<number> | undefined => {
     const previous = call.json?.previous_response_id;
-    if (call.endpoint.creates !== "response" || typeof previous !== "string") return undefined;
+    if (!call.endpoint.continues || typeof previous !== "string") return undefined;
     return boundKey(caller, previous);
   };
   const boundKey = async (caller: Caller, previous: string): Promise<number> => {

@@ -41,8 +41,10 @@ const viewOf = (account: AccountRow): View => (account.isOwner ? "tenant" : canM
 async function callerOf(deps: RequestLogRouteDeps, request: Request, path: string): Promise<Caller> {
   const principal = await deps.auth.require(request, familyOfRequest(request.headers, path));
   const tenant = await deps.tenantOf(principal.account);
+  // The dashboard's path stands in for the account's own Resources only: the system
+  // RESOURCES, which no account's Resources can widen, is checked on the path itself.
   const checked = resourceAllowed(principal.account, path) ? path : DASHBOARD_PATH;
-  checkAccess(principal, checked, () => clientIp(request, deps.config.trustProxy), tenant.settings.resources());
+  checkAccess(principal, path, () => clientIp(request, deps.config.trustProxy), tenant.settings.resources(), checked);
   // Said once the caller is known to be allowed: an empty list would look like a router nobody calls.
   if (deps.config.requestLogDays === 0) throw notFound("The request log is off on this router (--request-log-days 0): no call is recorded", "request_log_off");
   return { principal, tenant };

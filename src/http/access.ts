@@ -23,6 +23,8 @@ export function checkAccess(
   /** The client's address, asked for only when the key has AllowIPs. */
   clientIp: () => string | undefined,
   system: readonly CompiledPattern[] | null,
+  /** The path the account's own Resources are checked against, when another (the request log's dashboard fallback). */
+  resourcesPath = path,
 ): void {
   if (principal.allowIps.length > 0) {
     const ip = clientIp();
@@ -33,7 +35,7 @@ export function checkAccess(
   if (system != null && !listAllows(system, path) && !(principal.account.isOwner && OWNER_RECOVERY_PATHS.has(path))) {
     throw forbidden(`${path} is not in the system RESOURCES allowlist of this router`, "resource_not_allowed");
   }
-  if (principal.resources !== null && !listAllows(principal.resources, path)) {
+  if (principal.resources !== null && !listAllows(principal.resources, resourcesPath)) {
     throw forbidden(`This API key may not use ${path} (Resources)`, "resource_not_allowed");
   }
 }

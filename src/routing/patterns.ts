@@ -24,6 +24,47 @@ export function compilePattern(source: string): CompiledPattern {
   return { source, literals, exact, test: (value) => regex.test(value) };
 }
 
+/**
+ * Whether some value matches both patterns: a walk over the pairs of positions in the
+ * two (a `*` may match nothing, or one more character and stay), trying each literal
+ * character of either and one character neither names.
+ */
+export function patternsOverlap(a: string, b: string): boolean {
+  const OTHER = "\u0000";
+  const alphabet = new Set([...a.replaceAll("*", ""), ...b.replaceAll("*", ""), OTHER]);
+  /** The positions reachable from `i` without a character: past each `*`. */
+  const closure = (pattern: string, i: number): number[] => {
+    const out = [i];
+    while (i < pattern.length && pattern[i] === "*") out.push(++i);
+    return out;
+  };
+  /** Where a position goes on `c`: a `*` stays, a literal equal to `c` moves past it. */
+  const step = (pattern: string, i: number, c: string): number | undefined => (pattern[i] === "*" ? i : i < pattern.length && pattern[i] === c ? i + 1 : undefined);
+  const seen = new Set<string>();
+  const queue: Array<[number, number]> = [];
+  const add = (i: number, j: number) => {
+    for (const x of closure(a, i)) {
+      for (const y of closure(b, j)) {
+        const key = `${x},${y}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        queue.push([x, y]);
+      }
+    }
+  };
+  add(0, 0);
+  for (let next = 0; next < queue.length; next++) {
+    const [i, j] = queue[next]!;
+    if (i === a.length && j === b.length) return true;
+    for (const c of alphabet) {
+      const x = step(a, i, c);
+      const y = step(b, j, c);
+      if (x !== undefined && y !== undefined) add(x, y);
+    }
+  }
+  return false;
+}
+
 export function matchesPattern(pattern: string, value: string): boolean {
   return compilePattern(pattern).test(value);
 }

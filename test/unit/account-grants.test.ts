@@ -129,6 +129,29 @@ describe("columnsForCreate", () => {
     expect(columnsForCreate(accountOnly, input({ modelLimits: null })).modelLimits).toBeNull();
   });
 
+  test("ModelLimits: a child pattern that would win over a caller's entry for models both cover is bounded by that entry", () => {
+    const manager = row({ modelLimits: JSON.stringify({ "gpt-*": { rpm: 1 }, "*": { rpm: 100 }, "gpt-4o": { rpm: 5 } }) });
+    const kept = { "gpt-*": { rpm: 1 }, "*": { rpm: 100 }, "gpt-4o": { rpm: 5 } };
+    // "*pt-4o" is not a name "gpt-*" matches, but it is the more specific pattern for gpt-4o: it may not lift gpt-*'s 1.
+    refused(() => columnsForCreate(manager, input({ modelLimits: { ...kept, "*pt-4o": { rpm: 1000 } } })), "ModelLimits");
+    refused(() => columnsForCreate(manager, input({ modelLimits: { ...kept, "*pt-4o": {} } })), "ModelLimits");
+    expect(columnsForCreate(manager, input({ modelLimits: { ...kept, "*pt-4o": { rpm: 1 } } })).modelLimits).toBeDefined();
+    // An exact name wins over any pattern covering it: bounded by each.
+    refused(() => columnsForCreate(manager, input({ modelLimits: { ...kept, "gpt-4o-mini": { rpm: 2 } } })), "ModelLimits");
+    // The caller's own entries copied as they are, and a less specific pattern, stay allowed:
+    // where the caller has a more specific entry, the child's copy of it wins.
+    expect(columnsForCreate(manager, input({ modelLimits: kept })).modelLimits).toBe(JSON.stringify(kept));
+    expect(columnsForCreate(manager, input({ modelLimits: { ...kept, "g*": { rpm: 100 } } })).modelLimits).toBeDefined();
+    // Within models a more specific entry of the caller governs, that entry is the bound.
+    const nested = row({ modelLimits: JSON.stringify({ "gpt-*": { rpm: 1 }, "gpt-4o*": { rpm: 5 } }) });
+    const nestedKept = { "gpt-*": { rpm: 1 }, "gpt-4o*": { rpm: 5 } };
+    expect(columnsForCreate(nested, input({ modelLimits: { ...nestedKept, "gpt-4o-mi*": { rpm: 5 } } })).modelLimits).toBeDefined();
+    refused(() => columnsForCreate(nested, input({ modelLimits: { ...nestedKept, "gpt-4o-mi*": { rpm: 6 } } })), "ModelLimits");
+    // Models no caller entry covers are bounded by the caller's "*" alone.
+    expect(columnsForCreate(manager, input({ modelLimits: { ...kept, "claude-*": { rpm: 100 } } })).modelLimits).toBeDefined();
+    refused(() => columnsForCreate(manager, input({ modelLimits: { ...kept, "claude-*": { rpm: 101 } } })), "ModelLimits");
+  });
+
   test("AllowModels, AllowIPs and Resources stay within the caller's", () => {
     refused(() => columnsForCreate(limited, input({ allowModels: "gemini-*" })), "AllowModels");
     refused(() => columnsForCreate(limited, input({ allowModels: "*" })), "AllowModels");

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { bestMatch, compilePattern, matchesPattern, splitList } from "../../src/routing/patterns.ts";
+import { bestMatch, compilePattern, matchesPattern, patternsOverlap, splitList } from "../../src/routing/patterns.ts";
 
 describe("patterns", () => {
   test("* matches any run of characters, the rest is literal", () => {
@@ -25,6 +25,25 @@ describe("patterns", () => {
     const ties = ["a*", "*a"].map((source, index) => ({ pattern: compilePattern(source), index }));
     expect(bestMatch(ties, "aba")?.index).toBe(0);
     expect(bestMatch([{ pattern: compilePattern("x*") }], "y")).toBeUndefined();
+  });
+
+  test("two patterns overlap when some value matches both, whichever way round", () => {
+    const cases: Array<[string, string, boolean]> = [
+      ["acme-*", "*e-chat", true],
+      ["gpt-*", "*pt-4o", true],
+      ["gpt-*", "claude-*", false],
+      ["a*b", "ab", true],
+      ["a*b", "a", false],
+      ["*a*", "*b*", true],
+      ["ab*", "*ba", true],
+      ["gpt-4o", "gpt-4", false],
+      ["", "*", true],
+      ["", "a", false],
+    ];
+    for (const [a, b, overlap] of cases) {
+      expect([a, b, patternsOverlap(a, b)]).toEqual([a, b, overlap]);
+      expect([b, a, patternsOverlap(b, a)]).toEqual([b, a, overlap]);
+    }
   });
 
   test("lists split on commas and drop empty entries", () => {

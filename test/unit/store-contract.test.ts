@@ -370,9 +370,11 @@ describe.each(implementations)("store: %s", (name, implementation) => {
 
     test("upstream objects and the soft-limit mail record", async () => {
       const store = await fresh();
-      await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 2, createdAt: T0 });
-      await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 3, createdAt: T0 + 1 });
+      await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 2, createdAt: T0, mintedBy: null });
+      await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 3, createdAt: T0 + 1, mintedBy: null });
       expect((await store.objects.get("file-1"))?.keyId).toBe(3);
+      await store.objects.put({ objectId: "ek_1", kind: "client_secret", accountId: 4, keyId: 3, createdAt: T0, mintedBy: "key-hash" });
+      expect((await store.objects.get("ek_1"))?.mintedBy).toBe("key-hash");
       expect((await store.objects.ownedBy(4, "file")).map((r) => r.objectId)).toEqual(["file-1"]);
       expect(await store.objects.ownedBy(4, "thread")).toEqual([]);
       await store.objects.remove("file-1");

@@ -11,8 +11,8 @@ const endpoint = (path: string, fields: Omit<Endpoint, "family" | "path" | "mode
 export const OPENAI_ENDPOINTS: Record<string, Endpoint> = {
   "/v1/chat/completions": endpoint("/v1/chat/completions", { idempotent: true, injectStreamUsage: true }),
   "/v1/completions": endpoint("/v1/completions", { idempotent: true, injectStreamUsage: true }),
-  "/v1/responses": endpoint("/v1/responses", { idempotent: true, creates: "response" }),
-  "/v1/responses/compact": endpoint("/v1/responses/compact", { idempotent: true }),
+  "/v1/responses": endpoint("/v1/responses", { idempotent: true, creates: "response", continues: true }),
+  "/v1/responses/compact": endpoint("/v1/responses/compact", { idempotent: true, continues: true }),
   "/v1/embeddings": endpoint("/v1/embeddings", { idempotent: true, embedding: true }),
   "/v1/moderations": endpoint("/v1/moderations", { idempotent: true, defaultModel: "omni-moderation-latest" }),
   "/v1/images/generations": endpoint("/v1/images/generations", { idempotent: false, billing: "image", defaultModel: "dall-e-2" }),

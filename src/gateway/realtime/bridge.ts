@@ -73,7 +73,9 @@ export function createRealtimeBridge(deps: RealtimeDeps, overrides: Partial<Life
         ephemeral: async (token) => {
           const bound = await deps.affinity.lookup(clientSecretId(token));
           const account = bound?.kind === "client_secret" ? await deps.store.accounts.byId(bound.accountId) : undefined;
-          return bound && account ? { principal: principalOf(account), keyId: bound.keyId } : undefined;
+          // A secret dies with the key that minted it (a rotation), as the sessions it opened do.
+          const minterKept = !bound?.mintedBy || bound.mintedBy === account?.keyHash;
+          return bound && account && minterKept ? { principal: principalOf(account), keyId: bound.keyId } : undefined;
         },
       },
       request,

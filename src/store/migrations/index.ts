@@ -18,6 +18,7 @@ import m14 from "./0014_usage_row_identity.sql" with { type: "text" };
 import m15 from "./0015_usage_claim_writes.sql" with { type: "text" };
 import m16 from "./0016_watched_writes.sql" with { type: "text" };
 import m17 from "./0017_usage_copies.sql" with { type: "text" };
+import m18 from "./0018_client_secret_minter.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -38,4 +39,5 @@ export const migrations: Migration[] = [
   { name: "0015_usage_claim_writes", sql: m15 },
   { name: "0016_watched_writes", sql: m16 },
   { name: "0017_usage_copies", sql: m17 },
+  { name: "0018_client_secret_minter", sql: m18 },
 ];

@@ -14,6 +14,12 @@ export const upstreamObjects = sqliteTable(
     accountId: integer("account_id").notNull(),
     keyId: integer("key_id").notNull(),
     createdAt: integer("created_at").notNull(),
+    /**
+     * A realtime client secret's minter: the hash of the router key that minted it. The
+     * secret dies with that key (a rotation), as the sessions it opened do. Null for other
+     * objects, and for secrets minted before the column (accepted as they were).
+     */
+    mintedBy: text("minted_by"),
   },
   (t) => [index("upstream_objects_account").on(t.accountId, t.kind)],
 );

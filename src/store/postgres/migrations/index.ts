@@ -9,6 +9,7 @@ import m5 from "./0005_usage_row_identity.sql" with { type: "text" };
 import m6 from "./0006_usage_claim_writes.sql" with { type: "text" };
 import m7 from "./0007_watched_writes.sql" with { type: "text" };
 import m8 from "./0008_usage_copies.sql" with { type: "text" };
+import m9 from "./0009_client_secret_minter.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_initial", sql: m0 },
@@ -20,4 +21,5 @@ export const migrations: Migration[] = [
   { name: "0006_usage_claim_writes", sql: m6 },
   { name: "0007_watched_writes", sql: m7 },
   { name: "0008_usage_copies", sql: m8 },
+  { name: "0009_client_secret_minter", sql: m9 },
 ];

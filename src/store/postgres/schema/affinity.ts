@@ -9,6 +9,7 @@ export const upstreamObjects = pgTable(
     accountId: integer("account_id").notNull(),
     keyId: integer("key_id").notNull(),
     createdAt: bigint("created_at", { mode: "number" }).notNull(),
+    mintedBy: text("minted_by"),
   },
   (t) => [index("upstream_objects_account").on(t.accountId, t.kind)],
 );

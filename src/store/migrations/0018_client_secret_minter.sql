@@ -1,0 +1,1 @@
+ALTER TABLE `upstream_objects` ADD `minted_by` text;

@@ -1,0 +1,1 @@
+ALTER TABLE "upstream_objects" ADD COLUMN "minted_by" text;
