@@ -39,6 +39,8 @@ export interface HttpErrorOptions {
   status?: number;
   /** Extra response headers, e.g. Retry-After. */
   headers?: Record<string, string>;
+  /** The wait a refusal names (ms), before Retry-After rounds it to whole seconds: what a rate-limit reset header says too. */
+  retryAfterMs?: number;
 }
 
 export class HttpError extends Error {
@@ -47,6 +49,7 @@ export class HttpError extends Error {
   readonly code?: string;
   readonly param?: string;
   readonly headers?: Record<string, string>;
+  readonly retryAfterMs?: number;
 
   constructor(kind: ErrorKind, message: string, options: HttpErrorOptions = {}) {
     super(message);
@@ -56,6 +59,7 @@ export class HttpError extends Error {
     this.code = options.code;
     this.param = options.param;
     this.headers = options.headers;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

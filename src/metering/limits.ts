@@ -129,6 +129,7 @@ function refuse(subject: LimitSubject, name: string, limit: number, retryMs: num
   return new HttpError("rate_limit", `${name} limit of ${limit} reached (${subject.label})${byCallsInFlight ? " with the tokens reserved by calls in flight" : ""}`, {
     code: `${name.toLowerCase()}_limit_reached`,
     headers: { "retry-after": String(Math.max(1, Math.ceil(retryMs / 1000))) },
+    retryAfterMs: retryMs,
   });
 }
 

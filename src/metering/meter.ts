@@ -253,10 +253,11 @@ export function createMeter(deps: {
     const error = reasons[refusal.line]!(refusal);
     const line = lines[refusal.line]!;
     if (line.report === undefined || line.limit === undefined) return error;
-    const resetMs = line.counter.kind === "window" ? refusal.retryAfterMs : msUntilNextBusinessDay(clock, now);
+    // The wait the refusal itself names (1 s when only calls in flight make the difference), so the reset equals Retry-After.
+    const resetMs = error.retryAfterMs ?? (line.counter.kind === "window" ? refusal.retryAfterMs : msUntilNextBusinessDay(clock, now));
     const headers = rateLimitHeaders(family, { [line.report]: { limit: line.limit, remaining: 0, resetMs } }, now);
     if (!headers) return error;
-    return new HttpError(error.kind, error.message, { code: error.code, param: error.param, status: error.status, headers: { ...error.headers, ...headers } });
+    return new HttpError(error.kind, error.message, { code: error.code, param: error.param, status: error.status, headers: { ...error.headers, ...headers }, retryAfterMs: error.retryAfterMs });
   };
 
   /** Charges a finished call: settles its admission and hands its row to the recorder (see `Meter.settle`). */
