@@ -65,19 +65,32 @@ export async function runBatchCredit(service: AccountsService, actor: Actor, bod
       if (!(error instanceof DryRunRollback)) throw error;
     }
   } else {
-    for (const id of ids) await one(id, service.transaction);
-  }
-  if (!dryRun) {
-    // One row per changed account, so the log names every target of the batch.
-    for (const r of results) {
-      if (r.status !== "applied") continue;
-      await service.log.write({
-        actorId: actor.account.id,
-        action: "account.batch_credit",
-        targetId: r.ID,
-        details: { credit, days, balanceBefore: r.BalanceBefore, balanceAfter: r.BalanceAfter },
-        ip: actor.ip,
-      });
+    // Each entry commits on its own: whatever stops the batch midway, the entries applied
+    // before it keep their log rows (one per changed account, naming every target).
+    try {
+      for (let i = 0; i < ids.length; i++) {
+        try {
+          await one(ids[i]!, service.transaction);
+        } catch (error) {
+          // The caller's key stopped working midway (rotated, deleted, on another instance):
+          // what was applied stays applied and is said so; the rest is not made.
+          const applied = results.some((r) => r.status === "applied");
+          if (!(error instanceof HttpError) || error.kind !== "authentication" || !applied) throw error;
+          for (const id of ids.slice(i)) results.push({ ID: id, status: "skipped", reason: "not applied: your API key stopped working during the batch" });
+          break;
+        }
+      }
+    } finally {
+      for (const r of results) {
+        if (r.status !== "applied") continue;
+        await service.log.write({
+          actorId: actor.account.id,
+          action: "account.batch_credit",
+          targetId: r.ID,
+          details: { credit, days, balanceBefore: r.BalanceBefore, balanceAfter: r.BalanceAfter },
+          ip: actor.ip,
+        });
+      }
     }
   }
   return {

@@ -43,7 +43,8 @@ function list(value: string | null | undefined, field: string, check: (entry: st
 export function parseModelLimits(value: unknown, field = "ModelLimits"): ModelLimits | null | undefined {
   if (value === undefined || value === null) return value;
   if (typeof value !== "object" || Array.isArray(value)) throw badRequest(`${field} must be an object of model pattern → limits`, field);
-  const out: ModelLimits = {};
+  // No prototype: a model may be named "__proto__", which an ordinary object would swallow.
+  const out: ModelLimits = Object.create(null);
   for (const [pattern, limits] of Object.entries(value as Record<string, unknown>)) {
     if (!pattern.trim()) throw badRequest(`${field}: an empty model pattern`, field);
     if (limits === null || typeof limits !== "object" || Array.isArray(limits)) {

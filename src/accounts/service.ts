@@ -166,6 +166,8 @@ export function createAccountsService(deps: {
         const credit = input.credit !== undefined ? await applyCredit(tx, caller, account, input.credit, input.days) : undefined;
         return { account, credit, columns };
       });
+      // A write that changed nothing (an empty body, a zero credit) tells no cache and leaves no log row.
+      if (Object.keys(result.columns).length === 0 && !result.credit?.targetChange) return result.account;
       await deps.bus.publish({ kind: "account", accountId: result.account.id });
       if (result.credit) creditChanged(caller.id, result.account.id);
       await deps.oplog.write({

@@ -63,7 +63,24 @@ export function onlyFields(body: Record<string, unknown>, allowed: readonly stri
   }
 }
 
-/** Reads and parses a JSON object body within the size limit. */
+/**
+ * Reads and parses a JSON object body within the size limit (a management write). Text
+ * that is not well-formed Unicode (a lone surrogate, which JSON can spell as `\ud800`)
+ * is a 400 naming its top-level field: stored, the database would change it into
+ * another text (U+FFFD), so two different values could become one.
+ */
 export async function readJsonObject(request: Request, limit: number): Promise<Record<string, unknown>> {
-  return parseJsonObject(await readBodyBytes(request, limit));
+  const body = parseJsonObject(await readBodyBytes(request, limit));
+  for (const [field, value] of Object.entries(body)) {
+    if (!field.isWellFormed() || !wellFormed(value)) throw badRequest(`${field.toWellFormed()} holds text that is not valid Unicode (a lone surrogate)`, field.toWellFormed());
+  }
+  return body;
+}
+
+/** Whether every string in a JSON value (keys too) is well-formed Unicode. */
+function wellFormed(value: unknown): boolean {
+  if (typeof value === "string") return value.isWellFormed();
+  if (value === null || typeof value !== "object") return true;
+  if (Array.isArray(value)) return value.every(wellFormed);
+  return Object.entries(value).every(([key, inner]) => key.isWellFormed() && wellFormed(inner));
 }

@@ -5,6 +5,8 @@ import type { Sealer } from "../store/crypto.ts";
 import { IDEMPOTENCY_TTL_MS, type IdempotencyRow, type Store } from "../store/store.ts";
 import type { Authenticator } from "./auth.ts";
 import { isWrite } from "../wire/resend.ts";
+import { readBodyBytes } from "./body.ts";
+import type { ServeConfig } from "../config.ts";
 
 /** What a replayed answer carries, as Stripe names it. */
 export const REPLAYED_HEADER = "idempotent-replayed";
@@ -24,6 +26,8 @@ export interface IdempotencyDeps {
   sealer: Sealer;
   /** The management API's error answer for a refusal (its envelope, its accounting). */
   refuse(error: HttpError, request: Request, path: string): Response;
+  /** The body size limit (`--max-body`): the fingerprint reads no more of a body than the route would. */
+  config: Pick<ServeConfig, "maxBody">;
 }
 
 /**
@@ -102,7 +106,8 @@ export function createIdempotency(deps: IdempotencyDeps) {
     const principal = await deps.auth.optional(request, "openai").catch(() => undefined);
     if (!principal) return next(request);
     const accountId = principal.account.id;
-    const input = await fingerprintInput(request);
+    // A body past --max-body is refused here as the route would (413), without reading it whole.
+    const input = await fingerprintInput(request, deps.config.maxBody);
     const fingerprint = keyedFingerprint(input, fingerprintKey);
     const now = deps.clock.now();
     const held = await deps.store.idempotency.claim({ accountId, key, fingerprint, createdAt: now }, now - IDEMPOTENCY_TTL_MS);
@@ -138,14 +143,14 @@ export function createIdempotency(deps: IdempotencyDeps) {
 /** What a request's fingerprint covers: its method, its path with the query, and its body. */
 interface FingerprintInput {
   head: string;
-  body: ArrayBuffer;
+  body: Uint8Array;
 }
 
-async function fingerprintInput(request: Request): Promise<FingerprintInput> {
+async function fingerprintInput(request: Request, maxBody: number): Promise<FingerprintInput> {
   const url = request.url;
   const pathStart = url.indexOf("/", url.indexOf("//") + 2);
   // A copy: the route reads the request's own body.
-  return { head: `${request.method} ${pathStart < 0 ? "/" : url.slice(pathStart)}\n`, body: await request.clone().arrayBuffer() };
+  return { head: `${request.method} ${pathStart < 0 ? "/" : url.slice(pathStart)}\n`, body: await readBodyBytes(request.clone(), maxBody) };
 }
 
 /**

@@ -12,6 +12,12 @@ function fieldsOf<K extends string, T extends TSchema>(names: readonly K[], sche
   return Object.fromEntries(names.map((name) => [name, schema()])) as Record<K, T>;
 }
 
+/**
+ * The longest validity of added credit: a hundred years. Further, an expiry past the
+ * largest date a clock can hold made every read of the account's credit fail.
+ */
+export const MAX_CREDIT_DAYS = 36_500;
+
 /** One ModelLimits entry: some of rpm..tpd, each a non-negative integer; nothing else. */
 export const ModelLimit = Type.Partial(Type.Object(fieldsOf(MODEL_LIMIT_MEMBERS, () => Count())), {
   additionalProperties: false,
@@ -49,7 +55,7 @@ export const AccountBody = Type.Object(
     /** Credit to add (positive) or deduct (negative). */
     CreditGranted: Type.Optional(Nullable(Credits({ minimum: -MAX_CREDIT_CHANGE, maximum: MAX_CREDIT_CHANGE, unit: "credits per change" }))),
     /** Validity in days of added credit. */
-    Days: Type.Optional(Nullable(Count({ minimum: 1 }))),
+    Days: Type.Optional(Nullable(Count({ minimum: 1, maximum: MAX_CREDIT_DAYS, expected: `a number of days from 1 to ${MAX_CREDIT_DAYS}` }))),
   },
   { additionalProperties: false },
 );
@@ -61,7 +67,7 @@ export const BatchCreditBody = Type.Object(
     IDs: Type.Array(Count({ minimum: 1, expected: "an account ID" }), { minItems: 1, maxItems: 1000, expected: "an array of 1 to 1000 account IDs" }),
     /** Non-zero (checked by the domain, after rounding to nano-credits). */
     CreditGranted: Credits({ minimum: -MAX_CREDIT_CHANGE, maximum: MAX_CREDIT_CHANGE, unit: "credits per change" }),
-    Days: Type.Optional(Nullable(Count({ minimum: 1 }))),
+    Days: Type.Optional(Nullable(Count({ minimum: 1, maximum: MAX_CREDIT_DAYS, expected: `a number of days from 1 to ${MAX_CREDIT_DAYS}` }))),
     DryRun: Type.Optional(Nullable(Type.Boolean())),
   },
   { additionalProperties: false },

@@ -30,6 +30,7 @@ const handle = createIdempotency({
   clock: createManualClock(Date.UTC(2026, 10, 27)),
   log: createLogger("info", (line) => logs.push(line)),
   sealer: createSealer(new Uint8Array(32).fill(7)),
+  config: { maxBody: 64 * 1024 },
   refuse: (error: HttpError) => Response.json({ error: { code: error.code, message: error.message } }, { status: error.status }),
 });
 const request = (key: string, body = '{"CreditGranted":1}') =>

@@ -10,6 +10,7 @@ import {
   parseSwitchOver,
   writeMapperEntries,
   type LevelMapping,
+  type MapperEntry,
   type ModelMapping,
 } from "./mappers.ts";
 
@@ -24,6 +25,11 @@ export interface ConfigItemDef {
   exported(text: string): unknown;
   /** Sealed at rest and masked on export (EMAIL_PASS). */
   secret?: boolean;
+  /**
+   * Whether two stored texts mean the same (a mapper whose exact names come in another
+   * order: an export, an object, puts integer-like names first). Without it, equal text.
+   */
+  sameValue?(a: string, b: string): boolean;
 }
 
 /** What GET /x-config shows for a secret item; writing it back leaves the stored secret unchanged. */
@@ -40,24 +46,64 @@ function plainString(item: string, max: number, check?: (value: string) => boole
 }
 
 function mapperExport(entries: Array<{ left: string; right: string }>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const e of entries) out[e.left] = e.right;
+  // No prototype: a model may be named "__proto__", which an ordinary object would swallow.
+  const out: Record<string, string> = Object.create(null);
+  // The first of a repeated source is the one routing uses (a value stored before repeats were refused).
+  for (const e of entries) if (!(e.left in out)) out[e.left] = e.right;
   return out;
+}
+
+/**
+ * A source named twice is refused when written: routing takes the first, and an export
+ * (an object) can hold only one, so the two would disagree and an import change routing.
+ */
+function onceEach(item: string, entries: readonly MapperEntry[]): readonly MapperEntry[] {
+  const seen = new Set<string>();
+  for (const e of entries) {
+    if (seen.has(e.left)) throw badRequest(`${item}: "${e.left}" is mapped more than once`, item);
+    seen.add(e.left);
+  }
+  return entries;
+}
+
+/**
+ * Whether two mappers route alike: their patterns in the same order (a tie goes to the
+ * earlier one), and the same exact names to the same targets in any order (an exact
+ * name wins at once). `unordered`: the order means nothing at all (SWITCH_OVER).
+ */
+function sameMapping(a: readonly MapperEntry[], b: readonly MapperEntry[], unordered = false): boolean {
+  if (a.length !== b.length) return false;
+  const keyed = (entries: readonly MapperEntry[]) => {
+    const patterns: string[] = [];
+    const exact = new Map<string, string>();
+    for (const e of entries) {
+      if (!unordered && e.left.includes("*")) patterns.push(`${e.left}=${e.right}`);
+      else exact.set(e.left, e.right);
+    }
+    return { patterns, exact };
+  };
+  const x = keyed(a);
+  const y = keyed(b);
+  return x.patterns.join(",") === y.patterns.join(",") && x.exact.size === y.exact.size && [...x.exact].every(([left, right]) => y.exact.get(left) === right);
 }
 
 /** Items this build knows; a name outside this table is refused. */
 export const CONFIG_ITEMS: Record<string, ConfigItemDef> = {
   MODEL_MAPPER: {
-    normalise: (value) => writeMapperEntries(parseModelMapper(value).entries),
+    normalise: (value) => writeMapperEntries(onceEach("MODEL_MAPPER", parseModelMapper(value).entries)),
     exported: (text) => mapperExport(parseModelMapper(text).entries),
+    sameValue: (a, b) => sameMapping(parseModelMapper(a).entries, parseModelMapper(b).entries),
   },
   LEVEL_MAPPER: {
-    normalise: (value) => writeMapperEntries(parseLevelMapper(value).entries),
+    normalise: (value) => writeMapperEntries(onceEach("LEVEL_MAPPER", parseLevelMapper(value).entries)),
     exported: (text) => mapperExport(parseLevelMapper(text).entries),
+    sameValue: (a, b) => sameMapping(parseLevelMapper(a).entries, parseLevelMapper(b).entries),
   },
   SWITCH_OVER: {
     normalise: (value) => writeMapperEntries(parseSwitchOver(value).entries),
     exported: (text) => mapperExport(parseSwitchOver(text).entries),
+    // One backup per Level: the order of the pairs means nothing.
+    sameValue: (a, b) => sameMapping(parseSwitchOver(a).entries, parseSwitchOver(b).entries, true),
   },
   PRICING: {
     normalise: (value) => JSON.stringify(parsePricingTable(value)),

@@ -86,7 +86,12 @@ export function createConfigService({ store, clock, sealer, tenantId = 0 }: { st
       const normalised = Object.entries(values)
         // A secret's mask, as exported, means "keep what is stored": exports import back.
         .filter(([item, value]) => !(itemDef(item).secret && value === SECRET_MASK))
-        .map(([item, value]) => [item, itemDef(item).normalise(value)] as const);
+        .map(([item, value]) => {
+          const text = itemDef(item).normalise(value);
+          const before = raw.get(item);
+          // A value that means what is stored (an export imported back) keeps the stored text: nothing changes.
+          return [item, before !== undefined && before !== text && itemDef(item).sameValue?.(before, text) ? before : text] as const;
+        });
       const now = clock.now();
       // What changed is read before the write: a reload meanwhile may already show the new values.
       const changes: ConfigChange[] = [];
