@@ -65,6 +65,18 @@ export function assertCanListen(host: string, port: number): void {
   }
 }
 
+/** The response with a header set; one whose headers are immutable is re-wrapped, its body not copied. */
+function withHeader(response: Response, name: string, value: string): Response {
+  try {
+    response.headers.set(name, value);
+    return response;
+  } catch {
+    const wrapped = new Response(response.body, response);
+    wrapped.headers.set(name, value);
+    return wrapped;
+  }
+}
+
 export function startServer(deps: Deps): RunningServer {
   const { config, log } = deps;
   const hot: HotRoutes = new Map();
@@ -84,11 +96,16 @@ export function startServer(deps: Deps): RunningServer {
   const handleApp = (request: Request) => app.handle(request);
   /** The app behind the Idempotency-Key check, whose own store reads may fail (the database away). */
   const handleManaged = async (request: Request, path: string): Promise<Response> => {
+    let response: Response;
     try {
-      return await idempotent(request, path, handleApp);
+      response = await idempotent(request, path, handleApp);
     } catch (error) {
-      return thrownResponse(deps, error, request, path);
+      response = thrownResponse(deps, error, request, path);
     }
+    // Management answers can hold a new API key or an opened provider secret: no cache, on
+    // the way or in a client's HTTP library, may keep them, nor a browser read them as another type.
+    if (!path.startsWith("/x-") && !path.startsWith("/dashboard/")) return response;
+    return withHeader(withHeader(response, "cache-control", "no-store"), "x-content-type-options", "nosniff");
   };
 
   const fetch = async (request: Request, server: Server<RealtimeSession>): Promise<Response | undefined> => {
@@ -115,13 +132,7 @@ export function startServer(deps: Deps): RunningServer {
       if (log.enabled("info")) log.info("request", { method: request.method, path, status: 101, account: meta.accountId, req: meta.id });
       return undefined;
     }
-    try {
-      response.headers.set("x-request-id", meta.id);
-    } catch {
-      // Some responses carry immutable headers; re-wrap without copying the body.
-      response = new Response(response.body, response);
-      response.headers.set("x-request-id", meta.id);
-    }
+    response = withHeader(response, "x-request-id", meta.id);
     if (log.enabled("info")) {
       const fields = {
         method: request.method,

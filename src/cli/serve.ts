@@ -162,10 +162,15 @@ export function serveWarnings(args: Record<string, unknown>, config: Pick<ServeC
   for (const [flag, env] of [
     ["database", "ROUTER_DATABASE"],
     ["redis", "ROUTER_REDIS"],
+    ["signup-smtp", "ROUTER_SIGNUP_SMTP"],
   ] as const) {
     const given = args[flag];
     const warning = passwordFlagWarning(flag, env, typeof given === "string" ? given : undefined);
     if (warning) warnings.push(warning);
+  }
+  // The token is a secret whole: given as a flag, anyone on the machine reads it in the process list.
+  if (typeof args["metrics-token"] === "string" && args["metrics-token"] !== "") {
+    warnings.push("--metrics-token is a secret, which other users of this machine can see in the process list; set ROUTER_METRICS_TOKEN instead");
   }
   if (config.database !== undefined && config.redis === undefined) {
     warnings.push("--database without --redis: limits and credit in flight are kept in this process, so this instance must be the only one on the database (give every instance --redis to run several)");

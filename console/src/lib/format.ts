@@ -38,9 +38,15 @@ export function shiftDay(day: string, days: number): string {
   return isoDay(date);
 }
 
-/** A value for a CSV cell: quoted when it holds a separator, quote or line break. */
+/**
+ * A value for a CSV cell: quoted when it holds a separator, quote or line break. Text a
+ * spreadsheet would read as a formula (starting with = + - @, a tab or a carriage
+ * return: a model name is whatever a client sent) gets a leading ' so it stays text.
+ * Numbers are written as they are: a negative amount is not a formula.
+ */
 export function csvCell(value: unknown): string {
-  const text = value === null || value === undefined ? "" : String(value);
+  const raw = value === null || value === undefined ? "" : String(value);
+  const text = typeof value !== "number" && /^[=+\-@\t\r]/.test(raw) ? `'${raw}` : raw;
   return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 

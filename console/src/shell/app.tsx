@@ -192,6 +192,13 @@ function Console(props: { page: PageId; title: string; tabs: Tab[] }) {
 }
 
 export function mountConsole(page: PageId, title: string, tabs: Tab[]): void {
+  // Inside another site's frame (clickjacking) the console shows nothing to click: its
+  // pages are Bun's HTML bundles, served without headers of the router's own, and a
+  // <meta> Content-Security-Policy cannot say frame-ancestors.
+  if (window.top !== window.self) {
+    document.getElementById("app")!.textContent = "The router console cannot be used inside a frame: open it in its own window.";
+    return;
+  }
   document.title = `${title} · Router console`;
   applyTheme(storedTheme());
   render(<Console page={page} title={title} tabs={tabs} />, document.getElementById("app")!);
