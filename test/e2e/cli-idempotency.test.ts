@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { join } from "node:path";
 import { createAccount } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { runRouterCommand } from "../helpers/router-command.ts";
 
 /**
  * The admin CLI's writes carry an Idempotency-Key: a write whose answer is lost is sent
@@ -9,7 +9,6 @@ import { startRouter, type TestRouter } from "../helpers/router.ts";
  * same command a replay (docs/api.md, "Idempotent writes").
  */
 
-const ROOT = join(import.meta.dir, "..", "..");
 let router: TestRouter;
 /** Forwards to the router; while `drops` > 0 it lets a write through and then loses its answer. */
 let proxy: ReturnType<typeof Bun.serve>;
@@ -41,16 +40,7 @@ afterAll(async () => {
   await router.stop();
 });
 
-async function cli(args: string[]) {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, NO_COLOR: "1", ROUTER_URL: `http://127.0.0.1:${proxy.port}`, ROUTER_KEY: router.ownerKey },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { stdout, stderr, exitCode };
-}
+const cli = (args: string[]) => runRouterCommand(args, { env: { ROUTER_URL: `http://127.0.0.1:${proxy.port}`, ROUTER_KEY: router.ownerKey } });
 
 const balanceOf = async (id: number) => {
   const res = await router.fetch(`/x-dna/${id}`);

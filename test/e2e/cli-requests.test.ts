@@ -4,6 +4,7 @@ import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { runRouterCommand } from "../helpers/router-command.ts";
 
 // Issue 17 (CLI): `router requests [filters] [--follow]`, `router requests show ID`,
 // `router keys test ID` and `router route MODEL [--account A]`, each a real
@@ -26,13 +27,10 @@ interface Result {
   stderr: string;
 }
 
-const env = (key: string) => ({ ...process.env, NO_COLOR: "1", ROUTER_URL: router.url, ROUTER_KEY: key });
-
 async function cli(args: string[], key = router.ownerKey): Promise<Result> {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], { cwd: ROOT, env: env(key), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  expect(stdout + stderr).not.toContain(key);
-  return { exitCode, stdout, stderr };
+  const result = await runRouterCommand(args, { env: { ROUTER_URL: router.url, ROUTER_KEY: key } });
+  expect(result.stdout + result.stderr).not.toContain(key);
+  return result;
 }
 
 function ok(result: Result): string {
@@ -140,7 +138,7 @@ describe("router requests", () => {
   test("--follow prints the newest calls, then each new call once as it is recorded", async () => {
     const proc = Bun.spawn([process.execPath, "src/main.ts", "requests", "--follow", "--interval", "1", "--size", "2"], {
       cwd: ROOT,
-      env: env(router.ownerKey),
+      env: { ...process.env, NO_COLOR: "1", ROUTER_URL: router.url, ROUTER_KEY: router.ownerKey },
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { tempDir, startRouter, type TestRouter } from "../helpers/router.ts";
 import { api } from "../helpers/owner-ops.ts";
 import { recordUsage } from "../helpers/keys.ts";
+import { runRouterCommand } from "../helpers/router-command.ts";
 
 // The admin CLI (src/main.ts keys|accounts|config|usage|news|logs) against an
 // in-process router. Each call is a real `bun src/main.ts …` process; it is spawned
@@ -32,14 +33,7 @@ interface Result {
 }
 
 async function cli(args: string[], options: { env?: Record<string, string>; stdin?: string } = {}): Promise<Result> {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, NO_COLOR: "1", ROUTER_URL: router.url, ROUTER_KEY: router.ownerKey, ...options.env },
-    stdin: options.stdin === undefined ? "ignore" : new Blob([options.stdin]),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const { exitCode, stdout, stderr } = await runRouterCommand(args, { ...options, env: { ROUTER_URL: router.url, ROUTER_KEY: router.ownerKey, ...options.env } });
   // Whatever the command, the caller's key never appears in its output.
   expect(stdout).not.toContain(router.ownerKey);
   expect(stderr).not.toContain(router.ownerKey);

@@ -8,6 +8,7 @@ import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
+import { runRouterCommand } from "../helpers/router-command.ts";
 
 // The console (console/src) and the admin CLI (src/cli) at their security edges, from a
 // review: a secret flag's warning, framing, formulas in the bill's CSV and the cache
@@ -23,17 +24,7 @@ interface Result {
 }
 
 /** `bun src/main.ts …` as a separate process (the router answering it runs on this event loop). */
-async function cli(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, NO_COLOR: "1", ...env },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { exitCode, stdout, stderr };
-}
+const cli = (args: string[], env: Record<string, string> = {}): Promise<Result> => runRouterCommand(args, { env });
 
 const modeOf = (path: string) => statSync(path).mode & 0o777;
 

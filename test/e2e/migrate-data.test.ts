@@ -10,13 +10,13 @@ import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upst
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
 import { usageEvent } from "../helpers/usage-events.ts";
+import { runRouterCommand } from "../helpers/router-command.ts";
 
 // `router migrate-data` moves a single-machine deployment into PostgreSQL. The deployment
 // is built through the router's HTTP API (accounts with credit, provider keys, config,
 // a notice, calls that leave usage rows), the router is stopped, the command runs as a
 // process, and the copy is then read through the PostgreSQL store.
 
-const ROOT = join(import.meta.dir, "..", "..");
 const PROVIDER_SECRET = "sk-upstream-migrate-0123456789abcdef";
 /** The test cluster trusts every local connection, so a password is accepted and ignored: it is here to be hidden. */
 const PASSWORD = "hunter2-never-shown";
@@ -29,14 +29,7 @@ interface Result {
 }
 
 async function router(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, NO_COLOR: "1", ...env },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const { exitCode, stdout, stderr } = await runRouterCommand(args, { env });
   // Whatever happened, the password never shows.
   expect(stdout + stderr).not.toContain(PASSWORD);
   return { exitCode, stdout, stderr };
