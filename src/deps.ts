@@ -343,7 +343,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     tenantOf: (account) => tenants.load(tenants.idOf(account)),
     adapters: createAdapters(upstreamTls ? { tls: upstreamTls } : {}, (url) => addressGuard.check(url)),
     addressGuard,
-    affinity: createAffinity({ store, clock }),
+    affinity: createAffinity({ store, clock, onCollision: (object, kind) => log.warn("an upstream object id another account holds was made again: it stays the first account's", { kind, object }) }),
     usageRecorder,
     metrics,
     upstreamTls,

@@ -183,7 +183,8 @@ class PartMarks {
     if (!MARK_INITIALS.has(this.text.charCodeAt(keyStart))) return;
     const key = this.text.slice(keyStart, keyEnd);
     if (key === "type") this.plain = this.plainType(valueStart);
-    else if (PART_MARKER_FIELDS.has(key)) this.plain = false;
+    // `file_ids` too: a conversation naming files is walked for them (gateway/named-files.ts).
+    else if (PART_MARKER_FIELDS.has(key) || key === "file_ids") this.plain = false;
   };
 
   /** Whether the `type` value at `at` names no unsized part type (a non-string type names none). */

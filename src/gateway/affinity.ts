@@ -18,7 +18,7 @@ export interface Affinity {
 
 const CACHE_LIMIT = 10_000;
 
-export function createAffinity(deps: { store: Store; clock: Clock }): Affinity {
+export function createAffinity(deps: { store: Store; clock: Clock; onCollision?: (objectId: string, kind: ObjectKind) => void }): Affinity {
   const objects = deps.store.objects;
   const cache = new Map<string, UpstreamObjectRow>();
   const cached = (row: UpstreamObjectRow) => {
@@ -26,18 +26,26 @@ export function createAffinity(deps: { store: Store; clock: Clock }): Affinity {
     cache.set(row.objectId, row);
     return row;
   };
+  const lookup = async (objectId: string): Promise<UpstreamObjectRow | undefined> => {
+    const hit = cache.get(objectId);
+    if (hit) return hit;
+    const row = await objects.get(objectId);
+    return row ? cached(row) : undefined;
+  };
   return {
     async remember(objectId, kind, accountId, keyId, mintedBy) {
+      // Two upstreams may number their objects alike (OpenAI-compatible servers counting
+      // up): an id bound to another account keeps its owner, never taken over by a later one.
+      const held = await lookup(objectId);
+      if (held && held.accountId !== accountId) {
+        deps.onCollision?.(objectId, kind);
+        return;
+      }
       const row = { objectId, kind, accountId, keyId, createdAt: deps.clock.now(), mintedBy: mintedBy ?? null };
       await objects.put(row);
       cached(row);
     },
-    async lookup(objectId) {
-      const hit = cache.get(objectId);
-      if (hit) return hit;
-      const row = await objects.get(objectId);
-      return row ? cached(row) : undefined;
-    },
+    lookup,
     async forget(objectId) {
       cache.delete(objectId);
       await objects.remove(objectId);

@@ -10,6 +10,7 @@ import type { ClientCall } from "../formats/format.ts";
 import type { Pipeline } from "./pipeline.ts";
 import type { Endpoint } from "../formats/format.ts";
 import { forwardableRequestHeaders } from "./headers.ts";
+import { checkModel } from "../http/access.ts";
 
 /** Creation calls that carry no model: served by Level 1 (docs/api.md). */
 const FILE_UPLOAD: Endpoint = { family: "openai", path: "/v1/files", model: "none", idempotent: false, billing: "free", multipart: true, creates: "file" };
@@ -58,6 +59,9 @@ export function objectRoutes(deps: ObjectRouteDeps, pipeline: Pipeline) {
       async () => {
         const bytes = method === "GET" || method === "DELETE" ? new Uint8Array(0) : await readBodyBytes(request, deps.config.maxBody);
         const json = bytes.byteLength > 0 ? parseJsonObject(bytes) : undefined;
+        // A call on an object may name a model (a run on a thread): AllowModels holds for it
+        // as for create-and-run. The model is not routed or priced here (object calls are free).
+        if (typeof json?.model === "string") checkModel(caller.principal, json.model);
         const call: ClientCall = {
           endpoint,
           method,

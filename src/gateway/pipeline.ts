@@ -18,6 +18,7 @@ import { routeModel, type ModelRoute } from "../routing/route-model.ts";
 import { tenantAttempts, type AttemptDeps } from "./attempts.ts";
 import type { CallSource, ClientCall, Endpoint } from "../formats/format.ts";
 import { bodyCall, multipartCall } from "../formats/read-call.ts";
+import { namedFileIds } from "./named-files.ts";
 import { forwardableRequestHeaders } from "./headers.ts";
 import type { CallOutcome, Delivery, RelayInput } from "./call-outcome.ts";
 import { createDeliver, type DeliverDeps } from "./deliver.ts";
@@ -81,13 +82,24 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   /**
-   * The key a call must use when it continues an object (Responses `previous_response_id`);
-   * undefined, without a promise, for the calls that continue nothing (nearly all).
+   * The key a call must use when it continues an object (Responses `previous_response_id`)
+   * or names files in its body (each must be the caller's, held by one key); undefined,
+   * without a promise, for the calls that name no object (nearly all).
    */
-  const continuation = (caller: Caller, call: ClientCall): Promise<number> | undefined => {
-    const previous = call.json?.previous_response_id;
-    if (!call.endpoint.continues || typeof previous !== "string") return undefined;
-    return boundKey(caller, previous);
+  const continuation = (caller: Caller, call: ClientCall, pinned: number | undefined): Promise<number | undefined> | undefined => {
+    const previous = call.endpoint.continues && typeof call.json?.previous_response_id === "string" ? call.json.previous_response_id : undefined;
+    const files = namedFileIds(call);
+    if (previous === undefined && files.length === 0) return undefined;
+    return (async () => {
+      let key = pinned ?? (previous === undefined ? undefined : await boundKey(caller, previous));
+      for (const id of files) {
+        const bound = await deps.affinity.lookup(id);
+        if (!bound || bound.accountId !== caller.principal.account.id) throw notFound(`No such File: ${id}`, "object_not_found");
+        if (key === undefined) key = bound.keyId;
+        else if (bound.keyId !== key) throw badRequest(`The file ${id} is held by another provider key than the rest of this call names: name objects of one key in a call`, "file_id");
+      }
+      return key;
+    })();
   };
   const boundKey = async (caller: Caller, previous: string): Promise<number> => {
     const bound = await deps.affinity.lookup(previous);
@@ -119,10 +131,8 @@ export function createPipeline(deps: PipelineDeps) {
       try {
         checkModel(principal, call.requestedModel);
         route = routeOf(tenant, call, options.level);
-        if (pinnedKeyId === undefined) {
-          const continued = continuation(caller, call);
-          if (continued) pinnedKeyId = await continued;
-        }
+        const continued = continuation(caller, call, pinnedKeyId);
+        if (continued) pinnedKeyId = await continued;
         // The key choice's reads go out now, alongside the admission (on Redis: one round trip's time for both).
         if (pinnedKeyId === undefined) ahead = readAhead(tenant, route.level);
         admission = await tenant.meter.admit({
