@@ -106,7 +106,9 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         ahead = undefined;
         return input.pinnedKeyId === undefined ? pick(route.level, tried, fit, upstreamOf, early) : pinned(input.pinnedKeyId, tried, upstream);
       };
-      const clientClosed = (keyId?: number) =>
+      /** An error ending a call no attempt was made for: the router's own refusal, named in the request log. */
+    const refusing = (error: HttpError) => ((input.trace.refusal = input.trace.attempts.length === 0 ? error.code : undefined), error);
+    const clientClosed = (keyId?: number) =>
         ended(errorResponse(call.family, new HttpError("invalid_request", "Client closed the request", { status: 499 })), {
           route: { ...route, keyId },
           status: 499,
@@ -128,7 +130,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         }
         if (!chosen) {
           if (input.pinnedKeyId !== undefined && !lastFailure) {
-            return ended(errorResponse(call.family, keyGone()), { route, status: 503, usage: ZERO_USAGE, source: "upstream", started });
+            return ended(errorResponse(call.family, refusing(keyGone())), { route, status: 503, usage: ZERO_USAGE, source: "upstream", started });
           }
           break;
         }
@@ -373,7 +375,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         const response = new Response(JSON.stringify(count(tokens)), { status: 200, headers: { "content-type": "application/json", "x-router-count": "estimated" } });
         return ended(response, { route, status: 200, usage: { ...ZERO_USAGE, prompt: tokens }, source: "estimated", started });
       }
-      const error = spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure);
+      const error = refusing(spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure));
       return ended(errorResponse(call.family, error), { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
     } catch (error) {
       letGo?.();

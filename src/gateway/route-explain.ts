@@ -94,6 +94,9 @@ export function explainRoute(tenant: Tenant, principal: Principal, model: string
   };
   let chosen = false;
   const levels = chain.map((lvl) => {
+    // A switched Level with a backup sends its calls there (but for the probe a quiet minute allows).
+    const switched = tenant.switchOver.isSwitched(lvl);
+    const passedOver = switched && routing.switchOver.has(lvl);
     const ranked = tenant.pool
       .keysOf(lvl)
       .map((key) => {
@@ -102,11 +105,11 @@ export function explainRoute(tenant: Tenant, principal: Principal, model: string
       })
       .sort(byPickOrder);
     const keys = ranked.map(({ key, state, why }) => {
-      const picked = !chosen && (state === "ready" || state === "probe");
+      const picked = !chosen && !passedOver && (state === "ready" || state === "probe");
       if (picked) chosen = true;
       return { ...(withKeys && { ID: key.id, Name: key.name }), state, why, would_serve: picked };
     });
-    return { level: lvl, switched: tenant.switchOver.isSwitched(lvl), backup: routing.switchOver.get(lvl) ?? null, keys };
+    return { level: lvl, switched, backup: routing.switchOver.get(lvl) ?? null, keys };
   });
   const price = tenant.settings.prices().lookup("ChatPricing", effectiveModel) ?? null;
   const account = principal.account;

@@ -17,6 +17,16 @@ export class KeyHealthBatch {
     return this.rows.size;
   }
 
+  /**
+   * Adds a call's attempts once their error bodies were read (`reading`: a failed
+   * attempt's words are its key's last error), as the call's log row waits for them.
+   */
+  addWhenRead(reading: readonly Promise<void>[], tenantId: number, day: string, start: number, attempts: readonly AttemptFact[], costNanos: number): void {
+    if (attempts.length === 0) return;
+    if (reading.length === 0) this.add(tenantId, day, start, attempts, costNanos);
+    else void Promise.allSettled(reading).then(() => this.add(tenantId, day, start, attempts, costNanos));
+  }
+
   /** Counts a settled call's attempts; `costNanos` goes to the key that answered. */
   add(tenantId: number, day: string, start: number, attempts: readonly AttemptFact[], costNanos: number): void {
     let at = start;

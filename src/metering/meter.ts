@@ -284,7 +284,8 @@ export function createMeter(deps: {
       );
     }
     observe(deps.metrics, event, cost);
-    if (!event.notUsage) deps.recorder.record({ ...event, costNanos: cost, admission: undefined });
+    // A call without a usage row (a token count) still has its keys' figures, and its log row when it failed.
+    deps.recorder.record({ ...event, costNanos: cost, admission: undefined });
     return counted;
   };
 

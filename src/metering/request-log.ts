@@ -35,6 +35,8 @@ export interface CallTrace {
    * its charge and usage row do not.
    */
   readonly reading: Promise<void>[];
+  /** Why the router refused the call itself before any attempt (no key could take it): its error code. */
+  refusal?: string;
 }
 
 /** The call's facts beyond a usage row: absent, the call leaves no request-log row. */
@@ -86,6 +88,8 @@ export function requestLogRow(
     effectiveModel: event.effectiveModel ?? null,
     stream: event.stream,
     status: event.status,
+    // A call no key could take was the router's refusal, as those before admission are.
+    ...(logged.trace.refusal !== undefined && { error: logged.trace.refusal }),
     attempts: JSON.stringify(attempts),
     keyIds: idList(attempts, (a) => a.keyId),
     levels: idList(attempts, (a) => a.level),
@@ -97,7 +101,7 @@ export function requestLogRow(
     cacheWriteTokens: event.usage.cacheWrite,
     reasoningTokens: event.usage.reasoning,
     costNanos,
-    source: event.source,
+    source: logged.trace.refusal !== undefined ? "none" : event.source,
     clientIp: logged.trace.clientIp ?? null,
     userAgent: logged.trace.userAgent?.slice(0, MAX_USER_AGENT) ?? null,
   };

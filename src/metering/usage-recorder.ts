@@ -330,14 +330,16 @@ export function createUsageRecorder(deps: {
     record(event) {
       const row = usageRow(event, deps.clock.businessDate(event.at));
       // The log gives way before bills do: past the backlog bound, a call's log row is dropped.
-      if (event.logged && logging) {
+      // A call that leaves no usage row (a token count) is logged only when it failed.
+      if (event.logged && logging && (!event.notUsage || event.status >= 400)) {
         const logged = event.logged;
         // A failed attempt's error body may still be read for its message (a second at
         // most): the log row waits for it; the charge and the usage row do not.
         if (logged.trace.reading.length === 0) logQueue.push(requestLogRow(event, logged, row.costNanos ?? 0));
         else logQueue.pushAfter(logged.trace.reading, () => requestLogRow(event, logged, row.costNanos ?? 0));
       }
-      if (event.logged && event.logged.trace.attempts.length > 0) health.add(event.logged.tenantId, row.day, event.at, event.logged.trace.attempts, row.costNanos ?? 0);
+      if (event.logged) health.addWhenRead(event.logged.trace.reading, event.logged.tenantId, row.day, event.at, event.logged.trace.attempts, row.costNanos ?? 0);
+      if (event.notUsage) return;
       if (buffer) {
         // Durable once Redis holds it; when Redis refuses, it waits here and is written directly.
         const appended: Promise<void> = buffer

@@ -73,10 +73,14 @@ export class Histogram {
   observe(value: number, labels: Labels = {}): void {
     let entry = this.series.find(labels);
     if (!entry) {
-      if (this.series.size >= MAX_SERIES) return;
+      // Past the cap, under "other", as counters do: a histogram's count stays the counter's.
       const values = valuesOf(this.family.labelNames, labels);
-      entry = { values, buckets: new Array<number>(this.bounds.length).fill(0), sum: 0, count: 0 };
-      this.series.add(values, entry);
+      if (this.series.size >= MAX_SERIES) values.fill("other");
+      entry = this.series.findValues(values);
+      if (!entry) {
+        entry = { values, buckets: new Array<number>(this.bounds.length).fill(0), sum: 0, count: 0 };
+        this.series.add(values, entry);
+      }
     }
     for (let i = 0; i < this.bounds.length; i++) if (value <= this.bounds[i]!) entry.buckets[i]!++;
     entry.sum += value;
