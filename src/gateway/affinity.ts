@@ -36,9 +36,15 @@ export function createAffinity(deps: { store: Store; clock: Clock; onCollision?:
     async remember(objectId, kind, accountId, keyId, mintedBy) {
       // Two upstreams may number their objects alike (OpenAI-compatible servers counting
       // up): an id bound to another account keeps its owner, never taken over by a later one.
+      // A client secret is a credential of the router's: given to two accounts, it would open
+      // sessions as whichever holds it, so it is forgotten and opens none.
       const held = await lookup(objectId);
       if (held && held.accountId !== accountId) {
         deps.onCollision?.(objectId, kind);
+        if (kind === "client_secret") {
+          cache.delete(objectId);
+          await objects.remove(objectId);
+        }
         return;
       }
       const row = { objectId, kind, accountId, keyId, createdAt: deps.clock.now(), mintedBy: mintedBy ?? null };

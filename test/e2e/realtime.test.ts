@@ -46,6 +46,7 @@ function startRealtimeUpstream() {
   const state = {
     conns: [] as UpstreamConn[],
     http: [] as Array<{ path: string; headers: Headers; json: any }>,
+    secrets: 0,
     refuseStatus: undefined as number | undefined,
     upgradeDelayMs: 0,
   };
@@ -66,7 +67,8 @@ function startRealtimeUpstream() {
       const json = await request.json().catch(() => undefined);
       state.http.push({ path: url.pathname, headers: request.headers, json });
       if (request.method === "POST" && url.pathname === "/v1/realtime/client_secrets") {
-        return Response.json({ value: "ek_test_123", expires_at: 1_900_000_000, session: json?.session });
+        // A new secret each time, as the provider makes them (one given twice is refused by the router: affinity.ts).
+        return Response.json({ value: `ek_test_${++state.secrets}`, expires_at: 1_900_000_000, session: json?.session });
       }
       return Response.json({ error: { message: "mock: no route" } }, { status: 404 });
     },
@@ -365,13 +367,14 @@ describe("client secrets", () => {
       method: "POST",
       body: JSON.stringify({ session: { type: "realtime", model: MODEL } }),
     });
-    expect((await created.json()).value).toBe("ek_test_123");
+    const secret: string = (await created.json()).value;
+    expect(secret).toMatch(/^ek_test_\d+$/);
     const before = upstream.state.conns.length;
-    const client = connect(wsUrl(router), { protocols: ["realtime", "openai-insecure-api-key.ek_test_123"] });
+    const client = connect(wsUrl(router), { protocols: ["realtime", `openai-insecure-api-key.${secret}`] });
     await eventOf(client, "session.created");
     expect(upstream.state.conns.length).toBe(before + 1);
     // The secret itself goes upstream: it carries the session settings it was made with.
-    expect(lastConn().headers.get("authorization")).toBe("Bearer ek_test_123");
+    expect(lastConn().headers.get("authorization")).toBe(`Bearer ${secret}`);
     client.ws.send(JSON.stringify({ type: "response.create" }));
     await eventOf(client, "response.done");
     client.ws.close(1000, "done");
@@ -380,7 +383,7 @@ describe("client secrets", () => {
     // Nothing about the secret is stored in clear.
     const stored = await router.deps.store.objects.ownedBy(1, "client_secret");
     expect(stored.length).toBe(1);
-    expect(stored[0]!.objectId).not.toContain("ek_test_123");
+    expect(stored[0]!.objectId).not.toContain(secret);
 
     const unknown = connect(wsUrl(router), bearer("ek_never_issued"));
     await waitFor(() => unknown.failed || unknown.closed);
@@ -491,7 +494,7 @@ describe("the official SDK", () => {
       fetchOptions: { tls: { ca: certs.caPem } } as NonNullable<ConstructorParameters<typeof OpenAI>[0]>["fetchOptions"],
     });
     const answer = await sdk.realtime.clientSecrets.create({ session: { type: "realtime", model: MODEL } });
-    expect(answer.value).toBe("ek_test_123");
+    expect(answer.value).toMatch(/^ek_test_\d+$/);
     const seen = upstream.state.http.at(-1)!;
     expect(seen.path).toBe("/v1/realtime/client_secrets");
     expect(seen.headers.get("authorization")).toBe(`Bearer ${secret}`);
@@ -572,8 +575,7 @@ describe("a live session dies with its key and its access", () => {
   test("a session opened with a client secret dies when the key of the account that minted it is rotated", async () => {
     const account = await createAccount(100);
     const minted = await api("/v1/realtime/client_secrets", { key: account.key, body: { session: { type: "realtime", model: MODEL } } });
-    expect(minted.body.value).toBe("ek_test_123");
-    const client = connect(wsUrl(router), { protocols: ["realtime", "openai-insecure-api-key.ek_test_123"] });
+    const client = connect(wsUrl(router), { protocols: ["realtime", `openai-insecure-api-key.${minted.body.value}`] });
     await eventOf(client, "session.created");
     const conn = lastConn();
     const confirm = `${router.deps.clock.businessDate()}-ROTATE-SELF`;
