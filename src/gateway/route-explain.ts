@@ -57,8 +57,9 @@ async function subjectOf(deps: RouteExplainDeps, caller: Principal, raw: string 
 /** The order a Level's keys are tried in: the probe first, then ready keys by fewest calls in flight. */
 const USABLE = new Set(["probe", "ready"]);
 /** The pool's own order (key-pool.ts `choose`): usable keys by format fit, then a due probe, then the fewest calls in flight. */
-const byPickOrder = (a: { state: string; inFlight: number; rank: number }, b: { state: string; inFlight: number; rank: number }) =>
-  Number(USABLE.has(b.state)) - Number(USABLE.has(a.state)) || b.rank - a.rank || Number(b.state === "probe") - Number(a.state === "probe") || a.inFlight - b.inFlight;
+type Ranked = { state: string; inFlight: number; rank: number; turn: number };
+const byPickOrder = (a: Ranked, b: Ranked) =>
+  Number(USABLE.has(b.state)) - Number(USABLE.has(a.state)) || b.rank - a.rank || Number(b.state === "probe") - Number(a.state === "probe") || a.inFlight - b.inFlight || a.turn - b.turn;
 
 /**
  * How a call for `model` by `principal` in the client format `format` would be served
@@ -97,11 +98,14 @@ export function explainRoute(tenant: Tenant, principal: Principal, model: string
     // A switched Level with a backup sends its calls there (but for the probe a quiet minute allows).
     const switched = tenant.switchOver.isSwitched(lvl);
     const passedOver = switched && routing.switchOver.has(lvl);
-    const ranked = tenant.pool
-      .keysOf(lvl)
-      .map((key) => {
+    const pooled = tenant.pool.keysOf(lvl);
+    const start = tenant.pool.turnOf(lvl);
+    const ranked = pooled
+      .map((key, index) => {
         const f = fitOf(key);
-        return { key, inFlight: key.inFlight, rank: f.serves ? f.rank : 0, ...keyState(key, now, f.rank > 0, f.serves, f.translated) };
+        // Keys alike go in turn from where the pool's next choice starts (round-robin).
+        const turn = (index - start + pooled.length) % pooled.length;
+        return { key, inFlight: key.inFlight, rank: f.serves ? f.rank : 0, turn, ...keyState(key, now, f.rank > 0, f.serves, f.translated) };
       })
       .sort(byPickOrder);
     const keys = ranked.map(({ key, state, why }) => {

@@ -22,6 +22,8 @@ export interface KeyPool {
   get(id: number): PoolKey | undefined;
   /** Keys of a Level, in id order. */
   keysOf(level: number): readonly PoolKey[];
+  /** Where the next choice among the Level's keys (`keysOf`) starts: keys alike are taken in turn from it. */
+  turnOf(level: number): number;
   /** Every key, for status listings and metrics. */
   all(): readonly PoolKey[];
   /** True when the Level has a key that could serve a call now (as this process last saw their health). */
@@ -234,6 +236,7 @@ export function createKeyPool(deps: {
     forgetReads,
     get: (id) => byId.get(id),
     keysOf: (level) => byLevel.get(level) ?? [],
+    turnOf: (level) => cursor.get(level) ?? 0,
     all: () => [...byId.values()],
     hasUsable(level) {
       const now = deps.clock.now();

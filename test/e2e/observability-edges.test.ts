@@ -147,6 +147,30 @@ describe("route explain agrees with where calls go", () => {
   });
 });
 
+describe("route explain: round-robin", () => {
+  // docs/api.md, Routing 4: "among them the one with the fewest calls in flight, round-robin on ties";
+  // Route explain: "`would_serve` marks the key the call would take now."
+  test("two idle keys on a Level: the key marked would_serve is the one the next call takes", async () => {
+    const upstream = scope.upstream();
+    const router = await scope.router({ pricing: PRICING });
+    const a = await addKey(router, { provider: `${upstream.url}/v1`, noSleep: true, name: "a" });
+    const b = await addKey(router, { provider: `${upstream.url}/v1`, noSleep: true, name: "b" });
+    upstream.route("POST", "/v1/chat/completions", () => chatAnswer());
+    const taken: number[] = [];
+    const explainedAs: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const explained = await api(router, "/x-route?model=gpt-x");
+      explainedAs.push(explained.body.levels[0].keys.find((k: any) => k.would_serve).ID);
+      const { id } = await chat(router);
+      taken.push((await record(router, id)).attempts[0].key_id);
+    }
+    // The calls alternate (round-robin on ties): a, b, a.
+    expect(new Set(taken)).toEqual(new Set([a.id, b.id]));
+    // The explain names the key each call then takes.
+    expect(explainedAs).toEqual(taken);
+  });
+});
+
 describe("calls the log must keep", () => {
   // docs/api.md, Request log: "Not recorded: ... Nor token counts (`count_tokens`) that were answered".
   // So a token count that was not answered (every attempt failed: 502) is recorded, like any call.
