@@ -142,6 +142,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
           connection: connectRedis(config.redis),
           onListenerError,
           onSubscriptionError: (error) => log.warn("the invalidation subscription to Redis failed; retrying", { error: causeMessage(error) }),
+          onPublishError: (error, event) => log.warn("other instances could not be told of a change yet; it is sent again until they are", { change: event.kind, error: causeMessage(error) }),
         })
       : undefined;
   const bus: InvalidationBus = redisBus ?? createLocalBus(onListenerError);
@@ -328,7 +329,8 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       clock,
       bus,
       oplog,
-      onCreditChanged: (ids) => ids.forEach((id) => inBackground("a changed balance", state.credit.invalidate(id))),
+      // Every instance ends its blocks of a changed balance (the bus's account event), not only this one.
+      onCreditChanged: (ids) => ids.forEach((id) => inBackground("a changed balance", Promise.all([state.credit.invalidate(id), bus.publish({ kind: "account", accountId: id })]))),
       heldCredit: (id) => state.credit.held(id),
       onDeleted: (id) =>
         inBackground("a deleted account", state.credit.retire(id, () =>
@@ -343,7 +345,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     tenantOf: (account) => tenants.load(tenants.idOf(account)),
     adapters: createAdapters(upstreamTls ? { tls: upstreamTls } : {}, (url) => addressGuard.check(url)),
     addressGuard,
-    affinity: createAffinity({ store, clock, onCollision: (object, kind) => log.warn("an upstream object id another account holds was made again: it stays the first account's", { kind, object }) }),
+    affinity: createAffinity({ store, clock, bus, onCollision: (object, kind) => log.warn("an upstream object id another account holds was made again: it stays the first account's", { kind, object }) }),
     usageRecorder,
     metrics,
     upstreamTls,

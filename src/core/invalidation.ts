@@ -19,6 +19,8 @@ export type Invalidation =
    * own verdict: key choices that reuse a read of the shared State drop it.
    */
   | { kind: "routing"; tenantId: number }
+  /** An upstream object's binding ended (deleted, or forgotten after a collision): caches of it drop it. */
+  | { kind: "object"; objectId: string }
   | { kind: "everything" };
 
 /** A subscriber; one that returns a promise is waited for before the publisher goes on. */

@@ -1,5 +1,6 @@
 import type { Clock } from "../core/clock.ts";
 import type { Store, UpstreamObjectRow } from "../store/store.ts";
+import type { InvalidationBus } from "../core/invalidation.ts";
 
 export type ObjectKind = "file" | "response" | "thread" | "run" | "video" | "client_secret";
 
@@ -18,13 +19,29 @@ export interface Affinity {
 
 const CACHE_LIMIT = 10_000;
 
-export function createAffinity(deps: { store: Store; clock: Clock; onCollision?: (objectId: string, kind: ObjectKind) => void }): Affinity {
+export function createAffinity(deps: {
+  store: Store;
+  clock: Clock;
+  /** Tells every instance's cache when a binding ends, and hears theirs. */
+  bus?: InvalidationBus;
+  onCollision?: (objectId: string, kind: ObjectKind) => void;
+}): Affinity {
   const objects = deps.store.objects;
   const cache = new Map<string, UpstreamObjectRow>();
   const cached = (row: UpstreamObjectRow) => {
     if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
     cache.set(row.objectId, row);
     return row;
+  };
+  deps.bus?.subscribe((event) => {
+    if (event.kind === "object") cache.delete(event.objectId);
+    else if (event.kind === "everything") cache.clear();
+  });
+  /** A binding ended: here, in the database, and in every instance's cache. */
+  const drop = async (objectId: string) => {
+    cache.delete(objectId);
+    await objects.remove(objectId);
+    await deps.bus?.publish({ kind: "object", objectId });
   };
   const lookup = async (objectId: string): Promise<UpstreamObjectRow | undefined> => {
     const hit = cache.get(objectId);
@@ -41,10 +58,7 @@ export function createAffinity(deps: { store: Store; clock: Clock; onCollision?:
       const held = await lookup(objectId);
       if (held && held.accountId !== accountId) {
         deps.onCollision?.(objectId, kind);
-        if (kind === "client_secret") {
-          cache.delete(objectId);
-          await objects.remove(objectId);
-        }
+        if (kind === "client_secret") await drop(objectId);
         return;
       }
       const row = { objectId, kind, accountId, keyId, createdAt: deps.clock.now(), mintedBy: mintedBy ?? null };
@@ -52,10 +66,7 @@ export function createAffinity(deps: { store: Store; clock: Clock; onCollision?:
       cached(row);
     },
     lookup,
-    async forget(objectId) {
-      cache.delete(objectId);
-      await objects.remove(objectId);
-    },
+    forget: drop,
     async ownedBy(accountId, kind) {
       return (await objects.ownedBy(accountId, kind)).sort((a, b) => b.createdAt - a.createdAt);
     },

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { createHash, randomBytes } from "node:crypto";
 import type { Owners } from "../accounts/owners.ts";
-import { isValidEmail, normaliseEmail } from "../accounts/validation.ts";
+import { isValidAccountName, isValidEmail, normaliseEmail } from "../accounts/validation.ts";
 import type { OperationLog } from "../admin/oplog/writer.ts";
 import type { ServeConfig } from "../config.ts";
 import type { Clock } from "../core/clock.ts";
@@ -10,8 +10,10 @@ import { onlyFields, readJsonObject } from "../http/body.ts";
 import { clientIp } from "../http/client-ip.ts";
 import type { State, WindowCounter } from "../state/state.ts";
 
-/** Sign-ups allowed per client address and hour. */
+/** Sign-ups allowed per client address (an IPv6 client's /64) and hour. */
 export const SIGNUPS_PER_IP_HOUR = 5;
+/** Confirmation mails one address may receive an hour, whoever asks: a stranger's inbox is not a target. */
+export const SIGNUP_MAILS_PER_ADDRESS_HOUR = 3;
 /** How long a mailed confirmation link stays valid. */
 const CONFIRM_TTL_MS = 24 * 3_600_000;
 const HOUR_MS = 3_600_000;
@@ -40,13 +42,19 @@ export function signupRoutes(deps: SignupRouteDeps) {
   const smtp = deps.config.signupSmtp;
   const transport = smtp ? import("nodemailer").then((m) => m.default.createTransport(smtp)) : undefined;
 
-  /** Counts a sign-up of the client's address, or refuses past the hourly limit. */
-  const limit = async (request: Request) => {
+  /**
+   * Counts a sign-up of the client's address (an IPv6 client by its /64: one allocation
+   * holds 2^64 addresses) and, when a confirmation is mailed, of the recipient; refuses
+   * past either hourly limit.
+   */
+  const limit = async (request: Request, mailedTo?: string) => {
     const ip = clientIp(request, deps.config.trustProxy) ?? "unknown";
-    const counter: WindowCounter = { kind: "window", key: `signup:${ip}`, windowMs: HOUR_MS };
-    const verdict = await deps.state.counts.admit([{ counter, limit: SIGNUPS_PER_IP_HOUR, add: 1 }], deps.clock.now());
+    const lines = [{ counter: { kind: "window", key: `signup:${clientNetwork(ip)}`, windowMs: HOUR_MS } satisfies WindowCounter, limit: SIGNUPS_PER_IP_HOUR, add: 1 }];
+    if (mailedTo !== undefined) lines.push({ counter: { kind: "window", key: `signup-to:${hash(mailedTo)}`, windowMs: HOUR_MS }, limit: SIGNUP_MAILS_PER_ADDRESS_HOUR, add: 1 });
+    const verdict = await deps.state.counts.admit(lines, deps.clock.now());
     if (!verdict.admitted) {
-      throw new HttpError("rate_limit", "Too many sign-ups from this address; try again later", {
+      const why = verdict.refusal.line === 0 ? "Too many sign-ups from this address" : "Too many confirmation mails to this email address";
+      throw new HttpError("rate_limit", `${why}; try again later`, {
         code: "signup_rate_limited",
         headers: { "retry-after": String(Math.max(1, Math.ceil(verdict.refusal.retryAfterMs / 1000))) },
       });
@@ -67,8 +75,12 @@ export function signupRoutes(deps: SignupRouteDeps) {
         onlyFields(body, ["Email", "Name"]);
         const email = typeof body.Email === "string" ? normaliseEmail(body.Email) : "";
         if (!isValidEmail(email)) throw badRequest("Email is required and must be a valid address", "Email");
-        const name = typeof body.Name === "string" ? body.Name : undefined;
-        await limit(request);
+        // The Name is checked now: found bad at confirmation, the mailed token was spent for nothing.
+        if (body.Name !== undefined && (typeof body.Name !== "string" || !isValidAccountName(body.Name))) {
+          throw badRequest("Name must be 4 to 63 characters (letters, digits, . _ -) with at least one letter", "Name");
+        }
+        const name = body.Name as string | undefined;
+        await limit(request, transport ? email : undefined);
         if (!transport) {
           set.status = 201;
           return create(email, name);
@@ -100,4 +112,14 @@ export function signupRoutes(deps: SignupRouteDeps) {
       },
       { parse: "none" },
     );
+}
+
+/** The network a client counts as: an IPv6 address by its /64 (what one subscriber gets), others as they are. */
+export function clientNetwork(ip: string): string {
+  if (!ip.includes(":") || ip.startsWith("::ffff:")) return ip;
+  const [head, tail = ""] = ip.split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = ip.includes("::") ? [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }

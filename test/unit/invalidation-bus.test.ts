@@ -153,7 +153,7 @@ if (!servicesSkipped) {
       expect(heardB).toHaveLength(3);
     });
 
-    test("a subscriber that lost Redis hears everything once it is back; publishing fails naming Redis meanwhile", async () => {
+    test("a subscriber that lost Redis hears everything once it is back; an event published meanwhile is sent again, the publish not failing", async () => {
       const server = await redis.server();
       const prefix = freshPrefix();
       const a = redisBus({ prefix, retryMs: 50 });
@@ -168,8 +168,9 @@ if (!servicesSkipped) {
       a.subscribe((e) => {
         heardA.push(e);
       });
-      // The publisher's own subscribers still follow the change.
-      await expect(a.publish({ kind: "account", accountId: 1 })).rejects.toThrow(/Redis/);
+      // The publisher's own subscribers follow the change, and the write that published it
+      // is not failed (its client would make it again): the others are told later.
+      await a.publish({ kind: "account", accountId: 1 });
       expect(heardA).toEqual([{ kind: "account", accountId: 1 }]);
       await server.start();
       await until(() => heardB.some((e) => e.kind === "everything"));
@@ -177,7 +178,10 @@ if (!servicesSkipped) {
       await until(() => heardA.some((e) => e.kind === "everything"));
       await a.publish({ kind: "account", accountId: 2 });
       await until(() => heardB.some((e) => e.kind === "account" && e.accountId === 2));
-      expect(heardB.filter((e) => e.kind === "account")).toEqual([{ kind: "account", accountId: 2 }]);
+      // The event of the outage, sent again, came before the next one (or B's subscription
+      // was made after it went, and B dropped everything instead).
+      const accounts = heardB.filter((e) => e.kind === "account").map((e) => (e as { accountId: number }).accountId);
+      expect([[2], [1, 2]]).toContainEqual(accounts);
     });
   });
 }

@@ -84,7 +84,12 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
   // The bus waits for these, so a write's response follows the sessions it ended.
   deps.bus.subscribe((event) => {
     if (event.kind === "account") return recheck({ accountId: event.accountId });
-    if (event.kind === "config") return recheck({ tenantId: event.tenantId });
+    if (event.kind === "config") {
+      // The tenant's settings are read again first: the bus's other subscriber reloading
+      // them runs alongside, and a re-check ahead of it would judge by the old RESOURCES.
+      const tenant = [...live].find((session) => session.tenant.tenantId === event.tenantId)?.tenant;
+      return tenant ? tenant.settings.reload().then(() => recheck({ tenantId: event.tenantId })) : undefined;
+    }
     if (event.kind === "everything") return recheck({});
   });
 

@@ -18,6 +18,8 @@ export interface RedisBusOptions {
   onListenerError?: (error: unknown, event: Invalidation) => void;
   /** The subscription was lost or could not be made (it is tried again). */
   onSubscriptionError?: (error: unknown) => void;
+  /** Other processes could not be told of an event now (it is sent again until they are). */
+  onPublishError?: (error: unknown, event: Invalidation) => void;
   /** Wait before subscribing again after a lost connection (ms; doubles up to 30 s). */
   retryMs?: number;
 }
@@ -99,19 +101,48 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
   };
   void subscribe();
 
+  /**
+   * Events other processes could not be told of (Redis away), sent again every second
+   * until they are, in order. The write that published one has committed: failing its
+   * request would have its client retry it (a credit grant made twice), so it succeeds,
+   * and the others hear of the change once Redis answers (or, having lost their own
+   * subscription meanwhile, drop everything they hold).
+   */
+  const unsent: string[] = [];
+  let resendTimer: ReturnType<typeof setTimeout> | undefined;
+  const resend = async () => {
+    resendTimer = undefined;
+    while (unsent.length > 0 && !closed) {
+      try {
+        await options.connection.send("PUBLISH", [channel, unsent[0]!]);
+        unsent.shift();
+      } catch {
+        break;
+      }
+    }
+    if (unsent.length > 0 && !closed) resendTimer ??= setTimeout(() => void resend(), 1000);
+    resendTimer?.unref?.();
+  };
+
   return {
     async publish(event) {
-      // Other processes are told while this one's subscribers work; a Redis that refuses
-      // fails the publish once they are done (other instances may then miss the change).
-      const remote = options.connection.send("PUBLISH", [channel, JSON.stringify({ from: id, event } satisfies Message)]);
+      // Other processes are told while this one's subscribers work.
+      const text = JSON.stringify({ from: id, event } satisfies Message);
+      const remote = unsent.length > 0 ? Promise.reject(new RedisUnavailable("events before this one wait to be sent", undefined, "not sent")) : options.connection.send("PUBLISH", [channel, text]);
       const [, told] = await Promise.allSettled([local.publish(event), remote]);
-      if (told.status === "rejected") throw told.reason;
+      if (told.status === "rejected") {
+        if (!unsent.includes(text)) unsent.push(text);
+        options.onPublishError?.(told.reason, event);
+        resendTimer ??= setTimeout(() => void resend(), 1000);
+        resendTimer.unref?.();
+      }
     },
     subscribe: local.subscribe,
     ready: () => isReady,
     close() {
       closed = true;
       if (retryTimer) clearTimeout(retryTimer);
+      if (resendTimer) clearTimeout(resendTimer);
       subscriber?.close();
       subscriber = undefined;
       options.connection.close();
