@@ -40,7 +40,7 @@ export interface SignupRouteDeps {
  */
 export function signupRoutes(deps: SignupRouteDeps) {
   const smtp = deps.config.signupSmtp;
-  const transport = smtp ? import("nodemailer").then((m) => m.default.createTransport(smtp)) : undefined;
+  const transport = smtp ? import("nodemailer").then((m) => m.default.createTransport(signupTransport(smtp))) : undefined;
 
   /**
    * Counts a sign-up of the client's address (an IPv6 client by its /64: one allocation
@@ -122,4 +122,28 @@ export function clientNetwork(ip: string): string {
   const right = tail ? tail.split(":") : [];
   const groups = ip.includes("::") ? [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right] : left;
   return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, "")).join(":")}::/64`;
+}
+
+/**
+ * The sign-up mail server from `--signup-smtp` (`smtp://user:pass@host:587`, or `smtps://`
+ * for TLS from the start). A server that is not on this machine must take STARTTLS
+ * before the login: one that does not offer it (or a path that strips the offer) would
+ * otherwise get the password and every confirmation token in clear. Timeouts as the
+ * tenants' mailer has them, so a stalled server does not hold sign-ups for minutes.
+ */
+export function signupTransport(url: string) {
+  const parsed = new URL(url);
+  const host = parsed.hostname.replace(/^\[|\]$/g, "");
+  const secure = parsed.protocol === "smtps:";
+  const loopback = host === "localhost" || host === "::1" || /^127\./.test(host);
+  return {
+    host,
+    port: Number(parsed.port) || (secure ? 465 : 587),
+    secure,
+    requireTLS: !secure && !loopback,
+    auth: parsed.username ? { user: decodeURIComponent(parsed.username), pass: decodeURIComponent(parsed.password) } : undefined,
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 20_000,
+  };
 }

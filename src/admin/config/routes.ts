@@ -10,6 +10,9 @@ import { onlyFields, readBodyBytes, readJsonObject } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { authPlugin } from "../../http/plugins.ts";
 import type { Tenant } from "../../tenancy/tenants.ts";
+import type { AddressGuard } from "../../upstreams/address-policy.ts";
+import type { State } from "../../state/state.ts";
+import { checkMailHost } from "./test-mail.ts";
 import type { OperationLog } from "../oplog/writer.ts";
 import type { ConfigExport } from "../../wire/config.ts";
 import { itemDef } from "./items.ts";
@@ -22,6 +25,10 @@ export const DEFAULT_RESET_ITEMS: readonly string[] = ["PRICING"];
 /** What the config routes use beyond the caller's tenant: audit (both logs) and telling caches of a change. */
 export interface ConfigRouteDeps {
   config: Pick<ServeConfig, "maxBody" | "trustProxy">;
+  /** Where the router may connect for a tenant (the upstream address policy): its mail server too. */
+  addressGuard: Pick<AddressGuard, "check">;
+  /** Counts test mails (sendTestMail). */
+  state: Pick<State, "counts">;
   oplog: OperationLog;
   log: Logger;
   bus: InvalidationBus;
@@ -69,6 +76,7 @@ export function configRoutes(deps: ConfigRouteDeps & AuthPluginDeps) {
         if (Object.keys(values).length === 0) {
           throw badRequest("Request body names no configuration item; send an object of item names to values");
         }
+        if (typeof values.EMAIL_SMTP === "string") await checkMailHost(deps.addressGuard, values.EMAIL_SMTP.trim());
         await logChanges("config.update", await tenant.settings.update(values), principal, tenant, request);
         await deps.bus.publish({ kind: "config", tenantId: tenant.tenantId });
         return exported(tenant);

@@ -7,6 +7,8 @@ import { redact } from "../../core/redact.ts";
 import { onlyFields, parseJsonObject, readBodyBytes } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import type { Mailer } from "../../mail/mailer.ts";
+import type { AddressGuard } from "../../upstreams/address-policy.ts";
+import type { State, WindowCounter } from "../../state/state.ts";
 import type { OperationLog } from "../oplog/writer.ts";
 import { SECRET_MASK } from "./items.ts";
 import type { ConfigService } from "./service.ts";
@@ -23,8 +25,14 @@ export interface MailTenant {
   settings: Pick<ConfigService, "raw">;
 }
 
+/** Test mails a tenant may send an hour. */
+export const TEST_MAILS_PER_HOUR = 10;
+
 export interface TestMailDeps {
   config: Pick<ServeConfig, "maxBody" | "trustProxy">;
+  addressGuard: Pick<AddressGuard, "check">;
+  /** Counts each tenant's test mails (shared, so the limit holds across instances). */
+  state: Pick<State, "counts">;
   oplog: OperationLog;
   clock: Clock;
 }
@@ -66,6 +74,17 @@ export function mailFailure(error: unknown, pass: string | undefined): HttpError
 }
 
 /**
+ * A mail server host must pass the upstream address policy, as a provider URL does: with
+ * BYOK sign-ups a tenant is anyone, and a test mail to a host of the router's own network
+ * would report that host's banner (a port scanner). 400 naming EMAIL_SMTP.
+ */
+export async function checkMailHost(guard: Pick<AddressGuard, "check">, host: string): Promise<void> {
+  if (!host) return;
+  const refusal = await guard.check(`https://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}/`);
+  if (refusal) throw badRequest(`EMAIL_SMTP may not be ${host}: ${refusal}`, "EMAIL_SMTP", "mail_host_refused");
+}
+
+/**
  * `POST /x-config/test-mail` (owner only): sends one mail through the current SMTP
  * items and reports the server's answer. 400 when EMAIL_SMTP or XAI_MAIL is unset;
  * 502 with the mail error when sending fails. Written to the operation log either way.
@@ -75,6 +94,18 @@ export async function sendTestMail(deps: TestMailDeps, tenant: MailTenant, reque
   const to = await recipient(request, deps.config.maxBody, caller.email);
   if (!tenant.mailer.configured()) {
     throw badRequest("Mail is not configured: set EMAIL_SMTP and XAI_MAIL (and EMAIL_PORT, EMAIL_AUTH, EMAIL_PASS as the server needs)", "EMAIL_SMTP", "mail_not_configured");
+  }
+  // Checked again at each send: a name may resolve elsewhere since it was saved.
+  await checkMailHost(deps.addressGuard, tenant.settings.raw("EMAIL_SMTP") ?? "");
+  // A test mail goes to any address through any server the tenant names: with sign-ups
+  // open, unlimited it would make the router a mail sender for anyone.
+  const counter: WindowCounter = { kind: "window", key: `test-mail:${tenant.tenantId}`, windowMs: 3_600_000 };
+  const verdict = await deps.state.counts.admit([{ counter, limit: TEST_MAILS_PER_HOUR, add: 1 }], deps.clock.now());
+  if (!verdict.admitted) {
+    throw new HttpError("rate_limit", `At most ${TEST_MAILS_PER_HOUR} test mails an hour; try again later`, {
+      code: "test_mail_rate_limited",
+      headers: { "retry-after": String(Math.max(1, Math.ceil(verdict.refusal.retryAfterMs / 1000))) },
+    });
   }
   const server = `${tenant.settings.raw("EMAIL_SMTP")}:${tenant.settings.raw("EMAIL_PORT") ?? 587}`;
   const log = (sent: boolean) =>
