@@ -124,9 +124,8 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     store.close();
     throw error;
   }
-  // Partial keys that routers before this one stored in clear are sealed now. A failure
-  // is no reason not to serve: clear ones are still read as they are, and the next start
-  // tries again.
+  // Partial keys stored in clear by routers before this one are sealed now; a failure is no
+  // reason not to serve (clear ones are read as they are, and the next start tries again).
   await sealClearPartialKeys(store, sealer).then(
     (sealed) => sealed > 0 && log.info("provider keys' partial keys stored in clear are now sealed", { keys: sealed }),
     (error: unknown) => log.warn("provider keys' partial keys stored in clear could not be sealed; the next start tries again", { error: causeMessage(error) }),
@@ -294,9 +293,10 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       case "account":
         principals.invalidateAccount(event.accountId);
         chains.changed(event.accountId);
-        // Credit granted or taken on another instance: no call here is admitted against a block reserved before.
         redisState?.forgetAllowances(event.accountId);
         return;
+      case "credit": // Granted or taken elsewhere: no call here is admitted against a block reserved before.
+        return redisState?.forgetAllowances(event.accountId);
       case "keys":
         return tenants.get(event.tenantId).pool.reload();
       case "config":
@@ -330,7 +330,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       bus,
       oplog,
       // Every instance ends its blocks of a changed balance (the bus's account event), not only this one.
-      onCreditChanged: (ids) => ids.forEach((id) => inBackground("a changed balance", Promise.all([state.credit.invalidate(id), bus.publish({ kind: "account", accountId: id })]))),
+      onCreditChanged: (ids) => ids.forEach((id) => inBackground("a changed balance", Promise.all([state.credit.invalidate(id), bus.publish({ kind: "credit", accountId: id })]))),
       heldCredit: (id) => state.credit.held(id),
       onDeleted: (id) =>
         inBackground("a deleted account", state.credit.retire(id, () =>

@@ -19,6 +19,8 @@ export type Invalidation =
    * own verdict: key choices that reuse a read of the shared State drop it.
    */
   | { kind: "routing"; tenantId: number }
+  /** An account's balance changed (a grant, a transfer, a batch): blocks reserved against the old one end. */
+  | { kind: "credit"; accountId: number }
   /** An upstream object's binding ended (deleted, or forgotten after a collision): caches of it drop it. */
   | { kind: "object"; objectId: string }
   | { kind: "everything" };
