@@ -87,12 +87,18 @@ export function signupRoutes(deps: SignupRouteDeps) {
         }
         const token = randomBytes(24).toString("base64url");
         await deps.state.signups.put(hash(token), { email, name }, CONFIRM_TTL_MS, deps.clock.now());
-        await (await transport).sendMail({
-          from: deps.config.signupFrom ?? "router@localhost",
-          to: email,
-          subject: "Confirm your router account",
-          text: `To create your account, send this token to POST /x-signup/confirm as {"token":"${token}"}. It is valid for 24 hours.`,
-        });
+        try {
+          await (await transport).sendMail({
+            from: deps.config.signupFrom ?? "router@localhost",
+            to: email,
+            subject: "Confirm your router account",
+            text: `To create your account, send this token to POST /x-signup/confirm as {"token":"${token}"}. It is valid for 24 hours.`,
+          });
+        } catch {
+          // A token nobody received is not kept; the mail server's words (its login among them) stay out of the answer.
+          await deps.state.signups.take(hash(token), deps.clock.now()).catch(() => undefined);
+          throw new HttpError("upstream", "The confirmation mail could not be sent; try again later", { code: "signup_mail_failed" });
+        }
         set.status = 202;
         return { object: "signup", status: "confirmation_sent", Email: email };
       },

@@ -261,11 +261,11 @@ describe("what the review probed and found right", () => {
 
   // A failing sign-up mail server: a 500 naming the request id, the password neither in the
   // answer nor in the log line (which holds nodemailer's message only).
-  test("a sign-up mail failure shows the SMTP password nowhere", async () => {
+  test("a sign-up mail failure is a 502 signup_mail_failed that shows the SMTP password nowhere", async () => {
     const router = await startRouter({ config: { byok: true, signup: true, signupSmtp: "smtp://mailer:Sm7pSecretPw@127.0.0.1:1", signupFrom: "router@example.com" } });
     try {
       const res = await api(router, "/x-signup", { method: "POST", key: null, body: { Email: "x@example.com" } });
-      expect(res.status).toBe(500);
+      expect([res.status, res.body.error.code]).toEqual([502, "signup_mail_failed"]);
       expect(JSON.stringify(res.body)).not.toContain("Sm7pSecretPw");
       expect(router.logs.join("\n")).not.toContain("Sm7pSecretPw");
       expect(router.logs.join("\n")).not.toContain(Buffer.from("Sm7pSecretPw").toString("base64"));
