@@ -70,8 +70,13 @@ export function chatStreamReader(): StreamReader {
         return [{ type: "error", error: streamedError(chunk) }];
       }
       const out: IrEvent[] = [];
-      if (!started) start(chunk, out);
       const choice = firstChoice(chunk);
+      if (!started) {
+        // Azure opens a content-filtered stream with a chunk of its own (empty id and model,
+        // no choices, its prompt_filter_results): the answer's identity comes after it.
+        if ((typeof chunk.id !== "string" || chunk.id === "") && choice === undefined && !isObject(chunk.usage)) return [];
+        start(chunk, out);
+      }
       if (choice !== undefined) choiceEvents(choice, out);
       // Usage before the finish it may share a chunk with, so a writer closing on the finish has it.
       const usage = isObject(chunk.usage) ? openaiUsage(chunk.usage) : undefined;
