@@ -119,6 +119,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   const closing: Array<() => void | Promise<void>> = [];
   try {
     if (config.database !== undefined) await claimDatabase(config, store, sealer, keyFile, !keyExisted, closing, log);
+    else assertSealingKey(await store.providerKeys.oneSealedSecret(), sealer, keyFile, !keyExisted);
   } catch (error) {
     for (const close of closing) await close();
     store.close();
@@ -230,8 +231,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   // Charges of rows this instance wrote itself stop counting as unwritten, sent again until Redis takes them.
   const writtenCharges = createWrittenCharges((charged, version) => state.credit.flushed(charged, version), log);
   usageRecorder.onCharged((charged, version) => writtenCharges.announce(charged, version));
-  // A refused row's charge stops counting as unwritten, and with no version the balance is
-  // read again from the ledger, which never held it.
+  // A refused row's charge stops counting as unwritten (no version: the balance is read again).
   usageRecorder.onSetAside((charges) => writtenCharges.announce(charges));
   // Rows a previous run left in the usage spool: their charges count as unwritten here
   // until written (their write announces them); else it would take them off other calls'.

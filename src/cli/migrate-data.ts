@@ -1,7 +1,8 @@
 import { defineCommand } from "citty";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { copyDeployment, type CopyReport } from "../store/copy/index.ts";
+import { USAGE_SPOOL_FILE } from "../metering/usage-spool.ts";
 import { shownUrl } from "../store/postgres/url.ts";
 import { databaseUrl } from "./database-flag.ts";
 import { rejectUnknownFlags, UsageError } from "./flags.ts";
@@ -58,6 +59,12 @@ export const migrateDataCommand = defineCommand({
       const url = databaseUrl(args.to, "to");
       if (url === undefined) throw new UsageError("--to is required (or ROUTER_DATABASE): the PostgreSQL database to copy into");
 
+      // Usage rows a stop could not write wait in the spool next to the database; copied
+      // without them they would never be charged (instances on PostgreSQL read no old spool).
+      const spool = join(existsSync(args.from) && statSync(args.from).isDirectory() ? args.from : dirname(args.from), USAGE_SPOOL_FILE);
+      if (existsSync(spool) && readFileSync(spool, "utf8").trim() !== "") {
+        throw new UsageError(`${spool} holds usage rows not yet written: start the router once on this directory (it writes them), stop it, then copy`);
+      }
       process.stdout.write(`copying ${args.from} into PostgreSQL at ${shownUrl(url)}\n`);
       // Progress is for someone watching a long copy; a pipe gets the summary only.
       const onTable = process.stderr.isTTY ? (name: string, rows: number) => process.stderr.write(`copied ${name} (${rows} rows)\n`) : undefined;
