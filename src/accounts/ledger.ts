@@ -9,12 +9,11 @@ export type Tx = Pick<Repositories, "accounts" | "credit">;
 /**
  * Removes `amount` from an account's grants, the earliest expiry first (grants without
  * expiry last), and returns the pieces taken with their expiries. Throws 400 when the
- * unexpired balance less `held` (what the account's calls in flight reserved and its
- * charges not yet written: the calls will spend it) is smaller (debt counts against what
- * may be given away too). `amount` Infinity takes everything.
+ * unexpired balance is smaller (debt counts against what may be given away).
+ * `amount` Infinity takes everything.
  */
-export async function take(tx: Tx, accountId: number, amount: number, now: number, held = 0): Promise<Piece[]> {
-  const available = Math.max(0, (await tx.credit.balance(accountId, now)) - held);
+export async function take(tx: Tx, accountId: number, amount: number, now: number): Promise<Piece[]> {
+  const available = Math.max(0, await tx.credit.balance(accountId, now));
   if (amount !== Infinity && available < amount) {
     throw badRequest(`Insufficient credit: ${available / 1e9} available, ${amount / 1e9} needed`, "CreditGranted", "insufficient_credit");
   }

@@ -83,8 +83,6 @@ export function createAccountsService(deps: {
     return row;
   }
 
-  const heldBy = async (accountId: number) => (await deps.heldCredit?.(accountId)) ?? 0;
-
   /** Moves credit between caller and target inside the transaction (spec 4.2 credit rule). */
   async function applyCredit(tx: Tx, caller: AccountRow, target: AccountRow, credits: number, days: number | undefined): Promise<CreditOutcome> {
     const now = deps.clock.now();
@@ -93,12 +91,11 @@ export function createAccountsService(deps: {
     if (nanos > 0) {
       const expiry = days ? now + days * DAY_MS : null;
       // Owners mint credit; anyone else transfers it from its own balance, expiries included.
-      // What the caller's own calls in flight reserved is theirs to spend: not given away twice.
-      const pieces = caller.isOwner ? [{ amount: nanos, expiresAt: expiry }] : capExpiry(await take(tx, caller.id, nanos, now, await heldBy(caller.id)), expiry);
+      const pieces = caller.isOwner ? [{ amount: nanos, expiresAt: expiry }] : capExpiry(await take(tx, caller.id, nanos, now), expiry);
       await tx.credit.give(target.id, pieces, caller.id, now);
       return { callerChange: caller.isOwner ? 0 : -nanos, targetChange: nanos };
     }
-    const pieces = await take(tx, target.id, -nanos, now, await heldBy(target.id));
+    const pieces = await take(tx, target.id, -nanos, now);
     await tx.credit.give(caller.id, pieces, caller.id, now);
     return { callerChange: -nanos, targetChange: nanos };
   }
