@@ -62,6 +62,47 @@ async function charged(router: TestRouter, ids: readonly number[]): Promise<numb
   return rows.filter((r) => ids.includes(r.account_id)).reduce((sum, r) => sum + r.cost_nanos, 0);
 }
 
+describe("a debt is settled by the next credit: it does not come back when that credit expires", () => {
+  // docs/api.md, Credit: "Calls consume credit from the grant that expires first. A call that cost
+  // more than was left leaves a debt that the next credit settles." and, on deletion: "A debt the
+  // account ran up (...) is charged to the parent the same way rather than left on an account
+  // nobody can pay for."
+
+  test("debt, then credit for one day: once that credit expires the balance is 0, not the old debt again", async () => {
+    const clock = createManualClock(Date.UTC(2026, 2, 10, 12));
+    const { router } = await start({ clock });
+    const child = await createAccount(router, { CreditGranted: COST / 2e9 });
+    // Something was left, so the call ran; it cost twice what was left: a debt of COST / 2.
+    expect((await call(router, child.key)).status).toBe(200);
+    expect(await ledger(router, child.id)).toBe(-COST / 2);
+    // The next credit settles the debt: 0.01 granted for one day leaves 0.01 − debt spendable.
+    expect((await api(router, `/x-users/${child.id}`, { method: "PUT", body: { CreditGranted: 0.01, Days: 1 } })).status).toBe(200);
+    expect(await ledger(router, child.id)).toBe(10_000_000 - COST / 2);
+    clock.advance(2 * DAY);
+    // No call since: what expired is what was left of that credit; the settled debt must not return.
+    const after = await ownBalance(router, child.key);
+    expect(after).toEqual({ status: 0, credit: 0 });
+  });
+
+  test("a deleted account with a debt and an expiring grant: after the grant's expiry nothing is left on it", async () => {
+    const clock = createManualClock(Date.UTC(2026, 2, 10, 12));
+    const { router } = await start({ clock });
+    const parent = await createAccount(router, { CreditGranted: 1, Resources: MANAGER_RESOURCES });
+    const child = await createAccount(router, { CreditGranted: COST / 2e9 }, parent.key);
+    expect((await call(router, child.key)).status).toBe(200);
+    expect(await ledger(router, child.id)).toBe(-COST / 2);
+    expect((await api(router, `/x-users/${child.id}`, { method: "PUT", key: parent.key, body: { CreditGranted: 0.01, Days: 1 } })).status).toBe(200);
+    const parentBefore = await ledger(router, parent.id);
+    const deleted = await api(router, `/x-users/${child.id}`, { method: "DELETE", key: parent.key });
+    expect(deleted.status).toBe(200);
+    expect(Math.round(deleted.body.CreditReturned * 1e9)).toBe(10_000_000 - COST / 2);
+    expect(await ledger(router, parent.id)).toBe(parentBefore + 10_000_000 - COST / 2);
+    clock.advance(2 * DAY);
+    // Nothing may be left on an account nobody can pay for.
+    expect(await ledger(router, child.id)).toBe(0);
+  });
+});
+
 describe("checked by the review: conservation under a mix of calls, credit movements, deletions and limit changes", () => {
   test("dozens of calls race grants, deductions, batch credit, a deletion and limit changes: every nano-credit is accounted for and nothing stays held", async () => {
     const { router } = await start();

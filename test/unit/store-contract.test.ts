@@ -192,6 +192,20 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       expect(await store.credit.balance(1, T0)).toBe(0);
     });
 
+    test("credit given to an account that owes settles the debt first, from the pieces that expire first", async () => {
+      const store = await fresh();
+      await store.credit.consume(1, 30, T0);
+      expect(await store.credit.balance(1, T0)).toBe(-30);
+      await store.credit.give(1, [{ amount: 100, expiresAt: null }, { amount: 20, expiresAt: T0 + DAY }], null, T0);
+      expect(await store.credit.balance(1, T0)).toBe(90);
+      // The expiring piece paid the debt first (the rest from the next piece): once it
+      // expires, nothing of the debt is back.
+      expect(await store.credit.balance(1, T0 + 2 * DAY)).toBe(90);
+      expect((await store.credit.grants(1, T0)).map((g) => g.remaining)).toEqual([90]);
+      await store.credit.give(1, [{ amount: 5, expiresAt: null }], null, T0);
+      expect((await store.credit.grants(1, T0)).map((g) => g.remaining).sort((a, b) => a - b)).toEqual([5, 90]);
+    });
+
     test("taking everything takes what is there, never debt; accounts do not share grants", async () => {
       const store = await fresh();
       await store.credit.give(1, [{ amount: 40, expiresAt: null }], 2, T0);

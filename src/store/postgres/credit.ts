@@ -4,7 +4,7 @@ import type { Db, Scope } from "./db.ts";
 import { lockAccountCredit } from "./locks.ts";
 import { creditGrants } from "./schema/accounts.ts";
 import { usageEvents } from "./schema/usage.ts";
-import { expiringOf } from "../expiring-grants.ts";
+import { expiringOf, settleDebts } from "../expiring-grants.ts";
 
 const unexpired = (accountId: number, now: number) =>
   and(eq(creditGrants.accountId, accountId), or(isNull(creditGrants.expiresAt), gt(creditGrants.expiresAt, now)));
@@ -62,12 +62,15 @@ export function postgresCredit({ db, atomic }: Scope): CreditStore {
         }
         return pieces;
       }),
-    async give(accountId, pieces, grantedBy, now) {
-      const rows = pieces
-        .filter((piece) => piece.amount > 0)
-        .map((piece) => ({ accountId, amount: piece.amount, remaining: piece.amount, expiresAt: piece.expiresAt, grantedBy, createdAt: now }));
-      // One statement: the grants land together without a transaction of their own.
-      if (rows.length > 0) await db.insert(creditGrants).values(rows);
+    async give(accountId, given, grantedBy, now) {
+      await atomic(async (db) => {
+        await lockAccountCredit(db, accountId);
+        const debts = await db.select({ id: creditGrants.id, remaining: creditGrants.remaining }).from(creditGrants).where(and(eq(creditGrants.accountId, accountId), lt(creditGrants.remaining, 0))).orderBy(asc(creditGrants.id));
+        const { paid, rest } = settleDebts(debts, given);
+        for (const debt of paid) await db.update(creditGrants).set({ remaining: debt.remaining }).where(eq(creditGrants.id, debt.id));
+        const rows = rest.map((piece) => ({ accountId, amount: piece.amount, remaining: piece.amount, expiresAt: piece.expiresAt, grantedBy, createdAt: now }));
+        if (rows.length > 0) await db.insert(creditGrants).values(rows);
+      });
     },
     async consume(accountId, amount, now) {
       if (amount <= 0) return;

@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
 import { creditGrants } from "../schema/accounts.ts";
 import { usageEvents } from "../schema/usage.ts";
-import { expiringOf } from "../expiring-grants.ts";
+import { expiringOf, settleDebts } from "../expiring-grants.ts";
 import type { CreditStore, Piece } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
@@ -38,7 +38,10 @@ export function sqliteCredit({ db, sqlite }: Connection): Synchronous<CreditStor
     }
     return pieces;
   });
-  const give = sqlite.transaction((accountId: number, pieces: readonly Piece[], grantedBy: number | null, now: number) => {
+  const give = sqlite.transaction((accountId: number, given: readonly Piece[], grantedBy: number | null, now: number) => {
+    const debts = db.select({ id: creditGrants.id, remaining: creditGrants.remaining }).from(creditGrants).where(and(eq(creditGrants.accountId, accountId), lt(creditGrants.remaining, 0))).orderBy(asc(creditGrants.id)).all();
+    const { paid, rest: pieces } = settleDebts(debts, given);
+    for (const debt of paid) db.update(creditGrants).set({ remaining: debt.remaining }).where(eq(creditGrants.id, debt.id)).run();
     for (const piece of pieces) {
       if (piece.amount <= 0) continue;
       db.insert(creditGrants)
