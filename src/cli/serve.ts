@@ -157,7 +157,7 @@ function schemeOf(url: string): string | undefined {
  * (anyone can read it in the process list), and a database without Redis (one instance
  * only). Never quotes a URL.
  */
-export function serveWarnings(args: Record<string, unknown>, config: Pick<ServeConfig, "database" | "redis">): string[] {
+export function serveWarnings(args: Record<string, unknown>, config: Pick<ServeConfig, "database" | "redis"> & Partial<Pick<ServeConfig, "signupSmtp" | "signupFrom">>): string[] {
   const warnings: string[] = [];
   for (const [flag, env] of [
     ["database", "ROUTER_DATABASE"],
@@ -171,6 +171,10 @@ export function serveWarnings(args: Record<string, unknown>, config: Pick<ServeC
   // The token is a secret whole: given as a flag, anyone on the machine reads it in the process list.
   if (typeof args["metrics-token"] === "string" && args["metrics-token"] !== "") {
     warnings.push("--metrics-token is a secret, which other users of this machine can see in the process list; set ROUTER_METRICS_TOKEN instead");
+  }
+  // Mail from router@localhost is what many servers refuse, or file as spam.
+  if (config.signupSmtp !== undefined && config.signupFrom === undefined) {
+    warnings.push("--signup-smtp without --signup-from: confirmation mail goes out from router@localhost, which mail servers often refuse (set --signup-from or ROUTER_SIGNUP_FROM)");
   }
   if (config.database !== undefined && config.redis === undefined) {
     warnings.push("--database without --redis: limits and credit in flight are kept in this process, so this instance must be the only one on the database (give every instance --redis to run several)");

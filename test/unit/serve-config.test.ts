@@ -66,6 +66,12 @@ test("warnings: a password given as a flag (not through the environment), a data
   expect(alone).toHaveLength(1);
   expect(alone[0]).toContain("--redis");
   expect(serveWarnings({}, resolveServeConfig({}, {}))).toEqual([]);
+  // Sign-up mail without a sender goes out from router@localhost: said at start.
+  const byok = { byok: true, signup: true };
+  const unsent = serveWarnings({}, resolveServeConfig(byok, { ROUTER_SIGNUP_SMTP: "smtp://mail.example.com:587" }));
+  expect(unsent).toHaveLength(1);
+  expect(unsent[0]).toContain("--signup-from");
+  expect(serveWarnings({}, resolveServeConfig(byok, { ROUTER_SIGNUP_SMTP: "smtp://mail.example.com:587", ROUTER_SIGNUP_FROM: "router@example.com" }))).toEqual([]);
 });
 
 test("--request-log-days: default 30, ROUTER_REQUEST_LOG_DAYS, the flag wins; 0 turns the log off", () => {
