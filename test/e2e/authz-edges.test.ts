@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { json } from "../helpers/mock-upstream.ts";
+import { chatCompletion, json } from "../helpers/mock-upstream.ts";
 import { api, createAccount, DEFAULT_RESOURCES, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
 import { waitFor } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
@@ -12,14 +12,6 @@ import { perTest } from "../helpers/scoped.ts";
 
 const scope = perTest();
 
-const chatAnswer = (model: string) => ({
-  id: "c",
-  object: "chat.completion",
-  created: 1,
-  model,
-  choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-  usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-});
 const chatBody = (model: string) => ({ model, messages: [{ role: "user", content: "hi" }] });
 
 describe("what the review found, fixed", () => {
@@ -59,7 +51,7 @@ describe("what the review found, fixed", () => {
   // for gpt-4o, so the child's gpt-4o limit overrides the caller's entry it "kept".
   test("grants: a child's ModelLimits pattern more specific than its manager's entry may not lift that entry's limit for the models both cover", async () => {
     const { router, upstream } = await scope.gateway();
-    upstream.route("POST", "/v1/chat/completions", (req) => json(chatAnswer(req.json.model)));
+    upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));
     const manager = await createAccount(router, { CreditGranted: 5, Resources: MANAGER_RESOURCES, ModelLimits: { "gpt-*": { rpm: 1 } } });
     const created = await api(router, "/x-users", {
       key: manager.key,
@@ -101,7 +93,7 @@ describe("what the review found, fixed", () => {
   // its subtree's log that the system allowlist closes (the owner itself is refused).
   test("system RESOURCES: /x-requests outside the allowlist is refused to managers too (the dashboard stands in only for an account's own Resources)", async () => {
     const { router, upstream } = await scope.gateway();
-    upstream.route("POST", "/v1/chat/completions", (req) => json(chatAnswer(req.json.model)));
+    upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));
     const manager = await createAccount(router, { CreditGranted: 5, Resources: MANAGER_RESOURCES });
     const child = await createAccount(router, { CreditGranted: 1 }, manager.key);
     const call = await api(router, "/v1/chat/completions", { key: child.key, body: chatBody("m") });
@@ -121,7 +113,7 @@ describe("what the review checked and found right", () => {
   // BYOK: another tenant's accounts, calls, notices, logs and bills answer 404 / nothing (docs/api.md, BYOK).
   test("BYOK: an owner reaches nothing of another tenant through ids, names, emails or filters", async () => {
     const upstream = scope.upstream();
-    upstream.route("POST", "/v1/chat/completions", (req) => json(chatAnswer(req.json.model)));
+    upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));
     const router = await scope.router({ config: { byok: true, signup: true, allowPrivateUpstreams: true } });
     const keyA = router.ownerKey;
     const signup = await api(router, "/x-signup", { key: null, body: { Email: "review-b@tenant-b.example" } });
@@ -160,7 +152,7 @@ describe("what the review checked and found right", () => {
   // A manager sees its subtree's calls without key ids; demoted, it keeps only its own view.
   test("a manager demoted while its console is open loses the subtree view at its next request", async () => {
     const { router, upstream } = await scope.gateway();
-    upstream.route("POST", "/v1/chat/completions", (req) => json(chatAnswer(req.json.model)));
+    upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));
     const manager = await createAccount(router, { CreditGranted: 5, Resources: `${MANAGER_RESOURCES},/x-bill,/x-route` });
     const child = await createAccount(router, { CreditGranted: 1 }, manager.key);
     const call = await api(router, "/v1/chat/completions", { key: child.key, body: chatBody("m") });

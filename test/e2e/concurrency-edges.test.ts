@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createManualClock, type Clock } from "../../src/core/clock.ts";
 import { availableCredit, heldCredit, usageRows } from "../helpers/keys.ts";
-import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { chatCompletion, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
@@ -14,15 +14,14 @@ import { perTest } from "../helpers/scoped.ts";
 
 const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
 /** 100 in + 100 out: (100 × 2 + 100 × 8) × 1000 nano-credits = 0.001 credits. */
-const USAGE = { prompt_tokens: 100, completion_tokens: 100, total_tokens: 200 };
+const TOKENS = { prompt: 100, completion: 100 };
 const COST = 1_000_000;
 const BODY = { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
 const DAY = 86_400_000;
 
 const scope = perTest();
 
-const answer = (model = "acme-chat") =>
-  json({ id: "c", object: "chat.completion", created: 1, model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE });
+const answer = (model = "acme-chat") => chatCompletion(model, TOKENS);
 
 /** A gate the mock's answers wait on: opened by the test. */
 function gate() {

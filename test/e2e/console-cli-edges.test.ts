@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { launchChromium, recordedPage, signIn, type SeenRequest } from "../helpers/browser.ts";
 import { addKey } from "../helpers/keys.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { chatCompletion, json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
 import { runRouterCommand } from "../helpers/router-command.ts";
@@ -264,15 +264,7 @@ describe("console in chromium and the management API's headers", () => {
   let billing: Awaited<ReturnType<typeof createAccount>>;
   let failedCallId = "";
 
-  const answer = (model: string) =>
-    json({
-      id: "chatcmpl-review",
-      object: "chat.completion",
-      created: 1,
-      model,
-      choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-      usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
-    });
+  const answer = (model: string) => chatCompletion(model, { prompt: 3, completion: 2 }, { id: "chatcmpl-review" });
 
   async function call(key: string, model: string): Promise<Response> {
     const res = await router.fetch("/v1/chat/completions", {

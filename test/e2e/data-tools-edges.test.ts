@@ -10,7 +10,7 @@ import { openUsageSpool } from "../../src/metering/usage-spool.ts";
 import { COPIED_TABLES } from "../../src/store/copy/tables.ts";
 import { drizzleOver } from "../../src/store/postgres/db.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { chatCompletion, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { runRouterCommand } from "../helpers/router-command.ts";
 import { startRouter, tempDir, waitFor } from "../helpers/router.ts";
@@ -28,16 +28,7 @@ const CHAT = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }]
 let upstream: MockUpstream;
 beforeAll(() => {
   upstream = startMockUpstream();
-  upstream.route("POST", "/v1/chat/completions", (req) =>
-    json({
-      id: "c",
-      object: "chat.completion",
-      created: 1,
-      model: req.json.model,
-      choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-      usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
-    }),
-  );
+  upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model, { prompt: 10, completion: 10 }));
 });
 afterAll(async () => {
   await upstream?.stop();

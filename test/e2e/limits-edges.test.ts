@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { createManualClock } from "../../src/core/clock.ts";
 import { rmSync } from "node:fs";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { json, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { chatCompletion, json, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
@@ -18,7 +18,7 @@ const SECOND = 1000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
-const USAGE = { prompt_tokens: 30, completion_tokens: 30, total_tokens: 60 };
+const TOKENS = { prompt: 30, completion: 30 };
 const COST = 300_000;
 
 const scope = perTest();
@@ -36,7 +36,7 @@ async function start(options: { zone?: string; at: number }): Promise<{ router: 
   const clock = createManualClock(options.at, options.zone ?? "UTC");
   const { router, upstream } = await scope.gateway({ config: { timeZone: options.zone ?? "UTC" }, clock, pricing: PRICING });
   upstream.route("POST", "/v1/chat/completions", (req) =>
-    json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE }),
+    chatCompletion(req.json.model, TOKENS),
   );
   upstream.route("POST", "/v1/messages/count_tokens", () => json({ input_tokens: 14 }));
   upstream.route("POST", "/v1/messages", (req) =>
@@ -50,7 +50,7 @@ function holdNext(upstream: MockUpstream) {
   const g = gate();
   upstream.once(async (req) => {
     await g.done;
-    return json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE });
+    return chatCompletion(req.json.model, TOKENS);
   });
   return g;
 }
@@ -215,7 +215,7 @@ function restartSetup() {
   scope.later(() => rmSync(dataDir, { recursive: true, force: true }));
   const upstream = scope.upstream();
   upstream.route("POST", "/v1/chat/completions", (req) =>
-    json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE }),
+    chatCompletion(req.json.model, TOKENS),
   );
   upstream.route("POST", "/v1/messages/count_tokens", () => json({ input_tokens: 14 }));
   return { clock, dataDir, upstream };

@@ -5,6 +5,7 @@ import { addKey, availableCredit, usageRows } from "../helpers/keys.ts";
 import { createAccount } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
+import { chatCompletion } from "../helpers/mock-upstream.ts";
 
 /**
  * Money at the edges of a model call that a review checked and found to hold: a client
@@ -36,7 +37,7 @@ function realtimeUpstream(usage: Record<string, unknown>, responsesPerCreate = 1
     fetch(request, srv) {
       if (request.headers.get("upgrade")?.toLowerCase() === "websocket") return srv.upgrade(request, { data: {} }) ? undefined : new Response("no", { status: 400 });
       // Ordinary chat calls of the same key.
-      return Response.json({ id: "c", object: "chat.completion", created: 1, model: "acme-chat", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+      return chatCompletion("acme-chat");
     },
     websocket: {
       open(ws) {

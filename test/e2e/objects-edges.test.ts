@@ -8,6 +8,7 @@ import { noiseBytes } from "../helpers/raw-upstream.ts";
 import type { TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
 import { openaiClient } from "../helpers/sdk.ts";
+import { chatCompletion } from "../helpers/mock-upstream.ts";
 
 /**
  * Review of upstream objects (files, responses, threads, runs, video jobs, realtime
@@ -22,16 +23,7 @@ const scope = perTest();
 /** A fake OpenAI that lives for the current test; it also answers chat completions. */
 function fake(name: string): FakeOpenAI {
   const upstream = startFakeOpenAI(name);
-  upstream.route("POST", "/v1/chat/completions", (req) =>
-    Response.json({
-      id: `chatcmpl-${name}`,
-      object: "chat.completion",
-      created: 1,
-      model: req.json?.model,
-      choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-    }),
-  );
+  upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json?.model, undefined, { id: `chatcmpl-${name}` }));
   scope.later(() => upstream.stop());
   return upstream;
 }

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { nanosToCredits } from "../../src/accounts/records.ts";
 import { createManualClock } from "../../src/core/clock.ts";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { json, sse } from "../helpers/mock-upstream.ts";
+import { chatCompletion, json, sse } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
@@ -18,15 +18,7 @@ import { perTest } from "../helpers/scoped.ts";
 const scope = perTest();
 const PRICING = { ChatPricing: { "*": { InputText: 2, OutputText: 8 } } };
 
-const chatAnswer = (model = "m", prompt = 11, completion = 7) =>
-  json({
-    id: "chatcmpl-1",
-    object: "chat.completion",
-    created: 1,
-    model,
-    choices: [{ index: 0, message: { role: "assistant", content: "hello" }, finish_reason: "stop" }],
-    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-  });
+const chatAnswer = (model = "m", prompt = 11, completion = 7) => chatCompletion(model, { prompt, completion }, { id: "chatcmpl-1", content: "hello" });
 
 async function chat(router: TestRouter, model = "gpt-x", key?: string, extra: Record<string, unknown> = {}): Promise<{ id: string; status: number; text: string }> {
   const res = await router.fetch("/v1/chat/completions", {

@@ -5,7 +5,7 @@ import { toFile } from "openai";
 import { startFakeOpenAI } from "../helpers/fake-openai.ts";
 import { noiseBytes } from "../helpers/raw-upstream.ts";
 import { openaiClient } from "../helpers/sdk.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { chatCompletion, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES, type Reply } from "../helpers/owner-ops.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
@@ -21,10 +21,9 @@ import { testCertificates } from "../helpers/tls.ts";
  */
 
 const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
-const USAGE = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
+const TOKENS = { prompt: 10, completion: 10 };
 
-const completion = (model: string, content = "ok") =>
-  json({ id: "c", object: "chat.completion", created: 1, model, choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }], usage: USAGE });
+const completion = (model: string, content = "ok") => chatCompletion(model, TOKENS, { content });
 
 async function chat(router: TestRouter, key: string, model = "acme-chat"): Promise<Reply> {
   return api(router, "/v1/chat/completions", { key, body: { model, max_tokens: 20, messages: [{ role: "user", content: "hi" }] } });

@@ -103,6 +103,21 @@ export function json(body: unknown, status = 200, headers: Record<string, string
   return Response.json(body, { status, headers });
 }
 
+/**
+ * An OpenAI Chat Completions answer, as the tests' upstreams give it: one assistant
+ * message (`content`), finished, reporting `prompt` and `completion` tokens.
+ */
+export function chatCompletion(model: string | undefined, tokens: { prompt: number; completion: number } = { prompt: 1, completion: 1 }, options: { content?: string; id?: string } = {}): Response {
+  return json({
+    id: options.id ?? "c",
+    object: "chat.completion",
+    created: 1,
+    model,
+    choices: [{ index: 0, message: { role: "assistant", content: options.content ?? "ok" }, finish_reason: "stop" }],
+    usage: { prompt_tokens: tokens.prompt, completion_tokens: tokens.completion, total_tokens: tokens.prompt + tokens.completion },
+  });
+}
+
 export interface SseOptions {
   /** Milliseconds before the first event. */
   firstDelayMs?: number;
