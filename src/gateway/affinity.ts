@@ -51,19 +51,18 @@ export function createAffinity(deps: {
   };
   return {
     async remember(objectId, kind, accountId, keyId, mintedBy) {
+      const row = { objectId, kind, accountId, keyId, createdAt: deps.clock.now(), mintedBy: mintedBy ?? null };
       // Two upstreams may number their objects alike (OpenAI-compatible servers counting
-      // up): an id bound to another account keeps its owner, never taken over by a later one.
-      // A client secret is a credential of the router's: given to two accounts, it would open
-      // sessions as whichever holds it, so it is forgotten and opens none.
-      const held = await lookup(objectId);
-      if (held && held.accountId !== accountId) {
-        deps.onCollision?.(objectId, kind);
-        if (kind === "client_secret") await drop(objectId);
+      // up): an id bound to another account keeps its owner (the store's upsert leaves it),
+      // never taken over by a later one. A client secret is a credential of the router's:
+      // given to two accounts, it would open sessions as whichever holds it, so it is
+      // forgotten and opens none.
+      if (await objects.put(row)) {
+        cached(row);
         return;
       }
-      const row = { objectId, kind, accountId, keyId, createdAt: deps.clock.now(), mintedBy: mintedBy ?? null };
-      await objects.put(row);
-      cached(row);
+      deps.onCollision?.(objectId, kind);
+      if (kind === "client_secret") await drop(objectId);
     },
     lookup,
     forget: drop,

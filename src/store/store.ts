@@ -230,7 +230,11 @@ export interface KeyHealthStore {
 }
 
 export interface UpstreamObjectStore {
-  put(row: UpstreamObjectRow): Promise<void>;
+  /**
+   * Binds an object (its account made it again: the row is replaced); false, and nothing
+   * written, when another account holds the id (two upstreams numbering their objects alike).
+   */
+  put(row: UpstreamObjectRow): Promise<boolean>;
   get(objectId: string): Promise<UpstreamObjectRow | undefined>;
   remove(objectId: string): Promise<void>;
   /** Objects of a kind an account created (any order). */

@@ -384,9 +384,12 @@ describe.each(implementations)("store: %s", (name, implementation) => {
 
     test("upstream objects and the soft-limit mail record", async () => {
       const store = await fresh();
-      await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 2, createdAt: T0, mintedBy: null });
-      await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 3, createdAt: T0 + 1, mintedBy: null });
+      expect(await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 2, createdAt: T0, mintedBy: null })).toBe(true);
+      expect(await store.objects.put({ objectId: "file-1", kind: "file", accountId: 4, keyId: 3, createdAt: T0 + 1, mintedBy: null })).toBe(true);
       expect((await store.objects.get("file-1"))?.keyId).toBe(3);
+      // Another account given the same id (another upstream numbering alike) takes nothing over.
+      expect(await store.objects.put({ objectId: "file-1", kind: "file", accountId: 5, keyId: 9, createdAt: T0 + 2, mintedBy: null })).toBe(false);
+      expect(await store.objects.get("file-1")).toMatchObject({ accountId: 4, keyId: 3 });
       await store.objects.put({ objectId: "ek_1", kind: "client_secret", accountId: 4, keyId: 3, createdAt: T0, mintedBy: "key-hash" });
       expect((await store.objects.get("ek_1"))?.mintedBy).toBe("key-hash");
       expect((await store.objects.ownedBy(4, "file")).map((r) => r.objectId)).toEqual(["file-1"]);

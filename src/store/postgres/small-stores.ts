@@ -97,7 +97,12 @@ export function postgresOperations({ db }: Scope): OperationStore {
 export function postgresObjects({ db }: Scope): UpstreamObjectStore {
   return {
     async put(row) {
-      await db.insert(upstreamObjects).values(row).onConflictDoUpdate({ target: upstreamObjects.objectId, set: row });
+      const written = await db
+        .insert(upstreamObjects)
+        .values(row)
+        .onConflictDoUpdate({ target: upstreamObjects.objectId, set: row, setWhere: eq(upstreamObjects.accountId, row.accountId) })
+        .returning({ objectId: upstreamObjects.objectId });
+      return written.length > 0;
     },
     get: async (objectId) => (await db.select().from(upstreamObjects).where(eq(upstreamObjects.objectId, objectId)))[0],
     async remove(objectId) {

@@ -97,7 +97,13 @@ export function sqliteOperations(db: Db): Synchronous<OperationStore> {
 export function sqliteObjects(db: Db): Synchronous<UpstreamObjectStore> {
   return {
     put(row) {
-      db.insert(upstreamObjects).values(row).onConflictDoUpdate({ target: upstreamObjects.objectId, set: row }).run();
+      const written = db
+        .insert(upstreamObjects)
+        .values(row)
+        .onConflictDoUpdate({ target: upstreamObjects.objectId, set: row, setWhere: eq(upstreamObjects.accountId, row.accountId) })
+        .returning({ objectId: upstreamObjects.objectId })
+        .all();
+      return written.length > 0;
     },
     get: (objectId) => db.select().from(upstreamObjects).where(eq(upstreamObjects.objectId, objectId)).get(),
     remove(objectId) {
