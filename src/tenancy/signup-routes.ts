@@ -1,4 +1,6 @@
 import { Elysia } from "elysia";
+import { isIPv6 } from "node:net";
+import { normaliseAddress, parseRange } from "../accounts/ip-ranges.ts";
 import { createHash, randomBytes } from "node:crypto";
 import type { Owners } from "../accounts/owners.ts";
 import { isValidAccountName, isValidEmail, normaliseEmail } from "../accounts/validation.ts";
@@ -122,12 +124,10 @@ export function signupRoutes(deps: SignupRouteDeps) {
 
 /** The network a client counts as: an IPv6 address by its /64 (what one subscriber gets), others as they are. */
 export function clientNetwork(ip: string): string {
-  if (!ip.includes(":") || ip.startsWith("::ffff:")) return ip;
-  const [head, tail = ""] = ip.split("::");
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  const groups = ip.includes("::") ? [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, "")).join(":")}::/64`;
+  const address = normaliseAddress(ip);
+  if (!isIPv6(address)) return address;
+  const network = parseRange(`${address}/64`);
+  return network ? `${network.base.toString(16)}/64` : address;
 }
 
 /**
