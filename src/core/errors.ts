@@ -63,6 +63,11 @@ export class HttpError extends Error {
   }
 }
 
+/** A wait as Retry-After says it: whole seconds, at least one. */
+export const retryAfterSeconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
+/** 429 `code`, with the wait as Retry-After and as `retryAfterMs` (what rate-limit reset headers say). */
+export const rateLimited = (message: string, code: string, retryAfterMs: number) =>
+  new HttpError("rate_limit", message, { code, headers: { "retry-after": retryAfterSeconds(retryAfterMs) }, retryAfterMs });
 export const badRequest = (message: string, param?: string, code = "invalid_request") =>
   new HttpError("invalid_request", message, { param, code });
 export const unauthorized = (message: string, code = "invalid_api_key") =>

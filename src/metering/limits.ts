@@ -1,5 +1,5 @@
 import { msUntilNextBusinessDay, type Clock } from "../core/clock.ts";
-import { HttpError } from "../core/errors.ts";
+import { rateLimited, type HttpError } from "../core/errors.ts";
 import { bestMatch, compilePattern, type CompiledPattern } from "../routing/patterns.ts";
 import type { AccountRow } from "../store/store.ts";
 import type { Adjustment, AdmitLine, GaugeCounter, PeriodCounter, Refusal, WindowCounter } from "../state/state.ts";
@@ -126,11 +126,7 @@ export function limitSubjects(account: AccountRow, model: string | undefined, pe
 export type RefusalReason = (refusal: Refusal) => HttpError;
 
 function refuse(subject: LimitSubject, name: string, limit: number, retryMs: number, byCallsInFlight = false): HttpError {
-  return new HttpError("rate_limit", `${name} limit of ${limit} reached (${subject.label})${byCallsInFlight ? " with the tokens reserved by calls in flight" : ""}`, {
-    code: `${name.toLowerCase()}_limit_reached`,
-    headers: { "retry-after": String(Math.max(1, Math.ceil(retryMs / 1000))) },
-    retryAfterMs: retryMs,
-  });
+  return rateLimited(`${name} limit of ${limit} reached (${subject.label})${byCallsInFlight ? " with the tokens reserved by calls in flight" : ""}`, `${name.toLowerCase()}_limit_reached`, retryMs);
 }
 
 /** A call in flight ends within moments, settling its reservation to what it used. */

@@ -1,7 +1,7 @@
 import type { Principal } from "../accounts/principal.ts";
 import type { AccountRow, NewRequestLogRow } from "../store/store.ts";
 import { msUntilNextBusinessDay, msUntilNextBusinessMonth, type Clock } from "../core/clock.ts";
-import { HttpError } from "../core/errors.ts";
+import { HttpError, retryAfterSeconds } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { Endpoint } from "../formats/format.ts";
 import type { Usage } from "../formats/usage.ts";
@@ -47,7 +47,6 @@ const databaseBehind = (database: string) =>
     headers: RETRY_SOON,
   });
 
-const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
 /** Whose limit a refusal is: the caller's own, or an ancestor's that bounds its subtree. */
 /** Reservations of calls in flight are what waiting can free: a refusal they alone cause is worth a retry in a moment; one the settled balance causes is not. */
@@ -188,14 +187,14 @@ export function createMeter(deps: {
           const settled = used - held >= nanos(entry.account.dailyLimit)!;
           return new HttpError("rate_limit", `DailyLimit of ${entry.account.dailyLimit} credits${whose(entry, account)} reached for today${settled ? "" : " with the calls in flight"}`, {
             code: "daily_limit_reached",
-            headers: settled ? { "retry-after": seconds(msUntilNextBusinessDay(clock, clock.now())) } : RETRY_SOON,
+            headers: settled ? { "retry-after": retryAfterSeconds(msUntilNextBusinessDay(clock, clock.now())) } : RETRY_SOON,
           });
         },
         hard: ({ used, held }: Refusal) => {
           const settled = used - held >= nanos(entry.account.hardLimit)!;
           return new HttpError("rate_limit", `HardLimit of ${entry.account.hardLimit} credits${whose(entry, account)} reached for this month${settled ? "" : " with the calls in flight"}`, {
             code: "hard_limit_reached",
-            headers: settled ? { "retry-after": seconds(msUntilNextBusinessMonth(clock, clock.now())), ...NO_RETRY } : RETRY_SOON,
+            headers: settled ? { "retry-after": retryAfterSeconds(msUntilNextBusinessMonth(clock, clock.now())), ...NO_RETRY } : RETRY_SOON,
           });
         },
       }));

@@ -7,7 +7,7 @@ import { isValidAccountName, isValidEmail, normaliseEmail } from "../accounts/va
 import type { OperationLog } from "../admin/oplog/writer.ts";
 import type { ServeConfig } from "../config.ts";
 import type { Clock } from "../core/clock.ts";
-import { badRequest, HttpError, notFound } from "../core/errors.ts";
+import { badRequest, HttpError, notFound, rateLimited } from "../core/errors.ts";
 import { onlyFields, readJsonObject } from "../http/body.ts";
 import { clientIp } from "../http/client-ip.ts";
 import type { State, WindowCounter } from "../state/state.ts";
@@ -56,10 +56,7 @@ export function signupRoutes(deps: SignupRouteDeps) {
     const verdict = await deps.state.counts.admit(lines, deps.clock.now());
     if (!verdict.admitted) {
       const why = verdict.refusal.line === 0 ? "Too many sign-ups from this address" : "Too many confirmation mails to this email address";
-      throw new HttpError("rate_limit", `${why}; try again later`, {
-        code: "signup_rate_limited",
-        headers: { "retry-after": String(Math.max(1, Math.ceil(verdict.refusal.retryAfterMs / 1000))) },
-      });
+      throw rateLimited(`${why}; try again later`, "signup_rate_limited", verdict.refusal.retryAfterMs);
     }
   };
 

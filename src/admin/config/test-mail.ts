@@ -2,7 +2,7 @@ import type { Principal } from "../../accounts/principal.ts";
 import { isValidEmail, normaliseEmail } from "../../accounts/validation.ts";
 import type { ServeConfig } from "../../config.ts";
 import type { Clock } from "../../core/clock.ts";
-import { badRequest, HttpError } from "../../core/errors.ts";
+import { badRequest, HttpError, rateLimited } from "../../core/errors.ts";
 import { redact } from "../../core/redact.ts";
 import { onlyFields, parseJsonObject, readBodyBytes } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
@@ -102,10 +102,7 @@ export async function sendTestMail(deps: TestMailDeps, tenant: MailTenant, reque
   const counter: WindowCounter = { kind: "window", key: `test-mail:${tenant.tenantId}`, windowMs: 3_600_000 };
   const verdict = await deps.state.counts.admit([{ counter, limit: TEST_MAILS_PER_HOUR, add: 1 }], deps.clock.now());
   if (!verdict.admitted) {
-    throw new HttpError("rate_limit", `At most ${TEST_MAILS_PER_HOUR} test mails an hour; try again later`, {
-      code: "test_mail_rate_limited",
-      headers: { "retry-after": String(Math.max(1, Math.ceil(verdict.refusal.retryAfterMs / 1000))) },
-    });
+    throw rateLimited(`At most ${TEST_MAILS_PER_HOUR} test mails an hour; try again later`, "test_mail_rate_limited", verdict.refusal.retryAfterMs);
   }
   const server = `${tenant.settings.raw("EMAIL_SMTP")}:${tenant.settings.raw("EMAIL_PORT") ?? 587}`;
   const log = (sent: boolean) =>
