@@ -70,12 +70,10 @@ function durationSeconds(value: string | null): number {
 }
 
 describe("rate-limit headers on 429 refusals", () => {
-  test("a TPM refusal caused only by calls in flight: x-ratelimit-reset-tokens equals Retry-After (1s)", async () => {
-    // docs/api.md, "Rate-limit headers": "429 refusals by a window carry the refusing window's trio with
-    // remaining 0 and its reset (equal to Retry-After, in the header's own format)". And "Rate and token
-    // limits": "When only the token reservations of calls in flight make the difference ... Retry-After is 1".
+  /** Holds one call at the upstream and sends a second that `limits` refuse; the held call is then answered. */
+  const refusedWhileOneCallIsInFlight = async (limits: Record<string, unknown>) => {
     const { router, upstream } = await start({ at: Date.UTC(2026, 2, 10, 12) });
-    const acct = await limited(router, { TPM: 100 });
+    const acct = await limited(router, limits);
     const held = holdNext(upstream);
     const first = chat(router, acct.key);
     await waitFor(() => upstream.requests.length === 1);
@@ -83,6 +81,14 @@ describe("rate-limit headers on 429 refusals", () => {
     const body = await refused.json();
     held.release();
     expect((await first).status).toBe(200);
+    return { refused, body };
+  };
+
+  test("a TPM refusal caused only by calls in flight: x-ratelimit-reset-tokens equals Retry-After (1s)", async () => {
+    // docs/api.md, "Rate-limit headers": "429 refusals by a window carry the refusing window's trio with
+    // remaining 0 and its reset (equal to Retry-After, in the header's own format)". And "Rate and token
+    // limits": "When only the token reservations of calls in flight make the difference ... Retry-After is 1".
+    const { refused, body } = await refusedWhileOneCallIsInFlight({ TPM: 100 });
     expect(refused.status).toBe(429);
     expect(body.error.message).toContain("calls in flight");
     expect(refused.headers.get("retry-after")).toBe("1");
@@ -91,15 +97,7 @@ describe("rate-limit headers on 429 refusals", () => {
   });
 
   test("a TPD refusal caused only by calls in flight: x-ratelimit-reset-tokens equals Retry-After (1s), not midnight", async () => {
-    const { router, upstream } = await start({ at: Date.UTC(2026, 2, 10, 12) });
-    const acct = await limited(router, { TPD: 100 });
-    const held = holdNext(upstream);
-    const first = chat(router, acct.key);
-    await waitFor(() => upstream.requests.length === 1);
-    const refused = await router.fetch("/v1/chat/completions", { method: "POST", key: acct.key, headers: { "content-type": "application/json" }, body: JSON.stringify(BODY()) });
-    const body = await refused.json();
-    held.release();
-    expect((await first).status).toBe(200);
+    const { refused, body } = await refusedWhileOneCallIsInFlight({ TPD: 100 });
     expect(refused.status).toBe(429);
     expect(body.error.message).toContain("calls in flight");
     expect(refused.headers.get("retry-after")).toBe("1");
