@@ -266,16 +266,7 @@ describe("console in chromium and the management API's headers", () => {
 
   const answer = (model: string) => chatCompletion(model, { prompt: 3, completion: 2 }, { id: "chatcmpl-review" });
 
-  async function call(key: string, model: string): Promise<Response> {
-    const res = await router.fetch("/v1/chat/completions", {
-      method: "POST",
-      key,
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
-    });
-    await res.text();
-    return res;
-  }
+  const call = (key: string, model: string) => api(router, "/v1/chat/completions", { key, body: { model, messages: [{ role: "user", content: "hi" }] } });
 
   beforeAll(async () => {
     router = await startRouter();
