@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { nanosToCredits } from "../../src/accounts/records.ts";
 import { createManualClock } from "../../src/core/clock.ts";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { chatCompletion, json, sse } from "../helpers/mock-upstream.ts";
+import { chatCompletion, json, slowErrorBody, sse } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
@@ -77,20 +77,7 @@ describe("key health: LastError.Message", () => {
     await addKey(router, { provider: `${upstream.url}/v1`, noSleep: true, name: "a" });
     await addKey(router, { provider: `${upstream.url}/v1`, noSleep: true, name: "b" });
     upstream.route("POST", "/v1/chat/completions", () => chatAnswer());
-    upstream.once(
-      () =>
-        new Response(
-          new ReadableStream({
-            async start(controller) {
-              controller.enqueue(new TextEncoder().encode('{"error":'));
-              await Bun.sleep(300);
-              controller.enqueue(new TextEncoder().encode('{"message":"overloaded, slowly"}}'));
-              controller.close();
-            },
-          }),
-          { status: 503, headers: { "content-type": "application/json" } },
-        ),
-    );
+    upstream.once(() => slowErrorBody(300));
     const { id, status } = await chat(router);
     expect(status).toBe(200);
     const logged = await record(router, id);

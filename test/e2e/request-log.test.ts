@@ -3,7 +3,7 @@ import { nanosToCredits } from "../../src/accounts/records.ts";
 import { createManualClock } from "../../src/core/clock.ts";
 import { startRequestLogPruner } from "../../src/metering/request-log-retention.ts";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { json, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, slowErrorBody, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 
@@ -161,20 +161,7 @@ describe("a call's record", () => {
 
   test("a failed attempt's slow error body does not hold the failover, and its message still reaches the log", async () => {
     // Headers and the body's first bytes at once, the rest of the body 600 ms later.
-    upstream.once(
-      () =>
-        new Response(
-          new ReadableStream({
-            async start(controller) {
-              controller.enqueue(new TextEncoder().encode('{"error":'));
-              await Bun.sleep(600);
-              controller.enqueue(new TextEncoder().encode('{"message":"overloaded, slowly"}}'));
-              controller.close();
-            },
-          }),
-          { status: 503, headers: { "content-type": "application/json" } },
-        ),
-    );
+    upstream.once(() => slowErrorBody(600));
     const started = performance.now();
     const { id, status } = await call(router.ownerKey, "gpt-slow-error");
     const took = performance.now() - started;

@@ -118,6 +118,24 @@ export function chatCompletion(model: string | undefined, tokens: { prompt: numb
   });
 }
 
+/**
+ * A 503 whose JSON error body comes in two parts `gapMs` apart: headers and the first
+ * bytes at once, the message ("overloaded, slowly") after the gap.
+ */
+export function slowErrorBody(gapMs: number): Response {
+  return new Response(
+    new ReadableStream({
+      async start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"error":'));
+        await Bun.sleep(gapMs);
+        controller.enqueue(new TextEncoder().encode('{"message":"overloaded, slowly"}}'));
+        controller.close();
+      },
+    }),
+    { status: 503, headers: { "content-type": "application/json" } },
+  );
+}
+
 export interface SseOptions {
   /** Milliseconds before the first event. */
   firstDelayMs?: number;
