@@ -6,7 +6,7 @@ import { createSealer, loadOrCreateSecretKey } from "../../src/store/crypto.ts";
 import { openPostgresStore } from "../../src/store/postgres/index.ts";
 import type { Store } from "../../src/store/store.ts";
 import { createAccount, api } from "../helpers/owner-ops.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { chatCompletion, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
 import { usageEvent } from "../helpers/usage-events.ts";
@@ -59,16 +59,7 @@ describe.skipIf(skipServices)("router migrate-data", () => {
   beforeAll(async () => {
     pg = await startPostgres();
     upstream = startMockUpstream();
-    upstream.route("POST", "/v1/chat/completions", (req) =>
-      json({
-        id: "c",
-        object: "chat.completion",
-        created: 1,
-        model: req.json.model,
-        choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-        usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
-      }),
-    );
+    upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model, { prompt: 10, completion: 10 }));
     dataDir = tempDir("router-migrate-data-");
     scratch = tempDir("router-migrate-scratch-");
 

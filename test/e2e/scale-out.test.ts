@@ -8,7 +8,7 @@ import { skipServices, startPostgres, type PostgresServer } from "../helpers/pos
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 import { writeEverything } from "../helpers/redis-usage.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
-import { testCertificates } from "../helpers/tls.ts";
+import { greetingRealtimeUpstream } from "../helpers/tls.ts";
 
 /**
  * Scale-out (issue 15): two router instances on one PostgreSQL database and one Redis,
@@ -277,14 +277,7 @@ if (!skipServices) {
 
     test("a key rotated on one closes the realtime session it opened on the other", async () => {
       // A WSS realtime upstream that greets each session (the test CA signs its certificate).
-      const certs = testCertificates();
-      const realtime = Bun.serve({
-        hostname: "127.0.0.1",
-        port: 0,
-        tls: { cert: certs.certPem, key: certs.keyPem },
-        fetch: (request, server) => (server.upgrade(request, { data: undefined }) ? undefined : new Response("no upgrade", { status: 400 })),
-        websocket: { open: (ws) => void ws.send(JSON.stringify({ type: "session.created", event_id: "ev_0" })), message() {} },
-      });
+      const realtime = greetingRealtimeUpstream();
       try {
         await api(a, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "gpt-realtime-*=5" } });
         expect((await api(a, "/x-keys", { body: { Provider: `https://127.0.0.1:${realtime.port}/v1`, SecretKey: "sk-scale-rt-0123456789abcdef", Level: 5, Status: true } })).status).toBe(201);

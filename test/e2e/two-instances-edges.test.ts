@@ -11,7 +11,7 @@ import { skipServices, startPostgres, type PostgresServer } from "../helpers/pos
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 import { writeEverything } from "../helpers/redis-usage.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
-import { testCertificates } from "../helpers/tls.ts";
+import { greetingRealtimeUpstream } from "../helpers/tls.ts";
 
 /**
  * Two router instances (A and B) on one PostgreSQL and one Redis: a change made through A
@@ -170,14 +170,7 @@ if (!skipServices) {
   describe("realtime sessions on B", () => {
     /** A WSS realtime upstream on Level 5 for gpt-realtime-*, and a session on B. */
     const withRealtime = async (body: (open: (key: string, on?: TestRouter) => Promise<{ closed: () => { code: number; reason: string } | undefined; messages: string[] }>) => Promise<void>) => {
-      const certs = testCertificates();
-      const realtime = Bun.serve({
-        hostname: "127.0.0.1",
-        port: 0,
-        tls: { cert: certs.certPem, key: certs.keyPem },
-        fetch: (request, server) => (server.upgrade(request, { data: undefined }) ? undefined : new Response("no upgrade", { status: 400 })),
-        websocket: { open: (ws) => void ws.send(JSON.stringify({ type: "session.created", event_id: "ev_0" })), message() {} },
-      });
+      const realtime = greetingRealtimeUpstream();
       let keyId: number | undefined;
       try {
         expect((await api(a, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "gpt-realtime-*=5" } })).status).toBe(200);

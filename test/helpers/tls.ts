@@ -49,3 +49,18 @@ export function testCertificates(): TestCertificates {
   };
   return cached;
 }
+
+/**
+ * A WSS realtime upstream on 127.0.0.1 (its certificate signed by the test CA) that
+ * greets each session with `session.created` and ignores what it is sent.
+ */
+export function greetingRealtimeUpstream() {
+  const certs = testCertificates();
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { cert: certs.certPem, key: certs.keyPem },
+    fetch: (request, server) => (server.upgrade(request, { data: undefined }) ? undefined : new Response("no upgrade", { status: 400 })),
+    websocket: { open: (ws) => void ws.send(JSON.stringify({ type: "session.created", event_id: "ev_0" })), message() {} },
+  });
+}
