@@ -28,11 +28,13 @@ export interface UsageBuffer {
    * have lost them (they may be in the database, or earlier in the buffer): their charge
    * counts only when the copy itself is written; an `unheld` copy (sent again after the
    * buffer lost its data, its charge with it) releases nothing even then. `waiting` is
-   * what is left in the buffer after.
+   * what is left in the buffer after; `elsewhere`, what other processes' claims hold
+   * (the buffer is shared: other instances claim rows this one appended).
    */
   claim(max: number): Promise<{
     rows: Array<NewUsageEventRow & { retried?: boolean; copy?: boolean; unheld?: boolean; storedBy?: string }>;
     waiting: number;
+    elsewhere?: number;
     /** The claim's id: its write notes what it released under it (`usage_claim_writes`). */
     claim?: string;
     /** Whether the claim was made before (a write of it failed, or its writer died): an earlier write of it may have committed. */

@@ -80,6 +80,8 @@ export function createUsageRecorder(deps: {
   let healthWrites = 0;
   /** The buffer's length at the last claim. */
   let waiting = 0;
+  /** Rows other processes' claims held at the last claim (their writes may be failing too: the bound counts every instance's rows). */
+  let elsewhere = 0;
   /** Appends to the buffer not answered yet. */
   const appending = new Set<Promise<void>>();
   /**
@@ -198,6 +200,7 @@ export function createUsageRecorder(deps: {
       }
       claims.succeeded();
       waiting = batch.waiting;
+      elsewhere = batch.elsewhere ?? 0;
       inHand.took(batch);
       if (batch.rows.length === 0) return "idle";
       const { rows, check, copies } = claimedRows(batch.rows);
@@ -325,7 +328,7 @@ export function createUsageRecorder(deps: {
   };
   const timer = setInterval(tick, FLUSH_INTERVAL_MS);
   timer.unref();
-  const backlog = () => pending.length + unappended.length + appending.size + waiting + inHand.rows;
+  const backlog = () => pending.length + unappended.length + appending.size + waiting + elsewhere + inHand.rows;
   return {
     record(event) {
       const row = usageRow(event, deps.clock.businessDate(event.at));

@@ -225,6 +225,31 @@ if (!servicesSkipped) {
       }
     });
 
+    test("a claim says how many rows other processes' claims hold (not their ids), whoever holds them and whatever the claim finds", async () => {
+      const { prefix, connection, buffer } = await bufferOnFreshPrefix();
+      const { connection: otherConnection, buffer: otherBuffer } = await bufferOnFreshPrefix(prefix);
+      const { connection: thirdConnection, buffer: thirdBuffer } = await bufferOnFreshPrefix(prefix);
+      try {
+        for (const id of ["a", "b", "c"]) await buffer.append(row(id));
+        // This process claims three rows; two more arrive, and another process claims them (its write fails: it keeps them).
+        expect(await buffer.claim(100)).toMatchObject({ waiting: 0, elsewhere: 0 });
+        for (const id of ["d", "e"]) await buffer.append(row(id));
+        const other = await otherBuffer.claim(100);
+        expect(other).toMatchObject({ waiting: 0, elsewhere: 3 });
+        expect(other.rows).toHaveLength(2);
+        // Retried, this process's claim sees the other's two rows; a third process with nothing to claim sees all five.
+        expect(await buffer.claim(100)).toMatchObject({ retry: true, waiting: 0, elsewhere: 2 });
+        expect(await thirdBuffer.claim(100)).toMatchObject({ rows: [], waiting: 0, elsewhere: 5 });
+        // Written and cleared, a claim no longer counts.
+        await otherBuffer.done(new Map(), undefined);
+        expect(await thirdBuffer.claim(100)).toMatchObject({ rows: [], elsewhere: 3 });
+      } finally {
+        thirdConnection.close();
+        otherConnection.close();
+        connection.close();
+      }
+    });
+
     test("copies queued again after one restart are queued again after a second one, before any was claimed", async () => {
       const instance = await bufferOnFreshPrefix();
       const { server, connection, buffer } = instance;

@@ -68,6 +68,29 @@ test("without a buffer, rows wait in memory while the database refuses them, up 
   }
 });
 
+test("with a shared buffer, rows other instances claimed and could not write count toward the bound: it does not fall when they take this instance's rows", async () => {
+  const store = openSqliteStore(join(dir, "elsewhere.db"));
+  // The queue is empty (another instance claimed it), this instance holds nothing, other claims hold 4 rows.
+  let elsewhere = 4;
+  const buffer = fakeBuffer({ claim: async () => ({ rows: [], waiting: 0, elsewhere }) });
+  const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error"), buffer, backlogLimit: 5 });
+  try {
+    await recorder.flush();
+    expect(recorder.backlog()).toBe(4);
+    expect(recorder.full()).toBe(false);
+    elsewhere = 5;
+    await recorder.flush();
+    expect(recorder.full()).toBe(true);
+    // Written by their holders: the bound lets calls through again.
+    elsewhere = 0;
+    await recorder.flush();
+    expect(recorder.full()).toBe(false);
+  } finally {
+    await recorder.stop();
+    store.close();
+  }
+});
+
 test("a call whose failed attempt's error body is still being read: its usage row is written at once, its log row once the read ends", async () => {
   const store = openSqliteStore(join(dir, "reading.db"));
   const recorder = createUsageRecorder({ store, clock: createClock("UTC"), log: createLogger("error") });

@@ -10,7 +10,9 @@ import { PRELUDE } from "./lua.ts";
  * rows of an unfinished claim (this process's own, or one a dead process left: its lease
  * expired), which may be in the database already; 'new' with up to max rows moved from
  * the queue to this process's claim; 'none' when nothing waits. `waiting` is the queue's
- * length after the claim. A process that holds a claim renews its lease here: after a
+ * length after the claim; the answer's third element, `elsewhere`, the rows other
+ * processes' claims hold (written by nobody yet, as far as Redis knows): the bound on rows
+ * waiting counts every instance's, not only the queue's (other instances claim from it). A process that holds a claim renews its lease here: after a
  * Redis restart its lease key is gone until its next heartbeat (a third of the lease),
  * and meanwhile another process would take over a claim its living writer is writing.
  * A claim's id (`#<Redis time>.<n>`, n from a counter beside the queue) is its list's first element:
@@ -19,10 +21,23 @@ import { PRELUDE } from "./lua.ts";
  */
 export const USAGE_CLAIM = script(`${PRELUDE}
 local mine = P.claimPrefix .. OWNER
+-- Rows of the other processes' claims (a claim's id, its first element, is not a row).
+local function elsewhere()
+  local rows = 0
+  for _, other in ipairs(redis.call('SMEMBERS', P.claims)) do
+    if other ~= OWNER then
+      local list = P.claimPrefix .. other
+      local length = redis.call('LLEN', list)
+      if length > 0 and string.sub(redis.call('LINDEX', list, 0), 1, 1) == '#' then length = length - 1 end
+      rows = rows + length
+    end
+  end
+  return rows
+end
 local held = redis.call('LRANGE', mine, 0, -1)
 if #held > 0 then
   touch()
-  return { 'retry', redis.call('LLEN', P.queue), unpack(held) }
+  return { 'retry', redis.call('LLEN', P.queue), elsewhere(), unpack(held) }
 end
 for _, other in ipairs(redis.call('SMEMBERS', P.claims)) do
   if other ~= OWNER and not alive(other) then
@@ -32,12 +47,12 @@ for _, other in ipairs(redis.call('SMEMBERS', P.claims)) do
       redis.call('RENAME', theirs, mine)
       redis.call('SADD', P.claims, OWNER)
       touch()
-      return { 'retry', redis.call('LLEN', P.queue), unpack(redis.call('LRANGE', mine, 0, -1)) }
+      return { 'retry', redis.call('LLEN', P.queue), elsewhere(), unpack(redis.call('LRANGE', mine, 0, -1)) }
     end
   end
 end
 local rows = redis.call('LRANGE', P.queue, 0, P.max - 1)
-if #rows == 0 then return { 'none', 0 } end
+if #rows == 0 then return { 'none', 0, elsewhere() } end
 redis.call('LTRIM', P.queue, #rows, -1)
 -- Redis's time keeps ids apart across a restart that lost the counter.
 local now = redis.call('TIME')
@@ -45,7 +60,7 @@ local id = '#' .. now[1] .. '.' .. now[2] .. '.' .. redis.call('INCR', P.queue .
 redis.call('RPUSH', mine, id, unpack(rows))
 redis.call('SADD', P.claims, OWNER)
 touch()
-return { 'new', redis.call('LLEN', P.queue), id, unpack(rows) }
+return { 'new', redis.call('LLEN', P.queue), elsewhere(), id, unpack(rows) }
 `);
 
 /**

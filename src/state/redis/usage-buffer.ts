@@ -105,14 +105,14 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
     async claim(max) {
       const catchingUp = reconciled();
       if (catchingUp) await catchingUp;
-      let [kind, waiting, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
+      let [kind, waiting, elsewhere, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
       // A claim that itself made the connection again read a Redis this process had not caught up with yet.
       const reconnected = redis.connects() !== seenConnects;
       if (reconnected) {
         // (A failure leaves what was claimed in this process's claim: the next claim hands it back.)
         await catchUpAfter();
         // Nothing was waiting on the new Redis: the copies just sent are this claim's.
-        if (texts.length === 0) [kind, waiting, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
+        if (texts.length === 0) [kind, waiting, elsewhere, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
       }
       // A claim's id leads its rows (none on a claim an older router made).
       const claim = texts[0]?.startsWith("#") ? texts.shift() : undefined;
@@ -136,7 +136,7 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
         if (unheld) row.unheld = true;
         return row;
       });
-      return { rows, waiting: Number(waiting), claim, retry: kind === "retry" };
+      return { rows, waiting: Number(waiting), elsewhere: Number(elsewhere), claim, retry: kind === "retry" };
     },
     done: (charged, version) => state.flushedClaim(charged, version, [keys.claimPrefix + state.owner, keys.claims]),
     async release() {
