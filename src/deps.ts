@@ -332,6 +332,8 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       // Every instance ends its blocks of a changed balance (the bus's account event), not only this one.
       onCreditChanged: (ids) => ids.forEach((id) => inBackground("a changed balance", Promise.all([state.credit.invalidate(id), bus.publish({ kind: "credit", accountId: id })]))),
       heldCredit: (id) => state.credit.held(id),
+      // Blocks reserved ahead end on the credit event, here and on every other instance.
+      releaseCreditBlocks: redisState?.allowances ? (id) => bus.publish({ kind: "credit", accountId: id }) : undefined,
       onDeleted: (id) =>
         inBackground("a deleted account", state.credit.retire(id, () =>
           void sweepRetiredCredit(id)

@@ -35,13 +35,20 @@ export async function runBatchCredit(service: AccountsService, actor: Actor, bod
   let callerChange = 0;
   let childrenChange = 0;
   type Runner = <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>;
+  // What the calls of the account each entry takes from hold (the caller's for a grant,
+  // the entry's own for a deduction), asked outside the entries' transactions.
+  const eligible = ids.filter((id) => id !== actor.account.id);
+  const callerHeld = credit > 0 ? await service.heldForBatch(actor.account, 0, credit, eligible.length) : 0;
+  const heldFor = (id: number) => (credit > 0 ? Promise.resolve(callerHeld) : service.heldForBatch(actor.account, id, credit, 1).catch(() => 0));
+  const heldBefore = dryRun ? new Map(await Promise.all(eligible.map(async (id) => [id, await heldFor(id)] as const))) : undefined;
   const one = async (id: number, run: Runner) => {
     if (id === actor.account.id) {
       results.push({ ID: id, status: "skipped", reason: "cannot change your own credit" });
       return;
     }
     try {
-      const applied = await run((tx) => service.creditOne(tx, actor.account, String(id), credit, days));
+      const held = heldBefore?.get(id) ?? (await heldFor(id));
+      const applied = await run((tx) => service.creditOne(tx, actor.account, String(id), credit, days, held));
       if (!dryRun) service.creditChanged(actor.account.id, applied.target.id);
       callerChange += applied.outcome.callerChange;
       childrenChange += applied.outcome.targetChange;

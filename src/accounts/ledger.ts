@@ -9,13 +9,16 @@ export type Tx = Pick<Repositories, "accounts" | "credit">;
 /**
  * Removes `amount` from an account's grants, the earliest expiry first (grants without
  * expiry last), and returns the pieces taken with their expiries. Throws 400 when the
- * unexpired balance is smaller (debt counts against what may be given away).
- * `amount` Infinity takes everything.
+ * unexpired balance less `held` (what the account's calls in flight reserved and its
+ * charges not yet written: those calls spend it) is smaller; debt counts against what
+ * may be given away too. `amount` Infinity takes everything.
  */
-export async function take(tx: Tx, accountId: number, amount: number, now: number): Promise<Piece[]> {
-  const available = Math.max(0, await tx.credit.balance(accountId, now));
+export async function take(tx: Tx, accountId: number, amount: number, now: number, held = 0): Promise<Piece[]> {
+  const balance = await tx.credit.balance(accountId, now);
+  const available = Math.max(0, balance - held);
   if (amount !== Infinity && available < amount) {
-    throw badRequest(`Insufficient credit: ${available / 1e9} available, ${amount / 1e9} needed`, "CreditGranted", "insufficient_credit");
+    const heldNote = held > 0 && balance > available ? ` (${Math.min(held, balance) / 1e9} of the balance is held by calls in flight)` : "";
+    throw badRequest(`Insufficient credit: ${available / 1e9} available${heldNote}, ${amount / 1e9} needed`, "CreditGranted", "insufficient_credit");
   }
   if ((amount === Infinity ? available : amount) <= 0) return [];
   return tx.credit.take(accountId, amount, now);

@@ -39,6 +39,9 @@ export interface Actor {
 }
 
 const DAY_MS = 86_400_000;
+/** How long a transfer waits for instances to give back blocks of credit reserved ahead: longer than one lasts (ALLOWANCE_MAX_MS). */
+const BLOCKS_RETURN_MS = 1500;
+const BLOCKS_POLL_MS = 20;
 
 export function createAccountsService(deps: {
   store: Store;
@@ -50,6 +53,12 @@ export function createAccountsService(deps: {
   onCreditChanged?: (accountIds: number[]) => void;
   /** Credit an account's calls hold back from its balance: reservations in flight and unwritten charges. */
   heldCredit?: (accountId: number) => Promise<number>;
+  /**
+   * Asks every instance to give back the blocks of the account's credit it reserved ahead
+   * of its calls and did not use (allowances, several instances on Redis): part of what
+   * `heldCredit` counts until then. Absent where nothing reserves ahead.
+   */
+  releaseCreditBlocks?: (accountId: number) => Promise<void>;
   /** Told after an account was deleted (what its calls held back follows when they end). */
   onDeleted?: (accountId: number) => void;
 }) {
@@ -83,22 +92,60 @@ export function createAccountsService(deps: {
     return row;
   }
 
-  /** Moves credit between caller and target inside the transaction (spec 4.2 credit rule). */
-  async function applyCredit(tx: Tx, caller: AccountRow, target: AccountRow, credits: number, days: number | undefined): Promise<CreditOutcome> {
+  /**
+   * Moves credit between caller and target inside the transaction (spec 4.2 credit rule).
+   * `held`: what the calls of the account the credit comes from hold (`heldBy`, read
+   * before the transaction): theirs to spend, not to give away.
+   */
+  async function applyCredit(tx: Tx, caller: AccountRow, target: AccountRow, credits: number, days: number | undefined, held = 0): Promise<CreditOutcome> {
     const now = deps.clock.now();
     const nanos = Math.round(credits * NANOS_PER_CREDIT);
     if (nanos === 0) return { callerChange: 0, targetChange: 0 };
     if (nanos > 0) {
       const expiry = days ? now + days * DAY_MS : null;
       // Owners mint credit; anyone else transfers it from its own balance, expiries included.
-      const pieces = caller.isOwner ? [{ amount: nanos, expiresAt: expiry }] : capExpiry(await take(tx, caller.id, nanos, now), expiry);
+      const pieces = caller.isOwner ? [{ amount: nanos, expiresAt: expiry }] : capExpiry(await take(tx, caller.id, nanos, now, held), expiry);
       await tx.credit.give(target.id, pieces, caller.id, now);
       return { callerChange: caller.isOwner ? 0 : -nanos, targetChange: nanos };
     }
-    const pieces = await take(tx, target.id, -nanos, now);
+    const pieces = await take(tx, target.id, -nanos, now, held);
     await tx.credit.give(caller.id, pieces, caller.id, now);
     return { callerChange: -nanos, targetChange: nanos };
   }
+
+  /** The account a credit change takes from: the caller giving (an owner mints), the target deducted from. */
+  const sourceOf = (caller: AccountRow, targetId: number, credits: number) => (credits > 0 ? (caller.isOwner ? undefined : caller.id) : credits < 0 ? targetId : undefined);
+
+  /**
+   * What the calls of `accountId` hold of its balance (0 without a State), asked before the
+   * transaction (the State may be shared, so asynchronous). When only what they hold stands
+   * between the balance and `needed` nano-credits, part of it may be blocks instances
+   * reserved ahead and will not use: every instance is asked to give them back, and what
+   * is held is read again until it no longer stands in the way, for as long as a block can
+   * last at most. A call admitted in the moment between this read and the transaction is
+   * not counted (it ends at most its own cost below zero, as concurrent calls do).
+   */
+  async function heldBy(accountId: number, needed: number): Promise<number> {
+    if (!deps.heldCredit) return 0;
+    let held = await deps.heldCredit(accountId);
+    if (held === 0 || !deps.releaseCreditBlocks) return held;
+    const balance = () => store.credit.balance(accountId, deps.clock.now());
+    let ledger = await balance();
+    if (ledger - held >= needed || ledger < needed) return held;
+    await deps.releaseCreditBlocks(accountId);
+    const until = performance.now() + BLOCKS_RETURN_MS;
+    while (ledger - held < needed && ledger >= needed && performance.now() < until) {
+      await Bun.sleep(BLOCKS_POLL_MS);
+      // Both again: a charge written meanwhile leaves what is held and the ledger together.
+      [held, ledger] = await Promise.all([deps.heldCredit(accountId), balance()]);
+    }
+    return held;
+  }
+  /** What the source of a change of `credits` to `targetId` holds (see `heldBy`); `times` changes alike (a batch). */
+  const heldForChange = async (caller: AccountRow, targetId: number, credits: number, times = 1) => {
+    const source = sourceOf(caller, targetId, credits);
+    return source === undefined ? 0 : heldBy(source, Math.abs(Math.round(credits * NANOS_PER_CREDIT)) * times);
+  };
 
 
   return {
@@ -121,6 +168,7 @@ export function createAccountsService(deps: {
       if (input.credit !== undefined && input.credit < 0) throw badRequest("CreditGranted must not be negative when creating an account", "CreditGranted");
       const issued = issueApiKey();
       const now = deps.clock.now();
+      const held = input.credit ? await heldForChange(caller, 0, input.credit) : 0;
       const result = await store.transaction(async (tx) => {
         const columns = columnsForCreate(await current(tx, caller), input);
         const account = await insertAccount(
@@ -141,7 +189,7 @@ export function createAccountsService(deps: {
           },
           caller.path,
         );
-        const credit = input.credit ? await applyCredit(tx, caller, account, input.credit, input.days) : { callerChange: 0, targetChange: 0 };
+        const credit = input.credit ? await applyCredit(tx, caller, account, input.credit, input.days, held) : { callerChange: 0, targetChange: 0 };
         return { account, credit };
       });
       if (result.credit.targetChange !== 0) creditChanged(caller.id, result.account.id);
@@ -157,13 +205,19 @@ export function createAccountsService(deps: {
 
     async update(actor: Actor, identifier: string, input: AccountInput) {
       const caller = actor.account;
+      // What the calls of the account the credit comes from hold is asked first (see `heldBy`).
+      // (A deduction's target is looked up for it; the transaction finds it again, and says what is wrong, in its own order.)
+      const credit = input.credit ?? 0;
+      const named = credit < 0 ? await resolve(store, caller, identifier, "subtree").catch(() => undefined) : undefined;
+      const held = credit > 0 || named ? await heldForChange(caller, named?.id ?? 0, credit) : 0;
       const result = await store.transaction(async (tx) => {
         const columns = columnsForUpdate(await current(tx, caller), input);
         const target = await resolve(tx, caller, identifier, "subtree");
+        if (named && target.id !== named.id) throw conflict(`Account ${identifier} changed while it was being updated; try again`, undefined, "account_changed");
         if (input.email !== undefined) await assertUnique(tx, "email", input.email, target.id);
         if (input.name !== undefined) await assertUnique(tx, "name", input.name, target.id);
         const account = Object.keys(columns).length > 0 ? await tx.accounts.update(target.id, { ...columns, updatedAt: deps.clock.now() }) : target;
-        const credit = input.credit !== undefined ? await applyCredit(tx, caller, account, input.credit, input.days) : undefined;
+        const credit = input.credit !== undefined ? await applyCredit(tx, caller, account, input.credit, input.days, held) : undefined;
         return { account, credit, columns };
       });
       // A write that changed nothing (an empty body, a zero credit) tells no cache and leaves no log row.
@@ -214,12 +268,19 @@ export function createAccountsService(deps: {
       return result;
     },
 
-    /** Applies one credit change to one account in its own transaction (batch entries are atomic one by one). */
-    async creditOne(tx: Tx, caller: AccountRow, identifier: string, credits: number, days: number | undefined) {
+    /** What the calls of the account a batch entry takes from hold (see `heldBy`); `entries` of them take from the caller alike. */
+    async heldForBatch(caller: AccountRow, targetId: number, credits: number, entries: number) {
+      // A deduction from an account outside the caller's subtree asks nothing of it (the entry is skipped as not found).
+      if (credits < 0 && !(await resolve(store, caller, String(targetId), "subtree").catch(() => undefined))) return 0;
+      return heldForChange(caller, targetId, credits, credits > 0 ? entries : 1);
+    },
+
+    /** Applies one credit change to one account in its own transaction (batch entries are atomic one by one); `held` as `heldForBatch` says. */
+    async creditOne(tx: Tx, caller: AccountRow, identifier: string, credits: number, days: number | undefined, held = 0) {
       await current(tx, caller);
       const target = await resolve(tx, caller, identifier, "subtree");
       const before = await tx.credit.balance(target.id, deps.clock.now());
-      const outcome = await applyCredit(tx, caller, target, credits, days);
+      const outcome = await applyCredit(tx, caller, target, credits, days, held);
       return { target, before, after: before + outcome.targetChange, outcome };
     },
 

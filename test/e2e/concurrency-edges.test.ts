@@ -102,6 +102,58 @@ describe("a debt is settled by the next credit: it does not come back when that 
   });
 });
 
+describe("credit moved away while the account's calls are in flight: what they reserved is not given away", () => {
+  // docs/api.md, Reservation: "calls admitted together end no further past the balance or a limit
+  // than one call's real cost: 50 concurrent calls against credit for three leave the balance no
+  // lower than minus one call." Credit: "A negative `CreditGranted` deducts from the account and
+  // returns the amount to the caller (never below zero: 400)." Deletion already keeps back "the
+  // reservations of its calls in flight and its charges not yet written"; transfers do not.
+
+  test("a manager giving its whole balance to a child while its own calls are in flight is refused; it ends no more than one call below zero", async () => {
+    const g = gate();
+    const { router, upstream } = await start({ gated: g.opened });
+    const manager = await createAccount(router, { CreditGranted: 0.01, Resources: MANAGER_RESOURCES });
+    const child = await createAccount(router, {}, manager.key);
+    // Dozens of calls; the balance admits a few (each reserves about 3 times its real cost).
+    const calls = Promise.all(Array.from({ length: 30 }, () => call(router, manager.key)));
+    await waitFor(async () => (await heldCredit(router, manager.id)) > 0 && upstream.requests.length > 0 || undefined);
+    await Bun.sleep(100);
+    const inFlight = upstream.requests.length;
+    expect(inFlight).toBeGreaterThan(1);
+    // The ledger balance is untouched by calls in flight, but what they reserved is theirs.
+    const gave = await api(router, `/x-users/${child.id}`, { method: "PUT", key: manager.key, body: { CreditGranted: 0.01 } });
+    g.open();
+    const statuses = (await calls).map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(inFlight);
+    const managerLedger = await ledger(router, manager.id);
+    // Conservation still holds (the debt is booked) ...
+    expect(managerLedger + (await ledger(router, child.id)) + (await charged(router, [manager.id]))).toBe(10_000_000);
+    // ... and the transfer was refused (before, allowed against the ledger balance alone, the
+    // manager ended `inFlight` calls past zero).
+    expect([gave.status, gave.body.error?.code]).toEqual([400, "insufficient_credit"]);
+    expect(managerLedger).toBeGreaterThanOrEqual(-COST);
+  });
+
+  test("a parent deducting a child's whole balance while the child's calls are in flight is refused; the child never ends below zero", async () => {
+    const g = gate();
+    const { router, upstream } = await start({ gated: g.opened });
+    const child = await createAccount(router, { CreditGranted: 0.01 });
+    const calls = Promise.all(Array.from({ length: 30 }, () => call(router, child.key)));
+    await waitFor(async () => (await heldCredit(router, child.id)) > 0 && upstream.requests.length > 0 || undefined);
+    await Bun.sleep(100);
+    const inFlight = upstream.requests.length;
+    expect(inFlight).toBeGreaterThan(1);
+    const deducted = await api(router, `/x-users/${child.id}`, { method: "PUT", body: { CreditGranted: -0.01 } });
+    // "Never below zero" holds against what the calls in flight will spend, not the ledger alone.
+    expect([deducted.status, deducted.body.error?.code]).toEqual([400, "insufficient_credit"]);
+    g.open();
+    expect((await calls).filter((r) => r.status === 200)).toHaveLength(inFlight);
+    const childLedger = await ledger(router, child.id);
+    // Documented: never below zero through a deduction, and never past one call through concurrency.
+    expect(childLedger).toBeGreaterThanOrEqual(-COST);
+  });
+});
+
 describe("checked by the review: conservation under a mix of calls, credit movements, deletions and limit changes", () => {
   test("dozens of calls race grants, deductions, batch credit, a deletion and limit changes: every nano-credit is accounted for and nothing stays held", async () => {
     const { router } = await start();
@@ -124,7 +176,11 @@ describe("checked by the review: conservation under a mix of calls, credit movem
     const writes: Array<Promise<number>> = [];
     const later = (ms: number, work: () => Promise<number>) => writes.push(Bun.sleep(ms).then(work));
     later(5, async () => (await api(router, "/x-users/batch-credit", { key: manager.key, body: { IDs: kids.map((k) => k.id), CreditGranted: 0.002 } })).status);
-    later(8, async () => (await api(router, `/x-users/${direct[0]!.id}`, { method: "PUT", body: { CreditGranted: -0.001 } })).status);
+    // What the account's calls in flight reserved is not deducted: refused while they hold too much of it.
+    later(8, async () => {
+      const res = await api(router, `/x-users/${direct[0]!.id}`, { method: "PUT", body: { CreditGranted: -0.001 } });
+      return res.status === 400 && res.body.error.code === "insufficient_credit" && res.body.error.message.includes("held by calls in flight") ? 200 : res.status;
+    });
     later(10, async () => {
       const res = await api(router, `/x-users/${direct[1]!.id}`, { method: "PUT", body: { CreditGranted: 0.005 } });
       if (res.status === 200) minted += n(0.005);
