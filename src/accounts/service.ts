@@ -2,6 +2,7 @@ import type { OperationLog } from "../admin/oplog/writer.ts";
 import type { Clock } from "../core/clock.ts";
 import { badRequest, conflict, notFound, unauthorized } from "../core/errors.ts";
 import { randomBase62 } from "../core/ids.ts";
+import { rootIdOf } from "../store/account-root.ts";
 import type { AccountOrder, AccountRow, AccountsWithin, Store, Transaction } from "../store/store.ts";
 import { issueApiKey } from "./api-keys.ts";
 import type { AccountInput } from "./input.ts";
@@ -72,10 +73,14 @@ export function createAccountsService(deps: {
   const within = (caller: AccountRow, scope: Scope): AccountsWithin =>
     scope === "direct" ? { parentId: caller.id } : { path: caller.path, exceptId: caller.id };
 
-  /** `{identifier}`: all digits is an ID, with `@` an email, else a name. Outside the scope it does not exist. */
+  /**
+   * `{identifier}`: all digits is an ID, with `@` an email, else a name. Outside the scope it
+   * does not exist. Looked up in the caller's tree (its scope is part of it), where emails
+   * and names are unique: other trees may use the same ones.
+   */
   async function resolve(tx: Tx, caller: AccountRow, identifier: string, scope: Scope): Promise<AccountRow> {
     const by = /^\d+$/.test(identifier) ? { id: Number(identifier) } : identifier.includes("@") ? { email: normaliseEmail(identifier) } : { name: identifier };
-    const row = await tx.accounts.find(by);
+    const row = await tx.accounts.find(rootIdOf(caller.path), by);
     if (!row || !inScope(caller, row, scope)) throw notFound(`Account ${identifier} not found`, "account_not_found");
     return row;
   }
@@ -214,8 +219,9 @@ export function createAccountsService(deps: {
         const columns = columnsForUpdate(await current(tx, caller), input);
         const target = await resolve(tx, caller, identifier, "subtree");
         if (named && target.id !== named.id) throw conflict(`Account ${identifier} changed while it was being updated; try again`, undefined, "account_changed");
-        if (input.email !== undefined) await assertUnique(tx, "email", input.email, target.id);
-        if (input.name !== undefined) await assertUnique(tx, "name", input.name, target.id);
+        // The target is below the caller, never an owner: unique within its tree is the whole rule.
+        if (input.email !== undefined) await assertUnique(tx, rootIdOf(target.path), "email", input.email, target.id);
+        if (input.name !== undefined) await assertUnique(tx, rootIdOf(target.path), "name", input.name, target.id);
         const account = Object.keys(columns).length > 0 ? await tx.accounts.update(target.id, { ...columns, updatedAt: deps.clock.now() }) : target;
         const credit = input.credit !== undefined ? await applyCredit(tx, caller, account, input.credit, input.days, held) : undefined;
         return { account, credit, columns };

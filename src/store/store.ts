@@ -66,14 +66,22 @@ export interface AccountStore {
   byId(id: number): Promise<AccountRow | undefined>;
   /** An account by id, deleted or not. */
   anyById(id: number): Promise<AccountRow | undefined>;
-  /** A live account by exactly one of id, email or name. */
-  find(by: { id: number } | { email: string } | { name: string }): Promise<AccountRow | undefined>;
-  /** The id of the live account using this email or name, if any. */
-  liveIdWith(field: "email" | "name", value: string): Promise<number | undefined>;
+  /**
+   * A live account of the tree rooted at `rootId` (see `rootIdOf`) by exactly one of id,
+   * email or name: emails and names are unique within a tree, not across trees.
+   */
+  find(rootId: number, by: { id: number } | { email: string } | { name: string }): Promise<AccountRow | undefined>;
+  /** The id of the live account of the tree rooted at `rootId` using this email or name, if any. */
+  liveIdWith(rootId: number, field: "email" | "name", value: string): Promise<number | undefined>;
+  /** The id of the live owner using this email, if any: an address owns one tree at most. */
+  liveOwnerIdWith(email: string): Promise<number | undefined>;
   countLive(): Promise<number>;
   list(filter: AccountFilter, order: AccountOrder, page: number, size: number): Promise<Page<AccountRow>>;
-  /** Inserts an account under `parentPath` (`""` for an owner) and sets its materialised path. */
-  insert(values: Omit<NewAccountRow, "path">, parentPath: string): Promise<AccountRow>;
+  /**
+   * Inserts an account under `parentPath` (`""` for an owner: the root of a new tree) and
+   * sets its materialised path and its root (the parent's, an owner's own id).
+   */
+  insert(values: Omit<NewAccountRow, "path" | "rootId">, parentPath: string): Promise<AccountRow>;
   update(id: number, columns: Partial<NewAccountRow>): Promise<AccountRow>;
   /** Replaces the key only while it is still `expectedHash`; false when it was not. */
   replaceKey(id: number, expectedHash: string, hash: string, prefix: string, now: number): Promise<boolean>;

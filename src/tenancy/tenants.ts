@@ -7,6 +7,7 @@ import type { State } from "../state/state.ts";
 import type { Meter } from "../metering/meter.ts";
 import { createKeyPool, type KeyPool, type SystemEvent } from "../routing/key-pool.ts";
 import { createSwitchOver, type SwitchOver } from "../routing/switch-over.ts";
+import { rootIdOf } from "../store/account-root.ts";
 import type { Sealer } from "../store/crypto.ts";
 import type { AccountRow, Store } from "../store/store.ts";
 
@@ -30,7 +31,7 @@ export interface Tenant {
 
 /** A tenant is named by the root of an account's path (its owner's id); 0 outside the BYOK style. */
 export function tenantIdOf(byok: boolean, path: string): number {
-  return byok ? Number(path.split("/")[1] ?? 0) : 0;
+  return byok ? rootIdOf(path) : 0;
 }
 
 export interface Tenants {

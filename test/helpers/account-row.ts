@@ -9,6 +9,7 @@ export function accountRow(fields: Partial<AccountRow> = {}): AccountRow {
     id: 7,
     parentId: 1,
     path: "/1/7/",
+    rootId: 1,
     depth: 2,
     isOwner: false,
     email: "a@example.com",

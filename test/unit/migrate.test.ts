@@ -6,6 +6,7 @@ import { migrate } from "../../src/store/sqlite/migrate.ts";
 import { migrations } from "../../src/store/migrations/index.ts";
 import { tempDir } from "../helpers/router.ts";
 import { expectRepeatsRemoved, USAGE_REPEATS_SEED } from "../helpers/usage-repeats.ts";
+import { ACCOUNT_TREES_SEED, expectTreesMigrated } from "../helpers/account-trees.ts";
 
 test("a database created by the first migration upgrades in place and keeps its rows", () => {
   const path = join(tempDir(), "router.db");
@@ -57,6 +58,25 @@ test("a call stored twice before usage rows had a unique identity is kept once, 
   const store = openStore(path);
   try {
     await expectRepeatsRemoved(async (text) => store.sqlite.query<Record<string, unknown>, []>(text).all());
+  } finally {
+    store.close();
+  }
+});
+
+test("accounts of a database from before per-tree uniqueness get their tree's root, and ids are never handed out twice", async () => {
+  const path = join(tempDir(), "router.db");
+  const old = new Database(path, { create: true, strict: true });
+  migrate(old, migrations.slice(0, migrations.findIndex((m) => m.name === "0019_tenant_scoped_identities")));
+  for (const statement of ACCOUNT_TREES_SEED) old.run(statement);
+  // Ids up to 9 were handed out once (the sequence is the record of that, not the highest row).
+  old.run("UPDATE sqlite_sequence SET seq = 9 WHERE name = 'accounts'");
+  old.close();
+
+  const store = openStore(path);
+  try {
+    // The rebuilt table carries the sequence over as it was, not as its highest row.
+    expect(store.sqlite.query("SELECT name, seq FROM sqlite_sequence WHERE name LIKE '%accounts'").all()).toEqual([{ name: "accounts", seq: 9 }]);
+    await expectTreesMigrated(async (text) => store.sqlite.query<Record<string, unknown>, []>(text).all());
   } finally {
     store.close();
   }

@@ -7,6 +7,7 @@ import { skipServices, startPostgres, type PostgresServer } from "../helpers/pos
 import { createLogger } from "../../src/core/log.ts";
 import { waitFor } from "../helpers/router.ts";
 import { expectRepeatsRemoved, USAGE_REPEATS_SEED } from "../helpers/usage-repeats.ts";
+import { ACCOUNT_TREES_SEED, expectTreesMigrated } from "../helpers/account-trees.ts";
 
 /**
  * What only the PostgreSQL store has: its migration runner, the single-instance lock a
@@ -46,6 +47,18 @@ if (!skipServices) {
         for (const statement of USAGE_REPEATS_SEED) await client.unsafe(statement);
         await migratePostgres(client, migrations);
         await expectRepeatsRemoved(async (text) => (await client.unsafe(text)) as Array<Record<string, unknown>>);
+      } finally {
+        await client.close();
+      }
+    });
+
+    test("accounts of a database from before per-tree uniqueness get their tree's root", async () => {
+      const client = new SQL(server.url(await server.createDatabase()), { max: 1 });
+      try {
+        await migratePostgres(client, migrations.slice(0, migrations.findIndex((m) => m.name === "0010_tenant_scoped_identities")));
+        for (const statement of ACCOUNT_TREES_SEED) await client.unsafe(statement);
+        await migratePostgres(client, migrations);
+        await expectTreesMigrated(async (text) => (await client.unsafe(text)) as Array<Record<string, unknown>>);
       } finally {
         await client.close();
       }

@@ -103,25 +103,29 @@ describe.each(implementations)("store: %s", (name, implementation) => {
   });
 
   let sequence = 0;
-  const account = (fields: Partial<NewAccountRow> = {}): Omit<NewAccountRow, "path"> => {
+  const account = (fields: Partial<Omit<NewAccountRow, "path" | "rootId">> = {}): Omit<NewAccountRow, "path" | "rootId"> => {
     const n = ++sequence;
     return { depth: 1, isOwner: false, email: `a${n}@example.com`, name: `account-${n}`, keyHash: `hash-${n}`, keyPrefix: `sk-${n}`, createdAt: T0 + n, updatedAt: T0 + n, ...fields };
   };
 
   describe("accounts", () => {
-    test("an inserted account gets its materialised path under its parent's and is found by id, email, name and key", async () => {
+    test("an inserted account gets its materialised path and root under its parent's and is found in its tree by id, email, name and key", async () => {
       const store = await fresh();
       const owner = await store.accounts.insert(account({ isOwner: true }), "");
-      expect(owner.path).toBe(`/${owner.id}/`);
+      expect([owner.path, owner.rootId]).toEqual([`/${owner.id}/`, owner.id]);
       const child = await store.accounts.insert(account({ parentId: owner.id, depth: 2 }), owner.path);
-      expect(child.path).toBe(`/${owner.id}/${child.id}/`);
-      expect((await store.accounts.find({ id: child.id }))?.id).toBe(child.id);
-      expect((await store.accounts.find({ email: child.email }))?.id).toBe(child.id);
-      expect((await store.accounts.find({ name: child.name }))?.id).toBe(child.id);
+      expect([child.path, child.rootId]).toEqual([`/${owner.id}/${child.id}/`, owner.id]);
+      const grandchild = await store.accounts.insert(account({ parentId: child.id, depth: 3 }), child.path);
+      expect(grandchild.rootId).toBe(owner.id);
+      expect((await store.accounts.find(owner.id, { id: child.id }))?.id).toBe(child.id);
+      expect((await store.accounts.find(owner.id, { email: child.email }))?.id).toBe(child.id);
+      expect((await store.accounts.find(owner.id, { name: child.name }))?.id).toBe(child.id);
       expect((await store.accounts.byKeyHash(child.keyHash))?.id).toBe(child.id);
-      expect(await store.accounts.liveIdWith("email", child.email)).toBe(child.id);
-      expect(await store.accounts.liveIdWith("name", "nobody")).toBeUndefined();
-      expect(await store.accounts.countLive()).toBe(2);
+      expect(await store.accounts.liveIdWith(owner.id, "email", child.email)).toBe(child.id);
+      expect(await store.accounts.liveIdWith(owner.id, "name", "nobody")).toBeUndefined();
+      expect(await store.accounts.liveOwnerIdWith(owner.email)).toBe(owner.id);
+      expect(await store.accounts.liveOwnerIdWith(child.email)).toBeUndefined();
+      expect(await store.accounts.countLive()).toBe(3);
       expect(await store.accounts.hasLiveChild(owner.id)).toBe(true);
     });
 
@@ -132,13 +136,65 @@ describe.each(implementations)("store: %s", (name, implementation) => {
       await store.accounts.markDeleted(child.id, T0 + DAY, "deleted:x");
       expect(await store.accounts.byId(child.id)).toBeUndefined();
       expect(await store.accounts.byKeyHash(child.keyHash)).toBeUndefined();
-      expect(await store.accounts.liveIdWith("email", child.email)).toBeUndefined();
+      expect(await store.accounts.liveIdWith(owner.id, "email", child.email)).toBeUndefined();
       expect((await store.accounts.anyById(child.id))?.deletedAt).toBe(T0 + DAY);
       expect(await store.accounts.hasLiveChild(owner.id)).toBe(false);
       expect((await store.accounts.identities([child.id])).get(child.id)?.email).toBe(child.email);
       // The email is free again.
       const again = await store.accounts.insert(account({ email: child.email, parentId: owner.id }), owner.path);
       expect(again.id).not.toBe(child.id);
+    });
+
+    test("emails and names are unique within a tree, not across trees; the database itself refuses a second one in a tree", async () => {
+      const store = await fresh();
+      const ownerA = await store.accounts.insert(account({ isOwner: true }), "");
+      const ownerB = await store.accounts.insert(account({ isOwner: true }), "");
+      const shared = { email: "shared@example.com", name: "shared-name" };
+      const inA = await store.accounts.insert(account({ ...shared, parentId: ownerA.id, depth: 2 }), ownerA.path);
+      const inB = await store.accounts.insert(account({ ...shared, parentId: ownerB.id, depth: 2 }), ownerB.path);
+      for (const [root, expected] of [[ownerA.id, inA.id], [ownerB.id, inB.id]] as const) {
+        expect((await store.accounts.find(root, { email: shared.email }))?.id).toBe(expected);
+        expect((await store.accounts.find(root, { name: shared.name }))?.id).toBe(expected);
+        expect(await store.accounts.liveIdWith(root, "email", shared.email)).toBe(expected);
+      }
+      // Another tree's account is not found by its id either.
+      expect(await store.accounts.find(ownerB.id, { id: inA.id })).toBeUndefined();
+      // Deeper in tree A, and against the owner (part of its own tree), the indexes refuse.
+      const under = (fields: { email?: string; name?: string }) => store.accounts.insert(account({ parentId: inA.id, depth: 3, ...fields }), inA.path);
+      await expect(under({ email: shared.email })).rejects.toThrow();
+      await expect(under({ name: shared.name })).rejects.toThrow();
+      await expect(under({ email: ownerA.email })).rejects.toThrow();
+      await expect(under({ name: ownerA.name })).rejects.toThrow();
+      expect(await store.accounts.countLive()).toBe(4);
+      expect(await store.accounts.hasLiveChild(inA.id)).toBe(false);
+    });
+
+    test("an owner's email is unique among owners only; owners may share names, and other trees' accounts may use an owner's email", async () => {
+      const store = await fresh();
+      const first = await store.accounts.insert(account({ isOwner: true, email: "boss@example.com", name: "same-owner-name" }), "");
+      await expect(store.accounts.insert(account({ isOwner: true, email: "boss@example.com" }), "")).rejects.toThrow();
+      const second = await store.accounts.insert(account({ isOwner: true, name: "same-owner-name" }), "");
+      const child = await store.accounts.insert(account({ parentId: second.id, depth: 2, email: "boss@example.com" }), second.path);
+      // An address one tree's account uses can still start a tree of its own.
+      const third = await store.accounts.insert(account({ isOwner: true, email: "kid@example.com" }), "");
+      await store.accounts.insert(account({ parentId: second.id, depth: 2, email: "kid@example.com" }), second.path);
+      expect(await store.accounts.liveOwnerIdWith("boss@example.com")).toBe(first.id);
+      expect(await store.accounts.liveOwnerIdWith("kid@example.com")).toBe(third.id);
+      expect((await store.accounts.find(second.id, { email: "boss@example.com" }))?.id).toBe(child.id);
+      expect([second.rootId, third.rootId]).toEqual([second.id, third.id]);
+    });
+
+    test("a deleted account frees its email and name within its tree, and a deleted owner its address among owners", async () => {
+      const store = await fresh();
+      const owner = await store.accounts.insert(account({ isOwner: true }), "");
+      const child = await store.accounts.insert(account({ parentId: owner.id, depth: 2 }), owner.path);
+      await store.accounts.markDeleted(child.id, T0 + DAY, "deleted:child");
+      const again = await store.accounts.insert(account({ parentId: owner.id, depth: 2, email: child.email, name: child.name }), owner.path);
+      expect((await store.accounts.find(owner.id, { name: child.name }))?.id).toBe(again.id);
+      await store.accounts.markDeleted(owner.id, T0 + DAY, "deleted:owner");
+      expect(await store.accounts.liveOwnerIdWith(owner.email)).toBeUndefined();
+      const successor = await store.accounts.insert(account({ isOwner: true, email: owner.email }), "");
+      expect(await store.accounts.liveOwnerIdWith(owner.email)).toBe(successor.id);
     });
 
     test("a key is replaced only while it is still the expected one", async () => {

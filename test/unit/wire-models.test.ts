@@ -133,6 +133,7 @@ describe("the server's record builders produce their wire models", () => {
     id: 7,
     parentId: 1,
     path: "/1/7/",
+    rootId: 1,
     depth: 2,
     isOwner: false,
     email: "caller@example.com",

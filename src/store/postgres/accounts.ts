@@ -1,4 +1,5 @@
 import { and, asc, count, desc, eq, inArray, isNull, like, ne, sql, type SQL } from "drizzle-orm";
+import { rootBeforePath, rootIdOf } from "../account-root.ts";
 import type { AccountFilter, AccountIdentity, AccountOrder, AccountStore } from "../store.ts";
 import type { Scope } from "./db.ts";
 import { accounts } from "./schema/accounts.ts";
@@ -21,6 +22,19 @@ const ORDERS: Record<AccountOrder, SQL[]> = {
   "-level": [desc(accounts.depth), desc(accounts.id)],
 };
 
+type Lookup = Parameters<AccountStore["find"]>[1];
+
+/** One live account of the tree rooted at `rootId`, by id, email or name (the per-tree unique indexes answer it). */
+function lookup(rootId: number, by: Lookup): SQL {
+  const match = "id" in by ? eq(accounts.id, by.id) : "email" in by ? eq(accounts.email, by.email) : eq(accounts.name, by.name);
+  return and(eq(accounts.rootId, rootId), match, live)!;
+}
+
+const byField = (field: "email" | "name", value: string): Lookup => (field === "email" ? { email: value } : { name: value });
+
+/** The live owner with this email; `is_owner` as the partial unique index states it, so the index answers. */
+const liveOwnerWith = (email: string): SQL => and(eq(accounts.email, email), sql`${accounts.isOwner}`, live)!;
+
 function conditionOf(filter: AccountFilter): SQL {
   const within = filter.within;
   const parts: SQL[] = [
@@ -41,14 +55,9 @@ export function postgresAccounts({ db, atomic }: Scope): AccountStore {
     byKeyHash: (hash) => first(db.select().from(accounts).where(and(eq(accounts.keyHash, hash), live))),
     byId: (id) => first(db.select().from(accounts).where(and(eq(accounts.id, id), live))),
     anyById: (id) => first(db.select().from(accounts).where(eq(accounts.id, id))),
-    find(by) {
-      const where = "id" in by ? eq(accounts.id, by.id) : "email" in by ? eq(accounts.email, by.email) : eq(accounts.name, by.name);
-      return first(db.select().from(accounts).where(and(where, live)));
-    },
-    async liveIdWith(field, value) {
-      const column = field === "email" ? accounts.email : accounts.name;
-      return (await first(db.select({ id: accounts.id }).from(accounts).where(and(eq(column, value), live))))?.id;
-    },
+    find: (rootId, by) => first(db.select().from(accounts).where(lookup(rootId, by))),
+    liveIdWith: async (rootId, field, value) => (await first(db.select({ id: accounts.id }).from(accounts).where(lookup(rootId, byField(field, value)))))?.id,
+    liveOwnerIdWith: async (email) => (await first(db.select({ id: accounts.id }).from(accounts).where(liveOwnerWith(email))))?.id,
     countLive: async () => (await first(db.select({ n: count() }).from(accounts).where(live)))?.n ?? 0,
     async list(filter, order, page, size) {
       const where = conditionOf(filter);
@@ -66,10 +75,11 @@ export function postgresAccounts({ db, atomic }: Scope): AccountStore {
     },
     insert: (values, parentPath) =>
       atomic(async (db) => {
-        const [inserted] = await db.insert(accounts).values(values).returning({ id: accounts.id });
+        const [inserted] = await db.insert(accounts).values({ ...values, rootId: rootBeforePath(parentPath) }).returning({ id: accounts.id });
+        const path = `${parentPath || "/"}${inserted!.id}/`;
         const [row] = await db
           .update(accounts)
-          .set({ path: `${parentPath || "/"}${inserted!.id}/` })
+          .set({ path, rootId: rootIdOf(path) })
           .where(eq(accounts.id, inserted!.id))
           .returning();
         return row!;

@@ -6,6 +6,11 @@ import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-or
  * itself (`/1/4/9/`), so a subtree is one indexed prefix scan. Deleted accounts keep
  * their row (usage history stays attributable) but lose their key and release their
  * email and name.
+ *
+ * Emails and names are unique per tree (`root_id`, the owner whose tree it is: the
+ * scope every identifier is resolved in, and in the BYOK style the tenant), so one
+ * tenant's accounts neither reveal nor block another's; an owner's email is also
+ * unique among owners (one tree per address).
  */
 export const accounts = sqliteTable(
   "accounts",
@@ -13,6 +18,11 @@ export const accounts = sqliteTable(
     id: integer("id").primaryKey({ autoIncrement: true }),
     parentId: integer("parent_id"),
     path: text("path").notNull().default(""),
+    /**
+     * The first segment of `path`: the owner whose tree the account is in (an owner's is
+     * its own id). Stored so the per-tree unique indexes can hold it; set with the path.
+     */
+    rootId: integer("root_id").notNull(),
     depth: integer("depth").notNull(),
     isOwner: integer("is_owner", { mode: "boolean" }).notNull().default(false),
     email: text("email").notNull(),
@@ -44,8 +54,9 @@ export const accounts = sqliteTable(
   },
   (t) => [
     uniqueIndex("accounts_key_hash").on(t.keyHash),
-    uniqueIndex("accounts_email_live").on(t.email).where(sql`deleted_at IS NULL`),
-    uniqueIndex("accounts_name_live").on(t.name).where(sql`deleted_at IS NULL`),
+    uniqueIndex("accounts_root_email_live").on(t.rootId, t.email).where(sql`deleted_at IS NULL`),
+    uniqueIndex("accounts_root_name_live").on(t.rootId, t.name).where(sql`deleted_at IS NULL`),
+    uniqueIndex("accounts_owner_email_live").on(t.email).where(sql`deleted_at IS NULL AND is_owner`),
     index("accounts_parent").on(t.parentId),
     index("accounts_path").on(t.path),
   ],

@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, inArray, isNull, like, ne, sql, type SQL } from "drizzle-orm";
+import { rootBeforePath, rootIdOf } from "../account-root.ts";
 import { accounts } from "../schema/accounts.ts";
 import type { AccountFilter, AccountIdentity, AccountOrder, AccountStore } from "../store.ts";
 import type { Connection } from "./connection.ts";
@@ -19,6 +20,19 @@ const ORDERS: Record<AccountOrder, SQL[]> = {
   "-level": [desc(accounts.depth), desc(accounts.id)],
 };
 
+type Lookup = Parameters<AccountStore["find"]>[1];
+
+/** One live account of the tree rooted at `rootId`, by id, email or name (the per-tree unique indexes answer it). */
+function lookup(rootId: number, by: Lookup): SQL {
+  const match = "id" in by ? eq(accounts.id, by.id) : "email" in by ? eq(accounts.email, by.email) : eq(accounts.name, by.name);
+  return and(eq(accounts.rootId, rootId), match, live)!;
+}
+
+const byField = (field: "email" | "name", value: string): Lookup => (field === "email" ? { email: value } : { name: value });
+
+/** The live owner with this email; `is_owner` as the partial unique index states it, so the index answers. */
+const liveOwnerWith = (email: string): SQL => and(eq(accounts.email, email), sql`${accounts.isOwner}`, live)!;
+
 function conditionOf(filter: AccountFilter): SQL {
   const within = filter.within;
   const parts: SQL[] = [
@@ -35,10 +49,11 @@ function conditionOf(filter: AccountFilter): SQL {
 export function sqliteAccounts({ db, sqlite }: Connection): Synchronous<AccountStore> {
   // Made once: several statements that commit together (a savepoint inside an open transaction).
   const insert = sqlite.transaction((values: Parameters<AccountStore["insert"]>[0], parentPath: string) => {
-    const inserted = db.insert(accounts).values(values).returning().get();
+    const inserted = db.insert(accounts).values({ ...values, rootId: rootBeforePath(parentPath) }).returning().get();
+    const path = `${parentPath || "/"}${inserted.id}/`;
     return db
       .update(accounts)
-      .set({ path: `${parentPath || "/"}${inserted.id}/` })
+      .set({ path, rootId: rootIdOf(path) })
       .where(eq(accounts.id, inserted.id))
       .returning()
       .get();
@@ -47,14 +62,9 @@ export function sqliteAccounts({ db, sqlite }: Connection): Synchronous<AccountS
     byKeyHash: (hash) => db.select().from(accounts).where(and(eq(accounts.keyHash, hash), live)).get(),
     byId: (id) => db.select().from(accounts).where(and(eq(accounts.id, id), live)).get(),
     anyById: (id) => db.select().from(accounts).where(eq(accounts.id, id)).get(),
-    find(by) {
-      const where = "id" in by ? eq(accounts.id, by.id) : "email" in by ? eq(accounts.email, by.email) : eq(accounts.name, by.name);
-      return db.select().from(accounts).where(and(where, live)).get();
-    },
-    liveIdWith(field, value) {
-      const column = field === "email" ? accounts.email : accounts.name;
-      return db.select({ id: accounts.id }).from(accounts).where(and(eq(column, value), live)).get()?.id;
-    },
+    find: (rootId, by) => db.select().from(accounts).where(lookup(rootId, by)).get(),
+    liveIdWith: (rootId, field, value) => db.select({ id: accounts.id }).from(accounts).where(lookup(rootId, byField(field, value))).get()?.id,
+    liveOwnerIdWith: (email) => db.select({ id: accounts.id }).from(accounts).where(liveOwnerWith(email)).get()?.id,
     countLive: () => db.select({ n: sql<number>`count(*)` }).from(accounts).where(live).get()?.n ?? 0,
     list(filter, order, page, size) {
       const where = conditionOf(filter);

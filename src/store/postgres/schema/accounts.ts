@@ -13,6 +13,7 @@ export const accounts = pgTable(
     id: integer("id").primaryKey().generatedByDefaultAsIdentity(),
     parentId: integer("parent_id"),
     path: text("path").notNull().default(""),
+    rootId: integer("root_id").notNull(),
     depth: integer("depth").notNull(),
     isOwner: boolean("is_owner").notNull().default(false),
     email: text("email").notNull(),
@@ -41,8 +42,9 @@ export const accounts = pgTable(
   },
   (t) => [
     uniqueIndex("accounts_key_hash").on(t.keyHash),
-    uniqueIndex("accounts_email_live").on(t.email).where(sql`deleted_at IS NULL`),
-    uniqueIndex("accounts_name_live").on(t.name).where(sql`deleted_at IS NULL`),
+    uniqueIndex("accounts_root_email_live").on(t.rootId, t.email).where(sql`deleted_at IS NULL`),
+    uniqueIndex("accounts_root_name_live").on(t.rootId, t.name).where(sql`deleted_at IS NULL`),
+    uniqueIndex("accounts_owner_email_live").on(t.email).where(sql`deleted_at IS NULL AND is_owner`),
     index("accounts_parent").on(t.parentId),
     // text_pattern_ops: the subtree prefix scans (LIKE '/1/4/%', path ranges) use the
     // index whatever the database's collation; SQLite's default (binary) order does that already.
