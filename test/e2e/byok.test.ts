@@ -105,6 +105,36 @@ describe("BYOK tenants are isolated", () => {
   });
 });
 
+describe("each tenant's emails and names name its own accounts", () => {
+  // Emails and names are unique per tenant: B may use what A's accounts use, and wherever
+  // an account is named (the account API, /x-requests, /x-route, /x-bill), B's name finds
+  // B's account and A's finds A's, never the other's nor a 404.
+  test("the same email and name in two tenants resolve, in each, to that tenant's account", async () => {
+    const twin = { Email: "twin@shared.example", Name: "twin-account", CreditGranted: 5 };
+    const inA = await call(keyA, "/x-users", { method: "POST", body: JSON.stringify(twin) });
+    const inB = await call(keyB, "/x-users", { method: "POST", body: JSON.stringify(twin) });
+    expect([inA.status, inB.status]).toEqual([201, 201]);
+    const twinA = await inA.json();
+    const twinB = await inB.json();
+    await openaiClient(router.url, twinA.APIKey).chat.completions.create({ model: "m-twin-a", messages: [] });
+    await openaiClient(router.url, twinB.APIKey).chat.completions.create({ model: "m-twin-b", messages: [] });
+    await router.deps.usageRecorder.flush();
+    for (const [key, own, model] of [[keyA, twinA.ID, "m-twin-a"], [keyB, twinB.ID, "m-twin-b"]] as const) {
+      for (const identifier of [twin.Email, twin.Name]) {
+        const named = encodeURIComponent(identifier);
+        expect((await (await call(key, `/x-dna/${named}`)).json()).ID).toBe(own);
+        const calls = await (await call(key, `/x-requests?account=${named}`)).json();
+        expect(calls.map((r: { account: { id: number }; requested_model: string }) => [r.account.id, r.requested_model])).toEqual([[own, model]]);
+        expect((await (await call(key, `/x-route?model=m&account=${named}`)).json()).account.ID).toBe(own);
+        expect((await (await call(key, `/x-bill?user=${named}`)).json()).usage_users.map((u: { id: number }) => u.id)).toEqual([own]);
+      }
+    }
+    // A change by name reaches the caller's own account only.
+    expect((await call(keyB, `/x-users/${twin.Name}`, { method: "PUT", body: JSON.stringify({ Alias: "b-side" }) })).status).toBe(200);
+    expect((await (await call(keyA, `/x-dna/${twin.Name}`)).json()).Alias).toBeNull();
+  });
+});
+
 describe("sign-up", () => {
   test("bad input is 400; a used email is 409; the sixth sign-up an hour from one address is 429", async () => {
     const post = (body: unknown) => router.fetch("/x-signup", { method: "POST", key: null, body: JSON.stringify(body) });

@@ -201,6 +201,55 @@ describe("the sign-up SMTP password never goes out in clear to another machine",
   });
 });
 
+describe("emails and names are unique per tenant, not across the deployment", () => {
+  // docs/api.md "The BYOK deployment style": nothing crosses tenants, another tenant's
+  // account answers 404 exactly like one that never existed. Emails and names were unique
+  // deployment-wide (src/accounts/insert.ts asked every live account), so POST /x-users
+  // answered 409 quoting another tenant's account, without any rate limit: an oracle of
+  // every tenant's addresses and names.
+  test("a tenant cannot learn another tenant's account emails or names through POST /x-users", async () => {
+    const child = await api(direct, "/x-users", { body: { Email: "hidden-child@tenant-a.example", Name: "hidden-child-a" } });
+    expect(child.status).toBe(201);
+    const b = await api(direct, "/x-signup", { method: "POST", key: null, body: { Email: "owner@tenant-b.example" } });
+    const keyB: string = b.body.APIKey;
+    const byEmail = await api(direct, "/x-users", { key: keyB, body: { Email: "hidden-child@tenant-a.example" } });
+    const byName = await api(direct, "/x-users", { key: keyB, body: { Email: "fresh-b@tenant-b.example", Name: "hidden-child-a" } });
+    expect([byEmail.status, byName.status]).toEqual([201, 201]);
+    // Inside one tenant they stay unique: the management API's 409 envelope, nothing written.
+    const again = await api(direct, "/x-users", { key: keyB, body: { Email: "Hidden-Child@tenant-a.example" } });
+    const sameName = await api(direct, "/x-users", { key: keyB, body: { Email: "third-b@tenant-b.example", Name: "hidden-child-a" } });
+    expect([again.status, again.body.error?.code, sameName.status, sameName.body.error?.code]).toEqual([409, "email_taken", 409, "name_taken"]);
+    expect(Number((await api(direct, "/x-users", { key: keyB })).headers.get("x-total-count"))).toBe(2);
+  });
+
+  // Sub-accounts need no confirmation of their address, and a confirmed sign-up was refused
+  // for an address any account used: a tenant could give a sub-account a stranger's
+  // address and so lock its owner out of signing up, for as long as the sub-account lived.
+  test("a tenant cannot lock a stranger out of sign-up by giving a sub-account the stranger's address", async () => {
+    const attacker = "attacker@squatter.example";
+    expect((await signup({ Email: attacker }, "10.3.0.1")).status).toBe(202);
+    const attackerKey: string = (await confirm(tokenOf(mailsTo(attacker)[0]))).body.APIKey;
+    const squat = await api(mailing, "/x-users", { key: attackerKey, body: { Email: "ceo@victim-corp.example" } });
+    expect(squat.status).toBe(201);
+    expect((await signup({ Email: "ceo@victim-corp.example" }, "10.3.0.2")).status).toBe(202);
+    const victim = await confirm(tokenOf(mailsTo("ceo@victim-corp.example")[0]));
+    expect(victim.status).toBe(201);
+    // Each is its own tenant's: the victim's owner is not the squatter's sub-account.
+    expect(victim.body.ID).not.toBe(squat.body.ID);
+    expect((await api(mailing, `/x-dna/${encodeURIComponent("ceo@victim-corp.example")}`, { key: attackerKey })).body.ID).toBe(squat.body.ID);
+  });
+
+  // A sign-up's Name was checked against every live account too: the confirmation answered
+  // 409 name_taken for a name only another tenant's sub-account used. The new owner's
+  // tenant is empty, so any valid name is free in it.
+  test("sign-up takes a Name another tenant's account uses, and tells nothing of it", async () => {
+    expect((await api(mailing, "/x-users", { body: { Email: "named@tenant-a.example", Name: "wanted-name" } })).status).toBe(201);
+    expect((await signup({ Email: "newcomer@tenant-n.example", Name: "wanted-name" }, "10.3.0.3")).status).toBe(202);
+    const confirmed = await confirm(tokenOf(mailsTo("newcomer@tenant-n.example")[0]));
+    expect([confirmed.status, confirmed.body.Name]).toEqual([201, "wanted-name"]);
+  });
+});
+
 describe("what the review probed and found right", () => {
   // Tokens: 24 random bytes (192 bits, base64url), stored as SHA-256 (signup-routes.ts:19,77),
   // taken once (memory Map delete / Redis GETDEL), looked up by hash (no timing leak of the
