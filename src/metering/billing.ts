@@ -22,6 +22,13 @@ const MAX_CHOICES = 128;
 const TOKENS_PER_IMAGE = 8192;
 /** Seconds of audio per body byte when a transcription reports no duration (about 128 kbit/s). */
 const AUDIO_SECONDS_PER_BYTE = 1 / 16_000;
+/**
+ * Seconds of audio per body byte a transcription's reservation assumes: 2 kbit/s, below
+ * what any codec the audio endpoints take needs for speech (Opus from 6 kbit/s, MP3 and
+ * AAC from 8, Speex from 2.15). A voice note coded at 16 kbit/s lasts eight times what
+ * the 128 kbit/s estimate says, and its reported duration is what is charged.
+ */
+const AUDIO_RESERVE_SECONDS_PER_BYTE = 1 / 250;
 /** Spoken characters per second when a speech call's duration has to be estimated. */
 const SPEECH_CHARS_PER_SECOND = 15;
 /** Video length assumed when a generation request names none. */
@@ -69,8 +76,37 @@ function number(value: unknown): number | undefined {
   return typeof n === "number" && Number.isFinite(n) && n > 0 ? n : undefined;
 }
 
+/**
+ * Gemini's generation settings in each spelling its API reads: Google's JSON parser
+ * takes a field's proto name as well as its camelCase one (`generation_config.
+ * candidate_count` is `generationConfig.candidateCount`), so both bound the call.
+ */
+function geminiConfigs(json: Record<string, unknown> | undefined): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const config of [json?.generationConfig, json?.generation_config]) {
+    if (config !== null && typeof config === "object" && !Array.isArray(config)) out.push(config as Record<string, unknown>);
+  }
+  return out;
+}
+
+/**
+ * A Gemini call's output limit: read only from Gemini's own spellings (a `max_tokens`
+ * Google would refuse, or a translator ignore, bounds nothing). When both spellings of
+ * the settings are given, the limit holds only if each names one, and is the larger.
+ */
+function geminiRequestedOutput(json: Record<string, unknown> | undefined): number | undefined {
+  let most: number | undefined;
+  for (const config of geminiConfigs(json)) {
+    const n = number(config.maxOutputTokens) ?? number(config.max_output_tokens);
+    if (n === undefined) return undefined;
+    most = Math.max(most ?? 0, Math.ceil(n));
+  }
+  return most;
+}
+
 /** The output limit a request sets (max_tokens or its family's equivalent), if any. */
-function requestedOutput(json: Record<string, unknown> | undefined): number | undefined {
+function requestedOutput(family: Endpoint["family"], json: Record<string, unknown> | undefined): number | undefined {
+  if (family === "gemini") return geminiRequestedOutput(json);
   const config = json?.generationConfig as Record<string, unknown> | undefined;
   for (const value of [json?.max_tokens, json?.max_completion_tokens, json?.max_output_tokens, config?.maxOutputTokens]) {
     const n = number(value);
@@ -79,11 +115,32 @@ function requestedOutput(json: Record<string, unknown> | undefined): number | un
   return undefined;
 }
 
-/** Answers asked for in one call (OpenAI `n`, Gemini `candidateCount`): each may reach the output limit. */
-function choices(json: Record<string, unknown> | undefined): number {
+const atMostChoices = (n: number) => Math.min(MAX_CHOICES, Math.max(1, Math.floor(n)));
+
+/**
+ * Prompts of a legacy completion: `prompt` may be an array of prompts (strings or token
+ * arrays), each answered `n` times; an array of numbers is one tokenized prompt.
+ */
+function prompts(json: Record<string, unknown> | undefined): number {
+  const prompt = json?.prompt;
+  if (!Array.isArray(prompt) || prompt.length === 0 || typeof prompt[0] === "number") return 1;
+  return prompt.length;
+}
+
+/**
+ * Answers generated in one call, each of which may reach the output limit: OpenAI `n`
+ * (and a legacy completion's `best_of` candidates, generated and billed though only `n`
+ * are returned) for each of its prompts; Gemini `candidateCount` in either spelling.
+ */
+function choices(family: Endpoint["family"], json: Record<string, unknown> | undefined): number {
+  if (family === "gemini") {
+    let most = 1;
+    for (const config of geminiConfigs(json)) most = Math.max(most, atMostChoices(number(config.candidateCount) ?? number(config.candidate_count) ?? 1));
+    return most;
+  }
   const config = json?.generationConfig as Record<string, unknown> | undefined;
-  const n = number(json?.n) ?? number(config?.candidateCount) ?? 1;
-  return Math.min(MAX_CHOICES, Math.max(1, Math.floor(n)));
+  const n = atMostChoices(number(json?.n) ?? number(config?.candidateCount) ?? 1);
+  return Math.max(n, atMostChoices(number(json?.best_of) ?? 1)) * prompts(json);
 }
 
 /** The most tokens a call can use on each side (docs/api.md, "Reservation"). */
@@ -98,10 +155,10 @@ export interface TokenBound {
  * it does not hold (`unsized`). Output: the request's max_tokens (or its family's
  * equivalent) else the model's maximum output, times the answers asked for.
  */
-export function tokenBound(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, unsized: boolean): TokenBound {
+export function tokenBound(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, unsized: boolean, family: Endpoint["family"] = "openai"): TokenBound {
   const context = price.ContextWindow ?? DEFAULT_CONTEXT_WINDOW;
   const input = unsized ? context : Math.min(context, bodyBytes + PROVIDER_INPUT_OVERHEAD);
-  const output = (requestedOutput(json) ?? price.MaxOutput ?? DEFAULT_MAX_OUTPUT_TOKENS) * choices(json);
+  const output = (requestedOutput(family, json) ?? price.MaxOutput ?? DEFAULT_MAX_OUTPUT_TOKENS) * choices(family, json);
   return { input, output };
 }
 
@@ -157,7 +214,7 @@ export function planBilling(input: BillingInput): BillingPlan {
       }
       const tokens = prices.lookup("ChatPricing", model);
       if (!tokens) unpriced(model, "ImgPricing", '{"Call":<USD per image>}');
-      const bound = tokenBound(tokens, input.json, input.bodyBytes, unsized(input));
+      const bound = tokenBound(tokens, input.json, input.bodyBytes, unsized(input), endpoint.family);
       return tokenPlan(tokens, input, { input: bound.input, output: TOKENS_PER_IMAGE * count });
     }
     case "audio": {
@@ -166,15 +223,16 @@ export function planBilling(input: BillingInput): BillingPlan {
         const minutes = (input.bodyBytes * AUDIO_SECONDS_PER_BYTE) / 60;
         const perMinute = audio.PerMinute ?? 0;
         return {
-          // A reported duration may exceed the size estimate: reserve twice the estimate.
-          reserve: unitCostNanos(perMinute, minutes * 2, rates),
+          // The reported duration is charged, and compressed speech lasts far longer than
+          // 128 kbit/s says: reserve the longest the upload can plausibly play.
+          reserve: unitCostNanos(perMinute, (input.bodyBytes * AUDIO_RESERVE_SECONDS_PER_BYTE) / 60, rates),
           tokens: 0,
           settle: (_usage, extra) => (extra ? unitCostNanos(perMinute, (extra.seconds ?? minutes * 60) / 60, rates) : 0),
         };
       }
       const tokens = prices.lookup("ChatPricing", model);
       if (!tokens) unpriced(model, "AudioPricing", '{"PerMinute":<USD>}');
-      return tokenPlan(tokens, input, tokenBound(tokens, input.json, input.bodyBytes, false));
+      return tokenPlan(tokens, input, tokenBound(tokens, input.json, input.bodyBytes, false, endpoint.family));
     }
     case "speech": {
       const audio = prices.lookup("AudioPricing", model);
@@ -194,9 +252,13 @@ export function planBilling(input: BillingInput): BillingPlan {
     default: {
       const price = prices.lookup("ChatPricing", model);
       if (!price) unpriced(model, "ChatPricing", '{"InputText":<USD per 1M>,"OutputText":<USD per 1M>}');
-      const bound = tokenBound(price, input.json, input.bodyBytes, unsized(input));
-      // An embedding answers with vectors: it has no output to bound.
-      return tokenPlan(price, input, endpoint.embedding ? { input: bound.input, output: 0 } : bound);
+      const isUnsized = unsized(input);
+      const bound = tokenBound(price, input.json, input.bodyBytes, isUnsized, endpoint.family);
+      if (!endpoint.embedding) return tokenPlan(price, input, bound);
+      // An embedding answers with vectors: it has no output to bound. Its ContextWindow
+      // bounds each input, not the call: a batch (an `input` array, Gemini's
+      // batchEmbedContents) holds many, so only its bytes bound a body that holds them.
+      return tokenPlan(price, input, { input: isUnsized ? bound.input : input.bodyBytes + PROVIDER_INPUT_OVERHEAD, output: 0 });
     }
   }
 }

@@ -53,6 +53,32 @@ describe("token-priced calls (ChatPricing)", () => {
     expect(plan(ep("/v1/embeddings"), "acme-chat", { json: { input: "hi" }, bodyBytes: 30 }).tokens).toBe(30 + 1024);
   });
 
+  test("an embedding's input is bounded by its bytes, not by the context window (which bounds each input of a batch)", () => {
+    const small = createPriceBook({ ChatPricing: { "acme-embed": { InputText: 1, OutputText: 0, ContextWindow: 512 } } });
+    const embed = (endpoint: Endpoint) => planBilling({ endpoint, model: "acme-embed", prices: small, json: { input: ["a", "b"] }, fields: undefined, bodyBytes: 40_000, rates: 1 });
+    expect(embed(ep("/v1/embeddings")).bound).toEqual({ input: 41_024, output: 0 });
+    const batch: Endpoint = { family: "gemini", path: "/v1beta/models", model: "path", idempotent: true, embedding: true };
+    expect(embed(batch).tokens).toBe(41_024);
+  });
+
+  test("answers asked for: n, a legacy completion's best_of and its prompts, Gemini's candidateCount in either spelling", () => {
+    const output = (endpoint: Endpoint, json: Record<string, unknown>) => plan(endpoint, "acme-chat", { json }).bound!.output;
+    const completions = ep("/v1/completions");
+    expect(output(completions, { prompt: "a", max_tokens: 100, n: 2 })).toBe(200);
+    expect(output(completions, { prompt: "a", max_tokens: 100, n: 2, best_of: 5 })).toBe(500);
+    expect(output(completions, { prompt: ["a", "b", "c"], max_tokens: 100, n: 2 })).toBe(600);
+    expect(output(completions, { prompt: [[1, 2], [3]], max_tokens: 100 })).toBe(200);
+    // An array of numbers is one tokenized prompt.
+    expect(output(completions, { prompt: [1, 2, 3], max_tokens: 100 })).toBe(100);
+    const gemini: Endpoint = { family: "gemini", path: "/v1beta/models", model: "path", idempotent: true };
+    expect(output(gemini, { generationConfig: { maxOutputTokens: 100, candidateCount: 3 } })).toBe(300);
+    expect(output(gemini, { generation_config: { max_output_tokens: 100, candidate_count: 4 } })).toBe(400);
+    // Both spellings: each must name a limit for one to hold; the most candidates count.
+    expect(output(gemini, { generationConfig: { maxOutputTokens: 10 }, generation_config: { candidate_count: 2 } })).toBe(DEFAULT_MAX_OUTPUT_TOKENS * 2);
+    // A Gemini call is bounded only by Gemini's spellings: a max_tokens Google refuses (or a translator ignores) bounds nothing.
+    expect(output(gemini, { max_tokens: 1 })).toBe(DEFAULT_MAX_OUTPUT_TOKENS);
+  });
+
   test("settle: the reported tokens at their prices × Rates; a failure (no tokens) costs nothing", () => {
     const p = plan(ep("/v1/chat/completions"), "acme-chat", { json: {}, bodyBytes: 10 });
     expect(p.settle(tokens(1000, 500, { reasoning: 100 }), undefined)).toBe(Math.round((1000 * 2 + 400 * 8 + 100 * 12) * 1000 * RATES));
@@ -114,10 +140,12 @@ describe("images", () => {
 describe("audio transcription and translation", () => {
   const transcriptions = ep("/v1/audio/transcriptions");
 
-  test("per minute of the reported duration; reserve twice the minutes the upload size suggests (128 kbit/s)", () => {
-    const bytes = 16_000 * 60; // one minute at 128 kbit/s
+  test("per minute of the reported duration; reserve the minutes the upload lasts at 2 kbit/s, the lowest speech bitrate", () => {
+    const bytes = 16_000 * 60; // one minute at 128 kbit/s, 64 minutes at 2 kbit/s
     const p = plan(transcriptions, "acme-whisper", { bodyBytes: bytes });
-    expect(p.reserve).toBe(usd(0.006 * 2));
+    expect(p.reserve).toBe(usd(0.006 * 64));
+    // A 16 kbit/s voice note of the same size lasts eight minutes: within the reservation.
+    expect(p.settle(ZERO_USAGE, { seconds: 480 })).toBeLessThanOrEqual(p.reserve);
     expect(p.settle(ZERO_USAGE, { seconds: 90 })).toBe(usd(0.006 * 1.5));
     // Answered without a duration (text format): the size estimate.
     expect(p.settle(ZERO_USAGE, {})).toBe(usd(0.006));

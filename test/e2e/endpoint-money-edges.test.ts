@@ -1,0 +1,185 @@
+import { describe, expect, test } from "bun:test";
+import { usageRows } from "../helpers/keys.ts";
+import { json, type MockUpstream, type RecordedRequest } from "../helpers/mock-upstream.ts";
+import { api, createAccount } from "../helpers/owner-ops.ts";
+import { waitFor, type TestRouter } from "../helpers/router.ts";
+import { perTest } from "../helpers/scoped.ts";
+
+/**
+ * Money on the endpoints beside chat (docs/api.md, "Pricing and charging"): embeddings,
+ * legacy completions, Gemini generateContent and embeddings, transcriptions, images.
+ * A call's reservation must be an upper bound of what it is then charged, whatever the
+ * endpoint: otherwise calls admitted together pass the balance by more than one call's
+ * real cost. Each case below was found by a review of these endpoints.
+ */
+
+const PRICING = {
+  ChatPricing: {
+    "acme-embed": { InputText: 1000, OutputText: 0, ContextWindow: 512 },
+    "acme-gembed": { InputText: 1000, OutputText: 0, ContextWindow: 2048 },
+    "acme-text": { InputText: 0, OutputText: 1000, MaxOutput: 4000 },
+    "acme-gem": { InputText: 0, OutputText: 1000, MaxOutput: 1000 },
+  },
+  // $1 a second of audio.
+  AudioPricing: { "acme-whisper": { PerMinute: 60 } },
+};
+
+const scope = perTest();
+
+const credits = (nanos: number) => nanos / 1e9;
+
+async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
+  return scope.gateway({ pricing: PRICING });
+}
+
+const rowsOf = async (router: TestRouter, accountId: number) => (await usageRows(router)).filter((r) => r.account_id === accountId);
+
+/** The account's balance once each of its `admitted` calls left its usage row. */
+async function settledBalance(router: TestRouter, account: { id: number; key: string }, admitted: number): Promise<number> {
+  await waitFor(async () => (await rowsOf(router, account.id)).length === admitted, 5000, "usage rows");
+  return (await api(router, "/dashboard/status", { key: account.key })).body.balance;
+}
+
+/** The account's one usage row. */
+async function onlyRow(router: TestRouter, accountId: number): Promise<Record<string, any>> {
+  const rows = await waitFor(async () => {
+    const mine = await rowsOf(router, accountId);
+    return mine.length === 1 ? mine : undefined;
+  });
+  return rows![0]!;
+}
+
+/**
+ * Three calls sent at once while the upstream holds its answers until each call was
+ * either refused or reached it: the calls admitted together, as concurrent clients get
+ * them. Returns their statuses once all ended.
+ */
+async function overlapping(upstream: MockUpstream, method: string, path: string | RegExp, answer: (req: RecordedRequest) => Response, send: () => Promise<Response>): Promise<number[]> {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  upstream.route(method, path, async (req) => {
+    await gate;
+    return answer(req);
+  });
+  let refused = 0;
+  const calls = Array.from({ length: 3 }, async () => {
+    const res = await send();
+    if (res.status !== 200) refused++;
+    await res.arrayBuffer();
+    return res.status;
+  });
+  await waitFor(() => upstream.requests.length + refused === 3, 5000, "every call refused or upstream");
+  open();
+  return Promise.all(calls);
+}
+
+describe("embeddings: the context window bounds each input, not the call", () => {
+  test("OpenAI embeddings of 20 inputs: calls admitted together pass the balance by no more than one call", async () => {
+    const { router, upstream } = await start();
+    // 20 inputs of 1500 bytes, 300 tokens each (within the model's context window of 512 per input).
+    const input = Array.from({ length: 20 }, (_, i) => `${i} ${"word ".repeat(300)}`.slice(0, 1500));
+    const cost = 20 * 300 * 1000 * 1000; // nano-credits: 6000 tokens at 1000 USD per 1M
+    const account = await createAccount(router, { CreditGranted: credits(cost) });
+    const statuses = await overlapping(
+      upstream,
+      "POST",
+      "/v1/embeddings",
+      () => json({ object: "list", data: input.map((_, index) => ({ object: "embedding", index, embedding: [0.1] })), model: "acme-embed", usage: { prompt_tokens: 6000, total_tokens: 6000 } }),
+      () => router.fetch("/v1/embeddings", { method: "POST", key: account.key, headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "acme-embed", input }) }),
+    );
+    const admitted = statuses.filter((s) => s === 200).length;
+    const balance = await settledBalance(router, account, admitted);
+    // Before: each call reserved the 512 tokens of one input's context window, so all three ran (balance -2 calls).
+    expect({ admitted, balanceAtLeastMinusOneCall: balance >= -credits(cost) }).toEqual({ admitted: 1, balanceAtLeastMinusOneCall: true });
+  });
+
+  test("Gemini batchEmbedContents answered without usage: the estimate counts the whole batch, not one context window", async () => {
+    const { router, upstream } = await start();
+    upstream.route("POST", /batchEmbedContents$/, (req) => json({ embeddings: (req.json as { requests: unknown[] }).requests.map(() => ({ values: [0.1, 0.2] })) }));
+    const text = "lorem ipsum dolor sit amet ".repeat(30).slice(0, 800);
+    const requests = Array.from({ length: 50 }, () => ({ model: "models/acme-gembed", content: { parts: [{ text }] } }));
+    const account = await createAccount(router, { CreditGranted: 100 });
+    const res = await router.fetch("/v1beta/models/acme-gembed:batchEmbedContents", { method: "POST", key: account.key, headers: { "content-type": "application/json" }, body: JSON.stringify({ requests }) });
+    expect(res.status).toBe(200);
+    const row = await onlyRow(router, account.id);
+    expect(row.source).toBe("estimated");
+    // About 4 bytes a token of 40,000 bytes of text (docs/api.md "Usage records"); before, capped at the context window of 2048.
+    expect(row.prompt_tokens).toBeGreaterThanOrEqual(50 * 800 / 4);
+    expect(row.cost_nanos).toBe(row.prompt_tokens * 1000 * 1000);
+  });
+});
+
+describe("legacy completions: every prompt and every candidate may reach max_tokens", () => {
+  const completion = (tokens: number) => json({ id: "cmpl", object: "text_completion", created: 1, model: "acme-text", choices: [{ index: 0, text: "ok", finish_reason: "length" }], usage: { prompt_tokens: 0, completion_tokens: tokens, total_tokens: tokens } });
+
+  test("a prompt array of four, max_tokens 500: four answers of up to 500 tokens", async () => {
+    const { router, upstream } = await start();
+    const cost = 2000 * 1000 * 1000;
+    const account = await createAccount(router, { CreditGranted: credits(cost) });
+    const statuses = await overlapping(upstream, "POST", "/v1/completions", () => completion(2000), () =>
+      router.fetch("/v1/completions", { method: "POST", key: account.key, headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "acme-text", prompt: ["a", "b", "c", "d"], max_tokens: 500 }) }),
+    );
+    const admitted = statuses.filter((s) => s === 200).length;
+    const balance = await settledBalance(router, account, admitted);
+    expect({ admitted, balanceAtLeastMinusOneCall: balance >= -credits(cost) }).toEqual({ admitted: 1, balanceAtLeastMinusOneCall: true });
+  });
+
+  test("best_of 4 with max_tokens 500: the upstream generates (and bills) four candidates", async () => {
+    const { router, upstream } = await start();
+    const cost = 2000 * 1000 * 1000;
+    const account = await createAccount(router, { CreditGranted: credits(cost) });
+    const statuses = await overlapping(upstream, "POST", "/v1/completions", () => completion(2000), () =>
+      router.fetch("/v1/completions", { method: "POST", key: account.key, headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "acme-text", prompt: "a", best_of: 4, n: 1, max_tokens: 500 }) }),
+    );
+    const admitted = statuses.filter((s) => s === 200).length;
+    const balance = await settledBalance(router, account, admitted);
+    expect({ admitted, balanceAtLeastMinusOneCall: balance >= -credits(cost) }).toEqual({ admitted: 1, balanceAtLeastMinusOneCall: true });
+  });
+});
+
+describe("Gemini generateContent: the snake_case spelling Google's API also reads", () => {
+  test("generation_config.candidate_count 4: four candidates, each up to the model's MaxOutput", async () => {
+    const { router, upstream } = await start();
+    const cost = 4000 * 1000 * 1000;
+    const account = await createAccount(router, { CreditGranted: credits(cost) });
+    const answer = () =>
+      json({
+        candidates: [0, 1, 2, 3].map((index) => ({ index, content: { role: "model", parts: [{ text: "ok" }] }, finishReason: "MAX_TOKENS" })),
+        usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 4000, totalTokenCount: 4005 },
+      });
+    const statuses = await overlapping(upstream, "POST", /generateContent$/, answer, () =>
+      router.fetch("/v1beta/models/acme-gem:generateContent", {
+        method: "POST",
+        key: account.key,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "write" }] }], generation_config: { candidate_count: 4 } }),
+      }),
+    );
+    const admitted = statuses.filter((s) => s === 200).length;
+    const balance = await settledBalance(router, account, admitted);
+    expect({ admitted, balanceAtLeastMinusOneCall: balance >= -credits(cost) }).toEqual({ admitted: 1, balanceAtLeastMinusOneCall: true });
+  });
+});
+
+describe("transcriptions priced per minute", () => {
+  const form = (bytes: number, format?: string) => {
+    const body = new FormData();
+    body.set("model", "acme-whisper");
+    if (format) body.set("response_format", format);
+    body.set("file", new File([new Uint8Array(bytes).fill(7)], "note.ogg", { type: "audio/ogg" }));
+    return body;
+  };
+
+  test("a 16 kbit/s voice note (32 kB, 16 s): calls admitted together pass the balance by no more than one call", async () => {
+    const { router, upstream } = await start();
+    const cost = 16 * 1e9; // 16 s at $1 a second
+    const account = await createAccount(router, { CreditGranted: credits(cost) });
+    const statuses = await overlapping(upstream, "POST", "/v1/audio/transcriptions", () => json({ task: "transcribe", language: "english", duration: 16, text: "hello" }), () =>
+      router.fetch("/v1/audio/transcriptions", { method: "POST", key: account.key, body: form(32_000, "verbose_json") }),
+    );
+    const admitted = statuses.filter((s) => s === 200).length;
+    const balance = await settledBalance(router, account, admitted);
+    // Before: the reservation assumed 64 kbit/s (4 s), so all three ran and the balance ended at -2 calls.
+    expect({ admitted, balanceAtLeastMinusOneCall: balance >= -credits(cost) }).toEqual({ admitted: 1, balanceAtLeastMinusOneCall: true });
+  });
+});
