@@ -63,9 +63,9 @@ export interface BillingInput {
 
 const FREE: BillingPlan = { reserve: 0, tokens: 0, settle: () => 0 };
 
-function unpriced(model: string, section: Section, example: string): never {
+function unpriced(model: string, section: Section, example: string, what = ""): never {
   throw badRequest(
-    `Model ${model} has no price, so it cannot be served. An owner can price it with PUT /x-config {"PRICING":{"${section}":{"${model}":${example}}}}`,
+    `Model ${model} has no price${what}, so it cannot be served. An owner can price it with PUT /x-config {"PRICING":{"${section}":{"${model}":${example}}}}`,
     "model",
     "model_not_priced",
   );
@@ -205,7 +205,9 @@ export function planBilling(input: BillingInput): BillingPlan {
       const img = prices.lookup("ImgPricing", model);
       if (img) {
         const size = String(param(input, "size") ?? "1024x1024");
-        const each = img.Sizes?.[size] ?? img.Call ?? 0;
+        // A size its entry does not list costs Call; with no Call either it has no price (never free).
+        const each = img.Sizes?.[size] ?? img.Call;
+        if (each === undefined) unpriced(model, "ImgPricing", `{"Call":<USD per image>}`, ` for size ${size}`);
         return {
           reserve: unitCostNanos(each, count, rates),
           tokens: 0,

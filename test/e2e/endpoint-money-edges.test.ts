@@ -22,6 +22,7 @@ const PRICING = {
   },
   // $1 a second of audio.
   AudioPricing: { "acme-whisper": { PerMinute: 60 } },
+  ImgPricing: { "acme-img": { Sizes: { "1024x1024": 0.05 } } },
 };
 
 const scope = perTest();
@@ -181,5 +182,20 @@ describe("transcriptions priced per minute", () => {
     const balance = await settledBalance(router, account, admitted);
     // Before: the reservation assumed 64 kbit/s (4 s), so all three ran and the balance ended at -2 calls.
     expect({ admitted, balanceAtLeastMinusOneCall: balance >= -credits(cost) }).toEqual({ admitted: 1, balanceAtLeastMinusOneCall: true });
+  });
+});
+
+describe("images priced per size", () => {
+  test("a size the model's ImgPricing does not list, with no Call price, is refused as unpriced rather than served free", async () => {
+    const { router, upstream } = await start();
+    upstream.route("POST", "/v1/images/generations", () => json({ created: 1, data: [{ url: "https://example.com/a.png" }] }));
+    const account = await createAccount(router, { CreditGranted: 100 });
+    const res = await api(router, "/v1/images/generations", { key: account.key, body: { model: "acme-img", prompt: "a cat", size: "1536x1024" } });
+    expect({ status: res.status, code: res.body.error?.code, upstreamCalls: upstream.requests.length }).toEqual({ status: 400, code: "model_not_priced", upstreamCalls: 0 });
+    // A listed size is served and charged its price.
+    const listed = await api(router, "/v1/images/generations", { key: account.key, body: { model: "acme-img", prompt: "a cat", size: "1024x1024" } });
+    expect(listed.status).toBe(200);
+    const row = await onlyRow(router, account.id);
+    expect(row.cost_nanos).toBe(0.05 * 1e9);
   });
 });

@@ -14,7 +14,7 @@ const prices = createPriceBook({
     "acme-image-tokens": { InputText: 5, InputImage: 10, OutputText: 40 },
     "acme-transcribe": { InputText: 2.5, InputAudio: 6, OutputText: 10 },
   },
-  ImgPricing: { "acme-img": { Call: 0.05, Sizes: { "1024x1792": 0.09, "256x256": 0.01 } }, "acme-img-flat": { Call: 0.03 } },
+  ImgPricing: { "acme-img": { Call: 0.05, Sizes: { "1024x1792": 0.09, "256x256": 0.01 } }, "acme-img-flat": { Call: 0.03 }, "acme-img-sized": { Sizes: { "1024x1024": 0.04 } } },
   AudioPricing: { "acme-whisper": { PerMinute: 0.006 }, "acme-tts": { PerMinute: 0.015 } },
   VideoPricing: { "acme-video": { PerSecond: 0.1 } },
 });
@@ -134,6 +134,16 @@ describe("images", () => {
 
   test("unpriced: 400 pointing at ImgPricing", () => {
     expect(refusal(() => plan(generations, "acme-nothing")).message).toContain('"ImgPricing":{"acme-nothing":{"Call"');
+  });
+
+  test("an entry of Sizes alone prices only those sizes: another size (or auto) is refused, never free", () => {
+    expect(plan(generations, "acme-img-sized", { json: { size: "1024x1024", n: 2 } }).reserve).toBe(usd(2 * 0.04));
+    expect(plan(generations, "acme-img-sized", { json: {} }).reserve).toBe(usd(0.04));
+    for (const size of ["1536x1024", "auto"]) {
+      const error = refusal(() => plan(generations, "acme-img-sized", { json: { size } }));
+      expect(error).toMatchObject({ status: 400, code: "model_not_priced" });
+      expect(error.message).toContain(`for size ${size}`);
+    }
   });
 });
 
