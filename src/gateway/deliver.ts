@@ -122,8 +122,11 @@ export function createDeliver(deps: DeliverDeps) {
     // carries no counts: it is read whole below (a transcript is small) and estimated.
     if (call.endpoint.binary || (!isJson(response) && !tokenPriced)) {
       // Audio and file contents flow through untouched; their price does not depend on the bytes.
+      // A priced call answered so reports nothing: speech is charged by its input's length,
+      // a transcript asked as text, srt or vtt by its upload's size, estimates both.
       release();
-      const outcome: CallOutcome = { route, status: clientLeft ? 499 : response.status, usage: ZERO_USAGE, source: call.endpoint.billing === "speech" ? "estimated" : "upstream", started, extra: answered(call, undefined) };
+      const priced = call.endpoint.billing !== undefined && call.endpoint.billing !== "free";
+      const outcome: CallOutcome = { route, status: clientLeft ? 499 : response.status, usage: ZERO_USAGE, source: priced ? "estimated" : "upstream", started, extra: answered(call, undefined) };
       if (clientLeft) {
         await response.body?.cancel().catch(() => {});
         return { response: clientClosed(call.family), outcome };

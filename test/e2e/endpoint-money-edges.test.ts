@@ -183,6 +183,18 @@ describe("transcriptions priced per minute", () => {
     // Before: the reservation assumed 64 kbit/s (4 s), so all three ran and the balance ended at -2 calls.
     expect({ admitted, balanceAtLeastMinusOneCall: balance >= -credits(cost) }).toEqual({ admitted: 1, balanceAtLeastMinusOneCall: true });
   });
+
+  test("a transcript asked as text reports no duration: its charge is an estimate and its row says so", async () => {
+    const { router, upstream } = await start();
+    upstream.route("POST", "/v1/audio/transcriptions", () => new Response("hello there\n", { headers: { "content-type": "text/plain; charset=utf-8" } }));
+    const account = await createAccount(router, { CreditGranted: 100 });
+    const res = await router.fetch("/v1/audio/transcriptions", { method: "POST", key: account.key, body: form(32_000, "text") });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("hello there\n");
+    const row = await onlyRow(router, account.id);
+    // Charged from the upload's size (docs/api.md "Cost of a call"), not from anything the upstream reported.
+    expect({ source: row.source, charged: row.cost_nanos > 0 }).toEqual({ source: "estimated", charged: true });
+  });
 });
 
 describe("images priced per size", () => {
