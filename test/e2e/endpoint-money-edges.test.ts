@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { usageRows } from "../helpers/keys.ts";
+import { heldCredit, usageRows } from "../helpers/keys.ts";
 import { json, type MockUpstream, type RecordedRequest } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
@@ -35,10 +35,14 @@ async function start(): Promise<{ router: TestRouter; upstream: MockUpstream }> 
 
 const rowsOf = async (router: TestRouter, accountId: number) => (await usageRows(router)).filter((r) => r.account_id === accountId);
 
+async function balanceOf(router: TestRouter, key: string): Promise<number> {
+  return (await api(router, "/dashboard/status", { key })).body.balance;
+}
+
 /** The account's balance once each of its `admitted` calls left its usage row. */
 async function settledBalance(router: TestRouter, account: { id: number; key: string }, admitted: number): Promise<number> {
   await waitFor(async () => (await rowsOf(router, account.id)).length === admitted, 5000, "usage rows");
-  return (await api(router, "/dashboard/status", { key: account.key })).body.balance;
+  return balanceOf(router, account.key);
 }
 
 /** The account's one usage row. */
@@ -209,5 +213,74 @@ describe("images priced per size", () => {
     expect(listed.status).toBe(200);
     const row = await onlyRow(router, account.id);
     expect(row.cost_nanos).toBe(0.05 * 1e9);
+  });
+});
+
+describe("guards: access, limits and non-answers on the endpoints beside chat", () => {
+  const transcription = (model: string) => {
+    const body = new FormData();
+    body.set("model", model);
+    body.set("file", new File([new Uint8Array(8000).fill(7)], "note.ogg", { type: "audio/ogg" }));
+    return body;
+  };
+  const gemini = (router: TestRouter, key: string) =>
+    router.fetch("/v1beta/models/acme-gem:generateContent", { method: "POST", key, headers: { "content-type": "application/json" }, body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] }) });
+
+  test("AllowModels and ModelLimits hold for a model named in a form field and in a Gemini path", async () => {
+    const { router, upstream } = await start();
+    upstream.route("POST", "/v1/audio/transcriptions", () => json({ text: "hi", duration: 1 }));
+    upstream.route("POST", /generateContent$/, () => json({ candidates: [{ index: 0, content: { role: "model", parts: [{ text: "ok" }] } }], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1 } }));
+    const narrow = await createAccount(router, { CreditGranted: 100, AllowModels: "acme-gem" });
+    const refused = await router.fetch("/v1/audio/transcriptions", { method: "POST", key: narrow.key, body: transcription("acme-whisper") });
+    expect({ status: refused.status, code: (await refused.json()).error.code, upstreamCalls: upstream.requests.length }).toEqual({ status: 403, code: "model_not_allowed", upstreamCalls: 0 });
+    const limited = await createAccount(router, { CreditGranted: 100, ModelLimits: { "acme-whisper": { rpm: 1 }, "acme-gem": { rpm: 1 } } });
+    const statuses = [];
+    for (let i = 0; i < 2; i++) statuses.push((await router.fetch("/v1/audio/transcriptions", { method: "POST", key: limited.key, body: transcription("acme-whisper") })).status);
+    for (let i = 0; i < 2; i++) statuses.push((await gemini(router, limited.key)).status);
+    expect(statuses).toEqual([200, 429, 200, 429]);
+    expect(upstream.requests).toHaveLength(2);
+  });
+
+  test("a transcription the upstream refuses (400) or fails (500) is not charged, and its reservation is let go", async () => {
+    const { router, upstream } = await start();
+    upstream.once(() => json({ error: { message: "Invalid file format.", type: "invalid_request_error" } }, 400));
+    upstream.route("POST", "/v1/audio/transcriptions", () => json({ error: { message: "boom" } }, 500));
+    const account = await createAccount(router, { CreditGranted: 100 });
+    expect((await router.fetch("/v1/audio/transcriptions", { method: "POST", key: account.key, body: transcription("acme-whisper") })).status).toBe(400);
+    expect((await router.fetch("/v1/audio/transcriptions", { method: "POST", key: account.key, body: transcription("acme-whisper") })).status).toBe(502);
+    const rows = await waitFor(async () => {
+      const mine = await rowsOf(router, account.id);
+      return mine.length === 2 ? mine : undefined;
+    });
+    expect(rows!.map((r) => [r.status, r.cost_nanos])).toEqual([
+      [400, 0],
+      [502, 0],
+    ]);
+    expect(await heldCredit(router, account.id)).toBe(0);
+    expect(await balanceOf(router, account.key)).toBe(100);
+  });
+
+  test("a client that leaves a transcription before its answer: the answer that comes is charged (499), the rest let go", async () => {
+    const { router, upstream } = await start();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    upstream.route("POST", "/v1/audio/transcriptions", async () => {
+      await gate;
+      return json({ text: "hi", duration: 3 });
+    });
+    const account = await createAccount(router, { CreditGranted: 100 });
+    const leave = new AbortController();
+    const call = router.fetch("/v1/audio/transcriptions", { method: "POST", key: account.key, body: transcription("acme-whisper"), signal: leave.signal }).catch(() => undefined);
+    await waitFor(() => upstream.requests.length === 1);
+    leave.abort();
+    await call;
+    // The router learns that a client left when the runtime sees its socket close, a
+    // moment after the client's own abort; the upstream answers after that moment.
+    await Bun.sleep(100);
+    open();
+    const row = await onlyRow(router, account.id);
+    expect({ status: row.status, cost: row.cost_nanos }).toEqual({ status: 499, cost: 3 * 1e9 });
+    expect(await heldCredit(router, account.id)).toBe(0);
+    expect(await balanceOf(router, account.key)).toBe(97);
   });
 });
