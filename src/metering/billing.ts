@@ -79,7 +79,8 @@ function number(value: unknown): number | undefined {
 /**
  * Gemini's generation settings in each spelling its API reads: Google's JSON parser
  * takes a field's proto name as well as its camelCase one (`generation_config.
- * candidate_count` is `generationConfig.candidateCount`), so both bound the call.
+ * candidate_count` is `generationConfig.candidateCount`), so the answers either asks
+ * for count.
  */
 function geminiConfigs(json: Record<string, unknown> | undefined): Array<Record<string, unknown>> {
   const out: Array<Record<string, unknown>> = [];
@@ -90,18 +91,18 @@ function geminiConfigs(json: Record<string, unknown> | undefined): Array<Record<
 }
 
 /**
- * A Gemini call's output limit: read only from Gemini's own spellings (a `max_tokens`
- * Google would refuse, or a translator ignore, bounds nothing). When both spellings of
- * the settings are given, the limit holds only if each names one, and is the larger.
+ * A Gemini call's output limit: read only from Gemini's own settings (a `max_tokens`
+ * Google would refuse, or a translator ignore, bounds nothing), and only as the
+ * translators read them, from `generationConfig.maxOutputTokens`. Settings also given
+ * as `generation_config`, which Google reads but a translator does not (it would then
+ * send no limit to a Responses or Gemini upstream), leave the limit to the model's.
  */
 function geminiRequestedOutput(json: Record<string, unknown> | undefined): number | undefined {
-  let most: number | undefined;
-  for (const config of geminiConfigs(json)) {
-    const n = number(config.maxOutputTokens) ?? number(config.max_output_tokens);
-    if (n === undefined) return undefined;
-    most = Math.max(most ?? 0, Math.ceil(n));
-  }
-  return most;
+  if (json?.generation_config !== undefined && json.generation_config !== null) return undefined;
+  const config = json?.generationConfig;
+  if (config === null || typeof config !== "object") return undefined;
+  const n = number((config as Record<string, unknown>).maxOutputTokens);
+  return n === undefined ? undefined : Math.ceil(n);
 }
 
 /** The output limit a request sets (max_tokens or its family's equivalent), if any. */

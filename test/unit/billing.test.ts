@@ -72,8 +72,8 @@ describe("token-priced calls (ChatPricing)", () => {
     expect(output(completions, { prompt: [1, 2, 3], max_tokens: 100 })).toBe(100);
     const gemini: Endpoint = { family: "gemini", path: "/v1beta/models", model: "path", idempotent: true };
     expect(output(gemini, { generationConfig: { maxOutputTokens: 100, candidateCount: 3 } })).toBe(300);
-    expect(output(gemini, { generation_config: { max_output_tokens: 100, candidate_count: 4 } })).toBe(400);
-    // Both spellings: each must name a limit for one to hold; the most candidates count.
+    // snake_case settings: their candidates count; their limit does not (a translator would not send it on).
+    expect(output(gemini, { generation_config: { max_output_tokens: 100, candidate_count: 4 } })).toBe(DEFAULT_MAX_OUTPUT_TOKENS * 4);
     expect(output(gemini, { generationConfig: { maxOutputTokens: 10 }, generation_config: { candidate_count: 2 } })).toBe(DEFAULT_MAX_OUTPUT_TOKENS * 2);
     // A Gemini call is bounded only by Gemini's spellings: a max_tokens Google refuses (or a translator ignores) bounds nothing.
     expect(output(gemini, { max_tokens: 1 })).toBe(DEFAULT_MAX_OUTPUT_TOKENS);
