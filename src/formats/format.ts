@@ -49,6 +49,12 @@ export interface Endpoint {
   continues?: true;
 }
 
+/** What a call asks of its output: its limit (undefined: none, the model's own) and the answers to generate. */
+export interface OutputAsked {
+  limit: number | undefined;
+  answers: number;
+}
+
 /** A client's model call, read once by its family's module: what routing, admission and the relay need. */
 export interface ClientCall {
   endpoint: Endpoint;
@@ -184,6 +190,13 @@ export interface WireFormat {
    * "Rate-limit headers"); absent when the family's provider sends none (Gemini).
    */
   rateLimitHeaders?(limits: RateLimits, now: number): Record<string, string>;
+
+  /**
+   * What a call of this family asks of its output, when the family names it its own way
+   * (Gemini's generation settings); absent: the common spellings (`max_tokens`,
+   * `max_completion_tokens`, `max_output_tokens`, `n`), read by metering.
+   */
+  outputAsked?(json: Record<string, unknown> | undefined): OutputAsked;
 
   /** The answer of the family's token-counting call for a count the router made itself (Anthropic `count_tokens`, Gemini `countTokens`). */
   tokenCountAnswer?(tokens: number): unknown;

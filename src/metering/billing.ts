@@ -1,5 +1,7 @@
 import { badRequest } from "../core/errors.ts";
-import type { Endpoint } from "../formats/format.ts";
+import type { Family } from "../formats/family.ts";
+import type { Endpoint, OutputAsked } from "../formats/format.ts";
+import { formatOf } from "../formats/registry.ts";
 import type { Usage } from "../formats/usage.ts";
 import { tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
@@ -77,48 +79,6 @@ function number(value: unknown): number | undefined {
 }
 
 /**
- * Gemini's generation settings in each spelling its API reads: Google's JSON parser
- * takes a field's proto name as well as its camelCase one (`generation_config.
- * candidate_count` is `generationConfig.candidateCount`), so the answers either asks
- * for count.
- */
-function geminiConfigs(json: Record<string, unknown> | undefined): Array<Record<string, unknown>> {
-  const out: Array<Record<string, unknown>> = [];
-  for (const config of [json?.generationConfig, json?.generation_config]) {
-    if (config !== null && typeof config === "object" && !Array.isArray(config)) out.push(config as Record<string, unknown>);
-  }
-  return out;
-}
-
-/**
- * A Gemini call's output limit: read only from Gemini's own settings (a `max_tokens`
- * Google would refuse, or a translator ignore, bounds nothing), and only as the
- * translators read them, from `generationConfig.maxOutputTokens`. Settings also given
- * as `generation_config`, which Google reads but a translator does not (it would then
- * send no limit to a Responses or Gemini upstream), leave the limit to the model's.
- */
-function geminiRequestedOutput(json: Record<string, unknown> | undefined): number | undefined {
-  if (json?.generation_config !== undefined && json.generation_config !== null) return undefined;
-  const config = json?.generationConfig;
-  if (config === null || typeof config !== "object") return undefined;
-  const n = number((config as Record<string, unknown>).maxOutputTokens);
-  return n === undefined ? undefined : Math.ceil(n);
-}
-
-/** The output limit a request sets (max_tokens or its family's equivalent), if any. */
-function requestedOutput(family: Endpoint["family"], json: Record<string, unknown> | undefined): number | undefined {
-  if (family === "gemini") return geminiRequestedOutput(json);
-  const config = json?.generationConfig as Record<string, unknown> | undefined;
-  for (const value of [json?.max_tokens, json?.max_completion_tokens, json?.max_output_tokens, config?.maxOutputTokens]) {
-    const n = number(value);
-    if (n !== undefined) return Math.ceil(n);
-  }
-  return undefined;
-}
-
-const atMostChoices = (n: number) => Math.min(MAX_CHOICES, Math.max(1, Math.floor(n)));
-
-/**
  * Prompts of a legacy completion: `prompt` may be an array of prompts (strings or token
  * arrays), each answered `n` times; an array of numbers is one tokenized prompt.
  */
@@ -128,20 +88,29 @@ function prompts(json: Record<string, unknown> | undefined): number {
   return prompt.length;
 }
 
+const atMostChoices = (n: number) => Math.min(MAX_CHOICES, Math.max(1, Math.floor(n)));
+
 /**
- * Answers generated in one call, each of which may reach the output limit: OpenAI `n`
- * (and a legacy completion's `best_of` candidates, generated and billed though only `n`
- * are returned) for each of its prompts; Gemini `candidateCount` in either spelling.
+ * What a call asks of its output in the common spellings: its limit (max_tokens or an
+ * equivalent) and the answers generated, each of which may reach it: `n` (a legacy
+ * completion's `best_of` candidates when more, generated and billed though only `n`
+ * are returned) for each of its prompts.
  */
-function choices(family: Endpoint["family"], json: Record<string, unknown> | undefined): number {
-  if (family === "gemini") {
-    let most = 1;
-    for (const config of geminiConfigs(json)) most = Math.max(most, atMostChoices(number(config.candidateCount) ?? number(config.candidate_count) ?? 1));
-    return most;
-  }
+function commonOutputAsked(json: Record<string, unknown> | undefined): OutputAsked {
   const config = json?.generationConfig as Record<string, unknown> | undefined;
+  let limit: number | undefined;
+  for (const value of [json?.max_tokens, json?.max_completion_tokens, json?.max_output_tokens, config?.maxOutputTokens]) {
+    limit = number(value);
+    if (limit !== undefined) break;
+  }
   const n = atMostChoices(number(json?.n) ?? number(config?.candidateCount) ?? 1);
-  return Math.max(n, atMostChoices(number(json?.best_of) ?? 1)) * prompts(json);
+  return { limit: limit === undefined ? undefined : Math.ceil(limit), answers: Math.max(n, atMostChoices(number(json?.best_of) ?? 1)) * prompts(json) };
+}
+
+/** What a call asks of its output, read as its family names it (formats/). */
+function outputAsked(family: Family, json: Record<string, unknown> | undefined): OutputAsked {
+  const own = formatOf(family).outputAsked?.(json);
+  return own ? { limit: own.limit, answers: atMostChoices(own.answers) } : commonOutputAsked(json);
 }
 
 /** The most tokens a call can use on each side (docs/api.md, "Reservation"). */
@@ -156,10 +125,11 @@ export interface TokenBound {
  * it does not hold (`unsized`). Output: the request's max_tokens (or its family's
  * equivalent) else the model's maximum output, times the answers asked for.
  */
-export function tokenBound(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, unsized: boolean, family: Endpoint["family"] = "openai"): TokenBound {
+export function tokenBound(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, unsized: boolean, family: Family = "openai"): TokenBound {
   const context = price.ContextWindow ?? DEFAULT_CONTEXT_WINDOW;
   const input = unsized ? context : Math.min(context, bodyBytes + PROVIDER_INPUT_OVERHEAD);
-  const output = (requestedOutput(family, json) ?? price.MaxOutput ?? DEFAULT_MAX_OUTPUT_TOKENS) * choices(family, json);
+  const asked = outputAsked(family, json);
+  const output = (asked.limit ?? price.MaxOutput ?? DEFAULT_MAX_OUTPUT_TOKENS) * asked.answers;
   return { input, output };
 }
 

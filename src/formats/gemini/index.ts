@@ -5,6 +5,7 @@ import type { ModelFacts, WireFormat } from "../format.ts";
 import { isObject } from "../json.ts";
 import { pageSize } from "../paging.ts";
 import { geminiPathModels } from "./calls.ts";
+import { geminiOutputAsked } from "./output.ts";
 import { geminiTap, geminiUsageFromJson } from "./usage.ts";
 
 /** google.rpc.Code names, as the Gemini API reports them. */
@@ -70,6 +71,7 @@ export const gemini: WireFormat = {
   authorize(headers, secret) {
     headers.set("x-goog-api-key", secret);
   },
+  outputAsked: geminiOutputAsked,
   tokenCountAnswer: (tokens) => ({ totalTokens: tokens }),
   usageFromJson: geminiUsageFromJson,
   streamUsageTap: geminiTap,
