@@ -30,6 +30,13 @@ export interface Endpoint {
    * request windows, never credit, spend or token limits, and leaves no usage row.
    */
   counting?: true;
+  /**
+   * The body fields that bound the output, as the endpoint's upstreams read them (Chat:
+   * `max_tokens` and `max_completion_tokens`; Responses: `max_output_tokens`): when
+   * several are given the largest counts, and another family's spelling bounds nothing
+   * (its upstream, or a translator, ignores it). Absent: any of the common spellings.
+   */
+  outputLimit?: readonly string[];
   /** The input is held upstream (a realtime session's conversation): reserved as the model's whole context window. */
   statefulInput?: true;
   /** An embedding: its answer is vectors, never completion tokens (not even estimated ones). */

@@ -1,5 +1,4 @@
 import { badRequest } from "../core/errors.ts";
-import type { Family } from "../formats/family.ts";
 import type { Endpoint, OutputAsked } from "../formats/format.ts";
 import { formatOf } from "../formats/registry.ts";
 import type { Usage } from "../formats/usage.ts";
@@ -90,28 +89,34 @@ function prompts(json: Record<string, unknown> | undefined): number {
 
 const atMostChoices = (n: number) => Math.min(MAX_CHOICES, Math.max(1, Math.floor(n)));
 
+/** Where an endpoint does not say which spellings its upstreams read (see `Endpoint.outputLimit`). */
+const COMMON_OUTPUT_LIMITS = ["max_tokens", "max_completion_tokens", "max_output_tokens"] as const;
+
 /**
- * What a call asks of its output in the common spellings: its limit (max_tokens or an
- * equivalent) and the answers generated, each of which may reach it: `n` (a legacy
+ * What a call asks of its output in the spellings `fields` its upstreams read: its limit
+ * (the largest given: the reservation is an upper bound, and an upstream may obey either
+ * of two spellings) and the answers generated, each of which may reach it: `n` (a legacy
  * completion's `best_of` candidates when more, generated and billed though only `n`
  * are returned) for each of its prompts.
  */
-function commonOutputAsked(json: Record<string, unknown> | undefined): OutputAsked {
-  const config = json?.generationConfig as Record<string, unknown> | undefined;
+function commonOutputAsked(json: Record<string, unknown> | undefined, fields: readonly string[]): OutputAsked {
   let limit: number | undefined;
-  for (const value of [json?.max_tokens, json?.max_completion_tokens, json?.max_output_tokens, config?.maxOutputTokens]) {
-    limit = number(value);
-    if (limit !== undefined) break;
+  for (const field of fields) {
+    const value = number(json?.[field]);
+    if (value !== undefined && (limit === undefined || value > limit)) limit = value;
   }
-  const n = atMostChoices(number(json?.n) ?? number(config?.candidateCount) ?? 1);
+  const n = atMostChoices(number(json?.n) ?? 1);
   return { limit: limit === undefined ? undefined : Math.ceil(limit), answers: Math.max(n, atMostChoices(number(json?.best_of) ?? 1)) * prompts(json) };
 }
 
-/** What a call asks of its output, read as its family names it (formats/). */
-function outputAsked(family: Family, json: Record<string, unknown> | undefined): OutputAsked {
-  const own = formatOf(family).outputAsked?.(json);
-  return own ? { limit: own.limit, answers: atMostChoices(own.answers) } : commonOutputAsked(json);
+/** What a call asks of its output, read as its family and endpoint name it (formats/). */
+function outputAsked(endpoint: OutputSpelling, json: Record<string, unknown> | undefined): OutputAsked {
+  const own = formatOf(endpoint.family).outputAsked?.(json);
+  return own ? { limit: own.limit, answers: atMostChoices(own.answers) } : commonOutputAsked(json, endpoint.outputLimit ?? COMMON_OUTPUT_LIMITS);
 }
+
+/** How an endpoint's calls name their output limit. */
+type OutputSpelling = Pick<Endpoint, "family" | "outputLimit">;
 
 /** The most tokens a call can use on each side (docs/api.md, "Reservation"). */
 export interface TokenBound {
@@ -125,10 +130,10 @@ export interface TokenBound {
  * it does not hold (`unsized`). Output: the request's max_tokens (or its family's
  * equivalent) else the model's maximum output, times the answers asked for.
  */
-export function tokenBound(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, unsized: boolean, family: Family = "openai"): TokenBound {
+export function tokenBound(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, unsized: boolean, endpoint: OutputSpelling = { family: "openai" }): TokenBound {
   const context = price.ContextWindow ?? DEFAULT_CONTEXT_WINDOW;
   const input = unsized ? context : Math.min(context, bodyBytes + PROVIDER_INPUT_OVERHEAD);
-  const asked = outputAsked(family, json);
+  const asked = outputAsked(endpoint, json);
   const output = (asked.limit ?? price.MaxOutput ?? DEFAULT_MAX_OUTPUT_TOKENS) * asked.answers;
   return { input, output };
 }
@@ -187,7 +192,7 @@ export function planBilling(input: BillingInput): BillingPlan {
       }
       const tokens = prices.lookup("ChatPricing", model);
       if (!tokens) unpriced(model, "ImgPricing", '{"Call":<USD per image>}');
-      const bound = tokenBound(tokens, input.json, input.bodyBytes, unsized(input), endpoint.family);
+      const bound = tokenBound(tokens, input.json, input.bodyBytes, unsized(input), endpoint);
       return tokenPlan(tokens, input, { input: bound.input, output: TOKENS_PER_IMAGE * count });
     }
     case "audio": {
@@ -205,7 +210,7 @@ export function planBilling(input: BillingInput): BillingPlan {
       }
       const tokens = prices.lookup("ChatPricing", model);
       if (!tokens) unpriced(model, "AudioPricing", '{"PerMinute":<USD>}');
-      return tokenPlan(tokens, input, tokenBound(tokens, input.json, input.bodyBytes, false, endpoint.family));
+      return tokenPlan(tokens, input, tokenBound(tokens, input.json, input.bodyBytes, false, endpoint));
     }
     case "speech": {
       const audio = prices.lookup("AudioPricing", model);
@@ -226,7 +231,7 @@ export function planBilling(input: BillingInput): BillingPlan {
       const price = prices.lookup("ChatPricing", model);
       if (!price) unpriced(model, "ChatPricing", '{"InputText":<USD per 1M>,"OutputText":<USD per 1M>}');
       const isUnsized = unsized(input);
-      const bound = tokenBound(price, input.json, input.bodyBytes, isUnsized, endpoint.family);
+      const bound = tokenBound(price, input.json, input.bodyBytes, isUnsized, endpoint);
       if (!endpoint.embedding) return tokenPlan(price, input, bound);
       // An embedding answers with vectors: it has no output to bound. Its ContextWindow
       // bounds each input, not the call: a batch (an `input` array, Gemini's

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { heldCredit, usageRows } from "../helpers/keys.ts";
+import { addKey, heldCredit, usageRows } from "../helpers/keys.ts";
 import { json, type MockUpstream, type RecordedRequest } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
@@ -163,6 +163,31 @@ describe("Gemini generateContent: the snake_case spelling Google's API also read
     const admitted = statuses.filter((s) => s === 200).length;
     const balance = await settledBalance(router, account, admitted);
     expect({ admitted, balanceAtLeastMinusOneCall: balance >= -credits(cost) }).toEqual({ admitted: 1, balanceAtLeastMinusOneCall: true });
+  });
+});
+
+describe("an output limit in another family's spelling", () => {
+  test("a Chat call naming its limit max_output_tokens (Responses'), translated for a Gemini key that ignores it: charged no more than it reserved", async () => {
+    const upstream = scope.upstream();
+    const router = await scope.router({ pricing: PRICING });
+    await addKey(router, { provider: upstream.url, config: { provider_type: "standard", formats: ["gemini"] } });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // Gemini's own default: without maxOutputTokens an answer may run to the model's maximum.
+    upstream.route("POST", /generateContent$/, async (req) => {
+      await gate;
+      const limit = (req.json as { generationConfig?: { maxOutputTokens?: number } }).generationConfig?.maxOutputTokens ?? 1000;
+      return json({ candidates: [{ index: 0, content: { role: "model", parts: [{ text: "ok" }] }, finishReason: "MAX_TOKENS" }], usageMetadata: { promptTokenCount: 5, candidatesTokenCount: limit, totalTokenCount: limit + 5 } });
+    });
+    const account = await createAccount(router, { CreditGranted: 100 });
+    const call = api(router, "/v1/chat/completions", { key: account.key, body: { model: "acme-gem", max_output_tokens: 10, messages: [{ role: "user", content: "write" }] } });
+    await waitFor(() => upstream.requests.length === 1);
+    const reserved = await heldCredit(router, account.id);
+    open();
+    expect((await call).status).toBe(200);
+    const row = await onlyRow(router, account.id);
+    expect(row.cost_nanos).toBeGreaterThan(0);
+    expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
   });
 });
 

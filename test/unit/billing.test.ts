@@ -53,6 +53,18 @@ describe("token-priced calls (ChatPricing)", () => {
     expect(plan(ep("/v1/embeddings"), "acme-chat", { json: { input: "hi" }, bodyBytes: 30 }).tokens).toBe(30 + 1024);
   });
 
+  test("the output limit is read in the spellings the endpoint's upstreams obey: the largest of them; another family's bounds nothing", () => {
+    const output = (path: string, json: Record<string, unknown>) => plan(ep(path), "acme-chat", { json, bodyBytes: 0 }).tokens - 1024;
+    // Chat: either spelling may be the one obeyed (OpenAI reads both, a translator prefers max_completion_tokens).
+    expect(output("/v1/chat/completions", { max_tokens: 10, max_completion_tokens: 1000 })).toBe(1000);
+    expect(output("/v1/chat/completions", { max_completion_tokens: 10, max_tokens: 1000 })).toBe(1000);
+    expect(output("/v1/chat/completions", { max_completion_tokens: 10 })).toBe(10);
+    // Responses' spelling in a Chat body, and Chat's in a Responses body: the model's own maximum.
+    expect(output("/v1/chat/completions", { max_output_tokens: 10 })).toBe(DEFAULT_MAX_OUTPUT_TOKENS);
+    expect(output("/v1/responses", { max_tokens: 10 })).toBe(DEFAULT_MAX_OUTPUT_TOKENS);
+    expect(output("/v1/responses", { max_output_tokens: 10 })).toBe(10);
+  });
+
   test("an embedding's input is bounded by its bytes, not by the context window (which bounds each input of a batch)", () => {
     const small = createPriceBook({ ChatPricing: { "acme-embed": { InputText: 1, OutputText: 0, ContextWindow: 512 } } });
     const embed = (endpoint: Endpoint) => planBilling({ endpoint, model: "acme-embed", prices: small, json: { input: ["a", "b"] }, fields: undefined, bodyBytes: 40_000, rates: 1 });

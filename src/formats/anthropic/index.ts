@@ -11,7 +11,7 @@ export const ANTHROPIC_VERSION = "2023-06-01";
 const EPOCH = "1970-01-01T00:00:00Z";
 
 const ENDPOINTS: Record<string, Endpoint> = {
-  "/v1/messages": { family: "anthropic", path: "/v1/messages", model: "body", idempotent: true },
+  "/v1/messages": { family: "anthropic", path: "/v1/messages", model: "body", idempotent: true, outputLimit: ["max_tokens"] },
   "/v1/messages/count_tokens": { family: "anthropic", path: "/v1/messages/count_tokens", model: "body", idempotent: true, billing: "free", counting: true },
 };
 
