@@ -95,3 +95,18 @@ export function causesOf(error: unknown): unknown[] {
   for (let inner = error; chain.length < 4 && inner instanceof Error && inner.cause !== undefined; ) chain.push((inner = inner.cause));
   return chain;
 }
+
+/**
+ * A request value nested so deeply that walking it overflowed the call stack (JSON.parse
+ * reads 100,000 levels of `[`; the recursive walks after it, and JSON.stringify, stop at
+ * some tens of thousands). No check is made on every body to find this out, which would
+ * cost each call a pass over its bytes: the overflow itself is the check, and it is the
+ * client's mistake, a 400, never a 500. Such walks read and build; they write nothing
+ * shared, so nothing is left half done.
+ */
+export function asClientMistake(error: unknown): unknown {
+  if (error instanceof RangeError && /call stack/i.test(error.message)) {
+    return badRequest("The request is nested too deeply to be read (JSON nested thousands of levels deep)", undefined, "nesting_too_deep");
+  }
+  return error;
+}

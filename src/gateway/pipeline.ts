@@ -1,4 +1,4 @@
-import { HttpError } from "../core/errors.ts";
+import { asClientMistake, HttpError } from "../core/errors.ts";
 import { ZERO_USAGE } from "../formats/usage.ts";
 import { join } from "node:path";
 import type { EndingCalls } from "./ending-calls.ts";
@@ -70,9 +70,11 @@ export function createPipeline(deps: PipelineDeps) {
     try {
       const end = await attemptsFor(tenant)(input);
       delivery = "answered" in end ? await deliver(input, end.answered) : end.delivery;
-    } catch (error) {
-      // A fault between admission and delivery (a State that stops answering mid-call):
-      // the call ends without an answer, so its admission is settled at nothing.
+    } catch (thrown) {
+      // A fault between admission and delivery (a State that stops answering mid-call, a
+      // body too deep to translate): the call ends without an answer, so its admission is
+      // settled at nothing.
+      const error = asClientMistake(thrown);
       const status = error instanceof HttpError ? error.status : 500;
       settleWhenEnded(tenant.meter, deps.clock, deps.log, tenant.tenantId, input, { route: input.route, status, usage: ZERO_USAGE, source: "upstream", started: input.admission.admittedAt }, deps.endingCalls);
       throw error;
@@ -119,7 +121,8 @@ export function createPipeline(deps: PipelineDeps) {
     let call: ClientCall;
     try {
       call = await read(request);
-    } catch (error) {
+    } catch (thrown) {
+      const error = asClientMistake(thrown);
       refused(request, pathOnly(request.url), caller, error);
       throw error;
     }
@@ -143,8 +146,9 @@ export function createPipeline(deps: PipelineDeps) {
           fields: call.form?.fields,
           bodyBytes: call.form?.size ?? call.bytes.byteLength,
         });
-      } catch (error) {
+      } catch (thrown) {
         // Refused before an upstream attempt: the request log keeps it, without tokens or cost.
+        const error = asClientMistake(thrown);
         refused(request, pathOnly(request.url), caller, error, { call, effectiveModel: route?.effectiveModel });
         throw error;
       }

@@ -1,4 +1,4 @@
-import { badRequest, causeMessage, HttpError } from "../core/errors.ts";
+import { asClientMistake, badRequest, causeMessage, HttpError } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import { errorResponse } from "./envelopes.ts";
@@ -19,8 +19,9 @@ export interface ErrorResponseDeps {
  * (refusals counted in the metrics), anything else a logged 500 that names the
  * request id, never the error itself.
  */
-export function thrownResponse(deps: ErrorResponseDeps, error: unknown, request: Request, path: string): Response {
+export function thrownResponse(deps: ErrorResponseDeps, thrown: unknown, request: Request, path: string): Response {
   const family = familyOfRequest(request.headers, path);
+  const error = asClientMistake(thrown);
   if (error instanceof HttpError) {
     if (error.status === 403 || error.status === 429) deps.metrics.refusals.inc({ code: error.code ?? error.kind });
     return errorResponse(family, error);
