@@ -46,6 +46,16 @@ export interface ServeConfig {
   streamIdleTimeoutMs: number;
   /** After a client leaves a stream, how long the upstream is still read for its usage, ms. */
   drainTimeoutMs: number;
+  /**
+   * Largest upstream answer read whole (a JSON answer, a stream's first event), in bytes
+   * as inflated (default 256 MiB, gateway/bounded-read.ts); past it the answer is no answer.
+   */
+  maxAnswerBytes?: number;
+  /**
+   * Seconds a model call's body may take to arrive before the connection is closed
+   * (default 255, the most Bun's connection timer takes: see gateway/pipeline.ts).
+   */
+  bodyTimeoutSeconds?: number;
   /** A bearer token that may read /metrics without being an owner key. */
   metricsToken?: string;
   /** The BYOK (multi-tenant) deployment style: every owner runs its own tenant. */

@@ -25,6 +25,7 @@ import { createKeyChoice } from "./key-choice.ts";
 import { formatOf } from "../formats/registry.ts";
 import { MAX_MESSAGE, type AttemptFact } from "../metering/request-log.ts";
 import { errorMessage, failureMessage } from "./attempt-facts.ts";
+import { DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readBounded } from "./bounded-read.ts";
 
 class AttemptTimeout extends Error {}
 
@@ -34,6 +35,7 @@ const SUCCESS = Object.freeze({ kind: "success" as const });
 const JSON_TYPE = /\bjson\b/i;
 const HTML_TYPE = /\btext\/html\b/i;
 const isEventStream = (response: Response) => (response.headers.get("content-type") ?? "").includes("text/event-stream");
+const utf8 = new TextDecoder();
 
 /** The attempts end with a response of their own: an error, a passed-on client mistake, a client that left. */
 const ended = (response: Response, outcome: CallOutcome): AttemptsEnd => ({ delivery: { response, outcome } });
@@ -44,7 +46,7 @@ const ended = (response: Response, outcome: CallOutcome): AttemptsEnd => ({ deli
  * and ends with the attempt that answered (for delivery) or with the error to send.
  */
 export interface AttemptDeps {
-  readonly config: Pick<ServeConfig, "maxAttempts" | "drainTimeoutMs" | "firstByteTimeoutMs">;
+  readonly config: Pick<ServeConfig, "maxAttempts" | "drainTimeoutMs" | "firstByteTimeoutMs" | "streamIdleTimeoutMs" | "maxAnswerBytes">;
   readonly clock: Clock;
   readonly log: Logger;
   readonly adapters: Adapters;
@@ -61,6 +63,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
   const { config, clock, log } = deps;
   const { settings, pool, switchOver } = tenant;
   const fetchTls = deps.upstreamTls ? { tls: deps.upstreamTls } : {};
+  const maxAnswerBytes = config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
 
   const { pick, pinned } = createKeyChoice({ clock, adapters: deps.adapters, settings, pool, switchOver });
 
@@ -228,10 +231,17 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             const type = response.headers.get("content-type") ?? "";
             if (JSON_TYPE.test(type)) {
               clearTimeout(timer);
-              const text = await response.text();
-              const judged = judgeJson(text);
-              if (judged.answer) read = { text, parsed: judged.parsed };
-              else nonAnswer = judged.why;
+              // Read within bounds: silence past the stream idle limit is a timeout of this
+              // key (the read throws), and an answer past maxAnswerBytes (a gzip bomb
+              // included) is no answer, dropped as it grows rather than held whole.
+              const bytes = await readBounded(response.body, maxAnswerBytes, config.streamIdleTimeoutMs, () => controller.abort(new AttemptTimeout()));
+              if (bytes === undefined) nonAnswer = `an answer over ${maxAnswerBytes} bytes`;
+              else {
+                const text = utf8.decode(bytes);
+                const judged = judgeJson(text);
+                if (judged.answer) read = { text, parsed: judged.parsed };
+                else nonAnswer = judged.why;
+              }
             } else if (HTML_TYPE.test(type)) nonAnswer = "an HTML page";
           }
         } catch (error) {
@@ -308,12 +318,20 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             await pool.report(key, { kind: "success" });
             await switchOver.recordSuccess(chosen.level, chosen.probe);
             // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
-            const body = await response.text().then(
-              (raw) => redact(redactSecret(raw, secrets)),
-              // Cut while read (a dropped connection): the status still goes back, with words of our own.
-              () => undefined,
+            // Read within bounds: an error body is small, and one that stalls must not hold the call.
+            const raw = await readBounded(response.body, MAX_ERROR_BODY_BYTES, config.streamIdleTimeoutMs, () => controller.abort(new AttemptTimeout())).then(
+              (bytes) => bytes ?? ("over" as const),
+              // Cut while read (a dropped connection, silence): the status still goes back, with words of our own.
+              () => (controller.signal.reason instanceof AttemptTimeout ? ("stalled" as const) : undefined),
             );
-            const text = body ?? `The upstream answered ${status}, and its error body broke off before it was read.`;
+            const body = raw instanceof Uint8Array ? redact(redactSecret(utf8.decode(raw), secrets)) : undefined;
+            const text =
+              body ??
+              (raw === "over"
+                ? `The upstream answered ${status} with an error body over ${MAX_ERROR_BODY_BYTES / 1024 / 1024} MiB, which is not relayed.`
+                : raw === "stalled"
+                  ? `The upstream answered ${status}, and its error body stopped arriving for ${Math.round(config.streamIdleTimeoutMs / 1000)} s; it was not read.`
+                  : `The upstream answered ${status}, and its error body broke off before it was read.`);
             note({ status, answered: true, message: text.slice(0, MAX_MESSAGE) });
             input.trace.ttfbMs = firstByteAt - callStart;
             release();

@@ -13,6 +13,7 @@ import { clientWantsUsageChunk } from "./translation.ts";
 import { countContent, estimateTokens } from "./usage/content-count.ts";
 import { formatOf } from "../formats/registry.ts";
 import { ZERO_USAGE, type Usage, type UsageSource } from "../formats/usage.ts";
+import { DEFAULT_MAX_ANSWER_BYTES, readBounded } from "./bounded-read.ts";
 
 
 /** A regular expression literal is a new object each time it is evaluated: these run per call. */
@@ -50,7 +51,7 @@ function answered(call: RelayInput["call"], quantities: Record<string, number> |
  * (bound to the serving key and the calling account).
  */
 export interface DeliverDeps {
-  readonly config: Pick<ServeConfig, "streamIdleTimeoutMs" | "drainTimeoutMs">;
+  readonly config: Pick<ServeConfig, "streamIdleTimeoutMs" | "drainTimeoutMs" | "maxAnswerBytes">;
   readonly metrics: RouterMetrics;
   readonly affinity: Affinity;
   readonly log: Logger;
@@ -138,7 +139,10 @@ export function createDeliver(deps: DeliverDeps) {
     if (answer.read) ({ text, parsed } = answer.read);
     else {
       try {
-        text = await response.text();
+        // A text answer read for its estimate, within the same bounds as a JSON one.
+        const bytes = await readBounded(response.body, config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES, config.streamIdleTimeoutMs, () => controller.abort());
+        if (bytes === undefined) throw new Error("answer too large");
+        text = new TextDecoder().decode(bytes);
       } catch {
         release();
         const gone = input.clientSignal.aborted;

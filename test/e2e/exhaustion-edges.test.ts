@@ -1,0 +1,162 @@
+import { describe, expect, test } from "bun:test";
+import { addKey, usageRows } from "../helpers/keys.ts";
+import { chatCompletion } from "../helpers/mock-upstream.ts";
+import { api } from "../helpers/owner-ops.ts";
+import { perTest } from "../helpers/scoped.ts";
+
+/**
+ * One client or one upstream must not take the process down or starve everyone else:
+ * each gets a bounded, clear error in its family's envelope while the router keeps
+ * serving the others (docs/api.md, "Bounds on what one caller or upstream can hold").
+ */
+
+const scope = perTest();
+const encoder = new TextEncoder();
+
+const chatBody = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: "hi" }], ...extra });
+
+/** A chat call with the owner's key (or `key`), its status and parsed body. */
+async function chat(router: { fetch: (path: string, init?: RequestInit & { key?: string | null }) => Promise<Response> }, key?: string, body = chatBody()) {
+  const res = await router.fetch("/v1/chat/completions", { key, method: "POST", headers: { "content-type": "application/json" }, body });
+  const text = await res.text();
+  let parsed: any;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = text;
+  }
+  return { status: res.status, body: parsed, text };
+}
+
+/** An upstream answer whose headers come at once and whose body starts, then never goes on. */
+const stalled = (status: number, first: string) =>
+  new Response(
+    new ReadableStream({
+      start(controller) {
+        controller.enqueue(encoder.encode(first));
+      },
+    }),
+    { status, headers: { "content-type": "application/json" } },
+  );
+
+describe("bodies nested too deeply to walk", () => {
+  const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+
+  test("a model call nested 100,000 levels deep is a 400 in each family's envelope, not a 500; nothing goes upstream and others are served", async () => {
+    const { router, upstream } = await scope.gateway();
+    upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));
+    const deep = nested(100_000);
+    const post = (path: string, body: string) => router.fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const openai = await post("/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":${deep}}]}`);
+    expect(openai.status).toBe(400);
+    expect((await openai.json()).error).toMatchObject({ type: "invalid_request_error", code: "nesting_too_deep" });
+    const responses = await post("/v1/responses", `{"model":"gpt-4o","input":${deep}}`);
+    expect(responses.status).toBe(400);
+    const anthropic = await post("/v1/messages", `{"model":"claude-x","max_tokens":10,"messages":[{"role":"user","content":${deep}}]}`);
+    expect(anthropic.status).toBe(400);
+    expect(await anthropic.json()).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
+    const gemini = await post("/v1beta/models/gemini-x:generateContent", `{"contents":[{"role":"user","parts":${deep}}]}`);
+    expect(gemini.status).toBe(400);
+    expect((await gemini.json()).error).toMatchObject({ code: 400, status: "INVALID_ARGUMENT" });
+    expect(upstream.requests).toHaveLength(0);
+    expect((await chat(router)).status).toBe(200);
+  });
+
+  test("a management body nested 100,000 levels deep is a 400, not a 500; nothing is written", async () => {
+    const router = await scope.router();
+    const deep = nested(100_000);
+    const post = (path: string, method: string, body: string) => router.fetch(path, { method, headers: { "content-type": "application/json" }, body });
+    const user = await post("/x-users", "POST", `{"Email":"deep@example.com","Name":${deep}}`);
+    expect(user.status).toBe(400);
+    expect((await user.json()).error).toMatchObject({ type: "invalid_request_error", code: "nesting_too_deep" });
+    const config = await post("/x-config", "PUT", `{"PRICING":${"{\"a\":".repeat(100_000)}1${"}".repeat(100_000)}}`);
+    expect(config.status).toBe(400);
+    const listed = await api(router, "/x-users");
+    expect(listed.status).toBe(200);
+    expect(JSON.stringify(listed.body)).not.toContain("deep@example.com");
+  });
+});
+
+describe("an upstream that stalls or floods a JSON answer", () => {
+  const config = { firstByteTimeoutMs: 10_000, streamIdleTimeoutMs: 300, drainTimeoutMs: 1000, maxAnswerBytes: 64 * 1024 };
+
+  test("headers, then silence: the attempt fails after --stream-idle-timeout and the next key answers; when every key stalls, 504", async () => {
+    const { router, upstream } = await scope.gateway({ config });
+    const healthy = scope.upstream();
+    healthy.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));
+    upstream.route("POST", "/v1/chat/completions", () => stalled(200, '{"id":'));
+    await addKey(router, { provider: healthy.url, noSleep: true });
+    // Whichever key is tried first, the call ends answered by the healthy one.
+    const served = await chat(router);
+    expect(served.status).toBe(200);
+    expect(healthy.requests).toHaveLength(1);
+    // Both keys stall: 504 in the caller's envelope.
+    healthy.reset();
+    healthy.route("POST", "/v1/chat/completions", () => stalled(200, '{"id":'));
+    const timedOut = await chat(router);
+    expect(timedOut.status).toBe(504);
+    expect(timedOut.body.error.type).toBe("timeout_error");
+    // The keys were let go each time: an ordinary call goes through at once.
+    healthy.reset();
+    healthy.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));
+    upstream.reset();
+    upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));
+    expect((await chat(router)).status).toBe(200);
+  });
+
+  test("a 4xx whose error body stalls: the client gets that status in its envelope after --stream-idle-timeout, not a wait without end", async () => {
+    const { router, upstream } = await scope.gateway({ config });
+    upstream.once(() => stalled(400, '{"error":'));
+    const res = await chat(router);
+    expect(res.status).toBe(400);
+    expect(res.body.error.type).toBe("invalid_request_error");
+    expect(res.body.error.message).toContain("400");
+  });
+
+  test("a JSON answer past maxAnswerBytes is not read whole: 502 upstream_error; one at the bound is an answer", async () => {
+    const { router, upstream } = await scope.gateway({ config });
+    const answer = (bytes: number) => {
+      const base = JSON.stringify({ id: "c", object: "chat.completion", created: 1, model: "gpt-4o", choices: [{ index: 0, message: { role: "assistant", content: "" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+      const text = base.replace('"content":""', `"content":"${"x".repeat(bytes - base.length)}"`);
+      expect(text.length).toBe(bytes);
+      return new Response(text, { headers: { "content-type": "application/json" } });
+    };
+    upstream.once(() => answer(config.maxAnswerBytes));
+    expect((await chat(router)).status).toBe(200);
+    upstream.route("POST", "/v1/chat/completions", () => answer(config.maxAnswerBytes + 1));
+    const over = await chat(router);
+    expect(over.status).toBe(502);
+    expect(over.body.error.code).toBe("upstream_error");
+    // Nothing was charged for it.
+    const rows = await usageRows(router);
+    expect(rows.at(-1)).toMatchObject({ status: 502, prompt_tokens: 0, completion_tokens: 0 });
+  });
+
+  test("a gzip bomb (a few KB expanding past maxAnswerBytes) is refused as it expands, never held whole", async () => {
+    const { router, upstream } = await scope.gateway({ config });
+    const expanded = `{"id":"c","pad":"${" ".repeat(4 * config.maxAnswerBytes)}"}`;
+    const bomb = Bun.gzipSync(encoder.encode(expanded));
+    expect(bomb.byteLength).toBeLessThan(config.maxAnswerBytes / 8);
+    upstream.route("POST", "/v1/chat/completions", () => new Response(bomb, { headers: { "content-type": "application/json", "content-encoding": "gzip" } }));
+    const res = await chat(router);
+    expect(res.status).toBe(502);
+    expect(res.body.error.code).toBe("upstream_error");
+  });
+
+  test("a 4xx error body past 1 MiB is not relayed whole: the status with the router's own message", async () => {
+    const { router, upstream } = await scope.gateway({ config });
+    const huge = JSON.stringify({ error: { message: "x".repeat(1024 * 1024), type: "invalid_request_error" } });
+    upstream.route("POST", "/v1/chat/completions", () => new Response(huge, { status: 400, headers: { "content-type": "application/json" } }));
+    const res = await chat(router);
+    expect(res.status).toBe(400);
+    expect(res.text.length).toBeLessThan(4096);
+    expect(res.body.error.message).toContain("1 MiB");
+    // One just under the bound is relayed as it came.
+    const fits = JSON.stringify({ error: { message: "y".repeat(1000), type: "invalid_request_error" } });
+    upstream.reset();
+    upstream.route("POST", "/v1/chat/completions", () => new Response(fits, { status: 400, headers: { "content-type": "application/json" } }));
+    const relayed = await chat(router);
+    expect(relayed.status).toBe(400);
+    expect(relayed.text).toBe(fits);
+  });
+});
