@@ -39,6 +39,8 @@ export interface SseDecoder {
   span(): [number, number] | undefined;
   /** The decoded text of the current (or last) `push`. */
   text(): string;
+  /** Whether the event under way grew past the decoder's bound and is being dropped. */
+  dropping(): boolean;
 }
 
 const LF = "\n";
@@ -48,13 +50,22 @@ const CR = "\r";
  * Creates a decoder that calls `onEvent` synchronously, from within `push`, for every
  * complete event. The decoder resets itself on `end()` and can be reused afterwards.
  */
-export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder {
+export function createSseDecoder(onEvent: (event: SseEvent) => void, maxEventChars = Number.MAX_SAFE_INTEGER): SseDecoder {
   // `stream: true` keeps a split multi-byte character until its remaining bytes arrive;
   // the default `ignoreBOM: false` strips one leading U+FEFF, as the spec asks.
   let utf8 = new TextDecoder("utf-8");
   // Pieces of the line still waiting for its line break; joined once, when it completes,
   // so a long line arriving in many chunks costs linear time.
   let pending: string[] = [];
+  /**
+   * Characters held for the event under way (its data lines and the line still open):
+   * past `maxEventChars` the event is dropped as it grows (`dropping` until its blank
+   * line), so one endless line or event from an upstream is not held whole. The bytes
+   * themselves are the relay's to pass on; only what the decoder keeps is bounded.
+   */
+  let heldChars = 0;
+  let dropping = false;
+  let skipLine = false;
   // A chunk ended on "\r": the line was already taken, and a "\n" opening the next
   // chunk belongs to the same CRLF and must not count as a blank line.
   let skipLf = false;
@@ -69,6 +80,14 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
   let eventSpan: [number, number] | undefined;
 
   function dispatch(): void {
+    if (dropping) {
+      dropping = false;
+      heldChars = 0;
+      dataLines = [];
+      eventType = "";
+      return;
+    }
+    heldChars = 0;
     if (dataLines.length === 0) {
       eventType = "";
       return;
@@ -105,7 +124,7 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
     }
     switch (field) {
       case "data":
-        dataLines.push(value);
+        if (!dropping) dataLines.push(value);
         break;
       case "event":
         eventType = value;
@@ -143,15 +162,33 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
         line = pending.join("");
         pending = [];
       }
+      // A line past the bound is not read; nor is the rest of one the bound cut (`skipLine`).
+      let skip = skipLine;
+      skipLine = false;
+      if (!dropping && (heldChars += brk - pos) > maxEventChars) {
+        drop();
+        skip = true;
+      }
       pos = brk + 1;
       if (brk === nextCr) {
         if (pos === len) skipLf = true;
         else if (text.charCodeAt(pos) === 0x0a) pos++;
       }
       lineEnd = pos;
-      processLine(line);
+      if (!skip) processLine(line);
     }
-    if (pos < len) pending.push(text.slice(pos));
+    if (pos < len) {
+      if (!dropping) pending.push(text.slice(pos));
+      if (!dropping && (heldChars += len - pos) > maxEventChars) drop();
+      if (dropping) skipLine = true;
+    }
+  }
+
+  /** The event under way grew past the bound: what it held is let go, and the rest of it is skipped up to its blank line. */
+  function drop(): void {
+    dropping = true;
+    pending = [];
+    dataLines = [];
   }
 
   return {
@@ -161,7 +198,7 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
       if (chunk.byteLength > 0) asciiTail = chunk[chunk.byteLength - 1]! < 0x80;
       const text = utf8.decode(chunk, { stream: true });
       // A block begins in this push only if the previous push ended exactly between blocks.
-      blockStart = asciiTailBefore && pending.length === 0 && dataLines.length === 0 && eventType === "" && !skipLf ? 0 : -1;
+      blockStart = asciiTailBefore && pending.length === 0 && dataLines.length === 0 && eventType === "" && !skipLf && !dropping ? 0 : -1;
       current = text;
       if (text.length > 0) scan(text);
     },
@@ -171,12 +208,18 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): SseDecoder
     text() {
       return current;
     },
+    dropping() {
+      return dropping;
+    },
     atBoundary(): boolean {
-      return asciiTail && pending.length === 0 && dataLines.length === 0 && eventType === "" && !skipLf;
+      return asciiTail && pending.length === 0 && dataLines.length === 0 && eventType === "" && !skipLf && !dropping;
     },
     end(): void {
       utf8 = new TextDecoder("utf-8");
       pending = [];
+      heldChars = 0;
+      dropping = false;
+      skipLine = false;
       skipLf = false;
       dataLines = [];
       eventType = "";

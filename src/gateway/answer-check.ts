@@ -1,4 +1,3 @@
-import { concatBytes } from "../core/bytes.ts";
 import type { SseEvent } from "../formats/sse.ts";
 
 /**
@@ -60,22 +59,33 @@ export interface FirstEvent {
   done: boolean;
 }
 
+/** Where a block scan resumes: the next byte to look at and the start of the line it is in. */
+interface BlockScan {
+  pos: number;
+  lineStart: number;
+}
+
 /**
- * Where the event block that starts at `from` (a line start) ends: just past its blank
- * line (any of LF, CRLF, CR line ends), or -1 when the bytes hold no complete block.
+ * Where the event block being scanned ends: just past its blank line (any of LF, CRLF,
+ * CR line ends), or -1 when the first `size` bytes hold no complete block yet. The scan
+ * resumes where the last one stopped, so a block arriving in many reads is looked at
+ * once, byte by byte, not again from its start at each read.
  */
-function blockEnd(bytes: Uint8Array, from: number): number {
-  let lineStart = from;
-  for (let i = from; i < bytes.byteLength; i++) {
+function blockEnd(bytes: Uint8Array, size: number, scan: BlockScan): number {
+  for (let i = scan.pos; i < size; i++) {
     const b = bytes[i];
     if (b !== 0x0a && b !== 0x0d) continue;
+    // A CR at the very end may be half of a CRLF still on its way: looked at again with the next read.
+    if (b === 0x0d && i + 1 === size) {
+      scan.pos = i;
+      return -1;
+    }
     const next = b === 0x0d && bytes[i + 1] === 0x0a ? i + 2 : i + 1;
-    // A CR at the very end may be half of a CRLF still on its way.
-    if (b === 0x0d && i + 1 === bytes.byteLength) return -1;
-    if (i === lineStart) return next;
-    lineStart = next;
+    if (i === scan.lineStart) return next;
+    scan.lineStart = next;
     i = next - 1;
   }
+  scan.pos = size;
   return -1;
 }
 
@@ -107,30 +117,43 @@ function eventOfBlock(block: Uint8Array, first: boolean): SseEvent | undefined {
  * Reads a stream until its first event is complete (comments and blank lines before it
  * are kept for the client), without passing anything on: the relay decides from it
  * whether the stream is an answer. Only the blocks up to the first event are decoded,
- * however much else the reads brought. The caller's first-byte limit bounds the wait.
+ * however much else the reads brought. The caller's first-byte limit bounds the wait;
+ * `maxBytes` bounds what is held meanwhile: a stream whose first event has not ended
+ * within it (one endless line, say) is no answer, judged at once rather than held.
  */
-export async function readFirstEvent(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<FirstEvent> {
+export async function readFirstEvent(reader: ReadableStreamDefaultReader<Uint8Array>, maxBytes = Number.MAX_SAFE_INTEGER): Promise<FirstEvent> {
   let first: SseEvent | undefined;
-  const parts: Uint8Array[] = [];
+  /** The bytes read so far: the first read itself while there is only one, then a buffer grown by doubling. */
+  let held: Uint8Array = new Uint8Array(0);
   let size = 0;
-  /** The bytes read so far, joined once per read that does not finish the first event. */
-  let joined: Uint8Array = new Uint8Array(0);
-  /** Where the next block starts in `joined`. */
+  let owned = false;
+  /** Where the next block starts in `held`, and how far its scan got. */
   let next = 0;
+  const scan: BlockScan = { pos: 0, lineStart: 0 };
   for (;;) {
     const result = await reader.read();
     if (result.done) {
       // An event not ended by a blank line is discarded, as the SSE rules say.
-      const bytes = concatBytes(parts, size);
-      return { judgement: first ? judgeFirstEvent(first) : { answer: false, why: "a stream that ended before its first event" }, bytes, done: true };
+      return { judgement: first ? judgeFirstEvent(first) : { answer: false, why: "a stream that ended before its first event" }, bytes: held.subarray(0, size), done: true };
     }
-    parts.push(result.value);
-    size += result.value.byteLength;
-    joined = parts.length === 1 ? result.value : concatBytes(parts, size);
-    for (let end = blockEnd(joined, next); end !== -1 && !first; end = blockEnd(joined, next)) {
-      first = eventOfBlock(joined.subarray(next, end), next === 0);
+    const chunk = result.value;
+    if (size === 0) held = chunk;
+    else {
+      if (!owned || size + chunk.byteLength > held.byteLength) {
+        const grown = new Uint8Array(Math.max(2 * (size + chunk.byteLength), 64 * 1024));
+        grown.set(held.subarray(0, size));
+        held = grown;
+        owned = true;
+      }
+      held.set(chunk, size);
+    }
+    size += chunk.byteLength;
+    for (let end = blockEnd(held, size, scan); end !== -1 && !first; end = blockEnd(held, size, scan)) {
+      first = eventOfBlock(held.subarray(next, end), next === 0);
       next = end;
+      scan.pos = scan.lineStart = end;
     }
-    if (first) return { judgement: judgeFirstEvent(first), bytes: joined, done: false };
+    if (first) return { judgement: judgeFirstEvent(first), bytes: held.subarray(0, size), done: false };
+    if (size > maxBytes) return { judgement: { answer: false, why: `a stream whose first event is over ${maxBytes} bytes` }, bytes: held.subarray(0, size), done: false };
   }
 }

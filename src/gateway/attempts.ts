@@ -218,7 +218,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             // an answer. A stream that stalls, drops or errs before it is retried like an
             // upstream that never answered, before the client has seen anything.
             const reader = response.body.getReader();
-            const first = await readFirstEvent(reader);
+            const first = await readFirstEvent(reader, maxAnswerBytes);
             firstByteAt = performance.now();
             if (first.judgement.answer) peeked = { reader, first: first.bytes.byteLength > 0 ? { done: false, value: first.bytes } : { done: true, value: undefined } };
             else {

@@ -94,6 +94,7 @@ export function createDeliver(deps: DeliverDeps) {
         rewrite: translation && rewriteStream(translation.translator.stream(answerContext)),
         idleMs: config.streamIdleTimeoutMs,
         drainMs: config.drainTimeoutMs,
+        maxEventChars: config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
         abortUpstream: () => controller.abort(),
         watch,
       });

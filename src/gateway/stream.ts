@@ -27,6 +27,8 @@ export interface StreamOptions {
   idleMs: number;
   /** After the client leaves, how long to keep reading the upstream for its usage report. */
   drainMs: number;
+  /** Characters the usage decoder holds for one event: a longer one still reaches the client, but is not read. */
+  maxEventChars?: number;
   /** Cuts the upstream connection. */
   abortUpstream(): void;
   /** Sees every decoded event (e.g. to learn a created object's id). */
@@ -108,7 +110,7 @@ export function relayStream(
       cut++;
       cutSpan = decoder.span();
     } else events.push(event);
-  });
+  }, options.maxEventChars);
   let ended = false;
   let announceEnd!: (end: StreamEnd) => void;
   const endPromise = new Promise<StreamEnd>((resolve) => (announceEnd = resolve));
@@ -218,6 +220,9 @@ export function relayStream(
                 const written = controller.write(chunk);
                 if (typeof written !== "number") await written;
               }
+              // An event past the decoder's bound cannot be re-encoded for the client: the
+              // stream ends with an error event rather than with a silent hole in it.
+              if (decoder.dropping()) throw new Error("an upstream event past the bound");
             }
           }
           result = await reader.read();

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { chatCompletion } from "../helpers/mock-upstream.ts";
+import { chatCompletion, sse } from "../helpers/mock-upstream.ts";
 import { api } from "../helpers/owner-ops.ts";
+import { waitFor } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
 
 /**
@@ -158,5 +159,61 @@ describe("an upstream that stalls or floods a JSON answer", () => {
     const relayed = await chat(router);
     expect(relayed.status).toBe(400);
     expect(relayed.text).toBe(fits);
+  });
+});
+
+describe("an upstream stream that floods one event", () => {
+  const config = { firstByteTimeoutMs: 600_000, streamIdleTimeoutMs: 2000, drainTimeoutMs: 1000, maxAnswerBytes: 64 * 1024, maxAttempts: 1 };
+
+  test("a first event that never ends within maxAnswerBytes: judged no answer at the bound (502), not held until the first-byte timeout", async () => {
+    const { router, upstream } = await scope.gateway({ config });
+    let sent = 0;
+    upstream.route("POST", "/v1/chat/completions", () =>
+      new Response(
+        new ReadableStream({
+          async pull(controller) {
+            // An endless `data:` line, a KiB at a time: no blank line ever ends the event.
+            if (sent === 0) controller.enqueue(encoder.encode("data: "));
+            controller.enqueue(encoder.encode("x".repeat(1024)));
+            sent += 1024;
+            await Bun.sleep(0);
+          },
+        }),
+        { headers: { "content-type": "text/event-stream" } },
+      ),
+    );
+    // Refused at the bound: the first-byte timeout (10 minutes) is not waited for.
+    const res = await chat(router, undefined, chatBody({ stream: true }));
+    expect(res.status).toBe(502);
+    expect(res.body.error.code).toBe("upstream_error");
+    expect(sent).toBeLessThan(64 * config.maxAnswerBytes);
+  });
+
+  test("after the first event, an event of a line longer than maxAnswerBytes still reaches the client; the usage after it is read", async () => {
+    const { router, upstream } = await scope.gateway({ config });
+    const chunk = (content: string) => ({ id: "s", object: "chat.completion.chunk", created: 1, model: "gpt-4o", choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+    const long = "z".repeat(2 * config.maxAnswerBytes);
+    upstream.route("POST", "/v1/chat/completions", () =>
+      sse([chunk("a"), chunk(long), { id: "s", object: "chat.completion.chunk", created: 1, model: "gpt-4o", choices: [], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } }], { done: true }),
+    );
+    const res = await chat(router, undefined, chatBody({ stream: true, stream_options: { include_usage: true } }));
+    expect(res.status).toBe(200);
+    expect(res.text).toContain(long);
+    const row = await waitFor(async () => (await usageRows(router)).find((r) => r.prompt_tokens === 7));
+    expect(row).toMatchObject({ completion_tokens: 3, source: "upstream", status: 200 });
+  });
+
+  test("when the router hides the usage chunk it asked for, an event past the bound ends the stream with an error event, never a silent hole", async () => {
+    const { router, upstream } = await scope.gateway({ config });
+    const chunk = (content: string) => ({ id: "s", object: "chat.completion.chunk", created: 1, model: "gpt-4o", choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+    const long = "z".repeat(2 * config.maxAnswerBytes);
+    upstream.route("POST", "/v1/chat/completions", () => sse([chunk("a"), `data: ${JSON.stringify(chunk(long)).slice(0, 1000)}`, long, "\n\n", { id: "s", object: "chat.completion.chunk", created: 1, model: "gpt-4o", choices: [], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } }], { done: true }));
+    const res = await chat(router, undefined, chatBody({ stream: true }));
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('"content":"a"');
+    expect(res.text).toContain("upstream_stream_error");
+    expect(res.text).not.toContain(long.slice(0, 2000));
+    const row = await waitFor(async () => (await usageRows(router)).at(-1));
+    expect(row!.status).toBe(502);
   });
 });

@@ -54,4 +54,30 @@ describe("a stream's first event", () => {
     expect(await no([": only a comment\n\n"])).toBe(false);
     expect(await no(['data: {"cut":'])).toBe(false);
   });
+
+  test("an event arriving a byte at a time, with CR, LF and CRLF line ends split anywhere: the same event and bytes as in one read", async () => {
+    const text = ': hi\r\n\r\nevent: message_start\rdata: {"type":"message_start",\ndata: "x":1}\r\n\r\ndata: later\n\n';
+    const first = await readFirstEvent(reader([...text]));
+    expect(first.judgement).toEqual({ answer: true, parsed: { type: "message_start", x: 1 } });
+    const kept = new TextDecoder().decode(first.bytes);
+    expect(text.startsWith(kept)).toBe(true);
+    expect(kept).toContain('"x":1}\r\n\r\n');
+  });
+
+  test("a first event still open past maxBytes is judged no answer at once, holding about the bound, not the whole line", async () => {
+    let pulled = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(encoder.encode(pulled === 0 ? "data: " : "x".repeat(1000)));
+        pulled++;
+      },
+    }).getReader();
+    const first = await readFirstEvent(endless, 10_000);
+    expect(first.judgement).toEqual({ answer: false, why: "a stream whose first event is over 10000 bytes" });
+    expect(first.bytes.byteLength).toBeLessThan(12_000);
+    expect(pulled).toBeLessThan(15);
+    // Within the bound, the same stream ending its event is an answer.
+    const fits = await readFirstEvent(reader(["data: ", `{"t":"${"x".repeat(9000)}"}`, "\n\n"]), 10_000);
+    expect(fits.judgement.answer).toBe(true);
+  });
 });

@@ -225,3 +225,39 @@ describe("chunk splitting", () => {
     expect(events.every((e, i) => e.data === String(i))).toBe(true);
   });
 });
+
+describe("an event past the decoder's bound", () => {
+  /** Decodes with a bound of `max` characters an event, the chunks split as given. */
+  const bounded = (chunks: string[], max: number) => {
+    const events: SseEvent[] = [];
+    const d = createSseDecoder((e) => events.push(e), max);
+    const dropping: boolean[] = [];
+    for (const c of chunks) {
+      d.push(enc.encode(c));
+      dropping.push(d.dropping());
+    }
+    return { events, dropping };
+  };
+  const long = "x".repeat(5000);
+
+  test("one endless line arriving in pieces is let go past the bound; the events after its blank line are read", () => {
+    const pieces = ["data: ", ...Array.from({ length: 10 }, () => long), "\n", "\n", 'data: {"usage":1}\n\n'];
+    const { events, dropping } = bounded(pieces, 1000);
+    expect(events).toEqual([{ event: undefined, data: '{"usage":1}' }]);
+    expect(dropping[1]).toBe(true);
+    expect(dropping.at(-1)).toBe(false);
+  });
+
+  test("many lines of one event past the bound, in one read or split anywhere: dropped whole, never cut into a shorter event", () => {
+    const text = `event: big\n${Array.from({ length: 50 }, () => "data: 0123456789012345678901234567890123456789\n").join("")}\ndata: after\n\n`;
+    expect(bounded([text], 1000).events).toEqual([{ event: undefined, data: "after" }]);
+    const byBytes = bounded([...text], 1000);
+    expect(byBytes.events).toEqual([{ event: undefined, data: "after" }]);
+  });
+
+  test("an event within the bound, and the bound left out, decode as before", () => {
+    const text = `data: ${long}\n\n`;
+    expect(bounded([text], 10_000).events).toEqual([{ event: undefined, data: long }]);
+    expect(decode(text)).toEqual([{ event: undefined, data: long }]);
+  });
+});
