@@ -32,3 +32,33 @@ export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ prompt: 0, completion
 
 /** Where a usage record's numbers came from. */
 export type UsageSource = "upstream" | "estimated";
+
+/**
+ * The most tokens one count of a call can credibly hold: a hundred times the largest
+ * context window offered (10 million), whatever the answers asked for. An upstream
+ * reporting more, or a count that is not a whole non-negative number (1e308, a string
+ * of 26 digits, a fraction), is misbehaving: charged as is, 1e308 tokens cost Infinity
+ * and the account's balance became unreadable.
+ */
+export const MAX_CREDIBLE_TOKENS = 1_000_000_000;
+
+const FIELDS = ["prompt", "completion", "cacheRead", "cacheWrite", "reasoning", "audioPrompt", "audioCompletion", "imagePrompt", "imageCompletion"] as const;
+
+const credible = (value: number | undefined) => value === undefined || (Number.isSafeInteger(value) && value >= 0 && value <= MAX_CREDIBLE_TOKENS);
+
+/** Whether every count of a usage is a whole number from 0 to MAX_CREDIBLE_TOKENS. */
+export function credibleUsage(usage: Usage): boolean {
+  for (const field of FIELDS) if (!credible(usage[field])) return false;
+  return true;
+}
+
+/** A usage's counts brought within 0 to MAX_CREDIBLE_TOKENS, whole (what is not a number is 0). */
+export function clampedUsage(usage: Usage): Usage {
+  const out: Usage = { ...usage };
+  for (const field of FIELDS) {
+    const value = usage[field];
+    if (value === undefined || credible(value)) continue;
+    out[field] = Number.isNaN(value) || value <= 0 ? 0 : Math.min(Math.ceil(value), MAX_CREDIBLE_TOKENS);
+  }
+  return out;
+}

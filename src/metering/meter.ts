@@ -4,7 +4,7 @@ import { msUntilNextBusinessDay, msUntilNextBusinessMonth, type Clock } from "..
 import { HttpError, retryAfterSeconds } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { Endpoint } from "../formats/format.ts";
-import type { Usage } from "../formats/usage.ts";
+import { clampedUsage, credibleUsage, type Usage } from "../formats/usage.ts";
 import type { Adjustment, AdmitLine, CountState, LimitStanding, PeriodCounter, Refusal, Standings } from "../state/state.ts";
 import { rateLimitHeaders, type RateLimits, type RateLimitStanding } from "./rate-limit-headers.ts";
 import type { Family } from "../formats/family.ts";
@@ -259,11 +259,19 @@ export function createMeter(deps: {
     return new HttpError(error.kind, error.message, { code: error.code, param: error.param, status: error.status, headers: { ...error.headers, ...headers }, retryAfterMs: error.retryAfterMs });
   };
 
+  const incredible = (event: UsageEvent): UsageEvent => {
+    deps.log.warn("an upstream reported usage that cannot be true; charged within the call's reservation", { req: event.requestId, key: event.keyId });
+    return { ...event, usage: clampedUsage(event.usage), source: "estimated" };
+  };
+
   /** Charges a finished call: settles its admission and hands its row to the recorder (see `Meter.settle`). */
   const settle = (incoming: UsageEvent): Promise<void> => {
     const admission = incoming.admission;
     let counted = COUNTED;
-    const event = admission && incoming.source === "estimated" ? capEstimate(incoming, admission) : incoming;
+    // Counts an upstream reports that cannot be true (1e308, past 2^53, fractions) are
+    // charged as an estimate would be: within the call's bound and its reservation.
+    const reported = incoming.source === "upstream" && !credibleUsage(incoming.usage) ? incredible(incoming) : incoming;
+    const event = admission && reported.source === "estimated" ? capEstimate(reported, admission) : reported;
     let cost = event.costNanos ?? 0;
     if (admission) {
       cost = admission.plan.settle(event.usage, event.extra);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { chatCompletion, sse } from "../helpers/mock-upstream.ts";
-import { api } from "../helpers/owner-ops.ts";
+import { chatCompletion, json, sse } from "../helpers/mock-upstream.ts";
+import { api, createAccount } from "../helpers/owner-ops.ts";
 import { waitFor } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
 
@@ -215,5 +215,32 @@ describe("an upstream stream that floods one event", () => {
     expect(res.text).not.toContain(long.slice(0, 2000));
     const row = await waitFor(async () => (await usageRows(router)).at(-1));
     expect(row!.status).toBe(502);
+  });
+});
+
+describe("usage an upstream reports that cannot be true", () => {
+  const pricing = { ChatPricing: { "gpt-4o": { InputText: 1, OutputText: 1, ContextWindow: 100_000, MaxOutput: 1000 } } };
+
+  test("1e308 tokens, counts past 2^53 written as strings, fractions: charged within the call's reservation, marked estimated; the balance stays a number", async () => {
+    const { router, upstream } = await scope.gateway({ pricing });
+    const account = await createAccount(router, { CreditGranted: 100 });
+    const absurd = [{ prompt_tokens: 1e308, completion_tokens: 1 }, { prompt_tokens: "99999999999999999999999999", completion_tokens: 1 }, { prompt_tokens: 1.5, completion_tokens: 2 }];
+    for (const usage of absurd) {
+      upstream.once(() => json({ id: "c", object: "chat.completion", created: 1, model: "gpt-4o", choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage }));
+      expect((await chat(router, account.key, chatBody({ max_tokens: 10 }))).status).toBe(200);
+    }
+    const rows = (await usageRows(router)).filter((r) => r.account_id === account.id);
+    expect(rows).toHaveLength(3);
+    for (const row of rows) {
+      expect(Number.isSafeInteger(row.cost_nanos)).toBe(true);
+      expect(Number.isSafeInteger(row.prompt_tokens)).toBe(true);
+      expect(row.prompt_tokens).toBeLessThanOrEqual(100_000);
+      expect(row.source).toBe("estimated");
+    }
+    const credit = await api(router, "/dashboard/credit", { key: account.key });
+    expect(typeof credit.body.balance).toBe("number");
+    // An ordinary call of the same account is still admitted and charged.
+    upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model, { prompt: 5, completion: 5 }));
+    expect((await chat(router, account.key, chatBody({ max_tokens: 10 }))).status).toBe(200);
   });
 });
