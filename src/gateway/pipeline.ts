@@ -31,6 +31,9 @@ import type { Admission } from "../metering/admission.ts";
 import { afterAnswer } from "../core/after-answer.ts";
 import type { Logger } from "../core/log.ts";
 
+/** The longest a model call's body may take to arrive: the most Bun's connection timer takes. */
+export const DEFAULT_BODY_TIMEOUT_SECONDS = 255;
+
 /** Reads the client's call from the request (JSON, multipart or Gemini form). */
 export type CallReader = (request: Request) => Promise<ClientCall>;
 
@@ -51,7 +54,7 @@ export interface RunOptions {
  * `CallOutcome`), so no stage calls back into another: the pipeline alone settles.
  */
 export interface PipelineDeps extends AuthenticateDeps, AttemptDeps, DeliverDeps {
-  readonly config: AuthenticateDeps["config"] & AttemptDeps["config"] & DeliverDeps["config"] & TraceConfig & Pick<ServeConfig, "dataDir" | "maxBody">;
+  readonly config: AuthenticateDeps["config"] & AttemptDeps["config"] & DeliverDeps["config"] & TraceConfig & Pick<ServeConfig, "dataDir" | "maxBody" | "bodyTimeoutSeconds">;
   readonly clock: Clock;
   readonly affinity: Affinity;
   readonly metrics: RouterMetrics;
@@ -63,6 +66,7 @@ export function createPipeline(deps: PipelineDeps) {
   const attemptsFor = tenantAttempts(deps);
   const deliver = createDeliver(deps);
   const spoolDir = join(deps.config.dataDir, "tmp");
+  const bodyTimeoutSeconds = deps.config.bodyTimeoutSeconds ?? DEFAULT_BODY_TIMEOUT_SECONDS;
 
   /** A read, routed and admitted call: attempts → deliver → settle. */
   async function forward(tenant: Tenant, input: RelayInput): Promise<Response> {
@@ -115,12 +119,17 @@ export function createPipeline(deps: PipelineDeps) {
   async function run(request: Request, caller: Caller, read: CallReader, options: RunOptions = {}): Promise<Response> {
     const { principal, tenant } = caller;
     const meta = metaOf(request);
-    // Reasoning models may think for minutes before the first byte: the attempts' own
-    // timers guard upstream silence, so Bun's connection idle limit must not.
-    meta?.server?.timeout(request, 0);
+    // The body must arrive within its deadline: a client that sends part of it and then
+    // nothing (or a byte a minute) would otherwise hold its connection for ever. Bun's
+    // connection timer is that deadline (it runs from here whatever arrives; 255 s at most,
+    // enough for --max-body's 64 MiB at about 2 Mbit/s) and closes the connection.
+    meta?.server?.timeout(request, bodyTimeoutSeconds);
     let call: ClientCall;
     try {
       call = await read(request);
+      // Reasoning models may think for minutes before the first byte: the attempts' own
+      // timers guard upstream silence, so Bun's connection limit must not.
+      meta?.server?.timeout(request, 0);
     } catch (thrown) {
       const error = asClientMistake(thrown);
       refused(request, pathOnly(request.url), caller, error);

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { connect } from "node:net";
 import { addKey, usageRows } from "../helpers/keys.ts";
 import { chatCompletion, json, sse } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
@@ -242,5 +243,33 @@ describe("usage an upstream reports that cannot be true", () => {
     // An ordinary call of the same account is still admitted and charged.
     upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model, { prompt: 5, completion: 5 }));
     expect((await chat(router, account.key, chatBody({ max_tokens: 10 }))).status).toBe(200);
+  });
+});
+
+describe("a client that sends its body slowly or never", () => {
+  test("a model call whose body stops arriving is cut after the body deadline, holding nothing; others are served meanwhile", async () => {
+    const { router, upstream } = await scope.gateway({ config: { bodyTimeoutSeconds: 1 } });
+    upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));
+    const port = Number(new URL(router.url).port);
+    const socket = connect(port, "127.0.0.1");
+    let closed = false;
+    socket.on("close", () => (closed = true));
+    socket.on("error", () => {});
+    socket.on("data", () => {});
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${router.ownerKey}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model":`);
+    scope.later(() => void socket.destroy());
+    // Meanwhile, everyone else is served.
+    expect((await chat(router)).status).toBe(200);
+    await waitFor(() => closed, 15_000, "the router to close the stalled connection");
+    expect(upstream.requests).toHaveLength(1);
+  });
+
+  test("once the body is read the deadline is lifted: an upstream slower than it still answers", async () => {
+    const { router, upstream } = await scope.gateway({ config: { bodyTimeoutSeconds: 1 } });
+    upstream.route("POST", "/v1/chat/completions", async (req) => {
+      await Bun.sleep(3500);
+      return chatCompletion(req.json.model);
+    });
+    expect((await chat(router)).status).toBe(200);
   });
 });
