@@ -91,7 +91,7 @@ export function createDeliver(deps: DeliverDeps) {
       const stream = relayStream(peeked.reader, peeked.first, {
         family: upstreamFamily,
         hideUsageChunk: call.hideUsageChunk,
-        rewrite: translation && rewriteStream(translation.translator.stream(answerContext)),
+        rewrite: translation && rewriteStream(translation.translator.stream(answerContext), config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES),
         idleMs: config.streamIdleTimeoutMs,
         drainMs: config.drainTimeoutMs,
         maxEventChars: config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,

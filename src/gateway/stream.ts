@@ -181,6 +181,8 @@ export function relayStream(
         ? {
             write: (chunk) => {
               const out = rewrite.push(chunk);
+              // An event past the bound cannot be translated: the stream ends with an error event, not a hole.
+              if (rewrite.dropping()) throw new Error("an upstream event past the bound");
               return out.byteLength === 0 ? 0 : direct.write(out);
             },
             close: (error) => direct.close(error),

@@ -15,9 +15,12 @@ export interface StreamRewrite {
   end(): Uint8Array;
   /** The stream failed: the client format's terminal error event. */
   fail(error: HttpError): Uint8Array;
+  /** Whether an upstream event under way grew past the bound: it cannot be translated, so the stream must end. */
+  dropping(): boolean;
 }
 
-export function rewriteStream(translator: StreamTranslator): StreamRewrite {
+/** `maxEventChars`: the most of one upstream event held for the translator (see `createSseDecoder`). */
+export function rewriteStream(translator: StreamTranslator, maxEventChars?: number): StreamRewrite {
   let out: Uint8Array[] = [];
   let size = 0;
   const decoder = createSseDecoder((event) => {
@@ -25,7 +28,7 @@ export function rewriteStream(translator: StreamTranslator): StreamRewrite {
     if (bytes.byteLength === 0) return;
     out.push(bytes);
     size += bytes.byteLength;
-  });
+  }, maxEventChars);
   const take = (): Uint8Array => {
     const joined = out.length === 1 ? out[0]! : concatBytes(out, size);
     out = [];
@@ -44,5 +47,6 @@ export function rewriteStream(translator: StreamTranslator): StreamRewrite {
       return last.byteLength === 0 ? closing : concatBytes([last, closing], last.byteLength + closing.byteLength);
     },
     fail: (error) => translator.fail(error),
+    dropping: () => decoder.dropping(),
   };
 }

@@ -225,6 +225,35 @@ describe("an upstream stream that floods one event", () => {
   });
 });
 
+describe("a translated stream with an event past the bound", () => {
+  const config = { firstByteTimeoutMs: 10_000, streamIdleTimeoutMs: 1000, drainTimeoutMs: 1000, maxAnswerBytes: 64 * 1024 };
+
+  test("an Anthropic client on a Chat key: the stream ends with the client's error event, never a silent hole, and is logged 502", async () => {
+    const upstream = scope.upstream();
+    const router = await scope.router({ config });
+    await addKey(router, { provider: upstream.url, noSleep: true, config: { provider_type: "standard", formats: ["openai"] } });
+    const chunk = (content: string) => ({ id: "s", object: "chat.completion.chunk", created: 1, model: "gpt-4o", choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+    const long = "z".repeat(2 * config.maxAnswerBytes);
+    // The long event comes in pieces, so the translator's decoder holds it as it grows.
+    upstream.route("POST", "/v1/chat/completions", () =>
+      sse([chunk("a"), `data: ${JSON.stringify(chunk(long)).slice(0, 1000)}`, long, "\n\n", { id: "s", object: "chat.completion.chunk", created: 1, model: "gpt-4o", choices: [], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } }], { done: true, delayMs: 20 }),
+    );
+    const res = await router.fetch("/v1/messages", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4o", max_tokens: 50, stream: true, messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toContain('"text":"a"');
+    expect(text).not.toContain(long);
+    // Anthropic's mid-stream error event ends it.
+    expect(text).toContain("event: error");
+    const row = await waitFor(async () => (await usageRows(router)).at(-1));
+    expect(row!.status).toBe(502);
+  });
+});
+
 describe("usage an upstream reports that cannot be true", () => {
   const pricing = { ChatPricing: { "gpt-4o": { InputText: 1, OutputText: 1, ContextWindow: 100_000, MaxOutput: 1000 } } };
 
