@@ -405,13 +405,13 @@ describe("reading upstream answers", () => {
     expect(["stop", "length", "tool_calls", "function_call", "content_filter", null, "weird"].map(finish)).toEqual(["stop", "length", "tool_calls", "tool_calls", "content_filter", "stop", "stop"]);
   });
 
-  test("a refusal is text; content as parts; the `reasoning` field; a call without arguments; no usage", () => {
+  test("a refusal is text; content as parts; the `reasoning` field; a call without arguments; no usage; a stop with calls is a tool-call finish", () => {
     const answer = chatCodec.readAnswer({
       id: "c", model: "m",
       choices: [{ message: { content: [{ type: "text", text: "a" }, { type: "text", text: "b" }], refusal: "No.", reasoning: "think", tool_calls: [{ id: "x", type: "function", function: { name: "f" } }, "junk"] }, finish_reason: "stop" }],
     });
     expect(answer).toEqual({
-      id: "c", model: "m", finish: "stop",
+      id: "c", model: "m", finish: "tool_calls",
       parts: [{ type: "thinking", text: "think" }, { type: "text", text: "ab" }, { type: "text", text: "No." }, { type: "tool_call", id: "x", name: "f", arguments: "{}" }],
     });
   });
@@ -424,6 +424,16 @@ describe("reading upstream answers", () => {
 });
 
 describe("reading upstream streams", () => {
+  test("a stop after calls is a tool-call finish (not every compatible server says tool_calls); so is a cut stream after calls", () => {
+    const chunk = (delta: JsonObject, finish: string | null = null) => ({ id: "c", model: "m", choices: [{ index: 0, delta, finish_reason: finish }] });
+    const calls = [chunk({ role: "assistant" }), chunk({ tool_calls: [{ index: 0, id: "k", type: "function", function: { name: "f", arguments: "{}" } }] })];
+    const finishes = (chunks: JsonObject[]) => readStream(chunks).filter((e) => e.type === "finish");
+    expect(finishes([...calls, chunk({}, "stop")])).toEqual([{ type: "finish", finish: "tool_calls" }]);
+    expect(finishes(calls)).toEqual([{ type: "finish", finish: "tool_calls" }]);
+    expect(finishes([...calls, chunk({}, "length")])).toEqual([{ type: "finish", finish: "length" }]);
+    expect(finishes([chunk({ content: "hi" }), chunk({}, "stop")])).toEqual([{ type: "finish", finish: "stop" }]);
+  });
+
   test("parallel calls whose fragments interleave stay apart, each on its own call, in order", () => {
     expect(readStream(INTERLEAVED_STREAM)).toEqual(INTERLEAVED_EVENTS);
   });

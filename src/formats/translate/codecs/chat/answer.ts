@@ -24,7 +24,8 @@ export function readChatAnswer(body: unknown): IrAnswer {
   const answer = isObject(body) ? body : {};
   const choice = Array.isArray(answer.choices) && isObject(answer.choices[0]) ? answer.choices[0] : {};
   const message = isObject(choice.message) ? choice.message : {};
-  const out: IrAnswer = { id: stringOr(answer.id), model: stringOr(answer.model), parts: messageParts(message), finish: irFinish(choice.finish_reason) };
+  const parts = messageParts(message);
+  const out: IrAnswer = { id: stringOr(answer.id), model: stringOr(answer.model), parts, finish: irFinish(choice.finish_reason, parts.some((p) => p.type === "tool_call")) };
   const usage = openaiUsageFromJson(answer);
   if (usage !== undefined) out.usage = usage;
   return out;

@@ -83,7 +83,7 @@ export function chatStreamReader(): StreamReader {
       if (usage !== undefined) out.push({ type: "usage", usage });
       if (choice !== undefined && typeof choice.finish_reason === "string" && !finished) {
         finished = true;
-        out.push({ type: "finish", finish: irFinish(choice.finish_reason) });
+        out.push({ type: "finish", finish: irFinish(choice.finish_reason, nextCall > 0) });
       }
       return out;
     },
@@ -93,7 +93,7 @@ export function chatStreamReader(): StreamReader {
       const out: IrEvent[] = [];
       if (!started) start({}, out);
       // A stream cut before its finish_reason still ends as an answer.
-      if (!finished) out.push({ type: "finish", finish: "stop" });
+      if (!finished) out.push({ type: "finish", finish: nextCall > 0 ? "tool_calls" : "stop" });
       return out;
     },
   };
