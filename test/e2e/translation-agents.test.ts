@@ -39,6 +39,7 @@ function answerWith(format: KeyFormat, answer: (request: RecordedRequest) => Res
   mock.reset();
   mock.route("POST", /.*/, answer);
 }
+const sent = (format: KeyFormat): any => ups.get(format)!.requests.at(-1)!.json;
 
 const chatChunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: "chatcmpl-ag", object: "chat.completion.chunk", created: 1, model: "gpt-ag", choices: [{ index: 0, delta, finish_reason: finish }] });
 const chatUsageChunk = { id: "chatcmpl-ag", object: "chat.completion.chunk", created: 1, model: "gpt-ag", choices: [], usage: { prompt_tokens: 20, completion_tokens: 5, total_tokens: 25 } };
@@ -91,4 +92,49 @@ describe("a Chat upstream that ends a tool-calling answer with finish_reason \"s
     expect(gemini.functionCalls).toEqual([{ id: "call_r1", name: "read_file", args: { path: "a.txt" } }]);
     expect(gemini.candidates?.[0]?.finishReason).toBe("STOP" as never);
   });
+});
+
+describe("a Gemini client's tool schema in Gemini's own Schema: its int64 bounds are strings", () => {
+  /**
+   * Gemini's `Schema` holds `minItems`, `maxItems`, `minLength`, `maxLength`,
+   * `minProperties` and `maxProperties` as int64, which the proto's JSON writes as
+   * strings (the @google/genai types say `minItems?: string`). The schema converter kept
+   * them as written (codecs/gemini/schema.ts), so the JSON Schema sent to the other
+   * upstreams said `"minItems": "1"`, which JSON Schema (and the providers validating
+   * tool schemas) rejects: these keywords take a non-negative integer.
+   */
+  const declaration = {
+    name: "pick",
+    parameters: {
+      type: "OBJECT",
+      properties: {
+        paths: { type: "ARRAY", items: { type: "STRING" }, minItems: "1", maxItems: "3" },
+        note: { type: "STRING", minLength: "2", maxLength: "80", nullable: true },
+        extra: { type: "OBJECT", properties: { k: { type: "STRING" } }, minProperties: "0", maxProperties: "4" },
+        depth: { type: "INTEGER", minimum: 0, maximum: 5, format: "int32" },
+      },
+      required: ["paths"],
+    },
+  };
+  const expected = {
+    type: "object",
+    properties: {
+      paths: { type: "array", items: { type: "string" }, minItems: 1, maxItems: 3 },
+      note: { type: ["string", "null"], minLength: 2, maxLength: 80 },
+      extra: { type: "object", properties: { k: { type: "string" } }, minProperties: 0, maxProperties: 4 },
+      depth: { type: "integer", minimum: 0, maximum: 5, format: "int32" },
+    },
+    required: ["paths"],
+  };
+
+  for (const upstream of ["openai", "responses", "anthropic"] as KeyFormat[]) {
+    test(`${upstream} upstream receives the bounds as numbers`, async () => {
+      answerWith(upstream, () => new Response(JSON.stringify({ error: { message: "stop here" } }), { status: 400, headers: { "content-type": "application/json" } }));
+      const sdk = geminiClient(router.url, router.ownerKey);
+      await sdk.models.generateContent({ model: `ag-${upstream}`, contents: "Pick files", config: { tools: [{ functionDeclarations: [declaration as never] }] } }).catch(() => undefined);
+      const body = sent(upstream);
+      const schema = upstream === "openai" ? body.tools[0].function.parameters : upstream === "responses" ? body.tools[0].parameters : body.tools[0].input_schema;
+      expect(schema).toEqual(expected);
+    });
+  }
 });

@@ -86,6 +86,18 @@ describe("reading a Gemini client's request", () => {
     });
   });
 
+  test("Schema's int64 bounds (strings on Gemini's wire) become JSON Schema integers; other values stay as written", () => {
+    const params = (parameters: JsonObject) => read({ contents: [user("x")], tools: [{ functionDeclarations: [{ name: "f", parameters }] }] }).tools[0]!.parameters;
+    expect(params({ type: "OBJECT", properties: { a: { type: "ARRAY", items: { type: "STRING", minLength: "1", maxLength: "9" }, minItems: "0", maxItems: "12" } }, minProperties: "1", maxProperties: "2" })).toEqual({
+      type: "object",
+      properties: { a: { type: "array", items: { type: "string", minLength: 1, maxLength: 9 }, minItems: 0, maxItems: 12 } },
+      minProperties: 1,
+      maxProperties: 2,
+    });
+    // Already numbers (a hand-written body), or not a whole number: kept as given.
+    expect(params({ type: "ARRAY", minItems: 2, maxItems: "many" })).toEqual({ type: "array", minItems: 2, maxItems: "many" });
+  });
+
   test("thinking levels read as efforts; one candidate is no candidates field; logprobs without a count are top 0", () => {
     const ir = read({ contents: [user("x")], generationConfig: { candidateCount: 1, responseLogprobs: true, thinkingConfig: { thinkingLevel: "MINIMAL" } } });
     expect(ir.reasoning).toEqual({ effort: "minimal" });
