@@ -44,8 +44,12 @@ const sent = (format: KeyFormat): any => ups.get(format)!.requests.at(-1)!.json;
 const chatChunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: "chatcmpl-ag", object: "chat.completion.chunk", created: 1, model: "gpt-ag", choices: [{ index: 0, delta, finish_reason: finish }] });
 const chatUsageChunk = { id: "chatcmpl-ag", object: "chat.completion.chunk", created: 1, model: "gpt-ag", choices: [], usage: { prompt_tokens: 20, completion_tokens: 5, total_tokens: 25 } };
 
+const ev = (data: Record<string, unknown>): [string, unknown] => [String(data.type), data];
+const anthropicStart = ev({ type: "message_start", message: { id: "msg_ag", type: "message", role: "assistant", model: "claude-ag", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } });
+const anthropicEnd = (stop: string) => [ev({ type: "message_delta", delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: 5 } }), ev({ type: "message_stop" })];
 
 const READ_TOOL = { name: "read_file", description: "Read a file", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } };
+const LIST_TOOL = { name: "list_files", description: "List the files", parameters: { type: "object", properties: {} } };
 
 describe("a Chat upstream that ends a tool-calling answer with finish_reason \"stop\"", () => {
   /**
@@ -137,4 +141,59 @@ describe("a Gemini client's tool schema in Gemini's own Schema: its int64 bounds
       expect(schema).toEqual(expected);
     });
   }
+});
+
+describe("a streamed call of a tool that takes no arguments", () => {
+  /**
+   * Anthropic streams a call without arguments as a `tool_use` block whose only
+   * `input_json_delta` is empty (and some Chat servers send no argument fragment at
+   * all). Chat and Responses carry arguments as JSON text, and OpenAI always gives an
+   * object there (`"{}"`); the translated streams left the text empty, so the SDKs'
+   * assembled call had `arguments: ""` and an agent's `JSON.parse(arguments)` threw.
+   * Complete (non-stream) answers already wrote `"{}"`.
+   */
+  const anthropicNoArgs = () =>
+    sse([
+      anthropicStart,
+      ev({ type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_01LS", name: "list_files", input: {} } }),
+      ev({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: "" } }),
+      ev({ type: "content_block_stop", index: 0 }),
+      ev({ type: "content_block_start", index: 1, content_block: { type: "tool_use", id: "toolu_01RD", name: "read_file", input: {} } }),
+      ev({ type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: '{"path":"a"}' } }),
+      ev({ type: "content_block_stop", index: 1 }),
+      ...anthropicEnd("tool_use"),
+    ]);
+  const chatNoArgs = () =>
+    sse([
+      chatChunk({ role: "assistant", content: null }),
+      chatChunk({ tool_calls: [{ index: 0, id: "call_ls", type: "function", function: { name: "list_files" } }] }),
+      chatChunk({}, "tool_calls"),
+      chatUsageChunk,
+    ], { done: true });
+
+  test("Chat client on an Anthropic key: the call's arguments are \"{}\"", async () => {
+    answerWith("anthropic", anthropicNoArgs);
+    const sdk = openaiClient(router.url, router.ownerKey);
+    const answer = await sdk.chat.completions.stream({ model: "ag-anthropic", tools: [{ type: "function", function: LIST_TOOL }, { type: "function", function: READ_TOOL }], messages: [{ role: "user", content: "List" }] }).finalChatCompletion();
+    const calls = (answer.choices[0]!.message.tool_calls ?? []).map((c) => ({ id: c.id, ...(c as { function: { name: string; arguments: string } }).function }));
+    expect(calls.map((c) => ({ ...c, parsed: JSON.parse(c.arguments) }))).toEqual([
+      { id: "toolu_01LS", name: "list_files", arguments: "{}", parsed: {} },
+      { id: "toolu_01RD", name: "read_file", arguments: '{"path":"a"}', parsed: { path: "a" } },
+    ]);
+    expect(answer.choices[0]!.finish_reason).toBe("tool_calls");
+  });
+
+  test("Responses client on an Anthropic key, and on a Chat key that sends no fragment: arguments \"{}\"", async () => {
+    const sdk = openaiClient(router.url, router.ownerKey);
+    for (const [upstream, script] of [["anthropic", anthropicNoArgs], ["openai", chatNoArgs]] as const) {
+      answerWith(upstream, script);
+      const stream = sdk.responses.stream({ model: `ag-${upstream}`, input: "List", tools: [{ type: "function", strict: false, ...LIST_TOOL }, { type: "function", strict: false, ...READ_TOOL }] });
+      const done: string[] = [];
+      stream.on("response.function_call_arguments.done", (e) => done.push(e.arguments));
+      const answer = await stream.finalResponse();
+      const first = answer.output[0] as { type: string; name: string; arguments: string };
+      expect({ type: first.type, name: first.name, arguments: first.arguments }).toEqual({ type: "function_call", name: "list_files", arguments: "{}" });
+      expect(done[0]).toBe("{}");
+    }
+  });
 });

@@ -593,7 +593,7 @@ describe("writing Chat streams", () => {
     expect(decode(writeStream([INTERLEAVED_EVENTS], { created: CREATED, usageChunk: false }))).toEqual([...INTERLEAVED_CHUNKS.slice(0, -2), "[DONE]"]);
   });
 
-  test("usage from the start event when no later usage comes; empty deltas, signatures and redacted thinking send nothing", () => {
+  test("usage from the start event when no later usage comes; empty deltas, signatures and redacted thinking send nothing; a call with no argument text gets {}", () => {
     const events: IrEvent[] = [
       { type: "start", id: "msg", model: "claude", usage: { prompt: 10, completion: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0 } },
       { type: "thinking", text: "" },
@@ -608,6 +608,7 @@ describe("writing Chat streams", () => {
     expect(decode(writeStream([events]))).toEqual([
       c({ role: "assistant", content: "" }),
       c({ tool_calls: [{ index: 0, id: "t", type: "function", function: { name: "f", arguments: "" } }] }),
+      c({ tool_calls: [{ index: 0, function: { arguments: "{}" } }] }),
       c({}, "stop"),
       { id: "msg", object: "chat.completion.chunk", created: CREATED, model: "claude", choices: [], usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } } },
       "[DONE]",

@@ -436,6 +436,16 @@ describe("writing for a Responses client", () => {
     expect(decode(writeStream(CLIENT_STREAM_IR))).toEqual(CLIENT_STREAM);
   });
 
+  test("a stream: a call that got no argument text closes with {} (a delta, the done event and the item)", () => {
+    const events = decode(writeStream([{ type: "start", id: "x", model: "m" }, { type: "tool_call_start", call: 0, id: "c", name: "f" }, { type: "tool_call_arguments", call: 0, delta: "" }, { type: "finish", finish: "tool_calls" }]));
+    const data = events.map((e) => e.data as JsonObject);
+    expect(data.filter((d) => String(d.type).startsWith("response.function_call_arguments")).map((d) => [d.type, d.delta ?? d.arguments])).toEqual([
+      ["response.function_call_arguments.delta", "{}"],
+      ["response.function_call_arguments.done", "{}"],
+    ]);
+    expect(data.find((d) => d.type === "response.output_item.done")!.item).toMatchObject({ type: "function_call", arguments: "{}" });
+  });
+
   test("a stream: the client's final usage is what metering reads from it", () => {
     const tap = formatOf("openai").streamUsageTap();
     const decoder = createSseDecoder((e) => tap.onEvent(e));

@@ -28,6 +28,8 @@ export function chatStreamWriter(context: AnswerContext): StreamWriter {
   let usage: Usage | undefined;
   /** The model's call ordinal → Chat's tool-call index, numbered in the order calls start. */
   const indexOf = new Map<number, number>();
+  /** Indexes of the calls that have had no argument text yet. */
+  const withoutArguments = new Set<number>();
 
   const chunk = (delta: JsonObject, finishReason: string | null = null) =>
     dataEvent({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] });
@@ -39,10 +41,17 @@ export function chatStreamWriter(context: AnswerContext): StreamWriter {
     out.push(chunk({ role: "assistant", content: "" }));
   }
 
+  /**
+   * The finish chunk. A call that got no argument text (Anthropic streams a call without
+   * arguments as one empty delta) gets `{}` first: Chat's arguments are JSON text, OpenAI
+   * always gives an object there, and agents parse it.
+   */
   function finish(reason: string, out: string[]): void {
     if (finished) return;
     opening(out);
     finished = true;
+    for (const index of withoutArguments) out.push(chunk({ tool_calls: [{ index, function: { arguments: "{}" } }] }));
+    withoutArguments.clear();
     out.push(chunk({}, reason));
   }
 
@@ -83,12 +92,16 @@ export function chatStreamWriter(context: AnswerContext): StreamWriter {
       case "tool_call_start": {
         const index = indexOf.size;
         indexOf.set(event.call, index);
+        withoutArguments.add(index);
         out.push(chunk({ tool_calls: [{ index, id: event.id, type: "function", function: { name: event.name, arguments: "" } }] }));
         return;
       }
       case "tool_call_arguments": {
         const index = indexOf.get(event.call);
-        if (index !== undefined && event.delta !== "") out.push(chunk({ tool_calls: [{ index, function: { arguments: event.delta } }] }));
+        if (index !== undefined && event.delta !== "") {
+          withoutArguments.delete(index);
+          out.push(chunk({ tool_calls: [{ index, function: { arguments: event.delta } }] }));
+        }
         return;
       }
       case "finish":

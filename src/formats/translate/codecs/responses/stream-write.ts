@@ -117,6 +117,13 @@ export function responsesStreamWriter(context: AnswerContext): StreamWriter {
   }
 
   function closeCall(call: OpenCall, out: string[], status: ItemStatus): void {
+    // A call that got no argument text (Anthropic streams a call without arguments as one
+    // empty delta) closes with `{}`: the arguments are JSON text that agents parse, and
+    // OpenAI always gives an object there.
+    if (call.args === "") {
+      call.args = "{}";
+      emit(out, "response.function_call_arguments.delta", { item_id: call.id, output_index: call.index, delta: call.args });
+    }
     emit(out, "response.function_call_arguments.done", { item_id: call.id, output_index: call.index, name: call.name, arguments: call.args });
     finishItem(call.index, functionCallItem(call.id, status, call.callId, call.name, call.args, namespaces), out);
   }
