@@ -197,3 +197,47 @@ describe("a streamed call of a tool that takes no arguments", () => {
     }
   });
 });
+
+describe("a Chat upstream that gives its calls no id", () => {
+  /**
+   * Some OpenAI-compatible servers leave a call's `id` out. The Chat reader took "" for a
+   * complete answer's calls and `call_<n>` (from 0 in every answer) for a stream's, so an
+   * Anthropic client got `tool_use` blocks all named "" (which it cannot answer apart,
+   * and which Anthropic's own API refuses when the conversation is sent there), or the
+   * same `call_0` turn after turn. A client answers a call by its id: each needs one of
+   * its own in the whole conversation (the Gemini reader makes them so already).
+   */
+  const callsWithoutIds = () =>
+    json({ id: "chatcmpl-noid", object: "chat.completion", created: 1, model: "gpt-ag", choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: ["a", "b"].map((path) => ({ type: "function", function: { name: "read_file", arguments: JSON.stringify({ path }) } })) }, finish_reason: "tool_calls" }] });
+  const streamWithoutId = () =>
+    sse([chatChunk({ role: "assistant" }), chatChunk({ tool_calls: [{ index: 0, type: "function", function: { name: "read_file", arguments: '{"path":"a"}' } }] }), chatChunk({}, "tool_calls"), chatUsageChunk], { done: true });
+  const request = { model: "ag-openai", max_tokens: 100, tools: [{ name: READ_TOOL.name, input_schema: READ_TOOL.parameters as never }], messages: [{ role: "user" as const, content: "Read a and b" }] };
+  const ids = (content: Array<{ type: string; id?: string }>) => content.filter((b) => b.type === "tool_use").map((b) => b.id!);
+
+  test("Anthropic client: every call has its own non-empty id, in Anthropic's alphabet, JSON and stream, turn after turn", async () => {
+    const sdk = anthropicClient(router.url, router.ownerKey);
+    answerWith("openai", callsWithoutIds);
+    const json1 = ids((await sdk.messages.create(request)).content);
+    const json2 = ids((await sdk.messages.create(request)).content);
+    answerWith("openai", streamWithoutId);
+    const stream1 = ids((await sdk.messages.stream(request).finalMessage()).content);
+    const stream2 = ids((await sdk.messages.stream(request).finalMessage()).content);
+    const all = [...json1, ...json2, ...stream1, ...stream2];
+    expect(all.length).toBe(6);
+    expect(new Set(all).size).toBe(6);
+    for (const id of all) expect(id).toMatch(/^[a-zA-Z0-9_-]{1,40}$/);
+  });
+
+  test("the id comes back as the result's tool_call_id on the next turn", async () => {
+    const sdk = anthropicClient(router.url, router.ownerKey);
+    answerWith("openai", callsWithoutIds);
+    const first = await sdk.messages.create(request);
+    const [a, b] = ids(first.content);
+    expect(a).not.toBe(b);
+    answerWith("openai", () => json({ id: "chatcmpl-2", object: "chat.completion", created: 1, model: "gpt-ag", choices: [{ index: 0, message: { role: "assistant", content: "done" }, finish_reason: "stop" }] }));
+    await sdk.messages.create({ ...request, messages: [...request.messages, { role: "assistant", content: first.content as never }, { role: "user", content: [{ type: "tool_result", tool_use_id: a!, content: "A" }, { type: "tool_result", tool_use_id: b!, content: "B" }] }] });
+    const messages = sent("openai").messages as Array<Record<string, any>>;
+    expect(messages[1]!.tool_calls.map((c: { id: string }) => c.id)).toEqual([a, b]);
+    expect(messages.slice(2).map((m) => [m.role, m.tool_call_id, m.content])).toEqual([["tool", a, "A"], ["tool", b, "B"]]);
+  });
+});

@@ -416,6 +416,15 @@ describe("reading upstream answers", () => {
     });
   });
 
+  test("calls without an id get ids of their own (unique, within 40 characters, Anthropic's alphabet), in answers and streams", () => {
+    const call = { type: "function", function: { name: "f", arguments: "{}" } };
+    const answerIds = (chatCodec.readAnswer({ id: "c", choices: [{ message: { tool_calls: [call, call] }, finish_reason: "tool_calls" }] }).parts as Array<{ id: string }>).map((p) => p.id);
+    const streamIds = readStream([{ id: "c", choices: [{ index: 0, delta: { tool_calls: [{ index: 0, ...call }, { index: 1, ...call }] } }] }]).flatMap((e) => (e.type === "tool_call_start" ? [e.id] : []));
+    const all = [...answerIds, ...streamIds];
+    expect(new Set(all).size).toBe(4);
+    for (const id of all) expect(id).toMatch(/^call_[0-9a-f]{24}$/);
+  });
+
   test("odd bodies give an empty answer, never a throw", () => {
     for (const body of [undefined, null, "oops", [], { choices: "no" }, { choices: [null] }, { choices: [{ message: 5 }], usage: {} }]) {
       expect(chatCodec.readAnswer(body)).toEqual({ id: "", model: "", parts: [], finish: "stop" });

@@ -33,6 +33,13 @@ export function readChatAnswer(body: unknown): IrAnswer {
 
 const stringOr = (v: unknown) => (typeof v === "string" ? v : "");
 
+/**
+ * An id for a call the upstream gave none (some OpenAI-compatible servers omit it). A
+ * client answers a call by its id, so it must be unique in the whole conversation, not
+ * only in this answer; it stays within Chat's 40 characters and Anthropic's id alphabet.
+ */
+export const madeCallId = (): string => `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
+
 function messageParts(message: JsonObject): IrPart[] {
   const parts: IrPart[] = [];
   const reasoning = reasoningText(message);
@@ -41,7 +48,7 @@ function messageParts(message: JsonObject): IrPart[] {
   for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
     if (!isObject(call) || !isObject(call.function)) continue;
     const args = call.function.arguments;
-    parts.push({ type: "tool_call", id: stringOr(call.id), name: stringOr(call.function.name), arguments: typeof args === "string" && args !== "" ? args : "{}" });
+    parts.push({ type: "tool_call", id: typeof call.id === "string" && call.id !== "" ? call.id : madeCallId(), name: stringOr(call.function.name), arguments: typeof args === "string" && args !== "" ? args : "{}" });
   }
   return parts;
 }

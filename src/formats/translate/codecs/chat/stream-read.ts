@@ -11,7 +11,7 @@ import type { SseEvent } from "../../../sse.ts";
 import type { StreamReader } from "../../codec.ts";
 import { streamedError } from "../../errors.ts";
 import type { IrEvent } from "../../ir.ts";
-import { reasoningText } from "./answer.ts";
+import { madeCallId, reasoningText } from "./answer.ts";
 import { irFinish } from "./finish.ts";
 
 export function chatStreamReader(): StreamReader {
@@ -39,7 +39,7 @@ export function chatStreamReader(): StreamReader {
     let known = calls.get(index);
     if (known === undefined || (id !== undefined && id !== known.id)) {
       const call = nextCall++;
-      known = { call, id: id ?? `call_${call}` };
+      known = { call, id: id ?? madeCallId() };
       calls.set(index, known);
       out.push({ type: "tool_call_start", call, id: known.id, name: typeof fn.name === "string" ? fn.name : "" });
     }
