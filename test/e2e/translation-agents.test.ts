@@ -241,3 +241,81 @@ describe("a Chat upstream that gives its calls no id", () => {
     expect(messages.slice(2).map((m) => [m.role, m.tool_call_id, m.content])).toEqual([["tool", a, "A"], ["tool", b, "B"]]);
   });
 });
+
+// ——— Checked and found right ———
+
+describe("what the review probed and found right", () => {
+  test("tool_choice forms, the one-call-at-a-time switch and a Gemini client's allowed functions reach each upstream with their meaning", async () => {
+    for (const f of FORMATS) answerWith(f, () => json({ error: { message: "stop here" } }, 400));
+    const choices = (f: KeyFormat) => {
+      const b = sent(f);
+      return { tool_choice: b.tool_choice, parallel_tool_calls: b.parallel_tool_calls, toolConfig: b.toolConfig, tools: (b.tools ?? []).map((t: any) => t.name ?? t.function?.name ?? t.functionDeclarations?.map((d: any) => d.name)) };
+    };
+    const anthropic = anthropicClient(router.url, router.ownerKey);
+    const two = [{ name: "a", input_schema: { type: "object" as const, properties: {} } }, { name: "b", input_schema: { type: "object" as const, properties: {} } }];
+    const named = { type: "tool" as const, name: "b", disable_parallel_tool_use: true };
+    for (const f of ["openai", "responses", "gemini"] as KeyFormat[]) await anthropic.messages.create({ model: `ag-${f}`, max_tokens: 10, tools: two, tool_choice: named, messages: [{ role: "user", content: "x" }] }).catch(() => 0);
+    expect(choices("openai")).toMatchObject({ tool_choice: { type: "function", function: { name: "b" } }, parallel_tool_calls: false });
+    expect(choices("responses")).toMatchObject({ tool_choice: { type: "function", name: "b" }, parallel_tool_calls: false });
+    expect(choices("gemini")).toMatchObject({ toolConfig: { functionCallingConfig: { mode: "ANY", allowedFunctionNames: ["b"] } } });
+
+    const chat = openaiClient(router.url, router.ownerKey);
+    for (const f of ["anthropic", "responses", "gemini"] as KeyFormat[]) await chat.chat.completions.create({ model: `ag-${f}`, tools: [{ type: "function", function: { name: "a" } }, { type: "function", function: { name: "b" } }], tool_choice: "required", parallel_tool_calls: false, messages: [{ role: "user", content: "x" }] }).catch(() => 0);
+    expect(choices("anthropic").tool_choice).toEqual({ type: "any", disable_parallel_tool_use: true });
+    expect(choices("responses")).toMatchObject({ tool_choice: "required", parallel_tool_calls: false });
+    // Gemini has no switch for one call at a time (docs/translation.md: dropped).
+    expect(choices("gemini").toolConfig).toEqual({ functionCallingConfig: { mode: "ANY" } });
+
+    const gemini = geminiClient(router.url, router.ownerKey);
+    for (const f of ["anthropic", "responses", "openai"] as KeyFormat[]) await gemini.models.generateContent({ model: `ag-${f}`, contents: "x", config: { tools: [{ functionDeclarations: [{ name: "a" }, { name: "b" }, { name: "c" }] }], toolConfig: { functionCallingConfig: { mode: "ANY" as never, allowedFunctionNames: ["a", "b"] } } } }).catch(() => 0);
+    expect(choices("anthropic")).toMatchObject({ tool_choice: { type: "any" }, tools: ["a", "b"] });
+    expect(choices("responses")).toMatchObject({ tool_choice: "required", tools: ["a", "b"] });
+    expect(choices("openai")).toMatchObject({ tool_choice: "required", tools: ["a", "b"] });
+  });
+
+  test("stop reasons through streams: Anthropic's refusal is a content filter for OpenAI clients; Gemini's MAX_TOKENS is max_tokens with thinking counted", async () => {
+    answerWith("anthropic", () => sse([anthropicStart, ev({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }), ev({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "No" } }), ev({ type: "content_block_stop", index: 0 }), ...anthropicEnd("refusal")]));
+    const openai = openaiClient(router.url, router.ownerKey);
+    const response = await openai.responses.stream({ model: "ag-anthropic", input: "x" }).finalResponse();
+    expect({ status: response.status, details: response.incomplete_details, text: response.output_text }).toEqual({ status: "incomplete", details: { reason: "content_filter" }, text: "No" });
+    const completion = await openai.chat.completions.stream({ model: "ag-anthropic", messages: [{ role: "user", content: "x" }] }).finalChatCompletion();
+    expect(completion.choices[0]!.finish_reason).toBe("content_filter");
+
+    answerWith("gemini", () => sse([
+      { candidates: [{ content: { role: "model", parts: [{ text: "abc" }] }, index: 0 }], responseId: "g1", modelVersion: "gm" },
+      { candidates: [{ content: { role: "model", parts: [{ text: "d" }] }, finishReason: "MAX_TOKENS", index: 0 }], usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 4, thoughtsTokenCount: 3, totalTokenCount: 12 }, responseId: "g1", modelVersion: "gm" },
+    ]));
+    const message = await anthropicClient(router.url, router.ownerKey).messages.stream({ model: "ag-gemini", max_tokens: 4, messages: [{ role: "user", content: "x" }] }).finalMessage();
+    expect(message.stop_reason).toBe("max_tokens");
+    expect(message.usage).toMatchObject({ input_tokens: 5, output_tokens: 7 });
+  });
+
+  test("an Anthropic client's error result and a result holding an image reach each upstream in its own words", async () => {
+    for (const f of FORMATS) answerWith(f, () => json({ error: { message: "stop here" } }, 400));
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+    const sdk = anthropicClient(router.url, router.ownerKey);
+    for (const f of ["openai", "responses", "gemini"] as KeyFormat[]) {
+      await sdk.messages.create({ model: `ag-${f}`, max_tokens: 100, tools: [{ name: "shot", input_schema: { type: "object", properties: {} } }], messages: [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_01A", name: "shot", input: {} }, { type: "tool_use", id: "toolu_01B", name: "shot", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_01A", is_error: true, content: "boom" }, { type: "tool_result", tool_use_id: "toolu_01B", content: [{ type: "text", text: "here" }, { type: "image", source: { type: "base64", media_type: "image/png", data: png } }] }, { type: "text", text: "go on" }] },
+      ] }).catch(() => 0);
+    }
+    expect(sent("openai").messages.slice(2)).toEqual([
+      { role: "tool", tool_call_id: "toolu_01A", content: "boom" },
+      { role: "tool", tool_call_id: "toolu_01B", content: "here" },
+      { role: "user", content: [{ type: "image_url", image_url: { url: `data:image/png;base64,${png}` } }, { type: "text", text: "go on" }] },
+    ]);
+    expect(sent("responses").input.slice(1).map((i: any) => [i.type, i.call_id ?? i.role, i.output ?? i.content?.[0]?.type])).toEqual([
+      ["function_call", "toolu_01A", undefined], ["function_call", "toolu_01B", undefined],
+      ["function_call_output", "toolu_01A", "boom"], ["function_call_output", "toolu_01B", "here"],
+      ["message", "user", "input_image"], ["message", "user", "input_text"],
+    ]);
+    // Gemini's documented error convention; the calls answered by name and order.
+    expect(sent("gemini").contents[2].parts.slice(0, 3)).toEqual([
+      { functionResponse: { name: "shot", response: { error: "boom" } } },
+      { functionResponse: { name: "shot", response: { result: "here" } } },
+      { inlineData: { mimeType: "image/png", data: png } },
+    ]);
+  });
+});
