@@ -25,7 +25,7 @@ import { createKeyChoice } from "./key-choice.ts";
 import { formatOf } from "../formats/registry.ts";
 import { MAX_MESSAGE, type AttemptFact } from "../metering/request-log.ts";
 import { errorMessage, failureMessage } from "./attempt-facts.ts";
-import { DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readBounded } from "./bounded-read.ts";
+import { DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readBoundedText } from "./bounded-read.ts";
 
 class AttemptTimeout extends Error {}
 
@@ -35,7 +35,6 @@ const SUCCESS = Object.freeze({ kind: "success" as const });
 const JSON_TYPE = /\bjson\b/i;
 const HTML_TYPE = /\btext\/html\b/i;
 const isEventStream = (response: Response) => (response.headers.get("content-type") ?? "").includes("text/event-stream");
-const utf8 = new TextDecoder();
 
 /** The attempts end with a response of their own: an error, a passed-on client mistake, a client that left. */
 const ended = (response: Response, outcome: CallOutcome): AttemptsEnd => ({ delivery: { response, outcome } });
@@ -234,10 +233,9 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
               // Read within bounds: silence past the stream idle limit is a timeout of this
               // key (the read throws), and an answer past maxAnswerBytes (a gzip bomb
               // included) is no answer, dropped as it grows rather than held whole.
-              const bytes = await readBounded(response.body, maxAnswerBytes, config.streamIdleTimeoutMs, () => controller.abort(new AttemptTimeout()));
-              if (bytes === undefined) nonAnswer = `an answer over ${maxAnswerBytes} bytes`;
+              const text = await readBoundedText(response, maxAnswerBytes, config.streamIdleTimeoutMs, () => controller.abort(new AttemptTimeout()));
+              if (text === undefined) nonAnswer = `an answer over ${maxAnswerBytes} bytes`;
               else {
-                const text = utf8.decode(bytes);
                 const judged = judgeJson(text);
                 if (judged.answer) read = { text, parsed: judged.parsed };
                 else nonAnswer = judged.why;
@@ -319,24 +317,24 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             await switchOver.recordSuccess(chosen.level, chosen.probe);
             // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
             // Read within bounds: an error body is small, and one that stalls must not hold the call.
-            const raw = await readBounded(response.body, MAX_ERROR_BODY_BYTES, config.streamIdleTimeoutMs, () => controller.abort(new AttemptTimeout())).then(
-              (bytes) => bytes ?? ("over" as const),
+            const read = await readBoundedText(response, MAX_ERROR_BODY_BYTES, config.streamIdleTimeoutMs, () => controller.abort(new AttemptTimeout())).then(
+              (body): { body: string } | "over" => (body === undefined ? "over" : { body }),
               // Cut while read (a dropped connection, silence): the status still goes back, with words of our own.
-              () => (controller.signal.reason instanceof AttemptTimeout ? ("stalled" as const) : undefined),
+              () => (controller.signal.reason instanceof AttemptTimeout ? ("stalled" as const) : ("cut" as const)),
             );
-            const body = raw instanceof Uint8Array ? redact(redactSecret(utf8.decode(raw), secrets)) : undefined;
             const text =
-              body ??
-              (raw === "over"
-                ? `The upstream answered ${status} with an error body over ${MAX_ERROR_BODY_BYTES / 1024 / 1024} MiB, which is not relayed.`
-                : raw === "stalled"
-                  ? `The upstream answered ${status}, and its error body stopped arriving for ${Math.round(config.streamIdleTimeoutMs / 1000)} s; it was not read.`
-                  : `The upstream answered ${status}, and its error body broke off before it was read.`);
+              typeof read === "object"
+                ? redact(redactSecret(read.body, secrets))
+                : read === "over"
+                  ? `The upstream answered ${status} with an error body over ${MAX_ERROR_BODY_BYTES / 1024 / 1024} MiB, which is not relayed.`
+                  : read === "stalled"
+                    ? `The upstream answered ${status}, and its error body stopped arriving for ${Math.round(config.streamIdleTimeoutMs / 1000)} s; it was not read.`
+                    : `The upstream answered ${status}, and its error body broke off before it was read.`;
             note({ status, answered: true, message: text.slice(0, MAX_MESSAGE) });
             input.trace.ttfbMs = firstByteAt - callStart;
             release();
             const answer =
-              body === undefined
+              typeof read !== "object"
                 ? errorResponse(call.family, new HttpError(status === 404 ? "not_found" : status === 413 ? "too_large" : status === 409 ? "conflict" : "invalid_request", text, { status }))
                 : translator
                   ? translatedError(translator, status, text)

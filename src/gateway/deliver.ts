@@ -13,7 +13,7 @@ import { clientWantsUsageChunk } from "./translation.ts";
 import { countContent, estimateTokens } from "./usage/content-count.ts";
 import { formatOf } from "../formats/registry.ts";
 import { ZERO_USAGE, type Usage, type UsageSource } from "../formats/usage.ts";
-import { DEFAULT_MAX_ANSWER_BYTES, readBounded } from "./bounded-read.ts";
+import { DEFAULT_MAX_ANSWER_BYTES, readBoundedText } from "./bounded-read.ts";
 
 
 /** A regular expression literal is a new object each time it is evaluated: these run per call. */
@@ -141,9 +141,9 @@ export function createDeliver(deps: DeliverDeps) {
     else {
       try {
         // A text answer read for its estimate, within the same bounds as a JSON one.
-        const bytes = await readBounded(response.body, config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES, config.streamIdleTimeoutMs, () => controller.abort());
-        if (bytes === undefined) throw new Error("answer too large");
-        text = new TextDecoder().decode(bytes);
+        const read = await readBoundedText(response, config.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES, config.streamIdleTimeoutMs, () => controller.abort());
+        if (read === undefined) throw new Error("answer too large");
+        text = read;
       } catch {
         release();
         const gone = input.clientSignal.aborted;
