@@ -357,12 +357,12 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     exclusively: (body) => (config.database !== undefined ? withStartupLock(store, body) : body()),
     endingCalls,
     beforeClose: [
-      // Streams cut by the grace period are read on for their usage: their settlement goes before the last usage write.
+      // Calls and streams cut by the grace period are read on for their usage: their settlement goes before the last usage write.
       async () => {
         if (endingCalls.size === 0) return;
-        log.info("stopping: waiting for streams still read for their usage", { streams: endingCalls.size, maxSeconds: config.drainTimeoutMs / 1000 });
+        log.info("stopping: waiting for calls and streams still read for their usage", { calls: endingCalls.size, maxSeconds: config.drainTimeoutMs / 1000 });
         const left = await endingCalls.ended(config.drainTimeoutMs + 1000);
-        if (left > 0) log.error("streams still read for their usage at stop are not charged", { streams: left });
+        if (left > 0) log.error("calls and streams still read for their usage at stop are not charged", { calls: left });
       },
       () => usageRecorder.stop(),
       () => writtenCharges.stop(),

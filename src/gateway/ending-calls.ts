@@ -1,5 +1,7 @@
 /**
- * Calls answered whose settlement waits for their end: a stream, read on for its usage
+ * Calls whose settlement waits for their end: every call from its admission to its
+ * answer (one still waiting for its upstream when the grace period cut its client is
+ * read on as one whose client left), a stream, read on for its usage
  * (for at most the drain timeout) after its client left or the grace period cut it, and a
  * realtime response under way when its session's client side closed (read on to its
  * `response.done` for as long, `gateway/realtime/lifecycle.ts`). A

@@ -68,8 +68,23 @@ export function createPipeline(deps: PipelineDeps) {
   const spoolDir = join(deps.config.dataDir, "tmp");
   const bodyTimeoutSeconds = deps.config.bodyTimeoutSeconds ?? DEFAULT_BODY_TIMEOUT_SECONDS;
 
-  /** A read, routed and admitted call: attempts → deliver → settle. */
-  async function forward(tenant: Tenant, input: RelayInput): Promise<Response> {
+  /**
+   * A read, routed and admitted call: attempts → deliver → settle. A stop waits for it
+   * before its last usage write (`EndingCalls`), like a stream read on for its usage: a
+   * call still waiting for its upstream when the grace period cut its client goes on as
+   * one whose client left (docs/api.md, "Client disconnect") and is settled when its
+   * answer comes; the process exited before, and the call the upstream answered (and
+   * billed) was never charged nor logged.
+   */
+  function forward(tenant: Tenant, input: RelayInput): Promise<Response> {
+    const served = forwardNow(tenant, input);
+    deps.endingCalls.add(served);
+    const done = () => deps.endingCalls.done(served);
+    served.then(done, done);
+    return served;
+  }
+
+  async function forwardNow(tenant: Tenant, input: RelayInput): Promise<Response> {
     let delivery: Delivery;
     try {
       const end = await attemptsFor(tenant)(input);
