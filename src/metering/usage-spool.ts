@@ -38,7 +38,13 @@ export function openUsageSpool(path: string, log: Logger, keeping = true): Usage
   const fd = openSync(path, "a+", 0o600);
   const kept = new Set<NewUsageEventRow>();
   const recovered: NewUsageEventRow[] = [];
-  for (const line of readFileSync(path, "utf8").split("\n")) {
+  const bytes = readFileSync(path);
+  // A last line without its newline was cut short by a crash: it goes, else the first row
+  // kept in this run was appended to it, and read back as one line that parses as
+  // nothing, that row was lost with it (its call never charged).
+  const whole = bytes.lastIndexOf(0x0a) + 1;
+  if (whole < bytes.length) ftruncateSync(fd, whole);
+  for (const line of bytes.toString("utf8").split("\n")) {
     if (line === "") continue;
     try {
       recovered.push(JSON.parse(line) as NewUsageEventRow);
