@@ -87,8 +87,11 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
   const transaction = async <T>(body: (tx: Transaction) => Promise<T>): Promise<T> => {
     while (waiting !== undefined) await new Promise<void>((resolve) => waiting!.push(resolve));
     waiting = [];
-    sqlite.run("BEGIN IMMEDIATE");
     try {
+      // Inside the try: a BEGIN refused (another process held the write lock past
+      // busy_timeout) must end the transaction like any failure. Thrown before it, it left
+      // `waiting` set, and every store call after it, reads included, waited for good.
+      sqlite.run("BEGIN IMMEDIATE");
       const result = await body(bound);
       sqlite.run("COMMIT");
       return result;
