@@ -164,7 +164,12 @@ export function createUsageRecorder(deps: {
           doneWith(rows.filter((row) => !waiting.has(row)));
         }
         const waitAgain = error instanceof PartlyWritten ? error.remaining : rows;
-        unsure.writeFailed(waitAgain);
+        // Only rows the failed write may have stored (it inserted them, or its answer was
+        // lost) are checked when written again: checked writes run on the serving thread,
+        // and a write that stored nothing (SQLite's file locked by another process past
+        // its busy timeout) made every retry wait there for the lock, 5 s a tick, serving
+        // no call while the lock was held.
+        unsure.writeFailed(waitAgain.filter(writer.mayHaveStored));
         pending = waitAgain.concat(pending);
         writingNow = undefined;
         spool?.keep(pending);

@@ -155,6 +155,10 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
     };
     // A checked write reads and writes the marks of copies in its own transaction: never elsewhere.
     const elsewhere = claim || check ? undefined : plainBatches(now);
+    // Tried once per period, whether or not this write commits: a prune runs on the
+    // serving thread, and one retried on every tick while the database refused writes
+    // (SQLite's file locked by another process) held that thread for the lock each time.
+    if (prune) prunedAt = now;
     const written = elsewhere
       ? elsewhere.write(rows, healthRows, now).then(
           ({ fresh, latest }): { released: NewUsageEventRow[]; version: number | undefined; replayed?: ClaimWritten } => {
@@ -193,7 +197,6 @@ export function createUsageWriter(deps: { store: Store; clock: Clock; log: Logge
           // The rows' ids are given out one transaction at a time: the newest is this write's version.
           const version = fresh.length > 0 && released.length === fresh.length ? await tx.usage.latestId() : undefined;
           if (claim) await tx.usage.recordClaim(claim.id, claim.released ? { charged: chargesOf(claim.released), version: undefined } : { charged: chargesOf(released), version }, now, prune ? [] : forgotten);
-          if (prune) prunedAt = now;
           ran = true;
           return { released, version };
         });

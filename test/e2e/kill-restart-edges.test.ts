@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { isolatedBinary, serveBinary, type ServingBinary } from "../helpers/binary.ts";
 import { chatCompletion, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
@@ -104,6 +104,19 @@ async function balanceOf(router: Booted, key: string): Promise<number> {
   return Math.round(status.balance * 1e9);
 }
 
+/** `count` chat calls made one after another, each once the one before it was answered. */
+async function inTurn(router: Booted, key: string, count: number): Promise<Array<Awaited<ReturnType<typeof chat>>>> {
+  const results = [];
+  for (let i = 0; i < count; i++) results.push(await chat(router, key, "acme-chat"));
+  return results;
+}
+
+/** What `work` resolves with, waited for as a condition (at most `timeoutMs`). */
+async function within<T>(work: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  const done = work.then((value) => ({ value }));
+  return (await waitFor(() => Promise.race([done, Bun.sleep(100).then(() => undefined)]), timeoutMs, what))!.value;
+}
+
 /** Usage rows of the embedded file at rest (the router stopped), by request id. */
 function usageRows(data: string, accountId: number): Array<{ request_id: string; status: number; cost_nanos: number; completion_tokens: number }> {
   const db = new Database(join(data, "router.db"), { readonly: true });
@@ -184,4 +197,166 @@ describe("SIGTERM with calls in flight (embedded SQLite)", () => {
     expect(await first.server.exited).toBe(0);
     expect(usageRows(first.data, account.id)).toEqual([expect.objectContaining({ request_id: result.id, status: 499, cost_nanos: CALL_COST, completion_tokens: 10 })]);
   }, 30_000);
+});
+
+describe("SIGKILL on the embedded SQLite file", () => {
+  test("killed while another process holds the database's write lock: the rows kept on disk are written once at the next start, past a torn last line; nothing is charged twice", async () => {
+    const first = await boot();
+    const account = await provision(first);
+    expect((await chat(first, account.key, "acme-chat")).status).toBe(200);
+    await waitFor(async () => (await balanceOf(first, account.key)) === GRANTED * 1e9 - CALL_COST, 5000, "the first call to be charged");
+    const spool = join(first.data, "usage-spool.jsonl");
+    // Another process (a tool, a backup) holds the write lock: calls are served, their rows wait.
+    const locker = new Database(join(first.data, "router.db"));
+    locker.run("BEGIN IMMEDIATE");
+    const served: string[] = [];
+    try {
+      for (let i = 0; i < 5; i++) {
+        const result = await chat(first, account.key, "acme-chat");
+        expect(result.status).toBe(200);
+        served.push(result.id);
+      }
+      // Their write waits for the lock (busy_timeout, 5 s) and fails; the rows are kept on disk.
+      await waitFor(() => first.server.stderr().includes("usage rows could not be written"), 15_000, "the write to fail");
+      // Written again on every tick while the lock is held, on the upkeep thread: calls are
+      // still served meanwhile. (Retried as writes checked on the serving thread, each waited
+      // there for the lock, and no call was answered while the lock was held.)
+      const answered = await within(inTurn(first, account.key, 10), 20_000, "calls to be answered while the lock is held");
+      for (const result of answered) expect(result.status).toBe(200);
+      served.push(...answered.map((result) => result.id));
+      await waitFor(() => served.every((id) => readFileSync(spool, "utf8").includes(id)), 15_000, "the rows to be kept on disk");
+      first.server.kill("SIGKILL");
+      await first.server.exited;
+    } finally {
+      locker.run("ROLLBACK");
+      locker.close();
+    }
+    // A crash while a row was being kept leaves its line cut short.
+    appendFileSync(spool, '{"requestId":"req_torn","accountId":');
+    const again = await boot(first.data);
+    await waitFor(async () => (await balanceOf(again, account.key)) === GRANTED * 1e9 - (1 + served.length) * CALL_COST, 5000, "the kept rows to be charged");
+    expect(again.server.stderr() + again.server.stdout()).toContain("could not be read and is skipped");
+    again.server.kill("SIGTERM");
+    expect(await again.server.exited).toBe(0);
+    const rows = usageRows(first.data, account.id);
+    expect(rows).toHaveLength(1 + served.length);
+    for (const id of served) expect(rows.filter((row) => row.request_id === id)).toHaveLength(1);
+    expect(readFileSync(spool, "utf8")).toBe("");
+    // A third start finds nothing left to write: nothing is charged twice.
+    const third = await boot(first.data);
+    expect(await balanceOf(third, account.key)).toBe(GRANTED * 1e9 - (1 + served.length) * CALL_COST);
+    third.server.kill("SIGTERM");
+    expect(await third.server.exited).toBe(0);
+  }, 40_000);
+
+  test("killed again and again under load: every row stored is charged once, none twice, and the ledger matches the rows", async () => {
+    let router = await boot();
+    const account = await provision(router);
+    const answered = new Set<string>();
+    /** Calls whose answer began (a kill may cut one after its row was settled). */
+    const begun = new Set<string>();
+    for (let kill = 0; kill < 3; kill++) {
+      let stop = false;
+      const current = router;
+      const loop = async () => {
+        while (!stop) {
+          const result = await chat(current, account.key, "acme-chat");
+          if (result.id !== "") begun.add(result.id);
+          if (result.status === 200 && !result.cut) answered.add(result.id);
+          if (result.status === 0) return;
+        }
+      };
+      const loops = Array.from({ length: 8 }, loop);
+      const before = answered.size;
+      await waitFor(() => answered.size - before >= 200, 10_000, "calls to be answered");
+      current.server.kill("SIGKILL");
+      stop = true;
+      await Promise.all(loops);
+      await current.server.exited;
+      router = await boot(current.data);
+    }
+    // Settled rows of the last moments before each kill are lost (the crash window); the
+    // others are stored once each, and the ledger charged exactly what is stored.
+    const balance = await balanceOf(router, account.key);
+    router.server.kill("SIGTERM");
+    expect(await router.server.exited).toBe(0);
+    const rows = usageRows(router.data, account.id);
+    expect(new Set(rows.map((row) => row.request_id)).size).toBe(rows.length);
+    for (const row of rows) expect(begun.has(row.request_id)).toBe(true);
+    expect(rows.length).toBeGreaterThan(answered.size / 2);
+    expect(balance).toBe(GRANTED * 1e9 - rows.reduce((sum, row) => sum + row.cost_nanos, 0));
+  }, 40_000);
+
+  test("a torn last line left by a crash does not swallow the row kept after it at the next start", async () => {
+    const first = await boot();
+    const account = await provision(first);
+    expect((await chat(first, account.key, "acme-chat")).status).toBe(200);
+    first.server.kill("SIGTERM");
+    expect(await first.server.exited).toBe(0);
+    // The run before died while it appended a row: its line is cut short.
+    const spool = join(first.data, "usage-spool.jsonl");
+    appendFileSync(spool, '{"requestId":"req_torn","accountId":');
+    // Started while another process holds the write lock: the rows it serves are kept on disk, after that line.
+    const locker = new Database(join(first.data, "router.db"));
+    locker.run("BEGIN IMMEDIATE");
+    const served: string[] = [];
+    try {
+      const second = await boot(first.data);
+      for (let i = 0; i < 2; i++) {
+        const result = await chat(second, account.key, "acme-chat");
+        expect(result.status).toBe(200);
+        served.push(result.id);
+      }
+      await waitFor(() => served.every((id) => readFileSync(spool, "utf8").includes(id)), 15_000, "the rows to be kept on disk");
+      second.server.kill("SIGKILL");
+      await second.server.exited;
+    } finally {
+      locker.run("ROLLBACK");
+      locker.close();
+    }
+    const third = await boot(first.data);
+    await waitFor(() => readFileSync(spool, "utf8") === "", 5000, "the kept rows to be written");
+    // Both rows kept after the torn line are charged. (Appended to it, the first was read back as part of one unreadable line.)
+    expect(await balanceOf(third, account.key)).toBe(GRANTED * 1e9 - (1 + served.length) * CALL_COST);
+    third.server.kill("SIGTERM");
+    expect(await third.server.exited).toBe(0);
+    const rows = usageRows(first.data, account.id);
+    for (const id of served) expect(rows.filter((row) => row.request_id === id)).toHaveLength(1);
+  }, 40_000);
+});
+
+describe("the embedded database locked by another process", () => {
+  test("a write that meets the lock past its busy timeout fails alone; calls are served meanwhile; once the lock goes, writes and usage rows go on", async () => {
+    const router = await boot();
+    const account = await provision(router);
+    // Locked before this run wrote any usage row: its first write also prunes old claim notes, on the serving thread.
+    const locker = new Database(join(router.data, "router.db"));
+    locker.run("BEGIN IMMEDIATE");
+    let refused: Response;
+    const served: string[] = [];
+    try {
+      // A management write waits for the lock (busy_timeout, 5 s) and is refused.
+      refused = await router.call("/x-users", { body: { Email: "locked@example.com", CreditGranted: 1 } });
+      expect(refused.status).toBe(500);
+      // Calls one after another are served while the lock is held. (Each usage write retried
+      // on the serving thread, the prune with it, waited there for the lock: 5 s a tick.)
+      const answered = await within(inTurn(router, account.key, 10), 20_000, "calls to be answered while the lock is held");
+      for (const result of answered) expect(result.status).toBe(200);
+      served.push(...answered.map((result) => result.id));
+    } finally {
+      locker.run("ROLLBACK");
+      locker.close();
+    }
+    // The lock is gone: a write succeeds (a BEGIN refused for the lock left every store call
+    // after it waiting for good), and the rows that waited are written and charged.
+    const created = await within(router.call("/x-users", { body: { Email: "after@example.com", CreditGranted: 1 } }), 10_000, "a management write after the lock went");
+    expect(created.status).toBe(201);
+    await waitFor(async () => (await balanceOf(router, account.key)) === GRANTED * 1e9 - served.length * CALL_COST, 10_000, "the rows that waited to be charged");
+    await waitFor(() => readFileSync(join(router.data, "usage-spool.jsonl"), "utf8") === "", 5000, "the spool to be emptied");
+    router.server.kill("SIGTERM");
+    expect(await router.server.exited).toBe(0);
+    const rows = usageRows(router.data, account.id);
+    expect(rows).toHaveLength(served.length);
+    for (const id of served) expect(rows.filter((row) => row.request_id === id)).toHaveLength(1);
+  }, 40_000);
 });
