@@ -255,6 +255,8 @@ describe("SIGKILL on the embedded SQLite file", () => {
     const answered = new Set<string>();
     /** Calls whose answer began (a kill may cut one after its row was settled). */
     const begun = new Set<string>();
+    /** Calls cut before their answer's headers reached the client (their id unknown here; their row may be stored). */
+    let unknown = 0;
     for (let kill = 0; kill < 3; kill++) {
       let stop = false;
       const current = router;
@@ -262,6 +264,7 @@ describe("SIGKILL on the embedded SQLite file", () => {
         while (!stop) {
           const result = await chat(current, account.key, "acme-chat");
           if (result.id !== "") begun.add(result.id);
+          else unknown++;
           if (result.status === 200 && !result.cut) answered.add(result.id);
           if (result.status === 0) return;
         }
@@ -282,7 +285,7 @@ describe("SIGKILL on the embedded SQLite file", () => {
     expect(await router.server.exited).toBe(0);
     const rows = usageRows(router.data, account.id);
     expect(new Set(rows.map((row) => row.request_id)).size).toBe(rows.length);
-    for (const row of rows) expect(begun.has(row.request_id)).toBe(true);
+    expect(rows.filter((row) => !begun.has(row.request_id)).length).toBeLessThanOrEqual(unknown);
     expect(rows.length).toBeGreaterThan(answered.size / 2);
     expect(balance).toBe(GRANTED * 1e9 - rows.reduce((sum, row) => sum + row.cost_nanos, 0));
   }, 40_000);
