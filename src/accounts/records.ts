@@ -26,10 +26,17 @@ export function limitsRecord(account: AccountRow): AccountLimits {
 
 /**
  * An account as management responses show it: the creation/update field names, so
- * a record read back can be sent again as an update. Never the key or its hash.
+ * a record's settings read back can be sent again as an update, and the identity in
+ * the lower-case names the specification gives account records (spec 2.2: those of
+ * the usage ranking, and `level`). Never the key or its hash.
  */
 export function accountRecord(account: AccountRow): AccountRecord {
   return {
+    id: account.id,
+    name: account.name,
+    email: account.email,
+    alias: account.alias,
+    level: account.depth,
     ID: account.id,
     Name: account.name,
     Email: account.email,

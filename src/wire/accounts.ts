@@ -74,8 +74,19 @@ export const BatchCreditBody = Type.Object(
 );
 export type BatchCreditBody = Static<typeof BatchCreditBody>;
 
-/** An account in the body's field names. Never the key or its hash. */
+/**
+ * An account in the body's field names, plus the identity in the lower-case names the
+ * specification gives account records (those of the usage ranking, `id`, `name`,
+ * `alias`, `email`, and the `level` of the list filters; spec 2.2, 2.3), the names
+ * `/dashboard/status` uses too. Never the key or its hash.
+ */
 export const AccountRecord = Type.Object({
+  id: Count(),
+  name: Type.String(),
+  email: Type.String(),
+  alias: Nullable(Type.String()),
+  /** Depth in the tree, as `Level`. */
+  level: Count(),
   ID: Count(),
   Name: Type.String(),
   Email: Type.String(),

@@ -1,0 +1,36 @@
+import { describe, expect, test } from "bun:test";
+import { api, createAccount } from "../helpers/owner-ops.ts";
+import { perTest } from "../helpers/scoped.ts";
+
+/**
+ * Conformance with the interface specification, sections 1 to 4.2 (provider keys,
+ * accounts, usage records, configuration items, notices and the operation log, key
+ * states): what a review of those sections found wrong (each failed before its fix)
+ * and the requirements it relies on that no other test held.
+ */
+
+const scope = perTest();
+
+describe("2.2 account records", () => {
+  // "Account record fields in responses: not shown beyond those named in the usage
+  // ranking" (id, name, alias, email), and "Filter parameters on account queries also
+  // show an account level": a client reads those names from every account record.
+  test("every account answer carries id, name, alias, email and level, beside the creation fields", async () => {
+    const r = await scope.router();
+    const manager = await createAccount(r, { Name: "manager-one", Alias: "The manager", Resources: "/x-users*,/x-dna*,/dashboard/*" });
+    const child = await createAccount(r, { Name: "child-one" }, manager.key);
+    const identity = (id: number, name: string, email: string, alias: string | null, level: number) => ({ id, name, email, alias, level, ID: id, Name: name, Email: email, Alias: alias, Level: level });
+    const managerIdentity = identity(manager.id, "manager-one", manager.email, "The manager", 2);
+    const childIdentity = identity(child.id, "child-one", child.email, null, 3);
+
+    const created = await api(r, "/x-users", { body: { Email: "fresh@example.com", Name: "fresh-one" } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject(identity(created.body.ID, "fresh-one", "fresh@example.com", null, 2));
+    expect((await api(r, `/x-users/${manager.id}`)).body).toMatchObject(managerIdentity);
+    expect((await api(r, `/x-dna/${child.id}`)).body).toMatchObject(childIdentity);
+    expect((await api(r, `/x-users?id=${manager.id}`)).body).toMatchObject([managerIdentity]);
+    expect((await api(r, `/x-dna?level=3`)).body).toMatchObject([childIdentity]);
+    const updated = await api(r, `/x-users/${child.id}`, { method: "PUT", body: { Alias: "Kid" } });
+    expect(updated.body).toMatchObject({ ...childIdentity, alias: "Kid", Alias: "Kid" });
+  });
+});
