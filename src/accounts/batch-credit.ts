@@ -5,6 +5,9 @@ import type { Tx } from "./ledger.ts";
 import { NANOS_PER_CREDIT, nanosToCredits } from "./records.ts";
 import type { AccountsService, Actor } from "./service.ts";
 
+/** Why an entry whose account does not exist for the caller (unknown, outside its subtree, or no ID at all) is skipped. */
+const UNKNOWN = "unknown account or not manageable by you";
+
 /** Thrown at the end of a dry run to roll its transaction back. */
 class DryRunRollback extends Error {}
 
@@ -37,13 +40,19 @@ export async function runBatchCredit(service: AccountsService, actor: Actor, bod
   type Runner = <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>;
   // What the calls of the account each entry takes from hold (the caller's for a grant,
   // the entry's own for a deduction), asked outside the entries' transactions.
-  const eligible = ids.filter((id) => id !== actor.account.id);
+  // IDs below 1 name no account: skipped as unknown, never looked up.
+  const names = (id: number) => id >= 1;
+  const eligible = ids.filter((id) => id !== actor.account.id && names(id));
   const callerHeld = credit > 0 ? await service.heldForBatch(actor.account, 0, credit, eligible.length) : 0;
   const heldFor = (id: number) => (credit > 0 ? Promise.resolve(callerHeld) : service.heldForBatch(actor.account, id, credit, 1).catch(() => 0));
   const heldBefore = dryRun ? new Map(await Promise.all(eligible.map(async (id) => [id, await heldFor(id)] as const))) : undefined;
   const one = async (id: number, run: Runner) => {
     if (id === actor.account.id) {
       results.push({ ID: id, status: "skipped", reason: "cannot change your own credit" });
+      return;
+    }
+    if (!names(id)) {
+      results.push({ ID: id, status: "skipped", reason: UNKNOWN });
       return;
     }
     try {
@@ -56,7 +65,7 @@ export async function runBatchCredit(service: AccountsService, actor: Actor, bod
     } catch (error) {
       // A caller whose key stopped working meanwhile gets its 401, not a list of skips.
       if (!(error instanceof HttpError) || error.kind === "authentication") throw error;
-      const reason = error.kind === "not_found" ? "unknown account or not manageable by you" : error.code === "insufficient_credit" ? "insufficient credit" : error.message;
+      const reason = error.kind === "not_found" ? UNKNOWN : error.code === "insufficient_credit" ? "insufficient credit" : error.message;
       results.push({ ID: id, status: "skipped", reason });
     }
   };

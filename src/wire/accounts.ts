@@ -64,7 +64,15 @@ export type AccountBody = Static<typeof AccountBody>;
 /** `POST /x-users/batch-credit`: one credit change applied to each listed account. */
 export const BatchCreditBody = Type.Object(
   {
-    IDs: Type.Array(Count({ minimum: 1, expected: "an account ID" }), { minItems: 1, maxItems: 1000, expected: "an array of 1 to 1000 account IDs" }),
+    /**
+     * Integers; one that can name no account (0, negative) is a skipped entry like an
+     * unknown ID (spec 7.4: entries that cannot be applied are skipped, not a request error).
+     */
+    IDs: Type.Array(Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER, expected: "an account ID" }), {
+      minItems: 1,
+      maxItems: 1000,
+      expected: "an array of 1 to 1000 account IDs",
+    }),
     /** Non-zero (checked by the domain, after rounding to nano-credits). */
     CreditGranted: Credits({ minimum: -MAX_CREDIT_CHANGE, maximum: MAX_CREDIT_CHANGE, unit: "credits per change" }),
     Days: Type.Optional(Nullable(Count({ minimum: 1, maximum: MAX_CREDIT_DAYS, expected: `a number of days from 1 to ${MAX_CREDIT_DAYS}` }))),

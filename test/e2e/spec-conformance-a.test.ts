@@ -34,3 +34,26 @@ describe("2.2 account records", () => {
     expect(updated.body).toMatchObject({ ...childIdentity, alias: "Kid", Alias: "Kid" });
   });
 });
+
+describe("4.2 batch credit", () => {
+  // "Batch credit entries that cannot be applied are reported as skipped in a 2xx-style
+  // result list rather than as a request error" (7.4): IDs is an array of integers, and
+  // 0 or a negative one names no account, like an unknown ID.
+  test("an ID that can name no account (0, negative) is a skipped entry; the others apply", async () => {
+    const r = await scope.router();
+    const child = await createAccount(r);
+    const res = await api(r, "/x-users/batch-credit", { body: { IDs: [child.id, 0, -3], CreditGranted: 2 } });
+    expect(res.status).toBe(200);
+    expect(res.body.results).toEqual([
+      { ID: child.id, status: "applied", BalanceBefore: 0, BalanceAfter: 2 },
+      { ID: 0, status: "skipped", reason: "unknown account or not manageable by you" },
+      { ID: -3, status: "skipped", reason: "unknown account or not manageable by you" },
+    ]);
+    expect(res.body.summary).toMatchObject({ applied: 1, skipped: 2 });
+    // Still an array of integers: anything else is a malformed body.
+    for (const IDs of [[1.5], ["2"], [null]]) {
+      const bad = await api(r, "/x-users/batch-credit", { body: { IDs, CreditGranted: 1 } });
+      expect({ IDs, status: bad.status, param: bad.body.error?.param }).toEqual({ IDs, status: 400, param: "IDs" });
+    }
+  });
+});
