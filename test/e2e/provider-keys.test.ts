@@ -499,7 +499,6 @@ describe("provider keys: validation writes nothing", () => {
       expect(await res.text()).not.toContain(sk.slice(8));
       expect(await total(router)).toBe(before);
     }
-    await refused(router, `/x-keys/${existing.ID}`, "PUT", {}, null);
   });
 
   test("no secret appears in the logs or in the database files", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { api, createAccount } from "../helpers/owner-ops.ts";
+import type { TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
 
 /**
@@ -10,6 +11,22 @@ import { perTest } from "../helpers/scoped.ts";
  */
 
 const scope = perTest();
+
+const keyBody = (overrides: Record<string, unknown> = {}) => ({
+  Provider: "https://api.example.com/v1",
+  SecretKey: `sk-conformance-${Math.random().toString(36).slice(2)}-0123456789`,
+  Level: 7,
+  Status: true,
+  ...overrides,
+});
+
+async function createKey(r: TestRouter, overrides: Record<string, unknown> = {}): Promise<any> {
+  const res = await api(r, "/x-keys", { body: keyBody(overrides) });
+  if (res.status !== 201) throw new Error(`create key: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+const oplogRows = async (r: TestRouter): Promise<Array<{ action: string }>> => (await api(r, "/dashboard/logs?size=100")).body.logs;
 
 describe("2.2 account records", () => {
   // "Account record fields in responses: not shown beyond those named in the usage
@@ -55,5 +72,23 @@ describe("4.2 batch credit", () => {
       const bad = await api(r, "/x-users/batch-credit", { body: { IDs, CreditGranted: 1 } });
       expect({ IDs, status: bad.status, param: bad.body.error?.param }).toEqual({ IDs, status: 400, param: "IDs" });
     }
+  });
+});
+
+describe("4.1 provider keys", () => {
+  // PUT takes "any subset of the fields of section 2.1": the empty subset changes nothing,
+  // answered as the other management writes that change nothing are (docs/api.md).
+  test("PUT with {} answers 200 with the key unchanged and writes nothing", async () => {
+    const r = await scope.router();
+    const key = await createKey(r);
+    const rows = (await oplogRows(r)).length;
+    const res = await api(r, `/x-keys/${key.ID}`, { method: "PUT", body: {} });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(key);
+    expect((await api(r, `/x-keys/${key.ID}`)).body.UpdatedAt).toBe(key.UpdatedAt);
+    expect((await oplogRows(r)).length).toBe(rows);
+    // The key still has to exist, and a bad form is still refused.
+    expect((await api(r, "/x-keys/999", { method: "PUT", body: {} })).status).toBe(404);
+    expect((await api(r, `/x-keys/${key.ID}?fields=nope`, { method: "PUT", body: {} })).status).toBe(400);
   });
 });

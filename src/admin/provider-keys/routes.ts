@@ -191,6 +191,9 @@ export function providerKeyRoutes(deps: ProviderKeyRouteDeps & AuthPluginDeps) {
         const row = await existing(tenant, params.id);
         const current = { config: JSON.parse(row.config) as ProviderConfig, secret: tenant.providerKeys.secretOf(row) };
         const input = await validateUpdate(await readJsonObject(request, deps.config.maxBody), current, checks(request));
+        // No field named (`{}`, the empty subset): nothing to write, reload or log, as for
+        // the other management writes that change nothing.
+        if (Object.keys(input).length === 0) return render(tenant, row, form);
         const updated = await tenant.providerKeys.update(row.id, input);
         if (!updated) throw notFound(`Provider key ${row.id} does not exist`);
         // A key taken out for its address comes back once its URLs are changed (and passed the policy above).
