@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { api, createAccount } from "../helpers/owner-ops.ts";
+import { startPostgres } from "../helpers/postgres-server.ts";
 import type { TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
 
@@ -90,5 +91,25 @@ describe("4.1 provider keys", () => {
     // The key still has to exist, and a bad form is still refused.
     expect((await api(r, "/x-keys/999", { method: "PUT", body: {} })).status).toBe(404);
     expect((await api(r, `/x-keys/${key.ID}?fields=nope`, { method: "PUT", body: {} })).status).toBe(400);
+  });
+
+  // `provider` filters by "a substring of the URL" (docs/api.md): characters that are
+  // wildcards to SQL LIKE are ordinary characters of a URL, on either store.
+  const providerFilter = async (r: TestRouter) => {
+    const underscored = await createKey(r, { Provider: "https://api.example.com/team_a/v1" });
+    await createKey(r, { Provider: "https://api.example.com/teamxa/v1" });
+    await createKey(r, { Provider: "https://api.example.com/teama/v1" });
+    const percent = await createKey(r, { Provider: "https://api.example.com/100%25/v1" });
+    const ids = async (provider: string) => ((await api(r, `/x-keys?fields=summary&provider=${encodeURIComponent(provider)}`)).body as any[]).map((k) => k.ID);
+    expect(await ids("team_a")).toEqual([underscored.ID]);
+    expect(await ids("100%25")).toEqual([percent.ID]);
+    expect(await ids("%")).toEqual([percent.ID]);
+    expect(await ids("API.EXAMPLE.COM/TEAM_A")).toEqual([underscored.ID]);
+  };
+  test("the provider filter matches a substring holding _ or % literally", async () => providerFilter(await scope.router()));
+  test("PostgreSQL: the provider filter matches a substring holding _ or % literally", async () => {
+    const postgres = await startPostgres();
+    scope.later(() => postgres.stop());
+    await providerFilter(await scope.router({ config: { database: postgres.url(await postgres.createDatabase()) } }));
   });
 });

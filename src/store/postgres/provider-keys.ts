@@ -1,4 +1,4 @@
-import { and, count, eq, ilike, type SQL } from "drizzle-orm";
+import { and, count, eq, sql, type SQL } from "drizzle-orm";
 import type { ProviderKeyFilter, ProviderKeyStore } from "../store.ts";
 import type { Scope } from "./db.ts";
 import { providerKeys } from "./schema/provider-keys.ts";
@@ -10,8 +10,8 @@ export function postgresProviderKeys({ db }: Scope): ProviderKeyStore {
     const parts: SQL[] = [mine(tenantId)];
     if (filter.id !== undefined) parts.push(eq(providerKeys.id, filter.id));
     if (filter.level !== undefined) parts.push(eq(providerKeys.level, filter.level));
-    // As on SQLite: wildcards dropped, ASCII case ignored (SQLite's LIKE; here ILIKE, whose escape character is taken literally too).
-    if (filter.provider) parts.push(ilike(providerKeys.provider, `%${filter.provider.replace(/[%_]/g, "").replace(/\\/g, "\\\\")}%`));
+    // A plain substring, case ignored, as on SQLite: `_` and `%` are characters of a URL, not wildcards.
+    if (filter.provider) parts.push(sql`strpos(lower(${providerKeys.provider}), lower(${filter.provider}::text)) > 0`);
     return and(...parts);
   };
   return {

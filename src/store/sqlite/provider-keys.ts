@@ -1,4 +1,4 @@
-import { and, count, eq, like, type SQL } from "drizzle-orm";
+import { and, count, eq, sql, type SQL } from "drizzle-orm";
 import { providerKeys } from "../schema/provider-keys.ts";
 import type { ProviderKeyFilter, ProviderKeyStore } from "../store.ts";
 import type { Db } from "./connection.ts";
@@ -11,7 +11,8 @@ export function sqliteProviderKeys(db: Db): Synchronous<ProviderKeyStore> {
     const parts: SQL[] = [mine(tenantId)];
     if (filter.id !== undefined) parts.push(eq(providerKeys.id, filter.id));
     if (filter.level !== undefined) parts.push(eq(providerKeys.level, filter.level));
-    if (filter.provider) parts.push(like(providerKeys.provider, `%${filter.provider.replace(/[%_]/g, "")}%`));
+    // A plain substring, ASCII case ignored (as LIKE did): `_` and `%` are characters of a URL, not wildcards.
+    if (filter.provider) parts.push(sql`instr(lower(${providerKeys.provider}), lower(${filter.provider})) > 0`);
     return and(...parts);
   };
   return {
