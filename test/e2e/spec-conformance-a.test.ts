@@ -113,3 +113,26 @@ describe("4.1 provider keys", () => {
     await providerFilter(await scope.router({ config: { database: postgres.url(await postgres.createDatabase()) } }));
   });
 });
+
+describe("3 key states", () => {
+  // "A Provider Key has two independent flags": sleep and wake from any state leave
+  // Status as it is; a PUT that succeeds leaves flags it does not set unchanged.
+  test("Status and Sleeping are independent: each write changes only the flag it names", async () => {
+    const r = await scope.router();
+    const key = await createKey(r);
+    const flags = (body: any) => ({ Status: body.Status, Sleeping: body.Sleeping });
+    const step = async (path: string, method: string, body?: unknown) => {
+      const res = await api(r, `/x-keys/${key.ID}${path}`, { method, body });
+      expect(res.status).toBe(200);
+      expect(flags((await api(r, `/x-keys/${key.ID}?fields=summary`)).body)).toEqual(flags(res.body));
+      return flags(res.body);
+    };
+    expect(await step("/sleep", "POST")).toEqual({ Status: true, Sleeping: true });
+    expect(await step("", "PUT", { Name: "renamed", NoSleep: true })).toEqual({ Status: true, Sleeping: true });
+    expect(await step("", "PUT", { Status: false })).toEqual({ Status: false, Sleeping: true });
+    expect(await step("/wake", "POST")).toEqual({ Status: false, Sleeping: false });
+    expect(await step("/sleep", "POST")).toEqual({ Status: false, Sleeping: true });
+    expect(await step("", "PUT", { Status: true, SecretKey: "sk-conformance-rotated-0123456789" })).toEqual({ Status: true, Sleeping: true });
+    expect(await step("/wake", "POST")).toEqual({ Status: true, Sleeping: false });
+  });
+});
