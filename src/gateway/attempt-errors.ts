@@ -43,7 +43,9 @@ export function finalError(model: string | undefined, last: { failure: AttemptFa
     });
   }
   if (last.failure.kind === "timeout") {
-    return new HttpError("timeout", "The upstream did not answer in time", { code: "upstream_timeout" });
+    // 502, not 504: spec 7 answers an upstream that is temporarily unavailable with 502 or
+    // 503, the statuses its clients retry; a timeout is the most transient case of it.
+    return new HttpError("upstream", "The upstream did not answer in time; try again later", { code: "upstream_timeout" });
   }
   if (last.failure.kind === "non_answer") {
     return new HttpError("upstream", "The upstream answered without an answer (an error object or an unreadable body); try again later", { code: "upstream_error" });

@@ -82,7 +82,7 @@ describe("bodies nested too deeply to walk", () => {
 describe("an upstream that stalls or floods a JSON answer", () => {
   const config = { firstByteTimeoutMs: 10_000, streamIdleTimeoutMs: 300, drainTimeoutMs: 1000, maxAnswerBytes: 64 * 1024 };
 
-  test("headers, then silence: the attempt fails after --stream-idle-timeout and the next key answers; when every key stalls, 504", async () => {
+  test("headers, then silence: the attempt fails after --stream-idle-timeout and the next key answers; when every key stalls, 502", async () => {
     const { router, upstream } = await scope.gateway({ config });
     const healthy = scope.upstream();
     healthy.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));
@@ -92,12 +92,12 @@ describe("an upstream that stalls or floods a JSON answer", () => {
     const served = await chat(router);
     expect(served.status).toBe(200);
     expect(healthy.requests).toHaveLength(1);
-    // Both keys stall: 504 in the caller's envelope.
+    // Both keys stall: 502 upstream_timeout in the caller's envelope (spec 7: upstream unavailable).
     healthy.reset();
     healthy.route("POST", "/v1/chat/completions", () => stalled(200, '{"id":'));
     const timedOut = await chat(router);
-    expect(timedOut.status).toBe(504);
-    expect(timedOut.body.error.type).toBe("timeout_error");
+    expect(timedOut.status).toBe(502);
+    expect(timedOut.body.error).toMatchObject({ type: "api_error", code: "upstream_timeout" });
     // The keys were let go each time: an ordinary call goes through at once.
     healthy.reset();
     healthy.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model));

@@ -185,14 +185,14 @@ describe("first-byte timeout", () => {
     expect(good.requests).toHaveLength(1);
   });
 
-  test("with a single key the client gets 504 in its envelope", async () => {
+  test("with a single key the client gets 502 upstream_timeout in its envelope (spec 7: upstream unavailable)", async () => {
     const r = await router({ firstByteTimeoutMs: 300 });
     const silent = mock("/v1/chat/completions", () => hang());
     await addKey(r, { provider: `${silent.url}/v1` });
     const res = await streamChat(r);
-    expect(res.status).toBe(504);
-    expect((await res.json()).error).toMatchObject({ type: "timeout_error", code: "upstream_timeout" });
-    expect(await rowFor(r, 504)).toMatchObject({ stream: 1 });
+    expect(res.status).toBe(502);
+    expect((await res.json()).error).toMatchObject({ type: "api_error", code: "upstream_timeout" });
+    expect(await rowFor(r, 502)).toMatchObject({ stream: 1 });
   });
 });
 
