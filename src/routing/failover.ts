@@ -43,9 +43,15 @@ export function sameKeyMayRetry(failure: AttemptFailure, idempotent: boolean): b
   return failure.kind === "refused" || (failure.kind === "network" && idempotent);
 }
 
-/** Wait before trying the same key again: 100 ms, doubling, at most 1.6 s. */
-export function sameKeyBackoffMs(retries: number): number {
-  return Math.min(1600, 100 * 2 ** retries);
+/**
+ * Wait before trying the same key again: 100 ms, doubling, at most 1.6 s, with "equal
+ * jitter" (half of it fixed, half random), so the calls that found one restarting
+ * upstream do not all come back at the same instant (spec 7, rule 1: exponential
+ * backoff and jitter).
+ */
+export function sameKeyBackoffMs(retries: number, random: () => number = Math.random): number {
+  const full = Math.min(1600, 100 * 2 ** retries);
+  return Math.round(full / 2 + (full / 2) * random());
 }
 
 /**

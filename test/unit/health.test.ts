@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { nextStep, type AttemptFailure } from "../../src/routing/failover.ts";
+import { nextStep, sameKeyBackoffMs, type AttemptFailure } from "../../src/routing/failover.ts";
 import {
   applyOutcome,
   availability,
@@ -166,5 +166,12 @@ describe("failover.nextStep (no replay of a non-idempotent call)", () => {
       expect(nextStep(failure, true, 3, 3)).toBe("give_up");
       expect(nextStep(failure, true, 1, 1)).toBe("give_up");
     }
+  });
+});
+
+describe("failover.sameKeyBackoffMs (spec 7, rule 1: exponential backoff and jitter)", () => {
+  test("doubles from 100 ms up to 1.6 s, and the random half moves each wait", () => {
+    expect([0, 1, 2, 3, 4, 5].map((n) => sameKeyBackoffMs(n, () => 0.999999))).toEqual([100, 200, 400, 800, 1600, 1600]);
+    expect([0, 1, 2, 3, 4, 5].map((n) => sameKeyBackoffMs(n, () => 0))).toEqual([50, 100, 200, 400, 800, 800]);
   });
 });
