@@ -1,7 +1,7 @@
 import { badRequest } from "../core/errors.ts";
 import { splitList } from "../routing/patterns.ts";
 import { parseRange } from "./ip-ranges.ts";
-import { isValidAccountName, isValidEmail, normaliseEmail } from "./validation.ts";
+import { ACCOUNT_NAME_RULE, isValidAccountName, isValidEmail, normaliseEmail } from "./validation.ts";
 import { AccountBody, type ModelLimit, type ModelLimits } from "../wire/accounts.ts";
 import { bodyCheck } from "../wire/check.ts";
 import { MODEL_LIMIT_MEMBERS, RATE_FIELDS, SPEND_FIELDS, type ModelLimitMember, type RateField, type SpendField } from "../wire/constants.ts";
@@ -80,7 +80,7 @@ const checkAccountBody = bodyCheck(AccountBody, {
       if (!isValidEmail(normaliseEmail(email))) throw badRequest(`Email "${email}" is not a valid address`, "Email");
     },
     Name: (name) => {
-      if (!isValidAccountName(name)) throw badRequest("Name must be 4 to 63 characters (letters, digits, . _ -) with at least one letter", "Name");
+      if (!isValidAccountName(name)) throw badRequest(ACCOUNT_NAME_RULE, "Name");
     },
     BillingEmail: (billing) => {
       // "" and null both mean "the account's own email".

@@ -3,7 +3,7 @@ import { badRequest } from "../core/errors.ts";
 import type { AccountRow, Store } from "../store/store.ts";
 import { issueApiKey } from "./api-keys.ts";
 import { insertAccount } from "./insert.ts";
-import { isValidAccountName, isValidEmail, normaliseEmail } from "./validation.ts";
+import { ACCOUNT_NAME_RULE, isValidAccountName, isValidEmail, normaliseEmail } from "./validation.ts";
 
 export interface CreatedAccount {
   account: AccountRow;
@@ -27,7 +27,7 @@ export function createOwners({ store, clock }: { store: Store; clock: Clock }): 
       const email = normaliseEmail(input.email);
       if (!isValidEmail(email)) throw badRequest(`Email "${input.email}" is not a valid address`, "Email");
       if (input.name !== undefined && !isValidAccountName(input.name)) {
-        throw badRequest("Name must be 4 to 63 characters (letters, digits, . _ -) with at least one letter", "Name");
+        throw badRequest(ACCOUNT_NAME_RULE, "Name");
       }
       const issued = issueApiKey();
       const now = clock.now();

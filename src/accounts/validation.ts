@@ -14,12 +14,27 @@ export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-const NAME = /^[A-Za-z0-9._-]{4,63}$/;
+/** A letter of any script: the spec asks for "at least one letter". */
+const LETTER = /\p{L}/u;
+/**
+ * What a name may not hold: controls (they forge log and header lines), `@` (an
+ * identifier with one is read as an email), `/` and `\` (an identifier is a path
+ * segment), and space at either end (a name is an identifier: "ann" and "ann " would
+ * differ unseen).
+ */
+const NAME_REFUSES = /[\u0000-\u001f\u007f-\u009f\u2028\u2029@/\\]|^\s|\s$/;
 
-/** 4 to 63 characters of letters, digits, `.`, `_`, `-`, with at least one letter. */
+/**
+ * Spec 2.2 and 8: 4 to 63 characters (Unicode characters, not UTF-16 units) with at
+ * least one letter; see `NAME_REFUSES` for the few characters an identifier cannot hold.
+ */
 export function isValidAccountName(name: string): boolean {
-  return NAME.test(name) && /[A-Za-z]/.test(name);
+  const length = [...name].length;
+  return length >= 4 && length <= 63 && LETTER.test(name) && !NAME_REFUSES.test(name);
 }
+
+/** What a refused name is told (the API and the console say the same). */
+export const ACCOUNT_NAME_RULE = "Name must be 4 to 63 characters with at least one letter, without @, /, \\, control characters or spaces at either end";
 
 /** A valid, probably unique name derived from an email's local part. */
 export function nameFromEmail(email: string, suffix: string): string {

@@ -3,7 +3,7 @@ import { isIPv6 } from "node:net";
 import { normaliseAddress, parseRange } from "../accounts/ip-ranges.ts";
 import { createHash, randomBytes } from "node:crypto";
 import type { Owners } from "../accounts/owners.ts";
-import { isValidAccountName, isValidEmail, normaliseEmail } from "../accounts/validation.ts";
+import { ACCOUNT_NAME_RULE, isValidAccountName, isValidEmail, normaliseEmail } from "../accounts/validation.ts";
 import type { OperationLog } from "../admin/oplog/writer.ts";
 import type { ServeConfig } from "../config.ts";
 import type { Clock } from "../core/clock.ts";
@@ -76,7 +76,7 @@ export function signupRoutes(deps: SignupRouteDeps) {
         if (!isValidEmail(email)) throw badRequest("Email is required and must be a valid address", "Email");
         // The Name is checked now: found bad at confirmation, the mailed token was spent for nothing.
         if (body.Name !== undefined && (typeof body.Name !== "string" || !isValidAccountName(body.Name))) {
-          throw badRequest("Name must be 4 to 63 characters (letters, digits, . _ -) with at least one letter", "Name");
+          throw badRequest(ACCOUNT_NAME_RULE, "Name");
         }
         const name = body.Name as string | undefined;
         await limit(request, transport ? email : undefined);

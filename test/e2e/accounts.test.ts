@@ -132,8 +132,16 @@ describe("creating accounts", () => {
   });
 
   test("an explicit Name follows the rules and must be unused (409)", async () => {
-    for (const bad of ["abc", "a".repeat(64), "1234", "12345678", "has space", "with@at", "", 7]) {
+    // Spec 8: 4 to 63 characters with at least one letter; an identifier cannot hold @ (read
+    // as an email), / or \ (a path segment), controls, or space at either end.
+    for (const bad of ["abc", "a".repeat(64), "1234", "12345678", "with@at", "a/bcd", "a\\bcd", "tab\tname", " lead", "trail ", "", 7]) {
       expectError(await api("/x-users", { body: { Email: freshEmail(), Name: bad } }), 400, "Name");
+    }
+    // Any script's letters, spaces inside and punctuation are names like any other.
+    for (const good of ["team alpha", "Équipe-1", "東京チーム", "o'brien & co", "a".repeat(63)]) {
+      const created = await createAccount({ Name: good });
+      expect(created.Name).toBe(good);
+      expect((await api(`/x-users/${encodeURIComponent(good)}`)).body.ID).toBe(created.ID);
     }
     const ok = await createAccount({ Name: "alice.2-x" });
     expect(ok.Name).toBe("alice.2-x");

@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
 import type { AccountRecord, LimitField } from "../lib/types.ts";
 import { ipListError, isEmail, modelListError, resourcesError } from "../lib/validate.ts";
+import { ACCOUNT_NAME_RULE, isValidAccountName } from "../../../src/accounts/validation.ts";
 import { ErrorNote, serverFieldError } from "../ui/feedback.tsx";
 import { TextArea, TextField } from "../ui/field.tsx";
 import { fromLimitRows, limitRowErrors, ModelLimitsEditor, toLimitRows, type LimitRow } from "../ui/model-limits.tsx";
@@ -56,7 +57,7 @@ export function AccountForm(props: { record?: AccountRecord; bounds: AccountReco
   const rates = Number(text.Rates);
   const errors: Record<string, string | undefined> = {
     Email: !r && !text.Email.trim() ? "Required" : text.Email.trim() && !isEmail(text.Email) ? "Not a valid email address" : undefined,
-    Name: text.Name.trim() && !/^(?=.*[A-Za-z])[A-Za-z0-9._-]{4,63}$/.test(text.Name.trim()) ? "4 to 63 letters, digits, . _ - with at least one letter" : undefined,
+    Name: text.Name.trim() && !isValidAccountName(text.Name.trim()) ? ACCOUNT_NAME_RULE : undefined,
     BillingEmail: text.BillingEmail.trim() && !isEmail(text.BillingEmail) ? "Not a valid email address" : undefined,
     Rates: text.Rates.trim() && (!(rates > 0) ? "A number greater than 0" : rates < bounds.Rates ? `Not below your own multiplier (${bounds.Rates})` : undefined),
     AllowIPs: ipListError(text.AllowIPs),
