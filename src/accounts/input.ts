@@ -51,12 +51,16 @@ export function parseModelLimits(value: unknown, field = "ModelLimits"): ModelLi
       throw badRequest(`${field}["${pattern}"] must be an object of rpm, rph, rpd, tpm, tph, tpd`, field);
     }
     const entry: ModelLimit = {};
-    for (const [member, n] of Object.entries(limits as Record<string, unknown>)) {
+    for (const [given, n] of Object.entries(limits as Record<string, unknown>)) {
+      // Spec 2.4 names MODEL_LIMITS' members RPM, RPD…, section 8 rpm, rpd…: either
+      // spelling is read (an account's ModelLimits is held to the lower case by its model).
+      const member = given.toLowerCase();
       if (!(MODEL_LIMIT_MEMBERS as readonly string[]).includes(member)) {
-        throw badRequest(`${field}["${pattern}"]: unknown member "${member}" (allowed: ${MODEL_LIMIT_MEMBERS.join(", ")})`, field);
+        throw badRequest(`${field}["${pattern}"]: unknown member "${given}" (allowed: ${MODEL_LIMIT_MEMBERS.join(", ")})`, field);
       }
+      if (member in entry) throw badRequest(`${field}["${pattern}"]: ${member} is given twice`, field);
       if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) {
-        throw badRequest(`${field}["${pattern}"].${member} must be a non-negative integer`, field);
+        throw badRequest(`${field}["${pattern}"].${given} must be a non-negative integer`, field);
       }
       entry[member as ModelLimitMember] = n;
     }

@@ -388,6 +388,18 @@ describe("model limits", () => {
     expect((await chat(a.key, "acme-sys")).status).toBe(200);
   });
 
+  test("MODEL_LIMITS members may be written as spec 2.4 names them (RPM, RPD…): read as rpm, rpd…, and given twice refused", async () => {
+    const put = await api("/x-config", { method: "PUT", body: { MODEL_LIMITS: { "acme-caps": { RPM: 1 } } } });
+    expect(put.status).toBe(200);
+    expect(put.body.configs.MODEL_LIMITS).toEqual({ "acme-caps": { rpm: 1 } });
+    const a = await createAccount({});
+    expect((await chat(a.key, "acme-caps")).status).toBe(200);
+    refusal(await chat(a.key, "acme-caps"), "rpm_limit_reached", "RPM limit of 1", "model acme-caps");
+    const twice = await api("/x-config", { method: "PUT", body: { MODEL_LIMITS: { "acme-caps": { RPM: 1, rpm: 2 } } } });
+    expect([twice.status, twice.body.error.param]).toEqual([400, "MODEL_LIMITS"]);
+    expect((await api("/x-config", { method: "PUT", body: { MODEL_LIMITS: { "acme-caps": { Rpx: 1 } } } })).status).toBe(400);
+  });
+
   test("system MODEL_LIMITS rpd and tpd are natural-day quotas", async () => {
     clock.set(tokyo(2026, 3, 10, 23));
     expect((await api("/x-config", { method: "PUT", body: { MODEL_LIMITS: { "acme-q": { rpd: 2, tpd: 1000 }, "acme-tq": { tpd: TOKENS_PER_CALL } } } })).status).toBe(200);
