@@ -11,7 +11,7 @@ import type { Store } from "../store/store.ts";
 export interface ErrorResponseDeps {
   metrics: Pick<RouterMetrics, "refusals">;
   log: Logger;
-  store: Pick<Store, "refusedRow" | "unavailable">;
+  store: Pick<Store, "refusedRow" | "unavailable" | "busy">;
 }
 
 /**
@@ -36,6 +36,11 @@ export function thrownResponse(deps: ErrorResponseDeps, thrown: unknown, request
     // PostgreSQL is away (a refused or dropped connection): a retry in a moment may succeed.
     deps.log.warn("the database is unavailable", { req: metaOf(request)?.id, path, error: causeMessage(error) });
     return errorResponse(family, new HttpError("unavailable", "PostgreSQL, where this router keeps accounts and usage, is unavailable; try again shortly", { code: "database_unavailable", headers: { "retry-after": "1" } }));
+  }
+  if (deps.store.busy(error)) {
+    // Another process (a sqlite3 shell, a tool) holds the embedded file's write lock.
+    deps.log.warn("the database file is locked by another process", { req: metaOf(request)?.id, path, error: causeMessage(error) });
+    return errorResponse(family, new HttpError("unavailable", "The database file is locked by another process; try again shortly", { code: "database_busy", headers: { "retry-after": "1" } }));
   }
   if (deps.store.refusedRow(error)) {
     // A value the client sent that the database cannot hold (PostgreSQL: a NUL character in a name or a mapping).

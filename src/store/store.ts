@@ -331,6 +331,12 @@ export interface Store extends Repositories {
    * succeed in a moment. Never for the embedded file.
    */
   unavailable(error: unknown): boolean;
+  /**
+   * True when `error` says another process held the database's write lock past the wait
+   * (the embedded file: SQLite's `database is locked`): the same request may succeed once
+   * it lets go. Never for PostgreSQL, whose writers queue for their rows.
+   */
+  busy(error: unknown): boolean;
   /** Starts the engine's background upkeep (SQLite: WAL checkpoints); returns how to stop it. */
   startUpkeep(log: Logger): () => Promise<void>;
   /**

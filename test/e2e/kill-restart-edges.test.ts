@@ -338,9 +338,11 @@ describe("the embedded database locked by another process", () => {
     let refused: Response;
     const served: string[] = [];
     try {
-      // A management write waits for the lock (busy_timeout, 5 s) and is refused.
+      // A management write waits for the lock (busy_timeout, 5 s) and is refused: 503, worth a retry.
       refused = await router.call("/x-users", { body: { Email: "locked@example.com", CreditGranted: 1 } });
-      expect(refused.status).toBe(500);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("database_busy");
       // Calls one after another are served while the lock is held. (Each usage write retried
       // on the serving thread, the prune with it, waited there for the lock: 5 s a tick.)
       const answered = await within(inTurn(router, account.key, 10), 20_000, "calls to be answered while the lock is held");

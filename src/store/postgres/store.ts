@@ -156,6 +156,7 @@ export function postgresStoreOver(client: SQL): Store {
     changedElsewhere: () => false,
     refusedRow: (error: unknown) => refusedByPostgres(error),
     unavailable: (error: unknown) => postgresUnavailable(error),
+    busy: () => false,
     // PostgreSQL does its own upkeep (autovacuum, checkpoints).
     startUpkeep: (_log: Logger) => async () => {},
     // Usage batches go over the network: the serving thread only waits for them.

@@ -115,6 +115,9 @@ export function openSqliteStore(path: string, options: OpenOptions = {}): Store 
     refusedRow: (error) => /^SQLITE_(CONSTRAINT_NOTNULL|CONSTRAINT_CHECK|TOOBIG|MISMATCH)/.test(String((error as { code?: unknown } | null)?.code ?? "")),
     // The file is in the process: it is never "away" (a busy or full disk is a real error).
     unavailable: () => false,
+    // Another process's transaction outlasted the busy timeout (SQLITE_BUSY, or a
+    // SQLITE_BUSY_* variant): that process may let go in a moment.
+    busy: (error) => /^SQLITE_BUSY/.test(String((error as { code?: unknown } | null)?.code ?? "")),
     startUpkeep(log: Logger) {
       // One thread for both: WAL checkpoints of this file and the request log's writes.
       const thread = startUpkeepThread();
