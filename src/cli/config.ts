@@ -6,6 +6,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { ConfigExport } from "../wire/config.ts";
+import { MAPPER_ITEMS, mapperEntries, mapperText, type MapperEntry } from "../wire/mapper-text.ts";
 import { UsageError } from "./flags.ts";
 import { commandGroup, readStdin, remoteCommand, requirePositional, stringFlag, type Args, type RemoteContext } from "./client.ts";
 import { cell, formatTable, print, printJson } from "./output.ts";
@@ -106,20 +107,17 @@ const set = remoteCommand({
   },
 });
 
-/** The items whose value is a list of `pattern=value` entries, changed one entry at a time by add and rm. */
-const ENTRY_ITEMS = ["MODEL_MAPPER", "LEVEL_MAPPER", "SWITCH_OVER"];
-
+/** ITEM of add and rm: an item whose value is a list of `pattern=value` entries, changed one entry at a time. */
 function entryItem(args: Args): string {
   const item = itemArgument(args);
-  if (!ENTRY_ITEMS.includes(item)) throw new UsageError(`ITEM must be one of ${ENTRY_ITEMS.join(", ")} (other items: config set)`);
+  if (!MAPPER_ITEMS.includes(item)) throw new UsageError(`ITEM must be one of ${MAPPER_ITEMS.join(", ")} (other items: config set)`);
   return item;
 }
 
-/** The entries of a mapper item as `GET /x-config` exports them (pattern → value, in order); none when unset. */
-async function entriesOf(client: RemoteContext["client"], item: string): Promise<Record<string, unknown>> {
+/** The entries of a mapper item as `GET /x-config` exports them (`a=b,c=d`, in order); none when unset. */
+async function entriesOf(client: RemoteContext["client"], item: string): Promise<MapperEntry[]> {
   const { body } = await client.request<ConfigExport>("GET", "/x-config");
-  const value = body.configs[item];
-  return value !== null && typeof value === "object" && !Array.isArray(value) ? { ...(value as Record<string, unknown>) } : {};
+  return mapperEntries(body.configs[item]);
 }
 
 /**
@@ -138,6 +136,8 @@ const add = remoteCommand({
     const entry = requirePositional(args, "entry");
     const at = entry.indexOf("=");
     if (at <= 0 || at === entry.length - 1) throw new UsageError(`ENTRY must be pattern=value, got "${entry}"`);
+    // They separate the entries of the item's text form; the router refuses them in a name.
+    if (entry.includes(",") || entry.indexOf("=", at + 1) >= 0) throw new UsageError(`ENTRY is one pattern=value, without another "," or "=", got "${entry}"`);
   },
   async run({ args, client, json }) {
     const item = entryItem(args);
@@ -145,11 +145,14 @@ const add = remoteCommand({
     const at = entry.indexOf("=");
     const [pattern, value] = [entry.slice(0, at).trim(), entry.slice(at + 1).trim()];
     const entries = await entriesOf(client, item);
-    const changed = Object.hasOwn(entries, pattern);
-    entries[pattern] = value;
-    const { body } = await client.request<ConfigExport>("PUT", "/x-config", { body: { [item]: entries } });
+    // A changed entry keeps its place (ties between patterns go to the earlier one); a new one goes last.
+    const existing = entries.find((e) => e.left === pattern);
+    if (existing) existing.right = value;
+    else entries.push({ left: pattern, right: value });
+    const { body } = await client.request<ConfigExport>("PUT", "/x-config", { body: { [item]: mapperText(entries) } });
     if (json) return printJson(body);
-    const count = Object.keys(entries).length;
+    const changed = existing !== undefined;
+    const count = entries.length;
     print(`${item}: ${changed ? "changed" : "added"} ${pattern}=${value} (${count} entr${count === 1 ? "y" : "ies"})`);
   },
 });
@@ -168,15 +171,15 @@ const rm = remoteCommand({
   async run({ args, client, json }) {
     const item = entryItem(args);
     const pattern = requirePositional(args, "pattern");
-    const entries = await entriesOf(client, item);
-    if (!Object.hasOwn(entries, pattern)) throw new Error(`${item} has no entry for ${pattern}; see router config get ${item}`);
-    delete entries[pattern];
-    const count = Object.keys(entries).length;
+    const all = await entriesOf(client, item);
+    const entries = all.filter((e) => e.left !== pattern);
+    if (entries.length === all.length) throw new Error(`${item} has no entry for ${pattern}; see router config get ${item}`);
+    const count = entries.length;
     // The last entry gone: the item is reset rather than set to nothing.
     const { body } =
       count === 0
         ? await client.request<ConfigExport>("DELETE", "/x-config", { body: { keys: [item] } })
-        : await client.request<ConfigExport>("PUT", "/x-config", { body: { [item]: entries } });
+        : await client.request<ConfigExport>("PUT", "/x-config", { body: { [item]: mapperText(entries) } });
     if (json) return printJson(body);
     print(`${item}: removed ${pattern} (${count} entr${count === 1 ? "y" : "ies"} left)`);
   },

@@ -7,9 +7,11 @@ import {
   checkSwitchOver,
   ipListError,
   limitError,
+  mapperToRows,
   modelListError,
   objectToRows,
   resourcesError,
+  rowsToMapper,
   rowsToObject,
 } from "../../console/src/lib/validate.ts";
 
@@ -57,7 +59,16 @@ describe("console validation", () => {
     expect(limitError("-1", false)).toBeDefined();
   });
 
-  test("rows keep their order through the object form PUT /x-config takes", () => {
+  test("mapper rows keep their order through the text form GET /x-config shows, integer-like names included", () => {
+    const text = rowsToMapper(rows(["b*", " 2 "], ["7", "1"], ["a*", "1"], [" ", "9"]));
+    expect(text).toBe("b*=2,7=1,a*=1");
+    expect(mapperToRows(text)).toEqual(rows(["b*", "2"], ["7", "1"], ["a*", "1"]));
+    expect(rowsToMapper([])).toBe("");
+    expect(mapperToRows("")).toEqual([]);
+    expect(mapperToRows(undefined)).toEqual([]);
+  });
+
+  test("rows keep their order through the object form of a key's config (Azure deployments)", () => {
     const object = rowsToObject(rows(["b*", "2"], ["a*", "1"], [" ", "9"]));
     expect(Object.keys(object)).toEqual(["b*", "a*"]);
     expect(objectToRows(object)).toEqual(rows(["b*", "2"], ["a*", "1"]));

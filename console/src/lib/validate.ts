@@ -2,6 +2,7 @@
  * Checks run as the owner types, mirroring what the router refuses, so a mistake
  * shows next to its row before anything is saved. The router checks again.
  */
+import { mapperEntries, mapperText } from "../../../src/wire/mapper-text.ts";
 
 export interface Row {
   left: string;
@@ -135,11 +136,21 @@ export function limitError(text: string, integer: boolean, bound?: number | null
   return undefined;
 }
 
-/** Rows → the object form `PUT /x-config` accepts (order kept). */
+/** Rows → an object of name → value (a key's Azure deployments and API versions), order kept. */
 export function rowsToObject(rows: Row[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const row of rows) if (row.left.trim()) out[row.left.trim()] = row.right.trim();
   return out;
+}
+
+/** Rows → a mapper item's text form `a=b,c=d` (order kept), as `PUT /x-config` takes and GET shows it. */
+export function rowsToMapper(rows: Row[]): string {
+  return mapperText(rows.filter((row) => row.left.trim()).map((row) => ({ left: row.left.trim(), right: row.right.trim() })));
+}
+
+/** A mapper item as `GET /x-config` exports it (`a=b,c=d`; unset: none) → rows, in order. */
+export function mapperToRows(value: unknown): Row[] {
+  return mapperEntries(value);
 }
 
 export function objectToRows(value: unknown): Row[] {

@@ -1,5 +1,6 @@
 import { api } from "../lib/api.ts";
 import type { ConfigExport } from "../lib/types.ts";
+import { mapperEntries, mapperText } from "../../../src/wire/mapper-text.ts";
 
 export type Configs = ConfigExport["configs"];
 
@@ -22,10 +23,11 @@ export async function resetConfig(keys?: string[]): Promise<Configs> {
  * pattern had before, if any.
  */
 export async function addLevelMapping(pattern: string, level: number): Promise<string | undefined> {
-  const current = (await loadConfig()).LEVEL_MAPPER;
-  const entries = current && typeof current === "object" ? { ...(current as Record<string, string | number>) } : {};
-  const before = entries[pattern];
-  entries[pattern] = String(level);
-  await putConfig({ LEVEL_MAPPER: entries });
-  return before === undefined ? undefined : String(before);
+  const entries = mapperEntries((await loadConfig()).LEVEL_MAPPER);
+  const existing = entries.find((e) => e.left === pattern);
+  const before = existing?.right;
+  if (existing) existing.right = String(level);
+  else entries.push({ left: pattern, right: String(level) });
+  await putConfig({ LEVEL_MAPPER: mapperText(entries) });
+  return before;
 }

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { checkLevelMapper, checkModelMapper, checkSwitchOver, objectToRows, rowsToObject, type Checked, type Row } from "../lib/validate.ts";
+import { checkLevelMapper, checkModelMapper, checkSwitchOver, mapperToRows, rowsToMapper, type Checked, type Row } from "../lib/validate.ts";
 import { ErrorNote, Loading, Success } from "../ui/feedback.tsx";
 import { RowsEditor } from "../ui/rows-editor.tsx";
 import { useAction, useLoad } from "../ui/use-load.ts";
@@ -52,16 +52,16 @@ const MAPPERS: MapperSpec[] = [
 
 function MapperEditor(props: { spec: MapperSpec; initial: unknown }) {
   const { spec } = props;
-  const [saved, setSaved] = useState<Row[]>(() => objectToRows(props.initial));
+  const [saved, setSaved] = useState<Row[]>(() => mapperToRows(props.initial));
   const [rows, setRows] = useState<Row[]>(saved);
   const action = useAction();
   const checked = spec.check(rows);
   const dirty = JSON.stringify(rows) !== JSON.stringify(saved);
   const save = () =>
     action.run(async () => {
-      const object = rowsToObject(rows);
-      const configs = await putConfig({ [spec.item]: Object.keys(object).length ? object : "" });
-      const next = objectToRows(configs[spec.item]);
+      // The text form keeps the rows' order as typed (an object would put integer-like names first).
+      const configs = await putConfig({ [spec.item]: rowsToMapper(rows) });
+      const next = mapperToRows(configs[spec.item]);
       setSaved(next);
       setRows(next);
       return `${spec.item} saved: it applies from the next request.`;

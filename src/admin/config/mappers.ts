@@ -1,16 +1,15 @@
 import { badRequest } from "../../core/errors.ts";
 import { compilePattern, type CompiledPattern } from "../../routing/patterns.ts";
+import { mapperText, type MapperEntry } from "../../wire/mapper-text.ts";
 
-/** One `<left>=<right>` entry of a mapper item, in the order written. */
-export interface MapperEntry {
-  left: string;
-  right: string;
-}
+export type { MapperEntry };
 
 /**
  * Reads a mapper item given as its comma-separated string (`a=b,c=d`) or as an
  * object (`{"a":"b"}`); order is kept, since ties between equally specific
- * patterns go to the earlier entry.
+ * patterns go to the earlier entry. Neither side can hold "," or "=" (the string
+ * form cannot say it, the object form refuses it), so every stored value reads
+ * back unchanged from the text it is stored and exported as.
  */
 export function readMapperEntries(item: string, value: unknown): MapperEntry[] {
   if (typeof value === "string") {
@@ -41,9 +40,8 @@ export function readMapperEntries(item: string, value: unknown): MapperEntry[] {
   throw badRequest(`${item} must be a comma-separated string of <left>=<right> entries or an object`, item);
 }
 
-export function writeMapperEntries(entries: readonly MapperEntry[]): string {
-  return entries.map((e) => `${e.left}=${e.right}`).join(",");
-}
+/** The stored (and exported) text: the one writer, shared with the clients that edit an export. */
+export const writeMapperEntries = mapperText;
 
 function positiveLevel(item: string, entry: string, text: string): number {
   if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
