@@ -255,7 +255,8 @@ describe("router config", () => {
     expect(pass.exitCode).toBe(0);
     expect(pass.stdout).not.toContain("smtp-password-123");
     expect(router.deps.settings.raw("EMAIL_PASS")).toBe("smtp-password-123");
-    expect(JSON.parse(ok(await cli(["config", "get", "MODEL_MAPPER", "--json"])))).toEqual({ "gpt-fast": "gpt-4o-mini", "gpt-smart": "gpt-4o" });
+    expect(JSON.parse(ok(await cli(["config", "get", "MODEL_MAPPER", "--json"])))).toBe("gpt-fast=gpt-4o-mini,gpt-smart=gpt-4o");
+    expect(ok(await cli(["config", "get", "MODEL_MAPPER"]))).toBe("gpt-fast=gpt-4o-mini,gpt-smart=gpt-4o\n");
     const table = ok(await cli(["config", "get"]));
     expect(table).toMatch(/^ITEM\s+VALUE\n/);
     expect(table).toContain("********");
@@ -290,7 +291,7 @@ describe("router config", () => {
     ok(await cli(["config", "set", "LEVEL_MAPPER", "gpt-4o*=2,claude-*=3"]));
     expect(ok(await cli(["config", "add", "LEVEL_MAPPER", "gemini-*=4"]))).toContain("LEVEL_MAPPER: added gemini-*=4 (3 entries)");
     expect(ok(await cli(["config", "add", "LEVEL_MAPPER", "claude-*=5"]))).toContain("changed claude-*=5");
-    expect(JSON.parse(ok(await cli(["config", "get", "LEVEL_MAPPER", "--json"])))).toEqual({ "gpt-4o*": "2", "claude-*": "5", "gemini-*": "4" });
+    expect(JSON.parse(ok(await cli(["config", "get", "LEVEL_MAPPER", "--json"])))).toBe("gpt-4o*=2,claude-*=5,gemini-*=4");
     expect(ok(await cli(["config", "rm", "LEVEL_MAPPER", "gpt-4o*"]))).toContain("removed gpt-4o* (2 entries left)");
     const missing = await cli(["config", "rm", "LEVEL_MAPPER", "nope-*"]);
     expect(missing.exitCode).toBe(1);
@@ -304,9 +305,17 @@ describe("router config", () => {
     const cycle = await cli(["config", "add", "SWITCH_OVER", "2=1"]);
     expect(cycle.exitCode).toBe(1);
     expect(cycle.stderr).toContain("SWITCH_OVER");
-    // Usage errors: an item that has no entries, an entry without '='.
+    // Entries keep their places, integer-like ones too (an object would put 2 before 4).
+    ok(await cli(["config", "set", "SWITCH_OVER", "4=1"]));
+    ok(await cli(["config", "add", "SWITCH_OVER", "2=4"]));
+    expect(JSON.parse(ok(await cli(["config", "get", "SWITCH_OVER", "--json"])))).toBe("4=1,2=4");
+    // Usage errors: an item that has no entries, an entry without '=', more than one entry.
     expect((await cli(["config", "add", "PRICING", "a=b"])).exitCode).toBe(2);
     expect((await cli(["config", "add", "MODEL_MAPPER", "just-a-name"])).exitCode).toBe(2);
+    const two = await cli(["config", "add", "MODEL_MAPPER", "a=b,c=d"]);
+    expect(two.exitCode).toBe(2);
+    expect(two.stderr).toContain('without another "," or "="');
+    expect((await cli(["config", "add", "MODEL_MAPPER", "a=b=c"])).exitCode).toBe(2);
     expect(ok(await cli(["config", "set", "--help"]))).toContain("replacing its whole value");
   });
 });

@@ -63,7 +63,7 @@ describe("GET /x-config", () => {
 });
 
 describe("PUT /x-config", () => {
-  test("the string form is stored and exported as objects, in order and trimmed", async () => {
+  test("the string form is stored and exported as the spec's comma-separated entries, in order and trimmed", async () => {
     const res = await send("PUT", {
       MODEL_MAPPER: " gpt-4* = gpt-4o , alias=claude-3-7-sonnet",
       LEVEL_MAPPER: "claude-*=2,*=1",
@@ -71,13 +71,11 @@ describe("PUT /x-config", () => {
     });
     expect(res.status).toBe(200);
     const expected = {
-      MODEL_MAPPER: { "gpt-4*": "gpt-4o", alias: "claude-3-7-sonnet" },
-      LEVEL_MAPPER: { "claude-*": "2", "*": "1" },
-      SWITCH_OVER: { "1": "2", "2": "3" },
+      MODEL_MAPPER: "gpt-4*=gpt-4o,alias=claude-3-7-sonnet",
+      LEVEL_MAPPER: "claude-*=2,*=1",
+      SWITCH_OVER: "1=2,2=3",
     };
-    const body = await res.json();
-    expect(body).toEqual({ configs: expected });
-    expect(Object.keys(body.configs.MODEL_MAPPER)).toEqual(["gpt-4*", "alias"]);
+    expect(await res.json()).toEqual({ configs: expected });
     expect(await getConfigs()).toEqual(expected);
   });
 
@@ -85,7 +83,7 @@ describe("PUT /x-config", () => {
     const res = await send("PUT", { LEVEL_MAPPER: { "gpt-*": 3, "o4-*": "2" }, SWITCH_OVER: { "3": 1 } });
     expect(res.status).toBe(200);
     const configs = (await res.json()).configs;
-    expect(configs).toEqual({ LEVEL_MAPPER: { "gpt-*": "3", "o4-*": "2" }, SWITCH_OVER: { "3": "1" } });
+    expect(configs).toEqual({ LEVEL_MAPPER: "gpt-*=3,o4-*=2", SWITCH_OVER: "3=1" });
 
     const again = await send("PUT", configs);
     expect(again.status).toBe(200);
@@ -96,15 +94,29 @@ describe("PUT /x-config", () => {
     await send("PUT", { MODEL_MAPPER: "a=b", LEVEL_MAPPER: "b=2" });
     const res = await send("PUT", { LEVEL_MAPPER: "b=4" });
     expect(res.status).toBe(200);
-    expect((await res.json()).configs).toEqual({ MODEL_MAPPER: { a: "b" }, LEVEL_MAPPER: { b: "4" } });
+    expect((await res.json()).configs).toEqual({ MODEL_MAPPER: "a=b", LEVEL_MAPPER: "b=4" });
   });
 
-  test("an empty string clears an item's entries", async () => {
-    await send("PUT", { MODEL_MAPPER: "a=b" });
-    const res = await send("PUT", { MODEL_MAPPER: "" });
+  test("an empty string (or object) clears an item's entries: the item stays set and exports as \"\"", async () => {
+    await send("PUT", { MODEL_MAPPER: "a=b", LEVEL_MAPPER: "a=2" });
+    const res = await send("PUT", { MODEL_MAPPER: "", LEVEL_MAPPER: {} });
     expect(res.status).toBe(200);
-    expect((await res.json()).configs.MODEL_MAPPER).toEqual({});
+    expect((await res.json()).configs).toEqual({ MODEL_MAPPER: "", LEVEL_MAPPER: "" });
     expect(router.deps.settings.routing().modelMap).toEqual([]);
+    expect(router.deps.settings.routing().levelMap).toEqual([]);
+  });
+
+  test("integer-like names keep the order written in the export (an object would put them first)", async () => {
+    await send("PUT", { MODEL_MAPPER: "gpt-x=real-a,7=real-b", LEVEL_MAPPER: "claude-*=2,42=3,10=4", SWITCH_OVER: "3=1,2=3" });
+    expect(await getConfigs()).toEqual({ MODEL_MAPPER: "gpt-x=real-a,7=real-b", LEVEL_MAPPER: "claude-*=2,42=3,10=4", SWITCH_OVER: "3=1,2=3" });
+  });
+
+  test('a name holding "," or "=" is 400 naming the item in the object form (the string form cannot say it)', async () => {
+    await expect400(await send("PUT", { MODEL_MAPPER: { "a,b": "c" } }), "MODEL_MAPPER");
+    await expect400(await send("PUT", { LEVEL_MAPPER: { "a=b": 2 } }), "LEVEL_MAPPER");
+    await expect400(await send("PUT", { MODEL_MAPPER: { a: "b=c" } }), "MODEL_MAPPER");
+    await expect400(await send("PUT", { MODEL_MAPPER: "a=b=c" }), "MODEL_MAPPER");
+    expect(await getConfigs()).toEqual({});
   });
 
   test("one bad item in a multi-item PUT writes nothing", async () => {
@@ -193,8 +205,8 @@ describe("DELETE /x-config", () => {
     const mark = router.logs.length;
     const res = await send("DELETE", { keys: ["MODEL_MAPPER", "SWITCH_OVER"] });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ configs: { LEVEL_MAPPER: { b: "2" } } });
-    expect(await getConfigs()).toEqual({ LEVEL_MAPPER: { b: "2" } });
+    expect(await res.json()).toEqual({ configs: { LEVEL_MAPPER: "b=2" } });
+    expect(await getConfigs()).toEqual({ LEVEL_MAPPER: "b=2" });
     expect(router.deps.settings.routing().modelMap).toEqual([]);
     expect(router.deps.settings.routing().switchOver.size).toBe(0);
     const lines = router.logs.slice(mark).filter((l) => l.includes("config changed"));
@@ -211,7 +223,7 @@ describe("DELETE /x-config", () => {
   test("an unknown name resets nothing", async () => {
     await send("PUT", { MODEL_MAPPER: "a=b" });
     await expect400(await send("DELETE", { keys: ["MODEL_MAPPER", "NOPE"] }), "NOPE");
-    expect(await getConfigs()).toEqual({ MODEL_MAPPER: { a: "b" } });
+    expect(await getConfigs()).toEqual({ MODEL_MAPPER: "a=b" });
   });
 
   test("keys must be a non-empty array of names; other fields and malformed JSON are refused", async () => {

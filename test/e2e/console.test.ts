@@ -79,7 +79,7 @@ describe("console in chromium", () => {
     await form.getByLabel("Provider type").selectOption("standard");
     await form.getByRole("button", { name: "Add key" }).click();
     await owner.getByText("Key 1 added to Level 2. LEVEL_MAPPER: mock-*=2.").waitFor();
-    expect((await config()).LEVEL_MAPPER).toEqual({ "mock-*": "2" });
+    expect((await config()).LEVEL_MAPPER).toBe("mock-*=2");
     const row = owner.getByRole("row", { name: /mock upstream/ });
     await expect(row.textContent()).resolves.toContain("…pstream-secret-0123456789abcdef".slice(-20));
 
@@ -124,8 +124,14 @@ describe("console in chromium", () => {
     await owner.getByText("Prices saved").waitFor();
 
     const saved = await config();
-    expect(saved.MODEL_MAPPER).toEqual({ "alias-model": "mock-gpt" });
-    expect(saved.SWITCH_OVER).toEqual({ "2": "3" });
+    expect(saved.MODEL_MAPPER).toBe("alias-model=mock-gpt");
+    expect(saved.SWITCH_OVER).toBe("2=3");
+    // The editors read the export back into rows.
+    await owner.goto(`${router.url}/console/owner#routing`);
+    expect(await owner.getByTestId("mapper-MODEL_MAPPER").getByLabel("Requested model pattern, row 1").inputValue()).toBe("alias-model");
+    expect(await owner.getByTestId("mapper-MODEL_MAPPER").getByLabel("Target model, row 1").inputValue()).toBe("mock-gpt");
+    expect(await owner.getByTestId("mapper-LEVEL_MAPPER").getByLabel("Model pattern, row 1").inputValue()).toBe("mock-*");
+    expect(await owner.getByTestId("mapper-SWITCH_OVER").getByLabel("Backup Level, row 1").inputValue()).toBe("3");
     expect(saved.PRICING.ChatPricing["mock-*"]).toEqual({ InputText: 1000 });
   }, 30_000);
 

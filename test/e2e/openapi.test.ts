@@ -3,6 +3,7 @@ import { Value } from "@sinclair/typebox/value";
 import { createApp } from "../../src/app.ts";
 import { ProviderKeyEdit, ProviderKeyRecord } from "../../src/wire/provider-keys.ts";
 import { ManagedAccount } from "../../src/wire/accounts.ts";
+import { ConfigExport } from "../../src/wire/config.ts";
 import { DESCRIBED_ROUTES } from "../../src/wire/openapi.ts";
 import { createAccount } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
@@ -54,6 +55,13 @@ describe("GET /openapi.json", () => {
     const edit = await (await router.fetch(`/x-keys/${key.ID}?fields=edit`)).json();
     expect(Value.Check(ProviderKeyEdit, edit)).toBe(true);
     expect(JSON.stringify(edit)).not.toContain("sk-openapi-0123456789abcdef");
+    // The configuration export: the mapper items as their text form (spec 2.4), the others as they are.
+    expect(doc.components.schemas.ConfigExport).toEqual(JSON.parse(JSON.stringify(ConfigExport)));
+    const put = await router.fetch("/x-config", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ MODEL_MAPPER: { "gpt-4*": "gpt-4o" }, LEVEL_MAPPER: "claude-*=2", SWITCH_OVER: "1=2", EMAIL_PORT: 587 }) });
+    expect(put.status).toBe(200);
+    const exported = await put.json();
+    expect(Value.Check(ConfigExport, exported)).toBe(true);
+    expect(Value.Check(ConfigExport, { configs: { ...exported.configs, MODEL_MAPPER: { "gpt-4*": "gpt-4o" } } })).toBe(false);
     // No secret or default secret value sits in the description.
     expect(JSON.stringify(doc)).not.toContain("sk-openapi-0123456789abcdef");
   });

@@ -156,7 +156,7 @@ describe("configuration changes", () => {
     expect(rows).toHaveLength(3);
     expect(byItem.XAI_MAIL!.details).toEqual({ item: "XAI_MAIL", before: null, after: "ops@example.com" });
     expect(byItem.EMAIL_PASS!.details).toEqual({ item: "EMAIL_PASS", before: null, after: "********" });
-    expect(byItem.MODEL_MAPPER!.details).toEqual({ item: "MODEL_MAPPER", before: null, after: { a: "b" } });
+    expect(byItem.MODEL_MAPPER!.details).toEqual({ item: "MODEL_MAPPER", before: null, after: "a=b" });
     for (const row of rows) {
       expect(row.action).toBe("config.update");
       expect(row.operator_id).toBe(1);
@@ -188,7 +188,7 @@ describe("configuration changes", () => {
     expect(rows.every((r) => r.action === "config.reset")).toBe(true);
     expect(rows.map((r) => r.details).sort((a, b) => String(a.item).localeCompare(String(b.item)))).toEqual([
       { item: "EMAIL_PASS", before: "********", after: null },
-      { item: "MODEL_MAPPER", before: { a: "b" }, after: null },
+      { item: "MODEL_MAPPER", before: "a=b", after: null },
     ]);
   });
 

@@ -136,3 +136,15 @@ describe("3 key states", () => {
     expect(await step("/wake", "POST")).toEqual({ Status: true, Sleeping: false });
   });
 });
+
+describe("2.4 configuration items", () => {
+  // MODEL_MAPPER, LEVEL_MAPPER and SWITCH_OVER are "<left>=<right> entries,
+  // comma-separated": a value written in that form reads back in that form.
+  test("2.4: GET /x-config shows the mapper items in their format, comma-separated <left>=<right> entries", async () => {
+    const r = await scope.router();
+    const put = await api(r, "/x-config", { method: "PUT", body: { MODEL_MAPPER: "gpt-4*=gpt-4o", LEVEL_MAPPER: "claude-*=2", SWITCH_OVER: "1=2" } });
+    expect(put.status).toBe(200);
+    const { configs } = (await api(r, "/x-config")).body;
+    expect(configs).toMatchObject({ MODEL_MAPPER: "gpt-4*=gpt-4o", LEVEL_MAPPER: "claude-*=2", SWITCH_OVER: "1=2" });
+  });
+});

@@ -7,6 +7,8 @@ import {
   writeMapperEntries,
 } from "../../src/admin/config/mappers.ts";
 import { HttpError } from "../../src/core/errors.ts";
+import { CONFIG_ITEMS } from "../../src/admin/config/items.ts";
+import { mapperEntries, mapperText } from "../../src/wire/mapper-text.ts";
 
 /** Runs `fn`, expecting a 400 HttpError whose param is `item` and whose message mentions `mention`. */
 function expectRefused(fn: () => unknown, item: string, mention?: string): HttpError {
@@ -162,5 +164,46 @@ describe("parseSwitchOver", () => {
     expectRefused(() => parseSwitchOver("1=0"), "SWITCH_OVER");
     expectRefused(() => parseSwitchOver("a=1"), "SWITCH_OVER");
     expectRefused(() => parseSwitchOver("1=2.5"), "SWITCH_OVER");
+  });
+});
+
+describe("the export of the mapper items (GET /x-config)", () => {
+  const written: Array<[string, unknown]> = [
+    ["MODEL_MAPPER", " gpt-4* = gpt-4o , 7=real-b, __proto__=p, a b=c\u0000d"],
+    ["MODEL_MAPPER", { "gpt-x": "real-a", "7": "real-b", "3": "real-c" }],
+    ["LEVEL_MAPPER", "claude-*=2,42=3,10=4,*=1"],
+    ["LEVEL_MAPPER", { "m-*": 3 }],
+    ["SWITCH_OVER", "3=1,2=3"],
+    ["MODEL_MAPPER", ""],
+    ["LEVEL_MAPPER", {}],
+  ];
+
+  test.each(written)("%s %p exports the stored entries as text that writes back unchanged", (item, value) => {
+    const def = CONFIG_ITEMS[item]!;
+    const stored = def.normalise(value);
+    const exported = def.exported(stored);
+    expect(typeof exported).toBe("string");
+    expect(exported).toBe(stored);
+    expect(def.normalise(exported)).toBe(stored);
+    // What a client reads from it is what the router reads.
+    expect(mapperEntries(exported)).toEqual(readMapperEntries(item, stored));
+  });
+
+  test("integer-like names keep the order written", () => {
+    expect(CONFIG_ITEMS.LEVEL_MAPPER!.exported(CONFIG_ITEMS.LEVEL_MAPPER!.normalise("b-*=2,42=3,10=4"))).toBe("b-*=2,42=3,10=4");
+  });
+
+  test("a repeated source already stored is exported as routing reads it: the first", () => {
+    expect(CONFIG_ITEMS.MODEL_MAPPER!.exported("a=x,b=y,a=z")).toBe("a=x,b=y");
+    expect(CONFIG_ITEMS.MODEL_MAPPER!.sameValue!("a=x,b=y,a=z", "a=x,b=y")).toBe(true);
+    expect(CONFIG_ITEMS.MODEL_MAPPER!.sameValue!("a=x,b=y,a=z", "a=z,b=y")).toBe(false);
+  });
+
+  test("the clients' reader takes the text, an earlier object export, and nothing else", () => {
+    expect(mapperEntries("a=b,7=c")).toEqual([{ left: "a", right: "b" }, { left: "7", right: "c" }]);
+    expect(mapperEntries({ a: "b", n: 2 })).toEqual([{ left: "a", right: "b" }, { left: "n", right: "2" }]);
+    expect(mapperEntries(undefined)).toEqual([]);
+    expect(mapperEntries("")).toEqual([]);
+    expect(mapperText([{ left: "a", right: "b" }, { left: "7", right: "c" }])).toBe("a=b,7=c");
   });
 });

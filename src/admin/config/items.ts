@@ -27,7 +27,8 @@ export interface ConfigItemDef {
   secret?: boolean;
   /**
    * Whether two stored texts mean the same (a mapper whose exact names come in another
-   * order: an export, an object, puts integer-like names first). Without it, equal text.
+   * order, as an object written with integer-like names puts them first). Without it,
+   * equal text.
    */
   sameValue?(a: string, b: string): boolean;
 }
@@ -45,17 +46,28 @@ function plainString(item: string, max: number, check?: (value: string) => boole
   };
 }
 
-function mapperExport(entries: Array<{ left: string; right: string }>): Record<string, string> {
-  // No prototype: a model may be named "__proto__", which an ordinary object would swallow.
-  const out: Record<string, string> = Object.create(null);
-  // The first of a repeated source is the one routing uses (a value stored before repeats were refused).
-  for (const e of entries) if (!(e.left in out)) out[e.left] = e.right;
-  return out;
+/**
+ * The entries routing uses: the first of a repeated source (a value stored before
+ * repeats were refused); bestMatch never reaches a later one.
+ */
+function routed(entries: readonly MapperEntry[]): MapperEntry[] {
+  const seen = new Set<string>();
+  return entries.filter((e) => {
+    if (seen.has(e.left)) return false;
+    seen.add(e.left);
+    return true;
+  });
+}
+
+/** A mapper as GET /x-config shows it: the spec's `a=b,c=d`, in the order routing reads it. */
+function mapperExport(entries: readonly MapperEntry[]): string {
+  return writeMapperEntries(routed(entries));
 }
 
 /**
- * A source named twice is refused when written: routing takes the first, and an export
- * (an object) can hold only one, so the two would disagree and an import change routing.
+ * A source named twice is refused when written: routing takes the first and ignores
+ * the other, so the second can only be a mistake (and an export, which shows what
+ * routing uses, would drop it).
  */
 function onceEach(item: string, entries: readonly MapperEntry[]): readonly MapperEntry[] {
   const seen = new Set<string>();
@@ -72,11 +84,10 @@ function onceEach(item: string, entries: readonly MapperEntry[]): readonly Mappe
  * name wins at once). `unordered`: the order means nothing at all (SWITCH_OVER).
  */
 function sameMapping(a: readonly MapperEntry[], b: readonly MapperEntry[], unordered = false): boolean {
-  if (a.length !== b.length) return false;
   const keyed = (entries: readonly MapperEntry[]) => {
     const patterns: string[] = [];
     const exact = new Map<string, string>();
-    for (const e of entries) {
+    for (const e of routed(entries)) {
       if (!unordered && e.left.includes("*")) patterns.push(`${e.left}=${e.right}`);
       else exact.set(e.left, e.right);
     }
