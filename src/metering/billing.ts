@@ -145,9 +145,9 @@ function dearestNanos(price: ChatPrice, bound: TokenBound, rates: number): numbe
   return Math.round((bound.input * input + bound.output * output) * 1000 * rates);
 }
 
-/** The reservation of a token-priced call: its token bound at the dearest price of each side, × Rates. */
-export function worstCaseNanos(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, rates: number, unsized = false): number {
-  return dearestNanos(price, tokenBound(price, json, bodyBytes, unsized), rates);
+/** The reservation of a token-priced call of `endpoint` (its output limit's spellings): its token bound at the dearest price of each side, × Rates. */
+export function worstCaseNanos(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, rates: number, unsized = false, endpoint?: OutputSpelling): number {
+  return dearestNanos(price, tokenBound(price, json, bodyBytes, unsized, endpoint), rates);
 }
 
 function tokenPlan(price: ChatPrice, input: BillingInput, bound: TokenBound): BillingPlan {

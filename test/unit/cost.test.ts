@@ -120,10 +120,13 @@ describe("worstCaseNanos (the reservation rule)", () => {
 
   test("the output maximum is read from each family's field, else the model's MaxOutput, else the documented default; times the answers asked for", () => {
     const cost = (json: Record<string, unknown> | undefined, price: ChatPrice = { OutputText: 1 }) => worstCaseNanos(price, json, 0, 1);
+    const gemini = (json: Record<string, unknown>) => worstCaseNanos({ OutputText: 1 }, json, 0, 1, false, { family: "gemini" });
     expect(cost({ max_tokens: 10 })).toBe(10_000);
     expect(cost({ max_completion_tokens: 20 })).toBe(20_000);
     expect(cost({ max_output_tokens: 30 })).toBe(30_000);
-    expect(cost({ generationConfig: { maxOutputTokens: 40 } })).toBe(40_000);
+    // Gemini's own setting bounds a Gemini call; in another family's body it bounds nothing.
+    expect(gemini({ generationConfig: { maxOutputTokens: 40 } })).toBe(40_000);
+    expect(cost({ generationConfig: { maxOutputTokens: 40 } })).toBe(32_768_000);
     expect(DEFAULT_MAX_OUTPUT_TOKENS).toBe(32_768);
     expect(cost({})).toBe(32_768_000);
     expect(cost(undefined)).toBe(32_768_000);
@@ -133,7 +136,7 @@ describe("worstCaseNanos (the reservation rule)", () => {
     expect(cost({ max_tokens: -5 })).toBe(32_768_000);
     // Each of n answers (Gemini: candidateCount) may reach the maximum.
     expect(cost({ max_tokens: 10, n: 3 })).toBe(30_000);
-    expect(cost({ generationConfig: { maxOutputTokens: 10, candidateCount: 2 } })).toBe(20_000);
+    expect(gemini({ generationConfig: { maxOutputTokens: 10, candidateCount: 2 } })).toBe(20_000);
   });
 
   test("audio and image members count when they are the dearest", () => {

@@ -82,7 +82,7 @@ describe("bodyCheck", () => {
   test("a missing required field is reported where the model says it is checked", () => {
     const batch = bodyCheck(BatchCreditBody);
     expect(refusal(batch, { CreditGranted: 1 })).toEqual({ param: "IDs", message: "IDs is required" });
-    expect(refusal(batch, { IDs: [1, 0], CreditGranted: 1 })).toEqual({ param: "IDs", message: "IDs[1] must be an account ID" });
+    expect(refusal(batch, { IDs: [1, 1.5], CreditGranted: 1 })).toEqual({ param: "IDs", message: "IDs[1] must be an account ID" });
     // Unknown first by default; a provider key's creation has always named the missing field first.
     expect(refusal(batch, { Colour: 1 }).param).toBe("Colour");
     expect(refusal(bodyCheck(ProviderKeyCreateBody, { requiredFirst: true }), { Colour: 1 }).param).toBe("Provider");
@@ -164,8 +164,9 @@ describe("the server's record builders produce their wire models", () => {
   test("accountRecord", () => {
     const record = accountRecord(account);
     expect([...Value.Errors(AccountRecord, record)]).toEqual([]);
-    // A record read back is a valid update body once the read-only fields are dropped.
-    const { ID: _id, ParentID: _p, Level: _l, IsOwner: _o, KeyPrefix: _k, CreatedAt: _c, UpdatedAt: _u, ...body } = record;
+    // A record read back is a valid update body once the read-only fields are dropped
+    // (the identity in the spec's spelling, id, name, email, alias and level, among them).
+    const { ID: _id, ParentID: _p, Level: _l, IsOwner: _o, KeyPrefix: _k, CreatedAt: _c, UpdatedAt: _u, id: _i, name: _n, email: _e, alias: _a, level: _v, ...body } = record;
     expect(Value.Check(AccountBody, body)).toBe(true);
   });
 
