@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 
 /** Seals provider secrets at rest with AES-256-GCM; the key never enters the database. */
 export interface Sealer {
@@ -46,11 +46,40 @@ export function createSealer(key: Uint8Array): Sealer {
  * never silently replaced: that would make every sealed secret unreadable.
  */
 export function loadOrCreateSecretKey(path: string): Uint8Array {
-  if (!existsSync(path)) {
-    writeFileSync(path, randomBytes(32).toString("base64") + "\n", { mode: 0o600, flag: "wx" });
-    chmodSync(path, 0o600);
-  }
+  if (!existsSync(path)) createKeyFile(path);
   const key = Buffer.from(readFileSync(path, "utf8").trim(), "base64");
   if (key.length !== 32) throw new Error(`${path} does not hold a 32-byte base64 key`);
   return key;
+}
+
+/**
+ * Writes a new key to a file of its own, synced, then links it in under `path`: the key
+ * file appears whole or not at all. Written in place, a full disk (or a crash) during the
+ * first start left `path` empty, and every start after it refused that file for good,
+ * the space back or not, until someone removed it by hand. The link fails when another
+ * instance sharing the data directory created its key meanwhile: that one is kept.
+ */
+function createKeyFile(path: string): void {
+  const temporary = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.new`;
+  try {
+    const fd = openSync(temporary, "wx", 0o600);
+    try {
+      writeSync(fd, randomBytes(32).toString("base64") + "\n");
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    chmodSync(temporary, 0o600);
+    try {
+      linkSync(temporary, path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+  } catch (error) {
+    throw new Error(`${path} could not be written: ${(error as Error).message}`);
+  } finally {
+    try {
+      unlinkSync(temporary);
+    } catch {}
+  }
 }
