@@ -11,7 +11,8 @@ import { COUNTERS, PRELUDE } from "./lua.ts";
  */
 export const CREDIT = script(`${PRELUDE}${COUNTERS}
 if P.op == 'held' then
-  return str((num(redis.call('HGET', P.key, 'unflushed')) or 0) + credit_reserved(P.key))
+  local c = credit_read(P.key)
+  return str(c.unflushed + c.reserved)
 end
 if P.drop ~= nil then
   local held = redis.call('DEL', P.drop[1])

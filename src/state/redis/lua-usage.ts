@@ -86,3 +86,23 @@ redis.call('DEL', mine)
 redis.call('SREM', P.claims, OWNER)
 return #rows
 `);
+
+/**
+ * A settled call's usage row joins the queue, P = {queue, row, key, amount}: its charge
+ * (amount on the credit hash key) stops being this process's own (q<owner>, lua.ts) in
+ * the same step, so a process killed before appending leaves no charge held for good, and
+ * one killed after leaves it to whoever writes the row. Lowered more than it was raised
+ * (a row appended twice, as a copy) it only ever holds less: the charges a dead process
+ * drops are never ones whose rows wait.
+ */
+export const USAGE_APPEND = script(`${PRELUDE}
+redis.call('RPUSH', P.queue, P.row)
+if P.key ~= nil and P.amount > 0 then
+  local field = 'q' .. OWNER
+  local q = num(redis.call('HGET', P.key, field))
+  if q ~= nil then
+    if q - P.amount > 0 then redis.call('HSET', P.key, field, str(q - P.amount)) else redis.call('HDEL', P.key, field) end
+  end
+end
+return 1
+`);

@@ -94,10 +94,16 @@ end
 -- <key>:recent, the last RECENT announcements of written charges as a sorted set by
 -- version ('version:amount:at'): a balance read at version v and stored after some of
 -- them were announced takes off those after v (committed after the read).
+-- q<owner>: the part of unflushed that owner's settlements counted and whose usage rows it
+-- has not appended to the queue yet (USAGE_APPEND takes them off as it appends). A process
+-- killed in between never appends them: those charges have no row anywhere and would be
+-- held against the account for good, so when the owner's lease has ended they leave
+-- unflushed with the field.
 -- Read whole: stored (nil: Redis holds no balance), unflushed, staleAt, and the
 -- reservations of living owners (those of dead owners are dropped).
 local function credit_read(key)
   local c = { unflushed = 0, reserved = 0 }
+  local orphaned = 0
   local all = redis.call('HGETALL', key)
   for i = 1, #all, 2 do
     local field, v = all[i], all[i + 1]
@@ -108,7 +114,13 @@ local function credit_read(key)
     elseif field == 'fl' then c.fl = v
     elseif string.sub(field, 1, 1) == 'r' then
       if alive(string.sub(field, 2)) then c.reserved = c.reserved + tonumber(v) else redis.call('HDEL', key, field) end
+    elseif string.sub(field, 1, 1) == 'q' then
+      if not alive(string.sub(field, 2)) then orphaned = orphaned + (num(v) or 0); redis.call('HDEL', key, field) end
     end
+  end
+  if orphaned > 0 then
+    c.unflushed = math.max(0, c.unflushed - orphaned)
+    redis.call('HSET', key, 'unflushed', str(c.unflushed))
   end
   return c
 end
@@ -380,10 +392,12 @@ for _, c in ipairs(P) do
   elseif c.k == 'g' then gauge_add(c.key, c.d)
   else
     local field = 'r' .. OWNER
-    local f = redis.call('HMGET', c.key, field, 'unflushed')
+    local f = redis.call('HMGET', c.key, field, 'unflushed', 'q' .. OWNER)
     local reserved = (num(f[1]) or 0) - c.rel
     if reserved < 0 then reserved = 0 end
     redis.call('HSET', c.key, field, str(reserved), 'unflushed', str((num(f[2]) or 0) + c.ch))
+    -- Until its row is appended, the charge is also this process's (credit_read, q<owner>).
+    if c.ch > 0 then redis.call('HSET', c.key, 'q' .. OWNER, str((num(f[3]) or 0) + c.ch)) end
   end
 end
 flush_windows()

@@ -2,7 +2,7 @@ import type { UsageBuffer } from "../../metering/usage-buffer.ts";
 import type { Logger } from "../../core/log.ts";
 import type { NewUsageEventRow } from "../../store/store.ts";
 import type { RedisConnection } from "./connection.ts";
-import { USAGE_CLAIM, USAGE_RELEASE } from "./lua-usage.ts";
+import { USAGE_APPEND, USAGE_CLAIM, USAGE_RELEASE } from "./lua-usage.ts";
 import type { RedisState } from "./state.ts";
 import { DEFAULT_PREFIX } from "./state.ts";
 import { createSentRows } from "./sent-rows.ts";
@@ -97,7 +97,10 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       // An unsure row carries the id of the writer that may have stored it (a property a claim takes off).
       const text = JSON.stringify(flag === "unsure" && storedBy !== undefined ? { ...row, storedBy } : row);
       // Flagged as a claim reads them: 'S' a copy, 'R' a row to check (as one handed back).
-      await redis.send("RPUSH", [keys.queue, flag === "copy" ? `S${text}` : flag === "unsure" ? `R${text}` : text]);
+      // Appended with its charge handed over from this process (USAGE_APPEND): killed
+      // between its settlement and here, the charge would have stayed held for good.
+      const queued = flag === "copy" ? `S${text}` : flag === "unsure" ? `R${text}` : text;
+      await run(USAGE_APPEND, { queue: keys.queue, row: queued, key: `${prefix}c:${row.accountId}`, amount: row.costNanos ?? 0 });
       sent.add(text, Date.now(), redis.connects(), state.dataset.latest());
       // The row is in Redis: a failure to catch up must not hand it back (it would be written twice); the next call tries again.
       await catchUpAfter()?.catch(() => {});
