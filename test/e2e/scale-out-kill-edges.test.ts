@@ -281,5 +281,51 @@ if (!skipServices) {
         proxy.stop();
       }
     }, 40_000);
+
+    test("B killed again and again under load while A serves: every row stored once, none unknown, the ledger charged exactly the rows, nothing left held", async () => {
+      const acct = await account(1);
+      const answered = new Set<string>();
+      const begun = new Set<string>();
+      let unknown = 0;
+      let b = await instance(data);
+      const loop = async (server: ServingBinary, stop: () => boolean) => {
+        while (!stop()) {
+          const result = await chat(server, acct.key);
+          if (result.id !== "") begun.add(result.id);
+          else unknown++;
+          if (result.status === 200 && !result.cut) answered.add(result.id);
+          if (result.status === 0) return;
+        }
+      };
+      let done = false;
+      const onA = Array.from({ length: 2 }, () => loop(a.server, () => done));
+      const kills = 3;
+      for (let kill = 0; kill < kills; kill++) {
+        let stop = false;
+        const current = b;
+        const onB = Array.from({ length: 6 }, () => loop(current.server, () => stop));
+        const before = answered.size;
+        await waitFor(() => answered.size - before >= 300, 15_000, "calls to be answered");
+        await killed(current);
+        stop = true;
+        await Promise.all(onB);
+        b = await instance(data);
+      }
+      done = true;
+      await Promise.all(onA);
+      await drained();
+      const rows = await rowsOf(acct.id);
+      const stored = new Set(rows.map((row) => row.id));
+      expect(stored.size).toBe(rows.length);
+      expect(rows.filter((row) => !begun.has(row.id)).length).toBeLessThanOrEqual(unknown);
+      const lost = [...answered].filter((id) => !stored.has(id)).length;
+      console.log(`${kills} kills: ${answered.size} calls answered, ${rows.length} rows stored, ${lost} answered calls lost`);
+      expect(lost).toBeLessThan(answered.size / 10);
+      // The ledger is the grant less exactly the rows; nothing is held once the dead leases are gone.
+      expect(await balanceOf(a.server, acct.key)).toBe(1e9 - rows.reduce((sum, row) => sum + row.cost, 0));
+      await waitFor(async () => Number(await redisClient.send("HGET", [`router:c:${acct.id}`, "unflushed"])) === 0, 5000, "no charge to be held as unwritten");
+      b.server.kill("SIGTERM");
+      expect(await b.server.exited).toBe(0);
+    }, 50_000);
   });
 }
