@@ -1,7 +1,7 @@
 import { badRequest, HttpError } from "../core/errors.ts";
 import { BatchCreditBody, type BatchEntryResult, type BatchResult } from "../wire/accounts.ts";
 import { bodyCheck } from "../wire/check.ts";
-import type { Tx } from "./ledger.ts";
+import type { Held, Tx } from "./ledger.ts";
 import { NANOS_PER_CREDIT, nanosToCredits } from "./records.ts";
 import type { AccountsService, Actor } from "./service.ts";
 
@@ -43,8 +43,10 @@ export async function runBatchCredit(service: AccountsService, actor: Actor, bod
   // IDs below 1 name no account: skipped as unknown, never looked up.
   const names = (id: number) => id >= 1;
   const eligible = ids.filter((id) => id !== actor.account.id && names(id));
-  const callerHeld = credit > 0 ? await service.heldForBatch(actor.account, 0, credit, eligible.length) : 0;
-  const heldFor = (id: number) => (credit > 0 ? Promise.resolve(callerHeld) : service.heldForBatch(actor.account, id, credit, 1).catch(() => 0));
+  // A grant's source is the caller for every entry: read once, the ledger seen beside it
+  // following the batch's own moves (they are not charges written meanwhile: see `stillHeld`).
+  let callerHeld = credit > 0 ? await service.heldForBatch(actor.account, 0, credit, eligible.length) : undefined;
+  const heldFor = (id: number): Promise<Held | undefined> => (credit > 0 ? Promise.resolve(callerHeld) : service.heldForBatch(actor.account, id, credit, 1).catch(() => undefined));
   const heldBefore = dryRun ? new Map(await Promise.all(eligible.map(async (id) => [id, await heldFor(id)] as const))) : undefined;
   const one = async (id: number, run: Runner) => {
     if (id === actor.account.id) {
@@ -59,6 +61,7 @@ export async function runBatchCredit(service: AccountsService, actor: Actor, bod
       const held = heldBefore?.get(id) ?? (await heldFor(id));
       const applied = await run((tx) => service.creditOne(tx, actor.account, String(id), credit, days, held));
       if (!dryRun) service.creditChanged(actor.account.id, applied.target.id);
+      if (callerHeld) callerHeld = { ...callerHeld, ledger: callerHeld.ledger + applied.outcome.callerChange };
       callerChange += applied.outcome.callerChange;
       childrenChange += applied.outcome.targetChange;
       results.push({ ID: id, status: "applied", BalanceBefore: nanosToCredits(applied.before), BalanceAfter: nanosToCredits(applied.after) });

@@ -1,12 +1,12 @@
 import type { OperationLog } from "../admin/oplog/writer.ts";
 import type { Clock } from "../core/clock.ts";
-import { badRequest, conflict, notFound, unauthorized } from "../core/errors.ts";
+import { badRequest, conflict, HttpError, notFound, unauthorized } from "../core/errors.ts";
 import { randomBase62 } from "../core/ids.ts";
 import { rootIdOf } from "../store/account-root.ts";
 import type { AccountOrder, AccountRow, AccountsWithin, Store, Transaction } from "../store/store.ts";
 import { issueApiKey } from "./api-keys.ts";
 import type { AccountInput } from "./input.ts";
-import { capExpiry, take, type Tx } from "./ledger.ts";
+import { capExpiry, take, type Held, type Tx } from "./ledger.ts";
 import { assertUnique, insertAccount } from "./insert.ts";
 import type { InvalidationBus } from "../core/invalidation.ts";
 import { NANOS_PER_CREDIT } from "./records.ts";
@@ -43,6 +43,8 @@ const DAY_MS = 86_400_000;
 /** How long a transfer waits for instances to give back blocks of credit reserved ahead: longer than one lasts (ALLOWANCE_MAX_MS). */
 const BLOCKS_RETURN_MS = 1500;
 const BLOCKS_POLL_MS = 20;
+/** How long a credit change refused while calls held credit waits before its one more try. */
+const HELD_RETRY_MS = 50;
 
 export function createAccountsService(deps: {
   store: Store;
@@ -102,7 +104,7 @@ export function createAccountsService(deps: {
    * `held`: what the calls of the account the credit comes from hold (`heldBy`, read
    * before the transaction): theirs to spend, not to give away.
    */
-  async function applyCredit(tx: Tx, caller: AccountRow, target: AccountRow, credits: number, days: number | undefined, held = 0): Promise<CreditOutcome> {
+  async function applyCredit(tx: Tx, caller: AccountRow, target: AccountRow, credits: number, days: number | undefined, held?: Held): Promise<CreditOutcome> {
     const now = deps.clock.now();
     const nanos = Math.round(credits * NANOS_PER_CREDIT);
     if (nanos === 0) return { callerChange: 0, targetChange: 0 };
@@ -130,26 +132,44 @@ export function createAccountsService(deps: {
    * last at most. A call admitted in the moment between this read and the transaction is
    * not counted (it ends at most its own cost below zero, as concurrent calls do).
    */
-  async function heldBy(accountId: number, needed: number): Promise<number> {
-    if (!deps.heldCredit) return 0;
-    let held = await deps.heldCredit(accountId);
-    if (held === 0 || !deps.releaseCreditBlocks) return held;
+  async function heldBy(accountId: number, needed: number): Promise<Held | undefined> {
+    if (!deps.heldCredit) return undefined;
     const balance = () => store.credit.balance(accountId, deps.clock.now());
+    // What is held first, the ledger after: a charge written between leaves both (see `stillHeld`).
+    let held = await deps.heldCredit(accountId);
     let ledger = await balance();
-    if (ledger - held >= needed || ledger < needed) return held;
+    if (held === 0 || !deps.releaseCreditBlocks || ledger - held >= needed || ledger < needed) return { amount: held, ledger };
     await deps.releaseCreditBlocks(accountId);
     const until = performance.now() + BLOCKS_RETURN_MS;
     while (ledger - held < needed && ledger >= needed && performance.now() < until) {
       await Bun.sleep(BLOCKS_POLL_MS);
-      // Both again: a charge written meanwhile leaves what is held and the ledger together.
-      [held, ledger] = await Promise.all([deps.heldCredit(accountId), balance()]);
+      held = await deps.heldCredit(accountId);
+      ledger = await balance();
     }
-    return held;
+    return { amount: held, ledger };
+  }
+
+  /**
+   * Runs a credit change with what its source's calls hold (`held`, read again for each
+   * try). Refused for lack of credit while they held some, it is tried once more a moment
+   * later: a charge between its write to the ledger and its announcement to the State
+   * counts in both meanwhile (a few milliseconds), and an account taking all that is left
+   * right after a call must not be told its calls hold it.
+   */
+  async function withHeld<T>(held: () => Promise<Held | undefined>, run: (held: Held | undefined) => Promise<T>): Promise<T> {
+    const first = await held();
+    try {
+      return await run(first);
+    } catch (error) {
+      if (!(error instanceof HttpError) || error.code !== "insufficient_credit" || !first || first.amount === 0) throw error;
+      await Bun.sleep(HELD_RETRY_MS);
+      return run(await held());
+    }
   }
   /** What the source of a change of `credits` to `targetId` holds (see `heldBy`); `times` changes alike (a batch). */
   const heldForChange = async (caller: AccountRow, targetId: number, credits: number, times = 1) => {
     const source = sourceOf(caller, targetId, credits);
-    return source === undefined ? 0 : heldBy(source, Math.abs(Math.round(credits * NANOS_PER_CREDIT)) * times);
+    return source === undefined ? undefined : heldBy(source, Math.abs(Math.round(credits * NANOS_PER_CREDIT)) * times);
   };
 
 
@@ -173,8 +193,8 @@ export function createAccountsService(deps: {
       if (input.credit !== undefined && input.credit < 0) throw badRequest("CreditGranted must not be negative when creating an account", "CreditGranted");
       const issued = issueApiKey();
       const now = deps.clock.now();
-      const held = input.credit ? await heldForChange(caller, 0, input.credit) : 0;
-      const result = await store.transaction(async (tx) => {
+      const credits = input.credit;
+      const result = await withHeld(async () => (credits ? heldForChange(caller, 0, credits) : undefined), (held) => store.transaction(async (tx) => {
         const columns = columnsForCreate(await current(tx, caller), input);
         const account = await insertAccount(
           tx,
@@ -196,7 +216,7 @@ export function createAccountsService(deps: {
         );
         const credit = input.credit ? await applyCredit(tx, caller, account, input.credit, input.days, held) : { callerChange: 0, targetChange: 0 };
         return { account, credit };
-      });
+      }));
       if (result.credit.targetChange !== 0) creditChanged(caller.id, result.account.id);
       await deps.oplog.write({
         actorId: caller.id,
@@ -214,8 +234,7 @@ export function createAccountsService(deps: {
       // (A deduction's target is looked up for it; the transaction finds it again, and says what is wrong, in its own order.)
       const credit = input.credit ?? 0;
       const named = credit < 0 ? await resolve(store, caller, identifier, "subtree").catch(() => undefined) : undefined;
-      const held = credit > 0 || named ? await heldForChange(caller, named?.id ?? 0, credit) : 0;
-      const result = await store.transaction(async (tx) => {
+      const result = await withHeld(async () => (credit > 0 || named ? heldForChange(caller, named?.id ?? 0, credit) : undefined), (held) => store.transaction(async (tx) => {
         const columns = columnsForUpdate(await current(tx, caller), input);
         const target = await resolve(tx, caller, identifier, "subtree");
         if (named && target.id !== named.id) throw conflict(`Account ${identifier} changed while it was being updated; try again`, undefined, "account_changed");
@@ -225,7 +244,7 @@ export function createAccountsService(deps: {
         const account = Object.keys(columns).length > 0 ? await tx.accounts.update(target.id, { ...columns, updatedAt: deps.clock.now() }) : target;
         const credit = input.credit !== undefined ? await applyCredit(tx, caller, account, input.credit, input.days, held) : undefined;
         return { account, credit, columns };
-      });
+      }));
       // A write that changed nothing (an empty body, a zero credit) tells no cache and leaves no log row.
       if (Object.keys(result.columns).length === 0 && !result.credit?.targetChange) return result.account;
       await deps.bus.publish({ kind: "account", accountId: result.account.id });
@@ -275,14 +294,14 @@ export function createAccountsService(deps: {
     },
 
     /** What the calls of the account a batch entry takes from hold (see `heldBy`); `entries` of them take from the caller alike. */
-    async heldForBatch(caller: AccountRow, targetId: number, credits: number, entries: number) {
+    async heldForBatch(caller: AccountRow, targetId: number, credits: number, entries: number): Promise<Held | undefined> {
       // A deduction from an account outside the caller's subtree asks nothing of it (the entry is skipped as not found).
-      if (credits < 0 && !(await resolve(store, caller, String(targetId), "subtree").catch(() => undefined))) return 0;
+      if (credits < 0 && !(await resolve(store, caller, String(targetId), "subtree").catch(() => undefined))) return undefined;
       return heldForChange(caller, targetId, credits, credits > 0 ? entries : 1);
     },
 
     /** Applies one credit change to one account in its own transaction (batch entries are atomic one by one); `held` as `heldForBatch` says. */
-    async creditOne(tx: Tx, caller: AccountRow, identifier: string, credits: number, days: number | undefined, held = 0) {
+    async creditOne(tx: Tx, caller: AccountRow, identifier: string, credits: number, days: number | undefined, held?: Held) {
       await current(tx, caller);
       const target = await resolve(tx, caller, identifier, "subtree");
       const before = await tx.credit.balance(target.id, deps.clock.now());
