@@ -77,10 +77,19 @@ export function useRequestLog(params: Record<string, string>, page: number, live
   useEffect(() => {
     if (!live) return;
     let current = true;
+    // On a later page `seen` holds that page's rows: the first page's calls as the tail
+    // starts are not new, so the first answer only marks them seen.
+    let baseline = page === 1;
     const poll = async () => {
       try {
         const answer = await fetchPage(params, 1);
         if (!current) return;
+        if (!baseline) {
+          baseline = true;
+          for (const r of answer.rows) seen.current.add(r.request_id);
+          setError(null);
+          return;
+        }
         const fresh = answer.rows.filter((r) => !seen.current.has(r.request_id));
         setError(null);
         if (fresh.length === 0) return;
