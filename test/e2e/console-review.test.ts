@@ -74,3 +74,24 @@ describe("the requests page's live tail", () => {
     await close();
   }, 40_000);
 });
+
+describe("account emails", () => {
+  test("the form takes an address the router takes (a host without a dot) and says what the router refuses", async () => {
+    const { page, close } = await owner();
+    await page.goto(`${router.url}/console/accounts`);
+    await page.getByRole("button", { name: "+ Create account" }).click();
+    const form = page.locator('form[aria-labelledby="acct-form-h"]');
+    await form.getByRole("textbox", { name: "Email", exact: true }).fill("ann@intranet");
+    await form.getByRole("textbox", { name: "Name", exact: true }).fill("Ann Lee 李");
+    expect(await form.getByText("Not a valid email address").count()).toBe(0);
+    // What the router refuses is said before anything is sent.
+    await form.getByRole("textbox", { name: "Billing email" }).fill("ann@exa_mple.com");
+    await form.getByText("Not a valid email address").waitFor();
+    await form.getByRole("textbox", { name: "Billing email" }).fill("");
+    await form.getByRole("button", { name: "Create account" }).click();
+    await page.getByText(/^Account Ann Lee 李 \(ID \d+\) created\.$/).waitFor();
+    const created = await api(router, "/x-users?email=ann@intranet");
+    expect(created.body.map((a: { Name: string }) => a.Name)).toEqual(["Ann Lee 李"]);
+    await close();
+  }, 30_000);
+});

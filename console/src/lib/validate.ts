@@ -2,6 +2,7 @@
  * Checks run as the owner types, mirroring what the router refuses, so a mistake
  * shows next to its row before anything is saved. The router checks again.
  */
+import { isValidEmail, normaliseEmail } from "../../../src/accounts/validation.ts";
 import { mapperEntries, mapperText } from "../../../src/wire/mapper-text.ts";
 
 export interface Row {
@@ -124,7 +125,8 @@ export function ipListError(text: string): string | undefined {
   return undefined;
 }
 
-export const isEmail = (text: string) => /^[^\s@]+@[^\s@]+\.[^\s@]+$|^[^\s@]+@localhost$/.test(text.trim());
+/** An email address as the router checks it (accounts, XAI_MAIL, the test mail): a host without a dot is one. */
+export const isEmail = (text: string) => isValidEmail(normaliseEmail(text));
 
 /** An optional non-negative number field (limits): "" is fine. */
 export function limitError(text: string, integer: boolean, bound?: number | null): string | undefined {
