@@ -95,3 +95,21 @@ describe("account emails", () => {
     await close();
   }, 30_000);
 });
+
+describe("lists after a delete", () => {
+  test("deleting the only notice of the last page shows the page before, not 'No notices published yet'", async () => {
+    for (let i = 0; i < 21; i++) expect((await api(router, "/x-news", { body: { title: `paged ${i}`, content: "c" } })).status).toBe(201);
+    const { page, close } = await owner();
+    await page.goto(`${router.url}/console/owner#notices`);
+    const pager = page.getByRole("navigation", { name: "Notices pages" });
+    await pager.getByRole("button", { name: "Next →" }).click();
+    await page.getByRole("button", { name: "Delete notice paged 0" }).click();
+    await page.getByRole("dialog", { name: "Delete this notice?" }).getByRole("button", { name: "Delete notice" }).click();
+    await page.getByText('Notice "paged 0" deleted.').waitFor();
+    await pager.getByText("Page 1 of 1 (20 in all)").waitFor({ timeout: 5000 });
+    expect(await page.getByText("No notices published yet.").count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Delete notice paged 20" }).count()).toBe(1);
+    for (const notice of (await api(router, "/x-news?size=100")).body) await api(router, `/x-news/${notice.id}`, { method: "DELETE" });
+    await close();
+  }, 30_000);
+});

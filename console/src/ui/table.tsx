@@ -1,6 +1,6 @@
 import type { ComponentChildren, VNode } from "preact";
 import { Fragment } from "preact";
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { Empty } from "./feedback.tsx";
 
 export interface Column<T> {
@@ -151,6 +151,12 @@ export function DataTable<T>(props: { caption: string; columns: Column<T>[]; row
 /** Previous/next page buttons and "page N of M (T items)". */
 export function Pager(props: { page: number; pages: number; total?: number; hasMore?: boolean; onPage: (page: number) => void; label: string }) {
   const last = props.hasMore === undefined ? props.page >= props.pages : !props.hasMore;
+  // A page past the end (its last row just deleted) goes back to the last page there is,
+  // rather than showing an empty list as if there were nothing at all.
+  const past = props.total !== undefined && props.page > 1 && props.page > props.pages;
+  useEffect(() => {
+    if (past) props.onPage(Math.max(props.pages, 1));
+  }, [past, props.pages]);
   return (
     <nav class="pager" aria-label={`${props.label} pages`}>
       <button type="button" disabled={props.page <= 1} onClick={() => props.onPage(props.page - 1)}>
