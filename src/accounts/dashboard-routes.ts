@@ -33,6 +33,7 @@ export function dashboardAccountRoutes(deps: DashboardRouteDeps & AuthPluginDeps
           level: account.depth,
           balance: nanosToCredits(await deps.accountsService.balanceNanos(account.id)),
           manage: canManage(account),
+          timeZone: deps.clock.timeZone,
         };
       },
       { auth: true },

@@ -153,6 +153,7 @@ export const AccountStatus = Type.Object({
   level: Count(),
   balance: Credits(),
   manage: Type.Boolean(),
+  timeZone: Type.String({ description: "the router's business time zone (IANA name): business days, RPD/TPD and bills follow it" }),
 });
 export type AccountStatus = Static<typeof AccountStatus>;
 

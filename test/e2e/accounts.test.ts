@@ -952,6 +952,7 @@ describe("dashboard reports the real account", () => {
       level: 2,
       balance: 7.5,
       manage: false,
+      timeZone: "UTC",
     });
     const info = await api("/dashboard/info", { key: account.APIKey });
     const { object, Balance, APIKey, ...record } = account;

@@ -113,3 +113,30 @@ describe("lists after a delete", () => {
     await close();
   }, 30_000);
 });
+
+describe("times", () => {
+  test("are shown in the router's business zone, named, not in the browser's", async () => {
+    const tokyo = await startRouter({ config: { timeZone: "Asia/Tokyo" } });
+    try {
+      const notice = await api(tokyo, "/x-news", { body: { title: "zoned", content: "c" } });
+      expect(notice.status).toBe(201);
+      const status = await api(tokyo, "/dashboard/status");
+      expect(status.body.timeZone).toBe("Asia/Tokyo");
+      const context = await browser.newContext({ timezoneId: "America/Los_Angeles" });
+      const page = await context.newPage();
+      await signIn(page, `${tokyo.url}/console/`, tokyo.ownerKey);
+      await page.waitForURL(/\/console\/owner$/);
+      await page.goto(`${tokyo.url}/console/owner#notices`);
+      const row = page.getByRole("row", { name: /zoned/ });
+      await row.waitFor();
+      const shown = await row.locator("td[data-label='Published']").textContent();
+      const spaces = (text: string) => text.replace(/\s/g, " ");
+      const expected = new Date(notice.body.created_at).toLocaleString("en-US", { year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit", timeZone: "Asia/Tokyo", timeZoneName: "short" });
+      expect(spaces(shown ?? "")).toBe(spaces(expected));
+      expect(shown).toContain("GMT+9");
+      await context.close();
+    } finally {
+      await tokyo.stop();
+    }
+  }, 30_000);
+});

@@ -22,10 +22,28 @@ export const formatCredits = (n: number | null | undefined) => (n === null || n 
 
 export const formatLimit = (n: number | null | undefined) => (n === null || n === undefined ? "unlimited" : integer.format(n));
 
+/** The router's business time zone (from /dashboard/status), once known; before that the browser's. */
+let displayZone: string | undefined;
+
+export function setDisplayTimeZone(zone: string | undefined): void {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: zone });
+    displayZone = zone;
+  } catch {
+    displayZone = undefined;
+  }
+}
+
+/**
+ * A moment in the router's business time zone, named (`11/29/2026, 10:32:02 AM GMT+9`):
+ * bills and the date filters count business days in that zone, so a call listed under
+ * a day shows a time on that day, whatever the browser's own zone.
+ */
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return "—";
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+  if (Number.isNaN(date.getTime())) return iso;
+  return date.toLocaleString(undefined, { year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit", timeZone: displayZone, timeZoneName: "short" });
 }
 
 /** `YYYY-MM-DD` of a Date in UTC. */

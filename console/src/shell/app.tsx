@@ -4,6 +4,7 @@ import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { api, ApiError, LOGGED_OUT_EVENT } from "../lib/api.ts";
 import { allowedPages, landingPage, PAGES, WHY_NOT, type PageId } from "../lib/pages.ts";
 import { clearKey, storedKey } from "../lib/session.ts";
+import { setDisplayTimeZone } from "../lib/format.ts";
 import { applyTheme, nextTheme, storedTheme, themeLabel, type Theme } from "../lib/theme.ts";
 import type { AccountStatus } from "../lib/types.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
@@ -183,6 +184,8 @@ function Console(props: { page: PageId; title: string; tabs: Tab[] }) {
       </main>
     );
   }
+  // Before the pages render: every time they show is in the router's business zone.
+  setDisplayTimeZone(status.timeZone);
   if (!allowedPages(status).includes(props.page)) return <NotAllowed page={props.page} status={status} onLogout={logout} />;
   return (
     <StatusContext.Provider value={{ status, refreshStatus }}>
