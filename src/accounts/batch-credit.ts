@@ -58,7 +58,9 @@ export async function runBatchCredit(service: AccountsService, actor: Actor, bod
       return;
     }
     try {
-      const held = heldBefore?.get(id) ?? (await heldFor(id));
+      // A dry run read every entry's before its transaction (none may be read inside it:
+      // the store would wait for the transaction that waits for it).
+      const held = heldBefore ? heldBefore.get(id) : await heldFor(id);
       const applied = await run((tx) => service.creditOne(tx, actor.account, String(id), credit, days, held));
       if (!dryRun) service.creditChanged(actor.account.id, applied.target.id);
       if (callerHeld) callerHeld = { ...callerHeld, ledger: callerHeld.ledger + applied.outcome.callerChange };
