@@ -392,8 +392,10 @@ describe("a claim taken over, then handed back at a clean stop", () => {
     const c = await instance(prefix, store);
     const admin = new RedisClient((await redis.server()).url);
     try {
-      // R settled (100) and Q settled (1,000, its row still on its way).
-      await b.state.counts.adjust([{ counter: credit, release: 0, charge: 1100 }]);
+      // R settled on B (100), and Q on C (1,000, its row still on its way: a charge whose
+      // row a dead process never appended dies with its lease, so Q is a living one's).
+      await b.state.counts.adjust([{ counter: credit, release: 0, charge: 100 }]);
+      await c.state.counts.adjust([{ counter: credit, release: 0, charge: 1000 }]);
       await Bun.sleep(20);
       // R's append lost its answer and Redis did not hold it: R went to Redis again as a copy (handOver).
       const rowR = usageRow(usageEvent(1, 100), "2026-03-10");
