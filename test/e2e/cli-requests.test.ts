@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
-import { createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
+import { chatRequestId, createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 import { runRouterCommand } from "../helpers/router-command.ts";
 
@@ -54,16 +54,7 @@ const answer = (model: string) =>
     usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
   });
 
-async function call(key: string, model: string): Promise<string> {
-  const res = await router.fetch("/v1/chat/completions", {
-    method: "POST",
-    key,
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
-  });
-  await res.text();
-  return res.headers.get("x-request-id")!;
-}
+const call = (key: string, model: string) => chatRequestId(router, key, model);
 
 beforeAll(async () => {
   router = await startRouter();

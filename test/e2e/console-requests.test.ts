@@ -3,7 +3,7 @@ import type { Browser, Page } from "playwright-core";
 import { launchChromium, recordedPage, screenshot, signIn, type SeenRequest } from "../helpers/browser.ts";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
-import { createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
+import { chatRequestId, createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
 // Issue 17 (console): the Requests page for every account kind, scoped by the server:
@@ -29,16 +29,7 @@ const answer = (model: string) =>
   });
 
 /** One chat call as `key`; its X-Request-Id. */
-async function call(key: string, model: string): Promise<string> {
-  const res = await router.fetch("/v1/chat/completions", {
-    method: "POST",
-    key,
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
-  });
-  await res.text();
-  return res.headers.get("x-request-id")!;
-}
+const call = (key: string, model: string) => chatRequestId(router, key, model);
 
 const flushed = () => router.deps.usageRecorder.flush();
 

@@ -3,7 +3,7 @@ import type { Browser, Page } from "playwright-core";
 import { launchChromium, recordedPage, signIn, type SeenRequest } from "../helpers/browser.ts";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
-import { api } from "../helpers/owner-ops.ts";
+import { api, chatRequestId } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
 // A review of the console as an owner, a manager and a user use it: each test here
@@ -15,15 +15,7 @@ const seen: SeenRequest[] = [];
 const errors: string[] = [];
 
 /** One chat call as `key` (the owner's by default). */
-async function call(model: string, key = router.ownerKey): Promise<void> {
-  const res = await router.fetch("/v1/chat/completions", {
-    method: "POST",
-    key,
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
-  });
-  await res.text();
-}
+const call = (model: string, key = router.ownerKey) => chatRequestId(router, key, model);
 
 beforeAll(async () => {
   router = await startRouter();

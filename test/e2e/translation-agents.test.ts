@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { KEY_FORMATS, keyPerFormat } from "../helpers/key-per-format.ts";
 import type { KeyFormat } from "../../src/wire/constants.ts";
-import { addKey } from "../helpers/keys.ts";
-import { json, sse, startMockUpstream, type MockUpstream, type RecordedRequest } from "../helpers/mock-upstream.ts";
-import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { json, sse, type RecordedRequest } from "../helpers/mock-upstream.ts";
+import type { TestRouter } from "../helpers/router.ts";
 import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
 
 /**
@@ -10,27 +10,12 @@ import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
  * official SDKs): tool loops, stop reasons, tool schemas, ids across turns.
  */
 
-const FORMATS: KeyFormat[] = ["openai", "responses", "anthropic", "gemini"];
+const FORMATS = KEY_FORMATS;
+const pairs = keyPerFormat("ag");
+const ups = pairs.ups;
 let router: TestRouter;
-const ups = new Map<KeyFormat, MockUpstream>();
-
-beforeAll(async () => {
-  router = await startRouter();
-  const mapping: string[] = [];
-  for (const [i, format] of FORMATS.entries()) {
-    const mock = startMockUpstream();
-    ups.set(format, mock);
-    await addKey(router, { provider: mock.url, level: i + 1, config: { provider_type: "standard", formats: [format] } });
-    mapping.push(`ag-${format}=${i + 1}`);
-  }
-  await router.deps.settings.update({ LEVEL_MAPPER: mapping.join(",") });
-});
-afterAll(async () => {
-  await router.stop();
-  await Promise.all([...ups.values()].map((m) => m.stop()));
-});
-beforeEach(() => {
-  for (const mock of ups.values()) mock.reset();
+beforeAll(() => {
+  router = pairs.router;
 });
 
 /** Scripts the upstream of a format to answer every model call so (replacing its earlier script). */

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { KEY_FORMATS, keyPerFormat } from "../helpers/key-per-format.ts";
 import type { KeyFormat } from "../../src/wire/constants.ts";
-import { addKey, usageRows } from "../helpers/keys.ts";
-import { sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
-import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { usageRows } from "../helpers/keys.ts";
+import { sse } from "../helpers/mock-upstream.ts";
+import { waitFor, type TestRouter } from "../helpers/router.ts";
 import { decodeSse } from "../helpers/sse-transcripts.ts";
 import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
 
@@ -12,27 +13,12 @@ import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
  * rest is what the review probed and found right.
  */
 
-const FORMATS: KeyFormat[] = ["openai", "responses", "anthropic", "gemini"];
+const FORMATS = KEY_FORMATS;
+const pairs = keyPerFormat("rv");
+const ups = pairs.ups;
 let router: TestRouter;
-const ups = new Map<KeyFormat, MockUpstream>();
-
-beforeAll(async () => {
-  router = await startRouter();
-  const mapping: string[] = [];
-  for (const [i, format] of FORMATS.entries()) {
-    const mock = startMockUpstream();
-    ups.set(format, mock);
-    await addKey(router, { provider: mock.url, level: i + 1, config: { provider_type: "standard", formats: [format] } });
-    mapping.push(`rv-${format}=${i + 1}`);
-  }
-  await router.deps.settings.update({ LEVEL_MAPPER: mapping.join(",") });
-});
-afterAll(async () => {
-  await router.stop();
-  await Promise.all([...ups.values()].map((m) => m.stop()));
-});
-beforeEach(() => {
-  for (const mock of ups.values()) mock.reset();
+beforeAll(() => {
+  router = pairs.router;
 });
 
 const answerWith = (format: KeyFormat, answer: () => Response) => ups.get(format)!.route("POST", /.*/, answer);

@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { KEY_FORMATS, keyPerFormat } from "../helpers/key-per-format.ts";
 import type { KeyFormat } from "../../src/wire/constants.ts";
 import { CANNED_USAGE, cannedAnswer, cannedError, cannedStream, type CannedCall } from "../helpers/format-answers.ts";
-import { addKey, usageRows } from "../helpers/keys.ts";
-import { startMockUpstream, type MockUpstream, type RecordedRequest } from "../helpers/mock-upstream.ts";
-import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { usageRows } from "../helpers/keys.ts";
+import type { MockUpstream, RecordedRequest } from "../helpers/mock-upstream.ts";
+import { waitFor, type TestRouter } from "../helpers/router.ts";
 import { anthropicClient, geminiClient, geminiV3Client, openaiClient } from "../helpers/sdk.ts";
 
 /**
@@ -15,7 +16,7 @@ import { anthropicClient, geminiClient, geminiV3Client, openaiClient } from "../
  * error, and every call is metered on the upstream's own usage.
  */
 
-const FORMATS: KeyFormat[] = ["openai", "responses", "anthropic", "gemini"];
+const FORMATS = KEY_FORMATS;
 const WIRE_OF: Record<KeyFormat, string> = { openai: "openai-chat", responses: "openai-responses", anthropic: "anthropic-messages", gemini: "gemini-generate" };
 const PRICING = { ChatPricing: { "pair-*": { InputText: 2, OutputText: 8, CachedText: 0.5 } } };
 
@@ -25,26 +26,11 @@ const CALLS: CannedCall[] = [
 ];
 const WEATHER = { name: "weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } };
 
+const pairs = keyPerFormat("pair", { pricing: PRICING });
+const upstreams = pairs.ups;
 let router: TestRouter;
-const upstreams = new Map<KeyFormat, MockUpstream>();
-
-beforeAll(async () => {
-  router = await startRouter({ pricing: PRICING });
-  const mapping: string[] = [];
-  for (const [i, format] of FORMATS.entries()) {
-    const mock = startMockUpstream();
-    upstreams.set(format, mock);
-    await addKey(router, { provider: mock.url, level: i + 1, config: { provider_type: "standard", formats: [format] } });
-    mapping.push(`pair-${format}=${i + 1}`);
-  }
-  await router.deps.settings.update({ LEVEL_MAPPER: mapping.join(",") });
-});
-afterAll(async () => {
-  await router.stop();
-  await Promise.all([...upstreams.values()].map((m) => m.stop()));
-});
-beforeEach(() => {
-  for (const mock of upstreams.values()) mock.reset();
+beforeAll(() => {
+  router = pairs.router;
 });
 
 type Answer = "json" | "thinking" | "tools" | "error";

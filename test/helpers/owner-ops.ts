@@ -51,3 +51,15 @@ export async function createAccount(router: TestRouter, fields: Record<string, u
   if (res.status !== 201) throw new Error(`create failed: ${res.status} ${JSON.stringify(res.body)}`);
   return { id: res.body.ID, name: res.body.Name, email: res.body.Email, key: res.body.APIKey };
 }
+
+/** One chat call for `model` as `key`, its answer read whole; its X-Request-Id (what the request log is keyed by). */
+export async function chatRequestId(router: TestRouter, key: string, model: string): Promise<string> {
+  const res = await router.fetch("/v1/chat/completions", {
+    method: "POST",
+    key,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
+  });
+  await res.text();
+  return res.headers.get("x-request-id")!;
+}
