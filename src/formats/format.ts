@@ -34,7 +34,7 @@ export interface Endpoint {
    * The body fields that bound the output, as the endpoint's upstreams read them (Chat:
    * `max_tokens` and `max_completion_tokens`; Responses: `max_output_tokens`): when
    * several are given the largest counts, and another family's spelling bounds nothing
-   * (its upstream, or a translator, ignores it). Absent: any of the common spellings.
+   * (its upstream, or a translator, ignores it). Absent: the common spellings, all of them.
    */
   outputLimit?: readonly string[];
   /** The input is held upstream (a realtime session's conversation): reserved as the model's whole context window. */

@@ -1,4 +1,5 @@
 import type { SseEvent } from "../formats/sse.ts";
+import { readBoundedText } from "./bounded-read.ts";
 
 /**
  * Whether a 2xx upstream body is an answer. An upstream (or a proxy in front of it) may
@@ -27,6 +28,18 @@ export function isErrorObject(value: unknown): boolean {
 }
 
 export type Judgement = { answer: true; parsed: unknown } | { answer: false; why: string };
+
+/**
+ * A JSON answer read whole within bounds (gateway/bounded-read.ts) and judged: silence
+ * past `idleMs` is a timeout of the key (`onIdle` cuts the connection and the read
+ * throws), and an answer past `maxBytes` (a gzip bomb included) is no answer, dropped as
+ * it grows rather than held whole.
+ */
+export async function readJsonAnswer(response: Response, maxBytes: number, idleMs: number, onIdle: () => void): Promise<{ text: string; judgement: Judgement }> {
+  const text = await readBoundedText(response, maxBytes, idleMs, onIdle);
+  if (text === undefined) return { text: "", judgement: { answer: false, why: `an answer over ${maxBytes} bytes` } };
+  return { text, judgement: judgeJson(text) };
+}
 
 /** Judges a whole JSON body (non-streaming answers, Gemini's JSON-array streams). */
 export function judgeJson(text: string): Judgement {

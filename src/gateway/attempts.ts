@@ -7,25 +7,26 @@ import type { Tenant } from "../tenancy/tenants.ts";
 import type { AddressGuard } from "../upstreams/address-policy.ts";
 import type { Adapters } from "../upstreams/index.ts";
 import { errorResponse } from "../http/envelopes.ts";
-import { redact, redactSecret } from "../core/redact.ts";
+import { redact } from "../core/redact.ts";
 import { isCredentialStatus, isRedirectStatus, isRetryableStatus, nextStep, sameKeyBackoffMs, sameKeyMayRetry, type AttemptFailure } from "../routing/failover.ts";
 import { adapterFor } from "../upstreams/index.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall } from "./call.ts";
-import { clientResponseHeaders, retryAfterMs } from "./headers.ts";
+import { retryAfterMs } from "./headers.ts";
 import { ZERO_USAGE } from "../formats/usage.ts";
 import type { AttemptsEnd, CallOutcome, PeekedStream, ReadAnswer, RelayInput } from "./call-outcome.ts";
-import { judgeJson, readFirstEvent } from "./answer-check.ts";
+import { readFirstEvent, readJsonAnswer } from "./answer-check.ts";
 import { AddressRefusedError } from "../upstreams/address-policy.ts";
 import type { Translator } from "../formats/translate/translator.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS } from "../metering/billing.ts";
-import { finalError, keyGone, translatedError, waitUnlessClientLeaves } from "./attempt-errors.ts";
+import { finalError, keyGone, waitUnlessClientLeaves } from "./attempt-errors.ts";
 import { callFit, localTokenCount, translatedCall, unservedFormat, unservedFormats, upstreamFamilyOf } from "./translation.ts";
 import { createKeyChoice } from "./key-choice.ts";
 import { formatOf } from "../formats/registry.ts";
 import { MAX_MESSAGE, type AttemptFact } from "../metering/request-log.ts";
 import { errorMessage, failureMessage } from "./attempt-facts.ts";
-import { DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_BODY_BYTES, readBoundedText } from "./bounded-read.ts";
+import { DEFAULT_MAX_ANSWER_BYTES } from "./bounded-read.ts";
+import { relayedMistake } from "./relayed-mistake.ts";
 
 class AttemptTimeout extends Error {}
 
@@ -230,16 +231,9 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             const type = response.headers.get("content-type") ?? "";
             if (JSON_TYPE.test(type)) {
               clearTimeout(timer);
-              // Read within bounds: silence past the stream idle limit is a timeout of this
-              // key (the read throws), and an answer past maxAnswerBytes (a gzip bomb
-              // included) is no answer, dropped as it grows rather than held whole.
-              const text = await readBoundedText(response, maxAnswerBytes, config.streamIdleTimeoutMs, () => controller.abort(new AttemptTimeout()));
-              if (text === undefined) nonAnswer = `an answer over ${maxAnswerBytes} bytes`;
-              else {
-                const judged = judgeJson(text);
-                if (judged.answer) read = { text, parsed: judged.parsed };
-                else nonAnswer = judged.why;
-              }
+              const { text, judgement } = await readJsonAnswer(response, maxAnswerBytes, config.streamIdleTimeoutMs, () => controller.abort(new AttemptTimeout()));
+              if (judgement.answer) read = { text, parsed: judgement.parsed };
+              else nonAnswer = judgement.why;
             } else if (HTML_TYPE.test(type)) nonAnswer = "an HTML page";
           }
         } catch (error) {
@@ -315,30 +309,17 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             // The client's own mistake (400, 404, 413, 422…): pass the upstream's answer on.
             await pool.report(key, { kind: "success" });
             await switchOver.recordSuccess(chosen.level, chosen.probe);
-            // Some upstreams echo the credential back, encoded or not: none of its spellings reaches the client.
-            // Read within bounds: an error body is small, and one that stalls must not hold the call.
-            const read = await readBoundedText(response, MAX_ERROR_BODY_BYTES, config.streamIdleTimeoutMs, () => controller.abort(new AttemptTimeout())).then(
-              (body): { body: string } | "over" => (body === undefined ? "over" : { body }),
-              // Cut while read (a dropped connection, silence): the status still goes back, with words of our own.
-              () => (controller.signal.reason instanceof AttemptTimeout ? ("stalled" as const) : ("cut" as const)),
-            );
-            const text =
-              typeof read === "object"
-                ? redact(redactSecret(read.body, secrets))
-                : read === "over"
-                  ? `The upstream answered ${status} with an error body over ${MAX_ERROR_BODY_BYTES / 1024 / 1024} MiB, which is not relayed.`
-                  : read === "stalled"
-                    ? `The upstream answered ${status}, and its error body stopped arriving for ${Math.round(config.streamIdleTimeoutMs / 1000)} s; it was not read.`
-                    : `The upstream answered ${status}, and its error body broke off before it was read.`;
-            note({ status, answered: true, message: text.slice(0, MAX_MESSAGE) });
+            const { answer, message } = await relayedMistake(response, {
+              family: call.family,
+              translator,
+              secrets,
+              idleMs: config.streamIdleTimeoutMs,
+              onIdle: () => controller.abort(new AttemptTimeout()),
+              stalled: () => controller.signal.reason instanceof AttemptTimeout,
+            });
+            note({ status, answered: true, message: message.slice(0, MAX_MESSAGE) });
             input.trace.ttfbMs = firstByteAt - callStart;
             release();
-            const answer =
-              typeof read !== "object"
-                ? errorResponse(call.family, new HttpError(status === 404 ? "not_found" : status === 413 ? "too_large" : status === 409 ? "conflict" : "invalid_request", text, { status }))
-                : translator
-                  ? translatedError(translator, status, text)
-                  : new Response(text, { status, headers: clientResponseHeaders(response.headers) });
             return ended(answer, {
               route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id },
               status,
