@@ -104,6 +104,21 @@ describe("lists after a delete", () => {
     for (const notice of (await api(router, "/x-news?size=100")).body) await api(router, `/x-news/${notice.id}`, { method: "DELETE" });
     await close();
   }, 30_000);
+
+  test("after a confirmed delete, focus stays in the part of the page the row was in (not lost to <body>)", async () => {
+    await api(router, "/x-news", { body: { title: "gone", content: "c" } });
+    await api(router, "/x-news", { body: { title: "kept", content: "c" } });
+    const { page, close } = await owner();
+    await page.goto(`${router.url}/console/owner#notices`);
+    await page.getByRole("button", { name: "Delete notice gone" }).click();
+    await page.getByRole("dialog", { name: "Delete this notice?" }).getByRole("button", { name: "Delete notice" }).click();
+    await page.getByText('Notice "gone" deleted.').waitFor();
+    await page.getByRole("button", { name: "Delete notice gone" }).waitFor({ state: "detached" });
+    await page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 3000 }).catch(() => {});
+    expect(await page.evaluate(() => document.activeElement?.tagName)).not.toBe("BODY");
+    for (const notice of (await api(router, "/x-news?size=100")).body) await api(router, `/x-news/${notice.id}`, { method: "DELETE" });
+    await close();
+  }, 30_000);
 });
 
 describe("times", () => {
