@@ -41,6 +41,15 @@ interface CreditCell {
 
 interface PeriodCell extends DaySlot {
   seed: PeriodSeed;
+  /**
+   * The period the cell held before it last moved, with its total: yesterday after
+   * midnight, or today after the clock stepped back to yesterday (an NTP step). Moving
+   * back to it takes it up again as it was instead of reading it from the rollups, which
+   * lack the reservations of calls in flight and the rows not written yet: read again,
+   * the day lost them, and a call in flight then settled below what the day holds
+   * (a DailyLimit passed, a total below zero).
+   */
+  other?: { day: string; value: number };
 }
 
 /**
@@ -133,12 +142,19 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     return cell;
   };
 
-  /** Seeds a period cell that moves to `period` (a new day or month, or its first use). */
-  const seedPeriod = async (cell: PeriodCell, period: string): Promise<void> => {
-    const value = await loaders.seed(cell.seed, period);
-    if (cell.day === period) return;
+  /** Moves a period cell to `period` with `value`, keeping the period it leaves as `other`. */
+  const movePeriod = (cell: PeriodCell, period: string, value: number): void => {
+    if (cell.day !== undefined) cell.other = { day: cell.day, value: cell.value };
     cell.day = period;
     cell.value = value;
+  };
+  /** Seeds a period cell that moves to `period` (a new day or month, or its first use); the period it held before is taken up again as it was. */
+  const seedPeriod = async (cell: PeriodCell, period: string): Promise<void> => {
+    if (cell.other?.day === period) return movePeriod(cell, period, cell.other.value);
+    const value = await loaders.seed(cell.seed, period);
+    if (cell.day === period) return;
+    if (cell.other?.day === period) return movePeriod(cell, period, cell.other.value);
+    movePeriod(cell, period, value);
   };
 
   /** Loads what the lines need before the synchronous check; resolves at once when nothing is missing. */
@@ -168,7 +184,8 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
       if (counter.kind === "period") {
         const { period, delta } = change as { period: string; delta: number };
         const cell = periodOf(counter);
-        if (delta !== 0 && cell.day !== period && !(cell.day !== undefined && cell.day > period)) (pending ??= []).push(seedPeriod(cell, period));
+        // The period held before (applyChanges counts there) needs no move either.
+        if (delta !== 0 && cell.day !== period && cell.other?.day !== period && !(cell.day !== undefined && cell.day > period)) (pending ??= []).push(seedPeriod(cell, period));
       } else if (counter.kind === "credit" && creditStale(counter.accountId, now())) {
         (pending ??= []).push(loadCredit(counter.accountId, now(), true));
       }
@@ -274,10 +291,13 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
         case "period": {
           const { period, delta } = change as { period: string; delta: number };
           // A call that began before midnight (or the month's end) and settles after it:
-          // the past period is no longer checked, and moving the cell back to it would
-          // drop the current period's total. Its row still reaches that day's rollup.
+          // moving the cell back to the past period would drop the current period's total,
+          // so the change goes to the period the cell held before (kept for a clock that
+          // steps back), or, older still, is dropped. Its row still reaches that day's rollup.
           const cell = periodOf(change.counter);
-          if (delta !== 0 && cell.day === period) cell.value += delta;
+          if (delta === 0) break;
+          if (cell.day === period) cell.value += delta;
+          else if (cell.other?.day === period) cell.other.value += delta;
           break;
         }
         case "gauge": {
