@@ -236,8 +236,16 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   // Rows a previous run left in the usage spool: their charges count as unwritten here
   // until written (their write announces them); else it would take them off other calls'.
   const recovered = usageRecorder.recoveredCharges();
-  if (recovered.size > 0)
-    inBackground("the charges of usage rows left on disk", state.counts.adjust([...recovered].map(([accountId, amount]) => ({ counter: { kind: "credit", accountId } as const, release: 0, charge: amount }))));
+  if (recovered.size > 0) {
+    const noted = state.counts.adjust([...recovered].map(([accountId, amount]) => ({ counter: { kind: "credit", accountId } as const, release: 0, charge: amount })));
+    inBackground("the charges of usage rows left on disk", noted);
+    // Written before the first call is admitted: day and month totals (RPD, TPD, DailyLimit,
+    // HardLimit) are read from the rollups on first use, and rows still waiting then were
+    // never counted in them, so a quota used up before the restart let calls through again.
+    // (A database refusing the write leaves them waiting, as on any tick.)
+    await noted.catch(() => {});
+    await usageRecorder.flush();
+  }
   const periods = createPeriodCounters();
   const softLimit = createSoftLimitNotifier({ store, clock, log, claims: state.claims });
   const tenants = createTenants(config.byok ?? false, {

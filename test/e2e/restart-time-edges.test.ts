@@ -1,11 +1,15 @@
-import { describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type { ServeConfig } from "../../src/config.ts";
 import { createManualClock } from "../../src/core/clock.ts";
 import { addKey, usageRows } from "../helpers/keys.ts";
 import { chatCompletion, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, type Reply } from "../helpers/owner-ops.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
+import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
 
 /**
  * Restarts and time (a review): day quotas (RPD, TPD, DailyLimit) and the month's
@@ -32,9 +36,9 @@ const chat = (router: TestRouter, key: string): Promise<Reply> => api(router, "/
  * stopped after the test unless stopped before. `zone`: a `--timezone` other than the
  * clock's, on a clock of its own set to the same moment.
  */
-async function routerOn(dataDir: string, clock: Clock, upstream: MockUpstream, options: { zone?: string; restart?: boolean } = {}): Promise<TestRouter> {
+async function routerOn(dataDir: string, clock: Clock, upstream: MockUpstream, options: { zone?: string; restart?: boolean; config?: Partial<ServeConfig> } = {}): Promise<TestRouter> {
   const zoned = options.zone === undefined ? clock : createManualClock(clock.now(), options.zone);
-  const router = await startRouter({ dataDir, clock: zoned, pricing: PRICING, config: { timeZone: zoned.timeZone } });
+  const router = await startRouter({ dataDir, clock: zoned, pricing: PRICING, config: { timeZone: zoned.timeZone, ...options.config } });
   let stopped: Promise<void> | undefined;
   const stop = router.stop.bind(router);
   router.stop = () => (stopped ??= stop());
@@ -217,3 +221,92 @@ describe("the clock stepped backwards", () => {
     expect(await billOn(router, account.key, "2026-03-10")).toEqual({ requests: 1, cost: COST });
   });
 });
+
+if (!skipServices) {
+  let postgres: PostgresServer;
+  let redis: RedisServer;
+  beforeAll(async () => {
+    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
+  }, 60_000);
+  afterAll(async () => {
+    await redis?.close();
+    await postgres?.stop();
+  });
+
+  /** No reservation of the account's calls is held any more (its subtree's spend in flight is 0). */
+  const settled = (router: TestRouter, accountId: number) =>
+    waitFor(async () => (await router.deps.state.counts.read({ kind: "gauge", key: `spend:${accountId}:reserved` }, router.deps.clock.now())) === 0, 2000, "the settlement");
+
+  /** Ends a router as a kill would: no flush, nothing handed over. */
+  const kill = (router: TestRouter) => {
+    router.deps.usageRecorder.halt();
+    router.server.server.stop(true);
+    router.deps.dependencies.stop();
+    void Promise.resolve(router.deps.store.close()).catch(() => {});
+    router.stop = async () => {};
+  };
+
+  describe("restart with usage rows still on disk (PostgreSQL without Redis)", () => {
+    test("rows a run killed during an outage left in the spool count in today's RPD and DailyLimit from the first call after the restart", async () => {
+      const { clock, dataDir, upstream } = setup(Date.UTC(2026, 2, 10, 12));
+      const config = { database: postgres.url(await postgres.createDatabase()) };
+      const first = await routerOn(dataDir, clock, upstream, { config });
+      const requests = await createAccount(first, { CreditGranted: 100, RPD: 3 });
+      const spend = await createAccount(first, { CreditGranted: 100, DailyLimit: credits(3 * COST) });
+      for (const account of [requests, spend]) expect((await chat(first, account.key)).status).toBe(200);
+      await first.deps.usageRecorder.flush();
+      const spool = join(dataDir, "usage-spool.jsonl");
+      await postgres.halt();
+      try {
+        for (const account of [requests, spend]) for (let i = 0; i < 2; i++) expect((await chat(first, account.key)).status).toBe(200);
+        await waitFor(() => readFileSync(spool, "utf8").split("\n").filter(Boolean).length >= 4, 5000, "the rows to be kept on disk");
+        kill(first);
+      } finally {
+        await postgres.resume();
+      }
+      clock.advance(10 * SECOND);
+      const second = await routerOn(dataDir, clock, upstream, { config, restart: true });
+      // Three calls today each, two of them only on disk when the router started.
+      expect((await chat(second, requests.key)).body.error?.code).toBe("rpd_limit_reached");
+      expect((await chat(second, spend.key)).body.error?.code).toBe("daily_limit_reached");
+      expect(await billOn(second, requests.key, "2026-03-10")).toEqual({ requests: 3, cost: 3 * COST });
+    }, 40_000);
+  });
+
+  describe("restart across midnight (PostgreSQL and Redis)", () => {
+    test("stopped at 23:59:50 with a call in flight, started at 00:00:10: RPD and DailyLimit start the new day from its own rows; the bill puts each call on its day", async () => {
+      const { clock, dataDir, upstream } = setup(Date.UTC(2026, 2, 10, 14, 59, 50), "Asia/Tokyo");
+      const config = { database: postgres.url(await postgres.createDatabase()), redis: redis.url };
+      const first = await routerOn(dataDir, clock, upstream, { config });
+      const accounts = [await createAccount(first, { CreditGranted: 100, RPD: 3 }), await createAccount(first, { CreditGranted: 100, DailyLimit: credits(3 * COST) })];
+      const releases: Array<() => void> = [];
+      const inFlight: Promise<Reply>[] = [];
+      for (const account of accounts) {
+        for (let i = 0; i < 2; i++) {
+          expect((await chat(first, account.key)).status).toBe(200);
+          // On Redis a settlement is counted a few milliseconds after its answer (docs/api.md, "Reservation").
+          await settled(first, account.id);
+        }
+        const seen = upstream.requests.length;
+        releases.push(holdNext(upstream));
+        inFlight.push(chat(first, account.key));
+        await waitFor(() => upstream.requests.length === seen + 1);
+      }
+      const stopping = first.stop();
+      clock.set(Date.UTC(2026, 2, 10, 15, 0, 10));
+      for (const release of releases) release();
+      for (const reply of await Promise.all(inFlight)) expect(reply.status).toBe(200);
+      await stopping;
+      const second = await routerOn(dataDir, clock, upstream, { config, restart: true });
+      for (const [i, account] of accounts.entries()) {
+        for (let n = 0; n < 3; n++) {
+          expect({ account: i, n, status: (await chat(second, account.key)).status }).toEqual({ account: i, n, status: 200 });
+          await settled(second, account.id);
+        }
+        expect((await chat(second, account.key)).body.error?.code).toBe(i === 0 ? "rpd_limit_reached" : "daily_limit_reached");
+        expect(await billOn(second, account.key, "2026-03-10")).toEqual({ requests: 3, cost: 3 * COST });
+        expect(await billOn(second, account.key, "2026-03-11")).toEqual({ requests: 3, cost: 3 * COST });
+      }
+    }, 40_000);
+  });
+}
