@@ -4,15 +4,14 @@ import "./cli/colour.ts";
 import { defineCommand, runMain } from "citty";
 import { VERSION } from "./version.ts";
 import { showUsage } from "./cli/usage-screen.ts";
+import { requireSubCommand } from "./cli/flags.ts";
 
 // Everything the router writes (database, key files) is for its own user only.
 process.umask(0o077);
 
 // Commands are loaded when chosen: the admin commands that talk to a server over HTTP
 // then start without loading the server (a few tens of ms instead of a few hundred).
-const main = defineCommand({
-  meta: { name: "router", version: VERSION, description: "Self-hosted LLM API gateway" },
-  subCommands: {
+const subCommands = {
     serve: () => import("./cli/serve.ts").then((m) => m.serveCommand),
     owner: () => import("./cli/owner.ts").then((m) => m.ownerCommand),
     migrate: () => import("./cli/migrate.ts").then((m) => m.migrateCommand),
@@ -27,7 +26,12 @@ const main = defineCommand({
     requests: () => import("./cli/requests.ts").then((m) => m.requestsCommand),
     route: () => import("./cli/route.ts").then((m) => m.routeCommand),
     version: () => import("./cli/version.ts").then((m) => m.versionCommand),
-  },
+};
+const main = defineCommand({
+  meta: { name: "router", version: VERSION, description: "Self-hosted LLM API gateway" },
+  subCommands,
+  // `router` alone, or a command that does not exist: one line and exit code 2.
+  setup: requireSubCommand("router", Object.keys(subCommands)),
 });
 
 // `serve` needs what the runtime reads only at start: fetch's concurrency limit, and

@@ -12,7 +12,7 @@ import { basename, join, resolve } from "node:path";
 import { databasePath } from "../store/data-dir.ts";
 import { copyDatabase, verifyDatabase } from "../store/sqlite/backup.ts";
 import { dataArgs } from "./common-args.ts";
-import { flagOrEnv, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { flagOrEnv, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { formatBytes } from "./output.ts";
 import { runOrExit } from "./run.ts";
 
@@ -63,7 +63,7 @@ export const backupCommand = defineCommand({
   run: ({ args, rawArgs }) =>
     runOrExit(async () => {
       rejectUnknownFlags(rawArgs, backupArgs);
-      if (args._.length > 0) throw new UsageError(`unexpected argument "${args._[0]}"; see --help`);
+      rejectStrayArguments(args);
       if (!args.out) throw new UsageError("--out FILE is required; see --help");
       const dataDir = flagOrEnv(args, "data") ?? "./data";
       const source = resolve(databasePath(dataDir));

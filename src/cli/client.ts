@@ -8,7 +8,7 @@
  */
 import { defineCommand, type ArgsDef, type CommandDef } from "citty";
 import { readFileSync } from "node:fs";
-import { flagOrEnv, parseIntegerFlag, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { flagOrEnv, parseIntegerFlag, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, requireSubCommand, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 import { isWrite, newIdempotencyKey, sendWithResends } from "../wire/resend.ts";
 
@@ -242,18 +242,6 @@ export function jsonObjectFlag(args: Args, name: string): Record<string, unknown
 // Commands
 // ---------------------------------------------------------------------------
 
-/** Anything after the declared positionals is a mistake; a key there is called out (it would land in shell history). */
-function rejectStrayArguments(args: Args, defs: ArgsDef): void {
-  const declared = Object.values(defs).filter((def) => def.type === "positional").length;
-  if (args._.some((value) => /^sk-[A-Za-z0-9_-]{10,}/.test(value))) {
-    throw new UsageError(
-      "a key is never taken as an argument (it would stay in shell history): put your API key in ROUTER_KEY, a provider secret in --secret-file FILE or --secret -",
-    );
-  }
-  const stray = args._.slice(declared);
-  if (stray.length > 0) throw new UsageError(`unexpected argument "${stray[0]}"; see --help`);
-}
-
 export interface RemoteContext {
   args: Args;
   client: Client;
@@ -281,6 +269,7 @@ export function remoteCommand(options: {
         const parsed = args as unknown as Args;
         rejectUnknownFlags(rawArgs, defs);
         rejectStrayArguments(parsed, defs);
+        rejectEmptyValues(rawArgs, parsed, defs);
         options.check?.(parsed);
         const client = createClient(parsed);
         await options.run({ args: parsed, client, json: parsed.json === true });
@@ -293,16 +282,9 @@ export function remoteCommand(options: {
  * or unknown subcommand with exit code 1; here it is a usage error (2).
  */
 export function commandGroup(name: string, description: string, subCommands: Record<string, CommandDef<ArgsDef>>): CommandDef<ArgsDef> {
-  const names = Object.keys(subCommands).join("|");
   return defineCommand({
     meta: { name, description },
     subCommands,
-    setup({ rawArgs }) {
-      const chosen = rawArgs.find((arg) => !arg.startsWith("-"));
-      if (chosen !== undefined && Object.hasOwn(subCommands, chosen)) return;
-      const why = chosen === undefined ? "missing command" : `unknown command "${chosen}"`;
-      process.stderr.write(`router: ${why}: router ${name} ${names}; see router ${name} --help\n`);
-      process.exit(2);
-    },
+    setup: requireSubCommand(`router ${name}`, Object.keys(subCommands)),
   });
 }

@@ -24,6 +24,49 @@ export function rejectUnknownFlags(rawArgs: readonly string[], defs: ArgsDef): v
   }
 }
 
+/**
+ * Anything after the positionals a command declares is a mistake (`router serve 8080`
+ * must not start on the default port); a key there is called out, since it would
+ * stay in shell history.
+ */
+export function rejectStrayArguments(args: { _: readonly string[] }, defs: ArgsDef = {}): void {
+  const declared = Object.values(defs).filter((def) => def.type === "positional").length;
+  if (args._.some((value) => /^sk-[A-Za-z0-9_-]{10,}/.test(value))) {
+    throw new UsageError(
+      "a key is never taken as an argument (it would stay in shell history): put your API key in ROUTER_KEY, a provider secret in --secret-file FILE or --secret -",
+    );
+  }
+  const stray = args._.slice(declared);
+  if (stray.length > 0) throw new UsageError(`unexpected argument "${stray[0]}"; see --help`);
+}
+
+/**
+ * A string flag given with nothing after it (`--page` last on the line, `--size=`)
+ * reaches the command as "", which reads as "not given": it is a mistake, not a flag to drop.
+ */
+export function rejectEmptyValues(rawArgs: readonly string[], args: Readonly<Record<string, unknown>>, defs: ArgsDef): void {
+  for (const [name, def] of Object.entries(defs)) {
+    if (def.type !== "string" || args[name] !== "") continue;
+    const flag = `--${kebab(name)}`;
+    if (rawArgs.some((raw) => raw === flag || raw.startsWith(`${flag}=`))) throw new UsageError(`${flag} needs a value; see --help`);
+  }
+}
+
+/**
+ * The `setup` of a command made of subcommands (`router`, `router keys`, …): citty
+ * answers a missing or unknown subcommand with its help screen and exit code 1; here it
+ * is one line and a usage error (2).
+ */
+export function requireSubCommand(path: string, names: readonly string[]): (context: { rawArgs: readonly string[] }) => void {
+  return ({ rawArgs }) => {
+    const chosen = rawArgs.find((arg) => !arg.startsWith("-"));
+    if (chosen !== undefined && names.includes(chosen)) return;
+    const why = chosen === undefined ? "missing command" : `unknown command "${chosen}"`;
+    process.stderr.write(`router: ${why}: ${path} ${names.join("|")}; see ${path} --help\n`);
+    process.exit(2);
+  };
+}
+
 function kebab(name: string): string {
   return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 }

@@ -4,7 +4,7 @@ import { createClock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import { databasePath, prepareDataDir } from "../store/data-dir.ts";
 import { openStore } from "../store/open.ts";
-import { flagOrEnv, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { flagOrEnv, rejectStrayArguments, rejectUnknownFlags, requireSubCommand, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 
 const createArgs = {
@@ -22,6 +22,7 @@ const createCommand = defineCommand({
   run: ({ args, rawArgs }) =>
     runOrExit(async () => {
       rejectUnknownFlags(rawArgs, createArgs);
+      rejectStrayArguments(args);
       if (!args.email) throw new UsageError("--email is required");
       const dataDir = flagOrEnv(args, "data") ?? "./data";
       const notice = prepareDataDir(dataDir);
@@ -44,4 +45,5 @@ const createCommand = defineCommand({
 export const ownerCommand = defineCommand({
   meta: { name: "owner", description: "Manage owner (first-level) accounts" },
   subCommands: { create: createCommand },
+  setup: requireSubCommand("router owner", ["create"]),
 });

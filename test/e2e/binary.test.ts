@@ -161,7 +161,7 @@ describe("dist/router alone in an empty directory", () => {
       [["serve", "--data", "a-file", "--port", "0"], /not a directory/],
       [["serve", "--timezone", "Nowhere/City"], /unknown time zone/],
       [["owner", "create"], /--email is required/],
-      [["frobnicate"], /Unknown command/],
+      [["frobnicate"], /unknown command "frobnicate"/],
     ];
     for (const [args, message] of cases) {
       const result = run(bin, args, { cwd: dir });

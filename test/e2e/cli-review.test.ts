@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
+import { runRouterCommand, type CommandResult } from "../helpers/router-command.ts";
+
+// The CLI as a demanding admin uses it: usage mistakes anywhere are one line on stderr
+// and exit 2 (README: 0 done, 1 refused, 2 usage error), nothing typed is silently
+// ignored, and the data commands never leave a wrong file or a key that works nowhere.
+// Each call is a real `bun src/main.ts …` process against an in-process router.
+
+let router: TestRouter;
+let dir: string;
+
+beforeAll(async () => {
+  router = await startRouter();
+  dir = tempDir("router-cli-review-");
+});
+afterAll(async () => {
+  await router.stop();
+});
+
+async function cli(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<CommandResult> {
+  const result = await runRouterCommand(args, { env: { ROUTER_URL: router.url, ROUTER_KEY: router.ownerKey, ...env }, stdin });
+  expect(result.stdout + result.stderr).not.toContain(router.ownerKey);
+  return result;
+}
+
+/** A usage error: exit 2, nothing on stdout, one `router: …` line on stderr holding `says`. */
+function usageError(result: CommandResult, says: string | RegExp): void {
+  expect({ exitCode: result.exitCode, stdout: result.stdout }).toEqual({ exitCode: 2, stdout: "" });
+  const lines = result.stderr.trim().split("\n");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toStartWith("router: ");
+  expect(lines[0]).toMatch(says);
+}
+
+describe("a missing or unknown command is a usage error at every level", () => {
+  test("router, router nonsense, router owner, router owner nonsense: exit 2 with one line, not the help screen and exit 1", async () => {
+    usageError(await cli([]), /missing command: router serve\|owner\|.*; see router --help/);
+    usageError(await cli(["nonsense"]), /unknown command "nonsense"/);
+    usageError(await cli(["--bogus"]), /see router --help/);
+    usageError(await cli(["owner"]), /missing command: router owner create; see router owner --help/);
+    usageError(await cli(["owner", "nonsense"]), /unknown command "nonsense"/);
+    // Help and version still work at the top.
+    expect((await cli(["--help"])).exitCode).toBe(0);
+    expect((await cli(["owner", "--help"])).stdout).toContain("create");
+    expect((await cli(["--version"])).stdout).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  test("arguments a command does not take are refused, not ignored", async () => {
+    usageError(await cli(["version", "--bogus"]), /unknown flag --bogus/);
+    usageError(await cli(["version", "extra"]), /unexpected argument "extra"/);
+    usageError(await cli(["migrate", "extra", "--data", join(dir, "migrate-extra")]), /unexpected argument "extra"/);
+    expect(existsSync(join(dir, "migrate-extra"))).toBe(false);
+    usageError(await cli(["migrate-data", "extra", "--from", dir, "--to", "postgres://router@127.0.0.1:1/router"]), /unexpected argument "extra"/);
+    usageError(await cli(["owner", "create", "extra", "--email", "extra@example.com", "--data", router.dataDir]), /unexpected argument "extra"/);
+    usageError(await cli(["serve", "8080", "--data", join(dir, "serve-extra")]), /unexpected argument "8080"/);
+    expect(existsSync(join(dir, "serve-extra"))).toBe(false);
+  });
+
+  test("a flag given without its value is a usage error, not a flag silently dropped", async () => {
+    usageError(await cli(["keys", "list", "--page"]), /--page needs a value/);
+    usageError(await cli(["accounts", "list", "--size="]), /--size needs a value/);
+    usageError(await cli(["requests", "--model"]), /--model needs a value/);
+  });
+});
