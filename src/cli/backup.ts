@@ -8,7 +8,7 @@
  */
 import { defineCommand } from "citty";
 import { chmodSync, copyFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { databasePath } from "../store/data-dir.ts";
 import { copyDatabase, verifyDatabase } from "../store/sqlite/backup.ts";
 import { dataArgs } from "./common-args.ts";
@@ -70,6 +70,8 @@ export const backupCommand = defineCommand({
       const out = resolve(args.out);
       if (!existsSync(source)) throw new Error(`no database at ${source}; is --data right?`);
       if ([source, `${source}-wal`, `${source}-shm`].includes(out)) throw new UsageError("--out must not be the live database");
+      if (existsSync(out) && statSync(out).isDirectory()) throw new UsageError(`--out ${out} is a directory; give the file to write, e.g. ${join(out, "router-backup.db")}`);
+      if (!existsSync(dirname(out))) throw new Error(`the directory of --out, ${dirname(out)}, does not exist`);
       if (existsSync(out) && !args.force) throw new Error(`${out} exists; repeat with --force to overwrite it`);
 
       const withKey = args["with-secret-key"] === true;
@@ -101,8 +103,13 @@ export const backupCommand = defineCommand({
         rmSync(temporary, { force: true });
         throw new Error(`the copy failed its integrity check (${problem}); nothing was written to ${out}`);
       }
-      chmodSync(temporary, 0o600);
-      renameSync(temporary, out);
+      try {
+        chmodSync(temporary, 0o600);
+        renameSync(temporary, out);
+      } catch (error) {
+        rmSync(temporary, { force: true });
+        throw new Error(`cannot write ${out}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      }
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       process.stdout.write(`backup written to ${out} (${formatBytes(statSync(out).size)}, ${seconds} s); integrity check ok\n`);
 

@@ -65,3 +65,20 @@ describe("a missing or unknown command is a usage error at every level", () => {
     usageError(await cli(["requests", "--model"]), /--model needs a value/);
   });
 });
+
+describe("router backup refusals leave nothing behind", () => {
+  test("--out naming a directory: refused before copying, no partial copy left next to it", async () => {
+    const target = join(dir, "backups");
+    mkdirSync(target);
+    const result = await cli(["backup", "--data", router.dataDir, "--out", target, "--force"]);
+    usageError(result, /--out .*backups is a directory/);
+    expect(readdirSync(dir).filter((name) => name.includes(".partial-"))).toEqual([]);
+  });
+
+  test("--out in a directory that does not exist: one line naming that directory", async () => {
+    const result = await cli(["backup", "--data", router.dataDir, "--out", join(dir, "missing", "b.db")]);
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr.trim()).toBe(`router: the directory of --out, ${join(dir, "missing")}, does not exist`);
+    expect(existsSync(join(dir, "missing"))).toBe(false);
+  });
+});
