@@ -1,16 +1,24 @@
 import { defineCommand } from "citty";
+import { existsSync } from "node:fs";
 import { createOwners } from "../accounts/owners.ts";
 import { createClock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
 import { databasePath, prepareDataDir } from "../store/data-dir.ts";
 import { openStore } from "../store/open.ts";
+import type { Store } from "../store/store.ts";
+import { databaseUrl } from "./database-flag.ts";
 import { flagOrEnv, rejectStrayArguments, rejectUnknownFlags, requireSubCommand, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 
 const createArgs = {
   email: { type: "string", description: "Email of the new owner (required)", valueHint: "email" },
   name: { type: "string", description: "Account name, 4-63 characters with a letter (default: from the email)" },
-  data: { type: "string", description: "Data directory (env ROUTER_DATA; default ./data)", valueHint: "dir" },
+  data: { type: "string", description: "Data directory of a SQLite deployment (env ROUTER_DATA; default ./data)", valueHint: "dir" },
+  database: {
+    type: "string",
+    description: "Create it in this PostgreSQL database instead (env ROUTER_DATABASE, the way to pass a password)",
+    valueHint: "postgres://…",
+  },
 } as const;
 
 const createCommand = defineCommand({
@@ -24,12 +32,25 @@ const createCommand = defineCommand({
       rejectUnknownFlags(rawArgs, createArgs);
       rejectStrayArguments(args);
       if (!args.email) throw new UsageError("--email is required");
-      const dataDir = flagOrEnv(args, "data") ?? "./data";
-      const notice = prepareDataDir(dataDir);
-      if (notice) process.stderr.write(`router: ${notice}\n`);
-      // Safe while a server runs on the same data dir: WAL plus a busy timeout, and
-      // the server looks unknown keys up in the database, so it accepts this key at once.
-      const store = openStore(databasePath(dataDir));
+      if (args.data && args.database) throw new UsageError("give --data (SQLite) or --database (PostgreSQL), not both");
+      // As for migrate: --data on the command line wins over ROUTER_DATABASE in the environment.
+      const url = args.data ? undefined : databaseUrl(args.database, "database");
+      let store: Store;
+      if (url !== undefined) {
+        // Loaded here: the SQLite path never needs the PostgreSQL store.
+        const { openPostgresStore } = await import("../store/postgres/index.ts");
+        store = await openPostgresStore(url);
+      } else {
+        const dataDir = flagOrEnv(args, "data") ?? "./data";
+        // A typo in --data, or the wrong directory, must not start a new deployment whose key works nowhere.
+        const path = databasePath(dataDir);
+        if (!existsSync(path)) throw new Error(`no database at ${path}; is --data right? (router serve creates it on first start)`);
+        const notice = prepareDataDir(dataDir);
+        if (notice) process.stderr.write(`router: ${notice}\n`);
+        // Safe while a server runs on the same data dir: WAL plus a busy timeout, and
+        // the server looks unknown keys up in the database, so it accepts this key at once.
+        store = openStore(path);
+      }
       try {
         const { key } = await createOwners({ store, clock: createClock() }).create({ email: args.email, name: args.name });
         process.stdout.write(key + "\n");

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { SQL } from "bun";
+import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
 import { runRouterCommand, type CommandResult } from "../helpers/router-command.ts";
 
@@ -80,5 +82,66 @@ describe("router backup refusals leave nothing behind", () => {
     expect(result.exitCode).toBe(1);
     expect(result.stderr.trim()).toBe(`router: the directory of --out, ${join(dir, "missing")}, does not exist`);
     expect(existsSync(join(dir, "missing"))).toBe(false);
+  });
+});
+
+describe("router owner create only writes to the deployment it names", () => {
+  test("a --data directory without a database (a typo, the wrong cwd) is refused: no new database, no key that works nowhere", async () => {
+    const empty = join(dir, "not-a-deployment");
+    const result = await cli(["owner", "create", "--email", "typo@example.com", "--data", empty]);
+    expect(result.exitCode).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr.trim()).toBe(`router: no database at ${join(empty, "router.db")}; is --data right? (router serve creates it on first start)`);
+    expect(existsSync(empty)).toBe(false);
+  });
+
+  test("with ROUTER_DATABASE set (a PostgreSQL deployment) it goes to PostgreSQL, never to a SQLite file of its own", async () => {
+    const data = join(dir, "pg-data");
+    mkdirSync(data);
+    const result = await cli(["owner", "create", "--email", "pg@example.com"], { ROUTER_DATA: data, ROUTER_DATABASE: "postgres://router:hunter2@127.0.0.1:1/router" });
+    expect(result.exitCode).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toContain("PostgreSQL at postgres://router:***@127.0.0.1:1/router");
+    expect(result.stderr).not.toContain("hunter2");
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(readdirSync(data)).toEqual([]);
+  });
+});
+
+describe("router owner create on a live deployment", () => {
+  test("on the running router's data directory: the printed key works at once", async () => {
+    const result = await cli(["owner", "create", "--email", "second-owner@example.com", "--data", router.dataDir]);
+    expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: "" });
+    const key = result.stdout.trim();
+    const status = await fetch(`${router.url}/dashboard/status`, { headers: { authorization: `Bearer ${key}` } });
+    expect(status.status).toBe(200);
+    expect(((await status.json()) as { email: string }).email).toBe("second-owner@example.com");
+  });
+
+  describe.skipIf(skipServices)("on PostgreSQL", () => {
+    let pg: PostgresServer;
+    beforeAll(async () => {
+      pg = await startPostgres();
+    });
+    afterAll(async () => {
+      await pg?.stop();
+    });
+
+    test("with ROUTER_DATABASE: the owner is created in that database", async () => {
+      const database = await pg.createDatabase();
+      const data = join(dir, "pg-owner-data");
+      mkdirSync(data);
+      const result = await cli(["owner", "create", "--email", "pg-owner@example.com"], { ROUTER_DATA: data, ROUTER_DATABASE: pg.url(database) });
+      expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: "" });
+      expect(result.stdout.trim()).toMatch(/^sk-rt-\S+$/);
+      expect(readdirSync(data)).toEqual([]);
+      const sql = new SQL(pg.url(database));
+      try {
+        const rows = (await sql`SELECT email, parent_id FROM accounts WHERE email = 'pg-owner@example.com'`) as Array<{ email: string; parent_id: number | null }>;
+        expect(rows).toEqual([{ email: "pg-owner@example.com", parent_id: null }]);
+      } finally {
+        await sql.close();
+      }
+    });
   });
 });
