@@ -226,8 +226,9 @@ const credit = remoteCommand({
         ]),
       );
       const s = body.summary;
+      const counts = body.DryRun ? `dry run (nothing changed): ${s.applied} would apply, ${s.skipped} would skip` : `${s.applied} applied, ${s.skipped} skipped`;
       print(
-        `${body.DryRun ? "dry run (nothing changed): " : ""}${s.applied} applied, ${s.skipped} skipped; ` +
+        `${counts}; ` +
           `your credit ${signed(s.ParentCreditChange)}, theirs ${signed(s.ChildrenCreditChange)}`,
       );
       return;

@@ -145,3 +145,21 @@ describe("router owner create on a live deployment", () => {
     });
   });
 });
+
+describe("what remote commands print", () => {
+  test("news send --content - keeps the text, not the line break a pipe or a file ends with", async () => {
+    const sent = await cli(["news", "send", "--title", "Piped", "--content", "-", "--json"], {}, "Maintenance tonight\nat 3am\n");
+    expect(sent.exitCode).toBe(0);
+    expect((JSON.parse(sent.stdout) as { content: string }).content).toBe("Maintenance tonight\nat 3am");
+  });
+
+  test("a dry-run batch's summary says what would happen, as its rows do", async () => {
+    const created = await cli(["accounts", "create", "--email", "dry-run@example.com", "--name", "Équipe données 東京", "--json"]);
+    expect(created.exitCode).toBe(0);
+    const id = (JSON.parse(created.stdout) as { ID: number }).ID;
+    const result = await cli(["accounts", "credit", "--ids", `${id},999999`, "--amount", "1", "--dry-run"]);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toContain("would apply");
+    expect(result.stdout).toContain("dry run (nothing changed): 1 would apply, 1 would skip;");
+  });
+});
