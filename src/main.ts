@@ -9,6 +9,16 @@ import { requireSubCommand } from "./cli/flags.ts";
 // Everything the router writes (database, key files) is for its own user only.
 process.umask(0o077);
 
+// An admin command's output piped into a reader that has gone (`router requests | head`):
+// nobody is left to read the rest, so it ends quietly instead of with an EPIPE stack
+// trace. (Not `serve`: a server that loses its log pipe must not look like a clean stop.)
+if (!process.argv.includes("serve")) {
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(0);
+    throw error;
+  });
+}
+
 // Commands are loaded when chosen: the admin commands that talk to a server over HTTP
 // then start without loading the server (a few tens of ms instead of a few hundred).
 const subCommands = {

@@ -163,3 +163,18 @@ describe("what remote commands print", () => {
     expect(result.stdout).toContain("dry run (nothing changed): 1 would apply, 1 would skip;");
   });
 });
+
+describe("piping", () => {
+  test("output piped into a reader that has gone (| head, | true) ends the command quietly, not with an EPIPE stack trace", async () => {
+    const err = join(dir, "epipe.err");
+    for (const args of ["logs", "keys list", "version"]) {
+      const proc = Bun.spawn(["bash", "-c", `"${process.execPath}" src/main.ts ${args} 2>"${err}" | true; echo "\${PIPESTATUS[0]}"`], {
+        cwd: join(import.meta.dir, "..", ".."),
+        env: { ...process.env, NO_COLOR: "1", ROUTER_URL: router.url, ROUTER_KEY: router.ownerKey },
+        stdout: "pipe",
+      });
+      const status = (await new Response(proc.stdout).text()).trim();
+      expect({ args, status, stderr: await Bun.file(err).text() }).toEqual({ args, status: "0", stderr: "" });
+    }
+  });
+});
