@@ -1,5 +1,5 @@
 /**
- * `router config get|set|add|rm|import|export`: the system configuration items
+ * `router config get|set|add|rm|reset|import|export`: the system configuration items
  * (`/x-config`, owner only). `export` writes the `configs` object of
  * `GET /x-config`, which `import` sends back with `PUT /x-config`, so a deployment
  * can be copied (EMAIL_PASS travels as its mask and stays as stored).
@@ -185,6 +185,19 @@ const rm = remoteCommand({
   },
 });
 
+const reset = remoteCommand({
+  name: "reset",
+  description: "Reset an item to its default: ITEM (unset; PRICING: the catalog's prices again)",
+  args: { item: { type: "positional", description: "An item name such as XAI_MAIL (required)", required: false } },
+  check: (args) => void itemArgument(args),
+  async run({ args, client, json }) {
+    const item = itemArgument(args);
+    const { body } = await client.request<ConfigExport>("DELETE", "/x-config", { body: { keys: [item] } });
+    if (json) return printJson(body);
+    print(`${item} reset`);
+  },
+});
+
 /** An export file: the `configs` object, or the whole `GET /x-config` answer. */
 function readExport(path: string): Record<string, unknown> {
   let text: string;
@@ -250,6 +263,7 @@ export const configCommand = commandGroup("config", "Read and change the system 
   set,
   add,
   rm,
+  reset,
   import: importCommand,
   export: exportCommand,
 });

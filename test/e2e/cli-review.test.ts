@@ -5,6 +5,7 @@ import { SQL } from "bun";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
 import { runRouterCommand, type CommandResult } from "../helpers/router-command.ts";
+import { api } from "../helpers/owner-ops.ts";
 
 // The CLI as a demanding admin uses it: usage mistakes anywhere are one line on stderr
 // and exit 2 (README: 0 done, 1 refused, 2 usage error), nothing typed is silently
@@ -161,6 +162,22 @@ describe("what remote commands print", () => {
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toContain("would apply");
     expect(result.stdout).toContain("dry run (nothing changed): 1 would apply, 1 would skip;");
+  });
+});
+
+describe("router config reset", () => {
+  test("returns any item to its default (a non-mapper item had no way back from the CLI); an item name is required", async () => {
+    expect((await cli(["config", "set", "XAI_MAIL", "ops@example.com"])).exitCode).toBe(0);
+    expect((await api(router, "/x-config")).body.configs.XAI_MAIL).toBe("ops@example.com");
+    const reset = await cli(["config", "reset", "XAI_MAIL"]);
+    expect([reset.exitCode, reset.stdout]).toEqual([0, "XAI_MAIL reset\n"]);
+    expect((await api(router, "/x-config")).body.configs.XAI_MAIL).toBeUndefined();
+    const bare = await cli(["config", "reset"]);
+    expect(bare.exitCode).toBe(2);
+    // An unknown item is the server's 400, one line.
+    const unknown = await cli(["config", "reset", "NO_SUCH_ITEM"]);
+    expect(unknown.exitCode).toBe(1);
+    expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
   });
 });
 
