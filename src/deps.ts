@@ -13,6 +13,7 @@ import { createLogger, type Logger } from "./core/log.ts";
 import { createAuthenticator, type Authenticator } from "./http/auth.ts";
 import { createBalanceLoader } from "./metering/credit.ts";
 import { createMeter } from "./metering/meter.ts";
+import { takeUpRecoveredUsage } from "./metering/recovered-usage.ts";
 import { createWrittenCharges } from "./metering/written-charges.ts";
 import { createPeriodCounters, createPeriodSeeder } from "./metering/quotas.ts";
 import { createMemoryState } from "./state/memory.ts";
@@ -233,19 +234,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   usageRecorder.onCharged((charged, version) => writtenCharges.announce(charged, version));
   // A refused row's charge stops counting as unwritten (no version: the balance is read again).
   usageRecorder.onSetAside((charges) => writtenCharges.announce(charges));
-  // Rows a previous run left in the usage spool: their charges count as unwritten here
-  // until written (their write announces them); else it would take them off other calls'.
-  const recovered = usageRecorder.recoveredCharges();
-  if (recovered.size > 0) {
-    const noted = state.counts.adjust([...recovered].map(([accountId, amount]) => ({ counter: { kind: "credit", accountId } as const, release: 0, charge: amount })));
-    inBackground("the charges of usage rows left on disk", noted);
-    // Written before the first call is admitted: day and month totals (RPD, TPD, DailyLimit,
-    // HardLimit) are read from the rollups on first use, and rows still waiting then were
-    // never counted in them, so a quota used up before the restart let calls through again.
-    // (A database refusing the write leaves them waiting, as on any tick.)
-    await noted.catch(() => {});
-    await usageRecorder.flush();
-  }
+  await takeUpRecoveredUsage(usageRecorder, state.counts, (error) => log.warn("the State could not note the charges of usage rows left on disk", { error: causeMessage(error) }));
   const periods = createPeriodCounters();
   const softLimit = createSoftLimitNotifier({ store, clock, log, claims: state.claims });
   const tenants = createTenants(config.byok ?? false, {
