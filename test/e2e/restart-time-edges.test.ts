@@ -68,6 +68,32 @@ function holdNext(upstream: MockUpstream) {
   return release;
 }
 
+/**
+ * Two calls by each account, then a third of each held at the upstream while the router
+ * stops gracefully and the clock moves to `after` (past midnight): the stop drains them,
+ * so they end on the new day. `afterCall` runs after each answered call (a settlement to
+ * wait for, on Redis).
+ */
+async function callsAcrossStop(router: TestRouter, upstream: MockUpstream, clock: Pick<ReturnType<typeof createManualClock>, "set">, after: number, accounts: ReadonlyArray<{ id: number; key: string }>, afterCall: (accountId: number) => Promise<unknown> = async () => {}): Promise<void> {
+  const releases: Array<() => void> = [];
+  const inFlight: Promise<Reply>[] = [];
+  for (const account of accounts) {
+    for (let i = 0; i < 2; i++) {
+      expect((await chat(router, account.key)).status).toBe(200);
+      await afterCall(account.id);
+    }
+    const seen = upstream.requests.length;
+    releases.push(holdNext(upstream));
+    inFlight.push(chat(router, account.key));
+    await waitFor(() => upstream.requests.length === seen + 1);
+  }
+  const stopping = router.stop();
+  clock.set(after);
+  for (const release of releases) release();
+  for (const reply of await Promise.all(inFlight)) expect(reply.status).toBe(200);
+  await stopping;
+}
+
 /** Requests and credit used by the account on `date`, as its bill shows them. */
 async function billOn(router: TestRouter, key: string, date: string): Promise<{ requests: number; cost: number }> {
   await router.deps.usageRecorder.flush();
@@ -87,22 +113,8 @@ describe("restart across midnight (embedded SQLite)", () => {
     const codes = ["RPD limit of 3", "TPD limit of 180", "DailyLimit of"];
     const accounts = [];
     for (const fields of limits) accounts.push(await createAccount(first, { CreditGranted: 100, ...fields }));
-    // Two calls each, and a third in flight across the stop.
-    const releases: Array<() => void> = [];
-    const inFlight: Promise<Reply>[] = [];
-    for (const account of accounts) {
-      for (let i = 0; i < 2; i++) expect((await chat(first, account.key)).status).toBe(200);
-      const seen = upstream.requests.length;
-      releases.push(holdNext(upstream));
-      inFlight.push(chat(first, account.key));
-      await waitFor(() => upstream.requests.length === seen + 1);
-    }
-    // A graceful stop drains the calls in flight; they end after midnight.
-    const stopping = first.stop();
-    clock.set(Date.UTC(2026, 2, 10, 15, 0, 10));
-    for (const release of releases) release();
-    for (const reply of await Promise.all(inFlight)) expect(reply.status).toBe(200);
-    await stopping;
+    // Two calls each, and a third in flight across the stop, drained after midnight.
+    await callsAcrossStop(first, upstream, clock, Date.UTC(2026, 2, 10, 15, 0, 10), accounts);
 
     const second = await routerOn(dataDir, clock, upstream, { restart: true });
     for (const [i, account] of accounts.entries()) {
@@ -279,24 +291,8 @@ if (!skipServices) {
       const config = { database: postgres.url(await postgres.createDatabase()), redis: redis.url };
       const first = await routerOn(dataDir, clock, upstream, { config });
       const accounts = [await createAccount(first, { CreditGranted: 100, RPD: 3 }), await createAccount(first, { CreditGranted: 100, DailyLimit: credits(3 * COST) })];
-      const releases: Array<() => void> = [];
-      const inFlight: Promise<Reply>[] = [];
-      for (const account of accounts) {
-        for (let i = 0; i < 2; i++) {
-          expect((await chat(first, account.key)).status).toBe(200);
-          // On Redis a settlement is counted a few milliseconds after its answer (docs/api.md, "Reservation").
-          await settled(first, account.id);
-        }
-        const seen = upstream.requests.length;
-        releases.push(holdNext(upstream));
-        inFlight.push(chat(first, account.key));
-        await waitFor(() => upstream.requests.length === seen + 1);
-      }
-      const stopping = first.stop();
-      clock.set(Date.UTC(2026, 2, 10, 15, 0, 10));
-      for (const release of releases) release();
-      for (const reply of await Promise.all(inFlight)) expect(reply.status).toBe(200);
-      await stopping;
+      // On Redis a settlement is counted a few milliseconds after its answer (docs/api.md, "Reservation").
+      await callsAcrossStop(first, upstream, clock, Date.UTC(2026, 2, 10, 15, 0, 10), accounts, (id) => settled(first, id));
       const second = await routerOn(dataDir, clock, upstream, { config, restart: true });
       for (const [i, account] of accounts.entries()) {
         for (let n = 0; n < 3; n++) {
