@@ -1,6 +1,8 @@
 import { causeMessage } from "../core/errors.ts";
 import { outage, type Logger } from "../core/log.ts";
 import type { NewRequestLogRow } from "../store/store.ts";
+import { requestLogRow, type LoggedCall } from "./request-log.ts";
+import type { UsageEvent } from "./usage-event.ts";
 
 /** A log row waits at most this long before it is appended (the console's live tail polls every few seconds). */
 export const LOG_WAIT_MS = 200;
@@ -109,4 +111,14 @@ export function createRequestLogQueue(deps: {
       return waiting.length;
     },
   };
+}
+
+/**
+ * Puts a settled call's request-log row in `queue`. A failed attempt's error body may
+ * still be read for its message (a second at most): the row waits for it; the charge
+ * and the usage row do not.
+ */
+export function queueLogRow(queue: RequestLogQueue, event: UsageEvent, logged: LoggedCall, costNanos: number): void {
+  if (logged.trace.reading.length === 0) queue.push(requestLogRow(event, logged, costNanos));
+  else queue.pushAfter(logged.trace.reading, () => requestLogRow(event, logged, costNanos));
 }

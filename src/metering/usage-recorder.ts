@@ -3,9 +3,8 @@ import { runQueuedAfterAnswer } from "../core/after-answer.ts";
 import { causeMessage } from "../core/errors.ts";
 import { outage, type Logger } from "../core/log.ts";
 import type { NewUsageEventRow, Store } from "../store/store.ts";
-import { requestLogRow } from "./request-log.ts";
 import type { UsageRecorder } from "./usage-event.ts";
-import { createRequestLogQueue } from "./request-log-queue.ts";
+import { createRequestLogQueue, queueLogRow } from "./request-log-queue.ts";
 import { KeyHealthBatch } from "./key-health.ts";
 import { claimedRows, createUsageWriter, PartlyWritten, type Written } from "./usage-writer.ts";
 import { handOver, handBackBeforeStop, rowsLost, type UsageBuffer } from "./usage-buffer.ts";
@@ -339,13 +338,7 @@ export function createUsageRecorder(deps: {
       const row = usageRow(event, deps.clock.businessDate(event.at));
       // The log gives way before bills do: past the backlog bound, a call's log row is dropped.
       // A call that leaves no usage row (a token count) is logged only when it failed.
-      if (event.logged && logging && (!event.notUsage || event.status >= 400)) {
-        const logged = event.logged;
-        // A failed attempt's error body may still be read for its message (a second at
-        // most): the log row waits for it; the charge and the usage row do not.
-        if (logged.trace.reading.length === 0) logQueue.push(requestLogRow(event, logged, row.costNanos ?? 0));
-        else logQueue.pushAfter(logged.trace.reading, () => requestLogRow(event, logged, row.costNanos ?? 0));
-      }
+      if (event.logged && logging && (!event.notUsage || event.status >= 400)) queueLogRow(logQueue, event, event.logged, row.costNanos ?? 0);
       if (event.logged) health.addWhenRead(event.logged.trace.reading, event.logged.tenantId, row.day, event.at, event.logged.trace.attempts, row.costNanos ?? 0);
       if (event.notUsage) return;
       if (buffer) {
