@@ -121,6 +121,27 @@ describe("lists after a delete", () => {
   }, 30_000);
 });
 
+describe("sections", () => {
+  test("a section named in the address while the page was mounting is shown, not the first section", async () => {
+    const context = await browser.newContext();
+    // The address names #notices after the page's first render but before it listens
+    // for hash changes: what a link followed (or a test's goto) during mounting does.
+    await context.addInitScript(() => {
+      const listen = window.addEventListener.bind(window);
+      window.addEventListener = ((type: string, listener: EventListenerOrEventListenerObject, options?: boolean | AddEventListenerOptions) => {
+        if (type === "hashchange" && location.pathname.endsWith("/owner") && location.hash === "") history.replaceState(null, "", "#notices");
+        listen(type, listener, options);
+      }) as typeof window.addEventListener;
+    });
+    const page = await context.newPage();
+    await signIn(page, `${router.url}/console/`, router.ownerKey);
+    await page.waitForURL(/\/console\/owner#notices$/);
+    await page.getByRole("heading", { level: 2, name: "Notices" }).waitFor({ timeout: 5000 });
+    expect(await page.locator("nav.tabs a[aria-current='true']").textContent()).toBe("Notices");
+    await context.close();
+  }, 30_000);
+});
+
 describe("times", () => {
   test("are shown in the router's business zone, named, not in the browser's", async () => {
     const tokyo = await startRouter({ config: { timeZone: "Asia/Tokyo" } });

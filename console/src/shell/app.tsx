@@ -71,6 +71,9 @@ function Frame(props: { page: PageId; title: string; status: AccountStatus; tabs
       heading.current?.focus();
     };
     addEventListener("hashchange", follow);
+    // A hash that changed after the first render but before this listener existed (a
+    // link followed while the page was still mounting) is still followed, without focus.
+    if (props.tabs.some((t) => `#${t.id}` === location.hash)) setTab(currentTab(props.tabs));
     return () => removeEventListener("hashchange", follow);
   }, [props.tabs]);
   const active = props.tabs.find((t) => t.id === tab) ?? props.tabs[0]!;
