@@ -7,15 +7,30 @@ export type ObjectKind = "file" | "response" | "thread" | "run" | "video" | "cli
 /**
  * Remembers which account created an upstream object and which provider key holds
  * it, in the database (it survives restarts) with a small in-memory cache in front.
+ *
+ * Ids are kept per tenant (`tenantId`, 0 outside the BYOK style): two tenants' upstreams
+ * may number their objects alike (self-hosted servers counting up), and one tenant's
+ * object must neither hide the other's nor tell it that the id exists elsewhere. Only a
+ * realtime client secret is kept deployment-wide: its socket is found by the secret alone,
+ * before any tenant is known (its id is a hash of a credential, so it never meets another).
  */
 export interface Affinity {
   /** `mintedBy`: a realtime client secret's minter (the hash of the router key that minted it: the secret dies with that key). */
-  remember(objectId: string, kind: ObjectKind, accountId: number, keyId: number, mintedBy?: string): Promise<void>;
-  lookup(objectId: string): Promise<UpstreamObjectRow | undefined>;
-  forget(objectId: string): Promise<void>;
-  /** Objects of a kind the account created, newest first. */
-  ownedBy(accountId: number, kind: ObjectKind): Promise<UpstreamObjectRow[]>;
+  remember(objectId: string, kind: ObjectKind, accountId: number, keyId: number, mintedBy?: string, tenantId?: number): Promise<void>;
+  /** The binding of an upstream id in a tenant (its row names the upstream's id). */
+  lookup(objectId: string, tenantId?: number): Promise<UpstreamObjectRow | undefined>;
+  forget(objectId: string, tenantId?: number): Promise<void>;
+  /** Objects of a kind the account (of the tenant) created, newest first, by their upstream ids. */
+  ownedBy(accountId: number, kind: ObjectKind, tenantId?: number): Promise<UpstreamObjectRow[]>;
 }
+
+/**
+ * The key a binding is stored under: the upstream's id in tenant 0 (as before tenants
+ * existed), `<tenant>:<id>` in a BYOK tenant. Account ids are the same in both, so a
+ * BYOK row written before ids were kept per tenant (unprefixed) is still found by its
+ * owner (see `find`).
+ */
+const storedId = (objectId: string, tenantId: number) => (tenantId === 0 ? objectId : `${tenantId}:${objectId}`);
 
 const CACHE_LIMIT = 10_000;
 
@@ -43,15 +58,19 @@ export function createAffinity(deps: {
     await objects.remove(objectId);
     await deps.bus?.publish({ kind: "object", objectId });
   };
-  const lookup = async (objectId: string): Promise<UpstreamObjectRow | undefined> => {
-    const hit = cache.get(objectId);
+  const read = async (key: string): Promise<UpstreamObjectRow | undefined> => {
+    const hit = cache.get(key);
     if (hit) return hit;
-    const row = await objects.get(objectId);
+    const row = await objects.get(key);
     return row ? cached(row) : undefined;
   };
+  /** The stored row of an id in a tenant; in a BYOK tenant, else an unprefixed row written before ids were kept per tenant. */
+  const find = async (objectId: string, tenantId: number) =>
+    (await read(storedId(objectId, tenantId))) ?? (tenantId === 0 ? undefined : await read(objectId));
   return {
-    async remember(objectId, kind, accountId, keyId, mintedBy) {
-      const row = { objectId, kind, accountId, keyId, createdAt: deps.clock.now(), mintedBy: mintedBy ?? null };
+    async remember(objectId, kind, accountId, keyId, mintedBy, tenantId = 0) {
+      // A client secret is looked up by its value alone (before its tenant is known).
+      const row = { objectId: storedId(objectId, kind === "client_secret" ? 0 : tenantId), kind, accountId, keyId, createdAt: deps.clock.now(), mintedBy: mintedBy ?? null };
       // Two upstreams may number their objects alike (OpenAI-compatible servers counting
       // up): an id bound to another account keeps its owner (the store's upsert leaves it),
       // never taken over by a later one. A client secret is a credential of the router's:
@@ -62,12 +81,20 @@ export function createAffinity(deps: {
         return;
       }
       deps.onCollision?.(objectId, kind);
-      if (kind === "client_secret") await drop(objectId);
+      if (kind === "client_secret") await drop(row.objectId);
     },
-    lookup,
-    forget: drop,
-    async ownedBy(accountId, kind) {
-      return (await objects.ownedBy(accountId, kind)).sort((a, b) => b.createdAt - a.createdAt);
+    async lookup(objectId, tenantId = 0) {
+      const row = await find(objectId, tenantId);
+      return row && { ...row, objectId };
+    },
+    async forget(objectId, tenantId = 0) {
+      const row = await find(objectId, tenantId);
+      if (row) await drop(row.objectId);
+    },
+    async ownedBy(accountId, kind, tenantId = 0) {
+      const prefix = storedId("", tenantId);
+      const rows = await objects.ownedBy(accountId, kind);
+      return rows.map((row) => ({ ...row, objectId: row.objectId.startsWith(prefix) ? row.objectId.slice(prefix.length) : row.objectId })).sort((a, b) => b.createdAt - a.createdAt);
     },
   };
 }

@@ -61,12 +61,13 @@ export function createDeliver(deps: DeliverDeps) {
   const { config, metrics, affinity } = deps;
   // A binding that could not be stored leaves the object unreachable through the router:
   // said in the log; the answer itself still reaches the client.
-  const remember = (input: RelayInput, route: ServedRoute, id: string, kind: Parameters<Affinity["remember"]>[1]) =>
+  const remember = (input: RelayInput, route: ServedRoute, id: string, kind: Parameters<Affinity["remember"]>[1], tenantId: number) =>
     affinity
-      .remember(id, kind, input.principal.account.id, route.keyId, kind === "client_secret" ? input.principal.account.keyHash : undefined)
+      .remember(id, kind, input.principal.account.id, route.keyId, kind === "client_secret" ? input.principal.account.keyHash : undefined, tenantId)
       .catch((error: unknown) => deps.log.error("an upstream object's key binding could not be stored", { kind, key: route.keyId, error: causeMessage(error) }));
 
-  return async function deliver(input: RelayInput, answer: Answered): Promise<Delivery> {
+  /** `tenantId`: the caller's tenant, where the objects the answer made are kept. */
+  return async function deliver(input: RelayInput, answer: Answered, tenantId: number): Promise<Delivery> {
     const { response, peeked, route, started, controller, release, clientLeft } = answer;
     const { call } = input;
     const headers = clientResponseHeaders(response.headers);
@@ -85,7 +86,7 @@ export function createDeliver(deps: DeliverDeps) {
       // A translated answer made no object at the upstream the client could name later.
       const watch = call.endpoint.creates && !translation
         ? (event: { event?: string; data: string }) => {
-            for (const object of streamedObjects(call.endpoint, event)) void remember(input, route, object.id, object.kind);
+            for (const object of streamedObjects(call.endpoint, event)) void remember(input, route, object.id, object.kind, tenantId);
           }
         : undefined;
       const stream = relayStream(peeked.reader, peeked.first, {
@@ -161,7 +162,7 @@ export function createDeliver(deps: DeliverDeps) {
     // The client may have left while the answer was read: its abort can arrive any time.
     const left = clientLeft || input.clientSignal.aborted;
     const status = left ? 499 : response.status;
-    if (!translation) for (const object of createdObjects(call.endpoint, parsed)) await remember(input, route, object.id, object.kind);
+    if (!translation) for (const object of createdObjects(call.endpoint, parsed)) await remember(input, route, object.id, object.kind, tenantId);
     const reported = formatOf(upstreamFamily).usageFromJson(parsed);
     const usage = reported && call.endpoint.embedding ? { ...reported, completion: 0, reasoning: 0 } : reported;
     const quantities = answerQuantities(parsed);

@@ -1,5 +1,4 @@
 import { Elysia } from "elysia";
-import type { Principal } from "../accounts/principal.ts";
 import { notFound } from "../core/errors.ts";
 import type { ServeConfig } from "../config.ts";
 import type { Affinity } from "./affinity.ts";
@@ -39,8 +38,8 @@ export interface ObjectRouteDeps extends AuthenticateDeps {
 }
 
 export function objectRoutes(deps: ObjectRouteDeps, pipeline: Pipeline) {
-  const owned = async (principal: Principal, objectId: string, kind: ObjectKind) => {
-    const bound = await deps.affinity.lookup(objectId);
+  const owned = async ({ principal, tenant }: Caller, objectId: string, kind: ObjectKind) => {
+    const bound = await deps.affinity.lookup(objectId, tenant.tenantId);
     if (!bound || bound.accountId !== principal.account.id) {
       throw notFound(`No such ${NOT_FOUND_NAME[kind]}: ${objectId}`, "object_not_found");
     }
@@ -49,7 +48,7 @@ export function objectRoutes(deps: ObjectRouteDeps, pipeline: Pipeline) {
 
   /** Forwards the client's call as it is (method, path, query, body) to the object's key. */
   const onObject = async (request: Request, caller: Caller, objectId: string, kind: ObjectKind, creates?: Endpoint["creates"]) => {
-    const bound = await owned(caller.principal, objectId, kind);
+    const bound = await owned(caller, objectId, kind);
     const url = new URL(request.url);
     const method = request.method;
     const endpoint: Endpoint = { family: "openai", path: url.pathname, model: "none", idempotent: method !== "POST", billing: "free", creates };
@@ -79,13 +78,13 @@ export function objectRoutes(deps: ObjectRouteDeps, pipeline: Pipeline) {
       { pinnedKeyId: bound.keyId },
     );
     // Deleting the object itself (not a sub-resource) ends its binding.
-    if (method === "DELETE" && response.ok && url.pathname.endsWith(`/${objectId}`)) await deps.affinity.forget(objectId);
+    if (method === "DELETE" && response.ok && url.pathname.endsWith(`/${objectId}`)) await deps.affinity.forget(objectId, caller.tenant.tenantId);
     return response;
   };
 
   /** GET /v1/files: the caller's own files, gathered from the keys that hold them. */
   const listFiles = async (request: Request, caller: Caller) => {
-    const mine = await deps.affinity.ownedBy(caller.principal.account.id, "file");
+    const mine = await deps.affinity.ownedBy(caller.principal.account.id, "file", caller.tenant.tenantId);
     const ids = new Set(mine.map((row) => row.objectId));
     const keys = [...new Set(mine.map((row) => row.keyId))];
     const data: unknown[] = [];

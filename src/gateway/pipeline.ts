@@ -88,7 +88,7 @@ export function createPipeline(deps: PipelineDeps) {
     let delivery: Delivery;
     try {
       const end = await attemptsFor(tenant)(input);
-      delivery = "answered" in end ? await deliver(input, end.answered) : end.delivery;
+      delivery = "answered" in end ? await deliver(input, end.answered, tenant.tenantId) : end.delivery;
     } catch (thrown) {
       // A fault between admission and delivery (a State that stops answering mid-call, a
       // body too deep to translate): the call ends without an answer, so its admission is
@@ -114,7 +114,7 @@ export function createPipeline(deps: PipelineDeps) {
     return (async () => {
       let key = pinned ?? (previous === undefined ? undefined : await boundKey(caller, previous));
       for (const id of files) {
-        const bound = await deps.affinity.lookup(id);
+        const bound = await deps.affinity.lookup(id, caller.tenant.tenantId);
         if (!bound || bound.accountId !== caller.principal.account.id) throw notFound(`No such File: ${id}`, "object_not_found");
         if (key === undefined) key = bound.keyId;
         else if (bound.keyId !== key) throw badRequest(`The file ${id} is held by another provider key than the rest of this call names: name objects of one key in a call`, "file_id");
@@ -123,7 +123,7 @@ export function createPipeline(deps: PipelineDeps) {
     })();
   };
   const boundKey = async (caller: Caller, previous: string): Promise<number> => {
-    const bound = await deps.affinity.lookup(previous);
+    const bound = await deps.affinity.lookup(previous, caller.tenant.tenantId);
     if (!bound || bound.accountId !== caller.principal.account.id) {
       throw notFound(`Previous response with id '${previous}' not found`, "previous_response_not_found");
     }

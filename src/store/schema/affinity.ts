@@ -8,7 +8,10 @@ import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 export const upstreamObjects = sqliteTable(
   "upstream_objects",
   {
-    /** The upstream's id for the object (`file-…`, `resp_…`, `thread_…`, a video request_id). */
+    /**
+     * The upstream's id for the object (`file-…`, `resp_…`, `thread_…`, a video request_id);
+     * in a BYOK tenant `<tenant>:<id>` (gateway/affinity.ts: tenants' upstreams may number alike).
+     */
     objectId: text("object_id").primaryKey(),
     kind: text("kind").notNull(),
     accountId: integer("account_id").notNull(),
