@@ -134,3 +134,38 @@ describe("upstream objects", () => {
     expect((await (await call(childA.APIKey, "/v1/threads/thread_1")).json()).metadata.who).toBe("a");
   });
 });
+
+describe("switch-over, rotations and deletions stay inside their tenant", () => {
+  test("Level 3 switching over in tenant A leaves tenant B's Level 3 where it was", async () => {
+    const failing = startMockUpstream();
+    failing.route("POST", "/v1/chat/completions", () => json({ error: { message: "down", type: "server_error" } }, 500));
+    try {
+      const routing = { LEVEL_MAPPER: "m-sw*=3", SWITCH_OVER: "3=4" };
+      for (const [key, first, up] of [[keyA, failing, upA], [keyB, upB, upB]] as const) {
+        expect((await call(key, "/x-config", { method: "PUT", body: JSON.stringify(routing) })).status).toBe(200);
+        for (const [level, target] of [[3, first], [4, up]] as const) {
+          expect((await post(key, "/x-keys", { Provider: `${target.url}/v1`, SecretKey: `sk-level-${level}-${key.slice(-6)}-0123456789`, Level: level, Status: true, NoSleep: true })).status).toBe(201);
+        }
+      }
+      for (let i = 0; i < 7; i++) await chatOf(childA.APIKey, "m-sw");
+      const levelsOf = async (key: string) => (await (await call(key, "/x-route?model=m-sw")).json()).levels.map((l: { level: number; switched: boolean }) => [l.level, l.switched]);
+      expect(await levelsOf(keyA)).toEqual([[3, true], [4, false]]);
+      expect(await levelsOf(keyB)).toEqual([[3, false], [4, false]]);
+    } finally {
+      await failing.stop();
+    }
+  });
+
+  test("an owner rotating its key, resetting its configuration and deleting its keys leaves the other tenant serving", async () => {
+    const rotated = await post(keyA, "/x-self", { confirm: `${new Date().toISOString().slice(0, 10)}-ROTATE-SELF` });
+    expect(rotated.status).toBe(200);
+    keyA = (await rotated.json()).APIKey;
+    expect((await call(keyA, "/x-config", { method: "DELETE", body: JSON.stringify({ keys: ["MODEL_LIMITS", "SWITCH_OVER"] }) })).status).toBe(200);
+    for (const key of await (await call(keyA, "/x-keys?fields=summary")).json()) {
+      expect((await call(keyA, `/x-keys/${key.ID}?force=true`, { method: "DELETE" })).status).toBe(200);
+    }
+    expect((await chatOf(childB.APIKey, "m-after")).status).toBe(200);
+    expect((await (await call(keyB, "/x-config")).json()).configs.MODEL_LIMITS).toEqual({ "m-limited": { rpm: 1 } });
+    expect((await call(keyB, "/x-keys?fields=summary")).headers.get("x-total-count")).toBe("3");
+  });
+});
