@@ -132,6 +132,11 @@ describe("upstream objects", () => {
     expect(own.status).toBe(200);
     expect((await own.json()).metadata.who).toBe("b");
     expect((await (await call(childA.APIKey, "/v1/threads/thread_1")).json()).metadata.who).toBe("a");
+    // B deleting its thread_1 ends its own binding only.
+    upB.route("DELETE", "/v1/threads/thread_1", () => json({ id: "thread_1", object: "thread.deleted", deleted: true }));
+    expect((await call(childB.APIKey, "/v1/threads/thread_1", { method: "DELETE" })).status).toBe(200);
+    expect((await call(childB.APIKey, "/v1/threads/thread_1")).status).toBe(404);
+    expect((await (await call(childA.APIKey, "/v1/threads/thread_1")).json()).metadata.who).toBe("a");
   });
 });
 
