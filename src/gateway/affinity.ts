@@ -12,7 +12,8 @@ export type ObjectKind = "file" | "response" | "thread" | "run" | "video" | "cli
  * may number their objects alike (self-hosted servers counting up), and one tenant's
  * object must neither hide the other's nor tell it that the id exists elsewhere. Only a
  * realtime client secret is kept deployment-wide: its socket is found by the secret alone,
- * before any tenant is known (its id is a hash of a credential, so it never meets another).
+ * before any tenant is known (its id is a hash of a credential: two accounts meet there
+ * only when given the same secret, which is then forgotten, see `remember`).
  */
 export interface Affinity {
   /** `mintedBy`: a realtime client secret's minter (the hash of the router key that minted it: the secret dies with that key). */
