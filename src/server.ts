@@ -5,6 +5,7 @@ import { createApp } from "./app.ts";
 import { HttpError } from "./core/errors.ts";
 import { requestId } from "./core/ids.ts";
 import { pathOnly } from "./core/redact.ts";
+import { familyOfRequest } from "./formats/registry.ts";
 import type { Deps } from "./deps.ts";
 import { errorResponse } from "./http/envelopes.ts";
 import { attachMeta, type RequestMeta } from "./http/context.ts";
@@ -133,6 +134,9 @@ export function startServer(deps: Deps): RunningServer {
       return undefined;
     }
     response = withHeader(response, "x-request-id", meta.id);
+    // The Anthropic SDKs read the id as `request-id` (message._request_id, an error's
+    // requestID), and Claude Code prints it: the id the request log files the call under.
+    if (familyOfRequest(request.headers, path) === "anthropic") response = withHeader(response, "request-id", meta.id);
     if (log.enabled("info")) {
       const fields = {
         method: request.method,
