@@ -12,7 +12,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { databasePath } from "../store/data-dir.ts";
 import { copyDatabase, verifyDatabase } from "../store/sqlite/backup.ts";
 import { dataArgs } from "./common-args.ts";
-import { flagOrEnv, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { flagOrEnv, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { formatBytes } from "./output.ts";
 import { runOrExit } from "./run.ts";
 
@@ -63,6 +63,7 @@ export const backupCommand = defineCommand({
   run: ({ args, rawArgs }) =>
     runOrExit(async () => {
       rejectUnknownFlags(rawArgs, backupArgs);
+      rejectEmptyValues(rawArgs, args, backupArgs);
       rejectStrayArguments(args);
       if (!args.out) throw new UsageError("--out FILE is required; see --help");
       const dataDir = flagOrEnv(args, "data") ?? "./data";

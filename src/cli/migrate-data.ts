@@ -5,7 +5,7 @@ import { copyDeployment, type CopyReport } from "../store/copy/index.ts";
 import { USAGE_SPOOL_FILE } from "../metering/usage-spool.ts";
 import { shownUrl } from "../store/postgres/url.ts";
 import { databaseUrl } from "./database-flag.ts";
-import { rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { formatTable } from "./output.ts";
 import { runOrExit } from "./run.ts";
 
@@ -55,6 +55,7 @@ export const migrateDataCommand = defineCommand({
   run: ({ args, rawArgs }) =>
     runOrExit(async () => {
       rejectUnknownFlags(rawArgs, migrateDataArgs);
+      rejectEmptyValues(rawArgs, args, migrateDataArgs);
       rejectStrayArguments(args);
       if (!args.from) throw new UsageError("--from is required: the data directory (or router.db) of the deployment to copy");
       const url = databaseUrl(args.to, "to");

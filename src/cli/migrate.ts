@@ -2,7 +2,7 @@ import { defineCommand } from "citty";
 import { databasePath, prepareDataDir } from "../store/data-dir.ts";
 import { migrateFile } from "../store/sqlite/connection.ts";
 import { databaseUrl } from "./database-flag.ts";
-import { flagOrEnv, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { flagOrEnv, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 
 const migrateArgs = {
@@ -23,6 +23,7 @@ export const migrateCommand = defineCommand({
   run: ({ args, rawArgs }) =>
     runOrExit(async () => {
       rejectUnknownFlags(rawArgs, migrateArgs);
+      rejectEmptyValues(rawArgs, args, migrateArgs);
       rejectStrayArguments(args);
       if (args.data && args.database) throw new UsageError("give --data (SQLite) or --database (PostgreSQL), not both");
       // A flag on the command line wins over the environment: `--data DIR` migrates that

@@ -7,7 +7,7 @@ import { databasePath, prepareDataDir } from "../store/data-dir.ts";
 import { openStore } from "../store/open.ts";
 import type { Store } from "../store/store.ts";
 import { databaseUrl } from "./database-flag.ts";
-import { flagOrEnv, rejectStrayArguments, rejectUnknownFlags, requireSubCommand, UsageError } from "./flags.ts";
+import { flagOrEnv, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, requireSubCommand, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 
 const createArgs = {
@@ -30,6 +30,7 @@ const createCommand = defineCommand({
   run: ({ args, rawArgs }) =>
     runOrExit(async () => {
       rejectUnknownFlags(rawArgs, createArgs);
+      rejectEmptyValues(rawArgs, args, createArgs);
       rejectStrayArguments(args);
       if (!args.email) throw new UsageError("--email is required");
       if (args.data && args.database) throw new UsageError("give --data (SQLite) or --database (PostgreSQL), not both");

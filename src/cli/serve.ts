@@ -9,7 +9,7 @@ import { clearSpool, prepareDataDir } from "../store/data-dir.ts";
 import { existsSync } from "node:fs";
 import { dataArgs } from "./common-args.ts";
 import { databaseUrl, passwordFlagWarning } from "./database-flag.ts";
-import { flagOrEnv, parseBooleanFlag, parseIntegerFlag, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { flagOrEnv, parseBooleanFlag, parseIntegerFlag, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 import { DEFAULT_REQUEST_LOG_DAYS, startRequestLogPruner } from "../metering/request-log-retention.ts";
 
@@ -246,6 +246,8 @@ export const serveCommand = defineCommand({
   run: ({ args, rawArgs }) =>
     runOrExit(async () => {
       rejectUnknownFlags(rawArgs, serveArgs);
+      // `--data "$DIR"` with DIR unset must not start a deployment on ./data.
+      rejectEmptyValues(rawArgs, args, serveArgs);
       rejectStrayArguments(args);
       const config = resolveServeConfig(args);
       for (const warning of serveWarnings(args, config)) process.stderr.write(`router: warning: ${warning}\n`);

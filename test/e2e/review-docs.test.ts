@@ -1,6 +1,9 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { api } from "../helpers/owner-ops.ts";
-import { waitFor } from "../helpers/router.ts";
+import { tempDir, waitFor } from "../helpers/router.ts";
+import type { CommandResult } from "../helpers/router-command.ts";
 import { perTest } from "../helpers/scoped.ts";
 
 /**
@@ -10,6 +13,60 @@ import { perTest } from "../helpers/scoped.ts";
  */
 
 const scope = perTest();
+const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
+
+/**
+ * `router <args>` from source, run in an empty directory of its own: a command that
+ * wrongly fell back to its default `./data` touches nothing of the checkout.
+ */
+async function routerIn(cwd: string, args: readonly string[]): Promise<CommandResult> {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1" };
+  for (const name of Object.keys(env)) if (name.startsWith("ROUTER_")) delete env[name];
+  const proc = Bun.spawn([process.execPath, MAIN, ...args], { cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { exitCode, stdout, stderr };
+}
+
+/** A usage error: exit 2, nothing on stdout, one `router: …` line on stderr holding `says`. */
+function usageError(result: CommandResult, says: RegExp): void {
+  expect({ exitCode: result.exitCode, stdout: result.stdout, stderr: result.stderr }).toMatchObject({ exitCode: 2, stdout: "" });
+  const lines = result.stderr.trim().split("\n");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(says);
+}
+
+/** A port something else listens on: `serve` stops there (exit 1) once its flags are read. */
+function busyPort(): number {
+  const holder = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  scope.later(() => holder.stop(true));
+  return holder.port;
+}
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) expect(existsSync(join(dir, "data"))).toBe(false);
+});
+const emptyDir = () => {
+  const dir = tempDir("router-review-docs-");
+  dirs.push(dir);
+  return dir;
+};
+
+describe("README: a flag without its value is a usage error everywhere, the local commands included", () => {
+  // `--data "$DIR"` with DIR unset reaches the command as a bare `--data`: serve started
+  // on ./data (a new deployment, a new owner key) and backup copied ./data's database.
+  test("serve, backup, migrate, migrate-data and owner create refuse a bare --data, --secret-key-file, --out, --from", async () => {
+    const cwd = emptyDir();
+    const port = String(busyPort());
+    usageError(await routerIn(cwd, ["serve", "--port", port, "--data"]), /--data needs a value/);
+    usageError(await routerIn(cwd, ["serve", "--port", port, "--secret-key-file="]), /--secret-key-file needs a value/);
+    usageError(await routerIn(cwd, ["backup", "--out", join(cwd, "copy.db"), "--data"]), /--data needs a value/);
+    usageError(await routerIn(cwd, ["backup", "--out="]), /--out needs a value/);
+    usageError(await routerIn(cwd, ["migrate", "--data"]), /--data needs a value/);
+    usageError(await routerIn(cwd, ["migrate-data", "--from"]), /--from needs a value/);
+    usageError(await routerIn(cwd, ["owner", "create", "--email", "second@example.com", "--data"]), /--data needs a value/);
+  }, 30_000);
+});
 
 describe("docs/api.md, Request log: Anthropic-format answers carry request-id as well as X-Request-Id", () => {
   // The Anthropic SDKs read `request-id` (message._request_id, APIError.requestID), and
