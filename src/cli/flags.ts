@@ -82,10 +82,11 @@ export function flagOrEnv(args: Record<string, unknown>, name: string, env = pro
   return fromEnv === undefined || fromEnv === "" ? undefined : fromEnv;
 }
 
-export function parseIntegerFlag(name: string, value: string | undefined, fallback: number, min = 0): number {
+export function parseIntegerFlag(name: string, value: string | undefined, fallback: number, min = 0, max = Infinity): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value.trim()) || Number(value) < min) {
-    throw new UsageError(`--${kebab(name)} must be an integer of at least ${min}, got "${value}"`);
+  if (!/^\d+$/.test(value.trim()) || Number(value) < min || Number(value) > max) {
+    const range = max === Infinity ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new UsageError(`--${kebab(name)} must be an integer ${range}, got "${value}"`);
   }
   return Number(value);
 }

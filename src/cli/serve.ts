@@ -182,10 +182,18 @@ export function serveWarnings(args: Record<string, unknown>, config: Pick<ServeC
   return warnings;
 }
 
+/**
+ * The longest a timeout flag may say, in seconds (about 23 days). A timer past 2^31-1 ms
+ * fires at once in Bun (as in Node), so a first-byte timeout of 25 days, meant as "wait
+ * as long as it takes", would time every call out at once; the margin covers the second
+ * the drain wait adds at a stop.
+ */
+export const MAX_TIMER_SECONDS = 2_000_000;
+
 /** Merges flags, ROUTER_* environment variables and defaults into a checked config. */
 export function resolveServeConfig(args: Record<string, unknown>, env = process.env): ServeConfig {
   const get = (name: string) => flagOrEnv(args, name, env);
-  const seconds = (name: string, fallbackMs: number) => parseIntegerFlag(name, get(name), fallbackMs / 1000, 1) * 1000;
+  const seconds = (name: string, fallbackMs: number) => parseIntegerFlag(name, get(name), fallbackMs / 1000, 1, MAX_TIMER_SECONDS) * 1000;
   const timeZone = get("timezone") ?? systemTimeZone();
   try {
     assertTimeZone(timeZone);
@@ -225,7 +233,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     logLevel: logLevel as LogLevel,
     ownerEmail: get("owner-email") ?? "owner@localhost",
     secretKeyFile: get("secret-key-file"),
-    graceSeconds: parseIntegerFlag("grace", get("grace"), 30),
+    graceSeconds: parseIntegerFlag("grace", get("grace"), 30, 0, MAX_TIMER_SECONDS),
     requestLogDays: parseIntegerFlag("request-log-days", get("request-log-days"), DEFAULT_REQUEST_LOG_DAYS, 0),
     maxAttempts: parseIntegerFlag("max-attempts", get("max-attempts"), UPSTREAM_DEFAULTS.maxAttempts, 1),
     firstByteTimeoutMs: seconds("first-byte-timeout", UPSTREAM_DEFAULTS.firstByteTimeoutMs),

@@ -68,6 +68,23 @@ describe("README: a flag without its value is a usage error everywhere, the loca
   }, 30_000);
 });
 
+describe("README: serve's timeouts are seconds the runtime's timers can hold", () => {
+  // A timer past 2^31-1 ms fires at once in Bun (TimeoutOverflowWarning, 1 ms): a
+  // `--first-byte-timeout` of 25 days meant to say "wait as long as it takes" made every
+  // call a 502 upstream_timeout, and `--grace` of that size cut in-flight calls at once.
+  test("--first-byte-timeout, --stream-idle-timeout, --drain-timeout and --grace past 2,000,000 are usage errors naming the bound", async () => {
+    const cwd = emptyDir();
+    const port = String(busyPort());
+    for (const flag of ["first-byte-timeout", "stream-idle-timeout", "drain-timeout", "grace"]) {
+      usageError(await routerIn(cwd, ["serve", "--port", port, `--${flag}`, "2200000"]), new RegExp(`--${flag} must be an integer from \\d+ to 2000000, got "2200000"`));
+    }
+    // The bound itself is accepted: serve goes on to the busy port and stops there.
+    const atBound = await routerIn(cwd, ["serve", "--port", port, "--first-byte-timeout", "2000000", "--data", join(cwd, "d")]);
+    expect(atBound.exitCode).toBe(1);
+    expect(atBound.stderr).toContain(port);
+  }, 30_000);
+});
+
 describe("docs/api.md, Request log: Anthropic-format answers carry request-id as well as X-Request-Id", () => {
   // The Anthropic SDKs read `request-id` (message._request_id, APIError.requestID), and
   // Claude Code prints it: that id must be the one GET /x-requests/{id} knows.
