@@ -178,10 +178,8 @@ export function createAddressGuard(policy: AddressPolicy, resolve: Resolve = sys
     return addresses;
   };
   const judge = async (host: string): Promise<string | undefined> => {
-    if (isIP(host)) {
-      const refusal = refusalOf(host, policy);
-      return refusal && `it points at ${refusal}`;
-    }
+    // The refusal names the address itself ("169.254.169.254 is a cloud metadata service").
+    if (isIP(host)) return refusalOf(host, policy);
     if (METADATA_NAMES.has(host)) return `${host} is ${DESCRIPTION.metadata}, which is never an upstream`;
     if (host === "localhost" || host.endsWith(".localhost")) {
       const refusal = refusalOf("127.0.0.1", policy);

@@ -120,3 +120,25 @@ describe("docs/api.md, Request log: Anthropic-format answers carry request-id as
     expect(openai.headers.get("request-id")).toBeNull();
   });
 });
+
+describe("docs/api.md, Upstream address policy: a refused URL says which address and why, in a sentence", () => {
+  // An address typed as an IP literal read "it points at 169.254.169.254 is a cloud
+  // metadata service": two sentences run together where the owner looks for the reason.
+  test("Provider and, in the BYOK style, EMAIL_SMTP", async () => {
+    const single = await scope.router();
+    const refusal = async (r: Awaited<ReturnType<typeof scope.router>>, body: Record<string, unknown>, path = "/x-keys", method = "POST") => {
+      const reply = await api(r, path, { method, body });
+      expect(reply.status).toBe(400);
+      return reply.body.error.message as string;
+    };
+    const key = (Provider: string) => ({ Provider, SecretKey: "x".repeat(30), Level: 1, Status: true });
+    expect(await refusal(single, key("https://169.254.169.254"))).toBe("Provider may not be used: 169.254.169.254 is a cloud metadata service, which is never an upstream");
+    expect(await refusal(single, key("https://0.0.0.0/v1"))).toBe("Provider may not be used: 0.0.0.0 is an unspecified address, which is never an upstream");
+    const byok = await scope.router({ config: { byok: true } });
+    expect(await refusal(byok, { EMAIL_SMTP: "10.1.2.3" }, "/x-config", "PUT")).toBe(
+      "EMAIL_SMTP may not be 10.1.2.3: 10.1.2.3 is a private-network address; this router refuses private and loopback upstreams (its operator may allow them with --allow-private-upstreams)",
+    );
+    // Names keep saying what they resolve to.
+    expect(await refusal(byok, key("https://localhost"))).toStartWith("Provider may not be used: localhost is loopback: 127.0.0.1 is a loopback address;");
+  });
+});
