@@ -49,7 +49,7 @@ const MODELS: Record<string, TSchema> = {
 };
 
 type Model = keyof typeof MODELS;
-type Who = "any" | "owner" | "manager" | "none";
+type Who = "any" | "owner" | "manager" | "none" | "metrics";
 
 interface Parameter {
   name: string;
@@ -94,7 +94,8 @@ const KEY_ID = p("id", "a provider key ID");
 const OPERATIONS: Operation[] = [
   { method: "get", path: "/healthz", summary: "Liveness, with the state of the database and Redis", who: "none", answer: [200, { type: "object" }] },
   { method: "get", path: "/readyz", summary: "Readiness: 503 while a dependency is down or a graceful stop began", who: "none", answer: [200, { type: "object" }] },
-  { method: "get", path: "/metrics", summary: "Prometheus metrics (a bearer --metrics-token when set)", who: "none", answer: [200, { type: "string" }] },
+  // Not open: it needs an owner key or the metrics token, both sent as the bearer.
+  { method: "get", path: "/metrics", summary: "Prometheus metrics", who: "metrics", answer: [200, { type: "string" }] },
   { method: "get", path: "/openapi.json", summary: "This description", who: "none", answer: [200, { type: "object" }] },
 
   { method: "get", path: "/dashboard/status", summary: "The caller's account, level and balance", who: "any", answer: [200, "AccountStatus"] },
@@ -207,6 +208,7 @@ const WHO: Record<Who, string> = {
   any: "Any account whose Resources allow the path.",
   manager: "An account that manages accounts (its Resources allow /x-users).",
   owner: "Owner accounts only.",
+  metrics: "An owner key, or the bearer token given by --metrics-token (in the BYOK style only that token).",
 };
 
 /** Every management write takes one (http/idempotency.ts; docs/api.md, "Idempotent writes"). */

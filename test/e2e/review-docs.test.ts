@@ -142,3 +142,25 @@ describe("docs/api.md, Upstream address policy: a refused URL says which address
     expect(await refusal(byok, key("https://localhost"))).toStartWith("Provider may not be used: localhost is loopback: 127.0.0.1 is a loopback address;");
   });
 });
+
+describe("GET /openapi.json: what it says needs no key answers without one", () => {
+  // /metrics was published with `security: []` ("No key needed"), so a client generated
+  // from the document called it without credentials and got 401: it takes an owner key or
+  // the --metrics-token bearer (docs/api.md, "Metrics").
+  test("every operation without security is served without a key; /metrics asks for the bearer", async () => {
+    const router = await scope.router({ config: { metricsToken: "metrics-token-0123456789" } });
+    const doc = (await api(router, "/openapi.json", { key: null })).body;
+    const open: string[] = [];
+    for (const [path, methods] of Object.entries<Record<string, any>>(doc.paths)) {
+      for (const [method, op] of Object.entries(methods)) if (Array.isArray(op.security) && op.security.length === 0) open.push(`${method} ${path}`);
+    }
+    expect(open.length).toBeGreaterThan(0);
+    for (const op of open) {
+      const [method, path] = op.split(" ") as [string, string];
+      expect({ op, status: (await router.fetch(path, { method: method.toUpperCase(), key: null })).status }).toEqual({ op, status: 200 });
+    }
+    expect(open).not.toContain("get /metrics");
+    expect(doc.paths["/metrics"].get.description).toContain("--metrics-token");
+    expect((await router.fetch("/metrics", { key: "metrics-token-0123456789" })).status).toBe(200);
+  });
+});
