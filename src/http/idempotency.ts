@@ -101,10 +101,12 @@ export function createIdempotency(deps: IdempotencyDeps) {
   return async function handle(request: Request, path: string, next: (request: Request) => Promise<Response>): Promise<Response> {
     const key = request.headers.get("idempotency-key");
     if (key === null || !isWrite(request.method) || !path.startsWith("/x-")) return next(request);
-    if (!VALID_KEY.test(key)) return deps.refuse(badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters", "Idempotency-Key", "invalid_idempotency_key"), request, path);
-    // No caller to scope the key to (no key, an unknown one, one in the URL): the route refuses it as without the header.
+    // No caller to scope the key to (no key, an unknown one, one in the URL): the route
+    // refuses it (401) as without the header, before anything is said of the header itself;
+    // sign-up, which takes no API key, runs as without it.
     const principal = await deps.auth.optional(request, "openai").catch(() => undefined);
     if (!principal) return next(request);
+    if (!VALID_KEY.test(key)) return deps.refuse(badRequest("Idempotency-Key must be 1 to 255 visible ASCII characters", "Idempotency-Key", "invalid_idempotency_key"), request, path);
     const accountId = principal.account.id;
     // A body past --max-body is refused here as the route would (413), without reading it whole.
     const input = await fingerprintInput(request, deps.config.maxBody);

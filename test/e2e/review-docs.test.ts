@@ -164,3 +164,22 @@ describe("GET /openapi.json: what it says needs no key answers without one", () 
     expect((await router.fetch("/metrics", { key: "metrics-token-0123456789" })).status).toBe(200);
   });
 });
+
+describe("docs/api.md, Idempotent writes: a request without a valid API key is refused (401) as without the header", () => {
+  // A malformed Idempotency-Key was judged before the API key: a script with a rotated key
+  // was told to fix the header (400), and only then that its key no longer works.
+  test("401 comes before the header's 400; a caller with a valid key still gets the 400; sign-up, which takes no key, ignores it", async () => {
+    const router = await scope.router({ config: { byok: true, signup: true } });
+    const write = (key: string | null, idempotencyKey: string) =>
+      router.fetch("/x-news", { method: "POST", key, headers: { "content-type": "application/json", "idempotency-key": idempotencyKey }, body: JSON.stringify({ title: "t", content: "c" }) });
+    const codeOf = async (res: Promise<Response>) => {
+      const answer = await res;
+      return [answer.status, ((await answer.json()) as any).error?.code] as const;
+    };
+    expect(await codeOf(write("sk-rt-unknown0000000000000000000000000000000000000", "has space"))).toEqual([401, "invalid_api_key"]);
+    expect(await codeOf(write(null, "has space"))).toEqual([401, "missing_api_key"]);
+    expect(await codeOf(write(router.ownerKey, "has space"))).toEqual([400, "invalid_idempotency_key"]);
+    const signup = await router.fetch("/x-signup", { method: "POST", key: null, headers: { "content-type": "application/json", "idempotency-key": "has space" }, body: JSON.stringify({ Email: "new-owner@example.com" }) });
+    expect(signup.status).toBe(201);
+  });
+});
