@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { parseArgs } from "citty";
 import { rejectUnknownFlags, UsageError } from "../../src/cli/flags.ts";
 import { resolveServeConfig, serveArgs, serveWarnings } from "../../src/cli/serve.ts";
 
@@ -83,4 +84,11 @@ test("--request-log-days: default 30, ROUTER_REQUEST_LOG_DAYS, the flag wins; 0 
   for (const bad of ["-1", "1.5", "a week"]) {
     expect(() => resolveServeConfig({ "request-log-days": bad }, {})).toThrow(/--request-log-days/);
   }
+});
+
+test("an on/off flag's variable takes the words the README lists, and --no-<flag> wins over it", () => {
+  for (const [value, on] of [["true", true], ["1", true], ["yes", true], ["on", true], ["false", false], ["0", false], ["no", false], ["off", false]] as const) {
+    expect(resolveServeConfig({}, { ROUTER_TRUST_PROXY: value }).trustProxy).toBe(on);
+  }
+  expect(resolveServeConfig(parseArgs(["--no-trust-proxy"], serveArgs), { ROUTER_TRUST_PROXY: "true" }).trustProxy).toBe(false);
 });
