@@ -21,6 +21,9 @@ test("bad values are usage errors naming the flag", () => {
     [{ "max-body": "0" }, /--max-body/],
     [{ "tls-cert": "/nonexistent.pem", "tls-key": "/nonexistent.key" }, /--tls-cert/],
     [{ "base-url": "not a url" }, /--base-url/],
+    // README: --signup is a BYOK flag; TLS needs both halves.
+    [{ signup: "true" }, /--signup needs --byok/],
+    [{ "tls-key": import.meta.path }, /--tls-cert and --tls-key must be given together/],
   ];
   for (const [args, message] of bad) {
     expect(() => resolveServeConfig(args, {})).toThrow(message);
