@@ -5,8 +5,12 @@ import type { Family } from "../formats/family.ts";
 import { formatOf } from "../formats/registry.ts";
 import { metaOf } from "./context.ts";
 
-/** Query parameters through which some clients try to pass a key; never accepted. */
-const KEY_PARAMS = ["key", "api_key", "api-key", "apikey", "access_token"];
+/**
+ * Query parameters through which some clients try to pass a key; never accepted, in any
+ * letter case (object routes forward the client's query upstream: a `?Key=` riding along
+ * with a valid header would take the router key to the provider's host).
+ */
+const KEY_PARAMS = new Set(["key", "api_key", "api-key", "apikey", "access_token", "token"]);
 
 /** Made once: a regular expression literal is a new object each time it is evaluated, and this runs per request. */
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
@@ -29,9 +33,8 @@ export function extractApiKey(request: Request, family: Family): string | undefi
 export function refuseKeyInUrl(url: string): void {
   const query = url.indexOf("?");
   if (query < 0) return;
-  const params = new URLSearchParams(url.slice(query + 1));
-  for (const name of KEY_PARAMS) {
-    if (params.has(name)) {
+  for (const name of new URLSearchParams(url.slice(query + 1)).keys()) {
+    if (KEY_PARAMS.has(name.toLowerCase())) {
       throw unauthorized(
         "API keys are not accepted in the URL; send the key in the Authorization header (Bearer)",
         "key_in_url",

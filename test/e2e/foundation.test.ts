@@ -55,6 +55,14 @@ describe("authentication", () => {
     expect((await res.json()).error.message).toMatch(/header/);
     expect(router.logs.join("\n")).not.toContain(router.ownerKey);
   });
+
+  test("the key parameters are refused in any letter case, with a valid key in the header too (object routes forward the query upstream)", async () => {
+    for (const name of ["Key", "API_KEY", "Api-Key", "ACCESS_TOKEN", "token"]) {
+      const res = await router.fetch(`/v1/files/file-1/content?${name}=${router.ownerKey}`);
+      expect([name, res.status]).toEqual([name, 401]);
+      expect((await res.json()).error.code).toBe("key_in_url");
+    }
+  });
 });
 
 describe("error envelopes", () => {
