@@ -190,6 +190,9 @@ export function serveWarnings(args: Record<string, unknown>, config: Pick<ServeC
  */
 export const MAX_TIMER_SECONDS = 2_000_000;
 
+/** The longest the request log may keep a call (100 years): a cutoff further back is no date PostgreSQL can compare. */
+const MAX_REQUEST_LOG_DAYS = 36_500;
+
 /** Merges flags, ROUTER_* environment variables and defaults into a checked config. */
 export function resolveServeConfig(args: Record<string, unknown>, env = process.env): ServeConfig {
   const get = (name: string) => flagOrEnv(args, name, env);
@@ -234,7 +237,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     ownerEmail: get("owner-email") ?? "owner@localhost",
     secretKeyFile: get("secret-key-file"),
     graceSeconds: parseIntegerFlag("grace", get("grace"), 30, 0, MAX_TIMER_SECONDS),
-    requestLogDays: parseIntegerFlag("request-log-days", get("request-log-days"), DEFAULT_REQUEST_LOG_DAYS, 0),
+    requestLogDays: parseIntegerFlag("request-log-days", get("request-log-days"), DEFAULT_REQUEST_LOG_DAYS, 0, MAX_REQUEST_LOG_DAYS),
     maxAttempts: parseIntegerFlag("max-attempts", get("max-attempts"), UPSTREAM_DEFAULTS.maxAttempts, 1),
     firstByteTimeoutMs: seconds("first-byte-timeout", UPSTREAM_DEFAULTS.firstByteTimeoutMs),
     streamIdleTimeoutMs: seconds("stream-idle-timeout", UPSTREAM_DEFAULTS.streamIdleTimeoutMs),

@@ -78,13 +78,13 @@ test("warnings: a password given as a flag (not through the environment), a data
   expect(serveWarnings({}, resolveServeConfig(byok, { ROUTER_SIGNUP_SMTP: "smtp://mail.example.com:587", ROUTER_SIGNUP_FROM: "router@example.com" }))).toEqual([]);
 });
 
-test("--request-log-days: default 30, ROUTER_REQUEST_LOG_DAYS, the flag wins; 0 turns the log off", () => {
+test("--request-log-days: default 30, ROUTER_REQUEST_LOG_DAYS, the flag wins; 0 turns the log off; at most 36,500 (a cutoff past that overflowed PostgreSQL's dates)", () => {
   expect(resolveServeConfig({}, {}).requestLogDays).toBe(30);
   expect(resolveServeConfig({}, { ROUTER_REQUEST_LOG_DAYS: "7" }).requestLogDays).toBe(7);
   expect(resolveServeConfig({ "request-log-days": "90" }, { ROUTER_REQUEST_LOG_DAYS: "7" }).requestLogDays).toBe(90);
   expect(resolveServeConfig({ "request-log-days": "0" }, {}).requestLogDays).toBe(0);
   expect(resolveServeConfig({}, { ROUTER_REQUEST_LOG_DAYS: "0" }).requestLogDays).toBe(0);
-  for (const bad of ["-1", "1.5", "a week"]) {
+  for (const bad of ["-1", "1.5", "a week", "36501", "99999999999"]) {
     expect(() => resolveServeConfig({ "request-log-days": bad }, {})).toThrow(/--request-log-days/);
   }
 });
