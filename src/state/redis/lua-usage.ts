@@ -18,8 +18,12 @@ import { PRELUDE } from "./lua.ts";
  * A claim's id (`#<Redis time>.<n>`, n from a counter beside the queue) is its list's first element:
  * whoever writes the claim, its writer or another after it died, notes under it what
  * the write released (`usage_claim_writes`), and a retry finds that note.
+ * P.marker, when given, is this process's dataset marker (dataset.ts): when Redis no
+ * longer holds it (flushed, restarted) the answer is {'lost'} and nothing is claimed, so
+ * the process first queues again the rows it sent before (USAGE_APPEND does the same).
  */
 export const USAGE_CLAIM = script(`${PRELUDE}
+if P.marker ~= nil and redis.call('EXISTS', P.marker) == 0 then return { 'lost', 0, 0 } end
 local mine = P.claimPrefix .. OWNER
 -- Rows of the other processes' claims (a claim's id, its first element, is not a row).
 local function elsewhere()
@@ -93,9 +97,12 @@ return #rows
  * the same step, so a process killed before appending leaves no charge held for good, and
  * one killed after leaves it to whoever writes the row. Lowered more than it was raised
  * (a row appended twice, as a copy) it only ever holds less: the charges a dead process
- * drops are never ones whose rows wait.
+ * drops are never ones whose rows wait. Answers 0, appending nothing, when P.marker is
+ * given and gone (see USAGE_CLAIM): a row is never appended to a dataset the process has
+ * not checked, so the generation it is noted in says whether Redis may have lost it.
  */
 export const USAGE_APPEND = script(`${PRELUDE}
+if P.marker ~= nil and redis.call('EXISTS', P.marker) == 0 then return 0 end
 redis.call('RPUSH', P.queue, P.row)
 if P.key ~= nil and P.amount > 0 then
   local field = 'q' .. OWNER

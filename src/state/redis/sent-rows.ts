@@ -57,6 +57,33 @@ export function createSentRows(windowMs: number) {
       for (let i = start; i < end; i++) rows.push({ text: texts[i]!, generation: generations[i]! });
       return rows;
     },
+    /**
+     * The rows acknowledged by `connection` or a later one and sent in a dataset generation
+     * before `generation` (0, not known, excepted): the last `windowMs` of them, oldest
+     * first. Redis lost them without the connection dropping (a FLUSHALL), which `before`
+     * (the rows of earlier connections) cannot see.
+     */
+    ofEarlierGeneration(generation: number, connection: number): string[] {
+      const earlier: number[] = [];
+      for (let i = endBefore(connection); i < times.length; i++) if (generations[i]! !== 0 && generations[i]! < generation) earlier.push(i);
+      if (earlier.length === 0) return [];
+      const horizon = times[earlier[earlier.length - 1]!]! - windowMs;
+      return earlier.filter((i) => times[i]! >= horizon).map((i) => texts[i]!);
+    },
+    /** Drops the rows `ofEarlierGeneration(generation)` names and those past its window (sent again). */
+    forgetEarlierGeneration(generation: number): void {
+      const keep = (i: number) => generations[i]! === 0 || generations[i]! >= generation;
+      const kept = { texts: [] as string[], times: [] as number[], connections: [] as number[], generations: [] as number[] };
+      for (let i = head; i < times.length; i++) {
+        if (!keep(i)) continue;
+        kept.texts.push(texts[i]!);
+        kept.times.push(times[i]!);
+        kept.connections.push(connections[i]!);
+        kept.generations.push(generations[i]!);
+      }
+      ({ texts, times, connections, generations } = kept);
+      head = 0;
+    },
     /** Drops the rows acknowledged by connections before `connection` (sent again). */
     forget(connection: number): void {
       head = endBefore(connection);

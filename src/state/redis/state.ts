@@ -53,8 +53,8 @@ export interface RedisState extends State {
    * unwritten before any instance can write the row and take it off again.
    */
   settlementsApplied(): Promise<void> | undefined;
-  /** Whether Redis kept what this process counted (dataset.ts): the generation as last checked, and a check now. */
-  readonly dataset: { latest(): number; check(): Promise<void> };
+  /** Whether Redis kept what this process counted (dataset.ts): the generation as last checked, a check now, and the marker's key. */
+  readonly dataset: { latest(): number; check(): Promise<void>; readonly key: string };
   /** Allowances granted and calls admitted against them (zeros when allowances are off). */
   readonly allowances: { readonly granted: number; readonly drawn: number };
   /**
@@ -88,7 +88,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   /** Set by `close`: what is sent from then on does not renew the lease. */
   let closing = false;
   /** Whether Redis still holds what this process counted over an earlier connection (dataset.ts). */
-  const dataset = watchDataset(redis, `${prefix}ds:${owner}`);
+  const datasetKey = `${prefix}ds:${owner}`;
+  const dataset = watchDataset(redis, datasetKey);
   /** Admissions and settlements whose answer was lost, made good once Redis answers (repairs.ts). */
   const repairs = createRepairs({
     keyPrefix: `${prefix}op:${owner}:`,
@@ -329,7 +330,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
     owner,
     leaseMs,
     flushedClaim: (charged, version, drop) => credits.flushed(charged, version, drop),
-    dataset: { latest: () => dataset.latest(), check: () => dataset.check() },
+    dataset: { latest: () => dataset.latest(), check: () => dataset.check(), key: datasetKey },
     settlementsApplied: () => {
       // A settlement whose answer was lost counts once it is sent again (repairs.ts).
       const applied = adjustSoon.applied();

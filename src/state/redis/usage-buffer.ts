@@ -41,6 +41,11 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
 
   /** The connection count this process last reconciled with (0: never connected). */
   let seenConnects = 0;
+  /**
+   * The dataset generation (dataset.ts) this process last caught up with: the first check
+   * makes it 1, a later one that finds the marker gone (Redis flushed, restarted) moves it on.
+   */
+  let seenGeneration = 1;
   /** Claims are checked against the database until one leaves the queue empty. */
   let checking = false;
   let reconciling: Promise<void> | undefined;
@@ -48,8 +53,10 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
     const connects = redis.connects();
     if (seenConnects === 0) {
       seenConnects = connects;
+      seenGeneration = Math.max(seenGeneration, state.dataset.latest());
       return;
     }
+    const reconnected = connects !== seenConnects;
     // Forgotten only once sent: a failure leaves them for the next attempt.
     const again = sent.before(connects);
     if (again.length > 0) await state.dataset.check();
@@ -58,24 +65,38 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
     // Redis lost its data (a restart) go as copies whose charge is not held ('U'): it went
     // with that data, so written now they release nothing (found written, nothing either).
     const texts = again.map((row) => (row.generation !== 0 && row.generation !== generation ? `U${row.text}` : `S${row.text}`));
+    // Redis can lose its data with the connection up (FLUSHALL, FLUSHDB): the rows sent
+    // over this connection before are gone too, and no reconnection says so; the marker
+    // (gone, so the generation moved on) does. Before, a flush lost the rows waiting then.
+    const lost = generation > seenGeneration ? sent.ofEarlierGeneration(generation, connects) : [];
+    for (const text of lost) texts.push(`U${text}`);
     for (let start = 0; start < texts.length; start += RESEND_CHUNK) {
       await redis.send("RPUSH", [keys.queue, ...texts.slice(start, start + RESEND_CHUNK)]);
     }
     sent.forget(connects);
+    sent.forgetEarlierGeneration(generation);
     // The copies are rows the new connection acknowledged: a second loss soon after (a
     // failover, then a restart) can lose them too, so they are kept as sent on it.
     const now = Date.now();
-    for (const { text } of again) sent.add(text, now, redis.connects(), generation);
+    for (const text of [...again.map((row) => row.text), ...lost]) sent.add(text, now, redis.connects(), generation);
     seenConnects = connects;
+    seenGeneration = Math.max(seenGeneration, generation);
     checking = true;
-    options.log?.warn("the connection to Redis was made again: recent usage rows are queued again and claimed rows are checked against the database", {
-      rows: again.length,
-    });
+    const what = reconnected ? "the connection to Redis was made again" : "Redis no longer holds what this process stored there (flushed)";
+    options.log?.warn(`${what}: recent usage rows are queued again and claimed rows are checked against the database`, { rows: texts.length });
   };
-  /** Resolves once this process caught up with a new connection; undefined (no promise) when there is none. */
+  /** Resolves once this process caught up with a new connection or dataset; undefined (no promise) when there is none. */
   const reconciled = (): Promise<void> | undefined => {
-    if (redis.connects() === seenConnects && !reconciling) return undefined;
+    if (redis.connects() === seenConnects && state.dataset.latest() <= seenGeneration && !reconciling) return undefined;
     return (reconciling ??= reconcile().finally(() => (reconciling = undefined)));
+  };
+  /**
+   * A script refused because this process's marker is gone (the dataset it last checked
+   * was lost): checked again, which moves the generation on, and caught up with.
+   */
+  const afterLoss = async () => {
+    await state.dataset.check();
+    await reconciled();
   };
   /**
    * Catches up at once when the command just made the connection again: waiting for
@@ -100,22 +121,38 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       // Appended with its charge handed over from this process (USAGE_APPEND): killed
       // between its settlement and here, the charge would have stayed held for good.
       const queued = flag === "copy" ? `S${text}` : flag === "unsure" ? `R${text}` : text;
-      await run(USAGE_APPEND, { queue: keys.queue, row: queued, key: `${prefix}c:${row.accountId}`, amount: row.costNanos ?? 0 });
-      sent.add(text, Date.now(), redis.connects(), state.dataset.latest());
+      // Appended only while the marker of the generation noted with it is there: a row that
+      // generation's loss took is then among those sent again, and no other is.
+      let generation = state.dataset.latest();
+      const append = () => run(USAGE_APPEND, { queue: keys.queue, row: queued, key: `${prefix}c:${row.accountId}`, amount: row.costNanos ?? 0, marker: generation === 0 ? undefined : state.dataset.key });
+      for (let attempt = 0; (await append()) === 0; attempt++) {
+        if (attempt === 2) throw new Error("Redis lost this process's dataset marker again and again: the usage row was not appended");
+        await afterLoss();
+        generation = state.dataset.latest();
+      }
+      sent.add(text, Date.now(), redis.connects(), generation);
       // The row is in Redis: a failure to catch up must not hand it back (it would be written twice); the next call tries again.
       await catchUpAfter()?.catch(() => {});
     },
     async claim(max) {
       const catchingUp = reconciled();
       if (catchingUp) await catchingUp;
-      let [kind, waiting, elsewhere, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
+      // With the marker (when known): a claim from a Redis that lost this process's rows waits for them to be queued again.
+      const claimNow = async () => (await run(USAGE_CLAIM, { ...keys, max, marker: state.dataset.latest() === 0 ? undefined : state.dataset.key })) as string[];
+      let answer = await claimNow();
+      if (answer[0] === "lost") {
+        await afterLoss();
+        answer = await claimNow();
+        if (answer[0] === "lost") return { rows: [], waiting: 0, elsewhere: 0, claim: undefined, retry: false };
+      }
+      let [kind, waiting, elsewhere, ...texts] = answer;
       // A claim that itself made the connection again read a Redis this process had not caught up with yet.
       const reconnected = redis.connects() !== seenConnects;
       if (reconnected) {
         // (A failure leaves what was claimed in this process's claim: the next claim hands it back.)
         await catchUpAfter();
         // Nothing was waiting on the new Redis: the copies just sent are this claim's.
-        if (texts.length === 0) [kind, waiting, elsewhere, ...texts] = (await run(USAGE_CLAIM, { ...keys, max })) as string[];
+        if (texts.length === 0) [kind, waiting, elsewhere, ...texts] = await claimNow();
       }
       // A claim's id leads its rows (none on a claim an older router made).
       const claim = texts[0]?.startsWith("#") ? texts.shift() : undefined;
