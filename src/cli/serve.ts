@@ -6,6 +6,7 @@ import { LOG_LEVELS, type LogLevel } from "../core/log.ts";
 import { buildDeps } from "../deps.ts";
 import { assertCanListen, startServer } from "../server.ts";
 import { clearSpool, prepareDataDir } from "../store/data-dir.ts";
+import { shownUrl } from "../store/postgres/url.ts";
 import { existsSync } from "node:fs";
 import { dataArgs } from "./common-args.ts";
 import { databaseUrl, passwordFlagWarning } from "./database-flag.ts";
@@ -268,6 +269,11 @@ export const serveCommand = defineCommand({
       if (notice) process.stdout.write(`router: ${notice}\n`);
       clearSpool(config.dataDir);
       const deps = await buildDeps(config);
+      // Redis away at start: the instance serves anyway and connects once Redis answers; the
+      // operator hears at once which Redis it waits for (a wrong host or port shows here).
+      if (config.redis !== undefined && deps.dependencies.status().redis === "down") {
+        deps.log.warn(`Redis at ${shownUrl(config.redis)} does not answer: model calls get 503 and /readyz says unavailable until it does (it is tried again every second)`);
+      }
       const keyFile = await deps
         .exclusively(() => ensureInitialOwner(deps.store, deps.owners, config.dataDir, config.ownerEmail))
         .catch((error: unknown) => {

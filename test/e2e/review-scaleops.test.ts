@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RedisClient } from "bun";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { isolatedBinary, run, serveBinary, type ServingBinary } from "../helpers/binary.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, type Reply } from "../helpers/owner-ops.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
@@ -10,9 +12,10 @@ import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/route
 
 /**
  * Two instances on one PostgreSQL and one Redis through what an operator meets: Redis
- * emptied under them with the connections up (FLUSHALL: no reconnection tells them) and
- * PostgreSQL restarted while both serve. Money must stay right: every answered call in
- * the ledger once, the balance the grant less exactly the stored rows, nothing left held.
+ * emptied under them with the connections up (FLUSHALL: no reconnection tells them),
+ * PostgreSQL restarted while both serve, and the compiled binary started while one of
+ * them is away. Money must stay right: every answered call in the ledger once, the
+ * balance the grant less exactly the stored rows, nothing left held.
  */
 
 const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
@@ -170,6 +173,117 @@ if (!skipServices) {
       );
       expect((await chat(a, account.key)).status).toBe(200);
       expect((await chat(b, account.key)).status).toBe(200);
+    }, 60_000);
+
+    test("an RPM limit counts again from the flush: neither blocked for good nor lifted", async () => {
+      const account = await createAccount(a, { CreditGranted: 1000, RPM: 5 });
+      const round = async () => {
+        const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => chat(i % 2 === 0 ? a : b, account.key)));
+        for (const reply of replies.filter((r) => r.status !== 200)) expect(reply.body.error.code).toBe("rpm_limit_reached");
+        return replies.filter((r) => r.status === 200).length;
+      };
+      expect(await round()).toBe(5);
+      await redisClient.send("FLUSHALL", []);
+      expect(await round()).toBe(5);
+      await writeEverything();
+      expect(await rowsOf(account.id)).toHaveLength(10);
+    }, 30_000);
+  });
+
+  describe("PostgreSQL restarted while both instances serve", () => {
+    test("every answered call is stored once and the ledger is exact; /readyz and /healthz say the database is down meanwhile and both are ready again without help", async () => {
+      const granted = 5;
+      const account = await createAccount(a, { CreditGranted: granted });
+      const traffic = load(account.key, 2);
+      try {
+        await traffic.more(100);
+        await postgres.halt();
+        try {
+          // Calls go on being served (their rows wait in Redis) while the probes say where the fault is.
+          for (const router of [a, b]) {
+            await waitFor(async () => !(await ready(router)), 5000, "/readyz to say the database is down");
+            expect(await (await router.fetch("/healthz", { key: null })).json()).toEqual({ status: "ok", database: "down", redis: "up" });
+          }
+          await traffic.more(50);
+        } finally {
+          await postgres.resume();
+        }
+        for (const router of [a, b]) await waitFor(() => ready(router), 10_000, "/readyz to be ready again");
+        await traffic.more(100);
+      } finally {
+        await traffic.stop();
+      }
+      expect(traffic.others).toEqual([]);
+      for (const router of [a, b]) expect(await (await router.fetch("/healthz", { key: null })).json()).toEqual({ status: "ok", database: "up", redis: "up" });
+      await writeEverything();
+      await expectExact(account, traffic.answered, granted);
+    }, 60_000);
+  });
+
+  describe("the compiled binary started while a dependency is away", () => {
+    const PASSWORD = "s3cret-Redis-77";
+    const { dir, bin } = isolatedBinary();
+    const env = (database: string, redisUrl: string) => ({ ROUTER_DATABASE: database, ROUTER_REDIS: redisUrl, NO_COLOR: "1" });
+
+    test("Redis away: it starts, says which Redis it waits for (no password), answers 503 and /readyz unavailable, and serves once Redis answers", async () => {
+      const away = await startRedisServer({ password: PASSWORD });
+      await away.stop();
+      const redisUrl = `redis://:${PASSWORD}@127.0.0.1:${away.port}`;
+      const data = tempDir("router-scaleops-bin-");
+      let server: ServingBinary | undefined;
+      try {
+        server = await serveBinary(bin, ["--port", "0", "--data", data], { cwd: dir, env: env(postgres.url(await postgres.createDatabase()), redisUrl), timeoutMs: 20_000 });
+        const status = await fetch(`${server.url}/readyz`);
+        expect(status.status).toBe(503);
+        expect(await status.json()).toEqual({ status: "unavailable", database: "up", redis: "down" });
+        const owner = readFileSync(join(data, "initial-owner-key"), "utf8").trim();
+        const send = (path: string, body: unknown, method = "POST") =>
+          fetch(`${server!.url}${path}`, { method, headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+        // Management writes need only the database.
+        expect((await send("/x-config", { PRICING }, "PUT")).status).toBe(200);
+        expect((await send("/x-keys", { Provider: `${upstream.url}/v1`, SecretKey: "sk-scaleops-bin-0123456789abcdef", Level: 1, Status: true })).status).toBe(201);
+        const call = () => send("/v1/chat/completions", { model: "acme-chat", max_tokens: 20, messages: [{ role: "user", content: "hi" }] });
+        const refused = await call();
+        expect(refused.status).toBe(503);
+        expect(((await refused.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "redis_unavailable", message: expect.stringContaining("Redis") });
+        // Where it looked for Redis, the password masked.
+        expect(server.stderr()).toContain(`Redis at redis://:***@127.0.0.1:${away.port}`);
+        await away.start();
+        await waitFor(async () => (await fetch(`${server!.url}/readyz`)).status === 200, 10_000, "/readyz to be ready once Redis answers");
+        const served = await call();
+        expect({ status: served.status, body: await served.text() }).toMatchObject({ status: 200 });
+        server.kill("SIGTERM");
+        expect(await server.exited).toBe(0);
+        expect(server.stdout() + server.stderr()).not.toContain(PASSWORD);
+      } finally {
+        server?.kill("SIGKILL");
+        await away.close();
+      }
+    }, 60_000);
+
+    test("PostgreSQL away: each start (a supervisor's restart loop) fails at once, exit 1, naming PostgreSQL and its address without the password; once it is back the next start serves", async () => {
+      const database = await postgres.createDatabase();
+      const url = postgres.url(database).replace("postgres@", `postgres:${PASSWORD}@`);
+      const data = tempDir("router-scaleops-bin-");
+      await postgres.halt();
+      try {
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const result = run(bin, ["serve", "--port", "0", "--data", data], { cwd: dir, env: env(url, redis.url) });
+          expect(result.exitCode).toBe(1);
+          expect(result.stderr).toContain(`PostgreSQL at postgres://postgres:***@127.0.0.1:${postgres.port}/${database}`);
+          expect(result.stdout + result.stderr).not.toContain(PASSWORD);
+          expect(result.stdout).not.toContain("listening");
+        }
+      } finally {
+        await postgres.resume();
+      }
+      const server = await serveBinary(bin, ["--port", "0", "--data", data], { cwd: dir, env: env(url, redis.url), timeoutMs: 20_000 });
+      try {
+        expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+      } finally {
+        server.kill("SIGTERM");
+        expect(await server.exited).toBe(0);
+      }
     }, 60_000);
   });
 }
