@@ -190,6 +190,38 @@ if (!skipServices) {
     }, 30_000);
   });
 
+  describe("Redis restarted without its data while both instances serve", () => {
+    test("every answered call is stored once, the ledger is exact, no reservation or unwritten charge stays held, and both serve again", async () => {
+      const granted = 5;
+      const account = await createAccount(a, { CreditGranted: granted });
+      const traffic = load(account.key, 2);
+      try {
+        await traffic.more(100);
+        redisClient.close();
+        await redis.stop();
+        await Bun.sleep(300);
+        await redis.start();
+        redisClient = new RedisClient(redis.url);
+        await traffic.more(100);
+      } finally {
+        await traffic.stop();
+      }
+      // While Redis was away calls were refused (503), never answered uncharged.
+      expect(traffic.others.every((status) => status === 503)).toBe(true);
+      await writeEverything();
+      await expectExact(account, traffic.answered, granted);
+      await waitFor(
+        async () => {
+          const fields = (await redisClient.send("HGETALL", [`router:c:${account.id}`])) as Record<string, string>;
+          return Object.entries(fields).every(([field, value]) => !/^r|^unflushed$/.test(field) || Number(value) === 0);
+        },
+        5000,
+        "nothing to be held in Redis",
+      );
+      for (const router of [a, b]) expect((await chat(router, account.key)).status).toBe(200);
+    }, 60_000);
+  });
+
   describe("PostgreSQL restarted while both instances serve", () => {
     test("every answered call is stored once and the ledger is exact; /readyz and /healthz say the database is down meanwhile and both are ready again without help", async () => {
       const granted = 5;
