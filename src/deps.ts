@@ -133,8 +133,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     (error: unknown) => log.warn("provider keys' partial keys stored in clear could not be sealed; the next start tries again", { error: causeMessage(error) }),
   );
   const chains = createAccountChains((id) => store.accounts.byId(id));
-  const onListenerError = (error: unknown, event: { kind: string }) =>
-    log.error("a cache could not follow a change", { change: event.kind, error: causeMessage(error) });
+  const onListenerError = (error: unknown, event: { kind: string }) => log.error("a cache could not follow a change", { change: event.kind, error: causeMessage(error) });
   const redisConnection = config.redis !== undefined ? connectRedis(config.redis) : undefined;
   // The bus has connections of its own: its subscriber must not wait behind State scripts.
   const redisBus =
@@ -157,6 +156,8 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       staleSince = Date.now();
       log.warn("the database could not be read: keys are checked against the accounts cached before", { error: causeMessage(error) });
     },
+    // While other instances' invalidations cannot arrive (Redis away), keys are checked against the database.
+    () => (redisBus?.listening() ?? true) && dependencies.status().redis !== "down",
   );
   // A CA the runtime already trusts (serve re-launched itself for it) needs no per-call TLS options.
   const upstreamTls =
@@ -193,11 +194,9 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       (error: unknown) => log.debug("Redis's persistence settings could not be read", { error: causeMessage(error) }),
     );
   }
-  if (redisBus) {
-    // Events published elsewhere before this subscription exists are not heard: wait for
-    // it a while, but start anyway (serving 503s) when Redis is away; it is retried.
-    await Promise.race([redisBus.ready(), Bun.sleep(5000)]);
-  }
+  // Events published elsewhere before this subscription exists are not heard: wait for
+  // it a while, but start anyway (serving 503s) when Redis is away; it is retried.
+  if (redisBus) await Promise.race([redisBus.ready(), Bun.sleep(5000)]);
   const oplog = createOperationLog({
     store,
     clock,

@@ -44,7 +44,8 @@ export const PRINCIPAL_TTL_MS = 60_000;
 /** While the store cannot be read, how long an expired principal is served before the store is tried again. */
 export const PRINCIPAL_RETRY_MS = 5_000;
 
-type Entry = { principal: Promise<Principal>; until: number };
+/** `stale`: served on after its reload failed (the store away). */
+type Entry = { principal: Promise<Principal>; until: number; stale?: boolean };
 
 /**
  * Principals by key hash. Writes drop what they change through the invalidation bus
@@ -55,12 +56,19 @@ type Entry = { principal: Promise<Principal>; until: number };
  * store tried again every PRINCIPAL_RETRY_MS: without this, every call failed once the
  * database had been away for the TTL, although calls are served without it otherwise.
  * An entry dropped by an invalidation of its own account is never served again.
+ *
+ * While `listening` says invalidations from other processes cannot arrive (Redis away:
+ * a key rotated or an allowlist changed on another instance is not heard of), an entry
+ * is read again from the store at each use instead (served on only when that read
+ * fails): before, a rotated key kept reading its account's data there for up to the TTL.
  */
 export function createPrincipalCache(
   load: (keyHash: string) => Promise<AccountRow | undefined>,
   now: () => number = Date.now,
   /** Told when an expired principal is served because its reload failed. */
   onServedStale?: (error: unknown) => void,
+  /** Whether other processes' invalidations reach this cache now (always, on the in-process bus). */
+  listening: () => boolean = () => true,
 ): PrincipalCache {
   // A hit hands back the promise made when the entry was stored: the request path makes
   // no promise and enters no async function for a known key.
@@ -87,6 +95,7 @@ export function createPrincipalCache(
       // Served on only if nothing dropped the entry meanwhile.
       if (expired === undefined || byHash.get(keyHash) !== expired) throw error;
       expired.until = now() + PRINCIPAL_RETRY_MS;
+      expired.stale = true;
       onServedStale?.(error);
       return expired.principal;
     } finally {
@@ -106,7 +115,7 @@ export function createPrincipalCache(
   return {
     get(keyHash) {
       const hit = byHash.get(keyHash);
-      if (hit && now() < hit.until) return hit.principal;
+      if (hit && now() < hit.until && (hit.stale === true || listening())) return hit.principal;
       return miss(keyHash, hit);
     },
     invalidateAccount(accountId) {

@@ -222,6 +222,36 @@ if (!skipServices) {
     }, 60_000);
   });
 
+  describe("the invalidation bus across a Redis restart", () => {
+    test("a key rotated on one instance while Redis is down is refused on the other at once, and still once Redis is back (it started empty); the new key works there", async () => {
+      const account = await createAccount(a, { CreditGranted: 1000 });
+      // B holds the key in its cache before the rotation.
+      expect((await chat(b, account.key)).status).toBe(200);
+      redisClient.close();
+      await redis.stop();
+      let fresh: string;
+      try {
+        // B's probe and subscription have seen Redis go.
+        await waitFor(async () => (await b.fetch("/healthz", { key: null }).then((r) => r.json() as Promise<{ redis: string }>)).redis === "down", 5000, "B to see Redis down");
+        // A management write needs only the database: answered as done, its news sent again until Redis takes it.
+        const rotated = await api(a, "/x-self", { key: account.key, body: { confirm: `${a.deps.clock.businessDate()}-ROTATE-SELF` } });
+        expect(rotated.status).toBe(200);
+        fresh = rotated.body.APIKey as string;
+        // Meanwhile B cannot hear of it: it checks keys against the database instead of its cache
+        // (before, the rotated key read the account's dashboard on B for up to a minute).
+        expect((await api(b, "/dashboard/status", { key: account.key })).status).toBe(401);
+        expect((await api(b, "/dashboard/status", { key: fresh })).status).toBe(200);
+      } finally {
+        await redis.start();
+        redisClient = new RedisClient(redis.url);
+      }
+      await waitFor(async () => (await api(b, "/dashboard/status", { key: account.key })).status === 401, 10_000, "B to refuse the rotated key");
+      expect((await chat(b, account.key)).status).toBe(401);
+      await waitFor(async () => (await chat(b, fresh)).status === 200, 10_000, "B to serve the new key");
+      for (const router of [a, b]) await waitFor(() => ready(router), 10_000, "/readyz to be ready again");
+    }, 30_000);
+  });
+
   describe("PostgreSQL restarted while both instances serve", () => {
     test("every answered call is stored once and the ledger is exact; /readyz and /healthz say the database is down meanwhile and both are ready again without help", async () => {
       const granted = 5;
@@ -234,6 +264,7 @@ if (!skipServices) {
           // Calls go on being served (their rows wait in Redis) while the probes say where the fault is.
           for (const router of [a, b]) {
             await waitFor(async () => !(await ready(router)), 5000, "/readyz to say the database is down");
+            expect(await (await router.fetch("/readyz", { key: null })).json()).toEqual({ status: "unavailable", database: "down", redis: "up" });
             expect(await (await router.fetch("/healthz", { key: null })).json()).toEqual({ status: "ok", database: "down", redis: "up" });
           }
           await traffic.more(50);

@@ -42,6 +42,40 @@ describe("the principal cache", () => {
     expect(await cache.get("h6")).toBeUndefined();
   });
 
+  test("while other processes' invalidations cannot arrive, each use loads again; a failed load serves the cached entry", async () => {
+    let alive = true;
+    let storeAway = false;
+    let listening = true;
+    let loads = 0;
+    const cache = createPrincipalCache(
+      async () => {
+        loads++;
+        if (storeAway) throw new Error("database away");
+        return alive ? row(8, null) : undefined;
+      },
+      Date.now,
+      undefined,
+      () => listening,
+    );
+    expect(await cache.get("h8")).toBeDefined();
+    expect(await cache.get("h8")).toBeDefined();
+    expect(loads).toBe(1);
+    // The bus lost Redis: a key rotated elsewhere now is refused at its next use.
+    listening = false;
+    expect(await cache.get("h8")).toBeDefined();
+    expect(loads).toBe(2);
+    alive = false;
+    expect(await cache.get("h8")).toBeUndefined();
+    // The store away too: what was cached is served on, without a load at every use.
+    alive = true;
+    expect(await cache.get("h8")).toBeDefined();
+    storeAway = true;
+    expect(await cache.get("h8")).toBeDefined();
+    const before = loads;
+    expect(await cache.get("h8")).toBeDefined();
+    expect(loads).toBe(before);
+  });
+
   test("a load overtaken by an invalidation answers its request but is not kept", async () => {
     let stored = row(7, "gpt-4o");
     let finish!: () => void;

@@ -27,6 +27,8 @@ export interface RedisBusOptions {
 export interface RedisBus extends InvalidationBus {
   /** Resolves once this process hears other processes' events. */
   ready(): Promise<void>;
+  /** Whether this process hears other processes' events now (false while its subscription is lost). */
+  listening(): boolean;
   close(): void;
 }
 
@@ -139,6 +141,7 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     },
     subscribe: local.subscribe,
     ready: () => isReady,
+    listening: () => subscriber !== undefined && !closed,
     close() {
       closed = true;
       if (retryTimer) clearTimeout(retryTimer);
