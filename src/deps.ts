@@ -157,7 +157,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       log.warn("the database could not be read: keys are checked against the accounts cached before", { error: causeMessage(error) });
     },
     // While other instances' invalidations cannot arrive (Redis away), keys are checked against the database.
-    () => (redisBus?.listening() ?? true) && dependencies.status().redis !== "down",
+    () => (redisBus?.listening() ?? true) && dependencies.up("redis"),
   );
   // A CA the runtime already trusts (serve re-launched itself for it) needs no per-call TLS options.
   const upstreamTls =

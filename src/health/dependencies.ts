@@ -17,6 +17,8 @@ export interface DependencyMonitor {
   gauges(): Array<{ dependency: DependencyName; up: 0 | 1 }>;
   /** Every probed dependency answered its last probe. */
   allUp(): boolean;
+  /** Whether the dependency answered its last probe (true when embedded); allocates nothing, for the request path. */
+  up(name: DependencyName): boolean;
   /** When the dependency last answered a probe (ms; its first probe counts from start-up); undefined when not probed. */
   answeredAt(name: DependencyName): number | undefined;
   /** Probes every dependency now (start-up, tests); resolves when all answered or timed out. */
@@ -72,6 +74,7 @@ export function createDependencyMonitor(probes: Partial<Record<DependencyName, P
     status: () => ({ database: statusOf("database"), redis: statusOf("redis") }),
     gauges: () => names.map((dependency) => ({ dependency, up: up.get(dependency) ? 1 : 0 })),
     allUp: () => names.every((name) => up.get(name)),
+    up: (name) => up.get(name) !== false,
     answeredAt: (name) => answeredAt.get(name),
     probe,
     stop: () => clearInterval(timer),
