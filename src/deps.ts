@@ -33,7 +33,7 @@ import { connectRedis } from "./state/redis/connection.ts";
 import { createRedisState } from "./state/redis/state.ts";
 import { createRedisBus } from "./state/redis/bus.ts";
 import { createRedisUsageBuffer } from "./state/redis/usage-buffer.ts";
-import { durabilityWarnings, readDurability } from "./state/redis/durability.ts";
+import { warnOfDurability } from "./state/redis/durability.ts";
 import { openUsageSpool, USAGE_SPOOL_FILE } from "./metering/usage-spool.ts";
 import { WritesUnderWay } from "./metering/charge-writes.ts";
 import type { Lifecycle } from "./health/routes.ts";
@@ -185,15 +185,8 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     ...(redisConnection ? { redis: () => redisConnection.send("PING", []) } : {}),
   });
   await dependencies.probe();
-  if (redisConnection) {
-    // Usage rows wait in Redis: what it may lose or evict is charges, so the operator hears of it now.
-    void readDurability(redisConnection).then(
-      (durability) => {
-        for (const warning of durabilityWarnings(durability)) log.warn(warning);
-      },
-      (error: unknown) => log.debug("Redis's persistence settings could not be read", { error: causeMessage(error) }),
-    );
-  }
+  // Usage rows wait in Redis: what it may lose or evict is charges, so the operator hears of it now (or once Redis answers).
+  const stopDurabilityReads = redisConnection ? warnOfDurability(redisConnection, log) : undefined;
   // Events published elsewhere before this subscription exists are not heard: wait for
   // it a while, but start anyway (serving 503s) when Redis is away; it is retried.
   if (redisBus) await Promise.race([redisBus.ready(), Bun.sleep(5000)]);
@@ -363,6 +356,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
       () => usageRecorder.stop(),
       () => writtenCharges.stop(),
       () => dependencies.stop(),
+      () => stopDurabilityReads?.(),
       () => redisBus?.close(),
       () => redisState?.close(),
       ...closing,

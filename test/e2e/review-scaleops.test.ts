@@ -288,7 +288,7 @@ if (!skipServices) {
     const { dir, bin } = isolatedBinary();
     const env = (database: string, redisUrl: string) => ({ ROUTER_DATABASE: database, ROUTER_REDIS: redisUrl, NO_COLOR: "1" });
 
-    test("Redis away: it starts, says which Redis it waits for (no password), answers 503 and /readyz unavailable, and serves once Redis answers", async () => {
+    test("Redis away: it starts, says which Redis it waits for (no password), answers 503 and /readyz unavailable, and serves once Redis answers (warning then of what its settings risk)", async () => {
       const away = await startRedisServer({ password: PASSWORD });
       await away.stop();
       const redisUrl = `redis://:${PASSWORD}@127.0.0.1:${away.port}`;
@@ -315,6 +315,8 @@ if (!skipServices) {
         await waitFor(async () => (await fetch(`${server!.url}/readyz`)).status === 200, 10_000, "/readyz to be ready once Redis answers");
         const served = await call();
         expect({ status: served.status, body: await served.text() }).toMatchObject({ status: 200 });
+        // What Redis's settings risk (this one keeps nothing on disk) is said once it answers (before, never: read once at start).
+        await waitFor(() => server!.stderr().includes("Redis does not log writes to disk (appendonly no)"), 10_000, "the durability warning");
         server.kill("SIGTERM");
         expect(await server.exited).toBe(0);
         expect(server.stdout() + server.stderr()).not.toContain(PASSWORD);

@@ -1,3 +1,5 @@
+import type { Logger } from "../../core/log.ts";
+import { causeMessage } from "../../core/errors.ts";
 import type { RedisConnection } from "./connection.ts";
 import { RESEND_WINDOW_MS } from "./usage-buffer.ts";
 
@@ -62,4 +64,34 @@ export function durabilityWarnings(durability: RedisDurability): string[] {
     );
   }
   return warnings;
+}
+
+/** Between two reads of the settings while Redis does not answer. */
+const DURABILITY_RETRY_MS = 5000;
+
+/**
+ * Logs what Redis's settings risk (durabilityWarnings) once they are read: read again
+ * every few seconds while Redis does not answer, so an instance started before Redis
+ * warns once it does (read once at start, it never did). Returns what stops the reads.
+ */
+export function warnOfDurability(redis: Pick<RedisConnection, "send">, log: Logger): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const attempt = () =>
+    void readDurability(redis).then(
+      (durability) => {
+        for (const warning of durabilityWarnings(durability)) log.warn(warning);
+      },
+      (error: unknown) => {
+        log.debug("Redis's persistence settings could not be read; read again shortly", { error: causeMessage(error) });
+        if (stopped) return;
+        timer = setTimeout(attempt, DURABILITY_RETRY_MS);
+        timer.unref?.();
+      },
+    );
+  attempt();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }
