@@ -75,6 +75,20 @@ describe("rows sent lately", () => {
     sent.forget(3);
     expect(sent.size).toBe(0);
   });
+
+  test("rows of the connection in use sent in an earlier generation (a FLUSHALL) are handed out, the last window of them, and forgotten once sent", () => {
+    const sent = createSentRows(10_000);
+    sent.add("old connection", 0, 1, 1);
+    sent.add("a", 1000, 2, 1);
+    sent.add("b", 2000, 2, 1);
+    sent.add("unknown", 2500, 2, 0);
+    sent.add("after", 3000, 2, 2);
+    // The old connection's rows are `before`'s; generation 0 is not known to be lost.
+    expect(sent.ofEarlierGeneration(2, 2)).toEqual(["a", "b"]);
+    sent.forgetEarlierGeneration(2, 2);
+    expect(sent.ofEarlierGeneration(2, 2)).toEqual([]);
+    expect(sent.before(3).map((row) => row.text)).toEqual(["old connection", "unknown", "after"]);
+  });
 });
 
 describe("what Redis says of how it keeps data", () => {

@@ -70,9 +70,9 @@ export function createSentRows(windowMs: number) {
       const horizon = times[earlier[earlier.length - 1]!]! - windowMs;
       return earlier.filter((i) => times[i]! >= horizon).map((i) => texts[i]!);
     },
-    /** Drops the rows `ofEarlierGeneration(generation)` names and those past its window (sent again). */
-    forgetEarlierGeneration(generation: number): void {
-      const keep = (i: number) => generations[i]! === 0 || generations[i]! >= generation;
+    /** Drops the rows `ofEarlierGeneration(generation, connection)` names and those past its window (sent again). */
+    forgetEarlierGeneration(generation: number, connection: number): void {
+      const keep = (i: number) => connections[i]! < connection || generations[i]! === 0 || generations[i]! >= generation;
       const kept = { texts: [] as string[], times: [] as number[], connections: [] as number[], generations: [] as number[] };
       for (let i = head; i < times.length; i++) {
         if (!keep(i)) continue;

@@ -74,7 +74,7 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       await redis.send("RPUSH", [keys.queue, ...texts.slice(start, start + RESEND_CHUNK)]);
     }
     sent.forget(connects);
-    if (lost.length > 0) sent.forgetEarlierGeneration(generation);
+    if (lost.length > 0) sent.forgetEarlierGeneration(generation, connects);
     // The copies are rows the new connection acknowledged: a second loss soon after (a
     // failover, then a restart) can lose them too, so they are kept as sent on it.
     const now = Date.now();
