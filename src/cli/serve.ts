@@ -271,8 +271,11 @@ export const serveCommand = defineCommand({
       const deps = await buildDeps(config);
       // Redis away at start: the instance serves anyway and connects once Redis answers; the
       // operator hears at once which Redis it waits for (a wrong host or port shows here).
+      // A password Redis refuses looks the same to the client (the connection is closed).
       if (config.redis !== undefined && deps.dependencies.status().redis === "down") {
-        deps.log.warn(`Redis at ${shownUrl(config.redis)} does not answer: model calls get 503 and /readyz says unavailable until it does (it is tried again every second)`);
+        deps.log.warn(
+          `Redis at ${shownUrl(config.redis)} does not answer or closes the connection (is it running there, and does it accept this URL's password?): model calls get 503 and /readyz says unavailable until it answers (it is tried again every second)`,
+        );
       }
       const keyFile = await deps
         .exclusively(() => ensureInitialOwner(deps.store, deps.owners, config.dataDir, config.ownerEmail))
