@@ -5,7 +5,7 @@
  * can be copied (EMAIL_PASS travels as its mask and stays as stored).
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import type { ConfigExport } from "../wire/config.ts";
+import { CONFIG_ITEM_DEFAULTS, CONFIG_ITEM_NAMES, type ConfigExport, type ConfigItemName } from "../wire/config.ts";
 import { MAPPER_ITEMS, mapperEntries, mapperText, type MapperEntry } from "../wire/mapper-text.ts";
 import { UsageError } from "./flags.ts";
 import { commandGroup, readStdin, remoteCommand, requirePositional, stringFlag, type Args, type RemoteContext } from "./client.ts";
@@ -19,11 +19,18 @@ function itemArgument(args: Args): string {
   return item;
 }
 
+/** ITEM of get: one this build knows, so a typo is not reported as an item that is not set. */
+function knownItem(args: Args): ConfigItemName {
+  const item = itemArgument(args);
+  if (!(CONFIG_ITEM_NAMES as string[]).includes(item)) throw new UsageError(`unknown configuration item "${item}"; items: ${CONFIG_ITEM_NAMES.join(", ")}`);
+  return item as ConfigItemName;
+}
+
 const get = remoteCommand({
   name: "get",
-  description: "Show every configuration item set, or one ITEM's value",
+  description: "Show every configuration item set, or one ITEM's value (exit 1 when ITEM is not set: its default goes to stderr)",
   args: { item: { type: "positional", description: "One item, e.g. MODEL_MAPPER (default: all)", required: false } },
-  check: (args) => void (stringFlag(args, "item") !== undefined && itemArgument(args)),
+  check: (args) => void (stringFlag(args, "item") !== undefined && knownItem(args)),
   async run({ args, client, json }) {
     const { body } = await client.request<ConfigExport>("GET", "/x-config");
     const item = stringFlag(args, "item");
@@ -43,11 +50,15 @@ const get = remoteCommand({
       return;
     }
     const value = body.configs[item];
-    if (json) return printJson(value ?? null);
+    // As `git config --get`: an unset item is exit 1, so a script tells it from one set
+    // (to "" too); the default it falls back to goes to stderr, stdout stays empty (--json: null).
     if (value === undefined) {
-      process.stderr.write(`router: ${item} is not set\n`);
+      if (json) printJson(null);
+      else process.stderr.write(`router: ${item} is not set (default: ${CONFIG_ITEM_DEFAULTS[item as ConfigItemName]})\n`);
+      process.exitCode = 1;
       return;
     }
+    if (json) return printJson(value);
     // One value alone: a string as is, anything else as readable JSON.
     print(typeof value === "string" ? cell(value, Infinity) : JSON.stringify(value, null, 2));
   },

@@ -22,3 +22,25 @@ export const ConfigExport = Type.Object({
   ]),
 });
 export type ConfigExport = Static<typeof ConfigExport>;
+
+/**
+ * Every configuration item, with what applies while it is not set (docs/api.md,
+ * "Configuration items"). The server's item table (admin/config/items.ts) is typed by
+ * these names, so the two cannot drift; the CLI names an unknown item and an unset
+ * item's default from here.
+ */
+export const CONFIG_ITEM_DEFAULTS = {
+  MODEL_MAPPER: "every model is served as asked",
+  LEVEL_MAPPER: "every model is served by Level 1",
+  SWITCH_OVER: "no Level switches over to another",
+  PRICING: "the catalog's prices",
+  XAI_MAIL: "none; no mail is sent",
+  EMAIL_SMTP: "none; no mail is sent",
+  EMAIL_PORT: "587",
+  EMAIL_AUTH: "none; mail is sent without a login",
+  EMAIL_PASS: "none",
+  RESOURCES: "no system restriction on API paths",
+  MODEL_LIMITS: "no model-level limits",
+} as const;
+export type ConfigItemName = keyof typeof CONFIG_ITEM_DEFAULTS;
+export const CONFIG_ITEM_NAMES = Object.keys(CONFIG_ITEM_DEFAULTS) as ConfigItemName[];

@@ -7,7 +7,7 @@ import {
   writeMapperEntries,
 } from "../../src/admin/config/mappers.ts";
 import { HttpError } from "../../src/core/errors.ts";
-import { CONFIG_ITEMS } from "../../src/admin/config/items.ts";
+import { CONFIG_ITEMS, itemDef } from "../../src/admin/config/items.ts";
 import { mapperEntries, mapperText } from "../../src/wire/mapper-text.ts";
 
 /** Runs `fn`, expecting a 400 HttpError whose param is `item` and whose message mentions `mention`. */
@@ -179,7 +179,7 @@ describe("the export of the mapper items (GET /x-config)", () => {
   ];
 
   test.each(written)("%s %p exports the stored entries as text that writes back unchanged", (item, value) => {
-    const def = CONFIG_ITEMS[item]!;
+    const def = itemDef(item);
     const stored = def.normalise(value);
     const exported = def.exported(stored);
     expect(typeof exported).toBe("string");

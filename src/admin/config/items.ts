@@ -13,6 +13,7 @@ import {
   type MapperEntry,
   type ModelMapping,
 } from "./mappers.ts";
+import { CONFIG_ITEM_NAMES, type ConfigItemName } from "../../wire/config.ts";
 
 /**
  * One system configuration item (spec 2.4): how a value written through
@@ -99,7 +100,7 @@ function sameMapping(a: readonly MapperEntry[], b: readonly MapperEntry[], unord
 }
 
 /** Items this build knows; a name outside this table is refused. */
-export const CONFIG_ITEMS: Record<string, ConfigItemDef> = {
+export const CONFIG_ITEMS: Record<ConfigItemName, ConfigItemDef> = {
   MODEL_MAPPER: {
     normalise: (value) => writeMapperEntries(onceEach("MODEL_MAPPER", parseModelMapper(value).entries)),
     exported: (text) => mapperExport(parseModelMapper(text).entries),
@@ -209,7 +210,7 @@ export function compileModelLimits(text: string | undefined): SystemLimits {
 
 export function itemDef(name: string): ConfigItemDef {
   // An own property only: "toString", "constructor" or "__proto__" must not find Object.prototype's.
-  const def = Object.hasOwn(CONFIG_ITEMS, name) ? CONFIG_ITEMS[name] : undefined;
+  const def = Object.hasOwn(CONFIG_ITEMS, name) ? CONFIG_ITEMS[name as ConfigItemName] : undefined;
   if (!def) {
     throw badRequest(`Unknown configuration item "${name}"; known items: ${Object.keys(CONFIG_ITEMS).join(", ")}`, name);
   }
@@ -233,4 +234,4 @@ export function compileRouting(raw: ReadonlyMap<string, string>): RoutingConfig 
 }
 
 /** Items sealed at rest (the start-up check of the sealing key opens one). */
-export const SECRET_ITEMS: readonly string[] = Object.keys(CONFIG_ITEMS).filter((name) => CONFIG_ITEMS[name]!.secret === true);
+export const SECRET_ITEMS: readonly string[] = CONFIG_ITEM_NAMES.filter((name) => CONFIG_ITEMS[name].secret === true);
