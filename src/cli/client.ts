@@ -13,8 +13,13 @@ import { runOrExit } from "./run.ts";
 import { isWrite, newIdempotencyKey, sendWithResends } from "../wire/resend.ts";
 
 export const DEFAULT_URL = "http://127.0.0.1:8080";
-/** Management calls are quick; a server that does not answer within this is reported, not waited on forever. */
-const REQUEST_TIMEOUT_MS = 120_000;
+/**
+ * Seconds one request may take, its resends included (`--timeout`, ROUTER_TIMEOUT).
+ * Management calls answer in well under a second and the slowest (`keys test`) waits 10 s
+ * for the upstream: a server that takes the connection and says nothing is reported
+ * after this, not waited on for minutes.
+ */
+export const DEFAULT_TIMEOUT_S = 30;
 
 /** Flags of every command that talks to a server. */
 export const remoteArgs = {
@@ -29,6 +34,11 @@ export const remoteArgs = {
     valueHint: "key",
   },
   json: { type: "boolean", description: "Print the server's JSON instead of a table" },
+  timeout: {
+    type: "string",
+    description: `Seconds to wait for each answer, resends included, before giving up with exit 1 (env ROUTER_TIMEOUT; default ${DEFAULT_TIMEOUT_S})`,
+    valueHint: "s",
+  },
   "idempotency-key": {
     type: "string",
     description: "Writes only: run this command's writes once, whoever sends them again with the same key (a re-run script, a retried job); default a new key per run",
@@ -100,29 +110,62 @@ function refusalMessage(status: number, statusText: string, text: string): strin
   return `HTTP ${status} ${statusText}${snippet ? `: ${snippet}` : ""}`.trim();
 }
 
-function networkMessage(error: unknown): string {
-  if (error instanceof DOMException && (error.name === "TimeoutError" || error.name === "AbortError")) {
-    return `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`;
+/** `--timeout` or ROUTER_TIMEOUT, in seconds. */
+function timeoutOf(args: Args, env: NodeJS.ProcessEnv): number {
+  const fromFlag = stringFlag(args, "timeout") !== undefined;
+  const raw = flagOrEnv(args, "timeout", env);
+  if (raw === undefined) return DEFAULT_TIMEOUT_S;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1 || Number(raw) > 86_400) {
+    throw new UsageError(`${fromFlag ? "--timeout" : "ROUTER_TIMEOUT"} must be a whole number of seconds from 1 to 86400, got "${raw}"`);
   }
+  return Number(raw);
+}
+
+const isTimeout = (error: unknown) => error instanceof DOMException && (error.name === "TimeoutError" || error.name === "AbortError");
+
+/** Failures before the request could reach the server: a write that met only these was not made. */
+const NOT_SENT = new Set(["ECONNREFUSED", "ConnectionRefused", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "FailedToOpenSocket"]);
+
+function networkMessage(error: unknown): string {
   const e = error as { code?: unknown; message?: unknown };
   const message = typeof e.message === "string" ? e.message : String(error);
   return typeof e.code === "string" && !message.includes(e.code) ? `${e.code}: ${message}` : message;
 }
 
 /**
- * The Idempotency-Key of each write of this run, in order: `--idempotency-key` for the
- * first and `<key>.2`, `<key>.3`, … for the next (a re-run makes the same writes in the
- * same order, so each finds its own key), else one new random key per write.
+ * Why a request got no answer. A write that may have reached the server has an unknown
+ * outcome: said plainly, with the key that makes a repeat of the command run it at most once.
  */
-function idempotencyKeysOf(args: Args): { next(): string } {
+function lostMessage(baseUrl: string, seconds: number, errors: readonly unknown[], writeKey: string | undefined): string {
+  const last = errors[errors.length - 1];
+  const what = isTimeout(last) ? `no answer from the router at ${baseUrl} within ${seconds} s` : `cannot reach the router at ${baseUrl}: ${networkMessage(last)}`;
+  const maybeMade = writeKey !== undefined && errors.some((error) => isTimeout(error) || !NOT_SENT.has(String((error as { code?: unknown }).code)));
+  if (maybeMade) {
+    return (
+      `${what}: the change may or may not have been made. Check before repeating it, or repeat the same command with ` +
+      `--idempotency-key ${writeKey}: it is then carried out at most once`
+    );
+  }
+  return isTimeout(last) ? `${what} (wait longer with --timeout SECONDS or ROUTER_TIMEOUT)` : what;
+}
+
+/**
+ * The Idempotency-Key of each write of this run, in order: `--idempotency-key` (else a
+ * random key) for the first and `<key>.2`, `<key>.3`, … for the next (a re-run makes the
+ * same writes in the same order, so each finds its own key).
+ */
+function idempotencyKeysOf(args: Args): { next(): string; readonly base: string } {
   const given = stringFlag(args, "idempotency-key");
   if (given !== undefined && !/^[\x21-\x7e]{1,240}$/.test(given)) throw new UsageError("--idempotency-key must be 1 to 240 visible ASCII characters (no spaces)");
+  // Without one, a random key for the run, in the same scheme: it is what a repeat of the
+  // command passes as --idempotency-key after a write whose outcome is unknown.
+  const base = given ?? newIdempotencyKey();
   let writes = 0;
   return {
+    base,
     next() {
       writes++;
-      if (given === undefined) return newIdempotencyKey();
-      return writes === 1 ? given : `${given}.${writes}`;
+      return writes === 1 ? base : `${base}.${writes}`;
     },
   };
 }
@@ -130,6 +173,7 @@ function idempotencyKeysOf(args: Args): { next(): string } {
 /** A client for the server named by `--url`/ROUTER_URL, authenticated with `--key`/ROUTER_KEY. */
 export function createClient(args: Args, env: NodeJS.ProcessEnv = process.env, warn = (line: string) => void process.stderr.write(line)): Client {
   const baseUrl = baseUrlOf(args, env);
+  const seconds = timeoutOf(args, env);
   const key = keyOf(args, env, warn);
   const writeKeys = idempotencyKeysOf(args);
   return {
@@ -144,16 +188,33 @@ export function createClient(args: Args, env: NodeJS.ProcessEnv = process.env, w
       // A write is sent again when its answer is lost: under one Idempotency-Key, so it runs once.
       const write = isWrite(method);
       if (write) headers["idempotency-key"] = writeKeys.next();
-      const sent = await sendWithResends(write, () =>
-        fetch(url, {
-          method,
-          headers,
-          body: options.body === undefined ? undefined : JSON.stringify(options.body),
-          redirect: "manual",
-          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-        }),
+      // One deadline for the request, resends included: a resend only uses what is left of it.
+      const deadline = Date.now() + seconds * 1000;
+      const left = () => deadline - Date.now();
+      const errors: unknown[] = [];
+      const sent = await sendWithResends(
+        write,
+        async () => {
+          if (left() <= 0) throw new DOMException("the time is spent", "TimeoutError");
+          try {
+            return await fetch(url, {
+              method,
+              headers,
+              body: options.body === undefined ? undefined : JSON.stringify(options.body),
+              redirect: "manual",
+              signal: AbortSignal.timeout(left()),
+            });
+          } catch (error) {
+            errors.push(error);
+            throw error;
+          }
+        },
+        (ms) => Bun.sleep(Math.max(0, Math.min(ms, left()))),
       );
-      if ("lost" in sent) throw new Error(`cannot reach the router at ${baseUrl}: ${networkMessage(sent.lost)}`);
+      if ("lost" in sent) {
+        if (errors.length === 0 || errors[errors.length - 1] !== sent.lost) errors.push(sent.lost);
+        throw new Error(lostMessage(baseUrl, seconds, errors, write ? writeKeys.base : undefined));
+      }
       const { response, text } = sent;
       if (!response.ok) {
         throw new RequestRefused(`${refusalMessage(response.status, response.statusText, text)} (HTTP ${response.status})`, response.status);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { BINARY } from "../helpers/binary.ts";
 import { api } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
@@ -63,5 +64,79 @@ describe("router config get: a script tells an item that is set from one that is
     expect({ exitCode: typo.exitCode, stdout: typo.stdout }).toEqual({ exitCode: 2, stdout: "" });
     expect(typo.stderr).toStartWith('router: unknown configuration item "LEVEL_MAPER"; items: MODEL_MAPPER, LEVEL_MAPPER,');
     expect(typo.stderr.trim().split("\n")).toHaveLength(1);
+  });
+});
+
+describe("a server that takes the connection and never answers: the command ends in --timeout, and says so", () => {
+  let silent: Server;
+  let stalling: ReturnType<typeof Bun.serve>;
+  const held: Socket[] = [];
+  let silentUrl: string;
+  const stallingWrites: string[] = [];
+
+  beforeAll(async () => {
+    // Accepts every connection and reads the request, but never writes a byte back.
+    silent = createServer((socket) => void held.push(socket.on("data", () => {})));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    // Answers with headers at once, then never sends the body (a proxy stuck mid-answer).
+    stalling = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      idleTimeout: 0,
+      fetch(request) {
+        if (request.method !== "GET") stallingWrites.push(request.headers.get("idempotency-key") ?? "");
+        return new Response(new ReadableStream({ start: () => {} }), { status: 200, headers: { "content-type": "application/json" } });
+      },
+    });
+  });
+  afterAll(() => {
+    for (const socket of held) socket.destroy();
+    silent.close();
+    stalling.stop(true);
+  });
+
+  test("a read: exit 1 after --timeout seconds, one line naming the wait and how to lengthen it", async () => {
+    const read = await routerBinary(["keys", "list", "--timeout", "1"], { ROUTER_URL: silentUrl });
+    expect({ exitCode: read.exitCode, stdout: read.stdout }).toEqual({ exitCode: 1, stdout: "" });
+    expect(read.stderr).toBe(`router: no answer from the router at ${silentUrl} within 1 s (wait longer with --timeout SECONDS or ROUTER_TIMEOUT)\n`);
+    // ROUTER_TIMEOUT does the same for every command of a script.
+    const fromEnv = await routerBinary(["usage", "live"], { ROUTER_URL: silentUrl, ROUTER_TIMEOUT: "1" });
+    expect(fromEnv.exitCode).toBe(1);
+    expect(fromEnv.stderr).toContain("within 1 s");
+  });
+
+  test("a write: exit 1, its outcome is unknown, and the key that makes a re-run run it at most once", async () => {
+    stallingWrites.length = 0;
+    const url = `http://127.0.0.1:${stalling.port}`;
+    const write = await routerBinary(["accounts", "credit", "7", "--amount", "5", "--timeout", "1"], { ROUTER_URL: url });
+    expect({ exitCode: write.exitCode, stdout: write.stdout }).toEqual({ exitCode: 1, stdout: "" });
+    const lines = write.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toStartWith(`router: no answer from the router at ${url} within 1 s: the change may or may not have been made.`);
+    // One send: the time is spent, so it is not sent again within the same command.
+    expect(stallingWrites).toHaveLength(1);
+    expect(lines[0]).toContain(`--idempotency-key ${stallingWrites[0]}`);
+    // The key the operator gave is the one to repeat.
+    const given = await routerBinary(["news", "send", "--title", "t", "--content", "c", "--timeout", "1", "--idempotency-key", "notice-42"], { ROUTER_URL: url });
+    expect(given.exitCode).toBe(1);
+    expect(given.stderr).toContain("may or may not have been made");
+    expect(given.stderr).toContain("--idempotency-key notice-42");
+  });
+
+  test("a write the router never got (connection refused) is not called unknown; a bad --timeout is a usage error", async () => {
+    const refused = await routerBinary(["keys", "wake", "1", "--timeout", "5"], { ROUTER_URL: "http://127.0.0.1:1" });
+    expect(refused.exitCode).toBe(1);
+    expect(refused.stderr).toContain("cannot reach the router at http://127.0.0.1:1");
+    expect(refused.stderr).not.toContain("may or may not");
+    for (const bad of ["0", "soon", "-1"]) {
+      const usage = await routerBinary(["keys", "list", `--timeout=${bad}`]);
+      expect({ exitCode: usage.exitCode, stdout: usage.stdout }).toEqual({ exitCode: 2, stdout: "" });
+      expect(usage.stderr).toContain("--timeout must be");
+    }
+    const env = await routerBinary(["keys", "list"], { ROUTER_TIMEOUT: "soon" });
+    expect(env.exitCode).toBe(2);
+    expect(env.stderr).toContain("ROUTER_TIMEOUT must be");
+    expect((await routerBinary(["keys", "list", "--help"])).stdout).toContain("--timeout=<s>");
   });
 });
