@@ -6,16 +6,18 @@
 import type { AccountDeleted, BatchResult, CreatedAccount, ManagedAccount } from "../wire/accounts.ts";
 import { UsageError } from "./flags.ts";
 import {
+  checkPageInfo,
   commandGroup,
   intFlag,
   jsonObjectFlag,
   numberFlag,
+  pageInfoArg,
   remoteCommand,
   requirePositional,
   stringFlag,
   type Args,
 } from "./client.ts";
-import { formatRecord, formatTable, pageFooter, print, printJson, time } from "./output.ts";
+import { formatRecord, formatTable, pageFooter, print, printJson, printJsonList, time } from "./output.ts";
 import { confirmDeletion, yesArg } from "./confirm.ts";
 
 const accountArg = { account: { type: "positional", description: "Account ID, email or name (required)", required: false } } as const;
@@ -88,8 +90,9 @@ const list = remoteCommand({
     order: { type: "string", description: "id, name, email, created or level; - in front reverses", valueHint: "field" },
     page: { type: "string", description: "Page, from 1", valueHint: "n" },
     size: { type: "string", description: "Accounts per page (default 20, at most 100)", valueHint: "n" },
+    ...pageInfoArg,
   },
-  check: (args) => void [intFlag(args, "level"), intFlag(args, "page"), intFlag(args, "size")],
+  check: (args) => void [intFlag(args, "level"), intFlag(args, "page"), intFlag(args, "size"), checkPageInfo(args)],
   async run({ args, client, json }) {
     const { body, headers } = await client.request<ManagedAccount[]>("GET", args.all === true ? "/x-dna" : "/x-users", {
       query: {
@@ -101,7 +104,7 @@ const list = remoteCommand({
         size: intFlag(args, "size"),
       },
     });
-    if (json) return printJson(body);
+    if (json) return printJsonList(body, headers, checkPageInfo(args));
     print(
       formatTable(
         body,

@@ -47,6 +47,18 @@ export const remoteArgs = {
 } as const satisfies ArgsDef;
 
 
+/** `--page-info` of the list commands: with --json, the paging headers printed with the rows. */
+export const pageInfoArg = {
+  "page-info": { type: "boolean", description: "With --json: print {page, size, total, pages, items} instead of the bare array, so a script can page" },
+} as const satisfies ArgsDef;
+
+/** `--page-info` says how to print --json, so it is a mistake without it. */
+export function checkPageInfo(args: Args): boolean {
+  const wanted = args["page-info"] === true;
+  if (wanted && args.json !== true) throw new UsageError("--page-info goes with --json (the table shows the page under it)");
+  return wanted;
+}
+
 /** Parsed flags as citty hands them over; read through the helpers below. */
 export type Args = Record<string, unknown> & { _: string[] };
 

@@ -16,9 +16,11 @@ import {
   readStdin,
   remoteCommand,
   stringFlag,
+  checkPageInfo,
+  pageInfoArg,
   type Args,
 } from "./client.ts";
-import { formatRecord, formatTable, pageFooter, print, printJson, time } from "./output.ts";
+import { formatRecord, formatTable, pageFooter, print, printJson, printJsonList, time } from "./output.ts";
 import { confirmDeletion, yesArg } from "./confirm.ts";
 
 /** A key as the server answers it: the summary, or a full record whose secret is dropped before printing. */
@@ -106,18 +108,19 @@ const listArgs = {
   provider: { type: "string", description: "Only keys of this upstream URL", valueHint: "url" },
   page: { type: "string", description: "Page, from 1", valueHint: "n" },
   size: { type: "string", description: "Keys per page (default 20, at most 100)", valueHint: "n" },
+  ...pageInfoArg,
 } as const;
 
 const list = remoteCommand({
   name: "list",
   description: "List provider keys (secrets shown masked)",
   args: listArgs,
-  check: (args) => void [intFlag(args, "level"), intFlag(args, "page"), intFlag(args, "size")],
+  check: (args) => void [intFlag(args, "level"), intFlag(args, "page"), intFlag(args, "size"), checkPageInfo(args)],
   async run({ args, client, json }) {
     const { body, headers } = await client.request<KeySummary[]>("GET", "/x-keys", {
       query: { fields: "summary", level: intFlag(args, "level"), provider: stringFlag(args, "provider"), page: intFlag(args, "page"), size: intFlag(args, "size") },
     });
-    if (json) return printJson(body.map(withoutSecret));
+    if (json) return printJsonList(body.map(withoutSecret), headers, checkPageInfo(args));
     print(
       formatTable(
         body,

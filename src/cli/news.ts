@@ -5,8 +5,8 @@
  */
 import type { Notice, NoticeDeleted } from "../wire/notices.ts";
 import { UsageError } from "./flags.ts";
-import { commandGroup, idArgument, intFlag, readStdin, remoteCommand, stringFlag } from "./client.ts";
-import { formatRecord, formatTable, pageFooter, print, printJson, time } from "./output.ts";
+import { checkPageInfo, commandGroup, idArgument, intFlag, pageInfoArg, readStdin, remoteCommand, stringFlag } from "./client.ts";
+import { formatRecord, formatTable, pageFooter, print, printJson, printJsonList, time } from "./output.ts";
 import { confirmDeletion, yesArg } from "./confirm.ts";
 
 const list = remoteCommand({
@@ -15,11 +15,12 @@ const list = remoteCommand({
   args: {
     page: { type: "string", description: "Page, from 1", valueHint: "n" },
     size: { type: "string", description: "Notices per page (default 20, at most 100)", valueHint: "n" },
+    ...pageInfoArg,
   },
-  check: (args) => void [intFlag(args, "page"), intFlag(args, "size")],
+  check: (args) => void [intFlag(args, "page"), intFlag(args, "size"), checkPageInfo(args)],
   async run({ args, client, json }) {
     const { body, headers } = await client.request<Notice[]>("GET", "/x-news", { query: { page: intFlag(args, "page"), size: intFlag(args, "size") } });
-    if (json) return printJson(body);
+    if (json) return printJsonList(body, headers, checkPageInfo(args));
     const now = new Date().toISOString();
     print(
       formatTable(

@@ -119,6 +119,20 @@ export function time(iso: unknown): string | null {
   return `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())} ${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())} ${zone}`;
 }
 
+/**
+ * A list for `--json`: the server's array as is, or with `--page-info` an object that adds
+ * its paging headers (X-Page, X-Per-Page, X-Total-Count, X-Total-Pages), so a script can page
+ * without the headers it never sees.
+ */
+export function printJsonList(items: readonly unknown[], headers: Headers, pageInfo: boolean): void {
+  if (!pageInfo) return printJson(items);
+  const number = (name: string) => {
+    const value = headers.get(name);
+    return value === null || !Number.isFinite(Number(value)) ? null : Number(value);
+  };
+  printJson({ page: number("x-page"), size: number("x-per-page"), total: number("x-total-count"), pages: number("x-total-pages"), items });
+}
+
 /** "page 2 of 5, 97 in all" from the list headers, when there is more than one page. */
 export function pageFooter(headers: Headers): string | undefined {
   const total = Number(headers.get("x-total-count"));

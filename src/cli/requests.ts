@@ -7,8 +7,8 @@
  */
 import type { RequestRecord } from "../wire/requests.ts";
 import { UsageError } from "./flags.ts";
-import { intFlag, remoteCommand, stringFlag, type Args, type Client } from "./client.ts";
-import { fixedColumns, formatRecord, formatTable, pageFooter, print, printJson, time, type Column } from "./output.ts";
+import { checkPageInfo, intFlag, pageInfoArg, remoteCommand, stringFlag, type Args, type Client } from "./client.ts";
+import { fixedColumns, formatRecord, formatTable, pageFooter, print, printJson, printJsonList, time, type Column } from "./output.ts";
 
 const filterArgs = {
   account: { type: "string", description: "Only this account's calls (ID, name or email; owners and managers)", valueHint: "account" },
@@ -86,7 +86,7 @@ async function list(client: Client, args: Args, json: boolean): Promise<void> {
   const { body, headers } = await client.request<RequestRecord[]>("GET", "/x-requests", {
     query: { ...filterQuery(args), page: intFlag(args, "page"), size: intFlag(args, "size") },
   });
-  if (json) return printJson(body);
+  if (json) return printJsonList(body, headers, checkPageInfo(args));
   print(formatTable(body, COLUMNS, "no calls match"));
   const footer = pageFooter(headers);
   if (footer) print(footer);
@@ -144,6 +144,7 @@ export const requestsCommand = remoteCommand({
     size: { type: "string", description: "Calls per page (default 20, at most 100)", valueHint: "n" },
     follow: { type: "boolean", description: "Keep printing new calls as they are recorded, until interrupted (Ctrl-C)" },
     interval: { type: "string", description: "With --follow: seconds between two looks (default 3)", valueHint: "s" },
+    ...pageInfoArg,
   },
   check(args) {
     const what = stringFlag(args, "what");
@@ -156,6 +157,8 @@ export const requestsCommand = remoteCommand({
       if (filters.length > 0 || args.follow === true) throw new UsageError("show takes no filters or --follow");
     }
     if (args.follow === true && stringFlag(args, "page") !== undefined) throw new UsageError("--follow shows the newest calls: it takes no --page");
+    if (args["page-info"] === true && (args.follow === true || what === "show")) throw new UsageError("--page-info is for a page of calls, not --follow or show");
+    checkPageInfo(args);
     void [intFlag(args, "page"), intFlag(args, "size"), intFlag(args, "key-id"), intFlag(args, "level"), intervalOf(args)];
   },
   async run({ args, client, json }) {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { BINARY } from "../helpers/binary.ts";
-import { api } from "../helpers/owner-ops.ts";
+import { api, createAccount } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
 // The operator's experience of the built executable's admin commands: what a script
@@ -138,5 +138,38 @@ describe("a server that takes the connection and never answers: the command ends
     expect(env.exitCode).toBe(2);
     expect(env.stderr).toContain("ROUTER_TIMEOUT must be");
     expect((await routerBinary(["keys", "list", "--help"])).stdout).toContain("--timeout=<s>");
+  });
+});
+
+describe("list commands: --json --page-info gives a script what it needs to page", () => {
+  test("accounts, keys, news and requests: {page, size, total, pages, items}; --json alone stays the array", async () => {
+    for (let i = 0; i < 3; i++) await createAccount(router);
+    for (let i = 0; i < 3; i++) await api(router, "/x-news", { method: "POST", body: { title: `notice ${i}`, content: "c" } });
+    const accounts = (await (await router.fetch("/x-users?size=100")).json()) as Array<{ ID: number }>;
+    const total = accounts.length;
+    const paged = await routerBinary(["accounts", "list", "--size", "2", "--page", "2", "--json", "--page-info"]);
+    expect({ exitCode: paged.exitCode, stderr: paged.stderr }).toEqual({ exitCode: 0, stderr: "" });
+    const body = JSON.parse(paged.stdout);
+    expect(Object.keys(body)).toEqual(["page", "size", "total", "pages", "items"]);
+    expect(body).toMatchObject({ page: 2, size: 2, total, pages: Math.ceil(total / 2) });
+    expect(body.items.map((a: { ID: number }) => a.ID)).toEqual(accounts.slice(2, 4).map((a) => a.ID));
+    // Unchanged for the scripts that read --json as an array.
+    expect(Array.isArray(JSON.parse((await routerBinary(["accounts", "list", "--size", "2", "--json"])).stdout))).toBe(true);
+
+    const news = JSON.parse((await routerBinary(["news", "list", "--size", "1", "--json", "--page-info"])).stdout);
+    expect(news).toMatchObject({ page: 1, size: 1, total: 3, pages: 3 });
+    expect(news.items).toHaveLength(1);
+    const keys = JSON.parse((await routerBinary(["keys", "list", "--json", "--page-info"])).stdout);
+    expect(keys).toEqual({ page: 1, size: 20, total: 0, pages: 0, items: [] });
+    const requests = JSON.parse((await routerBinary(["requests", "--json", "--page-info"])).stdout);
+    expect(requests).toMatchObject({ page: 1, size: 20, items: [] });
+
+    // Only with --json, and not with --follow: both are usage errors naming the flag.
+    const alone = await routerBinary(["news", "list", "--page-info"]);
+    expect({ exitCode: alone.exitCode, stdout: alone.stdout }).toEqual({ exitCode: 2, stdout: "" });
+    expect(alone.stderr).toContain("--page-info goes with --json");
+    const follow = await routerBinary(["requests", "--follow", "--json", "--page-info"]);
+    expect(follow.exitCode).toBe(2);
+    expect(follow.stderr).toContain("--page-info");
   });
 });
