@@ -1,5 +1,5 @@
 import { defineCommand } from "citty";
-import { databasePath, prepareDataDir } from "../store/data-dir.ts";
+import { databasePath, prepareDataDir, writingDataDir } from "../store/data-dir.ts";
 import { migrateFile } from "../store/sqlite/connection.ts";
 import { databaseUrl } from "./database-flag.ts";
 import { flagOrEnv, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
@@ -39,7 +39,7 @@ export const migrateCommand = defineCommand({
       const dataDir = flagOrEnv(args, "data") ?? "./data";
       const notice = prepareDataDir(dataDir);
       if (notice) process.stderr.write(`router: ${notice}\n`);
-      const applied = migrateFile(databasePath(dataDir));
+      const applied = await writingDataDir(dataDir, () => migrateFile(databasePath(dataDir)));
       process.stdout.write(report(applied));
     }),
 });

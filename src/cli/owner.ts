@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { createOwners } from "../accounts/owners.ts";
 import { createClock } from "../core/clock.ts";
 import { HttpError } from "../core/errors.ts";
-import { databasePath, prepareDataDir } from "../store/data-dir.ts";
+import { databasePath, prepareDataDir, writingDataDir } from "../store/data-dir.ts";
 import { openStore } from "../store/open.ts";
 import type { Store } from "../store/store.ts";
 import { databaseUrl } from "./database-flag.ts";
@@ -36,13 +36,14 @@ const createCommand = defineCommand({
       if (args.data && args.database) throw new UsageError("give --data (SQLite) or --database (PostgreSQL), not both");
       // As for migrate: --data on the command line wins over ROUTER_DATABASE in the environment.
       const url = args.data ? undefined : databaseUrl(args.database, "database");
+      // SQLite's data directory: a full or read-only disk there is named with it.
+      const dataDir = url === undefined ? (flagOrEnv(args, "data") ?? "./data") : undefined;
       let store: Store;
-      if (url !== undefined) {
+      if (dataDir === undefined) {
         // Loaded here: the SQLite path never needs the PostgreSQL store.
         const { openPostgresStore } = await import("../store/postgres/index.ts");
-        store = await openPostgresStore(url);
+        store = await openPostgresStore(url!);
       } else {
-        const dataDir = flagOrEnv(args, "data") ?? "./data";
         // A typo in --data, or the wrong directory, must not start a new deployment whose key works nowhere.
         const path = databasePath(dataDir);
         if (!existsSync(path)) throw new Error(`no database at ${path}; is --data right? (router serve creates it on first start)`);
@@ -50,10 +51,11 @@ const createCommand = defineCommand({
         if (notice) process.stderr.write(`router: ${notice}\n`);
         // Safe while a server runs on the same data dir: WAL plus a busy timeout, and
         // the server looks unknown keys up in the database, so it accepts this key at once.
-        store = openStore(path);
+        store = await writingDataDir(dataDir, () => openStore(path));
       }
       try {
-        const { key } = await createOwners({ store, clock: createClock() }).create({ email: args.email, name: args.name });
+        const create = () => createOwners({ store, clock: createClock() }).create({ email: args.email!, name: args.name });
+        const { key } = dataDir === undefined ? await create() : await writingDataDir(dataDir, create);
         process.stdout.write(key + "\n");
       } catch (error) {
         if (error instanceof HttpError) throw new Error(error.message);

@@ -5,7 +5,7 @@ import { assertTimeZone, systemTimeZone } from "../core/clock.ts";
 import { LOG_LEVELS, type LogLevel } from "../core/log.ts";
 import { buildDeps } from "../deps.ts";
 import { assertCanListen, startServer } from "../server.ts";
-import { clearSpool, prepareDataDir } from "../store/data-dir.ts";
+import { clearSpool, prepareDataDir, writingDataDir } from "../store/data-dir.ts";
 import { shownUrl } from "../store/postgres/url.ts";
 import { existsSync } from "node:fs";
 import { dataArgs } from "./common-args.ts";
@@ -267,22 +267,26 @@ export const serveCommand = defineCommand({
       assertCanListen(config.host, config.port);
       const notice = prepareDataDir(config.dataDir);
       if (notice) process.stdout.write(`router: ${notice}\n`);
-      clearSpool(config.dataDir);
-      const deps = await buildDeps(config);
-      // Redis away at start: the instance serves anyway and connects once Redis answers; the
-      // operator hears at once which Redis it waits for (a wrong host or port shows here).
-      // A password Redis refuses looks the same to the client (the connection is closed).
-      if (config.redis !== undefined && deps.dependencies.status().redis === "down") {
-        deps.log.warn(
-          `Redis at ${shownUrl(config.redis)} does not answer or closes the connection (is it running there, and does it accept this URL's password?): model calls get 503 and /readyz says unavailable until it answers (it is tried again every second)`,
-        );
-      }
-      const keyFile = await deps
-        .exclusively(() => ensureInitialOwner(deps.store, deps.owners, config.dataDir, config.ownerEmail))
-        .catch((error: unknown) => {
-          deps.store.close();
-          throw error;
-        });
+      // A read-only or full disk fails somewhere in here: reported with the directory and the cause.
+      const { deps, keyFile } = await writingDataDir(config.dataDir, async () => {
+        clearSpool(config.dataDir);
+        const deps = await buildDeps(config);
+        // Redis away at start: the instance serves anyway and connects once Redis answers; the
+        // operator hears at once which Redis it waits for (a wrong host or port shows here).
+        // A password Redis refuses looks the same to the client (the connection is closed).
+        if (config.redis !== undefined && deps.dependencies.status().redis === "down") {
+          deps.log.warn(
+            `Redis at ${shownUrl(config.redis)} does not answer or closes the connection (is it running there, and does it accept this URL's password?): model calls get 503 and /readyz says unavailable until it answers (it is tried again every second)`,
+          );
+        }
+        const keyFile = await deps
+          .exclusively(() => ensureInitialOwner(deps.store, deps.owners, config.dataDir, config.ownerEmail))
+          .catch((error: unknown) => {
+            deps.store.close();
+            throw error;
+          });
+        return { deps, keyFile };
+      });
       if (keyFile) process.stdout.write(`created owner ${config.ownerEmail}; its API key is in ${keyFile}\n`);
       let running;
       try {

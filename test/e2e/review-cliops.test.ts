@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { BINARY } from "../helpers/binary.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
-import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
 
 // The operator's experience of the built executable's admin commands: what a script
 // can rely on (exit codes, stdout for data and stderr for messages, paging), and how
@@ -171,5 +171,57 @@ describe("list commands: --json --page-info gives a script what it needs to page
     const follow = await routerBinary(["requests", "--follow", "--json", "--page-info"]);
     expect(follow.exitCode).toBe(2);
     expect(follow.stderr).toContain("--page-info");
+  });
+});
+
+describe("router serve on a data directory it cannot write: the path and the cause, exit 1, no stack trace", () => {
+  /**
+   * Runs `script` as root of a user and mount namespace of its own (`unshare -rm`, no
+   * privilege needed), where it mounts what it needs: a read-only or a full file system
+   * is what a real deployment meets, and one a root test user cannot fake with chmod.
+   */
+  async function inMountNamespace(script: string): Promise<Result> {
+    const proc = Bun.spawn(["unshare", "-rm", "sh", "-ec", script], {
+      env: { PATH: "/usr/bin:/bin", BIN: BINARY },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [stdout, stderr, exitCode] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    return { exitCode, stdout, stderr };
+  }
+
+  function refusedAtStart(result: Result, says: string): void {
+    expect(result.exitCode).toBe(1);
+    expect(result.stdout).not.toContain("listening");
+    expect(result.stderr.trim().split("\n")).toEqual([says]);
+  }
+
+  test("a data directory on a read-only file system: serve, migrate and owner create name it, with 'read-only file system'", async () => {
+    const mount = tempDir("router-ro-");
+    for (const command of ["serve --port 0", "migrate", "owner create --email ro@example.com"]) {
+      // A deployment made while writable, then its file system remounted read-only.
+      const result = await inMountNamespace(`
+        mount -t tmpfs -o size=16m,mode=700 tmpfs ${mount}
+        mkdir -m 700 ${mount}/data && echo > ${mount}/data/router.db
+        mount -o remount,ro ${mount}
+        exec "$BIN" ${command} --data ${mount}/data`);
+      refusedAtStart(result, `router: cannot write to the data directory ${mount}/data: read-only file system (EROFS)`);
+    }
+  });
+
+  test("a first start on a full disk: the data directory and 'no space left on device', whichever file met it", async () => {
+    const mount = tempDir("router-full-");
+    for (const size of ["8k", "64k", "256k"]) {
+      const result = await inMountNamespace(`
+        mount -t tmpfs -o size=${size},mode=700 tmpfs ${mount}
+        exec "$BIN" serve --port 0 --data ${mount}/data`);
+      refusedAtStart(result, `router: cannot write to the data directory ${mount}/data: no space left on device (ENOSPC)`);
+    }
+    // `router migrate` creates the database too.
+    const migrate = await inMountNamespace(`
+      mount -t tmpfs -o size=64k,mode=700 tmpfs ${mount}
+      exec "$BIN" migrate --data ${mount}/data`);
+    refusedAtStart(migrate, `router: cannot write to the data directory ${mount}/data: no space left on device (ENOSPC)`);
   });
 });
