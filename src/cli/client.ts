@@ -8,7 +8,7 @@
  */
 import { defineCommand, type ArgsDef, type CommandDef } from "citty";
 import { readFileSync } from "node:fs";
-import { flagOrEnv, parseIntegerFlag, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, requireSubCommand, UsageError } from "./flags.ts";
+import { flagOrEnv, optionName, parseIntegerFlag, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, requireSubCommand, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 import { isWrite, newIdempotencyKey, sendWithResends } from "../wire/resend.ts";
 
@@ -85,14 +85,15 @@ export interface Client {
 
 function baseUrlOf(args: Args, env: NodeJS.ProcessEnv): string {
   const raw = flagOrEnv(args, "url", env) ?? DEFAULT_URL;
+  const name = optionName(args, "url", env);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new UsageError(`--url: "${raw}" is not a URL (e.g. ${DEFAULT_URL})`);
+    throw new UsageError(`${name}: "${raw}" is not a URL (e.g. ${DEFAULT_URL})`);
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`--url must be an http:// or https:// URL, got "${raw}"`);
-  if (url.username || url.password || url.search || url.hash) throw new UsageError("--url must be a plain base URL (no credentials, query or fragment)");
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`${name} must be an http:// or https:// URL, got "${raw}"`);
+  if (url.username || url.password || url.search || url.hash) throw new UsageError(`${name} must be a plain base URL (no credentials, query or fragment)`);
   return url.href.replace(/\/+$/, "");
 }
 
@@ -124,11 +125,10 @@ function refusalMessage(status: number, statusText: string, text: string): strin
 
 /** `--timeout` or ROUTER_TIMEOUT, in seconds. */
 function timeoutOf(args: Args, env: NodeJS.ProcessEnv): number {
-  const fromFlag = stringFlag(args, "timeout") !== undefined;
   const raw = flagOrEnv(args, "timeout", env);
   if (raw === undefined) return DEFAULT_TIMEOUT_S;
   if (!/^\d+$/.test(raw.trim()) || Number(raw) < 1 || Number(raw) > 86_400) {
-    throw new UsageError(`${fromFlag ? "--timeout" : "ROUTER_TIMEOUT"} must be a whole number of seconds from 1 to 86400, got "${raw}"`);
+    throw new UsageError(`${optionName(args, "timeout", env)} must be a whole number of seconds from 1 to 86400, got "${raw}"`);
   }
   return Number(raw);
 }

@@ -82,11 +82,26 @@ export function flagOrEnv(args: Record<string, unknown>, name: string, env = pro
   return fromEnv === undefined || fromEnv === "" ? undefined : fromEnv;
 }
 
+/**
+ * How to name a flag's value in an error: `--port` when the command line gave it,
+ * `ROUTER_PORT` when it came from the environment (a unit file, a container), where the
+ * user has to look for it.
+ */
+export function optionName(args: Record<string, unknown>, name: string, env = process.env): string {
+  const fromArgs = args[name];
+  if (fromArgs !== undefined && fromArgs !== "") return `--${kebab(name)}`;
+  const envName = `ROUTER_${kebab(name).replace(/-/g, "_").toUpperCase()}`;
+  return env[envName] !== undefined && env[envName] !== "" ? envName : `--${kebab(name)}`;
+}
+
+/** A name as errors show it: an optionName() as it is, a bare flag name as `--flag`. */
+const shown = (name: string) => (name.startsWith("--") || name.startsWith("ROUTER_") ? name : `--${kebab(name)}`);
+
 export function parseIntegerFlag(name: string, value: string | undefined, fallback: number, min = 0, max = Infinity): number {
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value.trim()) || Number(value) < min || Number(value) > max) {
     const range = max === Infinity ? `of at least ${min}` : `from ${min} to ${max}`;
-    throw new UsageError(`--${kebab(name)} must be an integer ${range}, got "${value}"`);
+    throw new UsageError(`${shown(name)} must be an integer ${range}, got "${value}"`);
   }
   return Number(value);
 }
@@ -96,5 +111,5 @@ export function parseBooleanFlag(name: string, value: string | undefined): boole
   const v = value.toLowerCase();
   if (["1", "true", "yes", "on"].includes(v)) return true;
   if (["0", "false", "no", "off"].includes(v)) return false;
-  throw new UsageError(`--${kebab(name)} must be true or false, got "${value}"`);
+  throw new UsageError(`${shown(name)} must be true or false, got "${value}"`);
 }

@@ -10,7 +10,7 @@ import { shownUrl } from "../store/postgres/url.ts";
 import { existsSync } from "node:fs";
 import { dataArgs } from "./common-args.ts";
 import { databaseUrl, passwordFlagWarning } from "./database-flag.ts";
-import { flagOrEnv, parseBooleanFlag, parseIntegerFlag, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { flagOrEnv, optionName, parseBooleanFlag, parseIntegerFlag, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { runOrExit } from "./run.ts";
 import { DEFAULT_REQUEST_LOG_DAYS, startRequestLogPruner } from "../metering/request-log-retention.ts";
 
@@ -119,8 +119,8 @@ export const serveArgs = {
   },
 } as const satisfies ArgsDef;
 
-function requireReadable(flag: string, path: string | undefined): string | undefined {
-  if (path !== undefined && !existsSync(path)) throw new UsageError(`--${flag}: file ${path} does not exist`);
+function requireReadable(option: string, path: string | undefined): string | undefined {
+  if (path !== undefined && !existsSync(path)) throw new UsageError(`${option}: file ${path} does not exist`);
   return path;
 }
 
@@ -135,7 +135,7 @@ function resolveDependencies(args: Record<string, unknown>, env: NodeJS.ProcessE
   const database = databaseUrl(flag, "database", env, () => {});
   if (redis !== undefined) {
     const scheme = schemeOf(redis);
-    if (scheme !== "redis:" && scheme !== "rediss:") throw new UsageError("--redis must be a Redis URL, redis://host:6379 or rediss://host:6380");
+    if (scheme !== "redis:" && scheme !== "rediss:") throw new UsageError(`${optionName(args, "redis", env)} must be a Redis URL, redis://host:6379 or rediss://host:6380`);
     // The State on Redis loads balances and period totals from the shared database: on
     // per-instance SQLite files each instance would see different ones.
     if (database === undefined) {
@@ -197,26 +197,28 @@ const MAX_REQUEST_LOG_DAYS = 36_500;
 /** Merges flags, ROUTER_* environment variables and defaults into a checked config. */
 export function resolveServeConfig(args: Record<string, unknown>, env = process.env): ServeConfig {
   const get = (name: string) => flagOrEnv(args, name, env);
-  const seconds = (name: string, fallbackMs: number) => parseIntegerFlag(name, get(name), fallbackMs / 1000, 1, MAX_TIMER_SECONDS) * 1000;
+  // `--port` or `ROUTER_PORT` in errors: whichever the value came from.
+  const named = (name: string) => optionName(args, name, env);
+  const seconds = (name: string, fallbackMs: number) => parseIntegerFlag(named(name), get(name), fallbackMs / 1000, 1, MAX_TIMER_SECONDS) * 1000;
   const timeZone = get("timezone") ?? systemTimeZone();
   try {
     assertTimeZone(timeZone);
   } catch {
-    throw new UsageError(`--timezone: unknown time zone "${timeZone}"`);
+    throw new UsageError(`${named("timezone")}: unknown time zone "${timeZone}"`);
   }
   const logLevel = get("log-level") ?? "info";
   if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
-    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
+    throw new UsageError(`${named("log-level")} must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
   }
-  const port = parseIntegerFlag("port", get("port"), 8080);
-  if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
-  const byok = parseBooleanFlag("byok", get("byok"));
-  const signup = parseBooleanFlag("signup", get("signup"));
+  const port = parseIntegerFlag(named("port"), get("port"), 8080);
+  if (port > 65535) throw new UsageError(`${named("port")} must be at most 65535, got ${port}`);
+  const byok = parseBooleanFlag(named("byok"), get("byok"));
+  const signup = parseBooleanFlag(named("signup"), get("signup"));
   if (signup && !byok) throw new UsageError("--signup needs --byok: only BYOK owners register themselves");
   const baseUrl = get("base-url");
-  if (baseUrl !== undefined && !URL.canParse(baseUrl)) throw new UsageError(`--base-url: "${baseUrl}" is not a URL`);
-  const tlsCert = requireReadable("tls-cert", get("tls-cert"));
-  const tlsKey = requireReadable("tls-key", get("tls-key"));
+  if (baseUrl !== undefined && !URL.canParse(baseUrl)) throw new UsageError(`${named("base-url")}: "${baseUrl}" is not a URL`);
+  const tlsCert = requireReadable(named("tls-cert"), get("tls-cert"));
+  const tlsKey = requireReadable(named("tls-key"), get("tls-key"));
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
     throw new UsageError("--tls-cert and --tls-key must be given together");
   }
@@ -229,23 +231,23 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     redis,
     baseUrl,
     timeZone,
-    maxBody: parseIntegerFlag("max-body", get("max-body"), DEFAULT_MAX_BODY, 1),
-    trustProxy: parseBooleanFlag("trust-proxy", get("trust-proxy")),
+    maxBody: parseIntegerFlag(named("max-body"), get("max-body"), DEFAULT_MAX_BODY, 1),
+    trustProxy: parseBooleanFlag(named("trust-proxy"), get("trust-proxy")),
     tlsCert,
     tlsKey,
-    upstreamCaFile: requireReadable("upstream-ca-file", get("upstream-ca-file")),
+    upstreamCaFile: requireReadable(named("upstream-ca-file"), get("upstream-ca-file")),
     logLevel: logLevel as LogLevel,
     ownerEmail: get("owner-email") ?? "owner@localhost",
     secretKeyFile: get("secret-key-file"),
-    graceSeconds: parseIntegerFlag("grace", get("grace"), 30, 0, MAX_TIMER_SECONDS),
-    requestLogDays: parseIntegerFlag("request-log-days", get("request-log-days"), DEFAULT_REQUEST_LOG_DAYS, 0, MAX_REQUEST_LOG_DAYS),
-    maxAttempts: parseIntegerFlag("max-attempts", get("max-attempts"), UPSTREAM_DEFAULTS.maxAttempts, 1),
+    graceSeconds: parseIntegerFlag(named("grace"), get("grace"), 30, 0, MAX_TIMER_SECONDS),
+    requestLogDays: parseIntegerFlag(named("request-log-days"), get("request-log-days"), DEFAULT_REQUEST_LOG_DAYS, 0, MAX_REQUEST_LOG_DAYS),
+    maxAttempts: parseIntegerFlag(named("max-attempts"), get("max-attempts"), UPSTREAM_DEFAULTS.maxAttempts, 1),
     firstByteTimeoutMs: seconds("first-byte-timeout", UPSTREAM_DEFAULTS.firstByteTimeoutMs),
     streamIdleTimeoutMs: seconds("stream-idle-timeout", UPSTREAM_DEFAULTS.streamIdleTimeoutMs),
     drainTimeoutMs: seconds("drain-timeout", UPSTREAM_DEFAULTS.drainTimeoutMs),
     metricsToken: get("metrics-token"),
     byok,
-    allowPrivateUpstreams: parseBooleanFlag("allow-private-upstreams", get("allow-private-upstreams")),
+    allowPrivateUpstreams: parseBooleanFlag(named("allow-private-upstreams"), get("allow-private-upstreams")),
     signup,
     signupSmtp: get("signup-smtp"),
     signupFrom: get("signup-from"),

@@ -225,3 +225,21 @@ describe("router serve on a data directory it cannot write: the path and the cau
     refusedAtStart(migrate, `router: cannot write to the data directory ${mount}/data: no space left on device (ENOSPC)`);
   });
 });
+
+describe("a bad value from the environment is named as the variable it came from", () => {
+  test("ROUTER_PORT, ROUTER_LOG_LEVEL, ROUTER_BYOK, ROUTER_GRACE, ROUTER_URL: the variable, not a --flag the command line never had", async () => {
+    const data = tempDir("router-env-");
+    for (const [name, value] of [["ROUTER_PORT", "abc"], ["ROUTER_LOG_LEVEL", "verbose"], ["ROUTER_BYOK", "maybe"], ["ROUTER_GRACE", "-1"], ["ROUTER_TIMEZONE", "Mars/Base"]] as const) {
+      const result = await routerBinary(["serve", "--data", `${data}/never`], { [name]: value });
+      expect({ exitCode: result.exitCode, stdout: result.stdout }).toEqual({ exitCode: 2, stdout: "" });
+      expect(result.stderr).toStartWith(`router: ${name}`);
+      expect(result.stderr).not.toContain("--");
+      expect(result.stderr).toContain(value);
+    }
+    // Given on the command line, the flag is named.
+    expect((await routerBinary(["serve", "--port", "abc", "--data", `${data}/never`])).stderr).toStartWith("router: --port ");
+    const url = await routerBinary(["keys", "list"], { ROUTER_URL: "localhost:8080" });
+    expect(url.exitCode).toBe(2);
+    expect(url.stderr).toStartWith("router: ROUTER_URL must be an http:// or https:// URL");
+  });
+});
