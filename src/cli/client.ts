@@ -90,7 +90,8 @@ function baseUrlOf(args: Args, env: NodeJS.ProcessEnv): string {
   try {
     url = new URL(raw);
   } catch {
-    throw new UsageError(`${name}: "${raw}" is not a URL (e.g. ${DEFAULT_URL})`);
+    // Not echoed: what is not a URL may be the key, ROUTER_URL and ROUTER_KEY swapped.
+    throw new UsageError(`${name} is not a URL (e.g. ${DEFAULT_URL})`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError(`${name} must be an http:// or https:// URL, got "${raw}"`);
   if (url.username || url.password || url.search || url.hash) throw new UsageError(`${name} must be a plain base URL (no credentials, query or fragment)`);
@@ -121,6 +122,22 @@ function refusalMessage(status: number, statusText: string, text: string): strin
   }
   const snippet = text.replace(/\s+/g, " ").trim().slice(0, 200);
   return `HTTP ${status} ${statusText}${snippet ? `: ${snippet}` : ""}`.trim();
+}
+
+/**
+ * A redirect is not followed (the key would go wherever it points): it says where the
+ * server is, e.g. http:// moved to https://, so the user can point --url there.
+ */
+function redirectMessage(baseUrl: string, response: Response): string | undefined {
+  const location = response.headers.get("location");
+  if (response.status < 300 || response.status > 399 || location === null) return undefined;
+  let target: URL;
+  try {
+    target = new URL(location, baseUrl);
+  } catch {
+    return undefined;
+  }
+  return `${baseUrl} redirects to ${target.origin}: give that as --url (or ROUTER_URL); the key is not sent on a redirect`;
 }
 
 /** `--timeout` or ROUTER_TIMEOUT, in seconds. */
@@ -229,7 +246,9 @@ export function createClient(args: Args, env: NodeJS.ProcessEnv = process.env, w
       }
       const { response, text } = sent;
       if (!response.ok) {
-        throw new RequestRefused(`${refusalMessage(response.status, response.statusText, text)} (HTTP ${response.status})`, response.status);
+        // Whatever answered may echo the request (a debugging proxy, a misdirected --url): never print the key.
+        const message = redirectMessage(baseUrl, response) ?? refusalMessage(response.status, response.statusText, text);
+        throw new RequestRefused(`${message.split(key).join("***")} (HTTP ${response.status})`, response.status);
       }
       let body: T;
       try {

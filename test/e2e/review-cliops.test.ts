@@ -243,3 +243,34 @@ describe("a bad value from the environment is named as the variable it came from
     expect(url.stderr).toStartWith("router: ROUTER_URL must be an http:// or https:// URL");
   });
 });
+
+describe("what the CLI says about a server that is not the router never holds the key", () => {
+  test("an answer that echoes the Authorization header is shown without the key; a redirect names where to point --url", async () => {
+    const echo = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch(request) {
+        if (new URL(request.url).pathname === "/x-keys") return new Response(`denied: ${request.headers.get("authorization")}`, { status: 403 });
+        return new Response(null, { status: 301, headers: { location: "https://router.example.com/x-news?page=1" } });
+      },
+    });
+    try {
+      const url = `http://127.0.0.1:${echo.port}`;
+      // routerBinary fails the test if the key is anywhere in what the command printed.
+      const denied = await routerBinary(["keys", "list"], { ROUTER_URL: url });
+      expect(denied.exitCode).toBe(1);
+      expect(denied.stderr).toContain("denied: Bearer ");
+      const moved = await routerBinary(["news", "list"], { ROUTER_URL: url });
+      expect(moved.exitCode).toBe(1);
+      expect(moved.stderr).toBe(`router: ${url} redirects to https://router.example.com: give that as --url (or ROUTER_URL); the key is not sent on a redirect (HTTP 301)\n`);
+    } finally {
+      echo.stop(true);
+    }
+  });
+
+  test("a key put in ROUTER_URL by mistake (the two variables swapped) is not printed back", async () => {
+    const swapped = await routerBinary(["keys", "list"], { ROUTER_URL: router.ownerKey, ROUTER_KEY: router.url });
+    expect(swapped.exitCode).toBe(2);
+    expect(swapped.stderr).toContain("ROUTER_URL is not a URL");
+  });
+});
