@@ -217,7 +217,10 @@ const credit = remoteCommand({
       const { body } = await client.request<BatchResult>("POST", "/x-users/batch-credit", {
         body: { IDs: ids !== undefined ? idList(ids) : [Number(stringFlag(args, "account"))], CreditGranted: amount, Days: days, DryRun: args["dry-run"] === true },
       });
-      if (json) return printJson(body);
+      if (json) {
+        printJson(body);
+        return reportSkipped(body);
+      }
       print(
         formatTable(body.results, [
           { header: "ID", value: (r) => r.ID, align: "right" },
@@ -234,7 +237,7 @@ const credit = remoteCommand({
         `${counts}; ` +
           `your credit ${signed(s.ParentCreditChange)}, theirs ${signed(s.ChildrenCreditChange)}`,
       );
-      return;
+      return reportSkipped(body);
     }
     const { body: record } = await client.request<ManagedAccount>("PUT", accountPath(args), {
       body: { CreditGranted: amount, ...(days !== undefined && { Days: days }) },
@@ -243,6 +246,19 @@ const credit = remoteCommand({
     print(`${amount > 0 ? "granted" : "deducted"} ${Math.abs(amount)} credits ${amount > 0 ? "to" : "from"} account ${record.ID} (${record.Email}); balance now ${record.Balance}`);
   },
 });
+
+/**
+ * A billing script must not read "done" when an account got nothing: exit 1 when any entry
+ * is (or, with --dry-run, would be) skipped, as `git apply --check` does; the rows are printed.
+ */
+function reportSkipped(body: BatchResult): void {
+  const { skipped } = body.summary;
+  if (skipped === 0) return;
+  const total = body.results.length;
+  const what = body.DryRun ? "would be skipped (see REASON)" : "skipped (see REASON): they got no credit";
+  process.stderr.write(`router: ${skipped} of ${total} account${total === 1 ? "" : "s"} ${what}\n`);
+  process.exitCode = 1;
+}
 
 const signed = (n: number) => (n > 0 ? `+${n}` : String(n));
 

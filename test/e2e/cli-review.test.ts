@@ -159,7 +159,8 @@ describe("what remote commands print", () => {
     expect(created.exitCode).toBe(0);
     const id = (JSON.parse(created.stdout) as { ID: number }).ID;
     const result = await cli(["accounts", "credit", "--ids", `${id},999999`, "--amount", "1", "--dry-run"]);
-    expect(result.exitCode).toBe(0);
+    // One would be skipped: exit 1 (README), the preview still printed.
+    expect(result.exitCode).toBe(1);
     expect(result.stdout).toContain("would apply");
     expect(result.stdout).toContain("dry run (nothing changed): 1 would apply, 1 would skip;");
   });

@@ -227,11 +227,14 @@ describe("router accounts", () => {
     expect(updated).toMatchObject({ object: "account", ID: childId, Alias: "Alice A.", RPM: 60 });
 
     expect(ok(await cli(["accounts", "credit", String(childId), "--amount", "5", "--days", "30"]))).toContain("balance now 15");
-    const preview = ok(await cli(["accounts", "credit", "--ids", `${childId},9999`, "--amount", "-2", "--dry-run"]));
+    // An account that would be skipped: the preview is printed, and exit 1 says the batch would not all apply.
+    const previewed = await cli(["accounts", "credit", "--ids", `${childId},9999`, "--amount", "-2", "--dry-run"]);
+    expect([previewed.exitCode, previewed.stderr]).toEqual([1, "router: 1 of 2 accounts would be skipped (see REASON)\n"]);
+    const preview = previewed.stdout;
     expect(preview).toContain("would apply");
     expect(preview).toContain("would skip");
     expect(preview).not.toMatch(/\bapplied\s{2}/);
-    const batch = JSON.parse(ok(await cli(["accounts", "credit", "--ids", `${childId},9999`, "--amount", "-2", "--dry-run", "--json"])));
+    const batch = JSON.parse((await cli(["accounts", "credit", "--ids", `${childId},9999`, "--amount", "-2", "--dry-run", "--json"])).stdout);
     expect(batch).toMatchObject({
       object: "batch_credit",
       DryRun: true,

@@ -274,3 +274,23 @@ describe("what the CLI says about a server that is not the router never holds th
     expect(swapped.stderr).toContain("ROUTER_URL is not a URL");
   });
 });
+
+describe("accounts credit --ids: exit 0 only when every account got the credit", () => {
+  test("a batch with a skipped account exits 1 with the count on stderr, the table or JSON still on stdout; --dry-run the same, as git apply --check", async () => {
+    const account = await createAccount(router);
+    const mixed = await routerBinary(["accounts", "credit", "--ids", `${account.id},99999`, "--amount", "1"]);
+    expect(mixed.exitCode).toBe(1);
+    expect(mixed.stdout).toContain("1 applied, 1 skipped");
+    expect(mixed.stderr).toBe("router: 1 of 2 accounts skipped (see REASON): they got no credit\n");
+    const json = await routerBinary(["accounts", "credit", "--ids", "99999", "--amount", "1", "--json"]);
+    expect(json.exitCode).toBe(1);
+    expect(JSON.parse(json.stdout).summary).toMatchObject({ applied: 0, skipped: 1 });
+    const dry = await routerBinary(["accounts", "credit", "--ids", `${account.id},99999`, "--amount", "1", "--dry-run"]);
+    expect(dry.exitCode).toBe(1);
+    expect(dry.stderr).toBe("router: 1 of 2 accounts would be skipped (see REASON)\n");
+    // All applied: exit 0, nothing on stderr.
+    expect(await routerBinary(["accounts", "credit", "--ids", String(account.id), "--amount", "1", "--dry-run"])).toMatchObject({ exitCode: 0, stderr: "" });
+    expect(await routerBinary(["accounts", "credit", "--ids", String(account.id), "--amount", "1"])).toMatchObject({ exitCode: 0, stderr: "" });
+    expect(((await (await router.fetch(`/x-dna/${account.id}`)).json()) as { Balance: number }).Balance).toBe(2);
+  });
+});
