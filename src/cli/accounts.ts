@@ -189,7 +189,8 @@ const credit = remoteCommand({
   name: "credit",
   description: "Grant (or, negative, take back) credit: ACCOUNT --amount N, or --ids 1,2,3 --amount N for a batch",
   args: {
-    ...accountArg,
+    // Not "(required)": --ids takes its place.
+    account: { type: "positional", description: "Account ID, email or name (or --ids for several)", required: false },
     amount: { type: "string", description: "Credits to add; negative to deduct (required)", valueHint: "credits" },
     days: { type: "string", description: "Days until the added credit expires", valueHint: "n" },
     ids: { type: "string", description: "Several account IDs, comma-separated: one batch, each applied or skipped", valueHint: "list" },

@@ -292,5 +292,8 @@ describe("accounts credit --ids: exit 0 only when every account got the credit",
     expect(await routerBinary(["accounts", "credit", "--ids", String(account.id), "--amount", "1", "--dry-run"])).toMatchObject({ exitCode: 0, stderr: "" });
     expect(await routerBinary(["accounts", "credit", "--ids", String(account.id), "--amount", "1"])).toMatchObject({ exitCode: 0, stderr: "" });
     expect(((await (await router.fetch(`/x-dna/${account.id}`)).json()) as { Balance: number }).Balance).toBe(2);
+    // --help shows ACCOUNT as optional: --ids takes its place.
+    const help = (await routerBinary(["accounts", "credit", "--help"])).stdout;
+    expect(help).toContain("USAGE router accounts credit [OPTIONS] [ACCOUNT]");
   });
 });
