@@ -9,7 +9,7 @@
 import { defineCommand } from "citty";
 import { chmodSync, copyFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { databasePath } from "../store/data-dir.ts";
+import { databasePath, writingIn } from "../store/data-dir.ts";
 import { copyDatabase, verifyDatabase } from "../store/sqlite/backup.ts";
 import { dataArgs } from "./common-args.ts";
 import { flagOrEnv, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
@@ -29,6 +29,15 @@ const backupArgs = {
 /** `backup.db` → `backup.secret.key`; any other name gets `.secret.key` appended. */
 export function secretKeyCopyPath(out: string): string {
   return (out.endsWith(".db") ? out.slice(0, -3) : out) + ".secret.key";
+}
+
+/** Removes a partial copy; one that cannot be removed (a read-only disk) must not hide why the copy failed. */
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { force: true });
+  } catch {
+    // the copy's own error is the one to report
+  }
 }
 
 /** A spinner with the bytes written so far, on stderr when it is a terminal; nothing otherwise. */
@@ -85,18 +94,21 @@ export const backupCommand = defineCommand({
 
       // Written beside FILE and renamed only once checked: FILE is never a partial or broken copy.
       const temporary = `${out}.partial-${process.pid}`;
-      rmSync(temporary, { force: true });
       const expected = statSync(source).size + (existsSync(`${source}-wal`) ? statSync(`${source}-wal`).size : 0);
-      const stopProgress = startProgress(temporary, expected);
       const started = performance.now();
-      try {
-        await copyDatabase(source, temporary);
-      } catch (error) {
+      // A full or read-only disk is named with the directory of --out, not as "database or disk is full".
+      await writingIn(`cannot write the backup to ${dirname(out)}`, dirname(out), async () => {
         rmSync(temporary, { force: true });
-        throw error;
-      } finally {
-        stopProgress();
-      }
+        const stopProgress = startProgress(temporary, expected);
+        try {
+          await copyDatabase(source, temporary);
+        } catch (error) {
+          removeQuietly(temporary);
+          throw error;
+        } finally {
+          stopProgress();
+        }
+      });
       if (process.stderr.isTTY) process.stderr.write("checking the copy (integrity_check)…");
       const problem = verifyDatabase(temporary);
       if (process.stderr.isTTY) process.stderr.write("\r\x1b[K");

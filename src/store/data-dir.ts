@@ -79,13 +79,18 @@ const STORAGE_CODES = /^(EROFS|EACCES|EPERM|ENOSPC|EDQUOT|EIO|SQLITE_(FULL|READO
  * secret key, the owner's key file) and turns a failure to write it into one line naming
  * the directory and the cause: "database or disk is full" or a stack trace named neither.
  */
-export async function writingDataDir<T>(dir: string, body: () => Promise<T> | T): Promise<T> {
+export function writingDataDir<T>(dir: string, body: () => Promise<T> | T): Promise<T> {
+  return writingIn(`cannot write to the data directory ${dir}`, dir, body);
+}
+
+/** As writingDataDir, for another directory a command writes (`what`: "cannot write the backup to DIR"). */
+export async function writingIn<T>(what: string, dir: string, body: () => Promise<T> | T): Promise<T> {
   try {
     return await body();
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (typeof code !== "string" || !STORAGE_CODES.test(code)) throw error;
-    const failure = new Error(`cannot write to the data directory ${dir}: ${causeOf(error, dir)}`);
+    const failure = new Error(`${what}: ${causeOf(error, dir)}`);
     failure.cause = error;
     throw failure;
   }

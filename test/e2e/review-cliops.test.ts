@@ -218,6 +218,15 @@ describe("router serve on a data directory it cannot write: the path and the cau
         exec "$BIN" serve --port 0 --data ${mount}/data`);
       refusedAtStart(result, `router: cannot write to the data directory ${mount}/data: no space left on device (ENOSPC)`);
     }
+    // `router backup` names the directory of --out, full or read-only.
+    const backupFull = await inMountNamespace(`
+      mount -t tmpfs -o size=32k,mode=700 tmpfs ${mount}
+      exec "$BIN" backup --data ${router.dataDir} --out ${mount}/copy.db`);
+    refusedAtStart(backupFull, `router: cannot write the backup to ${mount}: no space left on device (ENOSPC)`);
+    const backupReadOnly = await inMountNamespace(`
+      mount -t tmpfs -o ro,mode=700 tmpfs ${mount}
+      exec "$BIN" backup --data ${router.dataDir} --out ${mount}/copy.db`);
+    refusedAtStart(backupReadOnly, `router: cannot write the backup to ${mount}: read-only file system (EROFS)`);
     // `router migrate` creates the database too.
     const migrate = await inMountNamespace(`
       mount -t tmpfs -o size=64k,mode=700 tmpfs ${mount}

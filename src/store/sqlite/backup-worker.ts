@@ -8,6 +8,8 @@ self.onmessage = (event: MessageEvent<{ source: string; target: string }>) => {
     vacuumInto(event.data.source, event.data.target);
     postMessage({ ok: true });
   } catch (error) {
-    postMessage({ ok: false, message: error instanceof Error ? error.message : String(error) });
+    // The code too (SQLITE_FULL, EROFS): the command names the cause from it.
+    const code = (error as { code?: unknown }).code;
+    postMessage({ ok: false, message: error instanceof Error ? error.message : String(error), code: typeof code === "string" ? code : undefined });
   }
 };

@@ -13,8 +13,8 @@ export async function copyDatabase(source: string, target: string): Promise<void
   }
   try {
     await new Promise<void>((done, fail) => {
-      worker.onmessage = (event: MessageEvent<{ ok: boolean; message?: string }>) =>
-        event.data.ok ? done() : fail(new Error(`copying the database failed: ${event.data.message}`));
+      worker.onmessage = (event: MessageEvent<{ ok: boolean; message?: string; code?: string }>) =>
+        event.data.ok ? done() : fail(Object.assign(new Error(`copying the database failed: ${event.data.message}`), { code: event.data.code }));
       worker.onerror = (event) => fail(new Error(`copying the database failed: ${event.message}`));
       worker.postMessage({ source, target });
     });
