@@ -272,7 +272,11 @@ export function stringFlag(args: Args, name: string): string | undefined {
 
 export function intFlag(args: Args, name: string, min = 1): number | undefined {
   const value = stringFlag(args, name);
-  return value === undefined ? undefined : parseIntegerFlag(name, value, 0, min);
+  if (value === undefined) return undefined;
+  const n = parseIntegerFlag(name, value, 0, min);
+  // Every --size is a list's page, at most 100 (http/pagination.ts): a usage error, not a refusal.
+  if (name === "size" && n > 100) throw new UsageError(`--size must be at most 100, got "${value}"`);
+  return n;
 }
 
 export function numberFlag(args: Args, name: string): number | undefined {

@@ -171,6 +171,11 @@ describe("list commands: --json --page-info gives a script what it needs to page
     const follow = await routerBinary(["requests", "--follow", "--json", "--page-info"]);
     expect(follow.exitCode).toBe(2);
     expect(follow.stderr).toContain("--page-info");
+    // A page larger than any list gives is the command line's mistake, as --help says (at most 100).
+    for (const command of [["keys", "list"], ["accounts", "list"], ["news", "list"], ["requests"], ["logs"]]) {
+      const big = await routerBinary([...command, "--size", "101"]);
+      expect([big.exitCode, big.stdout, big.stderr]).toEqual([2, "", 'router: --size must be at most 100, got "101"\n']);
+    }
   });
 });
 
