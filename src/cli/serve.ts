@@ -7,10 +7,10 @@ import { buildDeps } from "../deps.ts";
 import { assertCanListen, startServer } from "../server.ts";
 import { clearSpool, prepareDataDir, writingDataDir } from "../store/data-dir.ts";
 import { shownUrl } from "../store/postgres/url.ts";
-import { existsSync } from "node:fs";
 import { dataArgs } from "./common-args.ts";
 import { databaseUrl, passwordFlagWarning } from "./database-flag.ts";
 import { flagOrEnv, optionName, parseBooleanFlag, parseIntegerFlag, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
+import { certificateFile, checkKeyPair, privateKeyFile } from "./pem-files.ts";
 import { runOrExit } from "./run.ts";
 import { DEFAULT_REQUEST_LOG_DAYS, startRequestLogPruner } from "../metering/request-log-retention.ts";
 
@@ -119,11 +119,6 @@ export const serveArgs = {
   },
 } as const satisfies ArgsDef;
 
-function requireReadable(option: string, path: string | undefined): string | undefined {
-  if (path !== undefined && !existsSync(path)) throw new UsageError(`${option}: file ${path} does not exist`);
-  return path;
-}
-
 /**
  * Checks the scale-out URLs: the database's the way every command checks it
  * (database-flag.ts: errors show it with its password masked), Redis's scheme, and that
@@ -217,11 +212,14 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
   if (signup && !byok) throw new UsageError("--signup needs --byok: only BYOK owners register themselves");
   const baseUrl = get("base-url");
   if (baseUrl !== undefined && !URL.canParse(baseUrl)) throw new UsageError(`${named("base-url")}: "${baseUrl}" is not a URL`);
-  const tlsCert = requireReadable(named("tls-cert"), get("tls-cert"));
-  const tlsKey = requireReadable(named("tls-key"), get("tls-key"));
+  const tlsCert = get("tls-cert");
+  const tlsKey = get("tls-key");
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
     throw new UsageError("--tls-cert and --tls-key must be given together");
   }
+  checkKeyPair(named("tls-key"), certificateFile(named("tls-cert"), tlsCert), privateKeyFile(named("tls-key"), tlsKey));
+  const upstreamCaFile = get("upstream-ca-file");
+  certificateFile(named("upstream-ca-file"), upstreamCaFile);
   const { database, redis } = resolveDependencies(args, env, get("redis"));
   return {
     host: get("host") ?? "127.0.0.1",
@@ -235,7 +233,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     trustProxy: parseBooleanFlag(named("trust-proxy"), get("trust-proxy")),
     tlsCert,
     tlsKey,
-    upstreamCaFile: requireReadable(named("upstream-ca-file"), get("upstream-ca-file")),
+    upstreamCaFile,
     logLevel: logLevel as LogLevel,
     ownerEmail: get("owner-email") ?? "owner@localhost",
     secretKeyFile: get("secret-key-file"),

@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { generateKeyPairSync } from "node:crypto";
+import { existsSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { join } from "node:path";
 import { BINARY } from "../helpers/binary.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
+import { testCertificates } from "../helpers/tls.ts";
 
 // The operator's experience of the built executable's admin commands: what a script
 // can rely on (exit codes, stdout for data and stderr for messages, paging), and how
@@ -309,5 +313,30 @@ describe("accounts credit --ids: exit 0 only when every account got the credit",
     // --help shows ACCOUNT as optional: --ids takes its place.
     const help = (await routerBinary(["accounts", "credit", "--help"])).stdout;
     expect(help).toContain("USAGE router accounts credit [OPTIONS] [ACCOUNT]");
+  });
+});
+
+describe("router serve's PEM files are checked before the data directory is touched", () => {
+  test("a directory, a file that is not PEM, a key of another certificate: the flag and the file named, exit 2, no database made", async () => {
+    const dir = tempDir("router-pem-");
+    const tls = testCertificates();
+    const garbage = join(dir, "garbage.pem");
+    writeFileSync(garbage, "not a certificate\n");
+    const otherKey = join(dir, "other.key");
+    writeFileSync(otherKey, generateKeyPairSync("ec", { namedCurve: "prime256v1" }).privateKey.export({ type: "pkcs8", format: "pem" }));
+    const cases: Array<[string[], string]> = [
+      [["--tls-cert", dir, "--tls-key", tls.keyFile], `router: --tls-cert: ${dir} is a directory, not a file`],
+      [["--tls-cert", garbage, "--tls-key", tls.keyFile], `router: --tls-cert: ${garbage} holds no PEM certificate`],
+      [["--tls-cert", tls.certFile, "--tls-key", garbage], `router: --tls-key: ${garbage} holds no PEM private key`],
+      [["--tls-cert", tls.certFile, "--tls-key", otherKey], `router: --tls-key: ${otherKey} is not the private key of the certificate in ${tls.certFile}`],
+      [["--upstream-ca-file", garbage], `router: --upstream-ca-file: ${garbage} holds no PEM certificate`],
+      [["--upstream-ca-file", dir], `router: --upstream-ca-file: ${dir} is a directory, not a file`],
+    ];
+    for (const [flags, says] of cases) {
+      const data = join(dir, "data");
+      const result = await routerBinary(["serve", "--port", "0", "--data", data, ...flags]);
+      expect([result.exitCode, result.stdout, result.stderr]).toEqual([2, "", `${says}\n`]);
+      expect(existsSync(data)).toBe(false);
+    }
   });
 });
