@@ -47,7 +47,14 @@ export function createSealer(key: Uint8Array): Sealer {
  */
 export function loadOrCreateSecretKey(path: string): Uint8Array {
   if (!existsSync(path)) createKeyFile(path);
-  const key = Buffer.from(readFileSync(path, "utf8").trim(), "base64");
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    // The runtime's message names no file ("EISDIR: illegal operation on a directory, read").
+    throw new Error(`cannot read the secret key file ${path}: ${(error as Error).message}`);
+  }
+  const key = Buffer.from(text.trim(), "base64");
   if (key.length !== 32) throw new Error(`${path} does not hold a 32-byte base64 key`);
   return key;
 }

@@ -332,6 +332,10 @@ describe("router serve's PEM files are checked before the data directory is touc
       [["--upstream-ca-file", garbage], `router: --upstream-ca-file: ${garbage} holds no PEM certificate`],
       [["--upstream-ca-file", dir], `router: --upstream-ca-file: ${dir} is a directory, not a file`],
     ];
+    // The secret key file is made when missing, so it is checked when read: a directory there is named.
+    const keyDir = await routerBinary(["serve", "--port", "0", "--data", join(dir, "keyed"), "--secret-key-file", dir]);
+    expect([keyDir.exitCode, keyDir.stdout]).toEqual([1, ""]);
+    expect(keyDir.stderr).toStartWith(`router: cannot read the secret key file ${dir}: EISDIR`);
     for (const [flags, says] of cases) {
       const data = join(dir, "data");
       const result = await routerBinary(["serve", "--port", "0", "--data", data, ...flags]);
