@@ -41,6 +41,11 @@ const isTimeout = (error: unknown) => error instanceof DOMException && (error.na
 
 /** Failures before the request could reach the server: a write that met only these was not made. */
 const NOT_SENT = new Set(["ECONNREFUSED", "ConnectionRefused", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "FailedToOpenSocket"]);
+/** A certificate refused at the handshake (UNABLE_TO_VERIFY_LEAF_SIGNATURE, CERT_HAS_EXPIRED, …): nothing was sent either. */
+const CERTIFICATE = /CERT|SELF_SIGNED|UNABLE_TO_(VERIFY|GET)|ERR_TLS/;
+
+const codeOf = (error: unknown) => String((error as { code?: unknown }).code);
+const notSent = (error: unknown) => NOT_SENT.has(codeOf(error)) || CERTIFICATE.test(codeOf(error));
 
 function networkMessage(error: unknown): string {
   const e = error as { code?: unknown; message?: unknown };
@@ -55,12 +60,15 @@ function networkMessage(error: unknown): string {
 export function lostMessage(baseUrl: string, seconds: number, errors: readonly unknown[], writeKey: string | undefined): string {
   const last = errors[errors.length - 1];
   const what = isTimeout(last) ? `no answer from the router at ${baseUrl} within ${seconds} s` : `cannot reach the router at ${baseUrl}: ${networkMessage(last)}`;
-  const maybeMade = writeKey !== undefined && errors.some((error) => isTimeout(error) || !NOT_SENT.has(String((error as { code?: unknown }).code)));
+  const maybeMade = writeKey !== undefined && errors.some((error) => isTimeout(error) || !notSent(error));
   if (maybeMade) {
     return (
       `${what}: the change may or may not have been made. Check before repeating it, or repeat the same command with ` +
       `--idempotency-key ${writeKey}: it is then carried out at most once`
     );
   }
-  return isTimeout(last) ? `${what} (wait longer with --timeout SECONDS or ROUTER_TIMEOUT)` : what;
+  if (isTimeout(last)) return `${what} (wait longer with --timeout SECONDS or ROUTER_TIMEOUT)`;
+  // A router behind a private CA: the runtime trusts more than the public roots through this variable.
+  if (CERTIFICATE.test(codeOf(last))) return `${what} (a private CA: trust it with NODE_EXTRA_CA_CERTS=ca.pem)`;
+  return what;
 }

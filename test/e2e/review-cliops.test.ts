@@ -128,6 +128,24 @@ describe("a server that takes the connection and never answers: the command ends
     expect(given.stderr).toContain("--idempotency-key notice-42");
   });
 
+  test("a write refused at the TLS handshake (a certificate not trusted) was never sent: said so, with how to trust a private CA", async () => {
+    const tls = testCertificates();
+    const https = Bun.serve({ port: 0, hostname: "127.0.0.1", tls: { cert: tls.certPem, key: tls.keyPem }, fetch: () => Response.json({ ID: 1, Sleeping: false }) });
+    try {
+      const url = `https://127.0.0.1:${https.port}`;
+      const untrusted = await routerBinary(["keys", "wake", "1"], { ROUTER_URL: url });
+      expect({ exitCode: untrusted.exitCode, stdout: untrusted.stdout }).toEqual({ exitCode: 1, stdout: "" });
+      expect(untrusted.stderr).toStartWith(`router: cannot reach the router at ${url}: UNABLE_TO_VERIFY_LEAF_SIGNATURE`);
+      expect(untrusted.stderr).not.toContain("may or may not");
+      expect(untrusted.stderr).toContain("NODE_EXTRA_CA_CERTS");
+      // The hint works: with the CA trusted the same command succeeds.
+      const trusted = await routerBinary(["keys", "wake", "1"], { ROUTER_URL: url, NODE_EXTRA_CA_CERTS: tls.caFile });
+      expect([trusted.exitCode, trusted.stdout]).toEqual([0, "provider key 1 is awake\n"]);
+    } finally {
+      https.stop(true);
+    }
+  });
+
   test("a write the router never got (connection refused) is not called unknown; a bad --timeout is a usage error", async () => {
     const refused = await routerBinary(["keys", "wake", "1", "--timeout", "5"], { ROUTER_URL: "http://127.0.0.1:1" });
     expect(refused.exitCode).toBe(1);
