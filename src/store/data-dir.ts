@@ -79,8 +79,15 @@ const STORAGE_CODES = /^(EROFS|EACCES|EPERM|ENOSPC|EDQUOT|EIO|SQLITE_(FULL|READO
  * secret key, the owner's key file) and turns a failure to write it into one line naming
  * the directory and the cause: "database or disk is full" or a stack trace named neither.
  */
-export function writingDataDir<T>(dir: string, body: () => Promise<T> | T): Promise<T> {
-  return writingIn(`cannot write to the data directory ${dir}`, dir, body);
+export async function writingDataDir<T>(dir: string, body: () => Promise<T> | T): Promise<T> {
+  try {
+    return await writingIn(`cannot write to the data directory ${dir}`, dir, body);
+  } catch (error) {
+    // SQLite says only "file is not a database": which directory, and what to do, are the operator's questions.
+    const code = (error as { code?: unknown }).code;
+    if (typeof code !== "string" || !/^SQLITE_(NOTADB|CORRUPT)/.test(code)) throw error;
+    throw new Error(`a database file in the data directory ${dir} is damaged or not a SQLite database (${code}); restore it from a backup`, { cause: error });
+  }
 }
 
 /** As writingDataDir, for another directory a command writes (`what`: "cannot write the backup to DIR"). */

@@ -237,6 +237,15 @@ describe("router serve on a data directory it cannot write: the path and the cau
     }
   });
 
+  test("a router.db that is not a database (damaged, or another file): serve and migrate name the data directory", async () => {
+    const data = tempDir("router-notadb-");
+    writeFileSync(join(data, "router.db"), Buffer.alloc(8192, 7));
+    for (const command of [["serve", "--port", "0"], ["migrate"]]) {
+      const result = await routerBinary([...command, "--data", data]);
+      refusedAtStart(result, `router: a database file in the data directory ${data} is damaged or not a SQLite database (SQLITE_NOTADB); restore it from a backup`);
+    }
+  });
+
   test("a first start on a full disk: the data directory and 'no space left on device', whichever file met it", async () => {
     const mount = tempDir("router-full-");
     for (const size of ["8k", "64k", "256k"]) {
