@@ -12,6 +12,7 @@ import { databaseUrl, passwordFlagWarning } from "./database-flag.ts";
 import { flagOrEnv, optionName, parseBooleanFlag, parseIntegerFlag, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { certificateFile, checkKeyPair, privateKeyFile } from "./pem-files.ts";
 import { runOrExit } from "./run.ts";
+import { shownUrl } from "../store/postgres/url.ts";
 import { DEFAULT_REQUEST_LOG_DAYS, startRequestLogPruner } from "../metering/request-log-retention.ts";
 
 export const serveArgs = {
@@ -211,7 +212,17 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
   const signup = parseBooleanFlag(named("signup"), get("signup"));
   if (signup && !byok) throw new UsageError("--signup needs --byok: only BYOK owners register themselves");
   const baseUrl = get("base-url");
-  if (baseUrl !== undefined && !URL.canParse(baseUrl)) throw new UsageError(`${named("base-url")}: "${baseUrl}" is not a URL`);
+  // Not echoed: a URL that does not parse cannot have its password masked.
+  if (baseUrl !== undefined && !URL.canParse(baseUrl)) throw new UsageError(`${named("base-url")} is not a URL`);
+  const signupSmtp = get("signup-smtp");
+  if (signupSmtp !== undefined) {
+    // Checked now: a bad one failed only at the first sign-up that mails a confirmation.
+    if (!URL.canParse(signupSmtp)) throw new UsageError(`${named("signup-smtp")} is not a URL; give smtp://user:password@host:587 or smtps://…`);
+    const smtp = new URL(signupSmtp);
+    if ((smtp.protocol !== "smtp:" && smtp.protocol !== "smtps:") || !smtp.hostname) {
+      throw new UsageError(`${named("signup-smtp")} must be an smtp:// or smtps:// URL, got ${shownUrl(signupSmtp)}`);
+    }
+  }
   const tlsCert = get("tls-cert");
   const tlsKey = get("tls-key");
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
@@ -247,7 +258,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     byok,
     allowPrivateUpstreams: parseBooleanFlag(named("allow-private-upstreams"), get("allow-private-upstreams")),
     signup,
-    signupSmtp: get("signup-smtp"),
+    signupSmtp,
     signupFrom: get("signup-from"),
   };
 }

@@ -371,3 +371,18 @@ describe("router serve's PEM files are checked before the data directory is touc
     }
   });
 });
+
+describe("router serve's URLs that carry a password: checked at start, never echoed", () => {
+  test("a --signup-smtp that is not an smtp:// or smtps:// URL is refused (it failed only at the first sign-up), and no password is printed", async () => {
+    const data = tempDir("router-urls-");
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ ROUTER_SIGNUP_SMTP: "smtp://mailer:SMTP-PW-1@bad host" }, "router: ROUTER_SIGNUP_SMTP is not a URL; give smtp://user:password@host:587 or smtps://…\n"],
+      [{ ROUTER_SIGNUP_SMTP: "ftp://mailer:SMTP-PW-1@mail.example.com" }, "router: ROUTER_SIGNUP_SMTP must be an smtp:// or smtps:// URL, got ftp://mailer:***@mail.example.com/\n"],
+      [{ ROUTER_BASE_URL: "https://admin:BASE-PW-1@bad host" }, "router: ROUTER_BASE_URL is not a URL\n"],
+    ];
+    for (const [env, says] of cases) {
+      const result = await routerBinary(["serve", "--port", "0", "--byok", "--signup", "--signup-from", "a@example.com", "--data", `${data}/never`], env);
+      expect([result.exitCode, result.stdout, result.stderr]).toEqual([2, "", says]);
+    }
+  });
+});
