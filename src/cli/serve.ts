@@ -12,6 +12,7 @@ import { databaseUrl, passwordFlagWarning } from "./database-flag.ts";
 import { flagOrEnv, optionName, parseBooleanFlag, parseIntegerFlag, rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { certificateFile, checkKeyPair, privateKeyFile } from "./pem-files.ts";
 import { runOrExit } from "./run.ts";
+import { isValidEmail } from "../accounts/validation.ts";
 import { shownUrl } from "../store/postgres/url.ts";
 import { DEFAULT_REQUEST_LOG_DAYS, startRequestLogPruner } from "../metering/request-log-retention.ts";
 
@@ -231,6 +232,9 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
   checkKeyPair(named("tls-key"), certificateFile(named("tls-cert"), tlsCert), privateKeyFile(named("tls-key"), tlsKey));
   const upstreamCaFile = get("upstream-ca-file");
   certificateFile(named("upstream-ca-file"), upstreamCaFile);
+  // Checked with the flags: found at the owner's creation, it left a database without an owner.
+  const ownerEmail = get("owner-email") ?? "owner@localhost";
+  if (!isValidEmail(ownerEmail)) throw new UsageError(`${named("owner-email")}: "${ownerEmail}" is not a valid email address`);
   const { database, redis } = resolveDependencies(args, env, get("redis"));
   return {
     host: get("host") ?? "127.0.0.1",
@@ -246,7 +250,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     tlsKey,
     upstreamCaFile,
     logLevel: logLevel as LogLevel,
-    ownerEmail: get("owner-email") ?? "owner@localhost",
+    ownerEmail,
     secretKeyFile: get("secret-key-file"),
     graceSeconds: parseIntegerFlag(named("grace"), get("grace"), 30, 0, MAX_TIMER_SECONDS),
     requestLogDays: parseIntegerFlag(named("request-log-days"), get("request-log-days"), DEFAULT_REQUEST_LOG_DAYS, 0, MAX_REQUEST_LOG_DAYS),

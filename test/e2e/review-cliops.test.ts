@@ -281,6 +281,10 @@ describe("a bad value from the environment is named as the variable it came from
       expect(result.stderr).not.toContain("--");
       expect(result.stderr).toContain(value);
     }
+    // The first owner's email is checked with the flags: before, a bad one left a database without an owner, and named no flag.
+    const email = await routerBinary(["serve", "--data", `${data}/never`], { ROUTER_OWNER_EMAIL: "not-an-email" });
+    expect([email.exitCode, email.stdout, email.stderr]).toEqual([2, "", 'router: ROUTER_OWNER_EMAIL: "not-an-email" is not a valid email address\n']);
+    expect(existsSync(`${data}/never`)).toBe(false);
     // Given on the command line, the flag is named.
     expect((await routerBinary(["serve", "--port", "abc", "--data", `${data}/never`])).stderr).toStartWith("router: --port ");
     const url = await routerBinary(["keys", "list"], { ROUTER_URL: "localhost:8080" });
