@@ -13,7 +13,6 @@ import { flagOrEnv, optionName, parseBooleanFlag, parseIntegerFlag, rejectEmptyV
 import { certificateFile, checkKeyPair, privateKeyFile } from "./pem-files.ts";
 import { runOrExit } from "./run.ts";
 import { isValidEmail } from "../accounts/validation.ts";
-import { shownUrl } from "../store/postgres/url.ts";
 import { DEFAULT_REQUEST_LOG_DAYS, startRequestLogPruner } from "../metering/request-log-retention.ts";
 
 export const serveArgs = {
