@@ -1,14 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RedisClient } from "bun";
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { isolatedBinary, run, serveBinary, type ServingBinary } from "../helpers/binary.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import type { MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, type Reply } from "../helpers/owner-ops.ts";
-import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
+import { skipServices, type PostgresServer } from "../helpers/postgres-server.ts";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { PAIR_CALL_COST, PAIR_PRICING, startScaleOutPair, type ScaleOutPair } from "../helpers/scale-out-pair.ts";
 import { usageRowsInRedis, writeEverything as writeAll } from "../helpers/redis-usage.ts";
-import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
+import { tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
 
 /**
  * Two instances on one PostgreSQL and one Redis through what an operator meets: Redis
@@ -18,16 +19,13 @@ import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/route
  * balance the grant less exactly the stored rows, nothing left held.
  */
 
-const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
-const USAGE = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
-/** (10 × 2 + 10 × 8) × 1000 nano-credits per call (Rates 1). */
-const CALL_COST = (10 * 2 + 10 * 8) * 1000;
+const PRICING = PAIR_PRICING;
+const CALL_COST = PAIR_CALL_COST;
 
 if (!skipServices) {
   let postgres: PostgresServer;
   let redis: RedisServer;
   let redisClient: RedisClient;
-  let dataDir: string;
   let a: TestRouter;
   let b: TestRouter;
   let upstream: MockUpstream;
@@ -86,29 +84,17 @@ if (!skipServices) {
     expect(await ledgerOf(account.id)).toBe(granted * 1e9 - rows.length * CALL_COST);
   };
 
+  let pair: ScaleOutPair | undefined;
   beforeAll(async () => {
-    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
-    redisClient = new RedisClient(redis.url);
-    dataDir = tempDir("router-scaleops-");
-    const config = { database: postgres.url(await postgres.createDatabase()), redis: redis.url };
-    a = await startRouter({ dataDir, config, pricing: false });
-    b = await startRouter({ dataDir, config, pricing: false });
-    upstream = startMockUpstream();
-    upstream.route("POST", "/v1/chat/completions", (req) =>
-      json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE }),
-    );
-    expect((await api(a, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
-    expect((await api(a, "/x-keys", { body: { Provider: `${upstream.url}/v1`, SecretKey: "sk-scaleops-0123456789abcdef", Level: 1, Status: true } })).status).toBe(201);
+    pair = await startScaleOutPair("scaleops", "sk-scaleops-0123456789abcdef");
+    ({ postgres, redis, redisClient, a, b, upstream } = pair);
     for (const router of [a, b]) await waitFor(async () => (await chat(router, a.ownerKey)).status !== 503, 5000, "both instances to serve");
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.allSettled([a, b].map((router) => router?.stop()));
+    // A Redis restarted in a test has a client of its own.
     redisClient?.close();
-    await upstream?.stop();
-    await redis?.close();
-    await postgres?.stop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await pair?.stop();
   });
 
   describe("Redis flushed (FLUSHALL) with both instances connected", () => {

@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { RedisClient } from "bun";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import type { MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, type Reply } from "../helpers/owner-ops.ts";
-import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
-import { startRedisServer, type RedisServer } from "../helpers/redis-server.ts";
+import { skipServices, type PostgresServer } from "../helpers/postgres-server.ts";
+import { PAIR_CALL_COST, PAIR_PRICING, startScaleOutPair, type ScaleOutPair } from "../helpers/scale-out-pair.ts";
+import type { RedisServer } from "../helpers/redis-server.ts";
 import { usageRowsInRedis, writeEverything as writeAll } from "../helpers/redis-usage.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
 import type { RedisState } from "../../src/state/redis/state.ts";
@@ -20,10 +21,8 @@ import { createClock } from "../../src/core/clock.ts";
  * cluster and one Redis; PostgreSQL is stopped and started again on the same port.
  */
 
-const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
-const USAGE = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
-/** (10 × 2 + 10 × 8) × 1000 nano-credits per call (Rates 1). */
-const CALL_COST = (10 * 2 + 10 * 8) * 1000;
+const PRICING = PAIR_PRICING;
+const CALL_COST = PAIR_CALL_COST;
 const GRANTED = 1000;
 
 async function chat(router: TestRouter, key: string): Promise<Reply> {
@@ -50,28 +49,16 @@ if (!skipServices) {
   const writeEverything = (...routers: TestRouter[]) => writeAll(() => redisClient, ...routers);
   const waitingInRedis = () => usageRowsInRedis(redisClient);
 
+  let pair: ScaleOutPair | undefined;
   beforeAll(async () => {
-    [postgres, redis] = await Promise.all([startPostgres(), startRedisServer()]);
-    redisClient = new RedisClient(redis.url);
-    dataDir = tempDir("router-faults-");
-    config = { database: postgres.url(await postgres.createDatabase()), redis: redis.url };
-    a = await startRouter({ dataDir, config, pricing: false });
-    b = await startRouter({ dataDir, config, pricing: false });
-    upstream = startMockUpstream();
-    upstream.route("POST", "/v1/chat/completions", (req) =>
-      json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: USAGE }),
-    );
-    expect((await api(a, "/x-config", { method: "PUT", body: { PRICING } })).status).toBe(200);
-    expect((await api(a, "/x-keys", { body: { Provider: `${upstream.url}/v1`, SecretKey: "sk-faults-0123456789abcdef", Level: 1, Status: true } })).status).toBe(201);
+    pair = await startScaleOutPair("faults", "sk-faults-0123456789abcdef");
+    ({ postgres, redis, redisClient, dataDir, config, a, b, upstream } = pair);
   }, 60_000);
 
   afterAll(async () => {
-    await Promise.allSettled([a, b, ...extra].map((router) => router?.stop()));
+    // A Redis restarted in a test has a client of its own.
     redisClient?.close();
-    await upstream?.stop();
-    await redis?.close();
-    await postgres?.stop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await pair?.stop(...extra);
   });
 
   /** An account both instances (and `others`) have served once: its key and balance are in their caches and in Redis. */
