@@ -1,4 +1,4 @@
-import { field, HAS_USAGE_OBJECT, isObject, n, needle, objectKeyAt, parseObject, withModalities, type JsonObject } from "../json.ts";
+import { count, field, HAS_USAGE_OBJECT, isObject, n, needle, objectKeyAt, parseObject, withModalities, type JsonObject } from "../json.ts";
 import type { StreamUsageTap } from "../format.ts";
 import type { Usage } from "../usage.ts";
 
@@ -15,7 +15,9 @@ export function openaiUsage(u: JsonObject): Usage | undefined {
       {
         prompt: n(u.prompt_tokens),
         completion: n(u.completion_tokens),
-        cacheRead: n(field(pd, "cached_tokens")),
+        // DeepSeek documents its cache hits as `prompt_cache_hit_tokens` (part of
+        // `prompt_tokens`), not `cached_tokens`: read as uncached, a hit cost full price.
+        cacheRead: count(field(pd, "cached_tokens")) ?? n(u.prompt_cache_hit_tokens),
         cacheWrite: n(field(pd, "cache_write_tokens")),
         reasoning: n(field(cd, "reasoning_tokens")),
       },
@@ -54,6 +56,16 @@ export function openaiUsageFromJson(body: unknown): Usage | undefined {
 const USAGE = needle('"usage"');
 
 /**
+ * The usage object of one Chat Completions chunk: `usage`, or Groq's `x_groq.usage`,
+ * where Groq puts a stream's counts on its last chunk (the top-level one is absent).
+ */
+export function chunkUsageObject(chunk: JsonObject): JsonObject | undefined {
+  if (isObject(chunk.usage)) return chunk.usage;
+  const groq = field(chunk.x_groq, "usage");
+  return isObject(groq) ? groq : undefined;
+}
+
+/**
  * Chat completion chunks carry, with `stream_options.include_usage`, a final `usage`
  * (null before it); Responses API events wrap the response object as
  * `response`, whose `usage` is set on `response.completed` / `.incomplete` / `.failed`.
@@ -66,8 +78,8 @@ export function openaiTap(): StreamUsageTap {
       if (!HAS_USAGE_OBJECT.test(event.data)) return;
       const obj = parseObject(event.data);
       if (obj === undefined) return;
-      const holder = isObject(obj.response) ? obj.response : obj;
-      if (isObject(holder.usage)) usage = openaiUsage(holder.usage) ?? usage;
+      const found = isObject(obj.response) ? (isObject(obj.response.usage) ? obj.response.usage : undefined) : chunkUsageObject(obj);
+      if (found !== undefined) usage = openaiUsage(found) ?? usage;
     },
     result: () => (usage === undefined ? undefined : { ...usage }),
     firstNeeded: (bytes) => objectKeyAt(bytes, USAGE),

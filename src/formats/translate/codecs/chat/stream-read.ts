@@ -6,7 +6,7 @@
  * usage. An `{error:{…}}` chunk is the upstream failing. Odd chunks are skipped.
  */
 import { isObject, parseObject, type JsonObject } from "../../../json.ts";
-import { openaiUsage } from "../../../openai/usage.ts";
+import { chunkUsageObject, openaiUsage } from "../../../openai/usage.ts";
 import type { SseEvent } from "../../../sse.ts";
 import type { StreamReader } from "../../codec.ts";
 import { streamedError } from "../../errors.ts";
@@ -79,7 +79,8 @@ export function chatStreamReader(): StreamReader {
       }
       if (choice !== undefined) choiceEvents(choice, out);
       // Usage before the finish it may share a chunk with, so a writer closing on the finish has it.
-      const usage = isObject(chunk.usage) ? openaiUsage(chunk.usage) : undefined;
+      const usageObject = chunkUsageObject(chunk);
+      const usage = usageObject === undefined ? undefined : openaiUsage(usageObject);
       if (usage !== undefined) out.push({ type: "usage", usage });
       if (choice !== undefined && typeof choice.finish_reason === "string" && !finished) {
         finished = true;
