@@ -3,6 +3,16 @@ import type { StreamUsageTap } from "../format.ts";
 import type { Usage } from "../usage.ts";
 
 /**
+ * The output count with reasoning inside it. OpenAI's output count includes reasoning
+ * (total = input + output); xAI counts reasoning beside it (its total = input + output +
+ * reasoning), which read as OpenAI's left the visible output uncharged. Only a total
+ * that proves it is read that way: without one, OpenAI's meaning holds.
+ */
+function withReasoning(prompt: number, output: number, reasoning: number, total: unknown): number {
+  return reasoning > 0 && count(total) === prompt + output + reasoning ? output + reasoning : output;
+}
+
+/**
  * OpenAI `usage` in any of its shapes: chat completions and embeddings
  * (`prompt_tokens`…), or the Responses, image and audio APIs (`input_tokens`…).
  * Undefined when the object has neither, e.g. an empty `{}` placeholder.
@@ -11,15 +21,17 @@ export function openaiUsage(u: JsonObject): Usage | undefined {
   if ("prompt_tokens" in u || "completion_tokens" in u) {
     const pd = u.prompt_tokens_details;
     const cd = u.completion_tokens_details;
+    const prompt = n(u.prompt_tokens);
+    const reasoning = n(field(cd, "reasoning_tokens"));
     return withModalities(
       {
-        prompt: n(u.prompt_tokens),
-        completion: n(u.completion_tokens),
+        prompt,
+        completion: withReasoning(prompt, n(u.completion_tokens), reasoning, u.total_tokens),
         // DeepSeek documents its cache hits as `prompt_cache_hit_tokens` (part of
         // `prompt_tokens`), not `cached_tokens`: read as uncached, a hit cost full price.
         cacheRead: count(field(pd, "cached_tokens")) ?? n(u.prompt_cache_hit_tokens),
         cacheWrite: n(field(pd, "cache_write_tokens")),
-        reasoning: n(field(cd, "reasoning_tokens")),
+        reasoning,
       },
       n(field(pd, "audio_tokens")),
       n(field(cd, "audio_tokens")),
@@ -31,13 +43,15 @@ export function openaiUsage(u: JsonObject): Usage | undefined {
     // The transcription API spells the breakdown `input_token_details` (no "s").
     const id = u.input_tokens_details ?? u.input_token_details;
     const od = u.output_tokens_details;
+    const prompt = n(u.input_tokens);
+    const reasoning = n(field(od, "reasoning_tokens"));
     return withModalities(
       {
-        prompt: n(u.input_tokens),
-        completion: n(u.output_tokens),
+        prompt,
+        completion: withReasoning(prompt, n(u.output_tokens), reasoning, u.total_tokens),
         cacheRead: n(field(id, "cached_tokens")),
         cacheWrite: n(field(id, "cache_write_tokens")),
-        reasoning: n(field(od, "reasoning_tokens")),
+        reasoning,
       },
       n(field(id, "audio_tokens")),
       n(field(od, "audio_tokens")),
