@@ -113,6 +113,28 @@ function pieces(parts: Array<string | Uint8Array>, type = "text/event-stream", h
 }
 const data = (o: unknown, eol = "\n") => `data: ${JSON.stringify(o)}${eol}${eol}`;
 
+describe("Moonshot: streamed usage inside choices[0].usage on the finishing chunk", () => {
+  const usage = { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39 };
+  const finish = () => ({ ...chunk({}, "stop"), choices: [{ index: 0, delta: {}, finish_reason: "stop", usage }] });
+  const expected = { prompt: 30, completion: 9, cache_read: 0, cache_write: 0, reasoning: 0, source: "upstream", cost: cost({ input: 30, output: 9 }) };
+  test("there only: charged as reported, same format and translated", async () => {
+    up("openai").route("POST", /.*/, () => sse([chunk({ role: "assistant", content: "hel" }), chunk({ content: "lo" }), finish()], { done: true }));
+    const r = await chat("cp-openai", true);
+    expect(chatText(r.text)).toBe("hello");
+    expect(tokens(r.row)).toEqual(expected);
+    const translated = await messages("cp-openai", true);
+    expect(anthropicText(translated.text)).toBe("hello");
+    expect(tokens(translated.row)).toEqual(expected);
+  });
+  test("there and again on a trailing usage chunk: counted once", async () => {
+    up("openai").route("POST", /.*/, () => sse([chunk({ role: "assistant", content: "hello" }), finish(), { ...chunk({}), choices: [], usage }], { done: true }));
+    const r = await chat("cp-openai", true);
+    expect(tokens(r.row)).toEqual(expected);
+    const translated = await messages("cp-openai", true);
+    expect(tokens(translated.row)).toEqual(expected);
+  });
+});
+
 describe("xAI: reasoning_tokens counted beside completion_tokens (total_tokens = prompt + completion + reasoning)", () => {
   // grok-3-mini's figures as xAI reports them: 12 + 1 + 386 = 399.
   const usage = { prompt_tokens: 12, completion_tokens: 1, total_tokens: 399, prompt_tokens_details: { text_tokens: 12, audio_tokens: 0, image_tokens: 0, cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 386, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 }, num_sources_used: 0 };

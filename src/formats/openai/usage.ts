@@ -70,13 +70,16 @@ export function openaiUsageFromJson(body: unknown): Usage | undefined {
 const USAGE = needle('"usage"');
 
 /**
- * The usage object of one Chat Completions chunk: `usage`, or Groq's `x_groq.usage`,
- * where Groq puts a stream's counts on its last chunk (the top-level one is absent).
+ * The usage object of one Chat Completions chunk: `usage`; else where two servers put a
+ * stream's counts instead (no top-level one): Groq's `x_groq.usage` on its last chunk,
+ * Moonshot's `choices[0].usage` on its finishing chunk.
  */
 export function chunkUsageObject(chunk: JsonObject): JsonObject | undefined {
   if (isObject(chunk.usage)) return chunk.usage;
   const groq = field(chunk.x_groq, "usage");
-  return isObject(groq) ? groq : undefined;
+  if (isObject(groq)) return groq;
+  const inChoice = Array.isArray(chunk.choices) ? field(chunk.choices[0], "usage") : undefined;
+  return isObject(inChoice) ? inChoice : undefined;
 }
 
 /**
