@@ -108,11 +108,13 @@ export function createDeliver(deps: DeliverDeps) {
         let source: UsageSource = end.usage ? "upstream" : "estimated";
         // A stream cut before its last counts (Anthropic's come in message_delta, after
         // message_start's placeholder of 1 output token) is charged at least what it delivered.
-        if (end.usage && end.ending !== "complete" && end.usage.completion < delivered) {
+        // So is one whose upstream reported a failure inside it (Anthropic's overloaded_error).
+        const short = end.ending !== "complete" || end.failed;
+        if (end.usage && short && end.usage.completion < delivered) {
           usage = { ...end.usage, completion: delivered };
           source = "estimated";
         }
-        const status = clientLeft || end.ending === "client_gone" ? 499 : end.ending === "complete" ? 200 : end.ending === "timeout" ? 504 : 502;
+        const status = clientLeft || end.ending === "client_gone" ? 499 : !short ? 200 : end.ending === "timeout" ? 504 : 502;
         return { route, status, usage, source, started, extra: answered(call, undefined) };
       });
       if (clientLeft) {

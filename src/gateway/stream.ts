@@ -3,7 +3,8 @@ import { createSseDecoder, type SseEvent } from "../formats/sse.ts";
 import { streamBroken, streamTimeout } from "./stream-events.ts";
 import { formatOf } from "../formats/registry.ts";
 import { countContent } from "./usage/content-count.ts";
-import { HAS_USAGE_OBJECT } from "../formats/json.ts";
+import { earliest, HAS_USAGE_OBJECT } from "../formats/json.ts";
+import { failureAt, reportsFailure } from "../formats/stream-failure.ts";
 import type { Usage } from "../formats/usage.ts";
 import type { ReadResult } from "./call-outcome.ts";
 import type { StreamRewrite } from "./translated-stream.ts";
@@ -13,6 +14,8 @@ export interface StreamEnd {
   usage: Usage | undefined;
   /** `complete`: the upstream finished; `client_gone`: the client left (upstream drained); `timeout`/`broken`: ended by an error event. */
   ending: "complete" | "client_gone" | "timeout" | "broken";
+  /** The upstream reported a failure in one of its events (its stream then ended short of its answer). */
+  failed: boolean;
   /** Bytes of event data seen. */
   dataBytes: number;
   /** Bytes of generated content seen (text, tool arguments, reasoning; not the framing), for estimating usage the upstream did not report. */
@@ -96,6 +99,7 @@ export function relayStream(
   const hide = options.hideUsageChunk && !rewrite;
   let dataBytes = 0;
   let contentBytes = 0;
+  let failed = false;
   /** With `hide`: the complete events of the current read, encoded only if the read cannot pass as it came. */
   let events: SseEvent[] = [];
   /** With `hide`: how many usage-only chunks the current read held, and where the last one lies in its text. */
@@ -104,6 +108,7 @@ export function relayStream(
   const decoder = createSseDecoder((event: SseEvent) => {
     dataBytes += event.data.length;
     tap.onEvent(event);
+    if (!failed) failed = reportsFailure(event.data);
     options.watch?.(event);
     if (!hide) return;
     if (isUsageOnlyChunk(event.data)) {
@@ -118,7 +123,7 @@ export function relayStream(
     if (ended) return;
     ended = true;
     decoder.end();
-    announceEnd({ usage: tap.result(), ending, dataBytes, contentBytes });
+    announceEnd({ usage: tap.result(), ending, failed, dataBytes, contentBytes });
   };
 
   /** Set when the client went away: the upstream is read on for its usage, nothing is written. */
@@ -169,7 +174,8 @@ export function relayStream(
    */
   const passable = (bytes: Uint8Array): number => {
     if (options.watch !== undefined || !endsBlock(bytes) || !decoder.atBoundary()) return 0;
-    const needed = tap.firstNeeded(bytes);
+    // An upstream's own error event is decoded too, so the call is recorded as failed.
+    const needed = earliest(tap.firstNeeded(bytes), failureAt(bytes));
     return needed === -1 ? bytes.byteLength : blockStartBefore(bytes, needed);
   };
 

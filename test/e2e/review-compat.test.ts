@@ -351,3 +351,35 @@ describe("a wrong content-length", () => {
     expect(r.row).toMatchObject({ status: 502, cost_nanos: 0 });
   });
 });
+
+describe("a failure the upstream reports inside its stream", () => {
+  const piece = "x".repeat(199) + " ";
+  test("Anthropic's overloaded_error after 4000 bytes of text: charged for what was delivered, not message_start's placeholder; the row says 502", async () => {
+    up("anthropic").route("POST", /.*/, () =>
+      sse([
+        ["message_start", { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 1 } } }],
+        ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }],
+        ...Array.from({ length: 20 }, (): [string, unknown] => ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: piece } }]),
+        ["error", { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }],
+      ]),
+    );
+    for (const r of [await messages("cp-anthropic", true), await chat("cp-anthropic", true)]) {
+      expect(r.status).toBe(200);
+      expect(r.text.split(piece).length - 1).toBe(20);
+      expect(r.text).toContain("Overloaded");
+      expect(r.row).toMatchObject({ status: 502, prompt_tokens: 12, source: "estimated" });
+      expect(r.row.completion_tokens).toBeGreaterThanOrEqual(900);
+    }
+  });
+  test("OpenRouter's error chunk (finish_reason error) after some text: the row says 502, charged an estimate of what was delivered", async () => {
+    up("openai").route("POST", /.*/, () =>
+      sse([chunk({ role: "assistant", content: piece.repeat(5) }), { id: "cmpl-abc", object: "chat.completion.chunk", created: 1, model: "m", provider: "openai", error: { code: "server_error", message: "Provider disconnected unexpectedly" }, choices: [{ index: 0, delta: { content: "" }, finish_reason: "error" }] }], { done: true }),
+    );
+    for (const r of [await chat("cp-openai", true), await messages("cp-openai", true)]) {
+      expect(r.status).toBe(200);
+      expect(r.text).toContain("Provider disconnected unexpectedly");
+      expect(r.row).toMatchObject({ status: 502, source: "estimated" });
+      expect(r.row.completion_tokens).toBeGreaterThanOrEqual(200);
+    }
+  });
+});
