@@ -8,6 +8,8 @@ import { addKey, usageRows } from "../helpers/keys.ts";
 import { json, sse } from "../helpers/mock-upstream.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
 import { decodeSse } from "../helpers/sse-transcripts.ts";
+import { api } from "../helpers/owner-ops.ts";
+import { nanosToCredits } from "../../src/accounts/records.ts";
 
 /**
  * OpenAI- and Anthropic-compatible servers that self-hosters put behind the router,
@@ -48,6 +50,11 @@ const completion = (usage: unknown, content = "hello") => ({ id: "chatcmpl-c", o
 const events = (text: string): any[] => decodeSse(text).map((e) => e.data);
 const chatText = (text: string) => events(text).filter((e) => e !== "[DONE]").map((e) => e.choices?.[0]?.delta?.content ?? "").join("");
 const anthropicText = (text: string) => events(text).filter((e) => e.type === "content_block_delta").map((e) => e.delta.text ?? "").join("");
+/** The request log's record of a call agrees with its usage row: status, counts, source, cost. */
+async function expectLogged(r: { id: string; row: Record<string, any> }) {
+  const record = (await api(router, `/x-requests/${r.id}`)).body as Record<string, any>;
+  expect(record).toMatchObject({ status: r.row.status, source: r.row.source, cost: nanosToCredits(r.row.cost_nanos), tokens: { prompt: r.row.prompt_tokens, completion: r.row.completion_tokens, cache_read: r.row.cache_read_tokens, cache_write: r.row.cache_write_tokens, reasoning: r.row.reasoning_tokens } });
+}
 const tokens = (row: Record<string, any>) => ({ prompt: row.prompt_tokens, completion: row.completion_tokens, cache_read: row.cache_read_tokens, cache_write: row.cache_write_tokens, reasoning: row.reasoning_tokens, source: row.source, cost: row.cost_nanos });
 
 describe("DeepSeek: cache hits reported as prompt_cache_hit_tokens", () => {
@@ -59,6 +66,7 @@ describe("DeepSeek: cache hits reported as prompt_cache_hit_tokens", () => {
     expect(r.status).toBe(200);
     expect(JSON.parse(r.text).usage).toEqual(usage);
     expect(tokens(r.row)).toEqual(expected);
+    await expectLogged(r);
   });
   test("streaming, usage on the last chunk", async () => {
     up("openai").route("POST", /.*/, () => sse([chunk({ role: "assistant", content: "he" }), chunk({ content: "llo" }, "stop"), { ...chunk({}), choices: [], usage }], { done: true }));
@@ -94,6 +102,7 @@ describe("Groq: streamed usage in x_groq.usage on the last chunk", () => {
     const delta = events(r.text).find((e) => e.type === "message_delta");
     expect(delta.usage).toMatchObject({ output_tokens: 7 });
     expect(tokens(r.row)).toEqual(expected);
+    await expectLogged(r);
   });
 });
 
@@ -369,6 +378,7 @@ describe("a failure the upstream reports inside its stream", () => {
       expect(r.text).toContain("Overloaded");
       expect(r.row).toMatchObject({ status: 502, prompt_tokens: 12, source: "estimated" });
       expect(r.row.completion_tokens).toBeGreaterThanOrEqual(900);
+      await expectLogged(r);
     }
   });
   test("OpenRouter's error chunk (finish_reason error) after some text: the row says 502, charged an estimate of what was delivered", async () => {
