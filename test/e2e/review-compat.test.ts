@@ -1,61 +1,16 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createServer, type Server as TlsServer } from "node:tls";
-import { testCertificates } from "../helpers/tls.ts";
-import zlib from "node:zlib";
-import { keyPerFormat } from "../helpers/key-per-format.ts";
-import type { KeyFormat } from "../../src/wire/constants.ts";
-import { addKey, usageRows } from "../helpers/keys.ts";
+import { describe, expect, test } from "bun:test";
+import { anthropicText, chatText, chunk, compatRouter, completion, cost, data, events, pieces, tokens } from "../helpers/compat-calls.ts";
 import { json, sse } from "../helpers/mock-upstream.ts";
-import { waitFor, type TestRouter } from "../helpers/router.ts";
-import { decodeSse } from "../helpers/sse-transcripts.ts";
-import { api } from "../helpers/owner-ops.ts";
-import { nanosToCredits } from "../../src/accounts/records.ts";
 
 /**
  * OpenAI- and Anthropic-compatible servers that self-hosters put behind the router,
  * each answering with the legal but unusual shapes its documentation shows: the client
- * gets its answer in its own format and the charge is what the upstream reported.
+ * gets its answer in its own format and the charge is what the upstream reported
+ * (review-compat-wire.test.ts: compressed answers and wrong lengths).
  */
 
-// USD per 1M tokens: 1 token of input costs 1000 nano-credits at Rates 1.
-const PRICING = { ChatPricing: { "cp-*": { InputText: 1, OutputText: 2, CachedText: 0.25, CacheWrite: 1.25, ContextWindow: 100000, MaxOutput: 4000 } } };
-const pairs = keyPerFormat("cp", { pricing: PRICING });
-let router: TestRouter;
-beforeAll(() => {
-  router = pairs.router;
-});
-const afterAllStops: Array<() => Promise<void>> = [];
-afterAll(async () => {
-  for (const stop of afterAllStops) await stop();
-});
-const up = (format: KeyFormat) => pairs.ups.get(format)!;
-
-/** nano-credits for token counts at PRICING. */
-const cost = (t: { input?: number; cached?: number; write?: number; output?: number }) => ((t.input ?? 0) * 1 + (t.cached ?? 0) * 0.25 + (t.write ?? 0) * 1.25 + (t.output ?? 0) * 2) * 1000;
-
-async function call(path: string, body: Record<string, unknown>) {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (path === "/v1/messages") headers["anthropic-version"] = "2023-06-01";
-  const res = await router.fetch(path, { method: "POST", headers, body: JSON.stringify(body) });
-  const text = await res.text();
-  const id = res.headers.get("x-request-id")!;
-  const row = await waitFor(async () => (await usageRows(router)).find((r) => r.request_id === id), 5000, "usage row");
-  return { status: res.status, type: res.headers.get("content-type") ?? "", text, row: row!, id };
-}
-const chat = (model: string, stream: boolean) => call("/v1/chat/completions", { model, stream, messages: [{ role: "user", content: "hi" }] });
-const messages = (model: string, stream: boolean) => call("/v1/messages", { model, stream, max_tokens: 1000, messages: [{ role: "user", content: "hi" }] });
-
-const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) => ({ id: "chatcmpl-c", object: "chat.completion.chunk", created: 1, model: "m", choices: [{ index: 0, delta, finish_reason: finish }], ...extra });
-const completion = (usage: unknown, content = "hello") => ({ id: "chatcmpl-c", object: "chat.completion", created: 1, model: "m", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }], usage });
-const events = (text: string): any[] => decodeSse(text).map((e) => e.data);
-const chatText = (text: string) => events(text).filter((e) => e !== "[DONE]").map((e) => e.choices?.[0]?.delta?.content ?? "").join("");
-const anthropicText = (text: string) => events(text).filter((e) => e.type === "content_block_delta").map((e) => e.delta.text ?? "").join("");
-/** The request log's record of a call agrees with its usage row: status, counts, source, cost. */
-async function expectLogged(r: { id: string; row: Record<string, any> }) {
-  const record = (await api(router, `/x-requests/${r.id}`)).body as Record<string, any>;
-  expect(record).toMatchObject({ status: r.row.status, source: r.row.source, cost: nanosToCredits(r.row.cost_nanos), tokens: { prompt: r.row.prompt_tokens, completion: r.row.completion_tokens, cache_read: r.row.cache_read_tokens, cache_write: r.row.cache_write_tokens, reasoning: r.row.reasoning_tokens } });
-}
-const tokens = (row: Record<string, any>) => ({ prompt: row.prompt_tokens, completion: row.completion_tokens, cache_read: row.cache_read_tokens, cache_write: row.cache_write_tokens, reasoning: row.reasoning_tokens, source: row.source, cost: row.cost_nanos });
+const compat = compatRouter("cp");
+const { up, call, chat, messages } = compat;
 
 describe("DeepSeek: cache hits reported as prompt_cache_hit_tokens", () => {
   const usage = { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200, completion_tokens_details: { reasoning_tokens: 40 } };
@@ -66,7 +21,7 @@ describe("DeepSeek: cache hits reported as prompt_cache_hit_tokens", () => {
     expect(r.status).toBe(200);
     expect(JSON.parse(r.text).usage).toEqual(usage);
     expect(tokens(r.row)).toEqual(expected);
-    await expectLogged(r);
+    await compat.expectLogged(r);
   });
   test("streaming, usage on the last chunk", async () => {
     up("openai").route("POST", /.*/, () => sse([chunk({ role: "assistant", content: "he" }), chunk({ content: "llo" }, "stop"), { ...chunk({}), choices: [], usage }], { done: true }));
@@ -102,25 +57,9 @@ describe("Groq: streamed usage in x_groq.usage on the last chunk", () => {
     const delta = events(r.text).find((e) => e.type === "message_delta");
     expect(delta.usage).toMatchObject({ output_tokens: 7 });
     expect(tokens(r.row)).toEqual(expected);
-    await expectLogged(r);
+    await compat.expectLogged(r);
   });
 });
-
-/** A body sent in exactly these pieces (strings as UTF-8), as an upstream's TCP reads may cut it. */
-function pieces(parts: Array<string | Uint8Array>, type = "text/event-stream", headers: Record<string, string> = {}): Response {
-  const encoder = new TextEncoder();
-  const stream = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      for (const part of parts) {
-        controller.enqueue(typeof part === "string" ? encoder.encode(part) : part);
-        await Bun.sleep(2);
-      }
-      controller.close();
-    },
-  });
-  return new Response(stream, { headers: { "content-type": type, ...headers } });
-}
-const data = (o: unknown, eol = "\n") => `data: ${JSON.stringify(o)}${eol}${eol}`;
 
 describe("Moonshot: streamed usage inside choices[0].usage on the finishing chunk", () => {
   const usage = { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39 };
@@ -215,6 +154,8 @@ describe("SSE framing", () => {
     up("openai").route("POST", /.*/, () => pieces(body()));
     const r = await chat("cp-openai", true);
     expect(chatText(r.text)).toBe("héllo wörld ✓");
+    // The usage chunk the router asked for on the client's behalf is not shown to it.
+    expect(r.text).not.toContain('"usage"');
     expect(tokens(r.row)).toEqual({ prompt: 9, completion: 4, cache_read: 0, cache_write: 0, reasoning: 0, source: "upstream", cost: cost({ input: 9, output: 4 }) });
     const translated = await messages("cp-openai", true);
     expect(anthropicText(translated.text)).toBe("héllo wörld ✓");
@@ -285,82 +226,6 @@ describe("Anthropic-compatible streams", () => {
   });
 });
 
-describe("compressed answers", () => {
-  const usage = { prompt_tokens: 21, completion_tokens: 6, total_tokens: 27 };
-  const codings: Array<[string, (bytes: Uint8Array) => Uint8Array<ArrayBuffer>]> = [
-    ["gzip", (b) => new Uint8Array(zlib.gzipSync(b))],
-    ["br", (b) => new Uint8Array(zlib.brotliCompressSync(b))],
-    ["deflate", (b) => new Uint8Array(zlib.deflateSync(b))],
-    ["zstd", (b) => new Uint8Array(Bun.zstdCompressSync(b))],
-  ];
-  for (const [coding, compress] of codings) {
-    test(`content-encoding ${coding}: JSON and a stream, same format and translated`, async () => {
-      const encoder = new TextEncoder();
-      const answer = encoder.encode(JSON.stringify(completion(usage, "zipped ✓")));
-      const stream = encoder.encode(data(chunk({ role: "assistant", content: "zipped ✓" }, "stop")) + data({ ...chunk({}), choices: [], usage }) + "data: [DONE]\n\n");
-      up("openai").route("POST", /.*/, (request) =>
-        new Response(compress(request.json.stream ? stream : answer), { headers: { "content-type": request.json.stream ? "text/event-stream" : "application/json", "content-encoding": coding } }),
-      );
-      const plain = await chat("cp-openai", false);
-      expect(JSON.parse(plain.text).choices[0].message.content).toBe("zipped ✓");
-      expect(tokens(plain.row)).toMatchObject({ prompt: 21, completion: 6, source: "upstream" });
-      const streamed = await chat("cp-openai", true);
-      expect(chatText(streamed.text)).toBe("zipped ✓");
-      expect(tokens(streamed.row)).toMatchObject({ prompt: 21, completion: 6, source: "upstream" });
-      const translated = await messages("cp-openai", true);
-      expect(anthropicText(translated.text)).toBe("zipped ✓");
-      expect(tokens(translated.row)).toMatchObject({ prompt: 21, completion: 6, source: "upstream" });
-    });
-  }
-});
-
-/** An HTTPS upstream writing `head` and `body` verbatim (its Content-Length as given), then closing. */
-async function verbatimUpstream(answer: () => { head: string; body: string }): Promise<string> {
-  const certs = testCertificates();
-  const server: TlsServer = createServer({ cert: certs.certPem, key: certs.keyPem }, (socket) => {
-    let buffered = Buffer.alloc(0);
-    socket.on("data", (piece: Buffer) => {
-      buffered = Buffer.concat([buffered, piece]);
-      const end = buffered.indexOf("\r\n\r\n");
-      if (end < 0) return;
-      const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(buffered.subarray(0, end).toString("latin1"))?.[1] ?? 0);
-      if (buffered.length < end + 4 + length) return;
-      const { head, body } = answer();
-      socket.end(`HTTP/1.1 200 OK\r\n${head}connection: close\r\n\r\n${body}`);
-    });
-    socket.on("error", () => {});
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  afterAllStops.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return `https://127.0.0.1:${(server.address() as { port: number }).port}`;
-}
-
-describe("a wrong content-length", () => {
-  const usage = { prompt_tokens: 8, completion_tokens: 3, total_tokens: 11 };
-  test("longer than the body, the connection then closed: 502, nothing charged", async () => {
-    const body = JSON.stringify(completion(usage, "short"));
-    const url = await verbatimUpstream(() => ({ head: `content-type: application/json\r\ncontent-length: ${body.length + 40}\r\n`, body }));
-    await addKey(router, { provider: url, level: 9, config: { provider_type: "standard", formats: ["openai"] } });
-    await router.deps.settings.update({ LEVEL_MAPPER: "cp-openai=1,cp-responses=2,cp-anthropic=3,cp-gemini=4,cp-len=9" });
-    const r = await chat("cp-len", false);
-    // A body cut short of its stated length is no answer: the client's envelope, nothing charged.
-    expect(r.status).toBe(502);
-    expect(JSON.parse(r.text).error).toMatchObject({ type: "api_error", code: "upstream_error" });
-    expect(r.row).toMatchObject({ status: 502, cost_nanos: 0 });
-  });
-  test("shorter than the body: 502, nothing charged", async () => {
-    const body = JSON.stringify(completion(usage, "short"));
-    const url = await verbatimUpstream(() => ({ head: `content-type: application/json\r\ncontent-length: ${body.length - 30}\r\n`, body }));
-    await addKey(router, { provider: url, level: 8, config: { provider_type: "standard", formats: ["openai"] } });
-    await router.deps.settings.update({ LEVEL_MAPPER: "cp-openai=1,cp-responses=2,cp-anthropic=3,cp-gemini=4,cp-len=9,cp-short=8" });
-    const r = await chat("cp-short", false);
-    // Read to its stated length the JSON is cut: not relayed as an answer, nothing charged.
-    expect(r.status).toBe(502);
-    expect(JSON.parse(r.text).error).toMatchObject({ type: "api_error", code: "upstream_error" });
-    expect(r.row).toMatchObject({ status: 502, cost_nanos: 0 });
-  });
-});
-
 describe("a failure the upstream reports inside its stream", () => {
   const piece = "x".repeat(199) + " ";
   test("Anthropic's overloaded_error after 4000 bytes of text: charged for what was delivered, not message_start's placeholder; the row says 502", async () => {
@@ -378,7 +243,7 @@ describe("a failure the upstream reports inside its stream", () => {
       expect(r.text).toContain("Overloaded");
       expect(r.row).toMatchObject({ status: 502, prompt_tokens: 12, source: "estimated" });
       expect(r.row.completion_tokens).toBeGreaterThanOrEqual(900);
-      await expectLogged(r);
+      await compat.expectLogged(r);
     }
   });
   test("OpenRouter's error chunk (finish_reason error) after some text: the row says 502, charged an estimate of what was delivered", async () => {
