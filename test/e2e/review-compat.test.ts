@@ -38,6 +38,31 @@ describe("DeepSeek: cache hits reported as prompt_cache_hit_tokens", () => {
   });
 });
 
+describe("LiteLLM: cache writes of an Anthropic model reported as cache_creation_tokens / cache_creation_input_tokens", () => {
+  // A LiteLLM proxy's usage for a Claude call (its issue 11364): prompt_tokens holds the cache reads and writes.
+  const usage = {
+    total_tokens: 103925,
+    prompt_tokens: 98805,
+    completion_tokens: 5120,
+    prompt_tokens_details: { text_tokens: null, audio_tokens: null, image_tokens: null, cached_tokens: 66360, cache_creation_tokens: 32435 },
+    cache_read_input_tokens: 66360,
+    completion_tokens_details: { text_tokens: null, audio_tokens: null, image_tokens: null, reasoning_tokens: 1710, accepted_prediction_tokens: null, rejected_prediction_tokens: null },
+    cache_creation_input_tokens: 32435,
+  };
+  const expected = { prompt: 98805, completion: 5120, cache_read: 66360, cache_write: 32435, reasoning: 1710, source: "upstream", cost: cost({ input: 10, cached: 66360, write: 32435, output: 5120 }) };
+  test("non-streaming and streaming, same format and translated", async () => {
+    up("openai").route("POST", /.*/, (request) => (request.json.stream ? sse([chunk({ role: "assistant", content: "ok" }, "stop"), { ...chunk({}), choices: [], usage }], { done: true }) : json(completion(usage, "ok"))));
+    for (const r of [await chat("cp-openai", false), await chat("cp-openai", true), await messages("cp-openai", false), await messages("cp-openai", true)]) expect(tokens(r.row)).toEqual(expected);
+    const translated = await messages("cp-openai", false);
+    expect(JSON.parse(translated.text).usage).toMatchObject({ input_tokens: 10, cache_read_input_tokens: 66360, cache_creation_input_tokens: 32435, output_tokens: 5120 });
+  });
+  test("only the top-level cache_creation_input_tokens", async () => {
+    const { prompt_tokens_details, ...rest } = usage;
+    up("openai").route("POST", /.*/, () => json(completion({ ...rest, prompt_tokens_details: { cached_tokens: 66360 } }, "ok")));
+    expect(tokens((await chat("cp-openai", false)).row)).toEqual(expected);
+  });
+});
+
 describe("Groq: streamed usage in x_groq.usage on the last chunk", () => {
   const groqUsage = { queue_time: 0.02, prompt_tokens: 50, prompt_time: 0.004, completion_tokens: 7, completion_time: 0.01, total_tokens: 57, total_time: 0.014 };
   const groqStream = () =>

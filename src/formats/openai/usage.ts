@@ -30,7 +30,9 @@ export function openaiUsage(u: JsonObject): Usage | undefined {
         // DeepSeek documents its cache hits as `prompt_cache_hit_tokens` (part of
         // `prompt_tokens`), not `cached_tokens`: read as uncached, a hit cost full price.
         cacheRead: count(field(pd, "cached_tokens")) ?? n(u.prompt_cache_hit_tokens),
-        cacheWrite: n(field(pd, "cache_write_tokens")),
+        // LiteLLM spells an Anthropic model's cache writes (inside `prompt_tokens`)
+        // `cache_creation_tokens`, and repeats them as `cache_creation_input_tokens`.
+        cacheWrite: count(field(pd, "cache_write_tokens")) ?? count(field(pd, "cache_creation_tokens")) ?? n(u.cache_creation_input_tokens),
         reasoning,
       },
       n(field(pd, "audio_tokens")),
