@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { basename, dirname, join } from "node:path";
 import { REQUEST_LOG_COLUMNS } from "../row-values.ts";
+import { VERSION } from "../../version.ts";
 
 /**
  * The embedded request log lives in a file of its own next to the database
@@ -62,6 +63,9 @@ const SCHEMA_V1 = [
   "CREATE INDEX IF NOT EXISTS log.request_log_created ON request_log (created_at)",
 ];
 
+/** The file's format this router writes (`PRAGMA user_version`): SCHEMA_V1. */
+const REQUEST_LOG_VERSION = 1;
+
 const COLUMNS = REQUEST_LOG_COLUMNS.join(", ");
 
 /**
@@ -72,15 +76,23 @@ const COLUMNS = REQUEST_LOG_COLUMNS.join(", ");
  * start (a row copied twice is kept once).
  */
 export function attachRequestLog(sqlite: Database, databaseFile: string, options: { adopt: boolean; readonly?: boolean }): void {
-  sqlite.run(`ATTACH DATABASE ? AS ${REQUEST_LOG_SCHEMA}`, [requestLogFileOf(databaseFile)]);
+  const file = requestLogFileOf(databaseFile);
+  sqlite.run(`ATTACH DATABASE ? AS ${REQUEST_LOG_SCHEMA}`, [file]);
+  const version = sqlite.query<{ user_version: number }, []>(`PRAGMA ${REQUEST_LOG_SCHEMA}.user_version`).get()?.user_version ?? 0;
+  // A format a newer router gave the file (a downgrade after a failed upgrade) is refused
+  // before anything reads or writes it, as the main file's unknown migrations are.
+  if (version > REQUEST_LOG_VERSION) {
+    throw new Error(
+      `the request log ${file} is in format ${version}, written by a newer router (this is router ${VERSION}, which knows format ${REQUEST_LOG_VERSION}); run that version or newer, or restore the backup taken before the upgrade`,
+    );
+  }
   if (options.readonly) return;
   sqlite.run(`PRAGMA ${REQUEST_LOG_SCHEMA}.journal_mode = WAL`);
   sqlite.run(`PRAGMA ${REQUEST_LOG_SCHEMA}.synchronous = NORMAL`);
-  const version = sqlite.query<{ user_version: number }, []>(`PRAGMA ${REQUEST_LOG_SCHEMA}.user_version`).get()?.user_version ?? 0;
   if (version < 1) {
     sqlite.transaction(() => {
       for (const statement of SCHEMA_V1) sqlite.run(statement);
-      sqlite.run(`PRAGMA ${REQUEST_LOG_SCHEMA}.user_version = 1`);
+      sqlite.run(`PRAGMA ${REQUEST_LOG_SCHEMA}.user_version = ${REQUEST_LOG_VERSION}`);
     })();
   }
   if (!options.adopt) return;
