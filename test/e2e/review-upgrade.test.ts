@@ -1,12 +1,32 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
-import { tempDir, waitFor } from "../helpers/router.ts";
+import { chatCompletion, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
+import { runRouterCommand } from "../helpers/router-command.ts";
+import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
 
-// Upgrading a deployment that holds data, and going back after a failed upgrade,
-// black-box. From a review: a request log file in a newer router's format was written to
-// by an older one; refused since.
+// Upgrading a deployment that holds data, black-box: a data directory written by this
+// router, taken back by hand to the shape an older one left (migration 0019 undone), is
+// started again; a migration stopped halfway; and what an older router does with a
+// database a newer one migrated (a downgrade after a failed upgrade). From a review: the
+// refusals naming no version, a request log file in a newer format being written to, and
+// a failed SQLite migration not named as one failed before their fixes; the data kept
+// across the upgrade and the all-or-nothing migration are what the review found right.
+
+const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
+const SECRET = "sk-review-upgrade-0123456789abcdefghij";
+const CHAT = { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
+
+let upstream: MockUpstream;
+beforeAll(() => {
+  upstream = startMockUpstream();
+  upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model, { prompt: 30, completion: 30 }));
+});
+afterAll(async () => {
+  await upstream?.stop();
+});
 
 const ROOT = join(import.meta.dir, "..", "..");
 
@@ -32,6 +52,178 @@ async function serveOnce(args: string[]): Promise<{ started: boolean; exitCode: 
   await pumps;
   return { started, exitCode: started ? null : exitCode, ...out };
 }
+
+/**
+ * Undoes migration 0019 on a stopped router's file: accounts lose `root_id` and get back
+ * the deployment-wide unique indexes, and the migration is no longer recorded. What is
+ * left is the file a router of the previous version would have written.
+ */
+function backToBeforeTreeScopedIdentities(dataDir: string): void {
+  const db = new Database(join(dataDir, "router.db"));
+  try {
+    db.transaction(() => {
+      for (const index of ["accounts_root_email_live", "accounts_root_name_live", "accounts_owner_email_live"]) db.run(`DROP INDEX ${index}`);
+      db.run("ALTER TABLE accounts DROP COLUMN root_id");
+      db.run("CREATE UNIQUE INDEX accounts_email_live ON accounts (email) WHERE deleted_at IS NULL");
+      db.run("CREATE UNIQUE INDEX accounts_name_live ON accounts (name) WHERE deleted_at IS NULL");
+      db.run("DELETE FROM schema_migrations WHERE name = '0019_tenant_scoped_identities'");
+      // Routers before this one did not record their version with each migration.
+      db.run("ALTER TABLE schema_migrations DROP COLUMN router_version");
+    })();
+  } finally {
+    db.close();
+  }
+}
+
+/** What the API shows of a deployment: every account with its balance and settings, keys, notices, bills, logs. */
+async function shown(router: TestRouter): Promise<Record<string, unknown>> {
+  const seen: Record<string, unknown> = {};
+  for (const path of ["/x-dna?size=100", "/x-keys", "/x-news", "/x-bill", "/dashboard/logs?size=100", "/x-requests?size=100", "/dashboard/status"]) {
+    const reply = await api(router, path);
+    expect(reply.status).toBe(200);
+    seen[path] = reply.body;
+  }
+  return seen;
+}
+
+describe("a data directory from before emails and names were unique per tree", () => {
+  test("keeps every account (deleted ones too), balance, key, notice, bill and log line, and gives out no id twice", async () => {
+    const dataDir = tempDir("review-upgrade-");
+    let before: Record<string, unknown>;
+    let kidKey: string;
+    let deletedId: number;
+    {
+      const router = await startRouter({ dataDir, pricing: PRICING });
+      try {
+        await router.deps.settings.update({ PRICING });
+        expect((await api(router, "/x-keys", { body: { Provider: upstream.url, SecretKey: SECRET, Level: 1, Status: true } })).status).toBe(201);
+        const manager = await createAccount(router, {
+          CreditGranted: 50,
+          Resources: MANAGER_RESOURCES,
+          RPM: 100,
+          HardLimit: 500,
+          SoftLimit: 40,
+          ModelLimits: { "acme-*": { rpm: 10 } },
+          AllowIPs: "127.0.0.1,::1",
+          AllowModels: "acme-*",
+          Alias: "Manager",
+          BillingEmail: "bills@example.com",
+        });
+        const kid = await createAccount(router, { CreditGranted: 5, Days: 30 }, manager.key);
+        const gone = await createAccount(router, { CreditGranted: 2 }, manager.key);
+        kidKey = kid.key;
+        deletedId = gone.id;
+        for (const key of [kid.key, kid.key, gone.key]) expect((await api(router, "/v1/chat/completions", { key, body: CHAT })).status).toBe(200);
+        expect((await api(router, `/x-users/${gone.id}`, { method: "DELETE", key: manager.key })).status).toBe(200);
+        expect((await api(router, "/x-news", { body: { title: "maintenance", content: "tonight", days: 30 } })).status).toBe(201);
+        await router.deps.usageRecorder.flush();
+        await waitFor(async () => ((await api(router, "/x-requests?size=100")).body?.length ?? 0) >= 3 || undefined);
+        before = await shown(router);
+      } finally {
+        await router.stop();
+      }
+    }
+    backToBeforeTreeScopedIdentities(dataDir);
+
+    const router = await startRouter({ dataDir });
+    try {
+      expect(await shown(router)).toEqual(before);
+      // The provider key's sealed secret still opens with the same secret.key: a call goes through.
+      expect((await api(router, "/v1/chat/completions", { key: kidKey, body: CHAT })).status).toBe(200);
+      // The deleted account's id is never given out again.
+      const fresh = await createAccount(router);
+      expect(fresh.id).toBeGreaterThan(deletedId);
+      // The record of migrations gained the router's version: the one applied now has it.
+      const db = new Database(join(dataDir, "router.db"), { readonly: true });
+      const recorded = db.query("SELECT name, router_version FROM schema_migrations WHERE router_version IS NOT NULL").all();
+      db.close();
+      expect(recorded).toEqual([{ name: "0019_tenant_scoped_identities", router_version: pkg.version }]);
+    } finally {
+      await router.stop();
+    }
+  }, 60_000);
+});
+
+describe("a migration that fails halfway", () => {
+  test("leaves the table it rebuilds as it was and unrecorded; the next run applies it", async () => {
+    const dataDir = tempDir("review-half-");
+    const router = await startRouter({ dataDir });
+    const child = await createAccount(router, { CreditGranted: 3 });
+    await router.stop();
+    backToBeforeTreeScopedIdentities(dataDir);
+    // Something in the way of one of the migration's last statements (as a full disk would stop it
+    // there): by then the accounts table has been copied, dropped and renamed.
+    const db = new Database(join(dataDir, "router.db"));
+    db.run("CREATE TABLE in_the_way (x integer)");
+    db.run("CREATE INDEX accounts_owner_email_live ON in_the_way (x)");
+    db.close();
+    const failed = await runRouterCommand(["migrate", "--data", dataDir]);
+    expect(failed.exitCode).toBe(1);
+    expect(failed.stderr).toContain("migration 0019_tenant_scoped_identities failed (nothing of it was applied): ");
+    const left = new Database(join(dataDir, "router.db"), { readonly: true });
+    const columns = left.query<{ name: string }, []>("SELECT name FROM pragma_table_info('accounts')").all().map((c) => c.name);
+    const ids = left.query<{ id: number }, []>("SELECT id FROM accounts ORDER BY id").all().map((r) => r.id);
+    const recorded = left.query<{ n: number }, []>("SELECT count(*) AS n FROM schema_migrations WHERE name = '0019_tenant_scoped_identities'").get()?.n;
+    const leftovers = left.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE name = '__new_accounts'").get()?.n;
+    left.close();
+    expect({ hasRoot: columns.includes("root_id"), ids, recorded, leftovers }).toEqual({ hasRoot: false, ids: [1, child.id], recorded: 0, leftovers: 0 });
+
+    const fixed = new Database(join(dataDir, "router.db"));
+    fixed.run("DROP TABLE in_the_way");
+    fixed.close();
+    expect((await runRouterCommand(["migrate", "--data", dataDir])).exitCode).toBe(0);
+    const again = await startRouter({ dataDir });
+    try {
+      const record = await api(again, `/x-users/${child.id}`);
+      expect({ status: record.status, balance: record.body.Balance }).toEqual({ status: 200, balance: 3 });
+    } finally {
+      await again.stop();
+    }
+  }, 60_000);
+});
+
+describe("a database migrated by a newer router, opened by this one (a downgrade after a failed upgrade)", () => {
+  /** A data directory this router created and migrated, then "upgraded" by a router 9.9.0 that added a migration. */
+  async function migratedByNewer(): Promise<string> {
+    const dataDir = tempDir("review-downgrade-");
+    expect((await runRouterCommand(["migrate", "--data", dataDir])).exitCode).toBe(0);
+    const db = new Database(join(dataDir, "router.db"));
+    db.run("INSERT INTO schema_migrations (name, applied_at, router_version) VALUES ('0020_future', 1, '9.9.0')");
+    db.close();
+    return dataDir;
+  }
+
+  /** The file's schema and every row of every table. */
+  function contents(dataDir: string): Record<string, unknown> {
+    const db = new Database(join(dataDir, "router.db"), { readonly: true });
+    try {
+      const tables = db.query<{ name: string; sql: string }, []>("SELECT name, sql FROM sqlite_master ORDER BY name").all();
+      return Object.fromEntries(tables.map(({ name, sql }) => [name, { sql, rows: sql?.startsWith("CREATE TABLE") ? db.query(`SELECT * FROM "${name}"`).all() : [] }]));
+    } finally {
+      db.close();
+    }
+  }
+
+  test("this router records its version with each migration it applies", async () => {
+    const dataDir = tempDir("review-version-");
+    expect((await runRouterCommand(["migrate", "--data", dataDir])).exitCode).toBe(0);
+    const db = new Database(join(dataDir, "router.db"), { readonly: true });
+    const versions = db.query<{ router_version: string }, []>("SELECT DISTINCT router_version FROM schema_migrations").all();
+    db.close();
+    expect(versions).toEqual([{ router_version: pkg.version }]);
+  }, 30_000);
+
+  test("serve and migrate refuse it naming both versions, and leave the file as it was", async () => {
+    const dataDir = await migratedByNewer();
+    const before = contents(dataDir);
+    for (const result of [await serveOnce(["--data", dataDir]), await runRouterCommand(["migrate", "--data", dataDir])]) {
+      expect(result.exitCode).toBe(1);
+      expect(result.stderr).toContain(`migrated by router 9.9.0 (this is router ${pkg.version}`);
+      expect(result.stderr).toContain("0020_future");
+    }
+    expect(contents(dataDir)).toEqual(before);
+  }, 60_000);
+});
 
 describe("the request log's file, opened by a router older than the one that wrote it", () => {
   test("a format this router does not know is refused, naming the file and this version", async () => {

@@ -3,6 +3,7 @@ import { SQL } from "bun";
 import { acquireSingleInstanceLock, migrateDatabase, openPostgresStore } from "../../src/store/postgres/index.ts";
 import { migratePostgres } from "../../src/store/postgres/migrate.ts";
 import { migrations } from "../../src/store/postgres/migrations/index.ts";
+import { VERSION } from "../../src/version.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { createLogger } from "../../src/core/log.ts";
 import { waitFor } from "../helpers/router.ts";
@@ -68,13 +69,22 @@ if (!skipServices) {
       const url = server.url(await server.createDatabase());
       const client = new SQL(url, { max: 1 });
       try {
+        await migratePostgres(client, migrations.slice(0, -1));
+        // A record kept by a router before versions were recorded gains the column.
+        await client`ALTER TABLE schema_migrations DROP COLUMN router_version`;
         await migratePostgres(client, migrations);
+        expect(await client`SELECT count(*)::int AS n FROM schema_migrations WHERE router_version IS NULL`).toEqual([{ n: migrations.length - 1 }]);
+        await client`UPDATE schema_migrations SET router_version = ${VERSION} WHERE router_version IS NULL`;
+        // Each migration names the router that applied it, so an older one can name it back.
+        expect(await client`SELECT DISTINCT router_version FROM schema_migrations`).toEqual([{ router_version: VERSION }]);
         await client`INSERT INTO schema_migrations (name, applied_at) VALUES ('9999_future', 1)`;
-        await expect(migratePostgres(client, migrations)).rejects.toThrow("unknown migrations: 9999_future");
+        await expect(migratePostgres(client, migrations)).rejects.toThrow("does not know its migrations 9999_future");
+        await expect(openPostgresStore(url)).rejects.toThrow("newer router");
+        await client`UPDATE schema_migrations SET router_version = '9.9.0' WHERE name = '9999_future'`;
+        await expect(migratePostgres(client, migrations)).rejects.toThrow(`migrated by router 9.9.0 (this is router ${VERSION}`);
       } finally {
         await client.close();
       }
-      await expect(openPostgresStore(url)).rejects.toThrow("newer router");
     });
 
     test("a failing migration leaves nothing of itself behind", async () => {

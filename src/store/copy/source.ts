@@ -4,6 +4,7 @@ import { drizzle } from "drizzle-orm/bun-sqlite";
 import { existsSync, statSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { migrations } from "../migrations/index.ts";
+import { pendingMigrations, type AppliedMigration } from "../migration-plan.ts";
 import * as schema from "../schema/index.ts";
 import { accounts } from "../schema/accounts.ts";
 import type { Db } from "../sqlite/connection.ts";
@@ -111,11 +112,10 @@ export function openSource(path: string): Source {
 function checkMigrations(sqlite: Database, path: string): void {
   const hasRecord = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get()?.n;
   if (!hasRecord) throw new Error("it has no schema_migrations table");
-  const applied = new Set(sqlite.query<{ name: string }, []>("SELECT name FROM schema_migrations").all().map((row) => row.name));
-  const known = migrations.map((m) => m.name);
-  const unknown = [...applied].filter((name) => !known.includes(name));
-  if (unknown.length > 0) throw new Error(`it was migrated by a newer router (unknown migrations: ${unknown.join(", ")}); copy it with that version`);
-  const pending = known.filter((name) => !applied.has(name));
+  const hasVersion = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM pragma_table_info('schema_migrations') WHERE name = 'router_version'").get()?.n === 1;
+  const applied = sqlite.query<AppliedMigration, []>(`SELECT name, ${hasVersion ? "router_version" : "NULL AS router_version"} FROM schema_migrations`).all();
+  // A file migrated by a newer router is refused here, naming its version and this one's.
+  const pending = pendingMigrations(migrations, applied).map((m) => m.name);
   if (pending.length > 0) {
     const how =
       basename(path) === "router.db"
