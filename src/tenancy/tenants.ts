@@ -70,7 +70,7 @@ export function createTenants(byok: boolean, parts: TenantParts): Tenants {
   const tenants = new Map<number, Tenant>();
   const build = (tenantId: number): Tenant => {
     const { store, clock, log, sealer, state } = parts;
-    const settings = createConfigService({ store, clock, sealer, tenantId });
+    const settings = createConfigService({ store, clock, sealer, tenantId, log });
     const providerKeys = createProviderKeysRepository({ store, sealer, clock, tenantId });
     const onSystemEvent: SystemEvent | undefined = parts.onSystemEvent && ((action, details) => parts.onSystemEvent!(tenantId, action, details));
     const reuseReadMs = parts.reuseStateReadsMs ?? 0;

@@ -144,6 +144,40 @@ describe("a data directory from before emails and names were unique per tree", (
   }, 60_000);
 });
 
+describe("configuration an older router accepted and this one bounds", () => {
+  // Before prices were capped at 10,000 a price above it was stored as given (a model
+  // "blocked" by a prohibitive price, say). The router read it back with the checks of
+  // new input, and its start failed on it: the deployment was down after the upgrade,
+  // with no way to set PRICING again but editing the database.
+  test("a stored price above the bound is read as the bound, with a warning; the router starts and charges it", async () => {
+    const dataDir = tempDir("review-old-pricing-");
+    const first = await startRouter({ dataDir });
+    await first.stop();
+    const db = new Database(join(dataDir, "router.db"));
+    db.run("DELETE FROM settings WHERE key = 'PRICING'");
+    db.run("INSERT INTO settings (tenant_id, key, value, updated_at) VALUES (0, 'PRICING', ?, 1)", [
+      JSON.stringify({ ChatPricing: { "acme-*": { InputText: 1_000_000, OutputText: 8 } } }),
+    ]);
+    db.close();
+
+    const router = await startRouter({ dataDir });
+    try {
+      expect(router.logs.some((line) => line.includes("PRICING") && line.includes('ChatPricing[\\"acme-*\\"].InputText'))).toBe(true);
+      const shownConfig = await api(router, "/x-config");
+      expect(shownConfig.body.configs.PRICING.ChatPricing["acme-*"].InputText).toBe(1_000_000);
+      expect((await api(router, "/x-keys", { body: { Provider: upstream.url, SecretKey: SECRET, Level: 1, Status: true } })).status).toBe(201);
+      const account = await createAccount(router, { CreditGranted: 10 });
+      expect((await api(router, "/v1/chat/completions", { key: account.key, body: CHAT })).status).toBe(200);
+      await router.deps.usageRecorder.flush();
+      // 30 prompt tokens at 10,000 per 1M and 30 completion tokens at 8 per 1M.
+      const status = await api(router, "/dashboard/status", { key: account.key });
+      expect(Math.round(status.body.balance * 1e9)).toBe(10e9 - 30 * 10_000 * 1000 - 30 * 8 * 1000);
+    } finally {
+      await router.stop();
+    }
+  }, 60_000);
+});
+
 describe("a migration that fails halfway", () => {
   test("leaves the table it rebuilds as it was and unrecorded; the next run applies it", async () => {
     const dataDir = tempDir("review-half-");

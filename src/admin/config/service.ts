@@ -1,7 +1,8 @@
 import type { Clock } from "../../core/clock.ts";
 import type { Store } from "../../store/store.ts";
 import { createPriceBook, type PriceBook } from "../../metering/pricing/price-book.ts";
-import { parsePricingTable } from "../../metering/pricing/schema.ts";
+import { MAX_PRICE, parsePricingTable } from "../../metering/pricing/schema.ts";
+import type { Logger } from "../../core/log.ts";
 import type { SystemLimits } from "../../metering/limits.ts";
 import type { Sealer } from "../../store/crypto.ts";
 import type { CompiledPattern } from "../../routing/patterns.ts";
@@ -42,7 +43,19 @@ export interface ConfigService {
   onChange(listener: () => void): void;
 }
 
-export function createConfigService({ store, clock, sealer, tenantId = 0 }: { store: Store; clock: Clock; sealer: Sealer; tenantId?: number }): ConfigService {
+export function createConfigService({
+  store,
+  clock,
+  sealer,
+  tenantId = 0,
+  log,
+}: {
+  store: Store;
+  clock: Clock;
+  sealer: Sealer;
+  tenantId?: number;
+  log?: Logger;
+}): ConfigService {
   let raw = new Map<string, string>();
   let routing: RoutingConfig;
   let prices: PriceBook;
@@ -54,7 +67,10 @@ export function createConfigService({ store, clock, sealer, tenantId = 0 }: { st
   const rebuild = () => {
     routing = compileRouting(raw);
     const pricing = raw.get("PRICING");
-    prices = createPriceBook(pricing ? parsePricingTable(pricing) : {});
+    // Read as stored: a price an older router accepted above today's bound is not a reason to fail (schema.ts).
+    const beyondBound = (where: string, value: number) =>
+      log?.warn(`PRICING: ${where} is ${value}, above the ${MAX_PRICE} allowed now (stored by an older router): charged as ${MAX_PRICE} until PRICING is set again`, { tenant: tenantId });
+    prices = createPriceBook(pricing ? parsePricingTable(pricing, { beyondBound }) : {});
     modelLimits = compileModelLimits(raw.get("MODEL_LIMITS"));
     resources = compileResources(raw.get("RESOURCES"));
     for (const listener of listeners) listener();

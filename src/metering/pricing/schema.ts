@@ -34,11 +34,25 @@ export const PRICING_MAX_ENTRIES = 1024;
  */
 export const MAX_PRICE = 10_000;
 
-function price(where: string, value: unknown): number {
+/**
+ * How a stored table is read back (`parsePricingTable`'s second argument): routers before
+ * the bound stored dearer prices as given, and refusing them there failed the start of a
+ * deployment that had upgraded. Such a price is read as `MAX_PRICE` (still the dearest,
+ * a cost stays exact), and `beyondBound` is told which one.
+ */
+export interface StoredPricing {
+  beyondBound(where: string, stored: number): void;
+}
+
+function price(where: string, value: unknown, stored?: StoredPricing): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
     throw badRequest(`PRICING: ${where} must be a finite, non-negative number`, "PRICING");
   }
-  if (value > MAX_PRICE) throw badRequest(`PRICING: ${where} must be at most ${MAX_PRICE}`, "PRICING");
+  if (value > MAX_PRICE) {
+    if (!stored) throw badRequest(`PRICING: ${where} must be at most ${MAX_PRICE}`, "PRICING");
+    stored.beyondBound(where, value);
+    return MAX_PRICE;
+  }
   return value;
 }
 
@@ -57,7 +71,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
  * only, prices finite and non-negative, at most 1024 model entries and 128 KiB of
  * JSON. Every failure is a 400 that names the entry.
  */
-export function parsePricingTable(value: unknown): Partial<PricingTable> {
+export function parsePricingTable(value: unknown, stored?: StoredPricing): Partial<PricingTable> {
   const text = typeof value === "string" ? value : JSON.stringify(value);
   if (new TextEncoder().encode(text).byteLength > PRICING_MAX_BYTES) {
     throw badRequest(`PRICING is larger than ${PRICING_MAX_BYTES / 1024} KiB`, "PRICING");
@@ -90,11 +104,11 @@ export function parsePricingTable(value: unknown): Partial<PricingTable> {
           const sizes: Record<string, number> = Object.create(null);
           for (const [size, p] of Object.entries(n)) {
             if (!/^\d+x\d+$/.test(size)) throw badRequest(`PRICING: ${where} has an invalid size "${size}" (use WIDTHxHEIGHT)`, "PRICING");
-            sizes[size] = price(`${where}["${size}"]`, p);
+            sizes[size] = price(`${where}["${size}"]`, p, stored);
           }
           entry.Sizes = sizes;
         } else if ((TOKEN_LIMIT_MEMBERS as readonly string[]).includes(member)) entry[member] = tokenLimit(where, n);
-        else entry[member] = price(where, n);
+        else entry[member] = price(where, n, stored);
       }
       checked[model] = entry;
     }
