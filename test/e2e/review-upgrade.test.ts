@@ -1,19 +1,24 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { chatCompletion, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
+import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { runRouterCommand } from "../helpers/router-command.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
 
 // Upgrading a deployment that holds data, black-box: a data directory written by this
-// router, taken back by hand to the shape an older one left (migration 0019 undone), is
-// started again; a migration stopped halfway; and what an older router does with a
-// database a newer one migrated (a downgrade after a failed upgrade). From a review: the
-// refusals naming no version, a request log file in a newer format being written to, and
-// a failed SQLite migration not named as one failed before their fixes; the data kept
-// across the upgrade and the all-or-nothing migration are what the review found right.
+// router, taken back by hand to the shape an older one left (migration 0019 undone, the
+// request log in router.db), is started again, or copied into PostgreSQL; a migration
+// stopped halfway; stored configuration an older router accepted; and what an older
+// router does with a database a newer one migrated (a downgrade after a failed upgrade).
+// From a review: a stored price above today's bound failing the start, the refusals
+// naming no version, a request log file in a newer format being written to, and a failed
+// SQLite migration not named as one failed before their fixes; the data, balances and ids
+// kept across the upgrade and the copy, and the all-or-nothing migration, are what the
+// review found right.
 
 const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
 const SECRET = "sk-review-upgrade-0123456789abcdefghij";
@@ -86,43 +91,46 @@ async function shown(router: TestRouter): Promise<Record<string, unknown>> {
   return seen;
 }
 
+/**
+ * A deployment with data of every kind, written by this router in `dataDir`: a provider
+ * key, a manager with limits and JSON fields, its child with expiring credit, a deleted
+ * child, calls (usage, rollups, key health, request log), a notice. Returns what the API
+ * showed of it before it stopped.
+ */
+async function populated(dataDir: string): Promise<{ before: Record<string, unknown>; kidKey: string; deletedId: number }> {
+  const router = await startRouter({ dataDir, pricing: PRICING });
+  try {
+    await router.deps.settings.update({ PRICING });
+    expect((await api(router, "/x-keys", { body: { Provider: upstream.url, SecretKey: SECRET, Level: 1, Status: true } })).status).toBe(201);
+    const manager = await createAccount(router, {
+      CreditGranted: 50,
+      Resources: MANAGER_RESOURCES,
+      RPM: 100,
+      HardLimit: 500,
+      SoftLimit: 40,
+      ModelLimits: { "acme-*": { rpm: 10 } },
+      AllowIPs: "127.0.0.1,::1",
+      AllowModels: "acme-*",
+      Alias: "Manager",
+      BillingEmail: "bills@example.com",
+    });
+    const kid = await createAccount(router, { CreditGranted: 5, Days: 30 }, manager.key);
+    const gone = await createAccount(router, { CreditGranted: 2 }, manager.key);
+    for (const key of [kid.key, kid.key, gone.key]) expect((await api(router, "/v1/chat/completions", { key, body: CHAT })).status).toBe(200);
+    expect((await api(router, `/x-users/${gone.id}`, { method: "DELETE", key: manager.key })).status).toBe(200);
+    expect((await api(router, "/x-news", { body: { title: "maintenance", content: "tonight", days: 30 } })).status).toBe(201);
+    await router.deps.usageRecorder.flush();
+    await waitFor(async () => ((await api(router, "/x-requests?size=100")).body?.length ?? 0) >= 3 || undefined);
+    return { before: await shown(router), kidKey: kid.key, deletedId: gone.id };
+  } finally {
+    await router.stop();
+  }
+}
+
 describe("a data directory from before emails and names were unique per tree", () => {
   test("keeps every account (deleted ones too), balance, key, notice, bill and log line, and gives out no id twice", async () => {
     const dataDir = tempDir("review-upgrade-");
-    let before: Record<string, unknown>;
-    let kidKey: string;
-    let deletedId: number;
-    {
-      const router = await startRouter({ dataDir, pricing: PRICING });
-      try {
-        await router.deps.settings.update({ PRICING });
-        expect((await api(router, "/x-keys", { body: { Provider: upstream.url, SecretKey: SECRET, Level: 1, Status: true } })).status).toBe(201);
-        const manager = await createAccount(router, {
-          CreditGranted: 50,
-          Resources: MANAGER_RESOURCES,
-          RPM: 100,
-          HardLimit: 500,
-          SoftLimit: 40,
-          ModelLimits: { "acme-*": { rpm: 10 } },
-          AllowIPs: "127.0.0.1,::1",
-          AllowModels: "acme-*",
-          Alias: "Manager",
-          BillingEmail: "bills@example.com",
-        });
-        const kid = await createAccount(router, { CreditGranted: 5, Days: 30 }, manager.key);
-        const gone = await createAccount(router, { CreditGranted: 2 }, manager.key);
-        kidKey = kid.key;
-        deletedId = gone.id;
-        for (const key of [kid.key, kid.key, gone.key]) expect((await api(router, "/v1/chat/completions", { key, body: CHAT })).status).toBe(200);
-        expect((await api(router, `/x-users/${gone.id}`, { method: "DELETE", key: manager.key })).status).toBe(200);
-        expect((await api(router, "/x-news", { body: { title: "maintenance", content: "tonight", days: 30 } })).status).toBe(201);
-        await router.deps.usageRecorder.flush();
-        await waitFor(async () => ((await api(router, "/x-requests?size=100")).body?.length ?? 0) >= 3 || undefined);
-        before = await shown(router);
-      } finally {
-        await router.stop();
-      }
-    }
+    const { before, kidKey, deletedId } = await populated(dataDir);
     backToBeforeTreeScopedIdentities(dataDir);
 
     const router = await startRouter({ dataDir });
@@ -142,6 +150,53 @@ describe("a data directory from before emails and names were unique per tree", (
       await router.stop();
     }
   }, 60_000);
+});
+
+/** Puts the request log back in router.db, where routers before its own file kept it (migrations 0010, 0011). */
+function logBackInMainFile(dataDir: string): void {
+  const db = new Database(join(dataDir, "router.db"));
+  db.run(`ATTACH DATABASE '${join(dataDir, "router-requests.db")}' AS log`);
+  const ddl = db.query<{ sql: string }, []>("SELECT sql FROM log.sqlite_master WHERE name = 'request_log'").get()!.sql;
+  db.run(ddl.replace(/log\.request_log|request_log/, "main.request_log"));
+  db.run("INSERT INTO main.request_log SELECT * FROM log.request_log");
+  db.run("DETACH DATABASE log");
+  db.close();
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(join(dataDir, `router-requests.db${suffix}`), { force: true });
+}
+
+describe.skipIf(skipServices)("an older data directory copied into PostgreSQL", () => {
+  let pg: PostgresServer;
+  beforeAll(async () => {
+    pg = await startPostgres();
+  }, 60_000);
+  afterAll(async () => {
+    await pg?.stop();
+  });
+
+  test("after `router migrate`, migrate-data copies everything (the request log in router.db too), and a router on PostgreSQL shows the same", async () => {
+    const dataDir = tempDir("review-upgrade-pg-");
+    const { before, kidKey, deletedId } = await populated(dataDir);
+    backToBeforeTreeScopedIdentities(dataDir);
+    logBackInMainFile(dataDir);
+    const url = pg.url(await pg.createDatabase());
+    const behind = await runRouterCommand(["migrate-data", "--from", dataDir, "--to", url]);
+    expect(behind.exitCode).toBe(1);
+    expect(behind.stderr).toContain(`run \`router migrate --data ${dataDir}\` first`);
+    expect((await runRouterCommand(["migrate", "--data", dataDir])).exitCode).toBe(0);
+    const copy = await runRouterCommand(["migrate-data", "--from", dataDir, "--to", url]);
+    expect(copy.exitCode).toBe(0);
+    expect(copy.stdout).toMatch(/request_log\s+3\s+3\s+ok/);
+    expect(copy.stdout).toContain("equal on both sides");
+
+    const router = await startRouter({ dataDir, config: { database: url } });
+    try {
+      expect(await shown(router)).toEqual(before);
+      expect((await api(router, "/v1/chat/completions", { key: kidKey, body: CHAT })).status).toBe(200);
+      expect((await createAccount(router)).id).toBeGreaterThan(deletedId);
+    } finally {
+      await router.stop();
+    }
+  }, 120_000);
 });
 
 describe("configuration an older router accepted and this one bounds", () => {
