@@ -6,7 +6,7 @@
  */
 import { HttpError } from "../core/errors.ts";
 import type { Translator } from "../formats/translate/translator.ts";
-import type { AttemptFailure } from "../routing/failover.ts";
+import { isKeyFault, type AttemptFailure } from "../routing/failover.ts";
 
 /** Waits `ms`, or less when the client goes away meanwhile. */
 export function waitUnlessClientLeaves(ms: number, signal: AbortSignal): Promise<void> {
@@ -33,6 +33,12 @@ export function finalError(model: string | undefined, last: { failure: AttemptFa
   if (!last) {
     return new HttpError("unavailable", `No upstream key is available for model ${model ?? "(none)"}; try again later`, {
       code: "no_available_key",
+    });
+  }
+  if (isKeyFault(last.failure)) {
+    // Not the client's fault, nor one waiting cures on this key: said so, in the family's 502.
+    return new HttpError("upstream", "The upstream refused the provider key (revoked, not permitted, or out of quota or credit) and no other key could take the call", {
+      code: "upstream_error",
     });
   }
   if (last.failure.kind === "status" && last.failure.status === 429) {

@@ -8,7 +8,7 @@ import type { AddressGuard } from "../upstreams/address-policy.ts";
 import type { Adapters } from "../upstreams/index.ts";
 import { errorResponse } from "../http/envelopes.ts";
 import { redact } from "../core/redact.ts";
-import { isCredentialStatus, isRedirectStatus, isRetryableStatus, nextStep, sameKeyBackoffMs, sameKeyMayRetry, type AttemptFailure } from "../routing/failover.ts";
+import { isCredentialStatus, isKeyFault, isRedirectStatus, isRetryableStatus, nextStep, sameKeyBackoffMs, sameKeyMayRetry, type AttemptFailure } from "../routing/failover.ts";
 import { adapterFor } from "../upstreams/index.ts";
 import type { UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall } from "./call.ts";
@@ -24,7 +24,7 @@ import { callFit, localTokenCount, translatedCall, unservedFormat, unservedForma
 import { createKeyChoice } from "./key-choice.ts";
 import { formatOf } from "../formats/registry.ts";
 import { MAX_MESSAGE, type AttemptFact } from "../metering/request-log.ts";
-import { errorMessage, failureMessage } from "./attempt-facts.ts";
+import { errorMessage, failureMessage, rateLimitFacts } from "./attempt-facts.ts";
 import { DEFAULT_MAX_ANSWER_BYTES } from "./bounded-read.ts";
 import { relayedMistake } from "./relayed-mistake.ts";
 
@@ -305,35 +305,34 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             attempt--;
             continue;
           }
-          if (!isRetryableStatus(status) && !isCredentialStatus(status) && !isRedirectStatus(status)) {
+          const mistake = !isRetryableStatus(status) && !isCredentialStatus(status) && !isRedirectStatus(status);
+          const relayed = mistake
+            ? await relayedMistake(response, { family: call.family, translator, secrets, idleMs: config.streamIdleTimeoutMs,
+                onIdle: () => controller.abort(new AttemptTimeout()), stalled: () => controller.signal.reason instanceof AttemptTimeout })
+            : undefined;
+          if (relayed && !relayed.deadKey) {
             // The client's own mistake (400, 404, 413, 422…): pass the upstream's answer on.
+            const { answer, message } = relayed;
             await pool.report(key, { kind: "success" });
             await switchOver.recordSuccess(chosen.level, chosen.probe);
-            const { answer, message } = await relayedMistake(response, {
-              family: call.family,
-              translator,
-              secrets,
-              idleMs: config.streamIdleTimeoutMs,
-              onIdle: () => controller.abort(new AttemptTimeout()),
-              stalled: () => controller.signal.reason instanceof AttemptTimeout,
-            });
             note({ status, answered: true, message: message.slice(0, MAX_MESSAGE) });
             input.trace.ttfbMs = firstByteAt - callStart;
             release();
-            return ended(answer, {
-              route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id },
-              status,
-              usage: ZERO_USAGE,
-              source: "upstream",
-              started,
-            });
+            return ended(answer, { route: { effectiveModel: route.effectiveModel, level: chosen.level, keyId: key.id }, status, usage: ZERO_USAGE, source: "upstream", started });
           }
-          failure = { kind: "status", status };
+          failure = { kind: "status", status, ...(relayed && { deadKey: true as const }) };
           retryAfter = retryAfterMs(response.headers, clock.now());
-          const noted = note({ status, error: "status" });
+          const noted = note({ status, error: "status", ...(relayed && { message: relayed.message.slice(0, MAX_MESSAGE) }) });
           // A redirect's body may repeat its Location, which may carry anything: not kept.
           if (isRedirectStatus(status)) await response.body?.cancel().catch(() => {});
-          else {
+          else if (status === 429) {
+            // Only the body tells a spent quota from a rate limit, and Gemini says its wait
+            // there: read (at most a second) before the key's verdict.
+            const said = await rateLimitFacts(response, secrets);
+            noted.message = said.message;
+            if (said.deadKey) failure = { kind: "status", status, deadKey: true };
+            retryAfter ??= said.retryAfterMs;
+          } else if (!relayed) {
             // The error body is read for the log while the next key is tried: a slow body
             // must not hold the failover (it is read for at most a second either way).
             input.trace.reading.push(
@@ -348,7 +347,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
 
         if (failure!.kind === "blocked") {
           await pool.markUnusable(key, failure!.reason);
-        } else if (failure!.kind === "status" && isCredentialStatus((failure as { status: number }).status)) {
+        } else if (isKeyFault(failure!)) {
           await pool.report(key, { kind: "credential" });
         } else {
           await pool.report(key, { kind: "retryable", retryAfterMs: retryAfter });

@@ -6,6 +6,7 @@ import { errorResponse } from "../http/envelopes.ts";
 import { translatedError } from "./attempt-errors.ts";
 import { MAX_ERROR_BODY_BYTES, readBoundedText } from "./bounded-read.ts";
 import { clientResponseHeaders } from "./headers.ts";
+import { isDeadKeyAnswer } from "../routing/provider-errors.ts";
 
 /**
  * An upstream's answer to the client's own mistake (400, 404, 413, 422…), passed on: its
@@ -13,7 +14,9 @@ import { clientResponseHeaders } from "./headers.ts";
  * every spelling of the key's secret taken out (some upstreams echo the credential back),
  * in the client's format (translated when the key speaks another). A body past the bound,
  * one that stalls or one cut while read is replaced by words of the router's own, in the
- * client's envelope, with the same status.
+ * client's envelope, with the same status. A body that says the key itself is dead (out
+ * of credit, not valid: `provider-errors.ts`) is not the client's mistake: `deadKey` says
+ * so, and the caller tries another key instead of relaying it.
  */
 export async function relayedMistake(
   response: Response,
@@ -27,7 +30,7 @@ export async function relayedMistake(
     /** Whether the read ended because `onIdle` cut it. */
     stalled: () => boolean;
   },
-): Promise<{ answer: Response; message: string }> {
+): Promise<{ answer: Response; message: string; deadKey?: true }> {
   const status = response.status;
   const read = await readBoundedText(response, MAX_ERROR_BODY_BYTES, options.idleMs, options.onIdle).then(
     (body): { body: string } | "over" => (body === undefined ? "over" : { body }),
@@ -35,6 +38,7 @@ export async function relayedMistake(
   );
   if (typeof read === "object") {
     const message = redact(redactSecret(read.body, options.secrets));
+    if (isDeadKeyAnswer(status, read.body)) return { answer: new Response(null, { status }), message, deadKey: true };
     const answer = options.translator ? translatedError(options.translator, status, message) : new Response(message, { status, headers: clientResponseHeaders(response.headers) });
     return { answer, message };
   }

@@ -8,8 +8,12 @@ export type AttemptFailure =
   /** Network failure or timeout after the request may have reached the upstream. */
   | { kind: "network" }
   | { kind: "timeout" }
-  /** The upstream answered with this status (3xx, 429 or 5xx, or 401/403 for a bad credential). */
-  | { kind: "status"; status: number }
+  /**
+   * The upstream answered with this status (3xx, 429 or 5xx, or 401/403 for a bad
+   * credential); `deadKey` when its body said the key's account cannot serve at all
+   * (out of quota or credit, a key not valid: `provider-errors.ts`), whatever the status.
+   */
+  | { kind: "status"; status: number; deadKey?: true }
   /** The key's URL reaches an address the upstream policy refuses: nothing was sent. */
   | { kind: "blocked"; reason: string }
   /** The upstream said 2xx but sent no answer: an error object, cut-short or unreadable JSON, a stream whose first event is an error. */
@@ -32,6 +36,11 @@ export function isRedirectStatus(status: number): boolean {
 
 export function isCredentialStatus(status: number): boolean {
   return status === 401 || status === 403;
+}
+
+/** The key's own fault (a refused credential or a dead account): it sleeps until woken, and another key is tried. */
+export function isKeyFault(failure: AttemptFailure): boolean {
+  return failure.kind === "status" && (failure.deadKey === true || isCredentialStatus(failure.status));
 }
 
 /**
@@ -61,6 +70,6 @@ export function sameKeyBackoffMs(retries: number, random: () => number = Math.ra
 export function nextStep(failure: AttemptFailure, idempotent: boolean, attempt: number, maxAttempts: number): Verdict {
   if (attempt >= maxAttempts) return "give_up";
   if (failure.kind === "refused" || failure.kind === "blocked") return "retry";
-  if (failure.kind === "status" && isCredentialStatus(failure.status)) return "retry";
+  if (isKeyFault(failure)) return "retry";
   return idempotent ? "retry" : "give_up";
 }
