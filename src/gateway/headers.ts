@@ -52,11 +52,36 @@ export function clientResponseHeaders(upstream: Headers): Headers {
   return out;
 }
 
-/** Retry-After (seconds or HTTP date) in milliseconds, if present and sane. */
+/**
+ * How long a 429 asks to wait, in milliseconds, if it says and sanely: `Retry-After`
+ * (seconds or HTTP date), else `retry-after-ms` (Azure), else the reset of the limit
+ * OpenAI says is spent (`x-ratelimit-remaining-{requests,tokens}: 0` with its
+ * `x-ratelimit-reset-*`, a duration like "6m0s" or "20ms"), since OpenAI's 429s often
+ * carry no Retry-After. Gemini's wait is in its body (`routing/provider-errors.ts`).
+ */
 export function retryAfterMs(headers: Headers, now: number): number | undefined {
   const value = headers.get("retry-after");
-  if (!value) return undefined;
-  if (/^\d+(\.\d+)?$/.test(value.trim())) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  if (value) {
+    if (/^\d+(\.\d+)?$/.test(value.trim())) return Number(value) * 1000;
+    const at = Date.parse(value);
+    if (!Number.isNaN(at)) return Math.max(0, at - now);
+  }
+  const ms = headers.get("retry-after-ms");
+  if (ms && /^\d+(\.\d+)?$/.test(ms.trim())) return Math.round(Number(ms));
+  let wait: number | undefined;
+  for (const limit of ["requests", "tokens"]) {
+    if (headers.get(`x-ratelimit-remaining-${limit}`)?.trim() !== "0") continue;
+    const reset = durationMs(headers.get(`x-ratelimit-reset-${limit}`) ?? "");
+    if (reset !== undefined) wait = Math.max(wait ?? 0, reset);
+  }
+  return wait;
+}
+
+const UNIT_MS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
+
+/** A Go-style duration ("1h2m3.5s", "6m0s", "20ms") in milliseconds; undefined when it is not one. */
+function durationMs(text: string): number | undefined {
+  const parts = [...text.trim().matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join("") !== text.trim()) return undefined;
+  return Math.round(parts.reduce((sum, p) => sum + Number(p[1]) * UNIT_MS[p[2]!]!, 0));
 }

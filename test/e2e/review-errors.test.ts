@@ -140,6 +140,19 @@ describe("a rate limit says how long", () => {
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toBe("17");
   });
+
+  test("OpenAI 429 with only x-ratelimit-* headers: the exhausted limit's reset is the client's Retry-After", async () => {
+    const upstream = scope.upstream();
+    const router = await scope.router();
+    await addKey(router, { provider: upstream.url, noSleep: true, config: { provider_type: "standard", formats: ["openai"] } });
+    const limited = { error: { message: "Rate limit reached for gpt-4o on requests per day (RPD): Limit 200, Used 200, Requested 1.", type: "requests", param: null, code: "rate_limit_exceeded" } };
+    upstream.route("POST", /\/chat\/completions$/, () =>
+      json(limited, 429, { "x-ratelimit-limit-requests": "200", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "6m0s", "x-ratelimit-remaining-tokens": "29000", "x-ratelimit-reset-tokens": "1.5s" }),
+    );
+    const res = await api(router, "/v1/chat/completions", { body: CHAT });
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe("360");
+  });
 });
 
 describe("the client's own mistake is relayed from the one key that saw it", () => {
