@@ -200,6 +200,24 @@ describe("the client's own mistake is relayed from the one key that saw it", () 
   });
 });
 
+describe("an overloaded provider fails over and the key stays in rotation", () => {
+  test("Anthropic 529 overloaded_error on one key: the call is answered by the other, the key is not put to sleep", async () => {
+    const { router, dead, good } = await twoKeys("anthropic", () => json({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }, 529));
+    let row;
+    for (let i = 0; i < 2 && !row?.attempts.some((a) => a.key_id === dead); i++) {
+      const res = await router.fetch("/v1/messages", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(MESSAGES) });
+      expect(res.status).toBe(200);
+      await res.text();
+      row = await logRow(router, res.headers.get("x-request-id")!);
+    }
+    expect(row!.attempts.map((a) => [a.key_id, a.status, a.error, a.answered])).toEqual([
+      [dead, 529, "status", false],
+      [good, 200, null, true],
+    ]);
+    expect((await keyRecord(router, dead)).Sleeping).toBe(false);
+  });
+});
+
 describe("a dead key with no other key to take the call", () => {
   test("the client gets a 502 in its own envelope naming the key's refusal, then 503 no_available_key", async () => {
     const upstream = scope.upstream();
