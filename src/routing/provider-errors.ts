@@ -50,10 +50,12 @@ export function isDeadKeyAnswer(status: number, text: string): boolean {
   const error = errorOf(text);
   if (!error) return false;
   if (status === 429) return error.code === "insufficient_quota" || error.type === "insufficient_quota";
-  if (error.type === "invalid_request_error" && /credit balance is too low/i.test(messageOf(error))) return true;
+  // Messages are matched from their start: a client's words an upstream echoes back
+  // inside its message must not put a key to sleep.
+  if (error.type === "invalid_request_error" && /^Your credit balance is too low/i.test(messageOf(error))) return true;
   if (detailsOf(error).some((d) => d.reason === "API_KEY_INVALID")) return true;
   if (error.status === "INVALID_ARGUMENT" && /^API key (not valid|expired|not found)/i.test(messageOf(error))) return true;
-  return error.status === "FAILED_PRECONDITION" && /location is not supported|enable billing/i.test(messageOf(error));
+  return error.status === "FAILED_PRECONDITION" && /^(User location is not supported|Gemini API free tier is not available)/i.test(messageOf(error));
 }
 
 /** Gemini's `google.rpc.RetryInfo` `retryDelay` ("17s", "0.5s") in milliseconds, when the body carries one. */

@@ -175,6 +175,16 @@ describe("the client's own mistake is relayed from the one key that saw it", () 
     expect((await keyRecord(router, good)).Sleeping).toBe(false);
   });
 
+  test("an upstream 400 that merely echoes a dead-account phrase from the client's words stays the client's mistake", async () => {
+    const echo = { type: "error", error: { type: "invalid_request_error", message: "messages.0: unexpected text 'Your credit balance is too low to access the Anthropic API'" } };
+    const { router, upstream, dead } = await twoKeys("anthropic", () => json(echo, 400));
+    let res;
+    for (let i = 0; i < 2 && res?.status !== 400; i++) res = await api(router, "/v1/messages", { body: MESSAGES });
+    expect(res!.status).toBe(400);
+    expect(upstream.requests.filter((r) => r.headers.get("x-api-key")?.includes("sk-dead-key"))).toHaveLength(1);
+    expect((await keyRecord(router, dead)).Sleeping).toBe(false);
+  });
+
   test("an Anthropic client routed to a Chat upstream that says context_length_exceeded gets an Anthropic invalid_request_error 400", async () => {
     const upstream = scope.upstream();
     const router = await scope.router();
