@@ -18,15 +18,22 @@ export function familyOf(path: string): Family {
   return "openai";
 }
 
-/** The model-list paths the three SDKs share (`GET /v1/models[/{id}]`, not a Gemini method). */
-const isSharedModelList = (path: string) => (path === "/v1/models" || path.startsWith("/v1/models/")) && !gemini.ownsPath(path);
+const under = (path: string, prefix: string) => path === prefix || path.startsWith(`${prefix}/`);
 
 /**
- * The family of a request: its path's, except on the model-list paths the SDKs share,
- * where the client tells itself by its headers.
+ * The paths the three SDKs share: the model lists (`GET /v1/models[/{id}]`, not a Gemini
+ * method) and the files API (`/v1/files[/…]`: OpenAI's, Anthropic's beta Files API and
+ * `@google/genai` 3.x's files all live there). On them the client tells itself by its
+ * headers, so its key header is accepted and its refusals come in its own envelope.
+ */
+const isSharedPath = (path: string) => (under(path, "/v1/models") && !gemini.ownsPath(path)) || under(path, "/v1/files");
+
+/**
+ * The family of a request: its path's, except on the paths the SDKs share, where the
+ * client tells itself by its headers.
  */
 export function familyOfRequest(headers: Headers, path: string): Family {
-  if (isSharedModelList(path)) {
+  if (isSharedPath(path)) {
     for (const format of CLAIM_ORDER) if (format.sentBy?.(headers)) return format.family;
   }
   return familyOf(path);

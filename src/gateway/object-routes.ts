@@ -10,6 +10,8 @@ import type { Pipeline } from "./pipeline.ts";
 import type { Endpoint } from "../formats/format.ts";
 import { forwardableRequestHeaders } from "./headers.ts";
 import { checkModel } from "../http/access.ts";
+import { familyOfRequest } from "../formats/registry.ts";
+import type { Family } from "../formats/family.ts";
 
 /** Creation calls that carry no model: served by Level 1 (docs/api.md). */
 const FILE_UPLOAD: Endpoint = { family: "openai", path: "/v1/files", model: "none", idempotent: false, billing: "free", multipart: true, creates: "file" };
@@ -25,6 +27,19 @@ const NOT_FOUND_NAME: Record<ObjectKind, string> = {
   video: "Video job",
   client_secret: "Client secret",
 };
+
+const FILES_API_OF: Partial<Record<Family, string>> = { anthropic: "The Anthropic Files API", gemini: "The Gemini Files API" };
+
+/**
+ * `/v1/files` is OpenAI's Files API. The Anthropic SDK (beta.files) and `@google/genai` 3.x
+ * call the same path for their own, which the router does not serve: such a call (told by
+ * its SDK's headers) would otherwise be taken for an OpenAI upload, sent to an OpenAI key
+ * or refused as a missing Bearer key. It gets a 404 in its own envelope saying so; nothing is sent.
+ */
+function refuseForeignFiles(request: Request) {
+  const api = FILES_API_OF[familyOfRequest(request.headers, new URL(request.url).pathname)];
+  if (api) throw notFound(`${api} is not served by this router; send files inline in the model call (base64 data or a URL)`, "unsupported_endpoint");
+}
 
 /**
  * Calls on upstream objects created through the router (files, threads and their
@@ -98,13 +113,29 @@ export function objectRoutes(deps: ObjectRouteDeps, pipeline: Pipeline) {
     return { object: "list", data, has_more: false };
   };
 
-  const objectCall = (kind: ObjectKind) => ({ request, principal, tenant, params }: Caller & { request: Request; params: Record<string, string> }) =>
-    onObject(request, { principal, tenant }, params.id!, kind);
+  const objectCall = (kind: ObjectKind) => ({ request, principal, tenant, params }: Caller & { request: Request; params: Record<string, string> }) => {
+    if (kind === "file") refuseForeignFiles(request);
+    return onObject(request, { principal, tenant }, params.id!, kind);
+  };
 
   return new Elysia()
     .use(authPlugin(deps))
-    .post("/v1/files", ({ request, principal, tenant }) => pipeline.run(request, { principal, tenant }, pipeline.multipart(FILE_UPLOAD), { level: 1 }), { auth: true })
-    .get("/v1/files", ({ request, principal, tenant }) => listFiles(request, { principal, tenant }), { auth: true })
+    .post(
+      "/v1/files",
+      ({ request, principal, tenant }) => {
+        refuseForeignFiles(request);
+        return pipeline.run(request, { principal, tenant }, pipeline.multipart(FILE_UPLOAD), { level: 1 });
+      },
+      { auth: true },
+    )
+    .get(
+      "/v1/files",
+      ({ request, principal, tenant }) => {
+        refuseForeignFiles(request);
+        return listFiles(request, { principal, tenant });
+      },
+      { auth: true },
+    )
     .get("/v1/files/:id", objectCall("file"), { auth: true })
     .delete("/v1/files/:id", objectCall("file"), { auth: true })
     .get("/v1/files/:id/content", objectCall("file"), { auth: true })

@@ -25,6 +25,12 @@ const GOOGLE_STATUS_OF: Record<ErrorKind, string> = {
 
 /** Gemini methods on a model path, as the Google SDKs call them (`/v1/models/m:generateContent`). */
 export const GEMINI_MODEL_METHOD = /^\/v1(?:beta)?\/models\/[^/]+:[A-Za-z]+$/;
+/**
+ * Paths only the Google SDK calls, outside `/v1beta/`: its upload URL (`/upload/v1beta/files`,
+ * `/upload/v1/files`) and the 3.x `/v1/` resources no other family has. None is served; owning
+ * them gives their 404 Gemini's envelope.
+ */
+const GEMINI_ONLY_PATH = /^\/(?:upload\/v1(?:beta)?\/|v1\/(?:cachedContents|operations|tunedModels|corpora|fileSearchStores)(?:[/:?]|$))/;
 const EMBEDDING = /embed/i;
 
 function model(id: string, facts: (id: string) => ModelFacts) {
@@ -47,7 +53,7 @@ export const gemini: WireFormat = {
   family: "gemini",
   endpoints: {},
   pathModels: geminiPathModels,
-  ownsPath: (path) => path.startsWith("/v1beta/") || GEMINI_MODEL_METHOD.test(path),
+  ownsPath: (path) => path.startsWith("/v1beta/") || GEMINI_MODEL_METHOD.test(path) || GEMINI_ONLY_PATH.test(path),
   // The Google SDK sends its key as `x-goog-api-key` and no Authorization header.
   sentBy: (headers) => headers.has("x-goog-api-key") && !headers.has("authorization"),
   keyHeader: "x-goog-api-key",

@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import Anthropic from "@anthropic-ai/sdk";
+import AnthropicV0 from "anthropic-v0";
+import { ApiError } from "@google/genai";
+import { ApiError as ApiErrorV3 } from "genai-v3";
+import { addKey } from "../helpers/keys.ts";
+import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { anthropicClient, anthropicV0Client, geminiClient, geminiV3Client, openaiClient } from "../helpers/sdk.ts";
+
+/**
+ * What the official SDKs call beyond the model endpoints, with only base URL and key
+ * changed: each is served, or refused in that SDK's own envelope so it raises a typed
+ * error with a message saying why (not an authentication error for a good key, not a
+ * call sent to another provider's API).
+ */
+
+let router: TestRouter;
+let upstream: MockUpstream;
+
+beforeAll(async () => {
+  upstream = startMockUpstream();
+  router = await startRouter();
+  // A key on a host the router does not know speaks every format: whatever reaches it is forwarded.
+  await addKey(router, { provider: upstream.url });
+});
+afterAll(async () => {
+  await router.stop();
+  await upstream.stop();
+});
+beforeEach(() => {
+  upstream.reset();
+  upstream.route("POST", "/v1/files", () => json({ id: "file-up1", object: "file", bytes: 5, created_at: 1, filename: "a.jsonl", purpose: "batch" }));
+});
+
+const uploadFile = () => new File(["hello"], "a.txt", { type: "text/plain" });
+
+/** The error an SDK call raised (fails the test when it succeeded). */
+async function raised(call: () => Promise<unknown>): Promise<any> {
+  try {
+    await call();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("the call succeeded");
+}
+
+describe("the Anthropic Files API (beta.files), which shares /v1/files with OpenAI's", () => {
+  const NOT_SERVED = /Anthropic Files API is not served by this router/;
+
+  test("1.x: upload, list, metadata, download and delete raise NotFoundError saying so; nothing goes upstream as an OpenAI upload", async () => {
+    const client = anthropicClient(router.url, router.ownerKey);
+    const calls: Array<[string, () => Promise<unknown>]> = [
+      ["upload", () => client.beta.files.upload({ file: uploadFile() })],
+      ["list", () => client.beta.files.list()],
+      ["metadata", () => client.beta.files.retrieveMetadata("file_011")],
+      ["download", () => client.beta.files.download("file_011")],
+      ["delete", () => client.beta.files.delete("file_011")],
+    ];
+    for (const [name, call] of calls) {
+      const error = await raised(call);
+      expect([name, error]).toEqual([name, expect.any(Anthropic.NotFoundError)]);
+      expect(error.status).toBe(404);
+      // Anthropic's envelope, so the SDK's error carries the type and message.
+      expect(error.error).toMatchObject({ type: "error", error: { type: "not_found_error", message: expect.stringMatching(NOT_SERVED) } });
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  test("0.x (x-api-key): the same NotFoundError, not an AuthenticationError for a key that is right", async () => {
+    const client = anthropicV0Client(router.url, router.ownerKey);
+    for (const call of [() => client.beta.files.upload({ file: uploadFile() }), () => client.beta.files.list(), () => client.beta.files.retrieveMetadata("file_011")]) {
+      const error = await raised(call);
+      expect(error).toBeInstanceOf(AnthropicV0.NotFoundError);
+      expect(error.message).toMatch(NOT_SERVED);
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  test("a wrong key is still an AuthenticationError, in Anthropic's envelope", async () => {
+    const error = await raised(() => anthropicV0Client(router.url, "sk-wrong-0123456789").beta.files.list());
+    expect(error).toBeInstanceOf(AnthropicV0.AuthenticationError);
+    expect(error.error).toMatchObject({ type: "error", error: { type: "authentication_error" } });
+  });
+
+  test("the OpenAI SDK's upload on the same path is still served", async () => {
+    const file = await openaiClient(router.url, router.ownerKey).files.create({ file: new File(["{}"], "a.jsonl"), purpose: "batch" });
+    expect(file.id).toBe("file-up1");
+    expect(upstream.requests.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /v1/files"]);
+  });
+});
+
+describe("the Gemini Files API and other @google/genai resources", () => {
+  test("3.x files.get and files.list (on /v1/files) raise a 404 saying the Files API is not served, not a 401 asking for a Bearer key", async () => {
+    const client = geminiV3Client(router.url, router.ownerKey);
+    for (const call of [() => client.files.get({ name: "files/abc" }), () => client.files.list()]) {
+      const error = await raised(call);
+      expect(error).toBeInstanceOf(ApiErrorV3);
+      expect(error.status).toBe(404);
+      expect(JSON.parse(error.message)).toEqual({ error: { code: 404, message: expect.stringMatching(/Gemini Files API is not served/), status: "NOT_FOUND" } });
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  test("files.upload (the resumable upload URL /upload/v1beta/files) and 3.x caches are refused in Gemini's envelope", async () => {
+    const upload = await raised(() => geminiClient(router.url, router.ownerKey).files.upload({ file: new Blob(["hello"], { type: "text/plain" }) }));
+    expect(upload).toBeInstanceOf(ApiError);
+    expect(upload.status).toBe(404);
+    expect(JSON.parse(upload.message).error).toMatchObject({ code: 404, status: "NOT_FOUND" });
+    const caches = await raised(() => geminiV3Client(router.url, router.ownerKey).caches.list());
+    expect(caches.status).toBe(404);
+    expect(JSON.parse(caches.message).error).toMatchObject({ code: 404, status: "NOT_FOUND" });
+    expect(upstream.requests).toHaveLength(0);
+  });
+});
