@@ -3,9 +3,9 @@ import Anthropic from "@anthropic-ai/sdk";
 import AnthropicV0 from "anthropic-v0";
 import { ApiError } from "@google/genai";
 import { ApiError as ApiErrorV3 } from "genai-v3";
-import { addKey } from "../helpers/keys.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
-import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { addKey, usageRows } from "../helpers/keys.ts";
+import { json, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 import { anthropicClient, anthropicV0Client, geminiClient, geminiV3Client, openaiClient } from "../helpers/sdk.ts";
 
 /**
@@ -15,12 +15,21 @@ import { anthropicClient, anthropicV0Client, geminiClient, geminiV3Client, opena
  * call sent to another provider's API).
  */
 
+const PRICING = {
+  ChatPricing: {
+    "*": { InputText: 0, OutputText: 0 },
+    "acme-embed": { InputText: 2, OutputText: 0 },
+    "acme-transcribe": { InputText: 6, OutputText: 10 },
+    "acme-image-tokens": { InputText: 5, OutputText: 40 },
+  },
+};
+
 let router: TestRouter;
 let upstream: MockUpstream;
 
 beforeAll(async () => {
   upstream = startMockUpstream();
-  router = await startRouter();
+  router = await startRouter({ pricing: PRICING });
   // A key on a host the router does not know speaks every format: whatever reaches it is forwarded.
   await addKey(router, { provider: upstream.url });
 });
@@ -111,5 +120,53 @@ describe("the Gemini Files API and other @google/genai resources", () => {
     expect(caches.status).toBe(404);
     expect(JSON.parse(caches.message).error).toMatchObject({ code: 404, status: "NOT_FOUND" });
     expect(upstream.requests).toHaveLength(0);
+  });
+});
+
+/** The usage row of one call, by the request id the router answered with. */
+const rowOf = async (requestId: string | null | undefined): Promise<Record<string, any>> =>
+  (await waitFor(async () => (await usageRows(router)).find((row) => row.request_id === requestId), 3000, `usage row ${requestId}`))!;
+
+describe("OpenAI SDK calls that are served: the answer intact and metered", () => {
+  test("embeddings: the SDK asks base64 by default; the vectors decode as sent and the usage is charged", async () => {
+    const vector = new Float32Array([0.5, -1, 2]);
+    const encoded = Buffer.from(vector.buffer).toString("base64");
+    upstream.route("POST", "/v1/embeddings", (r) =>
+      json({ object: "list", model: "acme-embed", data: [{ object: "embedding", index: 0, embedding: r.json.encoding_format === "base64" ? encoded : [...vector] }], usage: { prompt_tokens: 7, total_tokens: 7 } }),
+    );
+    const { data, response } = await openaiClient(router.url, router.ownerKey).embeddings.create({ model: "acme-embed", input: "hello" }).withResponse();
+    expect(upstream.requests[0]!.json).toEqual({ model: "acme-embed", input: "hello", encoding_format: "base64" });
+    expect(data.data[0]!.embedding).toEqual([0.5, -1, 2]);
+    const row = await rowOf(response.headers.get("x-request-id"));
+    expect(row).toMatchObject({ endpoint: "/v1/embeddings", status: 200, prompt_tokens: 7, completion_tokens: 0, cost_nanos: 7 * 2 * 1000 });
+  });
+
+  test("a streamed transcription: the SDK gets every event; the tokens of transcript.text.done are charged", async () => {
+    const done = { type: "transcript.text.done", text: "hello there", usage: { type: "tokens", input_tokens: 14, input_token_details: { text_tokens: 0, audio_tokens: 14 }, output_tokens: 45, total_tokens: 59 } };
+    upstream.route("POST", "/v1/audio/transcriptions", () => sse([{ type: "transcript.text.delta", delta: "hello" }, { type: "transcript.text.delta", delta: " there" }, done]));
+    const client = openaiClient(router.url, router.ownerKey);
+    const { data: stream, response } = await client.audio.transcriptions
+      .create({ model: "acme-transcribe", file: new File([new Uint8Array(4000)], "a.wav", { type: "audio/wav" }), stream: true })
+      .withResponse();
+    const events: any[] = [];
+    for await (const event of stream) events.push(event);
+    expect(events.map((e) => e.type)).toEqual(["transcript.text.delta", "transcript.text.delta", "transcript.text.done"]);
+    expect(events[2]).toEqual(done);
+    const row = await rowOf(response.headers.get("x-request-id"));
+    expect(row).toMatchObject({ endpoint: "/v1/audio/transcriptions", status: 200, stream: 1, prompt_tokens: 14, completion_tokens: 45 });
+    expect(row.cost_nanos).toBe((14 * 6 + 45 * 10) * 1000);
+  });
+
+  test("a streamed image generation: partial images and the final image reach the SDK; the final event's tokens are charged", async () => {
+    const partial = { type: "image_generation.partial_image", b64_json: "AAAA", partial_image_index: 0, created_at: 1, size: "1024x1024", quality: "low", background: "opaque", output_format: "png" };
+    const completed = { type: "image_generation.completed", b64_json: "BBBB", created_at: 1, size: "1024x1024", quality: "low", background: "opaque", output_format: "png", usage: { input_tokens: 20, output_tokens: 300, total_tokens: 320, input_tokens_details: { text_tokens: 20, image_tokens: 0 } } };
+    upstream.route("POST", "/v1/images/generations", () => sse([["image_generation.partial_image", partial], ["image_generation.completed", completed]]));
+    const { data: stream, response } = await openaiClient(router.url, router.ownerKey).images.generate({ model: "acme-image-tokens", prompt: "a cat", stream: true, partial_images: 1 }).withResponse();
+    const events: any[] = [];
+    for await (const event of stream) events.push(event);
+    expect(events).toEqual([partial, completed]);
+    const row = await rowOf(response.headers.get("x-request-id"));
+    expect(row).toMatchObject({ endpoint: "/v1/images/generations", status: 200, stream: 1, prompt_tokens: 20, completion_tokens: 300 });
+    expect(row.cost_nanos).toBe((20 * 5 + 300 * 40) * 1000);
   });
 });
