@@ -187,6 +187,12 @@ export interface WireFormat {
 
   /** Whether the body names the model (and so carries an edited model name upstream). */
   readonly modelInBody: boolean;
+  /**
+   * For a family whose model is in the path: the body's own mentions of the requested
+   * model that the upstream checks against the path's (Gemini's batchEmbedContents
+   * `requests[].model`), written for the effective model; undefined when none.
+   */
+  bodyForModel?(json: Record<string, unknown>, requestedModel: string, effectiveModel: string): Record<string, unknown> | undefined;
   /** The upstream path of a call for its effective model. */
   upstreamPath(call: Pick<ClientCall, "endpoint" | "operation" | "version">, effectiveModel: string | undefined): string;
   /** Sets a provider key's secret where this family's upstreams read it. */

@@ -23,6 +23,14 @@ export function upstreamCall(call: ClientCall, effectiveModel: string | undefine
     json = withMembers(json, { model: effectiveModel });
     edited = true;
   }
+  // A model in the path may be repeated in the body, where the upstream checks it against the path's.
+  if (!format.modelInBody && format.bodyForModel && json && effectiveModel !== undefined && call.requestedModel !== undefined && effectiveModel !== call.requestedModel) {
+    const rewritten = format.bodyForModel(json, call.requestedModel, effectiveModel);
+    if (rewritten) {
+      json = rewritten;
+      edited = true;
+    }
+  }
   if (call.endpoint.injectStreamUsage && call.stream && json) {
     const options = json.stream_options;
     const wants = options !== null && typeof options === "object" && (options as Record<string, unknown>).include_usage === true;

@@ -32,6 +32,7 @@ beforeAll(async () => {
   router = await startRouter({ pricing: PRICING });
   // A key on a host the router does not know speaks every format: whatever reaches it is forwarded.
   await addKey(router, { provider: upstream.url });
+  await router.deps.settings.update({ MODEL_MAPPER: "team-embed=text-embedding-004" });
 });
 afterAll(async () => {
   await router.stop();
@@ -168,5 +169,37 @@ describe("OpenAI SDK calls that are served: the answer intact and metered", () =
     const row = await rowOf(response.headers.get("x-request-id"));
     expect(row).toMatchObject({ endpoint: "/v1/images/generations", status: 200, stream: 1, prompt_tokens: 20, completion_tokens: 300 });
     expect(row.cost_nanos).toBe((20 * 5 + 300 * 40) * 1000);
+  });
+});
+
+describe("Gemini embedContent with a MODEL_MAPPER alias", () => {
+  /** Google's batchEmbedContents: each request's model must be the path's (a 400 otherwise). */
+  const strictBatchEmbed = () =>
+    upstream.route("POST", /:batchEmbedContents$/, (r) => {
+      const pathModel = `models/${decodeURIComponent(/\/models\/([^/:]+):/.exec(r.path)![1]!)}`;
+      const wrong = (r.json.requests as Array<{ model?: string }>).find((request) => request.model !== pathModel);
+      if (wrong) return json({ error: { code: 400, message: `Model ${wrong.model} does not match ${pathModel}`, status: "INVALID_ARGUMENT" } }, 400);
+      return json({ embeddings: r.json.requests.map(() => ({ values: [0.25, 0.5] })) });
+    });
+
+  test("2.x and 3.x (sent as batchEmbedContents): each request's model is the mapped one too, so the upstream serves the batch", async () => {
+    strictBatchEmbed();
+    for (const client of [geminiClient(router.url, router.ownerKey), geminiV3Client(router.url, router.ownerKey)]) {
+      const result = await client.models.embedContent({ model: "team-embed", contents: ["first", "second"] });
+      expect(result.embeddings?.map((e) => e.values)).toEqual([[0.25, 0.5], [0.25, 0.5]]);
+    }
+    const seen = upstream.requests.map((r) => [r.path, r.json.requests.map((q: { model: string }) => q.model)]);
+    expect(seen).toEqual([
+      ["/v1beta/models/text-embedding-004:batchEmbedContents", ["models/text-embedding-004", "models/text-embedding-004"]],
+      ["/v1/models/text-embedding-004:batchEmbedContents", ["models/text-embedding-004", "models/text-embedding-004"]],
+    ]);
+  });
+
+  test("an unmapped model's body goes upstream byte for byte", async () => {
+    strictBatchEmbed();
+    const body = '{"requests":[{"model":"models/acme-embed","content":{"parts":[{"text":"a"}]}}] }';
+    const res = await router.fetch("/v1beta/models/acme-embed:batchEmbedContents", { method: "POST", body, headers: { "content-type": "application/json" } });
+    expect(res.status).toBe(200);
+    expect(upstream.requests[0]!.body).toBe(body);
   });
 });

@@ -1,4 +1,5 @@
 import { badRequest } from "../../core/errors.ts";
+import { withMembers } from "../held-json.ts";
 import { parseCallBody } from "../lazy-body.ts";
 import type { CallSource, ClientCall, Endpoint, PathModelCalls } from "../format.ts";
 
@@ -51,3 +52,22 @@ function read(endpoint: Endpoint, bytes: Uint8Array, spec: string, source: CallS
 }
 
 export const geminiPathModels: PathModelCalls = { versions: ["v1beta", "v1"], primary: "generateContent", endpoint, read };
+
+/**
+ * A body naming the requested model, for the effective one (MODEL_MAPPER rewrote the
+ * path's): batchEmbedContents repeats the model in each of its `requests` (the Google
+ * SDKs send every embedContent so), and Google refuses a request whose model is not
+ * the path's. Only mentions of the requested model change, with or without `models/`;
+ * undefined when the body has none.
+ */
+export function geminiBodyForModel(json: Record<string, unknown>, requestedModel: string, effectiveModel: string): Record<string, unknown> | undefined {
+  const names = (value: unknown) => value === requestedModel || value === `models/${requestedModel}`;
+  const target = `models/${effectiveModel}`;
+  const members: Record<string, unknown> = {};
+  if (names(json.model)) members.model = target;
+  const requests = json.requests;
+  if (Array.isArray(requests) && requests.some((r) => r !== null && typeof r === "object" && names((r as Record<string, unknown>).model))) {
+    members.requests = requests.map((r) => (r !== null && typeof r === "object" && names((r as Record<string, unknown>).model) ? { ...(r as object), model: target } : r));
+  }
+  return Object.keys(members).length > 0 ? withMembers(json, members) : undefined;
+}

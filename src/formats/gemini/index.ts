@@ -4,7 +4,7 @@ import { sseErrorEvent } from "../envelope.ts";
 import type { ModelFacts, WireFormat } from "../format.ts";
 import { isObject } from "../json.ts";
 import { pageSize } from "../paging.ts";
-import { geminiPathModels } from "./calls.ts";
+import { geminiBodyForModel, geminiPathModels } from "./calls.ts";
 import { geminiOutputAsked } from "./output.ts";
 import { geminiTap, geminiUsageFromJson } from "./usage.ts";
 
@@ -64,6 +64,7 @@ export const gemini: WireFormat = {
     return sseErrorEvent(this.errorBody(error));
   },
   modelInBody: false,
+  bodyForModel: geminiBodyForModel,
   wires: [
     {
       wire: "gemini-generate",
