@@ -32,7 +32,7 @@ let openApi: Record<string, unknown> | undefined;
 export function createApp(deps: Deps, hot?: HotRoutes) {
   return new Elysia()
     .onError({ as: "global" }, ({ error, code, request, path }) => {
-      const family = familyOfRequest(request.headers, path);
+      const family = familyOfRequest(request, path);
       if (error instanceof HttpError) return thrownResponse(deps, error, request, path);
       if (code === "NOT_FOUND") return errorResponse(family, notFound(`No route for ${request.method} ${path}`));
       // Framework parse/validation dumps (expected/found) never reach clients.

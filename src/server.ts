@@ -136,7 +136,7 @@ export function startServer(deps: Deps): RunningServer {
     response = withHeader(response, "x-request-id", meta.id);
     // The Anthropic SDKs read the id as `request-id` (message._request_id, an error's
     // requestID), and Claude Code prints it: the id the request log files the call under.
-    if (familyOfRequest(request.headers, path) === "anthropic") response = withHeader(response, "request-id", meta.id);
+    if (familyOfRequest(request, path) === "anthropic") response = withHeader(response, "request-id", meta.id);
     if (log.enabled("info")) {
       const fields = {
         method: request.method,

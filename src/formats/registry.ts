@@ -21,20 +21,24 @@ export function familyOf(path: string): Family {
 const under = (path: string, prefix: string) => path === prefix || path.startsWith(`${prefix}/`);
 
 /**
- * The paths the three SDKs share: the model lists (`GET /v1/models[/{id}]`, not a Gemini
- * method) and the files API (`/v1/files[/…]`: OpenAI's, Anthropic's beta Files API and
- * `@google/genai` 3.x's files all live there). On them the client tells itself by its
- * headers, so its key header is accepted and its refusals come in its own envelope.
+ * The paths the three SDKs share: the model lists (`GET /v1/models[/{id}]`; only a POST
+ * there is a Gemini method, `{model}:{method}`, so a model id holding a colon, such as
+ * `ft:gpt-4o:org::abc` or `llama3:latest`, is still a list path) and the files API
+ * (`/v1/files[/…]`: OpenAI's, Anthropic's beta Files API and `@google/genai` 3.x's files
+ * all live there). On them the client tells itself by its headers, so its key header is
+ * accepted and its answers and refusals come in its own shape.
  */
-const isSharedPath = (path: string) => (under(path, "/v1/models") && !gemini.ownsPath(path)) || under(path, "/v1/files");
+const isSharedPath = (method: string, path: string) =>
+  (under(path, "/v1/models") && (method !== "POST" || !gemini.ownsPath(path))) || under(path, "/v1/files");
 
 /**
  * The family of a request: its path's, except on the paths the SDKs share, where the
  * client tells itself by its headers.
  */
-export function familyOfRequest(headers: Headers, path: string): Family {
-  if (isSharedPath(path)) {
-    for (const format of CLAIM_ORDER) if (format.sentBy?.(headers)) return format.family;
+export function familyOfRequest(request: Pick<Request, "headers" | "method">, path: string): Family {
+  if (isSharedPath(request.method, path)) {
+    for (const format of CLAIM_ORDER) if (format.sentBy?.(request.headers)) return format.family;
+    return "openai";
   }
   return familyOf(path);
 }

@@ -89,12 +89,12 @@ export function modelListRoutes(deps: ModelListDeps) {
   type Ctx = { request: Request; principal: Principal; tenant: Tenant; path: string };
   return new Elysia()
     .use(authPlugin(deps))
-    .get("/v1/models", ({ request, principal, tenant, path }: Ctx) => list(familyOfRequest(request.headers, path), request, principal, tenant), { auth: true })
+    .get("/v1/models", ({ request, principal, tenant, path }: Ctx) => list(familyOfRequest(request, path), request, principal, tenant), { auth: true })
     .get("/models", ({ request, principal, tenant }: Ctx) => list("openai", request, principal, tenant), { auth: true })
     .get("/v1beta/models", ({ request, principal, tenant }: Ctx) => list("gemini", request, principal, tenant), { auth: true })
     .get(
       "/v1/models/:id",
-      ({ request, principal, tenant, path, params }: Ctx & { params: { id: string } }) => one(familyOfRequest(request.headers, path), principal, tenant, params.id),
+      ({ request, principal, tenant, path, params }: Ctx & { params: { id: string } }) => one(familyOfRequest(request, path), principal, tenant, params.id),
       { auth: true },
     )
     .get("/v1beta/models/:id", ({ principal, tenant, params }: Ctx & { params: { id: string } }) => one("gemini", principal, tenant, params.id), { auth: true });

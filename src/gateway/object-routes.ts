@@ -37,7 +37,7 @@ const FILES_API_OF: Partial<Record<Family, string>> = { anthropic: "The Anthropi
  * or refused as a missing Bearer key. It gets a 404 in its own envelope saying so; nothing is sent.
  */
 function refuseForeignFiles(request: Request) {
-  const api = FILES_API_OF[familyOfRequest(request.headers, new URL(request.url).pathname)];
+  const api = FILES_API_OF[familyOfRequest(request, new URL(request.url).pathname)];
   if (api) throw notFound(`${api} is not served by this router; send files inline in the model call (base64 data or a URL)`, "unsupported_endpoint");
 }
 

@@ -43,7 +43,7 @@ export function logRefused(deps: { clock: Clock; config: TraceConfig }, request:
       accountId: caller.principal.account.id,
       at: deps.clock.now() - durationMs,
       durationMs,
-      family: call?.family ?? familyOfRequest(request.headers, path),
+      family: call?.family ?? familyOfRequest(request, path),
       endpoint: call?.endpoint.path ?? path,
       requestedModel: call?.requestedModel,
       effectiveModel: at.effectiveModel,

@@ -39,7 +39,7 @@ const viewOf = (account: AccountRow): View => (account.isOwner ? "tenant" : canM
 
 /** Authenticates as the other routes do, checking Resources against /x-requests, or the dashboard when they do not allow it. */
 async function callerOf(deps: RequestLogRouteDeps, request: Request, path: string): Promise<Caller> {
-  const principal = await deps.auth.require(request, familyOfRequest(request.headers, path));
+  const principal = await deps.auth.require(request, familyOfRequest(request, path));
   const tenant = await deps.tenantOf(principal.account);
   // The dashboard's path stands in for the account's own Resources only: the system
   // RESOURCES, which no account's Resources can widen, is checked on the path itself.

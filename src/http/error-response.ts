@@ -20,7 +20,7 @@ export interface ErrorResponseDeps {
  * request id, never the error itself.
  */
 export function thrownResponse(deps: ErrorResponseDeps, thrown: unknown, request: Request, path: string): Response {
-  const family = familyOfRequest(request.headers, path);
+  const family = familyOfRequest(request, path);
   const error = asClientMistake(thrown);
   if (error instanceof HttpError) {
     if (error.status === 403 || error.status === 429) deps.metrics.refusals.inc({ code: error.code ?? error.kind });

@@ -33,7 +33,7 @@ export async function authenticate(
   path: string,
   refused?: (request: Request, path: string, caller: Caller, error: unknown) => void,
 ): Promise<Caller> {
-  const principal = await deps.auth.require(request, familyOfRequest(request.headers, path));
+  const principal = await deps.auth.require(request, familyOfRequest(request, path));
   const tenant = await deps.tenantOf(principal.account);
   try {
     checkAccess(principal, path, () => clientIp(request, deps.config.trustProxy), tenant.settings.resources());

@@ -203,3 +203,23 @@ describe("Gemini embedContent with a MODEL_MAPPER alias", () => {
     expect(upstream.requests[0]!.body).toBe(body);
   });
 });
+
+describe("models.retrieve of a model id holding a colon (a fine-tune, an Ollama tag)", () => {
+  // `GET /v1/models/llama3:latest` looks like a Gemini method path, `{model}:{method}`; only a POST is one.
+  test("the OpenAI and Anthropic SDKs get their own shape, not Gemini's", async () => {
+    for (const id of ["llama3:latest", "ft:gpt-4o-mini:acme::AbCdEfGh"]) {
+      const openai = await openaiClient(router.url, router.ownerKey).models.retrieve(id);
+      expect(openai).toMatchObject({ id, object: "model", owned_by: "router" });
+      const anthropic = await anthropicClient(router.url, router.ownerKey).models.retrieve(id);
+      expect(anthropic).toMatchObject({ type: "model", id, display_name: id });
+    }
+  });
+
+  test("the Gemini SDK's own get and generateContent on /v1/models stay Gemini's", async () => {
+    upstream.route("POST", /:generateContent$/, () => json({ candidates: [{ content: { role: "model", parts: [{ text: "hi" }] }, finishReason: "STOP" }], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 } }));
+    const client = geminiV3Client(router.url, router.ownerKey);
+    expect((await client.models.get({ model: "gemini-x" })).name).toBe("models/gemini-x");
+    expect((await client.models.generateContent({ model: "gemini-x", contents: "hi" })).text).toBe("hi");
+    expect(upstream.requests.map((r) => r.path)).toEqual(["/v1/models/gemini-x:generateContent"]);
+  });
+});

@@ -83,10 +83,14 @@ describe("what each family owns", () => {
   });
 
   test("the shared model-list path goes to the family whose SDK's headers the request carries", () => {
-    expect(familyOfRequest(new Headers({ "anthropic-version": "2023-06-01", "x-api-key": "k" }), "/v1/models")).toBe("anthropic");
-    expect(familyOfRequest(new Headers({ "x-goog-api-key": "k" }), "/v1/models/gemini-2.5-pro")).toBe("gemini");
-    expect(familyOfRequest(new Headers({ "x-goog-api-key": "k", authorization: "Bearer k" }), "/v1/models")).toBe("openai");
-    expect(familyOfRequest(new Headers({ "anthropic-version": "2023-06-01" }), "/v1/chat/completions")).toBe("openai");
+    const get = (headers: Record<string, string>) => ({ method: "GET", headers: new Headers(headers) });
+    expect(familyOfRequest(get({ "anthropic-version": "2023-06-01", "x-api-key": "k" }), "/v1/models")).toBe("anthropic");
+    expect(familyOfRequest(get({ "x-goog-api-key": "k" }), "/v1/models/gemini-2.5-pro")).toBe("gemini");
+    expect(familyOfRequest(get({ "x-goog-api-key": "k", authorization: "Bearer k" }), "/v1/models")).toBe("openai");
+    expect(familyOfRequest({ method: "POST", headers: new Headers({ "anthropic-version": "2023-06-01" }) }, "/v1/chat/completions")).toBe("openai");
+    // A model id with a colon is a Gemini method only in a POST.
+    expect(familyOfRequest(get({ authorization: "Bearer k" }), "/v1/models/llama3:latest")).toBe("openai");
+    expect(familyOfRequest({ method: "POST", headers: new Headers({ authorization: "Bearer k" }) }, "/v1/models/gemini-x:generateContent")).toBe("gemini");
   });
 
   const key = (family: Family): PoolKey =>
