@@ -110,3 +110,12 @@ export function asClientMistake(error: unknown): unknown {
   }
   return error;
 }
+
+/** A model name taken from a request path, percent-decoded; a malformed escape (`%E0`) is the client's 400, not a 500. */
+export function modelFromPath(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw badRequest("The model name in the path is not valid percent-encoding", "model");
+  }
+}

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { Principal } from "../accounts/principal.ts";
-import { notFound } from "../core/errors.ts";
+import { modelFromPath, notFound } from "../core/errors.ts";
 import type { ModelFacts } from "../formats/format.ts";
 import { speaks } from "../routing/key-formats.ts";
 import { routeModel } from "../routing/route-model.ts";
@@ -84,7 +84,7 @@ export function modelListRoutes(deps: ModelListDeps) {
     formatOf(family).modelList(modelsOf(principal, tenant), new URL(request.url).searchParams, factsOf(tenant));
 
   const one = (family: Family, principal: Principal, tenant: Tenant, raw: string) =>
-    formatOf(family).model(oneModel(principal, tenant, decodeURIComponent(raw).replace(/^models\//, "")), factsOf(tenant));
+    formatOf(family).model(oneModel(principal, tenant, modelFromPath(raw).replace(/^models\//, "")), factsOf(tenant));
 
   type Ctx = { request: Request; principal: Principal; tenant: Tenant; path: string };
   return new Elysia()
@@ -92,10 +92,8 @@ export function modelListRoutes(deps: ModelListDeps) {
     .get("/v1/models", ({ request, principal, tenant, path }: Ctx) => list(familyOfRequest(request, path), request, principal, tenant), { auth: true })
     .get("/models", ({ request, principal, tenant }: Ctx) => list("openai", request, principal, tenant), { auth: true })
     .get("/v1beta/models", ({ request, principal, tenant }: Ctx) => list("gemini", request, principal, tenant), { auth: true })
-    .get(
-      "/v1/models/:id",
-      ({ request, principal, tenant, path, params }: Ctx & { params: { id: string } }) => one(familyOfRequest(request, path), principal, tenant, params.id),
-      { auth: true },
-    )
-    .get("/v1beta/models/:id", ({ principal, tenant, params }: Ctx & { params: { id: string } }) => one("gemini", principal, tenant, params.id), { auth: true });
+    // The id is everything after `models/`: a model name may hold slashes (`vendor/model`),
+    // which the Google SDKs send unencoded (the OpenAI and Anthropic SDKs encode them).
+    .get("/v1/models/*", ({ request, principal, tenant, path }: Ctx) => one(familyOfRequest(request, path), principal, tenant, path.slice("/v1/models/".length)), { auth: true })
+    .get("/v1beta/models/*", ({ principal, tenant, path }: Ctx) => one("gemini", principal, tenant, path.slice("/v1beta/models/".length)), { auth: true });
 }

@@ -33,15 +33,16 @@ export function gatewayRoutes(deps: GatewayDeps, hot: HotRoutes = new Map()) {
 
   /** `/{version}/models/{model}:{method}` (Gemini): the method in the path picks the endpoint. */
   const pathModel = (calls: PathModelCalls, version: string) => {
-    return async ({ request, params, path }: { request: Request; params: { spec: string }; path: string }) => {
+    return async ({ request, path }: { request: Request; path: string }) => {
       // Authenticated here rather than by the macro, so a 403 reaches the request log as the other model calls' do.
       const caller = await pipeline.authenticate(request, path);
-      const method = params.spec.slice(params.spec.lastIndexOf(":") + 1);
-      const endpoint = params.spec.includes(":") ? calls.endpoint(version, method) : undefined;
+      // Everything after `models/`, as sent: a model name may hold slashes (`vendor/model`),
+      // which the Google SDKs put in the path unencoded.
+      const spec = path.slice(`/${version}/models/`.length);
+      const method = spec.slice(spec.lastIndexOf(":") + 1);
+      const endpoint = spec.includes(":") ? calls.endpoint(version, method) : undefined;
       if (!endpoint) throw notFound(`No route for POST ${new URL(request.url).pathname}`);
-      return pipeline.run(request, caller, async () =>
-        calls.read(endpoint, await readBodyBytes(request, deps.config.maxBody), params.spec, sourceOf(request)),
-      );
+      return pipeline.run(request, caller, async () => calls.read(endpoint, await readBodyBytes(request, deps.config.maxBody), spec, sourceOf(request)));
     };
   };
 
@@ -53,7 +54,7 @@ export function gatewayRoutes(deps: GatewayDeps, hot: HotRoutes = new Map()) {
   for (const format of Object.values(FORMATS)) {
     const calls = format.pathModels;
     if (!calls) continue;
-    for (const version of calls.versions) app = app.post(`/${version}/models/:spec`, pathModel(calls, version)) as unknown as Base;
+    for (const version of calls.versions) app = app.post(`/${version}/models/*`, pathModel(calls, version)) as unknown as Base;
   }
   return app.use(modelListRoutes(deps));
 }

@@ -223,3 +223,26 @@ describe("models.retrieve of a model id holding a colon (a fine-tune, an Ollama 
     expect(upstream.requests.map((r) => r.path)).toEqual(["/v1/models/gemini-x:generateContent"]);
   });
 });
+
+describe("Gemini SDK calls on a model whose name holds a slash (vendor/model)", () => {
+  const answer = () => json({ candidates: [{ content: { role: "model", parts: [{ text: "hi" }] }, finishReason: "STOP" }], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 } });
+
+  test("2.x and 3.x: get and generateContent are served (the SDKs put the slash in the path unencoded)", async () => {
+    upstream.route("POST", /:generateContent$/, answer);
+    for (const client of [geminiClient(router.url, router.ownerKey), geminiV3Client(router.url, router.ownerKey)]) {
+      expect((await client.models.get({ model: "vendor/model-x" })).name).toBe("models/vendor/model-x");
+      expect((await client.models.generateContent({ model: "vendor/model-x", contents: "hi" })).text).toBe("hi");
+    }
+    expect(upstream.requests.map((r) => r.path)).toEqual(["/v1beta/models/vendor%2Fmodel-x:generateContent", "/v1/models/vendor%2Fmodel-x:generateContent"]);
+  });
+
+  test("a path model that is not valid percent-encoding is a 400 in the family's envelope, not a 500", async () => {
+    const post = await router.fetch("/v1beta/models/%E0:generateContent", { method: "POST", body: "{}" });
+    expect(post.status).toBe(400);
+    expect((await post.json()).error).toMatchObject({ code: 400, status: "INVALID_ARGUMENT", message: expect.stringMatching(/percent-encoding/) });
+    const get = await router.fetch("/v1/models/%E0");
+    expect(get.status).toBe(400);
+    expect((await get.json()).error).toMatchObject({ type: "invalid_request_error", param: "model" });
+    expect(upstream.requests).toHaveLength(0);
+  });
+});

@@ -1,4 +1,4 @@
-import { badRequest } from "../../core/errors.ts";
+import { badRequest, modelFromPath } from "../../core/errors.ts";
 import { withMembers } from "../held-json.ts";
 import { parseCallBody } from "../lazy-body.ts";
 import type { CallSource, ClientCall, Endpoint, PathModelCalls } from "../format.ts";
@@ -31,7 +31,7 @@ function forwardedSearch(url: URL): string {
 /** Reads a Gemini call: the model and method come from the path. */
 function read(endpoint: Endpoint, bytes: Uint8Array, spec: string, source: CallSource): ClientCall {
   const colon = spec.lastIndexOf(":");
-  const model = decodeURIComponent(spec.slice(0, colon));
+  const model = modelFromPath(spec.slice(0, colon));
   const method = spec.slice(colon + 1);
   if (!model) throw badRequest("The model name in the path is empty", "model");
   const json = bytes.byteLength === 0 ? {} : parseCallBody(bytes);

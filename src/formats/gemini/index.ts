@@ -23,8 +23,11 @@ const GOOGLE_STATUS_OF: Record<ErrorKind, string> = {
   internal: "INTERNAL",
 };
 
-/** Gemini methods on a model path, as the Google SDKs call them (`/v1/models/m:generateContent`). */
-export const GEMINI_MODEL_METHOD = /^\/v1(?:beta)?\/models\/[^/]+:[A-Za-z]+$/;
+/**
+ * Gemini methods on a model path, as the Google SDKs call them (`/v1/models/m:generateContent`);
+ * the model may hold slashes (`vendor/model`), which they send unencoded.
+ */
+export const GEMINI_MODEL_METHOD = /^\/v1(?:beta)?\/models\/.+:[A-Za-z]+$/;
 /**
  * Paths only the Google SDK calls, outside `/v1beta/`: its upload URL (`/upload/v1beta/files`,
  * `/upload/v1/files`) and the 3.x `/v1/` resources no other family has. None is served; owning
