@@ -66,7 +66,10 @@ export function objectRoutes(deps: ObjectRouteDeps, pipeline: Pipeline) {
     const bound = await owned(caller, objectId, kind);
     const url = new URL(request.url);
     const method = request.method;
-    const endpoint: Endpoint = { family: "openai", path: url.pathname, model: "none", idempotent: method !== "POST", billing: "free", creates };
+    // A file's content is the file as stored, whatever its type: never judged as a JSON
+    // answer (a stored JSON file holding an `error` member, or none at all, is still the file).
+    const content = kind === "file" && url.pathname.endsWith("/content");
+    const endpoint: Endpoint = { family: "openai", path: url.pathname, model: "none", idempotent: method !== "POST", billing: "free", creates, ...(content && { binary: true }) };
     const response = await pipeline.run(
       request,
       caller,

@@ -246,3 +246,15 @@ describe("Gemini SDK calls on a model whose name holds a slash (vendor/model)", 
     expect(upstream.requests).toHaveLength(0);
   });
 });
+
+describe("file content as stored", () => {
+  test("a stored JSON file that is an error object, or a bare number, comes back as it is (not taken for the upstream's failure)", async () => {
+    const client = openaiClient(router.url, router.ownerKey);
+    const file = await client.files.create({ file: new File(["{}"], "a.json"), purpose: "user_data" });
+    for (const stored of ['{"error":{"message":"a logged failure, kept as data"}}', "42"]) {
+      upstream.once(() => new Response(stored, { headers: { "content-type": "application/json" } }));
+      const content = await client.files.content(file.id);
+      expect([content.status, await content.text()]).toEqual([200, stored]);
+    }
+  });
+});
