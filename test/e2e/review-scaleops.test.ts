@@ -295,8 +295,9 @@ if (!skipServices) {
         const refused = await call();
         expect(refused.status).toBe(503);
         expect(((await refused.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "redis_unavailable", message: expect.stringContaining("Redis") });
-        // Where it looked for Redis, the password masked.
-        expect(server.stderr()).toContain(`Redis at redis://:***@127.0.0.1:${away.port}`);
+        // Where it looked for Redis, the password masked (read from the pipe as it arrives).
+        const where = `Redis at redis://:***@127.0.0.1:${away.port}`;
+        await waitFor(() => server!.stderr().includes(where), 5000, "the warning naming Redis");
         await away.start();
         await waitFor(async () => (await fetch(`${server!.url}/readyz`)).status === 200, 10_000, "/readyz to be ready once Redis answers");
         const served = await call();

@@ -28,7 +28,10 @@ export function migrate(sqlite: Database, migrations: Migration[], now: () => nu
     } catch (error) {
       // Named as PostgreSQL's runner names it: SQLite's own message ("table … already
       // exists", "database or disk is full") does not say that a migration stopped.
-      throw new Error(`migration ${migration.name} failed (nothing of it was applied): ${(error as Error).message}`);
+      // SQLite's code stays on it: a full or read-only disk is then told as such (data-dir.ts).
+      throw Object.assign(new Error(`migration ${migration.name} failed (nothing of it was applied): ${(error as Error).message}`, { cause: error }), {
+        code: (error as { code?: unknown }).code,
+      });
     }
     done.push(migration.name);
   }
