@@ -30,6 +30,14 @@ const DROP_REQUEST = new Set([
   // The client's organisation/project belong to its own OpenAI account, not to our provider key.
   "openai-organization",
   "openai-project",
+  // Google reads this as the project to bill and count quota against: with a Vertex service
+  // account's token it would let a client spend on any project that account may use.
+  "x-goog-user-project",
+  // Google and other front ends honour these, turning the POST the router checked and
+  // priced into another method (a GET or DELETE) on the provider's side.
+  "x-http-method-override",
+  "x-http-method",
+  "x-method-override",
   "x-request-id",
 ]);
 
