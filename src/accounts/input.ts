@@ -1,7 +1,7 @@
 import { badRequest } from "../core/errors.ts";
 import { splitList } from "../routing/patterns.ts";
 import { parseRange } from "./ip-ranges.ts";
-import { ACCOUNT_NAME_RULE, isValidAccountName, isValidEmail, normaliseEmail } from "./validation.ts";
+import { ACCOUNT_NAME_RULE, ALIAS_RULE, isValidAccountName, isValidAlias, isValidEmail, normaliseEmail } from "./validation.ts";
 import { AccountBody, type ModelLimit, type ModelLimits } from "../wire/accounts.ts";
 import { bodyCheck } from "../wire/check.ts";
 import { MODEL_LIMIT_MEMBERS, RATE_FIELDS, SPEND_FIELDS, type ModelLimitMember, type RateField, type SpendField } from "../wire/constants.ts";
@@ -85,6 +85,9 @@ const checkAccountBody = bodyCheck(AccountBody, {
     },
     Name: (name) => {
       if (!isValidAccountName(name)) throw badRequest(ACCOUNT_NAME_RULE, "Name");
+    },
+    Alias: (alias) => {
+      if (alias !== null && !isValidAlias(alias)) throw badRequest(ALIAS_RULE, "Alias");
     },
     BillingEmail: (billing) => {
       // "" and null both mean "the account's own email".

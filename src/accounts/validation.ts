@@ -14,6 +14,14 @@ export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/**
+ * Bidirectional controls (embeddings, overrides, isolates, marks): shown, they reorder
+ * the text after them, so "\u202Enimda" reads "admin" in the console and in the CLI's tables.
+ */
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+/** Invisible characters an identifier cannot hold ("ann" and "ann\u200B" would differ unseen); ZWNJ and ZWJ stay, Persian and emoji need them. */
+const INVISIBLE = /[\u200b\u2060-\u2064\ufeff]/;
+
 /** A letter of any script: the spec asks for "at least one letter". */
 const LETTER = /\p{L}/u;
 /**
@@ -30,11 +38,17 @@ const NAME_REFUSES = /[\u0000-\u001f\u007f-\u009f\u2028\u2029@/\\]|^\s|\s$/;
  */
 export function isValidAccountName(name: string): boolean {
   const length = [...name].length;
-  return length >= 4 && length <= 63 && LETTER.test(name) && !NAME_REFUSES.test(name);
+  return length >= 4 && length <= 63 && LETTER.test(name) && !NAME_REFUSES.test(name) && !BIDI.test(name) && !INVISIBLE.test(name);
 }
 
+/** An Alias is free text for people, shown wherever the account is: one line, in the order it was typed. */
+export const isValidAlias = (alias: string) => !CONTROL.test(alias) && !BIDI.test(alias);
+
+export const ALIAS_RULE = "Alias must be one line without control characters or bidirectional controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C)";
+
 /** What a refused name is told (the API and the console say the same). */
-export const ACCOUNT_NAME_RULE = "Name must be 4 to 63 characters with at least one letter, without @, /, \\, control characters or spaces at either end";
+export const ACCOUNT_NAME_RULE =
+  "Name must be 4 to 63 characters with at least one letter, without @, /, \\, control characters, bidirectional controls, zero-width spaces or spaces at either end";
 
 /** A valid, probably unique name derived from an email's local part. */
 export function nameFromEmail(email: string, suffix: string): string {

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { api, createAccount } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
 // Text one party controls reaching another party's screen, terminal or upstream: what
 // a client's headers may carry to the provider on the owner's key, what an account may
-// call itself, and what the CLI's tables print of a client's model name. The CLI runs
-// as the built executable (`bun scripts/build.ts` first).
+// call itself.
 
 let router: TestRouter;
 let upstream: MockUpstream;
@@ -57,5 +57,35 @@ describe("client headers that would act on the owner's provider account never tr
       expect({ name, value: seen.get(name) }).toEqual({ name, value: null });
     }
     expect(seen.get("openai-beta")).toBe("assistants=v2");
+  });
+});
+
+describe("what an account may call itself", () => {
+  const refused = async (fields: Record<string, unknown>, field: string) => {
+    const res = await api(router, "/x-users", { body: { Email: `n${Math.random().toString(36).slice(2, 8)}@example.com`, ...fields } });
+    expect({ status: res.status, param: res.body?.error?.param }).toEqual({ status: 400, param: field });
+    return res.body.error.message as string;
+  };
+
+  test("a Name with a bidirectional override or a zero-width space is refused: it would read as another name", async () => {
+    // "\u202Enimda" is shown as "admin"; "ann-x\u200B" looks like "ann-x".
+    expect(await refused({ Name: "\u202Enimda" }, "Name")).toContain("bidirectional");
+    await refused({ Name: "bob-\u2066x\u2069" }, "Name");
+    await refused({ Name: "ann-x\u200B" }, "Name");
+    await refused({ Name: "\uFEFFcarol" }, "Name");
+    // Scripts that need joiners keep them: Persian's ZWNJ, an emoji's ZWJ.
+    const persian = await api(router, "/x-users", { body: { Email: "fa@example.com", Name: "می\u200Cخواهم" } });
+    expect(persian.status).toBe(201);
+  });
+
+  test("an Alias with control characters or bidirectional controls is refused, naming Alias; spaces and any script stay", async () => {
+    expect(await refused({ Alias: "Ann\nOwner: yes" }, "Alias")).toContain("Alias");
+    await refused({ Alias: "Ann \u001b]8;;https://evil.example\u0007click\u001b]8;;\u0007" }, "Alias");
+    await refused({ Alias: "Ann\u202Egnp.exe" }, "Alias");
+    const account = await createAccount(router, { Alias: "Ann Lee 李安 ✓" });
+    const update = await api(router, `/x-users/${account.id}`, { method: "PUT", body: { Alias: "x\r\ny" } });
+    expect({ status: update.status, param: update.body?.error?.param }).toEqual({ status: 400, param: "Alias" });
+    const shown = await api(router, `/x-users/${account.id}`);
+    expect(shown.body.Alias).toBe("Ann Lee 李安 ✓");
   });
 });
