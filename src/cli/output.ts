@@ -2,7 +2,8 @@
  * What the admin commands print: aligned tables and `label: value` records for
  * people, the server's JSON as is for scripts (`--json`). Text that came from the
  * server is cleaned of control characters, so a notice or an account alias cannot
- * move the cursor or recolour the terminal.
+ * move the cursor or recolour the terminal, and of bidirectional controls, so a model
+ * name a client sent with U+202E cannot reverse the rest of its row.
  */
 
 export interface Column<T> {
@@ -26,7 +27,7 @@ export function cell(value: unknown, max = DEFAULT_MAX): string {
   else if (typeof value === "boolean") text = value ? "yes" : "no";
   else if (typeof value === "object") text = JSON.stringify(value);
   else text = String(value);
-  text = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ");
+  text = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "");
   return truncate(text, max);
 }
 

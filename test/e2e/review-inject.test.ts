@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { runBinary } from "../helpers/binary-command.ts";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
-import { api, createAccount } from "../helpers/owner-ops.ts";
-import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { api, chatRequestId, createAccount } from "../helpers/owner-ops.ts";
+import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 
 // Text one party controls reaching another party's screen, terminal or upstream: what
 // a client's headers may carry to the provider on the owner's key, what an account may
-// call itself.
+// call itself, and what the CLI's tables print of a client's model name. The CLI runs
+// as the built executable (`bun scripts/build.ts` first).
 
 let router: TestRouter;
 let upstream: MockUpstream;
@@ -87,5 +89,18 @@ describe("what an account may call itself", () => {
     expect({ status: update.status, param: update.body?.error?.param }).toEqual({ status: 400, param: "Alias" });
     const shown = await api(router, `/x-users/${account.id}`);
     expect(shown.body.Alias).toBe("Ann Lee 李安 ✓");
+  });
+});
+
+describe("router requests (the built executable): a client's model name cannot rearrange the owner's terminal", () => {
+  test("bidirectional controls in a model name are not printed; the name's letters are", async () => {
+    const client = await createAccount(router);
+    const model = "gpt\u202Eevil\u2066x\u2069\u200Fmini";
+    const id = await chatRequestId(router, client.key, model);
+    await waitFor(async () => (await api(router, `/x-requests/${id}`)).status === 200, 5000, "the call's record");
+    const result = await runBinary(["requests", "--request-id", id], { ROUTER_URL: router.url, ROUTER_KEY: router.ownerKey });
+    expect({ exitCode: result.exitCode, stderr: result.stderr }).toEqual({ exitCode: 0, stderr: "" });
+    expect(result.stdout).toContain("gptevilxmini");
+    expect(result.stdout).not.toMatch(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
   });
 });
