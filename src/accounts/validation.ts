@@ -5,15 +5,6 @@ const EMAIL = /^[^\s@<>(),;:"\[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$
 /** C0 and C1 controls, DEL and the Unicode line separators: never part of an address, and they forge header and log lines. */
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
-/** A deliverable-looking address of at most 254 characters; `owner@localhost` is allowed (the first-start default). */
-export function isValidEmail(email: string): boolean {
-  return email.length <= 254 && !CONTROL.test(email) && EMAIL.test(email) && !email.includes("..");
-}
-
-export function normaliseEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
 /**
  * Bidirectional controls (embeddings, overrides, isolates, marks): shown, they reorder
  * the text after them, so "\u202Enimda" reads "admin" in the console and in the CLI's tables.
@@ -21,6 +12,19 @@ export function normaliseEmail(email: string): string {
 const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 /** Invisible characters an identifier cannot hold ("ann" and "ann\u200B" would differ unseen); ZWNJ and ZWJ stay, Persian and emoji need them. */
 const INVISIBLE = /[\u200b\u2060-\u2064\ufeff]/;
+
+/**
+ * A deliverable-looking address of at most 254 characters; `owner@localhost` is allowed (the
+ * first-start default). A local part may be Unicode (SMTPUTF8), but not bidirectional or
+ * invisible characters: they reorder or hide what is shown, so one address could pass for another.
+ */
+export function isValidEmail(email: string): boolean {
+  return email.length <= 254 && !CONTROL.test(email) && !BIDI.test(email) && !INVISIBLE.test(email) && EMAIL.test(email) && !email.includes("..");
+}
+
+export function normaliseEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
 
 /** A letter of any script: the spec asks for "at least one letter". */
 const LETTER = /\p{L}/u;

@@ -80,6 +80,14 @@ describe("what an account may call itself", () => {
     expect(persian.status).toBe(201);
   });
 
+  test("an Email with a bidirectional override or an invisible character in its local part is refused", async () => {
+    await refused({ Email: "moc.evil\u202E@example.com" }, "Email");
+    await refused({ Email: "ann\u200B@example.com" }, "Email");
+    await refused({ Email: "ann@example.com", BillingEmail: "bills\u2067@example.com" }, "BillingEmail");
+    const unicode = await api(router, "/x-users", { body: { Email: "josé@example.com" } });
+    expect(unicode.status).toBe(201);
+  });
+
   test("an Alias with control characters or bidirectional controls is refused, naming Alias; spaces and any script stay", async () => {
     expect(await refused({ Alias: "Ann\nOwner: yes" }, "Alias")).toContain("Alias");
     await refused({ Alias: "Ann \u001b]8;;https://evil.example\u0007click\u001b]8;;\u0007" }, "Alias");
