@@ -17,9 +17,26 @@ export interface RequestLogColumns {
 /** Every path with the prefix `/1/4/` lies in [`/1/4/`, `/1/40`): paths are digits and slashes, so any collation agrees, and the range is an index scan. */
 const pathUpperBound = (path: string) => `${path.slice(0, -1)}0`;
 
-/** A request-log filter as one condition: the same SQL in both dialects (the store of each passes its own tables). */
-export function requestLogWhere(log: RequestLogColumns, accounts: Table & { id: AnyColumn; path: AnyColumn }, filter: RequestLogFilter): SQL {
-  const parts: SQL[] = [eq(log.tenantId, filter.tenantId)];
+/**
+ * A request-log filter as one condition: the same SQL in both dialects (the store of each
+ * passes its own tables).
+ *
+ * `byAccount` (SQLite, a subtree's filter only) leaves out the tenant and the time bounds
+ * as index terms, so the only index the planner can take is the account one, driven by
+ * the subtree's account ids: the rows read are the subtree's, however many the tenant has.
+ * The tenant term adds nothing there (a subtree's accounts are all in the caller's tree,
+ * so their rows are its tenant's), and it is the term SQLite otherwise prefers, walking
+ * every row of the tenant, table row by table row, to find a small subtree's few. The
+ * time bounds stay as conditions (`+` keeps them off the index).
+ */
+export function requestLogWhere(
+  log: RequestLogColumns,
+  accounts: Table & { id: AnyColumn; path: AnyColumn },
+  filter: RequestLogFilter,
+  options: { byAccount?: boolean } = {},
+): SQL {
+  const byAccount = options.byAccount === true && filter.under !== undefined;
+  const parts: SQL[] = byAccount ? [] : [eq(log.tenantId, filter.tenantId)];
   if (filter.accountId !== undefined) parts.push(eq(log.accountId, filter.accountId));
   if (filter.under !== undefined) {
     const members = sql`${accounts.path} >= ${filter.under} AND ${accounts.path} < ${pathUpperBound(filter.under)}`;
@@ -30,8 +47,8 @@ export function requestLogWhere(log: RequestLogColumns, accounts: Table & { id: 
   if (filter.statusTo !== undefined) parts.push(lte(log.status, filter.statusTo));
   if (filter.keyId !== undefined) parts.push(like(log.keyIds, `%,${filter.keyId},%`));
   if (filter.level !== undefined) parts.push(like(log.levels, `%,${filter.level},%`));
-  if (filter.since !== undefined) parts.push(gte(log.createdAt, filter.since));
-  if (filter.until !== undefined) parts.push(lte(log.createdAt, filter.until));
+  if (filter.since !== undefined) parts.push(byAccount ? sql`+${log.createdAt} >= ${filter.since}` : gte(log.createdAt, filter.since));
+  if (filter.until !== undefined) parts.push(byAccount ? sql`+${log.createdAt} <= ${filter.until}` : lte(log.createdAt, filter.until));
   if (filter.requestId !== undefined) parts.push(eq(log.requestId, filter.requestId));
   return and(...parts)!;
 }
