@@ -20,6 +20,7 @@ import m16 from "./0016_watched_writes.sql" with { type: "text" };
 import m17 from "./0017_usage_copies.sql" with { type: "text" };
 import m18 from "./0018_client_secret_minter.sql" with { type: "text" };
 import m19 from "./0019_tenant_scoped_identities.sql" with { type: "text" };
+import m20 from "./0020_operation_log_pages.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_accounts", sql: m0 },
@@ -42,4 +43,5 @@ export const migrations: Migration[] = [
   { name: "0017_usage_copies", sql: m17 },
   { name: "0018_client_secret_minter", sql: m18 },
   { name: "0019_tenant_scoped_identities", sql: m19 },
+  { name: "0020_operation_log_pages", sql: m20 },
 ];

@@ -17,7 +17,14 @@ export const operationLog = sqliteTable(
     details: text("details").notNull().default("{}"),
     ip: text("ip"),
   },
-  (t) => [index("operation_log_at").on(t.at), index("operation_log_actor").on(t.actorId)],
+  // A tenant's log and one account's history are pages of their own index: with the time
+  // index alone, both read every row of every tenant for the count and the page.
+  (t) => [
+    index("operation_log_at").on(t.at),
+    index("operation_log_actor").on(t.actorId),
+    index("operation_log_tenant_at").on(t.tenantId, t.at),
+    index("operation_log_target_at").on(t.targetId, t.at),
+  ],
 );
 
 export type OperationLogRow = typeof operationLog.$inferSelect;

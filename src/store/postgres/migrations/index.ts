@@ -11,6 +11,7 @@ import m7 from "./0007_watched_writes.sql" with { type: "text" };
 import m8 from "./0008_usage_copies.sql" with { type: "text" };
 import m9 from "./0009_client_secret_minter.sql" with { type: "text" };
 import m10 from "./0010_tenant_scoped_identities.sql" with { type: "text" };
+import m11 from "./0011_operation_log_pages.sql" with { type: "text" };
 
 export const migrations: Migration[] = [
   { name: "0000_initial", sql: m0 },
@@ -24,4 +25,5 @@ export const migrations: Migration[] = [
   { name: "0008_usage_copies", sql: m8 },
   { name: "0009_client_secret_minter", sql: m9 },
   { name: "0010_tenant_scoped_identities", sql: m10 },
+  { name: "0011_operation_log_pages", sql: m11 },
 ];

@@ -13,5 +13,12 @@ export const operationLog = pgTable(
     details: text("details").notNull().default("{}"),
     ip: text("ip"),
   },
-  (t) => [index("operation_log_at").on(t.at), index("operation_log_actor").on(t.actorId)],
+  // A tenant's log and one account's history are pages of their own index: with the time
+  // index alone, both read every row of every tenant for the count and the page.
+  (t) => [
+    index("operation_log_at").on(t.at),
+    index("operation_log_actor").on(t.actorId),
+    index("operation_log_tenant_at").on(t.tenantId, t.at),
+    index("operation_log_target_at").on(t.targetId, t.at),
+  ],
 );

@@ -1,0 +1,2 @@
+CREATE INDEX "operation_log_tenant_at" ON "operation_log" USING btree ("tenant_id","at");--> statement-breakpoint
+CREATE INDEX "operation_log_target_at" ON "operation_log" USING btree ("target_id","at");
