@@ -1,5 +1,6 @@
 import { and, eq, gte, inArray, like, lte, or, sql, type AnyColumn, type SQL, type Table } from "drizzle-orm";
 import type { RequestLogFilter } from "./store.ts";
+import { pathsUnder } from "./key-ranges.ts";
 
 /** The request-log columns a filter reads, from either dialect's table. */
 export interface RequestLogColumns {
@@ -14,8 +15,6 @@ export interface RequestLogColumns {
   requestId: AnyColumn;
 }
 
-/** Every path with the prefix `/1/4/` lies in [`/1/4/`, `/1/40`): paths are digits and slashes, so any collation agrees, and the range is an index scan. */
-const pathUpperBound = (path: string) => `${path.slice(0, -1)}0`;
 
 /**
  * A request-log filter as one condition: the same SQL in both dialects (the store of each
@@ -39,8 +38,7 @@ export function requestLogWhere(
   const parts: SQL[] = byAccount ? [] : [eq(log.tenantId, filter.tenantId)];
   if (filter.accountId !== undefined) parts.push(eq(log.accountId, filter.accountId));
   if (filter.under !== undefined) {
-    const members = sql`${accounts.path} >= ${filter.under} AND ${accounts.path} < ${pathUpperBound(filter.under)}`;
-    parts.push(inArray(log.accountId, sql`(SELECT ${accounts.id} FROM ${accounts} WHERE ${members})`));
+    parts.push(inArray(log.accountId, sql`(SELECT ${accounts.id} FROM ${accounts} WHERE ${pathsUnder(accounts.path, filter.under)})`));
   }
   if (filter.model !== undefined) parts.push(or(eq(log.requestedModel, filter.model), eq(log.effectiveModel, filter.model))!);
   if (filter.statusFrom !== undefined) parts.push(gte(log.status, filter.statusFrom));

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { SUBTREE_SORT_ROWS } from "../../src/store/sqlite/request-log.ts";
+import { addKey } from "../helpers/keys.ts";
+import { chatCompletion, startMockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
@@ -207,5 +209,47 @@ describe("the operation log among many rows", () => {
       expect(combined.body.logs.every((row: { action: string }) => row.action === "credit.grant")).toBe(true);
     });
     for (const plan of plans) expect(plan).not.toMatch(/SCAN operation_log/);
+  });
+});
+
+describe("subtree reads on a model call's admission and in the account lists", () => {
+  test("a call under ancestors with limits seeds their month's totals from a range of the path index and of each account's days", async () => {
+    const upstream = startMockUpstream().route("POST", "/v1/chat/completions", () => chatCompletion("gpt-a"));
+    try {
+      await addKey(router, { provider: `${upstream.url}/v1`, noSleep: true });
+      const top = await createAccount(router, { Resources: MANAGER_RESOURCES, HardLimit: 50, DailyLimit: 10, CreditGranted: 100 });
+      const middle = await createAccount(router, { Resources: MANAGER_RESOURCES, HardLimit: 40, CreditGranted: 50 }, top.key);
+      const leaf = await createAccount(router, { CreditGranted: 10 }, middle.key);
+      const plans = await plansOfTable("usage_daily", async () => {
+        const res = await router.fetch("/v1/chat/completions", {
+          method: "POST",
+          key: leaf.key,
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "gpt-a", messages: [{ role: "user", content: "hi" }] }),
+        });
+        expect(res.status).toBe(200);
+        await res.text();
+      });
+      // The month's totals of both ancestors (HardLimit) and the day's of the top one (DailyLimit).
+      expect(plans.length).toBeGreaterThanOrEqual(3);
+      for (const plan of plans) {
+        expect(plan).not.toMatch(/SCAN (accounts|usage_daily)/);
+        expect(plan).toContain("SEARCH accounts USING COVERING INDEX accounts_path (path>? AND path<?)");
+      }
+      // A month is a range of each account's days, not all of them.
+      expect(plans.filter((plan) => plan.includes("(account_id=? AND day>? AND day<?)")).length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await upstream.stop();
+    }
+  });
+
+  test("a leaf manager's /x-dna reads its own range of the path index, not every account's", async () => {
+    const plans = await plansOfTable("accounts", async () => {
+      const res = await api(router, "/x-dna", { key: leafManager.key });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual([]);
+      expect(res.headers.get("x-total-count")).toBe("0");
+    });
+    for (const plan of plans) expect(plan).not.toMatch(/SCAN accounts/);
   });
 });

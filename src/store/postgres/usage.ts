@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, inArray, like, ne, sql, type SQL } from "drizzle-orm";
 import { claimChargesOf, claimChargesText, rowsWritten, usageRowIdentity, USAGE_IDENTITY_COLUMNS, type Audience, type DayRange, type RollupRow, type UsageStore } from "../store.ts";
 import type { Db, Scope } from "./db.ts";
+import { periodDays } from "../key-ranges.ts";
 import { appendUsageEventValues, memoized, multiRowInsert, USAGE_EVENT_COLUMNS, type SqlValue } from "../row-values.ts";
 import { jsonInsert, storable } from "./json-insert.ts";
 import { accounts } from "./schema/accounts.ts";
@@ -141,7 +142,7 @@ export function postgresUsage({ db, atomic }: Scope): UsageStore {
         await client.unsafe(upsertRollups(sums.length), values);
       }),
     async periodTotal(of, period) {
-      const parts: SQL[] = [period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period)];
+      const parts: SQL[] = [periodDays(usageDaily.day, period)];
       if ("subtreePath" in of) {
         // Every account whose path starts with the root's, deleted ones included.
         parts.push(inArray(usageDaily.accountId, membersUnder(of.subtreePath)));

@@ -1,9 +1,10 @@
-import { and, asc, desc, eq, inArray, isNull, like, ne, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, ne, sql, type SQL } from "drizzle-orm";
 import { rootBeforePath, rootIdOf } from "../account-root.ts";
 import { accounts } from "../schema/accounts.ts";
 import type { AccountFilter, AccountIdentity, AccountOrder, AccountStore } from "../store.ts";
 import type { Connection } from "./connection.ts";
 import type { Synchronous } from "./synchronous.ts";
+import { pathsUnder } from "../key-ranges.ts";
 
 const live = isNull(accounts.deletedAt);
 
@@ -37,7 +38,7 @@ function conditionOf(filter: AccountFilter): SQL {
   const within = filter.within;
   const parts: SQL[] = [
     live,
-    "parentId" in within ? eq(accounts.parentId, within.parentId) : and(like(accounts.path, `${within.path}%`), ne(accounts.id, within.exceptId))!,
+    "parentId" in within ? eq(accounts.parentId, within.parentId) : and(pathsUnder(accounts.path, within.path), ne(accounts.id, within.exceptId))!,
   ];
   if (filter.id !== undefined) parts.push(eq(accounts.id, filter.id));
   if (filter.level !== undefined) parts.push(eq(accounts.depth, filter.level));

@@ -1,8 +1,9 @@
-import { and, asc, eq, gt, inArray, like, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, sql, type SQL } from "drizzle-orm";
 import { accounts } from "../schema/accounts.ts";
 import { usageDaily, usageEvents } from "../schema/usage.ts";
 import { claimChargesOf, claimChargesText, usageRowIdentity, type Audience, type RollupRow, type UsageStore } from "../store.ts";
 import type { Connection } from "./connection.ts";
+import { pathsUnder, pathUpperBound, periodDays } from "../key-ranges.ts";
 import type { Synchronous } from "./synchronous.ts";
 import type { SqlValue } from "../row-values.ts";
 import { newestUsageId, rollupAdder, usageEventInserter } from "./usage-statements.ts";
@@ -24,12 +25,6 @@ const SUMS = {
   costNanos: sql<number>`sum(${usageDaily.costNanos})`.mapWith(Number),
 };
 
-/**
- * Paths are digits and slashes and end in `/`, and `0` is the character after `/`, so
- * every path with the prefix `/1/4/` lies in [`/1/4/`, `/1/40`): an index range scan.
- */
-const pathUpperBound = (path: string) => `${path.slice(0, -1)}0`;
-
 type RawRollup = [number, string, string, number, number, number, number, number, number, number];
 
 export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore> {
@@ -37,7 +32,7 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
   const insert = usageEventInserter(sqlite);
   const addRollups = rollupAdder(sqlite);
   const latestId = newestUsageId(sqlite);
-  const membersUnder = (path: string) => db.select({ id: accounts.id }).from(accounts).where(like(accounts.path, `${path}%`));
+  const membersUnder = (path: string) => db.select({ id: accounts.id }).from(accounts).where(pathsUnder(accounts.path, path));
   const recordClaim = sqlite.prepare<unknown, SqlValue[]>("INSERT INTO usage_claim_writes (claim, charged, version, created_at) VALUES (?, ?, ?, ?)");
   const claimWritten = sqlite.prepare<{ charged: string; version: number | null }, [string]>("SELECT charged, version FROM usage_claim_writes WHERE claim = ?");
   const forgetClaim = sqlite.prepare<unknown, [string]>("DELETE FROM usage_claim_writes WHERE claim = ?");
@@ -79,7 +74,7 @@ export function sqliteUsage({ db, sqlite }: Connection): Synchronous<UsageStore>
       return writers;
     },
     periodTotal(of, period) {
-      const parts: SQL[] = [period.length === 7 ? like(usageDaily.day, `${period}-%`) : eq(usageDaily.day, period)];
+      const parts: SQL[] = [periodDays(usageDaily.day, period)];
       if ("subtreePath" in of) {
         // Every account whose path starts with the root's, deleted ones included.
         parts.push(inArray(usageDaily.accountId, membersUnder(of.subtreePath)));
