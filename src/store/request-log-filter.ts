@@ -20,6 +20,8 @@ export interface RequestLogColumns {
  * A request-log filter as one condition: the same SQL in both dialects (the store of each
  * passes its own tables).
  *
+ * `pathPattern` (PostgreSQL) selects a subtree's accounts with a LIKE, else a key range.
+ *
  * `byAccount` (SQLite, a subtree's filter only) leaves out the tenant and the time bounds
  * as index terms, so the only index the planner can take is the account one, driven by
  * the subtree's account ids: the rows read are the subtree's, however many the tenant has.
@@ -32,13 +34,17 @@ export function requestLogWhere(
   log: RequestLogColumns,
   accounts: Table & { id: AnyColumn; path: AnyColumn },
   filter: RequestLogFilter,
-  options: { byAccount?: boolean } = {},
+  options: { byAccount?: boolean; pathPattern?: boolean } = {},
 ): SQL {
   const byAccount = options.byAccount === true && filter.under !== undefined;
   const parts: SQL[] = byAccount ? [] : [eq(log.tenantId, filter.tenantId)];
   if (filter.accountId !== undefined) parts.push(eq(log.accountId, filter.accountId));
   if (filter.under !== undefined) {
-    parts.push(inArray(log.accountId, sql`(SELECT ${accounts.id} FROM ${accounts} WHERE ${pathsUnder(accounts.path, filter.under)})`));
+    // PostgreSQL's path index has the pattern operator class: it serves a LIKE, not a range,
+    // and only with it does the planner see how few accounts a small subtree has (with the
+    // range it guessed dozens, and walked the time index through most of the log for them).
+    const members = options.pathPattern === true ? like(accounts.path, `${filter.under}%`) : pathsUnder(accounts.path, filter.under);
+    parts.push(inArray(log.accountId, sql`(SELECT ${accounts.id} FROM ${accounts} WHERE ${members})`));
   }
   if (filter.model !== undefined) parts.push(or(eq(log.requestedModel, filter.model), eq(log.effectiveModel, filter.model))!);
   if (filter.statusFrom !== undefined) parts.push(gte(log.status, filter.statusFrom));

@@ -7,7 +7,9 @@ import { jsonInsert } from "./json-insert.ts";
 import { accounts } from "./schema/accounts.ts";
 import { requestLog } from "./schema/request-log.ts";
 
-const whereOf = (filter: RequestLogFilter): SQL => requestLogWhere(requestLog, accounts, filter);
+/** The list's condition (exported for the test that reads its plan). */
+export const postgresRequestLogWhere = (filter: RequestLogFilter): SQL => requestLogWhere(requestLog, accounts, filter, { pathPattern: true });
+const whereOf = postgresRequestLogWhere;
 
 const insertRows = jsonInsert(requestLog, REQUEST_LOG_COLUMNS, appendRequestLogValues, " ON CONFLICT DO NOTHING");
 
