@@ -22,13 +22,13 @@ export interface RequestLogColumns {
  *
  * `pathPattern` (PostgreSQL) selects a subtree's accounts with a LIKE, else a key range.
  *
- * `byAccount` (SQLite, a subtree's filter only) leaves out the tenant and the time bounds
- * as index terms, so the only index the planner can take is the account one, driven by
- * the subtree's account ids: the rows read are the subtree's, however many the tenant has.
- * The tenant term adds nothing there (a subtree's accounts are all in the caller's tree,
- * so their rows are its tenant's), and it is the term SQLite otherwise prefers, walking
- * every row of the tenant, table row by table row, to find a small subtree's few. The
- * time bounds stay as conditions (`+` keeps them off the index).
+ * `byAccount` (SQLite, a subtree's filter only) keeps the tenant and the time bounds off
+ * the indexes (`+column`, which SQLite reads as "not an index term"), so the only index the
+ * planner can take is the account one, driven by the subtree's account ids: the rows read
+ * are the subtree's, however many the tenant has. The tenant term is otherwise the one
+ * SQLite prefers, walking every row of the tenant, table row by table row, to find a small
+ * subtree's few. It stays as a condition: rows of the other deployment style (tenant 0
+ * under BYOK) stay unseen, as docs/api.md says.
  */
 export function requestLogWhere(
   log: RequestLogColumns,
@@ -37,7 +37,7 @@ export function requestLogWhere(
   options: { byAccount?: boolean; pathPattern?: boolean } = {},
 ): SQL {
   const byAccount = options.byAccount === true && filter.under !== undefined;
-  const parts: SQL[] = byAccount ? [] : [eq(log.tenantId, filter.tenantId)];
+  const parts: SQL[] = [byAccount ? sql`+${log.tenantId} = ${filter.tenantId}` : eq(log.tenantId, filter.tenantId)];
   if (filter.accountId !== undefined) parts.push(eq(log.accountId, filter.accountId));
   if (filter.under !== undefined) {
     // PostgreSQL's path index has the pattern operator class: it serves a LIKE, not a range,

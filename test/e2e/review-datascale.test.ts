@@ -50,6 +50,11 @@ beforeAll(async () => {
     for (let i = 0; i < OTHERS; i++) insert.run(`req_o${i}`, 1, T0 + 10_000_000 + i, "gpt-a", "gpt-a", 200);
     // The small manager's, oldest of all, three to a millisecond (ties broken by request id).
     for (let i = 0; i < SMALL; i++) insert.run(`req_s${String(i).padStart(3, "0")}`, smallManager.id, T0 + Math.floor(i / 3), i % 5 ? "gpt-a" : "gpt-b", "gpt-a", i % 4 ? 200 : 429);
+    // A row of the other deployment style's tenant (docs/api.md: never seen), newest of the small manager's.
+    db.run(
+      "INSERT INTO request_log (request_id, tenant_id, account_id, created_at, family, endpoint, status, duration_ms, source) VALUES ('req_s999', 99, ?, ?, 'openai', '/v1/chat/completions', 429, 5, 'upstream')",
+      [smallManager.id, T0 + 999],
+    );
     // The big manager's subtree, itself and its child, four to a millisecond, mixed in with nothing else.
     for (let i = 0; i < BIG; i++) {
       const who = i % 2 ? bigChild.id : bigManager.id;

@@ -28,7 +28,8 @@ export function sqliteRequestLog({ db, sqlite }: Pick<Connection, "db" | "sqlite
   const insert = requestLogInsert(sqlite);
   /**
    * A manager's subtree, counted through the account index in one pass: how many of its
-   * rows lie in the time bounds (from the index alone) and how many of them match.
+   * rows lie in the time bounds and how many of them match (the subtree's rows are read,
+   * for their tenant, and no other).
    */
   const subtreeCount = (filter: RequestLogFilter): { rows: number; matched: number } => {
     const { tenantId, under, since, until, requestId } = filter;
