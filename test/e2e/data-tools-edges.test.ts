@@ -14,6 +14,7 @@ import { chatCompletion, startMockUpstream, type MockUpstream } from "../helpers
 import { startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { runRouterCommand } from "../helpers/router-command.ts";
 import { startRouter, tempDir, waitFor } from "../helpers/router.ts";
+import { serveOnce } from "../helpers/serve-once.ts";
 import { usageEvent } from "../helpers/usage-events.ts";
 
 // The data tools at their edges: `router backup`, restoring from it, `router migrate-data`,
@@ -21,7 +22,6 @@ import { usageEvent } from "../helpers/usage-events.ts";
 // from a review: a restore without the secret key and a copy with rows in the spool failed
 // before their fixes; the rest is what the review checked and found right.
 
-const ROOT = join(import.meta.dir, "..", "..");
 const SECRET = "sk-review-data-tools-0123456789abcdefghij";
 const CHAT = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] };
 
@@ -33,42 +33,6 @@ beforeAll(() => {
 afterAll(async () => {
   await upstream?.stop();
 });
-
-/**
- * Runs `router serve` as a process until it prints that it listens or exits; when it
- * listens, `probe` runs against its URL before it is stopped.
- */
-async function serveOnce(
-  args: string[],
-  probe: (url: string) => Promise<unknown> = async () => undefined,
-): Promise<{ started: boolean; exitCode: number | null; stdout: string; stderr: string; probed: unknown }> {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, NO_COLOR: "1" },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const out = { stdout: "", stderr: "" };
-  const pump = async (stream: ReadableStream<Uint8Array>, into: "stdout" | "stderr") => {
-    const decoder = new TextDecoder();
-    for await (const chunk of stream) out[into] += decoder.decode(chunk, { stream: true });
-  };
-  const pumps = Promise.all([pump(proc.stdout, "stdout"), pump(proc.stderr, "stderr")]);
-  await waitFor(() => /router listening on/.test(out.stdout) || proc.exitCode !== null, 20_000, "serve to start or exit");
-  const started = /router listening on/.test(out.stdout);
-  let probed: unknown;
-  if (started) {
-    try {
-      probed = await probe(/router listening on (\S+)/.exec(out.stdout)![1]!);
-    } finally {
-      proc.kill("SIGTERM");
-    }
-  }
-  await proc.exited;
-  await pumps;
-  return { started, exitCode: proc.exitCode, ...out, probed };
-}
 
 describe("restoring a backup taken without --with-secret-key", () => {
   // README "Where data lives": "`secret.key` | the AES-256-GCM key that seals provider

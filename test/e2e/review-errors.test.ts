@@ -84,6 +84,18 @@ async function logRow(router: TestRouter, requestId: string) {
   });
 }
 
+/** The log record of an Anthropic call answered 200 whose attempts include key `dead` (the pool starts with either key: at most two calls). */
+async function answeredAfterTrying(router: TestRouter, dead: number) {
+  let row;
+  for (let i = 0; i < 2 && !row?.attempts.some((a) => a.key_id === dead); i++) {
+    const res = await router.fetch("/v1/messages", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(MESSAGES) });
+    expect(res.status).toBe(200);
+    await res.text();
+    row = await logRow(router, res.headers.get("x-request-id")!);
+  }
+  return row;
+}
+
 describe("a dead or exhausted key is put aside and the call goes to another key", () => {
   const cases: Array<[string, Format, number, unknown]> = [
     ["Gemini 400 INVALID_ARGUMENT, reason API_KEY_INVALID", "gemini", 400, GEMINI_KEY_INVALID],
@@ -113,13 +125,7 @@ describe("a dead or exhausted key is put aside and the call goes to another key"
 
   test("the request log names the dead key's attempt as failed, with the provider's words", async () => {
     const { router, dead, good } = await twoKeys("anthropic", () => json(ANTHROPIC_NO_CREDIT, 400));
-    let row;
-    for (let i = 0; i < 2 && !row?.attempts.some((a) => a.key_id === dead); i++) {
-      const res = await router.fetch("/v1/messages", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(MESSAGES) });
-      expect(res.status).toBe(200);
-      await res.text();
-      row = await logRow(router, res.headers.get("x-request-id")!);
-    }
+    const row = await answeredAfterTrying(router, dead);
     expect(row!.status).toBe(200);
     expect(row!.attempts.map((a) => [a.key_id, a.status, a.answered])).toEqual([
       [dead, 400, false],
@@ -213,13 +219,7 @@ describe("the client's own mistake is relayed from the one key that saw it", () 
 describe("an overloaded provider fails over and the key stays in rotation", () => {
   test("Anthropic 529 overloaded_error on one key: the call is answered by the other, the key is not put to sleep", async () => {
     const { router, dead, good } = await twoKeys("anthropic", () => json({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }, 529));
-    let row;
-    for (let i = 0; i < 2 && !row?.attempts.some((a) => a.key_id === dead); i++) {
-      const res = await router.fetch("/v1/messages", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(MESSAGES) });
-      expect(res.status).toBe(200);
-      await res.text();
-      row = await logRow(router, res.headers.get("x-request-id")!);
-    }
+    const row = await answeredAfterTrying(router, dead);
     expect(row!.attempts.map((a) => [a.key_id, a.status, a.error, a.answered])).toEqual([
       [dead, 529, "status", false],
       [good, 200, null, true],

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { runBinary } from "../helpers/binary-command.ts";
 import { addKey } from "../helpers/keys.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { chatCompletion, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, chatRequestId, createAccount } from "../helpers/owner-ops.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 
@@ -12,16 +12,6 @@ import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 
 let router: TestRouter;
 let upstream: MockUpstream;
-
-const answer = (model: string) =>
-  json({
-    id: "chatcmpl-1",
-    object: "chat.completion",
-    created: 1,
-    model,
-    choices: [{ index: 0, message: { role: "assistant", content: "hello" }, finish_reason: "stop" }],
-    usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
-  });
 
 beforeAll(async () => {
   upstream = startMockUpstream();
@@ -34,7 +24,7 @@ afterAll(async () => {
 });
 beforeEach(() => {
   upstream.reset();
-  upstream.route("POST", "/v1/chat/completions", (req) => answer(req.json.model));
+  upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model, { prompt: 3, completion: 2 }, { id: "chatcmpl-1", content: "hello" }));
 });
 
 describe("client headers that would act on the owner's provider account never travel upstream", () => {

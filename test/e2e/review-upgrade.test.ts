@@ -8,6 +8,7 @@ import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
 import { skipServices, startPostgres, type PostgresServer } from "../helpers/postgres-server.ts";
 import { runRouterCommand } from "../helpers/router-command.ts";
 import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
+import { serveOnce } from "../helpers/serve-once.ts";
 
 // Upgrading a deployment that holds data, black-box: a data directory written by this
 // router, taken back by hand to the shape an older one left (migration 0019 undone, the
@@ -33,30 +34,6 @@ afterAll(async () => {
   await upstream?.stop();
 });
 
-const ROOT = join(import.meta.dir, "..", "..");
-
-/** Runs `router serve` until it listens (then stops it) or exits: whether it started, and what it printed. */
-async function serveOnce(args: string[]): Promise<{ started: boolean; exitCode: number | null; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, NO_COLOR: "1" },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const out = { stdout: "", stderr: "" };
-  const pump = async (stream: ReadableStream<Uint8Array>, into: "stdout" | "stderr") => {
-    const decoder = new TextDecoder();
-    for await (const chunk of stream) out[into] += decoder.decode(chunk, { stream: true });
-  };
-  const pumps = Promise.all([pump(proc.stdout, "stdout"), pump(proc.stderr, "stderr")]);
-  await waitFor(() => /router listening on/.test(out.stdout) || proc.exitCode !== null, 20_000, "serve to start or exit");
-  const started = /router listening on/.test(out.stdout);
-  if (started) proc.kill("SIGTERM");
-  const exitCode = await proc.exited;
-  await pumps;
-  return { started, exitCode: started ? null : exitCode, ...out };
-}
 
 /**
  * Undoes migration 0019 on a stopped router's file: accounts lose `root_id` and get back
