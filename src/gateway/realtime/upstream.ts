@@ -61,7 +61,10 @@ export type HandshakeFailure =
 export function classifyHandshakeFailure(message: string | undefined): HandshakeFailure {
   const status = Number(/Expected 101 status code: (\d{3})/.exec(message ?? "")?.[1] ?? NaN);
   if (Number.isNaN(status)) return { kind: "retryable" };
-  if (status === 401 || status === 403) return { kind: "credential", status };
+  // 402: the key's account is out of credit, as on HTTP (provider-errors.ts): put aside like a
+  // 401 and another key tried, not relayed as the client's mistake. Bun's client gives the
+  // status only, so a 429's body (insufficient_quota or a rate limit) cannot be told apart.
+  if (status === 401 || status === 402 || status === 403) return { kind: "credential", status };
   if (status === 408 || status === 429 || status >= 500) return { kind: "retryable", status };
   // The upstream refused what the client asked for (unknown model, bad parameter).
   return { kind: "client", status };

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { ServerWebSocket } from "bun";
+import { addKey, usageRows } from "../helpers/keys.ts";
+import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { testCertificates } from "../helpers/tls.ts";
+
+/**
+ * Review of the realtime bridge when the upstream fails: a refused upgrade or a failed
+ * response that says the key's account is dead puts the key aside, as the HTTP path does
+ * (src/routing/provider-errors.ts), and the session goes to another key.
+ */
+
+const MODEL = "gpt-realtime-review";
+const PRICING = { ChatPricing: { "*": { InputText: 0, OutputText: 0 }, [MODEL]: { InputText: 4, OutputText: 16 } } };
+const USAGE = { total_tokens: 150, input_tokens: 100, output_tokens: 50 };
+const QUOTA_ERROR = { type: "insufficient_quota", code: "insufficient_quota", message: "You exceeded your current quota, please check your plan and billing details." };
+
+/** A WSS realtime upstream that refuses upgrades with `refuse` when set, and answers `response.create` with `done`. */
+function startUpstream(behaviour: { refuse?: number; done?: (usage: unknown) => unknown }) {
+  const certs = testCertificates();
+  const state = { upgrades: 0, opened: 0 };
+  const send = (ws: ServerWebSocket<unknown>, event: unknown) => ws.send(JSON.stringify(event));
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: { cert: certs.certPem, key: certs.keyPem },
+    fetch(request, srv) {
+      state.upgrades++;
+      if (behaviour.refuse) return new Response(JSON.stringify({ error: QUOTA_ERROR }), { status: behaviour.refuse });
+      return srv.upgrade(request, { data: undefined }) ? undefined : new Response("bad upgrade", { status: 400 });
+    },
+    websocket: {
+      open(ws) {
+        state.opened++;
+        send(ws, { type: "session.created", session: { model: MODEL } });
+      },
+      message(ws, message) {
+        if (typeof message !== "string" || JSON.parse(message).type !== "response.create") return;
+        send(ws, { type: "response.created", response: { id: "resp_1", status: "in_progress" } });
+        const done = behaviour.done ?? ((usage: unknown) => ({ type: "response.done", response: { id: "resp_1", status: "completed", usage } }));
+        send(ws, done(USAGE));
+      },
+    },
+  });
+  return { state, url: `https://127.0.0.1:${server.port}/v1`, stop: () => server.stop(true) };
+}
+
+interface Client {
+  ws: WebSocket;
+  events: any[];
+  closed?: { code: number; reason: string };
+}
+
+function connect(router: TestRouter): Client {
+  const ws = new WebSocket(`${router.url.replace(/^http/, "ws")}/v1/realtime?model=${MODEL}`, {
+    headers: { authorization: `Bearer ${router.ownerKey}` },
+  } as unknown as string[]);
+  const client: Client = { ws, events: [] };
+  ws.onmessage = (event) => typeof event.data === "string" && client.events.push(JSON.parse(event.data));
+  ws.onclose = (event) => (client.closed = { code: event.code, reason: event.reason });
+  return client;
+}
+
+const eventOf = (client: Client, type: string) => waitFor(() => client.events.find((e) => e.type === type) ?? (client.closed && Promise.reject(new Error(`closed ${JSON.stringify(client.closed)} before ${type}: ${JSON.stringify(client.events)}`))), 5000, type);
+
+let good: ReturnType<typeof startUpstream>;
+beforeAll(() => {
+  good = startUpstream({});
+});
+afterAll(() => good.stop());
+
+describe("a refused upgrade that says the account is dead", () => {
+  let dead: ReturnType<typeof startUpstream>;
+  let router: TestRouter;
+  let deadKey: number;
+  beforeAll(async () => {
+    dead = startUpstream({ refuse: 402 });
+    router = await startRouter({ pricing: PRICING });
+    ({ id: deadKey } = await addKey(router, { provider: dead.url }));
+    await addKey(router, { provider: good.url });
+  });
+  afterAll(async () => {
+    await router.stop();
+    dead.stop();
+  });
+
+  test("402 Payment Required: the key is put aside like a 401 and the session opens on another key", async () => {
+    // Two sessions in turn: the pool's rotation tries the dead key for one of them.
+    for (let i = 0; i < 2; i++) {
+      const client = connect(router);
+      await eventOf(client, "session.created");
+      client.ws.close(1000);
+      await waitFor(() => client.closed);
+    }
+    expect(dead.state.upgrades).toBe(1);
+    const key = router.deps.pool.get(deadKey)!;
+    expect({ sleeping: key.sleeping, reason: key.sleepReason }).toEqual({ sleeping: true, reason: "auth" });
+    // No response ran: no usage row, nothing charged.
+    const rows = (await usageRows(router)).filter((r) => r.endpoint === "/v1/realtime");
+    expect(rows).toEqual([]);
+  }, 15_000);
+});
