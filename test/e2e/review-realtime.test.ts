@@ -100,3 +100,53 @@ describe("a refused upgrade that says the account is dead", () => {
     expect(rows).toEqual([]);
   }, 15_000);
 });
+
+describe("a response that fails because the account's quota is spent", () => {
+  let spent: ReturnType<typeof startUpstream>;
+  let router: TestRouter;
+  let spentKey: number;
+  beforeAll(async () => {
+    // As OpenAI reports it: the response fails with the error in status_details.
+    spent = startUpstream({
+      done: () => ({ type: "response.done", response: { id: "resp_1", status: "failed", status_details: { type: "failed", error: QUOTA_ERROR }, usage: null } }),
+    });
+    router = await startRouter({ pricing: PRICING });
+    ({ id: spentKey } = await addKey(router, { provider: spent.url }));
+    await addKey(router, { provider: good.url, level: 2 });
+    await router.deps.settings.update({ SWITCH_OVER: "1=2" });
+  });
+  afterAll(async () => {
+    await router.stop();
+    spent.stop();
+  });
+
+  test("the client sees the failure as sent; the key is put aside, so the next session goes to another key", async () => {
+    const first = connect(router);
+    await eventOf(first, "session.created");
+    first.ws.send(JSON.stringify({ type: "response.create" }));
+    const done = await eventOf(first, "response.done");
+    expect(done.response.status_details.error.code).toBe("insufficient_quota");
+    const key = router.deps.pool.get(spentKey)!;
+    await waitFor(() => key.sleeping, 5000, "the spent key put aside");
+    expect(key.sleepReason).toBe("auth");
+    first.ws.close(1000);
+    await waitFor(() => first.closed);
+
+    const opened = good.state.opened;
+    const second = connect(router);
+    await eventOf(second, "session.created");
+    expect(good.state.opened).toBe(opened + 1);
+    second.ws.send(JSON.stringify({ type: "response.create" }));
+    await eventOf(second, "response.done");
+    second.ws.close(1000);
+    // The failed response generated nothing and is not charged; the good one is.
+    const rows = await waitFor(async () => {
+      const all = (await usageRows(router)).filter((r) => r.endpoint === "/v1/realtime");
+      return all.length === 2 ? all : undefined;
+    });
+    expect(rows!.map((r) => [r.status, r.cost_nanos > 0])).toEqual([
+      [502, false],
+      [200, true],
+    ]);
+  }, 15_000);
+});

@@ -15,7 +15,7 @@ import { closeReason, errorEvent, refusalOf, sendableCloseCode } from "./events.
 import { pickRealtimeKey } from "./pick.ts";
 import { createSessionMeter, type RealtimeSession } from "./session.ts";
 import { revocationOf } from "./revocation.ts";
-import { generatedTextBytes, isResponseCreated, responseDoneOf } from "./usage.ts";
+import { generatedTextBytes, isResponseCreated, responseDoneOf, saysQuotaSpent } from "./usage.ts";
 
 export interface LifecycleOptions {
   /** A session with no frame either way for this long is closed (1000 "idle"). */
@@ -284,6 +284,12 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
     message(session, data) {
       session.lastActivity = clock.now();
       const done = typeof data === "string" && charge(session, data);
+      // A spent quota: the key is put aside like a 401 (new sessions go to another key); this
+      // session's client hears it from the upstream's own event, as sent.
+      if (typeof data === "string" && session.picked && saysQuotaSpent(data)) {
+        log.warn("realtime upstream says the key's quota is spent", { req: session.id, key: session.picked.key.id });
+        void session.tenant.pool.report(session.picked.key, { kind: "credential" });
+      }
       if (!session.clientClosed) sendToClient(session, data);
       if (!done) return;
       // With the client side closed the upstream is read only while responses are under way.

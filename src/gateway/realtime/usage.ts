@@ -104,3 +104,26 @@ export function generatedTextBytes(text: string): number {
   if (!isObject(event) || typeof event.delta !== "string" || typeof event.type !== "string" || !TEXT_DELTAS.has(event.type)) return 0;
   return Buffer.byteLength(event.delta);
 }
+
+const isQuotaError = (error: unknown) => field(error, "type") === "insufficient_quota" || field(error, "code") === "insufficient_quota";
+
+/**
+ * True for an upstream frame saying the key's account has spent its quota: a
+ * `response.done` that failed with `status_details.error` of type or code
+ * `insufficient_quota` (as OpenAI ends a response then), or an `error` event of that kind.
+ * Such a key is dead for every session, as its HTTP 429 `insufficient_quota` is
+ * (routing/provider-errors.ts). Only frames naming it are parsed.
+ */
+export function saysQuotaSpent(text: string): boolean {
+  if (!text.includes("insufficient_quota")) return false;
+  let event: unknown;
+  try {
+    event = JSON.parse(text);
+  } catch {
+    return false;
+  }
+  if (!isObject(event)) return false;
+  if (event.type === "error") return isQuotaError(event.error);
+  const response = event.response;
+  return event.type === "response.done" && field(response, "status") === "failed" && isQuotaError(field(field(response, "status_details"), "error"));
+}
