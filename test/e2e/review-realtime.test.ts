@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { ServerWebSocket } from "bun";
+import type { Server, ServerWebSocket } from "bun";
+import { createRealtimeBridge, type RealtimeSession } from "../../src/gateway/realtime/bridge.ts";
 import { addKey, usageRows } from "../helpers/keys.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 import { testCertificates } from "../helpers/tls.ts";
@@ -16,7 +17,7 @@ const USAGE = { total_tokens: 150, input_tokens: 100, output_tokens: 50 };
 const QUOTA_ERROR = { type: "insufficient_quota", code: "insufficient_quota", message: "You exceeded your current quota, please check your plan and billing details." };
 
 /** A WSS realtime upstream that refuses upgrades with `refuse` when set, and answers `response.create` with `done`. */
-function startUpstream(behaviour: { refuse?: number; done?: (usage: unknown) => unknown }) {
+function startUpstream(behaviour: { refuse?: number; hangMs?: number; done?: (usage: unknown) => unknown }) {
   const certs = testCertificates();
   const state = { upgrades: 0, opened: 0 };
   const send = (ws: ServerWebSocket<unknown>, event: unknown) => ws.send(JSON.stringify(event));
@@ -24,8 +25,9 @@ function startUpstream(behaviour: { refuse?: number; done?: (usage: unknown) => 
     hostname: "127.0.0.1",
     port: 0,
     tls: { cert: certs.certPem, key: certs.keyPem },
-    fetch(request, srv) {
+    async fetch(request, srv) {
       state.upgrades++;
+      if (behaviour.hangMs) await Bun.sleep(behaviour.hangMs);
       if (behaviour.refuse) return new Response(JSON.stringify({ error: QUOTA_ERROR }), { status: behaviour.refuse });
       return srv.upgrade(request, { data: undefined }) ? undefined : new Response("bad upgrade", { status: 400 });
     },
@@ -51,8 +53,8 @@ interface Client {
   closed?: { code: number; reason: string };
 }
 
-function connect(router: TestRouter): Client {
-  const ws = new WebSocket(`${router.url.replace(/^http/, "ws")}/v1/realtime?model=${MODEL}`, {
+function connect(router: TestRouter, base = router.url): Client {
+  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/v1/realtime?model=${MODEL}`, {
     headers: { authorization: `Bearer ${router.ownerKey}` },
   } as unknown as string[]);
   const client: Client = { ws, events: [] };
@@ -148,5 +150,45 @@ describe("a response that fails because the account's quota is spent", () => {
       [502, false],
       [200, true],
     ]);
+  }, 15_000);
+});
+
+describe("an upstream whose handshake never answers", () => {
+  let slow: ReturnType<typeof startUpstream>;
+  let router: TestRouter;
+  let slowKey: number;
+  let bridged: Server<RealtimeSession>;
+  beforeAll(async () => {
+    slow = startUpstream({ hangMs: 3000 });
+    router = await startRouter({ pricing: PRICING });
+    ({ id: slowKey } = await addKey(router, { provider: slow.url }));
+    const bridge = createRealtimeBridge(router.deps, { connectTimeoutMs: 200 });
+    bridged = Bun.serve<RealtimeSession>({ hostname: "127.0.0.1", port: 0, fetch: (request, srv) => bridge.upgrade(request, srv), websocket: bridge.websocket });
+  });
+  afterAll(async () => {
+    await bridged.stop(true);
+    await router.stop();
+    slow.stop();
+  });
+
+  test("alone: the client gets upstream_unavailable and 1011, the key one failure, a 502 row charged nothing", async () => {
+    const client = connect(router, `http://127.0.0.1:${bridged.port}`);
+    await waitFor(() => client.closed, 5000, "close");
+    expect(client.closed).toEqual({ code: 1011, reason: "upstream unavailable" });
+    expect(client.events.map((e) => [e.type, e.error?.type, e.error?.code])).toEqual([["error", "server_error", "upstream_unavailable"]]);
+    expect(router.deps.pool.get(slowKey)!.failures).toBe(1);
+    const row = await waitFor(async () => (await usageRows(router)).find((r) => r.endpoint === "/v1/realtime"));
+    expect(row).toMatchObject({ status: 502, cost_nanos: 0, key_id: null });
+    await waitFor(() => router.deps.pool.get(slowKey)!.inFlight === 0, 5000, "key released");
+  }, 15_000);
+
+  test("with another key: the session opens there before it starts", async () => {
+    await addKey(router, { provider: good.url });
+    for (let i = 0; i < 2; i++) {
+      const client = connect(router, `http://127.0.0.1:${bridged.port}`);
+      await eventOf(client, "session.created");
+      client.ws.close(1000);
+      await waitFor(() => client.closed);
+    }
   }, 15_000);
 });
