@@ -19,13 +19,14 @@ const QUOTA_ERROR = { type: "insufficient_quota", code: "insufficient_quota", me
 /** A WSS realtime upstream that refuses upgrades with `refuse` when set, and answers `response.create` with `done`. */
 function startUpstream(behaviour: { refuse?: number; hangMs?: number; done?: (usage: unknown) => unknown }) {
   const certs = testCertificates();
-  const state = { upgrades: 0, opened: 0 };
+  const state = { upgrades: 0, opened: 0, secrets: 0 };
   const send = (ws: ServerWebSocket<unknown>, event: unknown) => ws.send(JSON.stringify(event));
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     tls: { cert: certs.certPem, key: certs.keyPem },
     async fetch(request, srv) {
+      if (request.method === "POST") return Response.json({ value: `ek_review_${++state.secrets}`, expires_at: 1_900_000_000 });
       state.upgrades++;
       if (behaviour.hangMs) await Bun.sleep(behaviour.hangMs);
       if (behaviour.refuse) return new Response(JSON.stringify({ error: QUOTA_ERROR }), { status: behaviour.refuse });
@@ -53,9 +54,9 @@ interface Client {
   closed?: { code: number; reason: string };
 }
 
-function connect(router: TestRouter, base = router.url): Client {
+function connect(router: TestRouter, base = router.url, credential = router.ownerKey): Client {
   const ws = new WebSocket(`${base.replace(/^http/, "ws")}/v1/realtime?model=${MODEL}`, {
-    headers: { authorization: `Bearer ${router.ownerKey}` },
+    headers: { authorization: `Bearer ${credential}` },
   } as unknown as string[]);
   const client: Client = { ws, events: [] };
   ws.onmessage = (event) => typeof event.data === "string" && client.events.push(JSON.parse(event.data));
@@ -190,5 +191,39 @@ describe("an upstream whose handshake never answers", () => {
       client.ws.close(1000);
       await waitFor(() => client.closed);
     }
+  }, 15_000);
+});
+
+describe("a client secret the upstream no longer takes (expired)", () => {
+  const behaviour: { refuse?: number } = {};
+  let upstream: ReturnType<typeof startUpstream>;
+  let router: TestRouter;
+  let keyId: number;
+  beforeAll(async () => {
+    upstream = startUpstream(behaviour);
+    router = await startRouter({ pricing: PRICING });
+    ({ id: keyId } = await addKey(router, { provider: upstream.url }));
+  });
+  afterAll(async () => {
+    await router.stop();
+    upstream.stop();
+  });
+
+  test("its 401 says nothing of the key: the key stays in rotation, the client is told to get a new secret", async () => {
+    const created = await router.fetch("/v1/realtime/client_secrets", { method: "POST", body: JSON.stringify({ session: { type: "realtime", model: MODEL } }) });
+    const secret: string = (await created.json()).value;
+    behaviour.refuse = 401;
+    const client = connect(router, router.url, secret);
+    await waitFor(() => client.closed, 5000, "close");
+    expect(client.closed!.code).toBe(1008);
+    expect(client.events.map((e) => [e.type, e.error?.type, e.error?.code])).toEqual([["error", "invalid_request_error", "client_secret_refused"]]);
+    const key = router.deps.pool.get(keyId)!;
+    expect({ sleeping: key.sleeping, failures: key.failures }).toEqual({ sleeping: false, failures: 0 });
+    // The owner's own sessions still go to the key.
+    behaviour.refuse = undefined;
+    const other = connect(router);
+    await eventOf(other, "session.created");
+    other.ws.close(1000);
+    await waitFor(() => other.closed);
   }, 15_000);
 });

@@ -78,7 +78,7 @@ function openSocket(session: RealtimeSession, target: ReturnType<typeof realtime
     }
     clearTimeout(session.timer);
     session.timer = undefined;
-    events.failed(session, timedOut ? { kind: "retryable" } : classifyHandshakeFailure(errorMessage), timedOut ? "connect timeout" : errorMessage);
+    events.failed(session, timedOut ? { kind: "retryable" } : classifyHandshakeFailure(errorMessage, session.ephemeral !== undefined), timedOut ? "connect timeout" : errorMessage);
   };
 }
 

@@ -323,8 +323,10 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
       if (session.clientClosed) return finish(session);
       if (failure.kind === "client") {
         session.failStatus = failure.status;
-        const text = `The upstream refused the realtime session (HTTP ${failure.status}); check the model and session parameters`;
-        sendToClient(session, errorEvent("invalid_request_error", "upstream_refused", text));
+        const text = failure.secret
+          ? `The upstream refused the client secret (HTTP ${failure.status}); it may have expired: create a new one`
+          : `The upstream refused the realtime session (HTTP ${failure.status}); check the model and session parameters`;
+        sendToClient(session, errorEvent("invalid_request_error", failure.secret ? "client_secret_refused" : "upstream_refused", text));
         return closeByRouter(session, 1008, `upstream refused the session (HTTP ${failure.status})`);
       }
       void redial(session);

@@ -56,11 +56,15 @@ export type HandshakeFailure =
   | { kind: "blocked"; reason: string }
   | { kind: "credential"; status: number }
   | { kind: "retryable"; status?: number }
-  | { kind: "client"; status: number };
+  /** `secret`: a client secret presented upstream was refused (401/403), not the key. */
+  | { kind: "client"; status: number; secret?: true };
 
-export function classifyHandshakeFailure(message: string | undefined): HandshakeFailure {
+export function classifyHandshakeFailure(message: string | undefined, clientSecret = false): HandshakeFailure {
   const status = Number(/Expected 101 status code: (\d{3})/.exec(message ?? "")?.[1] ?? NaN);
   if (Number.isNaN(status)) return { kind: "retryable" };
+  // A client secret's 401/403 (expired, revoked) judges the secret, not the key: else anyone
+  // holding an old secret could put the key aside for everyone.
+  if (clientSecret && (status === 401 || status === 403)) return { kind: "client", status, secret: true };
   // 402: the key's account is out of credit, as on HTTP (provider-errors.ts): put aside like a
   // 401 and another key tried, not relayed as the client's mistake. Bun's client gives the
   // status only, so a 429's body (insufficient_quota or a rate limit) cannot be told apart.
