@@ -4,7 +4,7 @@
  * upstream's error translated into the client's format, and a back-off that ends early
  * when the client leaves.
  */
-import { HttpError } from "../core/errors.ts";
+import { HttpError, retryAfterSeconds } from "../core/errors.ts";
 import type { Translator } from "../formats/translate/translator.ts";
 import { isKeyFault, type AttemptFailure } from "../routing/failover.ts";
 
@@ -29,10 +29,15 @@ export function keyGone(): HttpError {
 }
 
 /** The error of a call whose attempts all failed (or found no key), from the last failure. */
-export function finalError(model: string | undefined, last: { failure: AttemptFailure; retryAfter?: number } | undefined): HttpError {
+export function finalError(model: string | undefined, last: { failure: AttemptFailure; retryAfter?: number } | undefined, wakeMs?: number): HttpError {
   if (!last) {
+    // The SDKs retry a 503: told when a key wakes (`keyWakeMs`), or not to when none will by itself.
+    if (wakeMs === undefined) {
+      return new HttpError("unavailable", `No upstream key is available for model ${model ?? "(none)"}`, { code: "no_available_key", headers: { "x-should-retry": "false" } });
+    }
     return new HttpError("unavailable", `No upstream key is available for model ${model ?? "(none)"}; try again later`, {
       code: "no_available_key",
+      headers: { "retry-after": retryAfterSeconds(wakeMs) },
     });
   }
   if (isKeyFault(last.failure)) {

@@ -20,7 +20,7 @@ import { AddressRefusedError } from "../upstreams/address-policy.ts";
 import type { Translator } from "../formats/translate/translator.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS } from "../metering/billing.ts";
 import { finalError, keyGone, waitUnlessClientLeaves } from "./attempt-errors.ts";
-import { callFit, localTokenCount, translatedCall, unservedFormat, unservedFormats, upstreamFamilyOf } from "./translation.ts";
+import { callFit, localTokenCount, translatedCall, keyWakeMs, unservedFormat, unservedFormats, upstreamFamilyOf } from "./translation.ts";
 import { createKeyChoice } from "./key-choice.ts";
 import { formatOf } from "../formats/registry.ts";
 import { MAX_MESSAGE, type AttemptFact } from "../metering/request-log.ts";
@@ -371,7 +371,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         const response = new Response(JSON.stringify(count(tokens)), { status: 200, headers: { "content-type": "application/json", "x-router-count": "estimated" } });
         return ended(response, { route, status: 200, usage: { ...ZERO_USAGE, prompt: tokens }, source: "estimated", started });
       }
-      const error = refusing(spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure));
+      const error = refusing(spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure, lastFailure ? undefined : keyWakeMs(settings.routing().switchOver, pool, route.level, fit, clock.now())));
       return ended(errorResponse(call.family, error), { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
     } catch (error) {
       letGo?.();

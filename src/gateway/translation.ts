@@ -167,6 +167,28 @@ export function unservedFormats(backups: ReadonlyMap<number, number>, pool: Pick
 }
 
 /**
+ * When the call's Level chain will have a key for it again by itself, for the Retry-After
+ * of a 503 `no_available_key`: milliseconds until the soonest automatic wake-up of an
+ * enabled key that can serve the call (at least 0; an awake one, busy with its probe,
+ * is a moment away), or undefined when none will: no such key at all, or every one asleep
+ * until someone wakes it (manual, auth). Then waiting does not help and the client is told so.
+ */
+export function keyWakeMs(backups: ReadonlyMap<number, number>, pool: Pick<KeyPool, "keysOf">, level: number, fit: CallFit, now: number): number | undefined {
+  let soonest: number | undefined;
+  const seen = new Set<number>();
+  for (let current: number | undefined = level; current !== undefined && !seen.has(current); current = backups.get(current)) {
+    seen.add(current);
+    for (const key of pool.keysOf(current)) {
+      if (!key.status || fit.rank(key) === 0) continue;
+      if (key.sleeping && key.sleepUntil === null) continue;
+      const ms = key.sleeping ? Math.max(0, key.sleepUntil! - now) : 0;
+      if (soonest === undefined || ms < soonest) soonest = ms;
+    }
+  }
+  return soonest;
+}
+
+/**
  * The model call of a client format, as routing sees it (family, endpoint, method): for
  * explaining a route without a request to read.
  */
