@@ -2,7 +2,10 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { createManualClock } from "../../src/core/clock.ts";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream, type Script } from "../helpers/mock-upstream.ts";
+import { chatCompletion } from "../helpers/mock-upstream.ts";
+import { api, createAccount } from "../helpers/owner-ops.ts";
 import { startRouter, type StartOptions, type TestRouter } from "../helpers/router.ts";
+import { perTest } from "../helpers/scoped.ts";
 
 /**
  * Review of the waits refusals name: a client (the official SDKs obey Retry-After and
@@ -81,5 +84,99 @@ describe("no usable key (503 no_available_key)", () => {
     const refused = await chat(r);
     expect(refused.status).toBe(503);
     expect(refused.headers.get("x-should-retry")).toBe("false");
+  });
+});
+
+const scope = perTest();
+const SECOND = 1000;
+const PRICING = { ChatPricing: { "acme-*": { InputText: 2, OutputText: 8 } } };
+
+/** A router on a manual clock whose upstream answers every chat call with 30 + 30 tokens. */
+async function limitedRouter(at = T0, zone = "UTC") {
+  const clock = createManualClock(at, zone);
+  const { router, upstream } = await scope.gateway({ config: { timeZone: zone }, clock, pricing: PRICING });
+  upstream.route("POST", "/v1/chat/completions", (req) => chatCompletion(req.json.model, { prompt: 30, completion: 30 }));
+  return { router, clock };
+}
+const call = (router: TestRouter, key: string, path = "/v1/chat/completions") =>
+  api(router, path, { key, body: { model: "acme-chat", max_tokens: 100, messages: [{ role: "user", content: "hi" }] } });
+
+/** OpenAI's duration format, parsed back to seconds (`1m0s` → 60, `250ms` → 0.25). */
+function durationSeconds(value: string | null): number {
+  if (value === null) return NaN;
+  if (/^\d+ms$/.test(value)) return Number(value.slice(0, -2)) / 1000;
+  let total = 0;
+  for (const [, n, unit] of value.matchAll(/(\d+(?:\.\d+)?)(h|m(?!s)|s)/g)) total += Number(n) * (unit === "h" ? 3600 : unit === "m" ? 60 : 1);
+  return total;
+}
+
+describe("the router's own limits: waiting exactly Retry-After, the retry is served", () => {
+  for (const [limits, second] of [
+    [{ RPM: 2 }, 20.3],
+    [{ RPH: 2 }, 1000.7],
+    [{ TPM: 120 }, 20.3],
+    [{ TPH: 120 }, 1000.7],
+    [{ ModelLimits: { "acme-*": { rpm: 2 } } }, 20.3],
+  ] as const) {
+    test(`${JSON.stringify(limits)}: the refusal's wait (Retry-After and the reset header alike) is when the oldest call leaves the window`, async () => {
+      const { router, clock } = await limitedRouter();
+      const acct = await createAccount(router, { CreditGranted: 100, ...limits });
+      expect((await call(router, acct.key)).status).toBe(200);
+      clock.advance(second * SECOND);
+      expect((await call(router, acct.key)).status).toBe(200);
+      clock.advance(7 * SECOND);
+      const refused = await call(router, acct.key);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("x-should-retry")).toBeNull();
+      const wait = Number(refused.headers.get("retry-after"));
+      expect(wait).toBeGreaterThan(1);
+      const kind = "TPM" in limits || "TPH" in limits ? "tokens" : "requests";
+      expect(Math.ceil(durationSeconds(refused.headers.get(`x-ratelimit-reset-${kind}`)))).toBe(wait);
+      // Waiting a whole second less is still refused: the wait is not padded.
+      clock.advance((wait - 1) * SECOND);
+      expect((await call(router, acct.key)).status).toBe(429);
+      clock.advance(SECOND);
+      expect((await call(router, acct.key)).status).toBe(200);
+    });
+  }
+
+  test("RPD in a zone: Retry-After runs to the next business midnight there; a retry then is served", async () => {
+    // 2026-06-10 22:00 in Tokyo (UTC+9) = 13:00 UTC: two hours to the business midnight.
+    const { router, clock } = await limitedRouter(Date.UTC(2026, 5, 10, 13, 0), "Asia/Tokyo");
+    const acct = await createAccount(router, { CreditGranted: 100, RPD: 1 });
+    expect((await call(router, acct.key)).status).toBe(200);
+    const refused = await call(router, acct.key);
+    expect(refused.status).toBe(429);
+    const wait = Number(refused.headers.get("retry-after"));
+    expect(wait).toBe(2 * 3600);
+    clock.advance(wait * SECOND);
+    expect((await call(router, acct.key)).status).toBe(200);
+  });
+
+  test("DailyLimit spent by settled calls: Retry-After to the next business midnight, then served", async () => {
+    const { router, clock } = await limitedRouter(Date.UTC(2026, 5, 10, 20, 30));
+    const acct = await createAccount(router, { CreditGranted: 100, DailyLimit: 0.0001 });
+    expect((await call(router, acct.key)).status).toBe(200);
+    const refused = await call(router, acct.key);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.code).toBe("daily_limit_reached");
+    const wait = Number(refused.headers.get("retry-after"));
+    expect(wait).toBe(3.5 * 3600);
+    clock.advance(wait * SECOND);
+    expect((await call(router, acct.key)).status).toBe(200);
+  });
+
+  test("Anthropic clients: retry-after and anthropic-ratelimit-*-reset name the same moment, and a retry then is served", async () => {
+    const { router, clock } = await limitedRouter();
+    const acct = await createAccount(router, { CreditGranted: 100, RPM: 1 });
+    expect((await call(router, acct.key)).status).toBe(200);
+    clock.advance(12.4 * SECOND);
+    const refused = await call(router, acct.key, "/v1/messages");
+    expect(refused.status).toBe(429);
+    const wait = Number(refused.headers.get("retry-after"));
+    const reset = Date.parse(refused.headers.get("anthropic-ratelimit-requests-reset")!);
+    expect(Math.ceil((reset - clock.now()) / SECOND)).toBe(wait);
+    clock.advance(wait * SECOND);
+    expect((await call(router, acct.key)).status).toBe(200);
   });
 });
