@@ -28,7 +28,10 @@ export function keyGone(): HttpError {
   });
 }
 
-/** The error of a call whose attempts all failed (or found no key), from the last failure. */
+/**
+ * The error of a call whose attempts all failed (or found no key), from the last failure;
+ * `wakeMs`: when the call's Levels will have a key again by themselves (`keyWakeMs`).
+ */
 export function finalError(model: string | undefined, last: { failure: AttemptFailure; retryAfter?: number } | undefined, wakeMs?: number): HttpError {
   if (!last) {
     // The SDKs retry a 503: told when a key wakes (`keyWakeMs`), or not to when none will by itself.
@@ -47,10 +50,11 @@ export function finalError(model: string | undefined, last: { failure: AttemptFa
     });
   }
   if (last.failure.kind === "status" && last.failure.status === 429) {
-    const seconds = Math.max(1, Math.ceil((last.retryAfter ?? 1000) / 1000));
+    // The upstream's wait, unless the 429s put the keys to sleep for longer (a retry
+    // sooner would find no key): then until the soonest wakes.
     return new HttpError("rate_limit", "The upstream is rate limiting; retry later", {
       code: "upstream_rate_limited",
-      headers: { "retry-after": String(seconds) },
+      headers: { "retry-after": retryAfterSeconds(Math.max(last.retryAfter ?? 1000, wakeMs ?? 0)) },
     });
   }
   if (last.failure.kind === "timeout") {

@@ -371,7 +371,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         const response = new Response(JSON.stringify(count(tokens)), { status: 200, headers: { "content-type": "application/json", "x-router-count": "estimated" } });
         return ended(response, { route, status: 200, usage: { ...ZERO_USAGE, prompt: tokens }, source: "estimated", started });
       }
-      const error = refusing(spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure, lastFailure ? undefined : keyWakeMs(settings.routing().switchOver, pool, route.level, fit, clock.now())));
+      const error = refusing(spoken ? unservedFormat(route.effectiveModel ?? call.requestedModel, fit.format, spoken) : finalError(call.requestedModel, lastFailure, input.pinnedKeyId !== undefined ? undefined : keyWakeMs(settings.routing().switchOver, pool, route.level, fit, clock.now())));
       return ended(errorResponse(call.family, error), { route, status: error.status, usage: ZERO_USAGE, source: "upstream", started });
     } catch (error) {
       letGo?.();

@@ -67,6 +67,27 @@ describe("no usable key (503 no_available_key)", () => {
     expect((await chat(r)).status).toBe(200);
   });
 
+  test("the upstream 429 that puts the only key to sleep: the 429's Retry-After is the sleep, not the upstream's 1 s; a retry then is served", async () => {
+    const { router: r, clock } = await manualRouter();
+    const state = { limited: true };
+    const upstream = mock(() => (state.limited ? json({ error: { message: "slow down" } }, 429, { "retry-after": "1" }) : json(completion)));
+    await addKey(r, { provider: `${upstream.url}/v1` });
+    // The first two leave the key awake: the upstream's own second is the truth.
+    for (let i = 0; i < 2; i++) {
+      const res = await chat(r);
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toBe("1");
+    }
+    // The third puts it to sleep for the one-minute cool-down.
+    const third = await chat(r);
+    expect(third.status).toBe(429);
+    state.limited = false;
+    const wait = Number(third.headers.get("retry-after"));
+    expect(wait).toBe(60);
+    clock.advance(wait * 1000);
+    expect((await chat(r)).status).toBe(200);
+  });
+
   test("no key for the model at all: 503 that says not to retry (the SDKs would otherwise retry twice in vain)", async () => {
     const { router: r } = await manualRouter();
     const refused = await chat(r);
