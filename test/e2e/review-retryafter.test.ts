@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
 import { createManualClock } from "../../src/core/clock.ts";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream, type Script } from "../helpers/mock-upstream.ts";
@@ -95,6 +96,17 @@ describe("no usable key (503 no_available_key)", () => {
     expect((await refused.json()).error.code).toBe("no_available_key");
     expect(refused.headers.get("x-should-retry")).toBe("false");
     expect(refused.headers.get("retry-after")).toBeNull();
+  });
+
+  test("no key at all, through the openai SDK with retries: one request, the 503 at once", async () => {
+    const { router: r } = await manualRouter();
+    let sent = 0;
+    const fetchImpl = ((input: RequestInfo | URL, init?: RequestInit) => (sent++, fetch(input, init))) as typeof fetch;
+    const client = new OpenAI({ baseURL: `${r.url}/v1`, apiKey: r.ownerKey, fetch: fetchImpl, maxRetries: 3 });
+    const error = (await client.chat.completions.create({ model: "gpt-x", messages: [{ role: "user", content: "hi" }] }).catch((e: unknown) => e)) as { status: number; code: string };
+    expect(error.status).toBe(503);
+    expect(error.code).toBe("no_available_key");
+    expect(sent).toBe(1);
   });
 
   test("the only key asleep until woken (manual sleep): not to retry either, waiting does not wake it", async () => {
