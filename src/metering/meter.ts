@@ -5,7 +5,7 @@ import { HttpError, retryAfterSeconds } from "../core/errors.ts";
 import type { Logger } from "../core/log.ts";
 import type { Endpoint } from "../formats/format.ts";
 import { clampedUsage, credibleUsage, type Usage } from "../formats/usage.ts";
-import type { Adjustment, AdmitLine, CountState, LimitStanding, PeriodCounter, Refusal, Standings } from "../state/state.ts";
+import type { Adjustment, AdmitLine, CountState, LimitStanding, PeriodCounter, ReachedLine, Refusal, Standings } from "../state/state.ts";
 import { rateLimitHeaders, type RateLimits, type RateLimitStanding } from "./rate-limit-headers.ts";
 import type { Family } from "../formats/family.ts";
 import { limitSubjects, planWindows, settleTokens, type RefusalReason, type SystemLimits } from "./limits.ts";
@@ -57,6 +57,18 @@ const insufficientCredit = ({ used, held }: Refusal): HttpError =>
         code: "insufficient_credit",
         headers: RETRY_SOON,
       });
+
+/** A refusal's wait in ms: what it names, else its Retry-After; a refusal waiting cannot cure outweighs any. */
+const waitOf = (error: HttpError) => (error.headers?.["x-should-retry"] === "false" ? Infinity : (error.retryAfterMs ?? Number(error.headers?.["retry-after"] ?? 0) * 1000));
+/** Of every line a refusal reached, the one with the longest wait: waiting less, the client would be refused again. */
+function longestWait(reasons: ReadonlyArray<RefusalReason | undefined>, first: Refusal): { refusal: ReachedLine; error: HttpError } {
+  let best = { refusal: first as ReachedLine, error: reasons[first.line]!(first) };
+  for (const other of first.also ?? []) {
+    const error = reasons[other.line]?.(other);
+    if (error && waitOf(error) > waitOf(best.error)) best = { refusal: other, error };
+  }
+  return best;
+}
 
 const whose = (spend: SubtreeSpend, caller: Readonly<AccountRow>) =>
   spend.account.id === caller.id ? "" : ` of account ${spend.account.name} (shared by its subtree)`;
@@ -248,8 +260,8 @@ export function createMeter(deps: {
     return limits;
   };
   /** A refusal, with the rate-limit headers of the window that refused (nothing left, free again when the refusal says). */
-  const refusalOf = (lines: readonly AdmitLine[], reasons: ReadonlyArray<RefusalReason | undefined>, refusal: Refusal, family: Family, now: number): HttpError => {
-    const error = reasons[refusal.line]!(refusal);
+  const refusalOf = (lines: readonly AdmitLine[], reasons: ReadonlyArray<RefusalReason | undefined>, reached: Refusal, family: Family, now: number): HttpError => {
+    const { refusal, error } = longestWait(reasons, reached);
     const line = lines[refusal.line]!;
     if (line.report === undefined || line.limit === undefined) return error;
     // The wait the refusal itself names (1 s when only calls in flight make the difference), so the reset equals Retry-After.

@@ -13,6 +13,7 @@ import type {
   LimitStanding,
   LoadedBalance,
   PeriodSeed,
+  Refusal,
   Standings,
   State,
   StateLoaders,
@@ -223,6 +224,7 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
     let requestsLeft = 0;
     let tokensLine = -1;
     let tokensLeft = 0;
+    let refusal: Refusal | undefined;
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i]!;
       if (line.limit === undefined) continue;
@@ -246,8 +248,11 @@ export function createMemoryState(loaders: StateLoaders, now: () => number): Sta
         continue;
       }
       const retryAfterMs = line.counter.kind === "window" ? windowOf(line.counter).retryAfterMs(now, line.limit, true) : 0;
-      return { admitted: false, refusal: { line: i, used, held: heldBy(line), retryAfterMs } };
+      const reachedLine = { line: i, used, held: heldBy(line), retryAfterMs };
+      if (!refusal) refusal = reachedLine;
+      else (refusal.also ??= []).push(reachedLine);
     }
+    if (refusal) return { admitted: false, refusal };
     for (const line of lines) {
       if (line.add === 0) continue;
       const { counter } = line;

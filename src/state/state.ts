@@ -99,6 +99,15 @@ export interface Standings {
   tokens?: LimitStanding;
 }
 
+/** A line whose limit was reached: its index, value, held gauge and wait. */
+export interface ReachedLine {
+  /** Index of the line in the admission's lines. */
+  line: number;
+  used: number;
+  held: number;
+  retryAfterMs: number;
+}
+
 /** Why an admission was refused: the first line whose limit was reached. */
 export interface Refusal {
   /** Index of the line in the admission's lines. */
@@ -109,6 +118,11 @@ export interface Refusal {
   held: number;
   /** Windows: milliseconds until the sum drops below the limit as old events slide out. */
   retryAfterMs: number;
+  /**
+   * The other lines reached too, in line order (absent when none): a refusal names the
+   * longest wait of them all, or a client waiting the first line's would be refused again.
+   */
+  also?: ReachedLine[];
 }
 
 export type Verdict = { admitted: true; standings?: Standings } | { admitted: false; refusal: Refusal };

@@ -55,8 +55,10 @@ export function signupRoutes(deps: SignupRouteDeps) {
     if (mailedTo !== undefined) lines.push({ counter: { kind: "window", key: `signup-to:${hash(mailedTo)}`, windowMs: HOUR_MS }, limit: SIGNUP_MAILS_PER_ADDRESS_HOUR, add: 1 });
     const verdict = await deps.state.counts.admit(lines, deps.clock.now());
     if (!verdict.admitted) {
-      const why = verdict.refusal.line === 0 ? "Too many sign-ups from this address" : "Too many confirmation mails to this email address";
-      throw rateLimited(`${why}; try again later`, "signup_rate_limited", verdict.refusal.retryAfterMs);
+      // Both limits reached: the longer wait, or the sign-up is refused again by the other.
+      const reached = [verdict.refusal, ...(verdict.refusal.also ?? [])].reduce((a, b) => (b.retryAfterMs > a.retryAfterMs ? b : a));
+      const why = reached.line === 0 ? "Too many sign-ups from this address" : "Too many confirmation mails to this email address";
+      throw rateLimited(`${why}; try again later`, "signup_rate_limited", reached.retryAfterMs);
     }
   };
 

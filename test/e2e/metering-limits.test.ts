@@ -434,10 +434,13 @@ describe("admission order", () => {
     refusal(await chat(acct.key), "insufficient_credit", "credit");
   });
 
-  test("DailyLimit before HardLimit, spend limits before the windows", async () => {
+  test("both spent, HardLimit is named (waiting for tomorrow would not help); spend limits before the windows", async () => {
     const acct = await createAccount({ DailyLimit: COST / 2e9, HardLimit: COST / 2e9, RPM: 1 });
     expect((await chat(acct.key)).status).toBe(200);
-    refusal(await chat(acct.key), "daily_limit_reached");
+    refusal(await chat(acct.key), "hard_limit_reached");
+    const daily = await createAccount({ DailyLimit: COST / 2e9, RPM: 1 });
+    expect((await chat(daily.key)).status).toBe(200);
+    refusal(await chat(daily.key), "daily_limit_reached");
     const monthly = await createAccount({ HardLimit: COST / 2e9, RPM: 1 });
     expect((await chat(monthly.key)).status).toBe(200);
     refusal(await chat(monthly.key), "hard_limit_reached");

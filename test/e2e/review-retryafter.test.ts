@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
+import type { AddressInfo } from "node:net";
+import { SMTPServer } from "smtp-server";
 import { createManualClock } from "../../src/core/clock.ts";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream, type Script } from "../helpers/mock-upstream.ts";
@@ -173,6 +175,22 @@ describe("the router's own limits: waiting exactly Retry-After, the retry is ser
     });
   }
 
+  test("two limits reached at once: the refusal names the longer wait (TPH's hour, not RPM's seconds), so the retry after it is served", async () => {
+    const { router, clock } = await limitedRouter();
+    const acct = await createAccount(router, { CreditGranted: 100, RPM: 2, TPH: 120 });
+    expect((await call(router, acct.key)).status).toBe(200);
+    clock.advance(20 * SECOND);
+    expect((await call(router, acct.key)).status).toBe(200);
+    clock.advance(7 * SECOND);
+    const refused = await call(router, acct.key);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.message).toContain("TPH");
+    const wait = Number(refused.headers.get("retry-after"));
+    expect(Math.ceil(durationSeconds(refused.headers.get("x-ratelimit-reset-tokens")))).toBe(wait);
+    clock.advance(wait * SECOND);
+    expect((await call(router, acct.key)).status).toBe(200);
+  });
+
   test("RPD in a zone: Retry-After runs to the next business midnight there; a retry then is served", async () => {
     // 2026-06-10 22:00 in Tokyo (UTC+9) = 13:00 UTC: two hours to the business midnight.
     const { router, clock } = await limitedRouter(Date.UTC(2026, 5, 10, 13, 0), "Asia/Tokyo");
@@ -211,5 +229,32 @@ describe("the router's own limits: waiting exactly Retry-After, the retry is ser
     expect(Math.ceil((reset - clock.now()) / SECOND)).toBe(wait);
     clock.advance(wait * SECOND);
     expect((await call(router, acct.key)).status).toBe(200);
+  });
+});
+
+describe("sign-up limits", () => {
+  test("both hourly limits reached (the address's and the recipient's): Retry-After is the longer, and a sign-up then is accepted", async () => {
+    const smtp = new SMTPServer({ authOptional: true, disabledCommands: ["STARTTLS"], logger: false, onData: (stream, _s, done) => (stream.resume(), stream.on("end", () => done())) });
+    await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", () => resolve()));
+    scope.later(() => new Promise<void>((resolve) => smtp.close(() => resolve())));
+    const clock = createManualClock(T0, "UTC");
+    const smtpPort = (smtp.server.address() as AddressInfo).port;
+    const router = await scope.router({ clock, config: { byok: true, signup: true, trustProxy: true, signupSmtp: `smtp://127.0.0.1:${smtpPort}`, signupFrom: "router@example.com" } });
+    const signup = (ip: string, email: string) =>
+      router.fetch("/x-signup", { method: "POST", key: null, headers: { "x-forwarded-for": ip, "content-type": "application/json" }, body: JSON.stringify({ Email: email }) });
+    // 203.0.113.7 uses its five sign-ups at T0; the recipient gets its three mails at +10, +20, +30 min from elsewhere.
+    for (let i = 0; i < 5; i++) expect((await signup("203.0.113.7", `other${i}@x.example`)).status).toBe(202);
+    for (let i = 1; i <= 3; i++) {
+      clock.advance(10 * 60 * SECOND);
+      expect((await signup(`198.51.100.${i}`, "wanted@x.example")).status).toBe(202);
+    }
+    clock.advance(10 * 60 * SECOND);
+    // The address is free again in 20 minutes, the recipient in 30.
+    const refused = await signup("203.0.113.7", "wanted@x.example");
+    expect(refused.status).toBe(429);
+    const wait = Number(refused.headers.get("retry-after"));
+    expect(wait).toBe(30 * 60);
+    clock.advance(wait * SECOND);
+    expect((await signup("203.0.113.7", "wanted@x.example")).status).toBe(202);
   });
 });

@@ -89,6 +89,22 @@ for (const [name, make] of IMPLEMENTATIONS) {
         expect(await state.counts.read(rpm, T0 + MINUTE)).toBe(3);
       });
 
+      test("a refusal reaching several lines names the first and lists the others with their waits (the meter words the longest)", async () => {
+        const { state } = await fixture(make);
+        const rpm = windowOf("w:many:m");
+        const rph = windowOf("w:many:h", 60 * MINUTE);
+        const lines = [
+          { counter: rpm, limit: 1, add: 1 },
+          { counter: windowOf("w:many:free"), limit: 9, add: 1 },
+          { counter: rph, limit: 1, add: 1 },
+        ];
+        expect((await state.counts.admit(lines, T0)).admitted).toBe(true);
+        expect(await state.counts.admit(lines, T0 + 30 * SECOND)).toEqual({
+          admitted: false,
+          refusal: { line: 0, used: 1, held: 0, retryAfterMs: 30 * SECOND, also: [{ line: 2, used: 1, held: 0, retryAfterMs: 59 * MINUTE + 30 * SECOND }] },
+        });
+      });
+
       test("an adjustment corrects the window where the reservation was made, and clear empties it", async () => {
         const { state } = await fixture(make);
         const tpm = windowOf("w:tpm");

@@ -148,8 +148,13 @@ export function createAdmissionRuns(deps: {
   const admitChecked = async (checking: readonly AdmitLine[], indexes: readonly number[] | undefined, at: number): Promise<Verdict> => {
     const answer = await runAdmission(checking, indexes, at);
     if (answer[0] === "ok") return answer[1] === "" && answer[4] === "" ? ADMITTED_NOW : { admitted: true, standings: standingsOf(answer, indexes) };
-    const [, line, used, held, retryAfterMs] = answer.map(String);
-    return { admitted: false, refusal: { line: indexOf(Number(line), indexes), used: Number(used), held: Number(held), retryAfterMs: Number(retryAfterMs) } };
+    // {'no', then per line reached: line, used, held, retryAfterMs} (the first is the refusal's own).
+    const reached = [];
+    for (let i = 1; i + 3 < answer.length; i += 4) {
+      reached.push({ line: indexOf(Number(answer[i]), indexes), used: Number(answer[i + 1]), held: Number(answer[i + 2]), retryAfterMs: Number(answer[i + 3]) });
+    }
+    const [first, ...also] = reached;
+    return { admitted: false, refusal: also.length > 0 ? { ...first!, also } : first! };
   };
 
   return { runAdmission, admitChecked };

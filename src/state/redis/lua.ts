@@ -99,7 +99,7 @@ ${CREDIT_CELLS}`;
  * {'load', i…} answer; then, in mode 'admit', every limit is checked and, when none is
  * reached, every amount added: {'ok', requests line, remaining, reset, tokens line,
  * remaining, reset} (the reported lines with the least remaining once counted; '' where
- * none, and a period's reset '') or {'no', line, used, held, retryAfterMs}; in mode
+ * none, and a period's reset '') or {'no', line, used, held, retryAfterMs…} (each line reached, the first first); in mode
  * 'read', the first line's value; in mode 'clear', the first line's window lane is
  * emptied. In mode 'many', P is a list of admissions {l: lines, n: now, o, b} and the
  * answer the list of their answers, each as if its own run. An admission carries its
@@ -197,6 +197,8 @@ local function admit_one(P, NOW, mode, op_key, op_bit)
   local tight_line, tight_left = {}, {}
   local granting = false
   for _, line in ipairs(P) do if line.m ~= nil then granting = true end end
+  -- Every line reached: the first, then the others (the refusal names the longest wait).
+  local no = nil
   for i, line in ipairs(P) do
     if line.l ~= nil then
       -- Concurrent admissions may carry clock readings out of order: count what came after NOW too.
@@ -210,14 +212,15 @@ local function admit_one(P, NOW, mode, op_key, op_bit)
         local held, retry = 0, 0
         if line.k == 'c' then held = credit_held(line.key) elseif line.h ~= nil then held = gauge_now(line.h) end
         if line.k == 'w' then retry = window_retry(line.key, line.w, NOW, line.l, true, line.n) end
-        return { 'no', tostring(i - 1), str(used), str(held), str(retry) }
-      end
-      if line.r ~= nil then
+        if no == nil then no = { 'no' } end
+        no[#no + 1] = tostring(i - 1); no[#no + 1] = str(used); no[#no + 1] = str(held); no[#no + 1] = str(retry)
+      elseif line.r ~= nil then
         local left = math.max(0, line.l - used - line.a)
         if tight_line[line.r] == nil or left < tight_left[line.r] then tight_line[line.r] = i; tight_left[line.r] = left end
       end
     end
   end
+  if no ~= nil then return no end
 
   -- Admitted: counted once, even when sent again or undone after its answer was lost.
   if not op_counts(op_key, op_bit) then return { 'dup' } end
