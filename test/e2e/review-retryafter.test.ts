@@ -62,9 +62,10 @@ describe("no usable key (503 no_available_key)", () => {
     const refused = await chat(r);
     expect(refused.status).toBe(503);
     expect((await refused.json()).error.code).toBe("no_available_key");
-    expect(refused.headers.get("x-should-retry")).toBeNull();
     const wait = Number(refused.headers.get("retry-after"));
     expect(wait).toBe(80);
+    // Past a minute the SDKs are told not to sleep through it themselves.
+    expect(refused.headers.get("x-should-retry")).toBe("false");
 
     clock.advance(wait * 1000);
     expect((await chat(r)).status).toBe(200);
@@ -162,9 +163,10 @@ describe("the router's own limits: waiting exactly Retry-After, the retry is ser
       clock.advance(7 * SECOND);
       const refused = await call(router, acct.key);
       expect(refused.status).toBe(429);
-      expect(refused.headers.get("x-should-retry")).toBeNull();
       const wait = Number(refused.headers.get("retry-after"));
       expect(wait).toBeGreaterThan(1);
+      // A wait past a minute is not left to the SDKs to sleep through (they would hang the call).
+      expect(refused.headers.get("x-should-retry")).toBe(wait > 60 ? "false" : null);
       const kind = "TPM" in limits || "TPH" in limits ? "tokens" : "requests";
       expect(Math.ceil(durationSeconds(refused.headers.get(`x-ratelimit-reset-${kind}`)))).toBe(wait);
       // Waiting a whole second less is still refused: the wait is not padded.
@@ -174,6 +176,19 @@ describe("the router's own limits: waiting exactly Retry-After, the retry is ser
       expect((await call(router, acct.key)).status).toBe(200);
     });
   }
+
+  test("an hour's window spent, through the openai SDK with retries: one request and the RateLimitError at once, not a call hung for the wait", async () => {
+    const { router } = await limitedRouter();
+    const acct = await createAccount(router, { CreditGranted: 100, RPH: 1 });
+    expect((await call(router, acct.key)).status).toBe(200);
+    let sent = 0;
+    const fetchImpl = ((input: RequestInfo | URL, init?: RequestInit) => (sent++, fetch(input, init))) as typeof fetch;
+    const client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: acct.key, fetch: fetchImpl, maxRetries: 2 });
+    const error = (await client.chat.completions.create({ model: "acme-chat", max_tokens: 100, messages: [{ role: "user", content: "hi" }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(Number(error.headers?.get("retry-after"))).toBeGreaterThan(60);
+    expect(sent).toBe(1);
+  });
 
   test("two limits reached at once: the refusal names the longer wait (TPH's hour, not RPM's seconds), so the retry after it is served", async () => {
     const { router, clock } = await limitedRouter();
