@@ -54,6 +54,8 @@ export interface LifecycleDeps {
 
 export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) {
   const { clock, log } = deps;
+  // Health writes outside any request: one the State cannot make (Redis away) is logged; unhandled, Bun would end the process.
+  const unrecorded = (what: string, req: string) => (error: unknown) => log.warn(`realtime: ${what} could not be recorded`, { req, error: (error as Error)?.message });
   // Keys, switch-over state and meter belong to the session's tenant.
   const metering = {
     settle: (session: RealtimeSession, ...rest: SettleRest) => createSessionMeter(session.tenant, clock).settle(session, ...rest),
@@ -254,8 +256,9 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
   /** After a failed dial: the next key, or the end of the session. */
   const redial = async (session: RealtimeSession): Promise<void> => {
     // A client-secret session lives on its key alone: no other key knows the secret.
+    // A key the State cannot read (Redis away) is none: the client is told, the process goes on.
     const next =
-      !session.ephemeral && session.attempts < deps.config.maxAttempts ? await pickRealtimeKey(session.tenant, clock, session.level, session.tried) : undefined;
+      !session.ephemeral && session.attempts < deps.config.maxAttempts ? await pickRealtimeKey(session.tenant, clock, session.level, session.tried).catch((error: unknown) => void log.warn("realtime: no other key could be read", { req: session.id, error: (error as Error)?.message })) : undefined;
     if (next && session.clientClosed) {
       void session.tenant.pool.release(next.key);
       return finish(session);
@@ -276,7 +279,7 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
       const { key, level, probe } = session.picked!;
       const { pool, switchOver } = session.tenant;
       void pool.report(key, { kind: "success" });
-      void switchOver.recordSuccess(level, probe);
+      void switchOver.recordSuccess(level, probe).catch(unrecorded("the Level's recovery", session.id));
       for (const frame of session.pending) session.upstream!.send(frame);
       session.pending = [];
       session.pendingBytes = 0;
@@ -307,14 +310,14 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
       log.warn("realtime upstream did not connect", { req: session.id, key: key.id, level, failure: failure.kind, error: redact(message ?? "") });
       if (failure.kind === "blocked") {
         void pool.markUnusable(key, failure.reason);
-        if (probe) void switchOver.abandonProbe(level);
+        if (probe) void switchOver.abandonProbe(level).catch(unrecorded("the end of the Level's probe", session.id));
       } else if (failure.kind === "client") {
         void pool.report(key, { kind: "success" });
-        void switchOver.recordSuccess(level, probe);
+        void switchOver.recordSuccess(level, probe).catch(unrecorded("the Level's recovery", session.id));
       } else {
         void pool.report(key, failure.kind === "credential" ? { kind: "credential" } : { kind: "retryable" });
-        if (failure.kind === "retryable") void switchOver.recordError(level, clock.now());
-        if (probe) void switchOver.abandonProbe(level);
+        if (failure.kind === "retryable") void switchOver.recordError(level, clock.now()).catch(unrecorded("the Level's error", session.id));
+        if (probe) void switchOver.abandonProbe(level).catch(unrecorded("the end of the Level's probe", session.id));
       }
       void pool.release(key);
       session.tried.add(key.id);

@@ -141,7 +141,8 @@ export function createSessionMeter(tenant: { meter: Meter & UsageSink }, clock: 
       const admission = session.admission;
       if (!admission) return;
       session.admission = undefined;
-      void tenant.meter.release(admission);
+      // Redis away: the State sends it again once Redis answers (repairs.ts); unhandled, the rejection would end the process.
+      void tenant.meter.release(admission).catch(() => {});
     },
     /**
      * Settles the session's current admission with one usage row; the promise settles once
