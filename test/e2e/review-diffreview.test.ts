@@ -41,7 +41,7 @@ if (!skipServices) {
       release?.();
       await router?.stop();
       upstream.stop(true);
-      await redis?.stop();
+      await redis?.close();
       await postgres?.stop();
     });
 
