@@ -1,4 +1,5 @@
 import { asClientMistake, HttpError } from "../core/errors.ts";
+import { RedisUnavailable } from "../state/redis/connection.ts";
 import { ZERO_USAGE } from "../formats/usage.ts";
 import { join } from "node:path";
 import type { EndingCalls } from "./ending-calls.ts";
@@ -94,7 +95,8 @@ export function createPipeline(deps: PipelineDeps) {
       // body too deep to translate): the call ends without an answer, so its admission is
       // settled at nothing.
       const error = asClientMistake(thrown);
-      const status = error instanceof HttpError ? error.status : 500;
+      // The status the client is answered (http/error-response.ts): Redis away is its 503.
+      const status = error instanceof HttpError ? error.status : error instanceof RedisUnavailable ? 503 : 500;
       settleWhenEnded(tenant.meter, deps.clock, deps.log, tenant.tenantId, input, { route: input.route, status, usage: ZERO_USAGE, source: "upstream", started: input.admission.admittedAt }, deps.endingCalls);
       throw error;
     }
