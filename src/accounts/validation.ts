@@ -1,15 +1,12 @@
 /** Field rules shared by the CLI and the account endpoints (spec 2.2, 8). */
 
+import { BIDI_CONTROL } from "../core/bidi.ts";
+
 const EMAIL = /^[^\s@<>(),;:"\[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$/;
 
 /** C0 and C1 controls, DEL and the Unicode line separators: never part of an address, and they forge header and log lines. */
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
-/**
- * Bidirectional controls (embeddings, overrides, isolates, marks): shown, they reorder
- * the text after them, so "\u202Enimda" reads "admin" in the console and in the CLI's tables.
- */
-const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 /** Invisible characters an identifier cannot hold ("ann" and "ann\u200B" would differ unseen); ZWNJ and ZWJ stay, Persian and emoji need them. */
 const INVISIBLE = /[\u200b\u2060-\u2064\ufeff]/;
 
@@ -19,7 +16,7 @@ const INVISIBLE = /[\u200b\u2060-\u2064\ufeff]/;
  * invisible characters: they reorder or hide what is shown, so one address could pass for another.
  */
 export function isValidEmail(email: string): boolean {
-  return email.length <= 254 && !CONTROL.test(email) && !BIDI.test(email) && !INVISIBLE.test(email) && EMAIL.test(email) && !email.includes("..");
+  return email.length <= 254 && !CONTROL.test(email) && !BIDI_CONTROL.test(email) && !INVISIBLE.test(email) && EMAIL.test(email) && !email.includes("..");
 }
 
 export function normaliseEmail(email: string): string {
@@ -42,11 +39,11 @@ const NAME_REFUSES = /[\u0000-\u001f\u007f-\u009f\u2028\u2029@/\\]|^\s|\s$/;
  */
 export function isValidAccountName(name: string): boolean {
   const length = [...name].length;
-  return length >= 4 && length <= 63 && LETTER.test(name) && !NAME_REFUSES.test(name) && !BIDI.test(name) && !INVISIBLE.test(name);
+  return length >= 4 && length <= 63 && LETTER.test(name) && !NAME_REFUSES.test(name) && !BIDI_CONTROL.test(name) && !INVISIBLE.test(name);
 }
 
 /** An Alias is free text for people, shown wherever the account is: one line, in the order it was typed. */
-export const isValidAlias = (alias: string) => !CONTROL.test(alias) && !BIDI.test(alias);
+export const isValidAlias = (alias: string) => !CONTROL.test(alias) && !BIDI_CONTROL.test(alias);
 
 export const ALIAS_RULE = "Alias must be one line without control characters or bidirectional controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C)";
 

@@ -6,6 +6,8 @@
  * name a client sent with U+202E cannot reverse the rest of its row.
  */
 
+import { BIDI_CONTROLS } from "../core/bidi.ts";
+
 export interface Column<T> {
   header: string;
   value: (row: T) => unknown;
@@ -27,7 +29,7 @@ export function cell(value: unknown, max = DEFAULT_MAX): string {
   else if (typeof value === "boolean") text = value ? "yes" : "no";
   else if (typeof value === "object") text = JSON.stringify(value);
   else text = String(value);
-  text = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "");
+  text = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").replace(BIDI_CONTROLS, "");
   return truncate(text, max);
 }
 

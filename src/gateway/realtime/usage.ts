@@ -1,4 +1,4 @@
-import { count, isObject, type JsonObject } from "../../formats/json.ts";
+import { count, isObject, parseObject, type JsonObject } from "../../formats/json.ts";
 import type { Usage } from "../../formats/usage.ts";
 
 /** One upstream `response.done` event, as metering needs it. */
@@ -45,13 +45,8 @@ export function realtimeUsage(u: JsonObject): Usage {
  */
 export function responseDoneOf(text: string): ResponseDone | undefined {
   if (!text.includes('"response.done"')) return undefined;
-  let event: unknown;
-  try {
-    event = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!isObject(event) || event.type !== "response.done") return undefined;
+  const event = parseObject(text);
+  if (event === undefined || event.type !== "response.done") return undefined;
   const response = event.response;
   const usage = field(response, "usage");
   const status = field(response, "status");
@@ -65,12 +60,7 @@ export function responseDoneOf(text: string): ResponseDone | undefined {
  */
 export function isResponseCreated(text: string): boolean {
   if (!text.includes('"response.created"')) return false;
-  try {
-    const event: unknown = JSON.parse(text);
-    return isObject(event) && event.type === "response.created";
-  } catch {
-    return false;
-  }
+  return parseObject(text)?.type === "response.created";
 }
 
 /**
@@ -95,13 +85,8 @@ const TEXT_DELTAS = new Set([
  */
 export function generatedTextBytes(text: string): number {
   if (!text.includes('delta"') || text.includes('audio.delta"')) return 0;
-  let event: unknown;
-  try {
-    event = JSON.parse(text);
-  } catch {
-    return 0;
-  }
-  if (!isObject(event) || typeof event.delta !== "string" || typeof event.type !== "string" || !TEXT_DELTAS.has(event.type)) return 0;
+  const event = parseObject(text);
+  if (event === undefined || typeof event.delta !== "string" || typeof event.type !== "string" || !TEXT_DELTAS.has(event.type)) return 0;
   return Buffer.byteLength(event.delta);
 }
 
@@ -116,13 +101,8 @@ const isQuotaError = (error: unknown) => field(error, "type") === "insufficient_
  */
 export function saysQuotaSpent(text: string): boolean {
   if (!text.includes("insufficient_quota")) return false;
-  let event: unknown;
-  try {
-    event = JSON.parse(text);
-  } catch {
-    return false;
-  }
-  if (!isObject(event)) return false;
+  const event = parseObject(text);
+  if (event === undefined) return false;
   if (event.type === "error") return isQuotaError(event.error);
   const response = event.response;
   return event.type === "response.done" && field(response, "status") === "failed" && isQuotaError(field(field(response, "status_details"), "error"));
