@@ -1,5 +1,4 @@
 import { asClientMistake, HttpError } from "../core/errors.ts";
-import { RedisUnavailable } from "../state/redis/connection.ts";
 import { ZERO_USAGE } from "../formats/usage.ts";
 import { join } from "node:path";
 import type { EndingCalls } from "./ending-calls.ts";
@@ -10,6 +9,7 @@ import type { Affinity } from "./affinity.ts";
 import type { RouterMetrics } from "../metrics/router-metrics.ts";
 import type { Tenant } from "../tenancy/tenants.ts";
 import { checkModel } from "../http/access.ts";
+import { asAnswered } from "../http/error-response.ts";
 import { readBodyBytes } from "../http/body.ts";
 import { metaOf } from "../http/context.ts";
 import { spoolMultipart } from "../http/multipart.ts";
@@ -95,8 +95,9 @@ export function createPipeline(deps: PipelineDeps) {
       // body too deep to translate): the call ends without an answer, so its admission is
       // settled at nothing.
       const error = asClientMistake(thrown);
-      // The status the client is answered (http/error-response.ts): Redis away is its 503.
-      const status = error instanceof HttpError ? error.status : error instanceof RedisUnavailable ? 503 : 500;
+      // Recorded under the status its client is answered (Redis away: 503).
+      const answered = asAnswered(error);
+      const status = answered instanceof HttpError ? answered.status : 500;
       settleWhenEnded(tenant.meter, deps.clock, deps.log, tenant.tenantId, input, { route: input.route, status, usage: ZERO_USAGE, source: "upstream", started: input.admission.admittedAt }, deps.endingCalls);
       throw error;
     }

@@ -15,22 +15,33 @@ export interface ErrorResponseDeps {
 }
 
 /**
+ * A thrown error as its client is answered, where no store is needed to judge it: an
+ * HttpError (a client's mistake included) as it is; the shared State away (Redis) as 503
+ * redis_unavailable, a call refused rather than admitted without its limits and credit.
+ * The pipeline records a failed call under the same status.
+ */
+export function asAnswered(thrown: unknown): unknown {
+  const error = asClientMistake(thrown);
+  if (error instanceof RedisUnavailable) {
+    return new HttpError("unavailable", "Redis, where this router keeps limits and credit, is unavailable; try again shortly", { code: "redis_unavailable", headers: { "retry-after": "1" } });
+  }
+  return error;
+}
+
+/**
  * What a thrown error becomes for the client: an HttpError in its family's envelope
  * (refusals counted in the metrics), anything else a logged 500 that names the
  * request id, never the error itself.
  */
 export function thrownResponse(deps: ErrorResponseDeps, thrown: unknown, request: Request, path: string): Response {
   const family = familyOfRequest(request, path);
-  const error = asClientMistake(thrown);
+  const mistake = asClientMistake(thrown);
+  // The detail of Redis being away (never a URL) goes to the log, not the client.
+  if (mistake instanceof RedisUnavailable) deps.log.warn("Redis unavailable", { req: metaOf(request)?.id, path, error: mistake.message });
+  const error = asAnswered(mistake);
   if (error instanceof HttpError) {
     if (error.status === 403 || error.status === 429) deps.metrics.refusals.inc({ code: error.code ?? error.kind });
     return errorResponse(family, error);
-  }
-  if (error instanceof RedisUnavailable) {
-    // The shared State is away: a call is refused rather than admitted without its
-    // limits and credit. The detail (never a URL) goes to the log, not the client.
-    deps.log.warn("Redis unavailable", { req: metaOf(request)?.id, path, error: error.message });
-    return errorResponse(family, new HttpError("unavailable", "Redis, where this router keeps limits and credit, is unavailable; try again shortly", { code: "redis_unavailable", headers: { "retry-after": "1" } }));
   }
   if (deps.store.unavailable(error)) {
     // PostgreSQL is away (a refused or dropped connection): a retry in a moment may succeed.
