@@ -1,4 +1,5 @@
 import type { LogLevel } from "./core/log.ts";
+import type { CorsOrigins } from "./http/cors.ts";
 
 /** Everything `router serve` can be told, after flags, environment and defaults are merged. */
 export interface ServeConfig {
@@ -13,6 +14,8 @@ export interface ServeConfig {
   /** Largest request body accepted, in bytes. */
   maxBody: number;
   trustProxy: boolean;
+  /** Pages (browser origins) whose calls the router answers readably: `*` by default (http/cors.ts). */
+  corsOrigins?: CorsOrigins;
   tlsCert?: string;
   tlsKey?: string;
   /** PEM file of extra CAs trusted for upstream HTTPS, on top of the public roots. */

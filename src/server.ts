@@ -13,6 +13,7 @@ import { createRealtimeBridge, type RealtimeSession } from "./gateway/realtime/b
 import { consoleRoutes } from "./console/routes.ts";
 import type { HotRoutes } from "./gateway/routes.ts";
 import { thrownResponse } from "./http/error-response.ts";
+import { corsPolicy, DEFAULT_CORS_ORIGINS } from "./http/cors.ts";
 
 export interface RunningServer {
   readonly server: Server<unknown>;
@@ -95,6 +96,14 @@ export function startServer(deps: Deps): RunningServer {
   // Management writes with an Idempotency-Key run once (http/idempotency.ts).
   const idempotent = createIdempotency({ ...deps, refuse: (error, request, path) => thrownResponse(deps, error, request, path) });
   const handleApp = (request: Request) => app.handle(request);
+  // Browser apps' preflights are answered here, before any route (and any key check).
+  const cors = corsPolicy(config.corsOrigins ?? DEFAULT_CORS_ORIGINS, {
+    setHeader: withHeader,
+    refuse: (request) => {
+      const path = pathOnly(request.url);
+      return errorResponse(familyOfRequest(request, path), new HttpError("permission", "This router takes no calls from pages of this origin (--cors-origins)", { code: "origin_not_allowed" }));
+    },
+  });
   /** The app behind the Idempotency-Key check, whose own store reads may fail (the database away). */
   const handleManaged = async (request: Request, path: string): Promise<Response> => {
     let response: Response;
@@ -128,12 +137,12 @@ export function startServer(deps: Deps): RunningServer {
       ? await handleHot(route, request, path)
       : realtime.handles(request)
         ? await realtime.upgrade(request, server)
-        : await handleManaged(request, path);
+        : (cors.preflight(request) ?? (await handleManaged(request, path)));
     if (!response) {
       if (log.enabled("info")) log.info("request", { method: request.method, path, status: 101, account: meta.accountId, req: meta.id });
       return undefined;
     }
-    response = withHeader(response, "x-request-id", meta.id);
+    response = cors.decorate(request, withHeader(response, "x-request-id", meta.id));
     // The Anthropic SDKs read the id as `request-id` (message._request_id, an error's
     // requestID), and Claude Code prints it: the id the request log files the call under.
     if (familyOfRequest(request, path) === "anthropic") response = withHeader(response, "request-id", meta.id);

@@ -14,6 +14,7 @@ import { certificateFile, checkKeyPair, privateKeyFile } from "./pem-files.ts";
 import { runOrExit } from "./run.ts";
 import { isValidEmail } from "../accounts/validation.ts";
 import { DEFAULT_REQUEST_LOG_DAYS, startRequestLogPruner } from "../metering/request-log-retention.ts";
+import { DEFAULT_CORS_ORIGINS, parseCorsOrigins, type CorsOrigins } from "../http/cors.ts";
 
 export const serveArgs = {
   host: { type: "string", description: "Address to listen on (env ROUTER_HOST; default 127.0.0.1)", valueHint: "addr" },
@@ -47,6 +48,11 @@ export const serveArgs = {
   "trust-proxy": {
     type: "boolean",
     description: "Take the client IP from the last X-Forwarded-For entry (env ROUTER_TRUST_PROXY)",
+  },
+  "cors-origins": {
+    type: "string",
+    description: "Browser pages that may call the router: *, off, or origins separated by commas, https://chat.example.com (env ROUTER_CORS_ORIGINS; default *)",
+    valueHint: "origins",
   },
   "tls-cert": { type: "string", description: "PEM certificate: serve HTTPS and WSS (env ROUTER_TLS_CERT)", valueHint: "file" },
   "tls-key": { type: "string", description: "PEM private key for --tls-cert (env ROUTER_TLS_KEY)", valueHint: "file" },
@@ -139,6 +145,15 @@ function resolveDependencies(args: Record<string, unknown>, env: NodeJS.ProcessE
     }
   }
   return { database, redis };
+}
+
+function corsOriginsFlag(name: string, value: string | undefined): CorsOrigins {
+  if (value === undefined) return DEFAULT_CORS_ORIGINS;
+  try {
+    return parseCorsOrigins(value);
+  } catch (error) {
+    throw new UsageError(`${name}: ${(error as Error).message}`);
+  }
 }
 
 function schemeOf(url: string): string | undefined {
@@ -245,6 +260,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     timeZone,
     maxBody: parseIntegerFlag(named("max-body"), get("max-body"), DEFAULT_MAX_BODY, 1),
     trustProxy: parseBooleanFlag(named("trust-proxy"), get("trust-proxy")),
+    corsOrigins: corsOriginsFlag(named("cors-origins"), get("cors-origins")),
     tlsCert,
     tlsKey,
     upstreamCaFile,

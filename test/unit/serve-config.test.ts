@@ -21,6 +21,7 @@ test("bad values are usage errors naming the flag", () => {
     [{ "max-body": "0" }, /--max-body/],
     [{ "tls-cert": "/nonexistent.pem", "tls-key": "/nonexistent.key" }, /--tls-cert/],
     [{ "base-url": "not a url" }, /--base-url/],
+    [{ "cors-origins": "https://chat.example.com/app" }, /--cors-origins: "https:\/\/chat.example.com\/app" is not an origin/],
     // README: --signup is a BYOK flag; TLS needs both halves.
     [{ signup: "true" }, /--signup needs --byok/],
     [{ "tls-key": import.meta.path }, /--tls-cert and --tls-key must be given together/],
@@ -29,6 +30,12 @@ test("bad values are usage errors naming the flag", () => {
     expect(() => resolveServeConfig(args, {})).toThrow(message);
     expect(() => resolveServeConfig(args, {})).toThrow(UsageError);
   }
+});
+
+test("--cors-origins: * by default, off, or a list of origins, from ROUTER_CORS_ORIGINS or the flag", () => {
+  expect(resolveServeConfig({}, {}).corsOrigins).toBe("*");
+  expect(resolveServeConfig({}, { ROUTER_CORS_ORIGINS: "off" }).corsOrigins).toBe("off");
+  expect(resolveServeConfig({ "cors-origins": "https://a.example,https://b.example:8443" }, { ROUTER_CORS_ORIGINS: "off" }).corsOrigins).toEqual(["https://a.example", "https://b.example:8443"]);
 });
 
 test("unknown flags are refused, known ones and their kebab forms pass", () => {
