@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { defineCommand } from "citty";
 import { databasePath, prepareDataDir, writingDataDir } from "../store/data-dir.ts";
 import { migrateFile } from "../store/sqlite/connection.ts";
@@ -39,7 +40,12 @@ export const migrateCommand = defineCommand({
       const dataDir = flagOrEnv(args, "data") ?? "./data";
       const notice = prepareDataDir(dataDir);
       if (notice) process.stderr.write(`router: ${notice}\n`);
-      const applied = await writingDataDir(dataDir, () => migrateFile(databasePath(dataDir)));
+      const path = databasePath(dataDir);
+      const existed = existsSync(path);
+      const applied = await writingDataDir(dataDir, () => migrateFile(path));
       process.stdout.write(report(applied));
+      // Creating one ahead of the first start is a use; a mistyped --data is the other,
+      // and a list of "applied" lines alone would not tell the two apart.
+      if (!existed) process.stdout.write(`created a new database at ${path} (there was none; if you meant an existing deployment, check --data)\n`);
     }),
 });

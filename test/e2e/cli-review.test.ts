@@ -38,6 +38,16 @@ function usageError(result: CommandResult, says: string | RegExp): void {
   expect(lines[0]).toMatch(says);
 }
 
+describe("router migrate --data", () => {
+  test("says when it created a new database rather than migrating one (a mistyped --data), and not when it migrated one", async () => {
+    const created = await cli(["migrate", "--data", join(dir, "migrate-new")]);
+    expect(created.exitCode).toBe(0);
+    expect(created.stdout).toContain(`created a new database at ${join(dir, "migrate-new", "router.db")}`);
+    const again = await cli(["migrate", "--data", join(dir, "migrate-new")]);
+    expect(again.stdout).toBe("database is up to date\n");
+  });
+});
+
 describe("a missing or unknown command is a usage error at every level", () => {
   test("router, router nonsense, router owner, router owner nonsense: exit 2 with one line, not the help screen and exit 1", async () => {
     usageError(await cli([]), /missing command: router serve\|owner\|.*; see router --help/);
