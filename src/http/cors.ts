@@ -9,7 +9,7 @@
  * `*` (any, the default, as OpenAI's and OpenRouter's APIs do), `off`, or a list.
  */
 
-/** Which pages may call: any, none, or these exact origins (`https://chat.example.com`). */
+/** Which pages may call: every one, none, or these exact origins (`https://chat.example.com`). */
 export type CorsOrigins = "*" | "off" | readonly string[];
 
 export const DEFAULT_CORS_ORIGINS: CorsOrigins = "*";
