@@ -41,10 +41,18 @@ export function writeAnthropicRequest(request: IrRequest, context: RequestContex
   return out;
 }
 
-/** Several answers and log probabilities change what the client gets back; Anthropic has neither. Seed and penalties are hints, dropped. */
+/**
+ * Several answers and log probabilities change what the client gets back; Anthropic has
+ * neither. A stop sequence of whitespace only ("\n", the commonest stop of completion-style
+ * clients) or an empty one, Anthropic answers 400 ("each stop sequence must contain
+ * non-whitespace"); dropped, it would let the answer run past where the client asked it
+ * to end. Seed and penalties are hints, dropped.
+ */
 function refuseUncarried(request: IrRequest): void {
   if (request.candidates !== undefined && request.candidates.count > 1) throw refusal(request.candidates.param, "More than one candidate answer", NAME);
   if (request.logprobs !== undefined) throw refusal(request.logprobs.param, "Log probabilities", NAME);
+  const blank = request.stop?.sequences.find((s) => s.trim() === "");
+  if (blank !== undefined) throw refusal(request.stop!.param, `A stop sequence of whitespace only (${JSON.stringify(blank)})`, NAME);
 }
 
 const outputConfig = (out: JsonObject): JsonObject => (out.output_config ??= {}) as JsonObject;

@@ -1,0 +1,55 @@
+import { describe, expect, test } from "bun:test";
+import { cannedAnswer } from "../helpers/format-answers.ts";
+import { keyPerFormat } from "../helpers/key-per-format.ts";
+import type { KeyFormat } from "../../src/wire/constants.ts";
+import { geminiClient, openaiClient } from "../helpers/sdk.ts";
+
+/**
+ * Translation of the less common request parameters (a review): what the upstream of
+ * another format receives for stop sequences, sampling, structured output and the
+ * like, through the official SDKs against recording mock upstreams. Each test names
+ * what the upstream's own API refuses or means, so that a translated call is either
+ * carried faithfully or refused by the router in the client's envelope.
+ */
+
+const pairs = keyPerFormat("rt");
+const ups = pairs.ups;
+const up = (format: KeyFormat) => ups.get(format)!;
+const answerAs = (format: KeyFormat) => up(format).route("POST", /.*/, (req) => cannedAnswer(format, String(req.json?.model ?? "m"), "ok"));
+const sentTo = (format: KeyFormat) => up(format).requests.at(-1)?.json;
+
+const chat = () => openaiClient(pairs.router.url, pairs.router.ownerKey);
+const gemini = () => geminiClient(pairs.router.url, pairs.router.ownerKey);
+const hi = [{ role: "user" as const, content: "hi" }];
+
+describe("stop sequences towards an Anthropic upstream", () => {
+  /**
+   * Anthropic's Messages API answers 400 `stop_sequences: each stop sequence must contain
+   * non-whitespace` (or `must be non-empty`) to a sequence such as "\n", the commonest
+   * stop of OpenAI completion-style clients. Sent as it was, the client saw an upstream
+   * 400 counted against the key; the router refuses it in the client's envelope instead,
+   * naming its parameter, and sends nothing.
+   */
+  test("an OpenAI client's stop of a newline is refused naming `stop`; nothing is sent", async () => {
+    answerAs("anthropic");
+    const error = (await chat().chat.completions.create({ model: "rt-anthropic", messages: hi, stop: ["END", "\n"] }).catch((e: unknown) => e)) as any;
+    expect(error.status).toBe(400);
+    expect(error.error).toMatchObject({ param: "stop", code: "unsupported_parameter" });
+    expect(error.error.message).toContain("Anthropic Messages");
+    expect(up("anthropic").requests).toHaveLength(0);
+  });
+
+  test("a Gemini client's empty stop sequence is refused in Google's envelope; nothing is sent", async () => {
+    answerAs("anthropic");
+    const error = (await gemini().models.generateContent({ model: "rt-anthropic", contents: "hi", config: { stopSequences: [""] } }).catch((e: unknown) => e)) as any;
+    expect(error.status).toBe(400);
+    expect(String(error.message)).toContain("which speaks Anthropic Messages");
+    expect(up("anthropic").requests).toHaveLength(0);
+  });
+
+  test("sequences with visible characters (around whitespace too) are carried as they are", async () => {
+    answerAs("anthropic");
+    await chat().chat.completions.create({ model: "rt-anthropic", messages: hi, stop: ["\n\nHuman:", "END"] });
+    expect(sentTo("anthropic").stop_sequences).toEqual(["\n\nHuman:", "END"]);
+  });
+});
