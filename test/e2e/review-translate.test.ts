@@ -53,3 +53,36 @@ describe("stop sequences towards an Anthropic upstream", () => {
     expect(sentTo("anthropic").stop_sequences).toEqual(["\n\nHuman:", "END"]);
   });
 });
+
+describe("temperature and top_p towards an Anthropic upstream", () => {
+  /**
+   * Anthropic's current models (Sonnet 4.5 onwards, Opus 4.1 onwards, Haiku 4.5) answer
+   * 400 "`temperature` and `top_p` cannot both be specified for this model", and its API
+   * reference says to alter one or the other, not both. OpenAI clients commonly send both
+   * (often one of them at its default of 1), so such a call failed at the upstream. The
+   * router sends one: the one that is not at its default, temperature when both are set.
+   */
+  test("both set: temperature is sent, top_p is not", async () => {
+    answerAs("anthropic");
+    await chat().chat.completions.create({ model: "rt-anthropic", messages: hi, temperature: 0.4, top_p: 0.9 });
+    const sent = sentTo("anthropic");
+    expect(sent.temperature).toBe(0.4);
+    expect(sent.top_p).toBeUndefined();
+  });
+
+  test("temperature left at its default of 1 beside a real top_p: top_p is the one sent", async () => {
+    answerAs("anthropic");
+    await gemini().models.generateContent({ model: "rt-anthropic", contents: "hi", config: { temperature: 1, topP: 0.5, topK: 20 } });
+    const sent = sentTo("anthropic");
+    expect(sent.temperature).toBeUndefined();
+    expect(sent.top_p).toBe(0.5);
+    expect(sent.top_k).toBe(20);
+  });
+
+  test("one of them alone is carried", async () => {
+    answerAs("anthropic");
+    await chat().chat.completions.create({ model: "rt-anthropic", messages: hi, top_p: 0.3 });
+    expect(sentTo("anthropic")).toMatchObject({ top_p: 0.3 });
+    expect(sentTo("anthropic").temperature).toBeUndefined();
+  });
+});

@@ -256,11 +256,11 @@ describe("writing an Anthropic request", () => {
       const out = write(ir({ tools, maxTokens: 20000, ...extra }));
       return { thinking: out.thinking, tool_choice: out.tool_choice, temperature: out.temperature, top_p: out.top_p, top_k: out.top_k };
     };
-    expect(written({ toolChoice: { type: "required" }, reasoning: { effort: "high" }, ...sampling })).toEqual({ thinking: undefined, tool_choice: { type: "any" }, temperature: 0.3, top_p: 0.9, top_k: 20 });
+    expect(written({ toolChoice: { type: "required" }, reasoning: { effort: "high" }, ...sampling })).toEqual({ thinking: undefined, tool_choice: { type: "any" }, temperature: 0.3, top_p: undefined, top_k: 20 });
     expect(written({ toolChoice: { type: "tool", name: "f", param: "tool_choice" }, reasoning: { budget: -1 } }).thinking).toBeUndefined();
     expect(written({ toolChoice: { type: "auto" }, reasoning: { effort: "high" }, ...sampling })).toEqual({ thinking: { type: "enabled", budget_tokens: 16384 }, tool_choice: { type: "auto" }, temperature: undefined, top_p: undefined, top_k: undefined });
-    expect(written({ reasoning: { budget: -1 }, temperature: 1.4, topP: 0.97 })).toEqual({ thinking: { type: "adaptive" }, tool_choice: undefined, temperature: 1, top_p: 0.97, top_k: undefined });
-    expect(written({ reasoning: { budget: 0 }, toolChoice: { type: "required" }, ...sampling })).toEqual({ thinking: { type: "disabled" }, tool_choice: { type: "any" }, temperature: 0.3, top_p: 0.9, top_k: 20 });
+    expect(written({ reasoning: { budget: -1 }, temperature: 1.4, topP: 0.97 })).toEqual({ thinking: { type: "adaptive" }, tool_choice: undefined, temperature: undefined, top_p: 0.97, top_k: undefined });
+    expect(written({ reasoning: { budget: 0 }, toolChoice: { type: "required" }, ...sampling })).toEqual({ thinking: { type: "disabled" }, tool_choice: { type: "any" }, temperature: 0.3, top_p: undefined, top_k: 20 });
   });
 
   test("tool choices, and one call at a time said on an explicit choice", () => {
@@ -359,7 +359,7 @@ describe("round trips: an Anthropic request, answer and stream through the model
         { role: "assistant", content: [{ type: "thinking", thinking: "17 × 23 = 391.", signature: "EqQBsig" }, { type: "redacted_thinking", data: "EmwKr" }, { type: "tool_use", id: "toolu_1", name: "factor", input: { n: 391 } }] },
         { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "17 × 23" }] },
       ],
-      temperature: 1, top_p: 0.95,
+      top_p: 0.95,
       tools: [{ name: "factor", input_schema: { type: "object", properties: { n: { type: "integer" } } } }],
       thinking: { type: "enabled", budget_tokens: 8000, display: "summarized" },
       output_config: { effort: "high" },

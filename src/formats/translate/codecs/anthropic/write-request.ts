@@ -33,6 +33,7 @@ export function writeAnthropicRequest(request: IrRequest, context: RequestContex
   writeTools(request, out);
   writeReasoning(request.reasoning, maxTokens, out);
   fitThinking(out, turns);
+  oneOfTemperatureAndTopP(out);
   // JSON mode (no schema) has no Anthropic counterpart and is dropped: the formats that
   // have it require the prompt itself to ask for JSON, so the answer is asked for anyway.
   if (request.output?.type === "json_schema") outputConfig(out).format = { type: "json_schema", schema: request.output.schema };
@@ -249,6 +250,18 @@ function fitThinking(out: JsonObject, turns: JsonObject[]): void {
   if (out.temperature !== undefined && out.temperature !== 1) delete out.temperature;
   delete out.top_k;
   if (typeof out.top_p === "number" && out.top_p < 0.95) delete out.top_p;
+}
+
+/**
+ * Anthropic's current models refuse a temperature and a top_p together ("cannot both be
+ * specified for this model"), and its reference says to alter one of them, not both.
+ * OpenAI and Gemini clients often send both, one of them at its default of 1: when both
+ * are left, the one at its default is not sent, else top_p is not (both are hints).
+ */
+function oneOfTemperatureAndTopP(out: JsonObject): void {
+  if (out.temperature === undefined || out.top_p === undefined) return;
+  if (out.temperature === 1 && out.top_p !== 1) delete out.temperature;
+  else delete out.top_p;
 }
 
 /** Whether the last assistant turn calls tools without starting with thinking (as Anthropic requires when thinking is on). */
