@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { cannedAnswer } from "../helpers/format-answers.ts";
 import { keyPerFormat } from "../helpers/key-per-format.ts";
 import type { KeyFormat } from "../../src/wire/constants.ts";
-import { geminiClient, openaiClient } from "../helpers/sdk.ts";
+import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
 
 /**
  * Translation of the less common request parameters (a review): what the upstream of
@@ -20,6 +20,7 @@ const sentTo = (format: KeyFormat) => up(format).requests.at(-1)?.json;
 
 const chat = () => openaiClient(pairs.router.url, pairs.router.ownerKey);
 const gemini = () => geminiClient(pairs.router.url, pairs.router.ownerKey);
+const anthropic = () => anthropicClient(pairs.router.url, pairs.router.ownerKey);
 const hi = [{ role: "user" as const, content: "hi" }];
 
 describe("stop sequences towards an Anthropic upstream", () => {
@@ -84,5 +85,31 @@ describe("temperature and top_p towards an Anthropic upstream", () => {
     await chat().chat.completions.create({ model: "rt-anthropic", messages: hi, top_p: 0.3 });
     expect(sentTo("anthropic")).toMatchObject({ top_p: 0.3 });
     expect(sentTo("anthropic").temperature).toBeUndefined();
+  });
+});
+
+describe("a refusal names the client's parameter in every envelope", () => {
+  /**
+   * OpenAI's envelope has a `param` field; Anthropic's (`{type, error: {type, message}}`)
+   * and Google's (`{error: {code, message, status}}`) have none, so a refusal whose
+   * message did not say the parameter left an Anthropic or Gemini client guessing which
+   * of its fields could not be carried. Anthropic's own messages lead with the field
+   * (`stop_sequences: …`), and the router's refusals now say it the same way.
+   */
+  test("Anthropic client, Responses upstream: stop_sequences is named in the message", async () => {
+    answerAs("responses");
+    const error = (await anthropic().messages.create({ model: "rt-responses", max_tokens: 50, messages: hi, stop_sequences: ["END"] }).catch((e: unknown) => e)) as any;
+    expect(error.status).toBe(400);
+    expect(error.error.error.type).toBe("invalid_request_error");
+    expect(error.error.error.message).toStartWith("stop_sequences: ");
+    expect(up("responses").requests).toHaveLength(0);
+  });
+
+  test("Gemini client, Chat upstream: generationConfig.candidateCount is named in the message", async () => {
+    answerAs("openai");
+    const error = (await gemini().models.generateContent({ model: "rt-openai", contents: "hi", config: { candidateCount: 2 } }).catch((e: unknown) => e)) as any;
+    expect(error.status).toBe(400);
+    expect(JSON.parse(error.message).error).toMatchObject({ status: "INVALID_ARGUMENT", message: expect.stringMatching(/^generationConfig\.candidateCount: /) });
+    expect(up("openai").requests).toHaveLength(0);
   });
 });

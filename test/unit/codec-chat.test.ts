@@ -318,7 +318,7 @@ describe("writing Chat requests", () => {
     test(`refused: ${what} (${param})`, () => {
       const error = thrown(() => write(ir(extra)));
       expect({ status: error.status, param: error.param, code: error.code }).toEqual({ status: 400, param, code: "unsupported_parameter" });
-      expect(error.message).toBe(`${what} cannot be carried to this model's upstream, which speaks OpenAI Chat Completions`);
+      expect(error.message).toBe(`${param}: ${what} cannot be carried to this model's upstream, which speaks OpenAI Chat Completions`);
     });
   }
 

@@ -423,7 +423,7 @@ describe("writing a Gemini upstream's request", () => {
     });
   }
   test("a refusal names the upstream format", () => {
-    expect(thrown(() => write(refused[0]![1])).message).toBe("An image at a URL whose media type cannot be told from its name cannot be carried to this model's upstream, which speaks Gemini generateContent");
+    expect(thrown(() => write(refused[0]![1])).message).toBe(`${refused[0]![2]}: An image at a URL whose media type cannot be told from its name cannot be carried to this model's upstream, which speaks Gemini generateContent`);
   });
 });
 

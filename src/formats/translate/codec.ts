@@ -77,7 +77,10 @@ export interface Codec {
 /**
  * The 400 for something the upstream's format cannot carry and that changes the
  * answer's meaning: names the client's parameter and the upstream format; nothing is sent.
+ * The message leads with the parameter (Anthropic's own style, `stop_sequences: …`):
+ * Anthropic's and Google's envelopes have no `param` field, so the message is the only
+ * place their clients can read it.
  */
 export function refusal(param: string, what: string, upstream: string): HttpError {
-  return badRequest(`${what} cannot be carried to this model's upstream, which speaks ${upstream}`, param, "unsupported_parameter");
+  return badRequest(`${param}: ${what} cannot be carried to this model's upstream, which speaks ${upstream}`, param, "unsupported_parameter");
 }
