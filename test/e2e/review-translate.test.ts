@@ -113,3 +113,45 @@ describe("a refusal names the client's parameter in every envelope", () => {
     expect(up("openai").requests).toHaveLength(0);
   });
 });
+
+describe("structured output towards OpenAI upstreams: strict only where OpenAI can enforce it", () => {
+  /**
+   * OpenAI's strict mode accepts only schemas whose every object sets
+   * `additionalProperties: false` and lists every property in `required`; any other schema
+   * sent with `strict: true` is a 400 ("Invalid schema for response_format …"). Anthropic
+   * (`output_config.format`) and Gemini (`responseSchema`, `responseJsonSchema`) accept
+   * optional properties and open objects, and their clients say nothing of strictness, yet
+   * the Chat writer sent every such schema with `strict: true`. Now strict is sent when the
+   * schema is one OpenAI can enforce (what the Responses API itself does with an omitted
+   * `strict`), else `strict: false`; a client's own `strict` is kept.
+   */
+  const optionalNote = { type: "object", properties: { city: { type: "string" }, note: { type: "string" } }, required: ["city"], additionalProperties: false };
+  const closed = { type: "object", properties: { city: { type: "string" }, tags: { type: "array", items: { type: "object", properties: { t: { type: "string" } }, required: ["t"], additionalProperties: false } } }, required: ["city", "tags"], additionalProperties: false };
+
+  test("Anthropic client, an optional property: the Chat upstream gets strict false", async () => {
+    answerAs("openai");
+    await anthropic().messages.create({ model: "rt-openai", max_tokens: 50, messages: hi, output_config: { format: { type: "json_schema", schema: optionalNote } } });
+    expect(sentTo("openai").response_format).toEqual({ type: "json_schema", json_schema: { name: "output", schema: optionalNote, strict: false } });
+  });
+
+  test("Gemini client, a responseSchema (no additionalProperties): strict false", async () => {
+    answerAs("openai");
+    await gemini().models.generateContent({ model: "rt-openai", contents: "hi", config: { responseMimeType: "application/json", responseSchema: { type: "OBJECT" as any, properties: { city: { type: "STRING" as any } }, required: ["city"] } } });
+    expect(sentTo("openai").response_format.json_schema.strict).toBe(false);
+  });
+
+  test("a schema OpenAI can enforce (nested objects closed, all required) is still sent strict", async () => {
+    answerAs("openai");
+    await anthropic().messages.create({ model: "rt-openai", max_tokens: 50, messages: hi, output_config: { format: { type: "json_schema", schema: closed } } });
+    expect(sentTo("openai").response_format.json_schema.strict).toBe(true);
+  });
+
+  test("an Anthropic client's strict tool with an optional parameter reaches Chat and Responses upstreams loose", async () => {
+    for (const format of ["openai", "responses"] as const) {
+      answerAs(format);
+      await anthropic().messages.create({ model: `rt-${format}`, max_tokens: 50, messages: hi, tools: [{ name: "f", input_schema: optionalNote as any, strict: true }] });
+      const tool = sentTo(format).tools[0];
+      expect(tool.strict ?? tool.function.strict).toBe(false);
+    }
+  });
+});

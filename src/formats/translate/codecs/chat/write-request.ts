@@ -9,6 +9,7 @@ import type { JsonObject } from "../../../json.ts";
 import { refusal } from "../../codec.ts";
 import { dataUrl } from "../../content.ts";
 import type { IrMessage, IrOutputFormat, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, IrToolResult, Param } from "../../ir.ts";
+import { strictFor } from "../../openai-strict.ts";
 import { effortOfBudget } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
 import { CHAT } from "./name.ts";
@@ -74,7 +75,8 @@ function tool(t: IrTool): JsonObject {
   const fn: JsonObject = { name: t.name };
   if (t.description !== undefined) fn.description = t.description;
   fn.parameters = t.parameters;
-  if (t.strict !== undefined) fn.strict = t.strict;
+  // Strict only where OpenAI can enforce the schema (openai-strict.ts); absent is Chat's loose default.
+  if (t.strict !== undefined) fn.strict = strictFor(t.strict, t.parameters);
   return { type: "function", function: fn };
 }
 
@@ -94,7 +96,11 @@ function reasoningEffort(reasoning: IrReasoning): string | undefined {
   return undefined;
 }
 
-/** Chat's schema format needs a name and is loose unless strict: a schema other formats enforce is sent strict. */
+/**
+ * Chat's schema format needs a name and is loose unless strict. Other formats enforce
+ * their schemas, so one is sent strict where OpenAI can enforce it too (openai-strict.ts),
+ * else loose rather than refused by the upstream.
+ */
 function responseFormat(output: IrOutputFormat): JsonObject | undefined {
   switch (output.type) {
     case "text": return undefined;
@@ -103,7 +109,7 @@ function responseFormat(output: IrOutputFormat): JsonObject | undefined {
       const spec: JsonObject = { name: output.name ?? "output" };
       if (output.description !== undefined) spec.description = output.description;
       spec.schema = output.schema;
-      spec.strict = output.strict ?? true;
+      spec.strict = strictFor(output.strict, output.schema);
       return { type: "json_schema", json_schema: spec };
     }
   }

@@ -7,6 +7,7 @@ import type { JsonObject } from "../../../json.ts";
 import { refusal } from "../../codec.ts";
 import { dataUrl } from "../../content.ts";
 import type { Effort, IrMessage, IrOutputFormat, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, IrToolResult } from "../../ir.ts";
+import { strictFor } from "../../openai-strict.ts";
 import { effortOfBudget } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
 import { NAME } from "./names.ts";
@@ -149,12 +150,15 @@ function userContent(part: IrPart): JsonObject | undefined {
 
 // ——— tools, formats, reasoning ———
 
-/** Responses makes a function strict unless told otherwise: a tool that did not ask for it says `strict: false`. */
+/**
+ * Responses makes a function strict unless told otherwise: a tool that did not ask for it
+ * says `strict: false`, and so does one whose schema OpenAI cannot enforce (openai-strict.ts).
+ */
 function functionTool(tool: IrTool): JsonObject {
   const out: JsonObject = { type: "function", name: tool.name };
   if (tool.description !== undefined) out.description = tool.description;
   out.parameters = tool.parameters;
-  out.strict = tool.strict ?? false;
+  out.strict = tool.strict === true && strictFor(true, tool.parameters);
   return out;
 }
 
