@@ -155,3 +155,34 @@ describe("structured output towards OpenAI upstreams: strict only where OpenAI c
     }
   });
 });
+
+describe("structured output towards an Anthropic upstream: objects closed as Anthropic requires", () => {
+  /**
+   * Anthropic's structured outputs (`output_config.format`) take only closed objects:
+   * every object needs `additionalProperties: false` (its SDK adds it to every object of
+   * a schema before sending, and the API refuses a schema without it). Gemini's
+   * `responseSchema` has no such keyword at all and JSON Schemas from OpenAI clients
+   * often leave it out, so those schemas reached Anthropic as they were and were refused
+   * there. An object that says nothing is now closed (the answer still matches the
+   * client's schema); one that asks for other properties (`true`, or a schema for them)
+   * cannot be had from Anthropic and is refused, naming the client's parameter.
+   */
+  test("Gemini client's responseSchema: every object reaches Anthropic closed", async () => {
+    answerAs("anthropic");
+    const responseSchema = { type: "OBJECT", properties: { city: { type: "STRING" }, tags: { type: "ARRAY", items: { type: "OBJECT", properties: { t: { type: "STRING" } } } } }, required: ["city"] } as any;
+    await gemini().models.generateContent({ model: "rt-anthropic", contents: "hi", config: { responseMimeType: "application/json", responseSchema } });
+    expect(sentTo("anthropic").output_config.format).toEqual({
+      type: "json_schema",
+      schema: { type: "object", properties: { city: { type: "string" }, tags: { type: "array", items: { type: "object", properties: { t: { type: "string" } }, additionalProperties: false } } }, required: ["city"], additionalProperties: false },
+    });
+  });
+
+  test("an OpenAI client's map schema (additionalProperties a schema) is refused naming response_format", async () => {
+    answerAs("anthropic");
+    const schema = { type: "object", properties: { scores: { type: "object", additionalProperties: { type: "number" } } }, required: ["scores"], additionalProperties: false };
+    const error = (await chat().chat.completions.create({ model: "rt-anthropic", messages: hi, response_format: { type: "json_schema", json_schema: { name: "s", schema } } }).catch((e: unknown) => e)) as any;
+    expect(error.status).toBe(400);
+    expect(error.error).toMatchObject({ param: "response_format", code: "unsupported_parameter" });
+    expect(up("anthropic").requests).toHaveLength(0);
+  });
+});

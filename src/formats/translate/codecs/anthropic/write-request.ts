@@ -12,6 +12,7 @@ import type { IrMessage, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, I
 import { budgetOfEffort, MIN_BUDGET } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
 import { argumentsObject, EFFORTS, mediaBlock, NAME, ownSignature } from "./blocks.ts";
+import { closedSchema } from "./output-schema.ts";
 
 /** The efforts `output_config.effort` takes. */
 
@@ -36,7 +37,7 @@ export function writeAnthropicRequest(request: IrRequest, context: RequestContex
   oneOfTemperatureAndTopP(out);
   // JSON mode (no schema) has no Anthropic counterpart and is dropped: the formats that
   // have it require the prompt itself to ask for JSON, so the answer is asked for anyway.
-  if (request.output?.type === "json_schema") outputConfig(out).format = { type: "json_schema", schema: request.output.schema };
+  if (request.output?.type === "json_schema") outputConfig(out).format = { type: "json_schema", schema: outputSchema(request.output) };
   if (request.user !== undefined && request.user !== "") out.metadata = { user_id: request.user };
   if (request.stream) out.stream = true;
   return out;
@@ -57,6 +58,13 @@ function refuseUncarried(request: IrRequest): void {
 }
 
 const outputConfig = (out: JsonObject): JsonObject => (out.output_config ??= {}) as JsonObject;
+
+/** The client's schema with its objects closed (output-schema.ts); refused when one is open. */
+function outputSchema(output: Extract<IrRequest["output"], { type: "json_schema" }>): JsonObject {
+  const schema = closedSchema(output.schema);
+  if (schema === undefined) throw refusal(output.param, "A schema with an object open to other properties (additionalProperties)", NAME);
+  return schema;
+}
 
 // ——— messages ———
 
