@@ -186,3 +186,42 @@ describe("structured output towards an Anthropic upstream: objects closed as Ant
     expect(up("anthropic").requests).toHaveLength(0);
   });
 });
+
+describe("media another provider cannot read are refused by the router, not by the upstream", () => {
+  /**
+   * Anthropic's image blocks take only image/jpeg, image/png, image/gif and image/webp
+   * (the SDK's `Base64ImageSource.media_type`), and its base64 documents only PDFs.
+   * A Gemini client's HEIC photo, or a Responses client's Word file (OpenAI reads many
+   * file types), went to Anthropic as they were and were refused there; Gemini reads
+   * PDFs and text as documents, not a Word file. The Chat writer already refused such
+   * documents by name; the Anthropic and Gemini writers now do too.
+   */
+  const png1x1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+  const docx = `data:application/vnd.openxmlformats-officedocument.wordprocessingml.document;base64,UEsDBA==`;
+
+  test("a Gemini client's HEIC image towards Anthropic is refused naming its part", async () => {
+    answerAs("anthropic");
+    const error = (await gemini().models.generateContent({ model: "rt-anthropic", contents: [{ role: "user", parts: [{ text: "what is it?" }, { inlineData: { mimeType: "image/heic", data: png1x1 } }] }] }).catch((e: unknown) => e)) as any;
+    expect(error.status).toBe(400);
+    expect(JSON.parse(error.message).error.message).toStartWith("contents[0].parts[1]");
+    expect(up("anthropic").requests).toHaveLength(0);
+  });
+
+  test("a Responses client's Word file towards Anthropic and towards Gemini is refused naming its part", async () => {
+    for (const format of ["anthropic", "gemini"] as const) {
+      answerAs(format);
+      const error = (await chat().responses.create({ model: `rt-${format}`, input: [{ role: "user", content: [{ type: "input_text", text: "summarise" }, { type: "input_file", filename: "a.docx", file_data: docx }] }] }).catch((e: unknown) => e)) as any;
+      expect(error.status).toBe(400);
+      expect(error.error).toMatchObject({ param: "input[0].content[1]", code: "unsupported_parameter" });
+      expect(up(format).requests).toHaveLength(0);
+    }
+  });
+
+  test("a PNG and a PDF still travel to both", async () => {
+    for (const format of ["anthropic", "gemini"] as const) {
+      answerAs(format);
+      await chat().responses.create({ model: `rt-${format}`, input: [{ role: "user", content: [{ type: "input_image", image_url: `data:image/png;base64,${png1x1}`, detail: "auto" }, { type: "input_file", filename: "a.pdf", file_data: "data:application/pdf;base64,JVBERi0xLjQK" }] }] });
+      expect(up(format).requests).toHaveLength(1);
+    }
+  });
+});

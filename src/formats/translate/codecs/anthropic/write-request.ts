@@ -147,7 +147,20 @@ function assistantBlock(part: IrPart, param: string): JsonObject | undefined {
   }
 }
 
+/** What Anthropic reads inline: these image types (the SDK's `Base64ImageSource`), and PDFs as documents (text is decoded). */
+const IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
+const DOCUMENT_TYPES = new Set(["application/pdf", "text/plain"]);
+
+/**
+ * An image or document as an Anthropic block. Inline data of a type Anthropic does not
+ * read (a Gemini client's HEIC photo, a Responses client's Word file) is refused here,
+ * naming the client's part, rather than by the upstream.
+ */
 function media(part: IrPart & { type: "image" | "document" }, param: string): JsonObject {
+  const source = part.source;
+  if (source.kind === "base64" && !(part.type === "image" ? IMAGE_TYPES : DOCUMENT_TYPES).has(source.mediaType.toLowerCase())) {
+    throw refusal(param, `${part.type === "image" ? "An image" : "A document"} of type ${source.mediaType}`, NAME);
+  }
   const block = mediaBlock(part);
   if (block === undefined) throw refusal(param, `${part.type === "image" ? "An image" : "A document"} given as plain text`, NAME);
   return block;

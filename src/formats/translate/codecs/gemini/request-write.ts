@@ -221,6 +221,10 @@ function userPart(part: IrPart, param: string): JsonObject {
     case "image": return media(part.source, part.param, "An image");
     case "document":
       if (part.source.kind === "text") return { text: part.source.text };
+      // Gemini reads PDFs as documents; a Word file or a spreadsheet (OpenAI reads them) it refuses.
+      if (part.source.kind === "base64" && part.source.mediaType !== "application/pdf" && !part.source.mediaType.startsWith("text/")) {
+        throw refusal(part.param, `A document of type ${part.source.mediaType}`, NAME);
+      }
       return media(part.source, part.param, "A document");
   }
   throw badRequest(`a ${part.type} part cannot be in a user turn`, param);
