@@ -225,3 +225,47 @@ describe("media another provider cannot read are refused by the router, not by t
     }
   });
 });
+
+describe("JSON mode without a schema from a Gemini client", () => {
+  /**
+   * Gemini's `responseMimeType: "application/json"` alone makes the answer JSON whatever
+   * the prompt says. OpenAI's JSON mode (`json_object`, Chat and Responses) refuses a
+   * request whose messages do not contain the word "json" (400 "'messages' must contain
+   * the word 'json' in some form…"), and Anthropic has no JSON mode at all: the router
+   * dropped it, on the ground that "the formats that have it require the prompt to ask
+   * for JSON", which Gemini's does not. So a Gemini client got an upstream 400 from
+   * OpenAI, or prose from Anthropic where it parses JSON. The router now says it in the
+   * instructions when the conversation does not: OpenAI's JSON mode is then accepted,
+   * and Anthropic is asked for JSON only.
+   */
+  const jsonMode = { responseMimeType: "application/json" };
+
+  test("towards Chat and Responses: JSON mode is sent, with the word json in the instructions", async () => {
+    for (const format of ["openai", "responses"] as const) {
+      answerAs(format);
+      await gemini().models.generateContent({ model: `rt-${format}`, contents: "List three colours.", config: jsonMode });
+      const sent = sentTo(format);
+      if (format === "openai") {
+        expect(sent.response_format).toEqual({ type: "json_object" });
+        expect(JSON.stringify(sent.messages).toLowerCase()).toContain("json");
+      } else {
+        expect(sent.text.format).toEqual({ type: "json_object" });
+        expect(String(sent.instructions).toLowerCase()).toContain("json");
+      }
+    }
+  });
+
+  test("towards Anthropic: the instructions ask for JSON only", async () => {
+    answerAs("anthropic");
+    await gemini().models.generateContent({ model: "rt-anthropic", contents: "List three colours.", config: { ...jsonMode, systemInstruction: "Be brief." } });
+    const system = sentTo("anthropic").system as Array<{ text: string }>;
+    expect(system[0]!.text).toBe("Be brief.");
+    expect(system.at(-1)!.text).toMatch(/JSON/);
+  });
+
+  test("a conversation that already asks for JSON is sent as it is to OpenAI", async () => {
+    answerAs("openai");
+    await gemini().models.generateContent({ model: "rt-openai", contents: "List three colours as a JSON array.", config: jsonMode });
+    expect(sentTo("openai").messages).toEqual([{ role: "user", content: "List three colours as a JSON array." }]);
+  });
+});

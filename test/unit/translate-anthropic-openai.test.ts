@@ -9,6 +9,7 @@ import type { JsonObject } from "../../src/formats/json.ts";
 import { formatOf } from "../../src/formats/registry.ts";
 import { createSseDecoder } from "../../src/formats/sse.ts";
 import { translatorFor } from "../../src/formats/translate/index.ts";
+import { JSON_INSTRUCTION } from "../../src/formats/translate/json-mode.ts";
 import type { AnswerContext, Translator } from "../../src/formats/translate/translator.ts";
 import { ANTHROPIC_CLIENT, CREATED, MAX_TOKENS, OPENAI_CLIENT, type Ev, type Transcript } from "../fixtures/translation/anthropic-openai.ts";
 import { decodeSse as decode, sseText } from "../helpers/sse-transcripts.ts";
@@ -233,7 +234,8 @@ describe("what cannot be carried is a 400 naming the parameter and the upstream 
 
   test("harmless hints are dropped, not refused", () => {
     const toAnthropic = openaiToAnthropic.request(openaiBody({ n: 1, seed: 1, frequency_penalty: 0.5, presence_penalty: 0.5, store: true, metadata: { a: "b" }, service_tier: "auto", prompt_cache_key: "k", stream_options: { include_usage: true }, response_format: { type: "json_object" }, logprobs: false }), context);
-    expect(toAnthropic).toEqual({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }], max_tokens: MAX_TOKENS });
+    // JSON mode, which Anthropic has not, is asked for in the instructions.
+    expect(toAnthropic).toEqual({ model: "m", system: [{ type: "text", text: JSON_INSTRUCTION }], messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }], max_tokens: MAX_TOKENS });
     const toOpenai = anthropicToOpenai.request(anthropicBody({ top_k: 5, metadata: { user_id: "u" }, service_tier: "auto", thinking: { type: "disabled" } }), context);
     expect(toOpenai).toEqual({ model: "m", messages: [{ role: "user", content: "hi" }], max_completion_tokens: 100 });
   });

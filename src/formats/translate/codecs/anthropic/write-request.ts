@@ -9,6 +9,7 @@ import { badRequest } from "../../../../core/errors.ts";
 import type { JsonObject } from "../../../json.ts";
 import { refusal } from "../../codec.ts";
 import type { IrMessage, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, IrToolResult } from "../../ir.ts";
+import { systemWithJsonMode } from "../../json-mode.ts";
 import { budgetOfEffort, MIN_BUDGET } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
 import { argumentsObject, EFFORTS, mediaBlock, NAME, ownSignature } from "./blocks.ts";
@@ -19,7 +20,8 @@ import { closedSchema } from "./output-schema.ts";
 export function writeAnthropicRequest(request: IrRequest, context: RequestContext): JsonObject {
   refuseUncarried(request);
   const out: JsonObject = { model: request.model ?? context.model };
-  const system = request.system.filter((text) => text !== "");
+  // Anthropic has no JSON mode: JSON without a schema is asked for in the instructions (json-mode.ts).
+  const system = systemWithJsonMode(request, true).filter((text) => text !== "");
   // Each instruction stays its own text block, as the client separated them.
   if (system.length > 0) out.system = system.map((text) => ({ type: "text", text }));
   const turns = turnsOf(request.messages);
@@ -35,8 +37,6 @@ export function writeAnthropicRequest(request: IrRequest, context: RequestContex
   writeReasoning(request.reasoning, maxTokens, out);
   fitThinking(out, turns);
   oneOfTemperatureAndTopP(out);
-  // JSON mode (no schema) has no Anthropic counterpart and is dropped: the formats that
-  // have it require the prompt itself to ask for JSON, so the answer is asked for anyway.
   if (request.output?.type === "json_schema") outputConfig(out).format = { type: "json_schema", schema: outputSchema(request.output) };
   if (request.user !== undefined && request.user !== "") out.metadata = { user_id: request.user };
   if (request.stream) out.stream = true;

@@ -9,6 +9,7 @@ import type { JsonObject } from "../../../json.ts";
 import { refusal } from "../../codec.ts";
 import { dataUrl } from "../../content.ts";
 import type { IrMessage, IrOutputFormat, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, IrToolResult, Param } from "../../ir.ts";
+import { systemWithJsonMode } from "../../json-mode.ts";
 import { strictFor } from "../../openai-strict.ts";
 import { effortOfBudget } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
@@ -18,7 +19,7 @@ export function writeChatRequest(request: IrRequest, context: RequestContext): J
   refuseUncarried(request);
   const out: JsonObject = {
     model: request.model ?? context.model,
-    messages: [...systemMessages(request.system), ...request.messages.flatMap(messagesOfTurn)],
+    messages: [...systemMessages(systemWithJsonMode(request)), ...request.messages.flatMap(messagesOfTurn)],
     max_completion_tokens: request.maxTokens ?? context.maxTokens,
     ...samplingFields(request),
   };

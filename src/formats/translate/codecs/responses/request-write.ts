@@ -7,6 +7,7 @@ import type { JsonObject } from "../../../json.ts";
 import { refusal } from "../../codec.ts";
 import { dataUrl } from "../../content.ts";
 import type { Effort, IrMessage, IrOutputFormat, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, IrToolResult } from "../../ir.ts";
+import { systemWithJsonMode } from "../../json-mode.ts";
 import { strictFor } from "../../openai-strict.ts";
 import { effortOfBudget } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
@@ -16,7 +17,8 @@ import { NAME } from "./names.ts";
 export function writeResponsesRequest(request: IrRequest, context: RequestContext): JsonObject {
   refuseUncarried(request);
   const out: JsonObject = { model: request.model ?? context.model };
-  if (request.system.length > 0) out.instructions = request.system.join("\n\n");
+  const system = systemWithJsonMode(request);
+  if (system.length > 0) out.instructions = system.join("\n\n");
   out.input = request.messages.flatMap(items);
   // Responses needs no output bound: only the client's own is sent.
   if (request.maxTokens !== undefined) out.max_output_tokens = request.maxTokens;
