@@ -269,3 +269,22 @@ describe("JSON mode without a schema from a Gemini client", () => {
     expect(sentTo("openai").messages).toEqual([{ role: "user", content: "List three colours as a JSON array." }]);
   });
 });
+
+describe("stop sequences towards a Gemini upstream", () => {
+  /**
+   * Gemini takes at most five stop sequences (its reference: "up to 5"; more is a 400
+   * "the number of stop_sequences must not exceed 5"). Anthropic clients may send more
+   * (Anthropic sets no such bound), and they went to Gemini as they were. Refused now,
+   * naming the client's parameter; five still travel.
+   */
+  test("six of an Anthropic client's stop sequences are refused naming stop_sequences; five are carried", async () => {
+    answerAs("gemini");
+    const six = ["a1", "b2", "c3", "d4", "e5", "f6"];
+    const error = (await anthropic().messages.create({ model: "rt-gemini", max_tokens: 50, messages: hi, stop_sequences: six }).catch((e: unknown) => e)) as any;
+    expect(error.status).toBe(400);
+    expect(error.error.error.message).toStartWith("stop_sequences: ");
+    expect(up("gemini").requests).toHaveLength(0);
+    await anthropic().messages.create({ model: "rt-gemini", max_tokens: 50, messages: hi, stop_sequences: six.slice(0, 5) });
+    expect(sentTo("gemini").generationConfig.stopSequences).toEqual(six.slice(0, 5));
+  });
+});

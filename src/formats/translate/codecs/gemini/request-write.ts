@@ -22,14 +22,20 @@ import { originOfCallId } from "./call-ids.ts";
 import { NAME } from "./names.ts";
 import { geminiSignature } from "./parts-write.ts";
 
+/** Gemini's bound on stop sequences ("up to 5"; more is a 400). */
+const MAX_STOP_SEQUENCES = 5;
+
 /**
  * Gemini could be asked for several candidates and log probabilities, but the shared
  * answer brings back one candidate and no log probabilities: the client would pay for
- * what it never sees. Refused, like every other format's writer does.
+ * what it never sees. Refused, like every other format's writer does. More stop
+ * sequences than Gemini takes (an Anthropic client's list has no bound) are refused
+ * too: any one left out would let the answer run past where the client asked it to end.
  */
 function refuseUnanswerable(request: IrRequest): void {
   if (request.candidates !== undefined && request.candidates.count > 1) throw refusal(request.candidates.param, "More than one candidate answer", NAME);
   if (request.logprobs !== undefined) throw refusal(request.logprobs.param, "Log probabilities", NAME);
+  if (request.stop !== undefined && request.stop.sequences.length > MAX_STOP_SEQUENCES) throw refusal(request.stop.param, `More than ${MAX_STOP_SEQUENCES} stop sequences`, NAME);
 }
 
 export const PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator";
