@@ -288,3 +288,25 @@ describe("stop sequences towards a Gemini upstream", () => {
     expect(sentTo("gemini").generationConfig.stopSequences).toEqual(six.slice(0, 5));
   });
 });
+
+describe("a prefilled answer towards Anthropic", () => {
+  /**
+   * A conversation that ends with the assistant's words asks the model to continue them
+   * (Anthropic's prefill). Anthropic refuses such a last assistant turn when it ends in
+   * whitespace (400 "final assistant content cannot end with trailing whitespace"), and
+   * OpenAI and Gemini clients often leave a space or newline at the end of the words they
+   * start the answer with. The trailing whitespace of that last turn is now left out; the
+   * model continues the same words.
+   */
+  test("an OpenAI client's final assistant message ending in a space reaches Anthropic without it", async () => {
+    answerAs("anthropic");
+    await chat().chat.completions.create({ model: "rt-anthropic", messages: [{ role: "user", content: "Name a colour." }, { role: "assistant", content: "My answer is " }] });
+    expect(sentTo("anthropic").messages.at(-1)).toEqual({ role: "assistant", content: [{ type: "text", text: "My answer is" }] });
+  });
+
+  test("earlier assistant turns keep their whitespace", async () => {
+    answerAs("anthropic");
+    await gemini().models.generateContent({ model: "rt-anthropic", contents: [{ role: "user", parts: [{ text: "a" }] }, { role: "model", parts: [{ text: "b \n" }] }, { role: "user", parts: [{ text: "c" }] }, { role: "model", parts: [{ text: "d\n" }] }] });
+    expect(sentTo("anthropic").messages.map((m: any) => m.content[0].text)).toEqual(["a", "b \n", "c", "d"]);
+  });
+});

@@ -92,7 +92,25 @@ function turnsOf(messages: IrMessage[]): JsonObject[] {
       if (block !== undefined) add(turnRole(part, message.role), block);
     }
   }
+  trimPrefill(turns);
   return turns.map(({ role, content }) => ({ role, content: role === "user" ? toolResultsFirst(content) : content }));
+}
+
+/**
+ * A last assistant turn is a prefill the model continues, and Anthropic refuses one whose
+ * text ends in whitespace ("final assistant content cannot end with trailing whitespace"),
+ * which other formats' clients often leave ("My answer is "). That whitespace is left
+ * out (a text left empty, and a turn left empty, with it); earlier turns keep theirs.
+ */
+function trimPrefill(turns: Turn[]): void {
+  const last = turns.at(-1);
+  if (last?.role !== "assistant") return;
+  const block = last.content.at(-1);
+  if (block?.type !== "text" || typeof block.text !== "string") return;
+  block.text = block.text.trimEnd();
+  if (block.text !== "") return;
+  last.content.pop();
+  if (last.content.length === 0) turns.pop();
 }
 
 /** Results answer the assistant, so they ride in user turns; calls are the assistant's. */
