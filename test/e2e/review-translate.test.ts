@@ -310,3 +310,13 @@ describe("a prefilled answer towards Anthropic", () => {
     expect(sentTo("anthropic").messages.map((m: any) => m.content[0].text)).toEqual(["a", "b \n", "c", "d"]);
   });
 });
+
+describe("temperature and top_p towards Anthropic: the client's own temperature decides", () => {
+  /** A Gemini temperature of 2 is capped to Anthropic's 1, but it was not left at its default: it is the one sent. */
+  test("a Gemini client's hottest temperature beside a top_p: the (capped) temperature is sent", async () => {
+    answerAs("anthropic");
+    await gemini().models.generateContent({ model: "rt-anthropic", contents: "hi", config: { temperature: 2, topP: 0.3 } });
+    expect(sentTo("anthropic")).toMatchObject({ temperature: 1 });
+    expect(sentTo("anthropic").top_p).toBeUndefined();
+  });
+});

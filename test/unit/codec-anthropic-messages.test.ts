@@ -259,7 +259,7 @@ describe("writing an Anthropic request", () => {
     expect(written({ toolChoice: { type: "required" }, reasoning: { effort: "high" }, ...sampling })).toEqual({ thinking: undefined, tool_choice: { type: "any" }, temperature: 0.3, top_p: undefined, top_k: 20 });
     expect(written({ toolChoice: { type: "tool", name: "f", param: "tool_choice" }, reasoning: { budget: -1 } }).thinking).toBeUndefined();
     expect(written({ toolChoice: { type: "auto" }, reasoning: { effort: "high" }, ...sampling })).toEqual({ thinking: { type: "enabled", budget_tokens: 16384 }, tool_choice: { type: "auto" }, temperature: undefined, top_p: undefined, top_k: undefined });
-    expect(written({ reasoning: { budget: -1 }, temperature: 1.4, topP: 0.97 })).toEqual({ thinking: { type: "adaptive" }, tool_choice: undefined, temperature: undefined, top_p: 0.97, top_k: undefined });
+    expect(written({ reasoning: { budget: -1 }, temperature: 1.4, topP: 0.97 })).toEqual({ thinking: { type: "adaptive" }, tool_choice: undefined, temperature: 1, top_p: undefined, top_k: undefined });
     expect(written({ reasoning: { budget: 0 }, toolChoice: { type: "required" }, ...sampling })).toEqual({ thinking: { type: "disabled" }, tool_choice: { type: "any" }, temperature: 0.3, top_p: undefined, top_k: 20 });
   });
 

@@ -36,7 +36,7 @@ export function writeAnthropicRequest(request: IrRequest, context: RequestContex
   writeTools(request, out);
   writeReasoning(request.reasoning, maxTokens, out);
   fitThinking(out, turns);
-  oneOfTemperatureAndTopP(out);
+  oneOfTemperatureAndTopP(out, request.temperature);
   if (request.output?.type === "json_schema") outputConfig(out).format = { type: "json_schema", schema: outputSchema(request.output) };
   if (request.user !== undefined && request.user !== "") out.metadata = { user_id: request.user };
   if (request.stream) out.stream = true;
@@ -295,11 +295,12 @@ function fitThinking(out: JsonObject, turns: JsonObject[]): void {
  * Anthropic's current models refuse a temperature and a top_p together ("cannot both be
  * specified for this model"), and its reference says to alter one of them, not both.
  * OpenAI and Gemini clients often send both, one of them at its default of 1: when both
- * are left, the one at its default is not sent, else top_p is not (both are hints).
+ * are left, the one the client left at its default is not sent, else top_p is not (both
+ * are hints). The client's own temperature decides, not the one capped to Anthropic's 1.
  */
-function oneOfTemperatureAndTopP(out: JsonObject): void {
+function oneOfTemperatureAndTopP(out: JsonObject, asked: number | undefined): void {
   if (out.temperature === undefined || out.top_p === undefined) return;
-  if (out.temperature === 1 && out.top_p !== 1) delete out.temperature;
+  if (asked === 1 && out.top_p !== 1) delete out.temperature;
   else delete out.top_p;
 }
 
