@@ -320,3 +320,31 @@ describe("temperature and top_p towards Anthropic: the client's own temperature 
     expect(sentTo("anthropic").top_p).toBeUndefined();
   });
 });
+
+describe("thinking budgets towards a Gemini upstream", () => {
+  /**
+   * Gemini's thinking budgets are bounded per model: 0 to 24576 for 2.5 Flash, 128 to
+   * 32768 for 2.5 Pro; above, a 400 ("thinking_budget is out of range; supported values
+   * are integers from 1 to 24576"). The shared table gave `xhigh` and `max` 32768, and an
+   * Anthropic client's budget went as it was (Claude Code's deepest thinking asks for
+   * 31999), so Flash refused them. A budget is a ceiling the model may not reach, so it is
+   * now capped at 24576, which every Gemini 2.5 model takes.
+   */
+  test("an OpenAI client's xhigh effort and an Anthropic client's 31999 budget reach Gemini as 24576", async () => {
+    answerAs("gemini");
+    await chat().chat.completions.create({ model: "rt-gemini", messages: hi, reasoning_effort: "xhigh" as any });
+    expect(sentTo("gemini").generationConfig.thinkingConfig).toEqual({ thinkingBudget: 24576 });
+    // As raw JSON: the Anthropic SDK insists on streaming for a bound this large.
+    const res = await pairs.router.fetch("/v1/messages", { method: "POST", headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" }, body: JSON.stringify({ model: "rt-gemini", max_tokens: 64000, messages: hi, thinking: { type: "enabled", budget_tokens: 31999 } }) });
+    expect(res.status).toBe(200);
+    expect(sentTo("gemini").generationConfig.thinkingConfig.thinkingBudget).toBe(24576);
+  });
+
+  test("smaller budgets and the dynamic -1 are carried as they are", async () => {
+    answerAs("gemini");
+    await anthropic().messages.create({ model: "rt-gemini", max_tokens: 20000, messages: hi, thinking: { type: "enabled", budget_tokens: 4000 } });
+    expect(sentTo("gemini").generationConfig.thinkingConfig.thinkingBudget).toBe(4000);
+    await anthropic().messages.create({ model: "rt-gemini", max_tokens: 20000, messages: hi, thinking: { type: "adaptive" } as any });
+    expect(sentTo("gemini").generationConfig.thinkingConfig.thinkingBudget).toBe(-1);
+  });
+});

@@ -90,15 +90,23 @@ function generationConfig(request: IrRequest): JsonObject {
 }
 
 /**
- * A budget as given (0 off, -1 dynamic); an effort through the shared table, `none` and
- * `minimal` as 0 (no thinking). `thinkingBudget` is understood by Gemini 2.5 and 3 alike.
+ * The largest thinking budget every Gemini 2.5 model takes (Flash: 0 to 24576; Pro: 128
+ * to 32768); above a model's bound Gemini answers 400 ("thinking_budget is out of range").
+ */
+const MAX_THINKING_BUDGET = 24576;
+
+/**
+ * A budget as given (0 off, -1 dynamic), capped at MAX_THINKING_BUDGET (a budget is a
+ * ceiling the model may not reach, so capping it is harmless where refusing it is not);
+ * an effort through the shared table, `none` and `minimal` as 0 (no thinking).
+ * `thinkingBudget` is understood by Gemini 2.5 and 3 alike.
  */
 function thinkingConfig(request: IrRequest): JsonObject | undefined {
   const reasoning = request.reasoning;
   if (reasoning === undefined) return undefined;
   const out: JsonObject = {};
   const budget = reasoning.budget ?? (reasoning.effort === undefined ? undefined : (budgetOfEffort(reasoning.effort) ?? 0));
-  if (budget !== undefined) out.thinkingBudget = budget;
+  if (budget !== undefined) out.thinkingBudget = Math.min(budget, MAX_THINKING_BUDGET);
   if (reasoning.visible === true) out.includeThoughts = true;
   return Object.keys(out).length > 0 ? out : undefined;
 }
