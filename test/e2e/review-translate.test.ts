@@ -348,3 +348,17 @@ describe("thinking budgets towards a Gemini upstream", () => {
     expect(sentTo("gemini").generationConfig.thinkingConfig.thinkingBudget).toBe(-1);
   });
 });
+
+describe("an image typed image/jpg towards Anthropic", () => {
+  /**
+   * `image/jpg` is not a registered media type, but OpenAI and Gemini read data URLs and
+   * blobs labelled with it, and clients often write it. Anthropic takes only
+   * `image/jpeg`; the router now names the same JPEG the way Anthropic reads it rather
+   * than refusing it.
+   */
+  test("an OpenAI client's data:image/jpg URL reaches Anthropic as image/jpeg", async () => {
+    answerAs("anthropic");
+    await chat().chat.completions.create({ model: "rt-anthropic", messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/jpg;base64,/9j/4AAQ" } }] }] });
+    expect(sentTo("anthropic").messages[0].content[0]).toEqual({ type: "image", source: { type: "base64", media_type: "image/jpeg", data: "/9j/4AAQ" } });
+  });
+});

@@ -29,10 +29,19 @@ export function argumentsObject(args: string): JsonObject | undefined {
   }
 }
 
+/**
+ * An image's media type as Anthropic names it: lower case, and `image/jpg` (unregistered,
+ * but read by OpenAI and Gemini and written by many clients) as `image/jpeg`.
+ */
+export const anthropicImageType = (mediaType: string): string => {
+  const type = mediaType.toLowerCase();
+  return type === "image/jpg" ? "image/jpeg" : type;
+};
+
 /** An image source as Anthropic writes it; undefined for a source Anthropic images cannot have (plain text). */
 export function imageSourceBlock(source: IrSource): JsonObject | undefined {
   switch (source.kind) {
-    case "base64": return { type: "base64", media_type: source.mediaType, data: source.data };
+    case "base64": return { type: "base64", media_type: anthropicImageType(source.mediaType), data: source.data };
     case "url": return { type: "url", url: source.url };
   }
   return undefined;

@@ -12,7 +12,7 @@ import type { IrMessage, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, I
 import { systemWithJsonMode } from "../../json-mode.ts";
 import { budgetOfEffort, MIN_BUDGET } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
-import { argumentsObject, EFFORTS, mediaBlock, NAME, ownSignature } from "./blocks.ts";
+import { anthropicImageType, argumentsObject, EFFORTS, mediaBlock, NAME, ownSignature } from "./blocks.ts";
 import { closedSchema } from "./output-schema.ts";
 
 /** The efforts `output_config.effort` takes. */
@@ -176,8 +176,9 @@ const DOCUMENT_TYPES = new Set(["application/pdf", "text/plain"]);
  */
 function media(part: IrPart & { type: "image" | "document" }, param: string): JsonObject {
   const source = part.source;
-  if (source.kind === "base64" && !(part.type === "image" ? IMAGE_TYPES : DOCUMENT_TYPES).has(source.mediaType.toLowerCase())) {
-    throw refusal(param, `${part.type === "image" ? "An image" : "A document"} of type ${source.mediaType}`, NAME);
+  const type = source.kind === "base64" ? (part.type === "image" ? anthropicImageType(source.mediaType) : source.mediaType.toLowerCase()) : undefined;
+  if (type !== undefined && !(part.type === "image" ? IMAGE_TYPES : DOCUMENT_TYPES).has(type)) {
+    throw refusal(param, `${part.type === "image" ? "An image" : "A document"} of type ${type}`, NAME);
   }
   const block = mediaBlock(part);
   if (block === undefined) throw refusal(param, `${part.type === "image" ? "An image" : "A document"} given as plain text`, NAME);
