@@ -362,3 +362,21 @@ describe("an image typed image/jpg towards Anthropic", () => {
     expect(sentTo("anthropic").messages[0].content[0]).toEqual({ type: "image", source: { type: "base64", media_type: "image/jpeg", data: "/9j/4AAQ" } });
   });
 });
+
+describe("penalties towards a Gemini upstream", () => {
+  /**
+   * Current Gemini models (2.5 and later) answer 400 "Penalty is not enabled for
+   * models/gemini-2.5-flash" to `presencePenalty` and `frequencyPenalty`, which OpenAI
+   * clients often send (chat front ends set them by default). They were sent on, so such
+   * calls failed at the upstream. They are sampling hints, and the Anthropic and
+   * Responses writers already drop them as such; the Gemini writer now does too.
+   */
+  test("an OpenAI client's penalties are not sent to Gemini; its other sampling settings are", async () => {
+    answerAs("gemini");
+    await chat().chat.completions.create({ model: "rt-gemini", messages: hi, presence_penalty: 0.5, frequency_penalty: 0.3, temperature: 0.2, seed: 7 });
+    const config = sentTo("gemini").generationConfig;
+    expect(config).toMatchObject({ temperature: 0.2, seed: 7 });
+    expect(config.presencePenalty).toBeUndefined();
+    expect(config.frequencyPenalty).toBeUndefined();
+  });
+});

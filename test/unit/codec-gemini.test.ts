@@ -289,7 +289,7 @@ describe("writing a Gemini upstream's request", () => {
     candidates: { count: 1, param: "n" },
   };
 
-  test("every field is written exactly; model, stream, user, strict and parallel_tool_calls are not in the body", () => {
+  test("every field is written exactly; model, stream, user, strict, parallel_tool_calls and penalties are not in the body", () => {
     expect(geminiCodec.writeRequest(chatIr, { maxTokens: 4096 })).toEqual({
       contents: [
         {
@@ -356,8 +356,7 @@ describe("writing a Gemini upstream's request", () => {
         topK: 20,
         stopSequences: ["###"],
         seed: 11,
-        presencePenalty: 0.1,
-        frequencyPenalty: 0.2,
+        // presencePenalty and frequencyPenalty dropped: Gemini 2.5 and later refuse them.
         responseMimeType: "application/json",
         responseJsonSchema: { type: "object", properties: { ok: { type: "boolean" } } },
         thinkingConfig: { thinkingBudget: 8192, includeThoughts: true },

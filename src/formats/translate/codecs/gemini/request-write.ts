@@ -78,8 +78,8 @@ function generationConfig(request: IrRequest): JsonObject {
   put("topK", request.topK);
   put("stopSequences", request.stop?.sequences);
   put("seed", request.seed);
-  put("presencePenalty", request.presencePenalty);
-  put("frequencyPenalty", request.frequencyPenalty);
+  // Presence and frequency penalties are dropped: Gemini 2.5 and later answer 400
+  // ("Penalty is not enabled for models/…"), and they are hints, as other writers drop them.
   if (request.output?.type === "json") config.responseMimeType = "application/json";
   if (request.output?.type === "json_schema") {
     config.responseMimeType = "application/json";
