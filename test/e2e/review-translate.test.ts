@@ -380,3 +380,44 @@ describe("penalties towards a Gemini upstream", () => {
     expect(config.frequencyPenalty).toBeUndefined();
   });
 });
+
+describe("schema constraints Anthropic's structured outputs do not take", () => {
+  /**
+   * Anthropic's structured outputs (and strict tools) refuse value constraints: 400
+   * "output_config.format.schema: For 'integer' type, property 'minimum' is not
+   * supported", and likewise `maximum`, `multipleOf`, `minLength`, `maxLength`, array
+   * bounds other than `minItems` 0 or 1, and string formats it does not know. OpenAI
+   * strict schemas carry them often (a score from 1 to 10, a bounded name), and they went
+   * to Anthropic as they were. As Anthropic's own SDKs do, such constraints now move into
+   * the schema's description, where the model reads them, and the rest is enforced.
+   */
+  test("an OpenAI client's bounded score and name reach Anthropic with their bounds described", async () => {
+    answerAs("anthropic");
+    const schema = {
+      type: "object",
+      properties: {
+        score: { type: "integer", description: "How good", minimum: 1, maximum: 10 },
+        name: { type: "string", maxLength: 20, format: "email" },
+        tags: { type: "array", items: { type: "string" }, minItems: 2 },
+        any: { type: "array", items: { type: "string" }, minItems: 1 },
+      },
+      required: ["score", "name", "tags", "any"],
+      additionalProperties: false,
+    };
+    await chat().chat.completions.create({ model: "rt-anthropic", messages: hi, response_format: { type: "json_schema", json_schema: { name: "review", schema, strict: true } } });
+    const sent = sentTo("anthropic").output_config.format.schema;
+    expect(sent.properties.score).toEqual({ type: "integer", description: 'How good\n\n{minimum: 1, maximum: 10}' });
+    expect(sent.properties.name).toEqual({ type: "string", format: "email", description: "{maxLength: 20}" });
+    expect(sent.properties.tags).toEqual({ type: "array", items: { type: "string" }, description: "{minItems: 2}" });
+    expect(sent.properties.any).toEqual({ type: "array", items: { type: "string" }, minItems: 1 });
+  });
+
+  test("an OpenAI client's strict tool gets the same treatment; a loose tool keeps its schema", async () => {
+    answerAs("anthropic");
+    const parameters = { type: "object", properties: { n: { type: "number", exclusiveMinimum: 0 } }, required: ["n"], additionalProperties: false };
+    await chat().chat.completions.create({ model: "rt-anthropic", messages: hi, tools: [{ type: "function", function: { name: "strict_f", parameters, strict: true } }, { type: "function", function: { name: "loose_f", parameters } }] });
+    const [strictTool, looseTool] = sentTo("anthropic").tools;
+    expect(strictTool.input_schema.properties.n).toEqual({ type: "number", description: "{exclusiveMinimum: 0}" });
+    expect(looseTool.input_schema).toEqual(parameters);
+  });
+});

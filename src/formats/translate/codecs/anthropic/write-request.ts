@@ -59,10 +59,16 @@ function refuseUncarried(request: IrRequest): void {
 
 const outputConfig = (out: JsonObject): JsonObject => (out.output_config ??= {}) as JsonObject;
 
-/** The client's schema with its objects closed (output-schema.ts); refused when one is open. */
+/** The client's schema as Anthropic's grammar takes it (output-schema.ts); refused when an object is open. */
 function outputSchema(output: Extract<IrRequest["output"], { type: "json_schema" }>): JsonObject {
   const schema = closedSchema(output.schema);
   if (schema === undefined) throw refusal(output.param, "A schema with an object open to other properties (additionalProperties)", NAME);
+  return schema;
+}
+
+function strictSchema(tool: IrTool): JsonObject {
+  const schema = closedSchema(tool.parameters);
+  if (schema === undefined) throw refusal(tool.param, "A strict tool whose schema has an object open to other properties (additionalProperties)", NAME);
   return schema;
 }
 
@@ -211,10 +217,11 @@ function toolResultBlock(result: IrToolResult): JsonObject {
 
 // ——— tools ———
 
+/** A tool; a strict one's schema as Anthropic's strict grammar takes it (output-schema.ts), as for structured output. */
 function toolBlock(tool: IrTool): JsonObject {
   const out: JsonObject = { name: tool.name };
   if (tool.description !== undefined) out.description = tool.description;
-  out.input_schema = tool.parameters;
+  out.input_schema = tool.strict === true ? strictSchema(tool) : tool.parameters;
   if (tool.strict !== undefined) out.strict = tool.strict;
   return out;
 }
