@@ -421,3 +421,30 @@ describe("schema constraints Anthropic's structured outputs do not take", () => 
     expect(looseTool.input_schema).toEqual(parameters);
   });
 });
+
+describe("empty content towards Anthropic and Gemini", () => {
+  /**
+   * OpenAI takes a user message whose content is "" (and a conversation of a system
+   * message alone). Anthropic refuses a request with no message left (400 "messages: at
+   * least one message is required"; the router leaves empty text out, as Anthropic refuses
+   * empty text blocks too), and Gemini (Vertex) refuses an empty text part (400 "Unable to
+   * submit request because it has an empty text parameter"). Empty text is now left out
+   * towards Gemini too, and a conversation with nothing left to send is the router's 400,
+   * naming the client's messages, before anything is sent.
+   */
+  test("an empty user text among others is left out towards Gemini", async () => {
+    answerAs("gemini");
+    await chat().chat.completions.create({ model: "rt-gemini", messages: [{ role: "user", content: "Name a colour." }, { role: "user", content: "" }] });
+    expect(sentTo("gemini").contents).toEqual([{ role: "user", parts: [{ text: "Name a colour." }] }]);
+  });
+
+  test("a conversation of an empty user text is refused naming messages, towards Anthropic and Gemini", async () => {
+    for (const format of ["anthropic", "gemini"] as const) {
+      answerAs(format);
+      const error = (await chat().chat.completions.create({ model: `rt-${format}`, messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "" }] }).catch((e: unknown) => e)) as any;
+      expect(error.status).toBe(400);
+      expect(error.error.param).toBe("messages");
+      expect(up(format).requests).toHaveLength(0);
+    }
+  });
+});

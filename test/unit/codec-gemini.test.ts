@@ -382,8 +382,10 @@ describe("writing a Gemini upstream's request", () => {
 
   test("tool choices and reasoning", () => {
     const tools = [{ name: "f", parameters: { type: "object" }, param: "tools[0]" }];
+    // A conversation with nothing in it is refused: each request says something.
+    const messages: IrRequest["messages"] = [{ role: "user", param: "messages[0]", parts: [{ type: "text", text: "hi" }] }];
     const config = (request: Partial<IrRequest>) => {
-      const body = write({ tools, ...request });
+      const body = write({ tools, messages, ...request });
       return [body.toolConfig, (body.generationConfig as JsonObject | undefined)?.thinkingConfig];
     };
     expect(config({ toolChoice: { type: "auto" } })).toEqual([{ functionCallingConfig: { mode: "AUTO" } }, undefined]);
@@ -394,8 +396,8 @@ describe("writing a Gemini upstream's request", () => {
     expect(config({ reasoning: { budget: -1, effort: "low" } })).toEqual([undefined, { thinkingBudget: -1 }]);
     expect(config({ reasoning: { visible: false } })).toEqual([undefined, undefined]);
     // Without tools, a tool choice is not sent.
-    expect(write({ toolChoice: { type: "none" } })).toEqual({ contents: [] });
-    expect((write({ output: { type: "json", param: "response_format" } }).generationConfig as JsonObject)).toEqual({ responseMimeType: "application/json" });
+    expect(write({ messages, toolChoice: { type: "none" } })).toEqual({ contents: [user("hi")] });
+    expect((write({ messages, output: { type: "json", param: "response_format" } }).generationConfig as JsonObject)).toEqual({ responseMimeType: "application/json" });
   });
 
   test("a Gemini client's own calls keep their signature; a signed step gets no placeholder", () => {

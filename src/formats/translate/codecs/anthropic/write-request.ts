@@ -9,6 +9,7 @@ import { badRequest } from "../../../../core/errors.ts";
 import type { JsonObject } from "../../../json.ts";
 import { refusal } from "../../codec.ts";
 import type { IrMessage, IrPart, IrReasoning, IrRequest, IrTool, IrToolChoice, IrToolResult } from "../../ir.ts";
+import { emptyConversation } from "../../empty-conversation.ts";
 import { systemWithJsonMode } from "../../json-mode.ts";
 import { budgetOfEffort, MIN_BUDGET } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
@@ -25,6 +26,7 @@ export function writeAnthropicRequest(request: IrRequest, context: RequestContex
   // Each instruction stays its own text block, as the client separated them.
   if (system.length > 0) out.system = system.map((text) => ({ type: "text", text }));
   const turns = turnsOf(request.messages);
+  if (turns.length === 0) throw emptyConversation(request, NAME);
   out.messages = turns;
   const maxTokens = request.maxTokens ?? context.maxTokens;
   out.max_tokens = maxTokens;

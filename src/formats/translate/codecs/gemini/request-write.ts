@@ -16,6 +16,7 @@ import { isObject, type JsonObject } from "../../../json.ts";
 import { refusal } from "../../codec.ts";
 import { parseDataUrl } from "../../content.ts";
 import type { IrMessage, IrPart, IrRequest, IrSource, IrToolCall, IrToolResult } from "../../ir.ts";
+import { emptyConversation } from "../../empty-conversation.ts";
 import { budgetOfEffort } from "../../reasoning.ts";
 import type { RequestContext } from "../../translator.ts";
 import { originOfCallId } from "./call-ids.ts";
@@ -44,6 +45,7 @@ export const PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator";
 export function writeGeminiRequest(request: IrRequest, _context: RequestContext): JsonObject {
   refuseUnanswerable(request);
   const out: JsonObject = { contents: contents(request.messages) };
+  if ((out.contents as JsonObject[]).length === 0) throw emptyConversation(request, NAME);
   if (request.system.length > 0) out.systemInstruction = { parts: request.system.map((text) => ({ text })) };
   if (request.tools.length > 0) {
     out.tools = [{ functionDeclarations: request.tools.map((t) => ({ name: t.name, ...(t.description !== undefined && { description: t.description }), parametersJsonSchema: t.parameters })) }];
@@ -199,6 +201,8 @@ function userParts(message: IrMessage, names: Map<string, string>): JsonObject[]
       responses.push(functionResponse(part, names, param));
       // Media in a result follow as user parts: not every Gemini model takes them inside a response.
       for (const media of part.content) if (media.type !== "text") rest.push(userPart(media, param));
+    } else if (part.type === "text" && part.text === "") {
+      // Empty text is left out, as in model turns: Gemini (Vertex) refuses "an empty text parameter".
     } else if (part.type !== "thinking" && part.type !== "redacted_thinking") rest.push(userPart(part, param));
   });
   return [...responses, ...rest];
