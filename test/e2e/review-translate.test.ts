@@ -448,3 +448,21 @@ describe("empty content towards Anthropic and Gemini", () => {
     }
   });
 });
+
+describe("a tool choice without tools towards a Responses upstream", () => {
+  /**
+   * A tool choice means nothing without tools, and OpenAI refuses `required` without them
+   * ("tool_choice 'required' must be specified with 'tools'"). The Chat, Anthropic and
+   * Gemini writers send a tool choice only with tools; the Responses writer sent it
+   * anyway, so a client that states its choice on every call (a Gemini client's
+   * `toolConfig`, an OpenAI client's `tool_choice` with an empty tool list) failed there.
+   */
+  test("an OpenAI client's required choice with no tools is not sent; with tools it is", async () => {
+    answerAs("responses");
+    await chat().chat.completions.create({ model: "rt-responses", messages: hi, tools: [], tool_choice: "required" });
+    expect(sentTo("responses").tool_choice).toBeUndefined();
+    const tools = [{ type: "function" as const, function: { name: "f", parameters: { type: "object", properties: {} } } }];
+    await chat().chat.completions.create({ model: "rt-responses", messages: hi, tools, tool_choice: "required" });
+    expect(sentTo("responses").tool_choice).toBe("required");
+  });
+});

@@ -212,7 +212,8 @@ describe("writing a request for a Responses upstream", () => {
   });
 
   test("json mode and plain tool choices; log probabilities refused (the shared answer cannot bring them back)", () => {
-    const out = codec.writeRequest(minimal({ output: { type: "json", param: "response_format" }, toolChoice: { type: "required" } }), requestContext);
+    const tools = [{ name: "f", parameters: { type: "object", properties: {} }, param: "tools[0]" }];
+    const out = codec.writeRequest(minimal({ output: { type: "json", param: "response_format" }, tools, toolChoice: { type: "required" } }), requestContext);
     expect(out.text).toEqual({ format: { type: "json_object" } });
     expect(out.tool_choice).toBe("required");
     const error = thrown(() => codec.writeRequest(minimal({ logprobs: { top: 5, param: "top_logprobs" } }), requestContext));

@@ -26,7 +26,8 @@ export function writeResponsesRequest(request: IrRequest, context: RequestContex
   if (request.topP !== undefined) out.top_p = request.topP;
   // top_k, seed and the penalties have no Responses counterpart; they are hints, dropped.
   if (request.tools.length > 0) out.tools = request.tools.map(functionTool);
-  if (request.toolChoice) out.tool_choice = toolChoice(request.toolChoice);
+  // A choice means nothing without tools, and OpenAI refuses `required` without them.
+  if (request.toolChoice && request.tools.length > 0) out.tool_choice = toolChoice(request.toolChoice);
   if (request.parallelToolCalls !== undefined) out.parallel_tool_calls = request.parallelToolCalls;
   if (request.output) out.text = { format: textFormat(request.output) };
   const include: string[] = [];
