@@ -1,4 +1,4 @@
-import type { LogLevel } from "./core/log.ts";
+import type { LogFormat, LogLevel } from "./core/log.ts";
 import type { CorsOrigins } from "./http/cors.ts";
 
 /** Everything `router serve` can be told, after flags, environment and defaults are merged. */
@@ -21,6 +21,8 @@ export interface ServeConfig {
   /** PEM file of extra CAs trusted for upstream HTTPS, on top of the public roots. */
   upstreamCaFile?: string;
   logLevel: LogLevel;
+  /** How log lines are written: logfmt (default) or JSON lines. */
+  logFormat?: LogFormat;
   /**
    * PostgreSQL URL (`postgres://…`, TLS as its `sslmode` says): the store of a scaled-out
    * deployment. Without it, the SQLite file under `dataDir`.

@@ -112,7 +112,7 @@ export interface DepsOverrides {
  */
 export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): Promise<Deps> {
   const clock = overrides.clock ?? createClock(config.timeZone);
-  const log = overrides.log ?? createLogger(config.logLevel);
+  const log = overrides.log ?? createLogger(config.logLevel, undefined, config.logFormat);
   const keyFile = config.secretKeyFile ?? join(config.dataDir, "secret.key");
   const keyExisted = existsSync(keyFile);
   const sealer = createSealer(loadOrCreateSecretKey(keyFile));

@@ -2,7 +2,7 @@ import { defineCommand, type ArgsDef } from "citty";
 import { ensureInitialOwner } from "../accounts/bootstrap.ts";
 import { DEFAULT_MAX_BODY, UPSTREAM_DEFAULTS, type ServeConfig } from "../config.ts";
 import { assertTimeZone, systemTimeZone } from "../core/clock.ts";
-import { LOG_LEVELS, type LogLevel } from "../core/log.ts";
+import { createLogger, LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../core/log.ts";
 import { buildDeps } from "../deps.ts";
 import { assertCanListen, startServer } from "../server.ts";
 import { clearSpool, prepareDataDir, writingDataDir } from "../store/data-dir.ts";
@@ -65,6 +65,11 @@ export const serveArgs = {
     type: "string",
     description: `One of ${LOG_LEVELS.join(", ")} (env ROUTER_LOG_LEVEL; default info)`,
     valueHint: "level",
+  },
+  "log-format": {
+    type: "string",
+    description: "logfmt (one key=value line an entry) or json (one JSON object a line, for log collectors) (env ROUTER_LOG_FORMAT; default logfmt)",
+    valueHint: "format",
   },
   "owner-email": {
     type: "string",
@@ -221,6 +226,10 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
   if (!LOG_LEVELS.includes(logLevel as LogLevel)) {
     throw new UsageError(`${named("log-level")} must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
   }
+  const logFormat = get("log-format") ?? "logfmt";
+  if (!LOG_FORMATS.includes(logFormat as LogFormat)) {
+    throw new UsageError(`${named("log-format")} must be one of ${LOG_FORMATS.join(", ")}, got "${logFormat}"`);
+  }
   const port = parseIntegerFlag(named("port"), get("port"), 8080);
   if (port > 65535) throw new UsageError(`${named("port")} must be at most 65535, got ${port}`);
   const byok = parseBooleanFlag(named("byok"), get("byok"));
@@ -265,6 +274,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     tlsKey,
     upstreamCaFile,
     logLevel: logLevel as LogLevel,
+    logFormat: logFormat as LogFormat,
     ownerEmail,
     secretKeyFile: get("secret-key-file"),
     graceSeconds: parseIntegerFlag(named("grace"), get("grace"), 30, 0, MAX_TIMER_SECONDS),
@@ -292,7 +302,12 @@ export const serveCommand = defineCommand({
       rejectEmptyValues(rawArgs, args, serveArgs);
       rejectStrayArguments(args);
       const config = resolveServeConfig(args);
-      for (const warning of serveWarnings(args, config)) process.stderr.write(`router: warning: ${warning}\n`);
+      // With JSON logs, stderr holds JSON lines only: a collector would drop or mangle a plain one.
+      const startLog = config.logFormat === "json" ? createLogger("warn", (line) => void process.stderr.write(`${line}\n`), "json") : undefined;
+      for (const warning of serveWarnings(args, config)) {
+        if (startLog) startLog.warn(warning);
+        else process.stderr.write(`router: warning: ${warning}\n`);
+      }
       // A port in use fails here, before a database or an owner key is created.
       assertCanListen(config.host, config.port);
       const notice = prepareDataDir(config.dataDir);
@@ -341,7 +356,8 @@ export const serveCommand = defineCommand({
           .stop()
           .then(() => process.exit(0))
           .catch((error: Error) => {
-            process.stderr.write(`router: shutdown failed: ${error.message}\n`);
+            deps.log.error("shutdown failed", { error: error.message });
+            // The log writes in batches: flushed by the exit handler.
             process.exit(1);
           });
       };

@@ -4,6 +4,10 @@ import { redact } from "./redact.ts";
 export type LogLevel = "error" | "warn" | "info" | "debug";
 export const LOG_LEVELS: readonly LogLevel[] = ["error", "warn", "info", "debug"];
 
+/** logfmt for people and grep; JSON lines for collectors (Loki, Datadog, CloudWatch, Elastic) that index each field. */
+export type LogFormat = "logfmt" | "json";
+export const LOG_FORMATS: readonly LogFormat[] = ["logfmt", "json"];
+
 const RANK: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
 
 export type LogFields = Record<string, string | number | boolean | null | undefined>;
@@ -76,23 +80,43 @@ function isoNow(): string {
   return stamp;
 }
 
+/** The members every line starts with: a field of the same name is written with a `_` after it, never over them. */
+const RESERVED = new Set(["time", "level", "msg"]);
+
+function logfmtLine(at: LogLevel, message: string, fields: LogFields | undefined): string {
+  let line = `time=${isoNow()} level=${at} msg=${formatValue(message)}`;
+  if (fields) {
+    for (const key in fields) {
+      const value = fields[key];
+      if (value !== undefined) line += ` ${RESERVED.has(key) ? `${key}_` : key}=${formatValue(value)}`;
+    }
+  }
+  return line;
+}
+
+function jsonLine(at: LogLevel, message: string, fields: LogFields | undefined): string {
+  const line: Record<string, string | number | boolean | null> = { time: isoNow(), level: at, msg: message };
+  if (fields) {
+    for (const key in fields) {
+      const value = fields[key];
+      if (value !== undefined) line[RESERVED.has(key) ? `${key}_` : key] = value;
+    }
+  }
+  return JSON.stringify(line);
+}
+
 /**
- * logfmt lines (`time=… level=… msg=… key=value`) on stderr. Every line passes
- * through `redact`, so even a careless field cannot print a key.
+ * One line per entry on stderr: logfmt (`time=… level=… msg=… key=value`) or a JSON
+ * object with the same members. Every line passes through `redact`, so even a careless
+ * field cannot print a key.
  */
-export function createLogger(level: LogLevel = "info", sink: LogSink = stderrSink): Logger {
+export function createLogger(level: LogLevel = "info", sink: LogSink = stderrSink, format: LogFormat = "logfmt"): Logger {
   const threshold = LOG_LEVELS.indexOf(level);
   const enabled = (at: LogLevel) => RANK[at] <= threshold;
+  const render = format === "json" ? jsonLine : logfmtLine;
   const write = (at: LogLevel, message: string, fields?: LogFields) => {
     if (!enabled(at)) return;
-    let line = `time=${isoNow()} level=${at} msg=${formatValue(message)}`;
-    if (fields) {
-      for (const key in fields) {
-        const value = fields[key];
-        if (value !== undefined) line += ` ${key}=${formatValue(value)}`;
-      }
-    }
-    sink(redact(line));
+    sink(redact(render(at, message, fields)));
   };
   return {
     level,

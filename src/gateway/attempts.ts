@@ -256,7 +256,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
               : code === "ConnectionRefused" || code === "ECONNREFUSED"
                 ? { kind: "refused" }
                 : { kind: "network" };
-          log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
+          log.warn("upstream attempt failed", { req: input.requestId, key: key.id, key_level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
           note({ error: failure.kind, message: failure.kind === "timeout" ? `no first byte within ${config.firstByteTimeoutMs} ms` : failureMessage(error) });
         } finally {
           clearTimeout(timer);
@@ -269,7 +269,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           note({ status: response.status, answered: true });
           input.trace.ttfbMs = firstByteAt - callStart;
           switchOver.recordSuccess(chosen.level, chosen.probe).catch((error: unknown) =>
-            log.error("a Level's recovery could not be recorded", { level: chosen.level, error: (error as Error).message }),
+            log.error("a Level's recovery could not be recorded", { key_level: chosen.level, error: (error as Error).message }),
           );
           return {
             answered: {
@@ -291,7 +291,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           failure = { kind: "non_answer" };
           await response.body?.cancel().catch(() => {});
           note({ status: response.status, error: "non_answer", message: `a ${response.status} with ${nonAnswer}` });
-          log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status: response.status, failure: `2xx with ${nonAnswer}` });
+          log.warn("upstream attempt failed", { req: input.requestId, key: key.id, key_level: chosen.level, status: response.status, failure: `2xx with ${nonAnswer}` });
         } else if (response) {
           const status = response.status;
           if (isCredentialStatus(status) && adapter.refreshCredentials && !credentialRefreshed && adapter.refreshCredentials(key)) {
@@ -342,7 +342,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             );
           }
           // The Location is not logged: a redirect may carry anything in its URL.
-          log.warn("upstream attempt failed", { req: input.requestId, key: key.id, level: chosen.level, status });
+          log.warn("upstream attempt failed", { req: input.requestId, key: key.id, key_level: chosen.level, status });
         }
 
         if (failure!.kind === "blocked") {

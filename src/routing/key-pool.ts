@@ -178,16 +178,16 @@ export function createKeyPool(deps: {
     if (change.sleeping) {
       deps.log.warn("provider key sleeps", {
         key: key.id,
-        level: key.level,
+        key_level: key.level,
         reason: change.reason,
         until: change.until === null ? "woken" : new Date(change.until).toISOString(),
       });
-    } else deps.log.info("provider key woke", { key: key.id, level: key.level });
+    } else deps.log.info("provider key woke", { key: key.id, key_level: key.level });
   };
   // What a call reports on its key after the answer must not fail the call: a State that
   // could not take it is said in the log (its lease expires where the State is shared).
   const unrecorded = (what: string, key: PoolKey) => (error: unknown) =>
-    deps.log.error(`a key's ${what} could not be recorded in the shared state`, { key: key.id, level: key.level, error: causeMessage(error) });
+    deps.log.error(`a key's ${what} could not be recorded in the shared state`, { key: key.id, key_level: key.level, error: causeMessage(error) });
   /**
    * Counts a call in flight on the key without waiting for the State's answer: only a
    * probe's claim can be refused, so the call need not wait (on Redis, one round trip
@@ -313,7 +313,7 @@ export function createKeyPool(deps: {
       mirrorSleep(key, change);
       forgetReads();
       key.failures = 0;
-      deps.log.warn("provider key unusable: its upstream address is refused", { key: key.id, level: key.level, reason });
+      deps.log.warn("provider key unusable: its upstream address is refused", { key: key.id, key_level: key.level, reason });
       deps.onSystemEvent?.("key.auto_sleep", { key: key.id, level: key.level, reason: "address", until: null });
       void store(key.id, change);
       await state.setSleep(tenantId, refOf(key), change).catch(unrecorded("sleep", key));

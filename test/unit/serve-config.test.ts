@@ -18,6 +18,7 @@ test("bad values are usage errors naming the flag", () => {
     [{ port: "70000" }, /--port/],
     [{ timezone: "Mars/Olympus" }, /--timezone/],
     [{ "log-level": "loud" }, /--log-level/],
+    [{ "log-format": "xml" }, /--log-format must be one of logfmt, json, got "xml"/],
     [{ "max-body": "0" }, /--max-body/],
     [{ "tls-cert": "/nonexistent.pem", "tls-key": "/nonexistent.key" }, /--tls-cert/],
     [{ "base-url": "not a url" }, /--base-url/],
@@ -36,6 +37,12 @@ test("--cors-origins: * by default, off, or a list of origins, from ROUTER_CORS_
   expect(resolveServeConfig({}, {}).corsOrigins).toBe("*");
   expect(resolveServeConfig({}, { ROUTER_CORS_ORIGINS: "off" }).corsOrigins).toBe("off");
   expect(resolveServeConfig({ "cors-origins": "https://a.example,https://b.example:8443" }, { ROUTER_CORS_ORIGINS: "off" }).corsOrigins).toEqual(["https://a.example", "https://b.example:8443"]);
+});
+
+test("--log-format: logfmt by default, json from ROUTER_LOG_FORMAT or the flag", () => {
+  expect(resolveServeConfig({}, {}).logFormat).toBe("logfmt");
+  expect(resolveServeConfig({}, { ROUTER_LOG_FORMAT: "json" }).logFormat).toBe("json");
+  expect(resolveServeConfig({ "log-format": "logfmt" }, { ROUTER_LOG_FORMAT: "json" }).logFormat).toBe("logfmt");
 });
 
 test("unknown flags are refused, known ones and their kebab forms pass", () => {

@@ -307,7 +307,7 @@ export function createLifecycle(deps: LifecycleDeps, options: LifecycleOptions) 
     failed(session, failure, message) {
       const { key, level, probe } = session.picked!;
       const { pool, switchOver } = session.tenant;
-      log.warn("realtime upstream did not connect", { req: session.id, key: key.id, level, failure: failure.kind, error: redact(message ?? "") });
+      log.warn("realtime upstream did not connect", { req: session.id, key: key.id, key_level: level, failure: failure.kind, error: redact(message ?? "") });
       if (failure.kind === "blocked") {
         void pool.markUnusable(key, failure.reason);
         if (probe) void switchOver.abandonProbe(level).catch(unrecorded("the end of the Level's probe", session.id));
