@@ -10,7 +10,7 @@ import { errorResponse } from "../http/envelopes.ts";
 import { redact } from "../core/redact.ts";
 import { isCredentialStatus, isKeyFault, isRedirectStatus, isRetryableStatus, nextStep, sameKeyBackoffMs, sameKeyMayRetry, type AttemptFailure } from "../routing/failover.ts";
 import { adapterFor } from "../upstreams/index.ts";
-import type { UpstreamCall } from "../upstreams/types.ts";
+import { CredentialRefusedError, type UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall } from "./call.ts";
 import { retryAfterMs } from "./headers.ts";
 import { ZERO_USAGE } from "../formats/usage.ts";
@@ -251,13 +251,16 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           failure =
             error instanceof AddressRefusedError
               ? { kind: "blocked", reason: error.reason }
+              : error instanceof CredentialRefusedError
+              ? // The key's credential was refused before the call went out: its fault, as a 401.
+                { kind: "status", status: error.status, deadKey: true }
               : controller.signal.reason instanceof AttemptTimeout
               ? { kind: "timeout" }
               : code === "ConnectionRefused" || code === "ECONNREFUSED"
                 ? { kind: "refused" }
                 : { kind: "network" };
           log.warn("upstream attempt failed", { req: input.requestId, key: key.id, key_level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
-          note({ error: failure.kind, message: failure.kind === "timeout" ? `no first byte within ${config.firstByteTimeoutMs} ms` : failureMessage(error) });
+          note({ ...(failure.kind === "status" && { status: failure.status }), error: failure.kind, message: failure.kind === "timeout" ? `no first byte within ${config.firstByteTimeoutMs} ms` : failureMessage(error) });
         } finally {
           clearTimeout(timer);
         }

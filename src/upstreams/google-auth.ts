@@ -9,6 +9,7 @@
  * Neither the private key nor the signed assertion ever appears in an error message.
  */
 import { AddressRefusedError } from "./address-policy.ts";
+import { CredentialRefusedError } from "./types.ts";
 import { createPrivateKey, sign, type KeyObject } from "node:crypto";
 
 export interface ServiceAccount {
@@ -258,7 +259,11 @@ export function createAccessTokenProvider(options: TokenProviderOptions): Access
 
     const text = await response.text().catch(() => "");
     if (!response.ok) {
-      throw new Error(describeFailure(response.status, response.statusText, text, secrets));
+      const message = describeFailure(response.status, response.statusText, text, secrets);
+      // A 4xx (invalid_grant for a deleted or rotated key, a deleted client) refuses this
+      // service account until someone changes it; a 408, 429 or 5xx may pass.
+      const refused = response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429;
+      throw refused ? new CredentialRefusedError(message, response.status) : new Error(message);
     }
 
     let parsed: unknown;

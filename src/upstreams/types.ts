@@ -46,6 +46,21 @@ export interface UpstreamAdapter {
   refreshCredentials?(key: PoolKey): boolean;
 }
 
+/**
+ * An adapter's own credential exchange was refused (a Vertex service account whose key
+ * was deleted or rotated: Google's `invalid_grant`): the key's fault, as a 401 is, not a
+ * passing failure. Nothing was sent to the model, and asking again cannot help.
+ */
+export class CredentialRefusedError extends Error {
+  constructor(
+    message: string,
+    /** The status the credential endpoint answered with. */
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
 /** The body to send: the original bytes when unedited, else the edited JSON. */
 export function bodyOf(call: UpstreamCall): Uint8Array | string | Blob | null {
   if (call.file) return Bun.file(call.file);

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { generateKeyPairSync } from "node:crypto";
+import { addKey } from "../helpers/keys.ts";
+import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+
+/**
+ * What Azure OpenAI and Vertex AI do differently from a standard upstream, as their
+ * real services answer: Vertex's token endpoint (refused, slow), Azure's deployments.
+ * Models: az-* on Azure keys (Level 2), vx-* on Vertex keys (Level 3), tok-* on a
+ * Vertex key of its own whose token endpoint each test scripts (Level 4).
+ */
+let router: TestRouter;
+let azure: MockUpstream;
+let azure2: MockUpstream;
+let vertex: MockUpstream;
+let tokens: MockUpstream;
+let tokenKeyId = 0;
+
+function serviceAccount(tokenUri: string): string {
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, privateKeyEncoding: { type: "pkcs8", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } });
+  return JSON.stringify({ type: "service_account", project_id: "proj-1", private_key: privateKey, client_email: "router@proj-1.iam.gserviceaccount.com", token_uri: tokenUri });
+}
+
+const geminiAnswer = (text: string) => ({
+  candidates: [{ content: { role: "model", parts: [{ text }] }, finishReason: "STOP", index: 0 }],
+  usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 2, totalTokenCount: 5 },
+});
+
+const geminiCall = (model: string) =>
+  router.fetch(`/v1beta/models/${model}:generateContent`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] }) });
+
+const requestRecord = (id: string) =>
+  waitFor(async () => {
+    const res = await router.fetch(`/x-requests/${id}`);
+    return res.status === 200 ? ((await res.json()) as any) : undefined;
+  });
+
+const keyOf = (id: number) => [2, 3, 4].flatMap((level) => router.deps.pool.keysOf(level)).find((k) => k.id === id)!;
+
+beforeAll(async () => {
+  azure = startMockUpstream();
+  azure2 = startMockUpstream();
+  vertex = startMockUpstream();
+  tokens = startMockUpstream();
+  router = await startRouter({ config: { firstByteTimeoutMs: 1500 } });
+  await addKey(router, { provider: azure.url, level: 2, name: "az-a", secret: "azure-secret-a-0123456789abcdef", config: { provider_type: "azure", deployments: { "az-model": "dep-a" } } });
+  await addKey(router, { provider: azure2.url, level: 2, name: "az-b", secret: "azure-secret-b-0123456789abcdef", config: { provider_type: "azure", deployments: { "az-model": "dep-b" } } });
+  await addKey(router, {
+    provider: "https://aiplatform.googleapis.com",
+    level: 3,
+    name: "vx",
+    secret: serviceAccount(`${vertex.url}/token`),
+    config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
+  });
+  tokenKeyId = (
+    await addKey(router, {
+      provider: "https://aiplatform.googleapis.com",
+      level: 4,
+      name: "tok",
+      secret: serviceAccount(`${tokens.url}/token`),
+      config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
+    })
+  ).id;
+  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,tok-*=4" });
+});
+afterAll(async () => {
+  await router.stop();
+  await Promise.all([azure.stop(), azure2.stop(), vertex.stop(), tokens.stop()]);
+});
+beforeEach(async () => {
+  for (const mock of [azure, azure2, vertex, tokens]) mock.reset();
+  vertex.route("POST", "/token", () => json({ access_token: "ya29.vertex-token", expires_in: 3600, token_type: "Bearer" }));
+  for (const level of [2, 3, 4]) for (const key of router.deps.pool.keysOf(level)) if (key.sleeping) await router.deps.pool.setManualSleep(key.id, false);
+});
+
+describe("Vertex token endpoint", () => {
+  test("a token endpoint refusing the service account (invalid_grant) puts the key to sleep as a dead credential, asked once, not retried on it", async () => {
+    // Google's answer for a service-account key that was deleted or rotated.
+    tokens.route("POST", "/token", () => json({ error: "invalid_grant", error_description: "Invalid JWT Signature." }, 400));
+    vertex.route("POST", /tok-model:generateContent$/, () => json(geminiAnswer("never")));
+    const res = await geminiCall("tok-model");
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as { error: { message: string } };
+    expect(body.error.message).toContain("refused the provider key");
+    // Asking again with the same refused assertion cannot help: one exchange, no model call.
+    expect(tokens.requests).toHaveLength(1);
+    expect(vertex.requests.filter((r) => r.path.endsWith(":generateContent"))).toHaveLength(0);
+    const key = keyOf(tokenKeyId);
+    expect(key.sleeping).toBe(true);
+    expect(key.sleepReason).toBe("auth");
+    // The owner reads why in the request log: Google's words, never the assertion.
+    const record = await requestRecord(res.headers.get("x-request-id")!);
+    expect(record.attempts).toHaveLength(1);
+    expect(record.attempts[0].message).toContain("invalid_grant: Invalid JWT Signature.");
+  });
+});
