@@ -192,7 +192,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         /** What an upstream's words must not repeat: the key's secret, and what was minted from it. */
         let secrets: string | readonly string[] = key.secret;
         try {
-          const prepared = await adapter.prepare(key, sent);
+          const prepared = await adapter.prepare(key, sent, controller.signal);
           if (prepared.credentials) secrets = [key.secret, ...prepared.credentials];
           // The secret goes only where the address policy allows, checked again at each
           // connection: a name may resolve elsewhere since the URL was saved.

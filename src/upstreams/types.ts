@@ -38,7 +38,11 @@ export interface PreparedRequest {
 export interface UpstreamAdapter {
   /** Whether a key of this type can serve the call at all (e.g. Azure serves only OpenAI paths). */
   supports(call: UpstreamCall): boolean;
-  prepare(key: PoolKey, call: UpstreamCall): Promise<PreparedRequest>;
+  /**
+   * `signal` is the attempt's: a credential the adapter must fetch first (a Vertex token)
+   * is waited for no longer than the attempt itself (its first-byte limit, its client).
+   */
+  prepare(key: PoolKey, call: UpstreamCall, signal?: AbortSignal): Promise<PreparedRequest>;
   /**
    * Called when the upstream answered 401; returns true when fresh credentials were
    * obtained (a refreshed access token), so the same key deserves one more try.
@@ -59,6 +63,17 @@ export class CredentialRefusedError extends Error {
   ) {
     super(message);
   }
+}
+
+/** `promise`, or the signal's reason once it aborts first; the work behind the promise goes on for whoever else waits on it. */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** The body to send: the original bytes when unedited, else the edited JSON. */

@@ -2,7 +2,7 @@ import type { PoolKey } from "../routing/pool-key.ts";
 import type { VertexConfig } from "../routing/provider-config.ts";
 import { createAccessTokenProvider, parseServiceAccount, vertexBaseUrl, type AccessTokenProvider } from "./google-auth.ts";
 import type { Family } from "../formats/family.ts";
-import type { UpstreamAdapter, UpstreamCall } from "./types.ts";
+import { untilAborted, type UpstreamAdapter, type UpstreamCall } from "./types.ts";
 
 /** The body Anthropic-on-Vertex expects in place of a `model` field. */
 const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
@@ -77,7 +77,7 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
 
   return {
     supports: (call) => VERTEX_ROUTES[call.family].supports(call),
-    async prepare(key, call) {
+    async prepare(key, call, signal) {
       const config = key.config as VertexConfig;
       const creds = credentialsOf(key);
       const location = config.location ?? "global";
@@ -85,7 +85,9 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
       if (!project) throw new Error("the Vertex key has no project_id (set config.project_id)");
       const base = `${(config.base_url ?? vertexBaseUrl(location)).replace(/\/+$/, "")}/v1/projects/${project}/locations/${location}`;
       const headers = new Headers(call.headers);
-      const token = await creds.tokens.token();
+      // The exchange is shared by the key's calls and bounded at 30 s; this attempt waits
+      // for it only as long as its own limits allow.
+      const token = await untilAborted(creds.tokens.token(), signal);
       headers.set("authorization", `Bearer ${token}`);
       headers.delete("anthropic-version");
       return { ...VERTEX_ROUTES[call.family].target(base, encodeURIComponent(call.model ?? ""), call), headers, credentials: [token] };

@@ -94,4 +94,21 @@ describe("Vertex token endpoint", () => {
     expect(record.attempts).toHaveLength(1);
     expect(record.attempts[0].message).toContain("invalid_grant: Invalid JWT Signature.");
   });
+
+  test("a token endpoint that does not answer holds the call no longer than the first-byte limit", async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    tokens.route("POST", "/token", async () => {
+      await held;
+      return json({ access_token: "ya29.late", expires_in: 3600, token_type: "Bearer" });
+    });
+    const started = performance.now();
+    const res = await geminiCall("tok-model");
+    const waited = performance.now() - started;
+    release();
+    // --first-byte-timeout is 1.5 s here; the exchange's own bound is 30 s.
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain("did not answer in time");
+    expect(waited).toBeLessThan(4000);
+  }, 40_000);
 });
