@@ -49,6 +49,8 @@ const VERTEX_ROUTES: Record<Family, VertexRoute> = {
 
 interface Credentials {
   secret: string;
+  /** The key's `config.token_uri` when the tokens were made: an owner's edit of it makes new ones. */
+  configTokenUri: string | undefined;
   tokens: AccessTokenProvider;
   projectId: string | undefined;
 }
@@ -64,10 +66,13 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
   const credentialsOf = (key: PoolKey): Credentials => {
     const config = key.config as VertexConfig;
     const cached = credentials.get(key.id);
-    if (cached && cached.secret === key.secret) return cached;
+    // A changed key file or token endpoint is a new credential: the old endpoint must not
+    // receive another assertion, nor its token serve on.
+    if (cached && cached.secret === key.secret && cached.configTokenUri === config.token_uri) return cached;
     const account = parseServiceAccount(key.secret);
     const fresh: Credentials = {
       secret: key.secret,
+      configTokenUri: config.token_uri,
       tokens: createAccessTokenProvider({ account, tokenUri: config.token_uri ?? account.token_uri, fetchInit, checkUrl }),
       projectId: account.project_id,
     };

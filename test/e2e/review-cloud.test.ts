@@ -8,7 +8,8 @@ import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
  * What Azure OpenAI and Vertex AI do differently from a standard upstream, as their
  * real services answer: Vertex's token endpoint (refused, slow), Azure's deployments.
  * Models: az-* on Azure keys (Level 2), vx-* on Vertex keys (Level 3), tok-* on a
- * Vertex key of its own whose token endpoint each test scripts (Level 4).
+ * Vertex key of its own whose token endpoint each test scripts (Level 4), rot-* on a
+ * Vertex key a test adds and edits (Level 5).
  */
 let router: TestRouter;
 let azure: MockUpstream;
@@ -36,7 +37,7 @@ const requestRecord = (id: string) =>
     return res.status === 200 ? ((await res.json()) as any) : undefined;
   });
 
-const keyOf = (id: number) => [2, 3, 4].flatMap((level) => router.deps.pool.keysOf(level)).find((k) => k.id === id)!;
+const keyOf = (id: number) => [2, 3, 4, 5].flatMap((level) => router.deps.pool.keysOf(level)).find((k) => k.id === id)!;
 
 beforeAll(async () => {
   azure = startMockUpstream();
@@ -62,7 +63,7 @@ beforeAll(async () => {
       config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
     })
   ).id;
-  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,tok-*=4" });
+  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,tok-*=4,rot-*=5" });
 });
 afterAll(async () => {
   await router.stop();
@@ -71,7 +72,7 @@ afterAll(async () => {
 beforeEach(async () => {
   for (const mock of [azure, azure2, vertex, tokens]) mock.reset();
   vertex.route("POST", "/token", () => json({ access_token: "ya29.vertex-token", expires_in: 3600, token_type: "Bearer" }));
-  for (const level of [2, 3, 4]) for (const key of router.deps.pool.keysOf(level)) if (key.sleeping) await router.deps.pool.setManualSleep(key.id, false);
+  for (const level of [2, 3, 4, 5]) for (const key of router.deps.pool.keysOf(level)) if (key.sleeping) await router.deps.pool.setManualSleep(key.id, false);
 });
 
 describe("Vertex token endpoint", () => {
@@ -111,4 +112,28 @@ describe("Vertex token endpoint", () => {
     expect(((await res.json()) as { error: { message: string } }).error.message).toContain("did not answer in time");
     expect(waited).toBeLessThan(4000);
   }, 40_000);
+
+  test("a key's token_uri changed through PUT /x-keys takes effect at once: the old endpoint gets no more assertions", async () => {
+    const { id } = await addKey(router, {
+      provider: "https://aiplatform.googleapis.com",
+      level: 5,
+      name: "rot",
+      secret: serviceAccount(`${vertex.url}/token`),
+      config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
+    });
+    vertex.route("POST", /rot-model:generateContent$/, () => json(geminiAnswer("ok")));
+    tokens.route("POST", "/token", () => json({ access_token: "ya29.from-new-endpoint", expires_in: 3600, token_type: "Bearer" }));
+    expect((await geminiCall("rot-model")).status).toBe(200);
+    expect(vertex.requests.filter((r) => r.path === "/token")).toHaveLength(1);
+
+    // The owner moves the key to another token endpoint (a private one, say).
+    const config = { provider_type: "vertex", location: "us-east5", base_url: vertex.url, token_uri: `${tokens.url}/token` };
+    const put = await router.fetch(`/x-keys/${id}`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ config }) });
+    expect(put.status).toBe(200);
+    await router.deps.pool.reload();
+    expect((await geminiCall("rot-model")).status).toBe(200);
+    expect(tokens.requests).toHaveLength(1);
+    expect(vertex.requests.filter((r) => r.path === "/token")).toHaveLength(1);
+    expect(vertex.requests.at(-1)!.headers.get("authorization")).toBe("Bearer ya29.from-new-endpoint");
+  });
 });
