@@ -1,6 +1,9 @@
 import { redact, redactSecret } from "../core/redact.ts";
 import { MAX_MESSAGE } from "../metering/request-log.ts";
 import { bodyRetryAfterMs, isDeadKeyAnswer } from "../routing/provider-errors.ts";
+import type { AttemptFailure } from "../routing/failover.ts";
+import { AddressRefusedError } from "../upstreams/address-policy.ts";
+import { CredentialRefusedError } from "../upstreams/types.ts";
 
 /** What of a failed attempt's error body is read: enough for its message, never a wait on a slow body. */
 const READ_BYTES = 4096;
@@ -60,4 +63,14 @@ export async function rateLimitFacts(response: Response, secret: string | readon
   const text = await errorText(response);
   if (text === undefined) return { deadKey: false };
   return { message: messageFrom(text, secret), deadKey: isDeadKeyAnswer(429, text), retryAfterMs: bodyRetryAfterMs(text) };
+}
+
+/** What an attempt that threw (before any answer) failed of; `timedOut` when the attempt's own first-byte timer cut it. */
+export function thrownFailure(error: unknown, timedOut: boolean): AttemptFailure {
+  if (error instanceof AddressRefusedError) return { kind: "blocked", reason: error.reason };
+  // The key's credential was refused before the call went out: its fault, as a 401.
+  if (error instanceof CredentialRefusedError) return { kind: "status", status: error.status, deadKey: true };
+  if (timedOut) return { kind: "timeout" };
+  const code = (error as { code?: string }).code;
+  return code === "ConnectionRefused" || code === "ECONNREFUSED" ? { kind: "refused" } : { kind: "network" };
 }

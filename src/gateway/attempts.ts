@@ -10,21 +10,19 @@ import { errorResponse } from "../http/envelopes.ts";
 import { redact } from "../core/redact.ts";
 import { isCredentialStatus, isKeyFault, isRedirectStatus, isRetryableStatus, nextStep, sameKeyBackoffMs, sameKeyMayRetry, type AttemptFailure } from "../routing/failover.ts";
 import { adapterFor } from "../upstreams/index.ts";
-import { CredentialRefusedError, type UpstreamCall } from "../upstreams/types.ts";
 import { upstreamCall } from "./call.ts";
 import { retryAfterMs } from "./headers.ts";
 import { ZERO_USAGE } from "../formats/usage.ts";
 import type { AttemptsEnd, CallOutcome, PeekedStream, ReadAnswer, RelayInput } from "./call-outcome.ts";
 import { readFirstEvent, readJsonAnswer } from "./answer-check.ts";
 import { AddressRefusedError } from "../upstreams/address-policy.ts";
-import type { Translator } from "../formats/translate/translator.ts";
 import { DEFAULT_MAX_OUTPUT_TOKENS } from "../metering/billing.ts";
 import { finalError, keyGone, waitUnlessClientLeaves } from "./attempt-errors.ts";
-import { callFit, localTokenCount, translatedCall, keyWakeMs, unservedFormat, unservedFormats, upstreamFamilyOf } from "./translation.ts";
+import { callFit, localTokenCount, upstreamCalls, keyWakeMs, unservedFormat, unservedFormats, upstreamFamilyOf } from "./translation.ts";
 import { createKeyChoice } from "./key-choice.ts";
 import { formatOf } from "../formats/registry.ts";
 import { MAX_MESSAGE, type AttemptFact } from "../metering/request-log.ts";
-import { errorMessage, failureMessage, rateLimitFacts } from "./attempt-facts.ts";
+import { errorMessage, failureMessage, rateLimitFacts, thrownFailure } from "./attempt-facts.ts";
 import { DEFAULT_MAX_ANSWER_BYTES } from "./bounded-read.ts";
 import { relayedMistake } from "./relayed-mistake.ts";
 
@@ -78,30 +76,15 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
       const route = input.route;
       const upstream = upstreamCall(call, route.effectiveModel);
       const fit = callFit(call, route.effectiveModel);
-      /** Translated requests, made once per translator a chosen key needed (each a body or the translator's refusal). */
-      let translated: Map<Translator, UpstreamCall | HttpError> | undefined;
-      const maxTokens = input.admission.plan.bound?.output ?? DEFAULT_MAX_OUTPUT_TOKENS;
-      const upstreamOf = (translator: Translator | undefined): UpstreamCall | HttpError => {
-        if (!translator) return upstream;
-        translated ??= new Map();
-        let made = translated.get(translator);
-        if (!made) {
-          try {
-            made = translatedCall(call, translator, route.effectiveModel, maxTokens);
-          } catch (error) {
-            if (!(error instanceof HttpError)) throw error;
-            made = error;
-          }
-          translated.set(translator, made);
-        }
-        return made;
-      };
+      const upstreamOf = upstreamCalls(call, upstream, route.effectiveModel, input.admission.plan.bound?.output ?? DEFAULT_MAX_OUTPUT_TOKENS);
       const tried = new Set<number>();
       /** Keys whose last attempt may be repeated on them when no other key can take the call. */
       const retrySameKey = new Set<number>();
       let sameKeyRetries = 0;
       let lastFailure: { response?: Response; failure: AttemptFailure; retryAfter?: number } | undefined;
       let credentialRefreshed = false;
+      /** The latest answer of a key that lacks the model, relayed when no other key has it. */
+      let missing: { answer: Response; noted: AttemptFact; status: number; level: number; keyId: number; ttfbMs: number } | undefined;
       /** The reads started during admission serve the first choice only. */
       let ahead = input.ahead;
       const choose = () => {
@@ -247,18 +230,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             if (chosen.probe) await switchOver.abandonProbe(chosen.level);
             return clientClosed(key.id);
           }
-          const code = (error as { code?: string }).code;
-          failure =
-            error instanceof AddressRefusedError
-              ? { kind: "blocked", reason: error.reason }
-              : error instanceof CredentialRefusedError
-              ? // The key's credential was refused before the call went out: its fault, as a 401.
-                { kind: "status", status: error.status, deadKey: true }
-              : controller.signal.reason instanceof AttemptTimeout
-              ? { kind: "timeout" }
-              : code === "ConnectionRefused" || code === "ECONNREFUSED"
-                ? { kind: "refused" }
-                : { kind: "network" };
+          failure = thrownFailure(error, controller.signal.reason instanceof AttemptTimeout);
           log.warn("upstream attempt failed", { req: input.requestId, key: key.id, key_level: chosen.level, failure: failure.kind, error: redact((error as Error).message) });
           note({ ...(failure.kind === "status" && { status: failure.status }), error: failure.kind, message: failure.kind === "timeout" ? `no first byte within ${config.firstByteTimeoutMs} ms` : failureMessage(error) });
         } finally {
@@ -313,6 +285,16 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
             ? await relayedMistake(response, { family: call.family, translator, secrets, idleMs: config.streamIdleTimeoutMs,
                 onIdle: () => controller.abort(new AttemptTimeout()), stalled: () => controller.signal.reason instanceof AttemptTimeout })
             : undefined;
+          if (relayed?.elsewhere) {
+            // This key lacks the model (a resource without the deployment): another key may
+            // have it, and when none does this answer is the client's. The key is not blamed.
+            const noted = note({ status, error: "status", message: relayed.message.slice(0, MAX_MESSAGE) });
+            missing = { answer: relayed.answer, noted, status, level: chosen.level, keyId: key.id, ttfbMs: firstByteAt - callStart };
+            release();
+            if (chosen.probe) await switchOver.abandonProbe(chosen.level);
+            tried.add(key.id);
+            continue;
+          }
           if (relayed && !relayed.deadKey) {
             // The client's own mistake (400, 404, 413, 422…): pass the upstream's answer on.
             const { answer, message } = relayed;
@@ -366,6 +348,12 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         if (nextStep(failure!, call.endpoint.idempotent, attempt, config.maxAttempts) === "give_up") break;
       }
 
+      if (missing && !lastFailure) {
+        // Every key tried lacked the model: the last one's answer says so, as the upstream put it.
+        missing.noted.answered = true;
+        input.trace.ttfbMs = missing.ttfbMs;
+        return ended(missing.answer, { route: { effectiveModel: route.effectiveModel, level: missing.level, keyId: missing.keyId }, status: missing.status, usage: ZERO_USAGE, source: "upstream", started });
+      }
       const spoken = lastFailure || input.pinnedKeyId !== undefined ? undefined : unservedFormats(settings.routing().switchOver, pool, route.level, fit);
       const count = formatOf(call.family).tokenCountAnswer;
       if (spoken && call.endpoint.counting && count) {

@@ -6,7 +6,7 @@ import { errorResponse } from "../http/envelopes.ts";
 import { translatedError } from "./attempt-errors.ts";
 import { MAX_ERROR_BODY_BYTES, readBoundedText } from "./bounded-read.ts";
 import { clientResponseHeaders } from "./headers.ts";
-import { isDeadKeyAnswer } from "../routing/provider-errors.ts";
+import { isDeadKeyAnswer, isModelMissingOnKey } from "../routing/provider-errors.ts";
 
 /**
  * An upstream's answer to the client's own mistake (400, 404, 413, 422…), passed on: its
@@ -16,7 +16,9 @@ import { isDeadKeyAnswer } from "../routing/provider-errors.ts";
  * one that stalls or one cut while read is replaced by words of the router's own, in the
  * client's envelope, with the same status. A body that says the key itself is dead (out
  * of credit, not valid: `provider-errors.ts`) is not the client's mistake: `deadKey` says
- * so, and the caller tries another key instead of relaying it.
+ * so, and the caller tries another key instead of relaying it. A body that says this key
+ * lacks the model though others may have it (`isModelMissingOnKey`) is `elsewhere`: the
+ * caller tries another key, and relays this answer only when none has the model.
  */
 export async function relayedMistake(
   response: Response,
@@ -30,7 +32,7 @@ export async function relayedMistake(
     /** Whether the read ended because `onIdle` cut it. */
     stalled: () => boolean;
   },
-): Promise<{ answer: Response; message: string; deadKey?: true }> {
+): Promise<{ answer: Response; message: string; deadKey?: true; elsewhere?: true }> {
   const status = response.status;
   const read = await readBoundedText(response, MAX_ERROR_BODY_BYTES, options.idleMs, options.onIdle).then(
     (body): { body: string } | "over" => (body === undefined ? "over" : { body }),
@@ -40,7 +42,7 @@ export async function relayedMistake(
     const message = redact(redactSecret(read.body, options.secrets));
     if (isDeadKeyAnswer(status, read.body)) return { answer: new Response(null, { status }), message, deadKey: true };
     const answer = options.translator ? translatedError(options.translator, status, message) : new Response(message, { status, headers: clientResponseHeaders(response.headers) });
-    return { answer, message };
+    return isModelMissingOnKey(status, read.body) ? { answer, message, elsewhere: true } : { answer, message };
   }
   const message =
     read === "over"

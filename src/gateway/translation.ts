@@ -118,6 +118,29 @@ export function translatedCall(call: ClientCall, translator: Translator, effecti
   };
 }
 
+/**
+ * The request a chosen key is sent: the client's own, or its translation for the key's
+ * translator, made once per translator the call's keys need (a body, or the translator's
+ * refusal as an HttpError).
+ */
+export function upstreamCalls(call: ClientCall, upstream: UpstreamCall, effectiveModel: string | undefined, maxTokens: number): (translator: Translator | undefined) => UpstreamCall | HttpError {
+  const translated = new Map<Translator, UpstreamCall | HttpError>();
+  return (translator) => {
+    if (!translator) return upstream;
+    let made = translated.get(translator);
+    if (!made) {
+      try {
+        made = translatedCall(call, translator, effectiveModel, maxTokens);
+      } catch (error) {
+        if (!(error instanceof HttpError)) throw error;
+        made = error;
+      }
+      translated.set(translator, made);
+    }
+    return made;
+  };
+}
+
 /** Whether an OpenAI Chat client asked for the usage chunk at the end of its stream. */
 export function clientWantsUsageChunk(call: ClientCall): boolean {
   const options = call.json?.stream_options;

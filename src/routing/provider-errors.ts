@@ -58,6 +58,23 @@ export function isDeadKeyAnswer(status: number, text: string): boolean {
   return error.status === "FAILED_PRECONDITION" && /^(User location is not supported|Gemini API free tier is not available)/i.test(messageOf(error));
 }
 
+/**
+ * Whether an error answer says this key cannot serve the call's model though another key
+ * may: Azure's 404 `DeploymentNotFound` (the key's resource has no deployment of the name
+ * the router sent: a deployment made in another resource, or missing from the key's
+ * `deployments` map), and Vertex's 404 `NOT_FOUND` "Publisher Model … was not found or your
+ * project does not have access to it" (a model not offered in the key's location or not
+ * enabled for its project). Not the client's mistake as such, nor the key's death: it
+ * serves its other models.
+ */
+export function isModelMissingOnKey(status: number, text: string): boolean {
+  if (status !== 404) return false;
+  const error = errorOf(text);
+  if (!error) return false;
+  if (error.code === "DeploymentNotFound") return true;
+  return error.status === "NOT_FOUND" && /^Publisher Model .* was not found or your project does not have access to it/.test(messageOf(error));
+}
+
 /** Gemini's `google.rpc.RetryInfo` `retryDelay` ("17s", "0.5s") in milliseconds, when the body carries one. */
 export function bodyRetryAfterMs(text: string): number | undefined {
   const error = errorOf(text);

@@ -3,6 +3,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
+import { geminiClient, openaiClient } from "../helpers/sdk.ts";
 
 /**
  * What Azure OpenAI and Vertex AI do differently from a standard upstream, as their
@@ -53,6 +54,13 @@ beforeAll(async () => {
     name: "vx",
     secret: serviceAccount(`${vertex.url}/token`),
     config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
+  });
+  await addKey(router, {
+    provider: "https://aiplatform.googleapis.com",
+    level: 3,
+    name: "vx-eu",
+    secret: serviceAccount(`${vertex.url}/token`),
+    config: { provider_type: "vertex", location: "europe-west4", base_url: vertex.url },
   });
   tokenKeyId = (
     await addKey(router, {
@@ -135,5 +143,51 @@ describe("Vertex token endpoint", () => {
     expect(tokens.requests).toHaveLength(1);
     expect(vertex.requests.filter((r) => r.path === "/token")).toHaveLength(1);
     expect(vertex.requests.at(-1)!.headers.get("authorization")).toBe("Bearer ya29.from-new-endpoint");
+  });
+});
+
+describe("Azure deployments", () => {
+  const deploymentNotFound = () =>
+    json({ error: { code: "DeploymentNotFound", message: "The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again." } }, 404);
+  const chatAnswer = (content: string) =>
+    json({ id: "chatcmpl-1", object: "chat.completion", created: 1, model: "gpt-4o-2024-11-20", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } });
+
+  test("a key whose resource lacks the model's deployment (404 DeploymentNotFound) hands the call to another key, without being put to sleep", async () => {
+    azure.route("POST", "/openai/deployments/dep-a/chat/completions", deploymentNotFound);
+    azure2.route("POST", "/openai/deployments/dep-b/chat/completions", () => chatAnswer("from b"));
+    const client = openaiClient(router.url, router.ownerKey);
+    // Keys alike are taken in turn: of two calls, one starts on the key without the deployment.
+    for (let i = 0; i < 2; i++) {
+      const answer = await client.chat.completions.create({ model: "az-model", messages: [{ role: "user", content: "hi" }] });
+      expect(answer.choices[0]!.message.content).toBe("from b");
+    }
+    expect(azure.requests.length).toBeGreaterThanOrEqual(1);
+    // The deployment is missing for this model only: the key keeps serving its others.
+    expect(router.deps.pool.keysOf(2).every((key) => !key.sleeping)).toBe(true);
+  });
+
+  test("when no key has the deployment, the client gets Azure's 404 as it was, and the request log shows every key's answer", async () => {
+    azure.route("POST", "/openai/deployments/dep-a/chat/completions", deploymentNotFound);
+    azure2.route("POST", "/openai/deployments/dep-b/chat/completions", deploymentNotFound);
+    const res = await router.fetch("/v1/chat/completions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "az-model", messages: [{ role: "user", content: "hi" }] }) });
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("DeploymentNotFound");
+    const record = await requestRecord(res.headers.get("x-request-id")!);
+    expect(record.attempts).toHaveLength(2);
+    for (const attempt of record.attempts) expect(attempt).toMatchObject({ status: 404, message: expect.stringContaining("DeploymentNotFound") });
+    expect(router.deps.pool.keysOf(2).every((key) => !key.sleeping)).toBe(true);
+  });
+});
+
+describe("Vertex models by location", () => {
+  test("a location without the model (404 Publisher Model not found) hands the call to a key in another location", async () => {
+    vertex.route("POST", "/v1/projects/proj-1/locations/us-east5/publishers/google/models/vx-regional:generateContent", () =>
+      json({ error: { code: 404, message: "Publisher Model `projects/proj-1/locations/us-east5/publishers/google/models/vx-regional` was not found or your project does not have access to it. Please ensure you are using a valid model version.", status: "NOT_FOUND" } }, 404),
+    );
+    vertex.route("POST", "/v1/projects/proj-1/locations/europe-west4/publishers/google/models/vx-regional:generateContent", () => json(geminiAnswer("from europe")));
+    const client = geminiClient(router.url, router.ownerKey);
+    for (let i = 0; i < 2; i++) expect((await client.models.generateContent({ model: "vx-regional", contents: "hi" })).text).toBe("from europe");
+    expect(vertex.requests.some((r) => r.path.includes("/locations/us-east5/"))).toBe(true);
+    expect(router.deps.pool.keysOf(3).every((key) => !key.sleeping)).toBe(true);
   });
 });
