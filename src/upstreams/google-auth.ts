@@ -321,9 +321,16 @@ export function createAccessTokenProvider(options: TokenProviderOptions): Access
 // Vertex AI endpoints
 // ---------------------------------------------------------------------------
 
-/** Base URL of the Vertex AI API for a location ("global" or a region such as "us-central1"). */
+/** Multi-region locations (processing kept within the US or the EU) and their hosts, which follow no regional pattern. */
+const MULTI_REGION_HOSTS: Record<string, string> = {
+  us: "https://aiplatform.us.rep.googleapis.com",
+  eu: "https://aiplatform.eu.rep.googleapis.com",
+};
+
+/** Base URL of the Vertex AI API for a location ("global", a multi-region "us" or "eu", or a region such as "us-central1"). */
 export function vertexBaseUrl(location: string): string {
   if (location === "global") return "https://aiplatform.googleapis.com";
+  if (Object.hasOwn(MULTI_REGION_HOSTS, location)) return MULTI_REGION_HOSTS[location]!;
   if (!/^[a-z][a-z0-9-]*[a-z0-9]$/.test(location)) {
     throw new Error(`invalid Vertex AI location ${JSON.stringify(location.slice(0, 64))}`);
   }
