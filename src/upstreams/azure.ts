@@ -1,5 +1,6 @@
 import { DEFAULT_AZURE_API_VERSION, type AzureConfig } from "../routing/provider-config.ts";
 import type { PoolKey } from "../routing/pool-key.ts";
+import { stringifyBody, withMembers } from "../formats/held-json.ts";
 import { bodyOf, type UpstreamAdapter, type UpstreamCall } from "./types.ts";
 
 /** OpenAI operations Azure serves under `/openai/deployments/{deployment}/…`. */
@@ -22,6 +23,24 @@ function apiVersion(config: AzureConfig, model: string | undefined, env: NodeJS.
   return (model && config.api_versions?.[model]) || env.AZURE_OPENAI_API_VERSION || DEFAULT_AZURE_API_VERSION;
 }
 
+/** A Provider that is a resource's v1 API (`https://{resource}.openai.azure.com/openai/v1`), as Azure's portal now shows it. */
+const V1_SURFACE = /\/openai\/v1\/*$/;
+
+export const isAzureV1 = (provider: string) => V1_SURFACE.test(provider);
+
+/**
+ * Azure's v1 API: OpenAI's own paths under `/openai/v1`, the deployment named by the
+ * body's `model`, and no dated `api-version` (the surface exists to do without one).
+ * A multipart body (audio) is sent as it came: its model field is the client's.
+ */
+function v1Request(key: PoolKey, call: UpstreamCall, deployment: string | undefined) {
+  const url = `${key.provider.replace(/\/+$/, "")}${call.path.replace(/^\/v1\//, "/")}${call.search}`;
+  const headers = new Headers(call.headers);
+  headers.set("api-key", key.secret);
+  const renamed = deployment !== undefined && call.json && !call.file && call.json.model !== deployment;
+  return { url, headers, body: renamed ? stringifyBody(withMembers(call.json!, { model: deployment })) : bodyOf(call) };
+}
+
 /**
  * Azure OpenAI: model operations on deployment URLs, everything else (responses,
  * files, threads, video jobs) under `/openai/…`, always with `api-version` and the
@@ -34,6 +53,7 @@ export function createAzureAdapter(env: NodeJS.ProcessEnv = process.env): Upstre
     },
     async prepare(key: PoolKey, call: UpstreamCall) {
       const config = key.config as AzureConfig;
+      if (isAzureV1(key.provider)) return v1Request(key, call, call.model && config.deployments?.[call.model]);
       const operation = operationOf(call.path);
       const params = new URLSearchParams(call.search);
       params.set("api-version", apiVersion(config, call.model, env));

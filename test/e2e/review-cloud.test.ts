@@ -10,13 +10,15 @@ import { geminiClient, openaiClient } from "../helpers/sdk.ts";
  * real services answer: Vertex's token endpoint (refused, slow), Azure's deployments.
  * Models: az-* on Azure keys (Level 2), vx-* on Vertex keys (Level 3), tok-* on a
  * Vertex key of its own whose token endpoint each test scripts (Level 4), rot-* on a
- * Vertex key a test adds and edits (Level 5).
+ * Vertex key a test adds and edits (Level 5), v1-* on an Azure key set up with the
+ * resource's v1 API URL (Level 6).
  */
 let router: TestRouter;
 let azure: MockUpstream;
 let azure2: MockUpstream;
 let vertex: MockUpstream;
 let tokens: MockUpstream;
+let azureV1: MockUpstream;
 let tokenKeyId = 0;
 
 function serviceAccount(tokenUri: string): string {
@@ -45,6 +47,7 @@ beforeAll(async () => {
   azure2 = startMockUpstream();
   vertex = startMockUpstream();
   tokens = startMockUpstream();
+  azureV1 = startMockUpstream();
   router = await startRouter({ config: { firstByteTimeoutMs: 1500 } });
   await addKey(router, { provider: azure.url, level: 2, name: "az-a", secret: "azure-secret-a-0123456789abcdef", config: { provider_type: "azure", deployments: { "az-model": "dep-a" } } });
   await addKey(router, { provider: azure2.url, level: 2, name: "az-b", secret: "azure-secret-b-0123456789abcdef", config: { provider_type: "azure", deployments: { "az-model": "dep-b" } } });
@@ -62,6 +65,13 @@ beforeAll(async () => {
     secret: serviceAccount(`${vertex.url}/token`),
     config: { provider_type: "vertex", location: "europe-west4", base_url: vertex.url },
   });
+  await addKey(router, {
+    provider: `${azureV1.url}/openai/v1`,
+    level: 6,
+    name: "az-v1",
+    secret: "azure-secret-v1-0123456789abcdef",
+    config: { provider_type: "azure", deployments: { "v1-model": "dep-v1" } },
+  });
   tokenKeyId = (
     await addKey(router, {
       provider: "https://aiplatform.googleapis.com",
@@ -71,14 +81,14 @@ beforeAll(async () => {
       config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
     })
   ).id;
-  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,tok-*=4,rot-*=5" });
+  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,tok-*=4,rot-*=5,v1-*=6" });
 });
 afterAll(async () => {
   await router.stop();
-  await Promise.all([azure.stop(), azure2.stop(), vertex.stop(), tokens.stop()]);
+  await Promise.all([azure.stop(), azure2.stop(), vertex.stop(), tokens.stop(), azureV1.stop()]);
 });
 beforeEach(async () => {
-  for (const mock of [azure, azure2, vertex, tokens]) mock.reset();
+  for (const mock of [azure, azure2, vertex, tokens, azureV1]) mock.reset();
   vertex.route("POST", "/token", () => json({ access_token: "ya29.vertex-token", expires_in: 3600, token_type: "Bearer" }));
   for (const level of [2, 3, 4, 5]) for (const key of router.deps.pool.keysOf(level)) if (key.sleeping) await router.deps.pool.setManualSleep(key.id, false);
 });
@@ -189,5 +199,33 @@ describe("Vertex models by location", () => {
     for (let i = 0; i < 2; i++) expect((await client.models.generateContent({ model: "vx-regional", contents: "hi" })).text).toBe("from europe");
     expect(vertex.requests.some((r) => r.path.includes("/locations/us-east5/"))).toBe(true);
     expect(router.deps.pool.keysOf(3).every((key) => !key.sleeping)).toBe(true);
+  });
+});
+
+describe("Azure's v1 API", () => {
+  test("a key whose Provider is the resource's /openai/v1 URL calls the v1 paths, with the deployment as the body's model and no dated api-version", async () => {
+    azureV1.route("POST", "/openai/v1/chat/completions", (req) =>
+      json({ id: "chatcmpl-1", object: "chat.completion", created: 1, model: "gpt-4o-2024-11-20", choices: [{ index: 0, message: { role: "assistant", content: `v1 ${req.json.model}` }, finish_reason: "stop" }], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } }),
+    );
+    azureV1.route("POST", "/openai/v1/embeddings", () => json({ object: "list", model: "text-embedding-3-small", data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2] }], usage: { prompt_tokens: 2, total_tokens: 2 } }));
+    const client = openaiClient(router.url, router.ownerKey);
+    const answer = await client.chat.completions.create({ model: "v1-model", messages: [{ role: "user", content: "hi" }] });
+    expect(answer.choices[0]!.message.content).toBe("v1 dep-v1");
+    const embedded = await client.embeddings.create({ model: "v1-model", input: "hi" });
+    expect(embedded.data).toHaveLength(1);
+    for (const seen of azureV1.requests) {
+      expect(seen.headers.get("api-key")).toBe("azure-secret-v1-0123456789abcdef");
+      expect(seen.query.get("api-version")).toBeNull();
+      expect(seen.json.model).toBe("dep-v1");
+    }
+    expect(azureV1.requests.map((r) => r.path)).toEqual(["/openai/v1/chat/completions", "/openai/v1/embeddings"]);
+  });
+
+  test("the key test of such a key lists the v1 API's models, so a refused key is told as refused", async () => {
+    azureV1.route("GET", "/openai/v1/models", () => json({ error: { code: "401", message: "Access denied due to invalid subscription key or wrong API endpoint." } }, 401));
+    const id = router.deps.pool.keysOf(6)[0]!.id;
+    const res = await router.fetch(`/x-keys/${id}/test`, { method: "POST" });
+    expect(await res.json()).toMatchObject({ ok: false, status: 401 });
+    expect(azureV1.requests.map((r) => r.path)).toEqual(["/openai/v1/models"]);
   });
 });

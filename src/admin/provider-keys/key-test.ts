@@ -13,6 +13,7 @@ import { DEFAULT_AZURE_API_VERSION } from "../../routing/provider-config.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import { adapterFor, type Adapters } from "../../upstreams/index.ts";
 import { joinProviderPath } from "../../upstreams/standard.ts";
+import { isAzureV1 } from "../../upstreams/azure.ts";
 
 export interface KeyTestResult {
   ok: boolean;
@@ -64,6 +65,8 @@ function answered(status: number, host: string, what: string, location: string |
 /** The request that tests a standard or Azure key: its upstream's model list. */
 function listRequest(key: PoolKey): { url: string; headers: Record<string, string>; what: string } {
   if (key.config.provider_type === "azure") {
+    // The v1 API lists the resource's models without a dated api-version.
+    if (isAzureV1(key.provider)) return { url: `${key.provider.replace(/\/+$/, "")}/models`, headers: { "api-key": key.secret }, what: "model list" };
     return { url: `${key.provider}/openai/models?api-version=${DEFAULT_AZURE_API_VERSION}`, headers: { "api-key": key.secret }, what: "model list" };
   }
   // The list API of the family whose provider the host is; OpenAI's, which most others speak, elsewhere.
