@@ -50,21 +50,22 @@ export function formatsOf(provider: string, config: ProviderConfig): KeyFormat[]
 export interface KeyFormats {
   readonly set: ReadonlySet<KeyFormat>;
   /**
-   * A Vertex key speaks Anthropic only for Claude (publisher) models: Vertex serves no
-   * other model in that format, so those go through its OpenAI-compatible endpoint.
+   * A Vertex key speaks by publisher: Claude models only as Anthropic (rawPredict), every
+   * other model only through Google's paths and its OpenAI-compatible endpoint, which know
+   * Gemini and self-deployed models but not Claude. A call in another format is translated.
    */
-  readonly anthropicOnlyForClaude: boolean;
+  readonly byPublisher: boolean;
 }
 
 export function keyFormats(provider: string, config: ProviderConfig): KeyFormats {
   return {
     set: new Set(formatsOf(provider, config)),
-    anthropicOnlyForClaude: config.provider_type === "vertex",
+    byPublisher: config.provider_type === "vertex",
   };
 }
 
 /** Whether a key speaks a format natively for a model. */
 export function speaks(formats: KeyFormats, format: KeyFormat, model: string | undefined): boolean {
   if (!formats.set.has(format)) return false;
-  return format !== "anthropic" || !formats.anthropicOnlyForClaude || (model ?? "").startsWith("claude");
+  return !formats.byPublisher || (format === "anthropic") === (model ?? "").startsWith("claude");
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { addKey } from "../helpers/keys.ts";
+import { addKey, usageRows } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 import { geminiClient, openaiClient } from "../helpers/sdk.ts";
@@ -8,7 +8,7 @@ import { geminiClient, openaiClient } from "../helpers/sdk.ts";
 /**
  * What Azure OpenAI and Vertex AI do differently from a standard upstream, as their
  * real services answer: Vertex's token endpoint (refused, slow), Azure's deployments.
- * Models: az-* on Azure keys (Level 2), vx-* on Vertex keys (Level 3), tok-* on a
+ * Models: az-* on Azure keys (Level 2), vx-* and claude-vx* on Vertex keys (Level 3), tok-* on a
  * Vertex key of its own whose token endpoint each test scripts (Level 4), rot-* on a
  * Vertex key a test adds and edits (Level 5), v1-* on an Azure key set up with the
  * resource's v1 API URL (Level 6).
@@ -81,7 +81,7 @@ beforeAll(async () => {
       config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
     })
   ).id;
-  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,tok-*=4,rot-*=5,v1-*=6" });
+  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,claude-vx*=3,tok-*=4,rot-*=5,v1-*=6" });
 });
 afterAll(async () => {
   await router.stop();
@@ -227,5 +227,32 @@ describe("Azure's v1 API", () => {
     const res = await router.fetch(`/x-keys/${id}/test`, { method: "POST" });
     expect(await res.json()).toMatchObject({ ok: false, status: 401 });
     expect(azureV1.requests.map((r) => r.path)).toEqual(["/openai/v1/models"]);
+  });
+});
+
+describe("Claude on Vertex for OpenAI and Gemini clients", () => {
+  const claudeAnswer = {
+    id: "msg_1", type: "message", role: "assistant", model: "claude-vx-1", content: [{ type: "text", text: "Bonjour" }],
+    stop_reason: "end_turn", stop_sequence: null, usage: { input_tokens: 9, output_tokens: 4 },
+  };
+
+  test("an OpenAI or Gemini client asking a Vertex key for a Claude model is carried to Anthropic's rawPredict, never to Google's model paths", async () => {
+    vertex.route("POST", /\/publishers\/anthropic\/models\/claude-vx-1:rawPredict$/, () => json(claudeAnswer));
+    const openai = openaiClient(router.url, router.ownerKey);
+    const chat = await openai.chat.completions.create({ model: "claude-vx-1", messages: [{ role: "user", content: "Salut" }] });
+    expect(chat.choices[0]!.message.content).toBe("Bonjour");
+    const gemini = geminiClient(router.url, router.ownerKey);
+    expect((await gemini.models.generateContent({ model: "claude-vx-1", contents: "Salut" })).text).toBe("Bonjour");
+    const calls = vertex.requests.filter((r) => r.path !== "/token");
+    // Vertex serves Claude only as an Anthropic publisher model: its OpenAI-compatible
+    // endpoint and publishers/google paths know only Google's (and self-deployed) models.
+    expect(calls.map((r) => r.path.replace(/^.*\/locations\/[^/]+/, ""))).toEqual([
+      "/publishers/anthropic/models/claude-vx-1:rawPredict",
+      "/publishers/anthropic/models/claude-vx-1:rawPredict",
+    ]);
+    await waitFor(async () => (await usageRows(router)).filter((r) => r.requested_model === "claude-vx-1").length >= 2);
+    for (const row of (await usageRows(router)).filter((r) => r.requested_model === "claude-vx-1")) {
+      expect(row).toMatchObject({ prompt_tokens: 9, completion_tokens: 4, source: "upstream" });
+    }
   });
 });
