@@ -29,16 +29,24 @@ const V1_SURFACE = /\/openai\/v1\/*$/;
 export const isAzureV1 = (provider: string) => V1_SURFACE.test(provider);
 
 /**
+ * The body of a call whose URL does not name the deployment (Responses, the v1 API):
+ * Azure reads the deployment from its `model`, so the key's `deployments` map applies
+ * there. A multipart body (audio) is sent as it came: its model field is the client's.
+ */
+function deploymentBody(call: UpstreamCall, deployment: string | undefined) {
+  const renamed = deployment !== undefined && call.json && !call.file && call.json.model !== deployment;
+  return renamed ? stringifyBody(withMembers(call.json!, { model: deployment })) : bodyOf(call);
+}
+
+/**
  * Azure's v1 API: OpenAI's own paths under `/openai/v1`, the deployment named by the
  * body's `model`, and no dated `api-version` (the surface exists to do without one).
- * A multipart body (audio) is sent as it came: its model field is the client's.
  */
 function v1Request(key: PoolKey, call: UpstreamCall, deployment: string | undefined) {
   const url = `${key.provider.replace(/\/+$/, "")}${call.path.replace(/^\/v1\//, "/")}${call.search}`;
   const headers = new Headers(call.headers);
   headers.set("api-key", key.secret);
-  const renamed = deployment !== undefined && call.json && !call.file && call.json.model !== deployment;
-  return { url, headers, body: renamed ? stringifyBody(withMembers(call.json!, { model: deployment })) : bodyOf(call) };
+  return { url, headers, body: deploymentBody(call, deployment) };
 }
 
 /**
@@ -53,21 +61,19 @@ export function createAzureAdapter(env: NodeJS.ProcessEnv = process.env): Upstre
     },
     async prepare(key: PoolKey, call: UpstreamCall) {
       const config = key.config as AzureConfig;
-      if (isAzureV1(key.provider)) return v1Request(key, call, call.model && config.deployments?.[call.model]);
+      const mapped = (call.model && config.deployments?.[call.model]) || undefined;
+      if (isAzureV1(key.provider)) return v1Request(key, call, mapped);
       const operation = operationOf(call.path);
       const params = new URLSearchParams(call.search);
       params.set("api-version", apiVersion(config, call.model, env));
-      let url: string;
-      if (!DEPLOYMENT_OPERATIONS.has(operation)) {
-        // Responses, files, threads, videos: Azure serves them beside the deployments.
-        url = `${key.provider}/openai/${operation}`;
-      } else {
-        const deployment = (call.model && config.deployments?.[call.model]) || call.model || "";
-        url = `${key.provider}/openai/deployments/${encodeURIComponent(deployment)}/${operation}`;
-      }
       const headers = new Headers(call.headers);
       headers.set("api-key", key.secret);
-      return { url: `${url}?${params}`, headers, body: bodyOf(call) };
+      if (!DEPLOYMENT_OPERATIONS.has(operation)) {
+        // Responses, files, threads, videos: Azure serves them beside the deployments.
+        return { url: `${key.provider}/openai/${operation}?${params}`, headers, body: deploymentBody(call, mapped) };
+      }
+      const deployment = mapped ?? call.model ?? "";
+      return { url: `${key.provider}/openai/deployments/${encodeURIComponent(deployment)}/${operation}?${params}`, headers, body: bodyOf(call) };
     },
   };
 }

@@ -202,6 +202,22 @@ describe("Vertex models by location", () => {
   });
 });
 
+describe("Azure Responses", () => {
+  test("a Responses call names the deployment in its body, as Azure's /openai/responses expects", async () => {
+    const answer = (req: { json: { model: string } }) =>
+      json({ id: "resp_1", object: "response", created_at: 1, status: "completed", model: req.json.model, output: [{ type: "message", id: "m1", status: "completed", role: "assistant", content: [{ type: "output_text", text: `from ${req.json.model}`, annotations: [] }] }], usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } });
+    azure.route("POST", "/openai/responses", answer);
+    azure2.route("POST", "/openai/responses", answer);
+    const client = openaiClient(router.url, router.ownerKey);
+    const response = await client.responses.create({ model: "az-model", input: "hi" });
+    // Each key maps az-model to its own deployment (dep-a, dep-b).
+    expect(response.output_text).toMatch(/^from dep-[ab]$/);
+    const seen = [...azure.requests, ...azure2.requests];
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.json.model).toMatch(/^dep-[ab]$/);
+  });
+});
+
 describe("Azure's v1 API", () => {
   test("a key whose Provider is the resource's /openai/v1 URL calls the v1 paths, with the deployment as the body's model and no dated api-version", async () => {
     azureV1.route("POST", "/openai/v1/chat/completions", (req) =>
