@@ -174,9 +174,10 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
         const timer = setTimeout(() => controller.abort(new AttemptTimeout()), config.firstByteTimeoutMs);
         /** What an upstream's words must not repeat: the key's secret, and what was minted from it. */
         let secrets: string | readonly string[] = key.secret;
+        let sentCredentials: readonly string[] | undefined;
         try {
           const prepared = await adapter.prepare(key, sent, controller.signal);
-          if (prepared.credentials) secrets = [key.secret, ...prepared.credentials];
+          if (prepared.credentials) secrets = [key.secret, ...(sentCredentials = prepared.credentials)];
           // The secret goes only where the address policy allows, checked again at each
           // connection: a name may resolve elsewhere since the URL was saved.
           const refusal = await deps.addressGuard.check(prepared.url);
@@ -269,7 +270,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           log.warn("upstream attempt failed", { req: input.requestId, key: key.id, key_level: chosen.level, status: response.status, failure: `2xx with ${nonAnswer}` });
         } else if (response) {
           const status = response.status;
-          if (isCredentialStatus(status) && adapter.refreshCredentials && !credentialRefreshed && adapter.refreshCredentials(key)) {
+          if (isCredentialStatus(status) && adapter.refreshCredentials && !credentialRefreshed && adapter.refreshCredentials(key, sentCredentials)) {
             // A stale access token, not a bad key: one more try with a fresh one.
             credentialRefreshed = true;
             await response.body?.cancel().catch(() => {});

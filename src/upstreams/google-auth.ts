@@ -23,8 +23,13 @@ export interface ServiceAccount {
 export interface AccessTokenProvider {
   /** A valid access token, fetched on first use and cached until shortly (60 s) before expiry; concurrent callers share one in-flight exchange. */
   token(): Promise<string>;
-  /** Forget the cached token (called when the upstream answered 401), so the next token() exchanges again. */
-  invalidate(): void;
+  /**
+   * Forget the cached token (called when the upstream answered 401), so the next token()
+   * exchanges again. With `stale`, the token the 401 answered: forgotten only while it is
+   * still the cached one, so calls that all got a 401 for it share one fresh token
+   * instead of each cancelling the exchange the one before started.
+   */
+  invalidate(stale?: string): void;
 }
 
 export interface TokenProviderOptions {
@@ -308,7 +313,8 @@ export function createAccessTokenProvider(options: TokenProviderOptions): Access
     return pending;
   }
 
-  function invalidate(): void {
+  function invalidate(stale?: string): void {
+    if (stale !== undefined && cached?.value !== stale) return;
     generation++;
     cached = undefined;
     inFlight = undefined;

@@ -44,10 +44,11 @@ export interface UpstreamAdapter {
    */
   prepare(key: PoolKey, call: UpstreamCall, signal?: AbortSignal): Promise<PreparedRequest>;
   /**
-   * Called when the upstream answered 401; returns true when fresh credentials were
-   * obtained (a refreshed access token), so the same key deserves one more try.
+   * Called when the upstream answered 401; returns true when fresh credentials will be
+   * used (a refreshed access token), so the same key deserves one more try. `sent`: the
+   * `credentials` the refused request carried.
    */
-  refreshCredentials?(key: PoolKey): boolean;
+  refreshCredentials?(key: PoolKey, sent: readonly string[] | undefined): boolean;
 }
 
 /**

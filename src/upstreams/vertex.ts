@@ -97,10 +97,11 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
       headers.delete("anthropic-version");
       return { ...VERTEX_ROUTES[call.family].target(base, encodeURIComponent(call.model ?? ""), call), headers, credentials: [token] };
     },
-    refreshCredentials(key) {
+    refreshCredentials(key, sent) {
       const creds = credentials.get(key.id);
       if (!creds) return false;
-      creds.tokens.invalidate();
+      // Only the token that was refused: a fresher one (or its exchange) serves the retry.
+      creds.tokens.invalidate(sent?.[0]);
       return true;
     },
   };

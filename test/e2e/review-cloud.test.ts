@@ -11,7 +11,8 @@ import { geminiClient, openaiClient } from "../helpers/sdk.ts";
  * Models: az-* on Azure keys (Level 2), vx-* and claude-vx* on Vertex keys (Level 3), tok-* on a
  * Vertex key of its own whose token endpoint each test scripts (Level 4), rot-* on a
  * Vertex key a test adds and edits (Level 5), v1-* on an Azure key set up with the
- * resource's v1 API URL (Level 6).
+ * resource's v1 API URL (Level 6), herd-* on a Vertex key with a token endpoint of its
+ * own (Level 7).
  */
 let router: TestRouter;
 let azure: MockUpstream;
@@ -40,7 +41,7 @@ const requestRecord = (id: string) =>
     return res.status === 200 ? ((await res.json()) as any) : undefined;
   });
 
-const keyOf = (id: number) => [2, 3, 4, 5].flatMap((level) => router.deps.pool.keysOf(level)).find((k) => k.id === id)!;
+const keyOf = (id: number) => [2, 3, 4, 5, 6, 7].flatMap((level) => router.deps.pool.keysOf(level)).find((k) => k.id === id)!;
 
 beforeAll(async () => {
   azure = startMockUpstream();
@@ -72,6 +73,13 @@ beforeAll(async () => {
     secret: "azure-secret-v1-0123456789abcdef",
     config: { provider_type: "azure", deployments: { "v1-model": "dep-v1" } },
   });
+  await addKey(router, {
+    provider: "https://aiplatform.googleapis.com",
+    level: 7,
+    name: "herd",
+    secret: serviceAccount(`${tokens.url}/herd-token`),
+    config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
+  });
   tokenKeyId = (
     await addKey(router, {
       provider: "https://aiplatform.googleapis.com",
@@ -81,7 +89,7 @@ beforeAll(async () => {
       config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
     })
   ).id;
-  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,claude-vx*=3,tok-*=4,rot-*=5,v1-*=6" });
+  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,claude-vx*=3,tok-*=4,rot-*=5,v1-*=6,herd-*=7" });
 });
 afterAll(async () => {
   await router.stop();
@@ -90,7 +98,7 @@ afterAll(async () => {
 beforeEach(async () => {
   for (const mock of [azure, azure2, vertex, tokens, azureV1]) mock.reset();
   vertex.route("POST", "/token", () => json({ access_token: "ya29.vertex-token", expires_in: 3600, token_type: "Bearer" }));
-  for (const level of [2, 3, 4, 5]) for (const key of router.deps.pool.keysOf(level)) if (key.sleeping) await router.deps.pool.setManualSleep(key.id, false);
+  for (const level of [2, 3, 4, 5, 6, 7]) for (const key of router.deps.pool.keysOf(level)) if (key.sleeping) await router.deps.pool.setManualSleep(key.id, false);
 });
 
 describe("Vertex token endpoint", () => {
@@ -153,6 +161,26 @@ describe("Vertex token endpoint", () => {
     expect(tokens.requests).toHaveLength(1);
     expect(vertex.requests.filter((r) => r.path === "/token")).toHaveLength(1);
     expect(vertex.requests.at(-1)!.headers.get("authorization")).toBe("Bearer ya29.from-new-endpoint");
+  });
+});
+
+describe("Vertex access token refresh", () => {
+  test("calls that all find their access token revoked (401) share one fresh token, not one exchange each", async () => {
+    let minted = 0;
+    tokens.route("POST", "/herd-token", () => json({ access_token: `ya29.herd-${++minted}`, expires_in: 3600, token_type: "Bearer" }));
+    const revoked = new Set<string>();
+    vertex.route("POST", /herd-model:generateContent$/, async (req) => {
+      const token = (req.headers.get("authorization") ?? "").replace(/^Bearer /, "");
+      // The 401s come back together, as they do when Google revokes a token under load.
+      await Bun.sleep(50);
+      return revoked.has(token) ? json({ error: { code: 401, message: "Request had invalid authentication credentials.", status: "UNAUTHENTICATED" } }, 401) : json(geminiAnswer("ok"));
+    });
+    expect((await geminiCall("herd-model")).status).toBe(200);
+    expect(minted).toBe(1);
+    revoked.add("ya29.herd-1");
+    const answers = await Promise.all(Array.from({ length: 5 }, () => geminiCall("herd-model")));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(minted).toBe(2);
   });
 });
 
