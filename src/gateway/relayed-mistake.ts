@@ -41,7 +41,12 @@ export async function relayedMistake(
   if (typeof read === "object") {
     const message = redact(redactSecret(read.body, options.secrets));
     if (isDeadKeyAnswer(status, read.body)) return { answer: new Response(null, { status }), message, deadKey: true };
-    const answer = options.translator ? translatedError(options.translator, status, message) : new Response(message, { status, headers: clientResponseHeaders(response.headers) });
+    const foreign = options.translator || options.family === "gemini" ? undefined : googleErrorMessage(message);
+    const answer = options.translator
+      ? translatedError(options.translator, status, message)
+      : foreign !== undefined
+        ? errorResponse(options.family, new HttpError(kindOf(status), foreign, { status }))
+        : new Response(message, { status, headers: clientResponseHeaders(response.headers) });
     return isModelMissingOnKey(status, read.body) ? { answer, message, elsewhere: true } : { answer, message };
   }
   const message =
@@ -50,6 +55,26 @@ export async function relayedMistake(
       : read === "stalled"
         ? `The upstream answered ${status}, and its error body stopped arriving for ${Math.round(options.idleMs / 1000)} s; it was not read.`
         : `The upstream answered ${status}, and its error body broke off before it was read.`;
-  const kind = status === 404 ? "not_found" : status === 413 ? "too_large" : status === 409 ? "conflict" : "invalid_request";
-  return { answer: errorResponse(options.family, new HttpError(kind, message, { status })), message };
+  return { answer: errorResponse(options.family, new HttpError(kindOf(status), message, { status })), message };
+}
+
+const kindOf = (status: number) => (status === 404 ? "not_found" : status === 413 ? "too_large" : status === 409 ? "conflict" : "invalid_request");
+
+/**
+ * The message of an error in Google's envelope (`{"error":{"code":400,"message":…,
+ * "status":"INVALID_ARGUMENT"}}`, or a one-element array of it), which Vertex answers
+ * for its own refusals whatever the publisher's format (a Claude model's rawPredict, its
+ * OpenAI-compatible endpoint): a client of another family gets it in its own envelope.
+ */
+function googleErrorMessage(text: string): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (Array.isArray(parsed) && parsed.length === 1) parsed = parsed[0];
+  const error = (parsed as { error?: { code?: unknown; status?: unknown; message?: unknown } } | null)?.error;
+  if (!error || typeof error.code !== "number" || typeof error.status !== "string" || typeof error.message !== "string") return undefined;
+  return error.message;
 }

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import Anthropic from "@anthropic-ai/sdk";
 import { generateKeyPairSync } from "node:crypto";
 import { addKey, usageRows } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
-import { geminiClient, openaiClient } from "../helpers/sdk.ts";
+import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
 
 /**
  * What Azure OpenAI and Vertex AI do differently from a standard upstream, as their
@@ -298,5 +299,21 @@ describe("Claude on Vertex for OpenAI and Gemini clients", () => {
     for (const row of (await usageRows(router)).filter((r) => r.requested_model === "claude-vx-1")) {
       expect(row).toMatchObject({ prompt_tokens: 9, completion_tokens: 4, source: "upstream" });
     }
+  });
+});
+
+describe("Anthropic on Vertex: Vertex's own errors", () => {
+  test("a 400 Vertex answers in Google's envelope reaches an Anthropic client in Anthropic's, with Vertex's words", async () => {
+    const words = "Invalid JSON payload received. Unknown name \"bogus\": Cannot find field.";
+    vertex.route("POST", /\/publishers\/anthropic\/models\/claude-vx-1:rawPredict$/, () => json({ error: { code: 400, message: words, status: "INVALID_ARGUMENT" } }, 400));
+    const client = anthropicClient(router.url, router.ownerKey);
+    const failure = await client.messages.create({ model: "claude-vx-1", max_tokens: 5, messages: [{ role: "user", content: "x" }] }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(Anthropic.BadRequestError);
+    const error = failure as InstanceType<typeof Anthropic.BadRequestError>;
+    expect(error.status).toBe(400);
+    expect(error.error).toEqual({ type: "error", error: { type: "invalid_request_error", message: words } });
+    // The client's mistake: relayed once, no other key tried, no key blamed.
+    expect(vertex.requests.filter((r) => r.path.includes("rawPredict"))).toHaveLength(1);
+    expect(router.deps.pool.keysOf(3).every((key) => !key.sleeping)).toBe(true);
   });
 });
