@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import Anthropic from "@anthropic-ai/sdk";
 import { generateKeyPairSync } from "node:crypto";
 import { addKey, usageRows } from "../helpers/keys.ts";
-import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { json, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
 
@@ -228,6 +228,34 @@ describe("Vertex models by location", () => {
     for (let i = 0; i < 2; i++) expect((await client.models.generateContent({ model: "vx-regional", contents: "hi" })).text).toBe("from europe");
     expect(vertex.requests.some((r) => r.path.includes("/locations/us-east5/"))).toBe(true);
     expect(router.deps.pool.keysOf(3).every((key) => !key.sleeping)).toBe(true);
+  });
+});
+
+describe("Azure content filtering", () => {
+  test("a stream opened by Azure's prompt_filter_results chunk (no choices) is relayed, translated and charged once from its usage", async () => {
+    const chunk = (extra: Record<string, unknown>) => ({ id: "c1", object: "chat.completion.chunk", created: 1, model: "gpt-4o-2024-11-20", usage: null, ...extra });
+    const events = [
+      { id: "", object: "", created: 0, model: "", choices: [], prompt_filter_results: [{ prompt_index: 0, content_filter_results: { hate: { filtered: false, severity: "safe" } } }] },
+      chunk({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null, content_filter_results: {} }] }),
+      chunk({ choices: [{ index: 0, delta: { content: "Hello" }, finish_reason: null, content_filter_results: { hate: { filtered: false, severity: "safe" } } }] }),
+      chunk({ choices: [{ index: 0, delta: {}, finish_reason: "stop", content_filter_results: {} }] }),
+      chunk({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 } }),
+      "[DONE]",
+    ];
+    for (const mock of [azure, azure2]) mock.route("POST", /chat\/completions$/, () => sse(events as never));
+    const before = (await usageRows(router)).length;
+    let text = "";
+    for await (const part of await openaiClient(router.url, router.ownerKey).chat.completions.create({ model: "az-model", stream: true, messages: [{ role: "user", content: "hi" }] })) {
+      text += part.choices[0]?.delta?.content ?? "";
+    }
+    expect(text).toBe("Hello");
+    const final = await anthropicClient(router.url, router.ownerKey).messages.stream({ model: "az-model", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }).finalMessage();
+    expect(final.content).toEqual([expect.objectContaining({ type: "text", text: "Hello" })]);
+    expect(final.usage).toMatchObject({ input_tokens: 12, output_tokens: 4 });
+    await waitFor(async () => (await usageRows(router)).length >= before + 2);
+    const rows = (await usageRows(router)).slice(before);
+    expect(rows).toHaveLength(2);
+    for (const row of rows) expect(row).toMatchObject({ prompt_tokens: 12, completion_tokens: 4, source: "upstream", status: 200 });
   });
 });
 
