@@ -54,6 +54,7 @@ export function upstreamCall(call: ClientCall, effectiveModel: string | undefine
     bytes: edited ? undefined : (spliced ?? call.bytes),
     file: call.form?.path,
     headers: call.headers,
+    ...(call.hideUsageChunk && call.json?.stream_options === undefined && { addedStreamOptions: true }),
   };
 }
 

@@ -23,6 +23,22 @@ function apiVersion(config: AzureConfig, model: string | undefined, env: NodeJS.
   return (model && config.api_versions?.[model]) || env.AZURE_OPENAI_API_VERSION || DEFAULT_AZURE_API_VERSION;
 }
 
+/**
+ * Azure accepts `stream_options` from api-version 2024-08-01(-preview) on; earlier ones
+ * (2024-06-01 GA, 2024-05-01-preview…) answer 400 "Unrecognized request argument
+ * supplied: stream_options". A dated version before that never gets the option the
+ * router added to meter a stream: the stream then carries no usage and is estimated.
+ */
+function refusesStreamOptions(version: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}/.test(version) && version.slice(0, 10) < "2024-08-01";
+}
+
+/** The body without the `stream_options` the router added, for an api-version that refuses it. */
+function withoutAddedStreamOptions(call: UpstreamCall, version: string) {
+  if (!call.addedStreamOptions || !call.json || !refusesStreamOptions(version)) return bodyOf(call);
+  return stringifyBody(withMembers(call.json, { stream_options: undefined }));
+}
+
 /** A Provider that is a resource's v1 API (`https://{resource}.openai.azure.com/openai/v1`), as Azure's portal now shows it. */
 const V1_SURFACE = /\/openai\/v1\/*$/;
 
@@ -65,7 +81,8 @@ export function createAzureAdapter(env: NodeJS.ProcessEnv = process.env): Upstre
       if (isAzureV1(key.provider)) return v1Request(key, call, mapped);
       const operation = operationOf(call.path);
       const params = new URLSearchParams(call.search);
-      params.set("api-version", apiVersion(config, call.model, env));
+      const version = apiVersion(config, call.model, env);
+      params.set("api-version", version);
       const headers = new Headers(call.headers);
       headers.set("api-key", key.secret);
       if (!DEPLOYMENT_OPERATIONS.has(operation)) {
@@ -73,7 +90,7 @@ export function createAzureAdapter(env: NodeJS.ProcessEnv = process.env): Upstre
         return { url: `${key.provider}/openai/${operation}?${params}`, headers, body: deploymentBody(call, mapped) };
       }
       const deployment = mapped ?? call.model ?? "";
-      return { url: `${key.provider}/openai/deployments/${encodeURIComponent(deployment)}/${operation}?${params}`, headers, body: bodyOf(call) };
+      return { url: `${key.provider}/openai/deployments/${encodeURIComponent(deployment)}/${operation}?${params}`, headers, body: withoutAddedStreamOptions(call, version) };
     },
   };
 }

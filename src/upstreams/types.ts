@@ -21,6 +21,12 @@ export interface UpstreamCall {
   file?: string;
   /** Client headers safe to forward (credentials and hop-by-hop already removed). */
   headers: Headers;
+  /**
+   * The router put `stream_options` in the body itself (the client sent none), to meter
+   * the stream: an upstream that refuses the member gets the body without it, and the
+   * call is then charged an estimate.
+   */
+  addedStreamOptions?: boolean;
 }
 
 export interface PreparedRequest {

@@ -13,7 +13,7 @@ import { anthropicClient, geminiClient, openaiClient } from "../helpers/sdk.ts";
  * Vertex key of its own whose token endpoint each test scripts (Level 4), rot-* on a
  * Vertex key a test adds and edits (Level 5), v1-* on an Azure key set up with the
  * resource's v1 API URL (Level 6), herd-* on a Vertex key with a token endpoint of its
- * own (Level 7).
+ * own (Level 7), old-* on an Azure key pinned to an api-version of mid-2024 (Level 8).
  */
 let router: TestRouter;
 let azure: MockUpstream;
@@ -42,7 +42,7 @@ const requestRecord = (id: string) =>
     return res.status === 200 ? ((await res.json()) as any) : undefined;
   });
 
-const keyOf = (id: number) => [2, 3, 4, 5, 6, 7].flatMap((level) => router.deps.pool.keysOf(level)).find((k) => k.id === id)!;
+const keyOf = (id: number) => [2, 3, 4, 5, 6, 7, 8].flatMap((level) => router.deps.pool.keysOf(level)).find((k) => k.id === id)!;
 
 beforeAll(async () => {
   azure = startMockUpstream();
@@ -81,6 +81,13 @@ beforeAll(async () => {
     secret: serviceAccount(`${tokens.url}/herd-token`),
     config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
   });
+  await addKey(router, {
+    provider: azure.url,
+    level: 8,
+    name: "az-old",
+    secret: "azure-secret-old-0123456789abcdef",
+    config: { provider_type: "azure", deployments: { "old-model": "dep-old" }, api_versions: { "old-model": "2024-06-01" } },
+  });
   tokenKeyId = (
     await addKey(router, {
       provider: "https://aiplatform.googleapis.com",
@@ -90,7 +97,7 @@ beforeAll(async () => {
       config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
     })
   ).id;
-  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,claude-vx*=3,tok-*=4,rot-*=5,v1-*=6,herd-*=7" });
+  await router.deps.settings.update({ LEVEL_MAPPER: "az-*=2,vx-*=3,claude-vx*=3,tok-*=4,rot-*=5,v1-*=6,herd-*=7,old-*=8" });
 });
 afterAll(async () => {
   await router.stop();
@@ -99,7 +106,7 @@ afterAll(async () => {
 beforeEach(async () => {
   for (const mock of [azure, azure2, vertex, tokens, azureV1]) mock.reset();
   vertex.route("POST", "/token", () => json({ access_token: "ya29.vertex-token", expires_in: 3600, token_type: "Bearer" }));
-  for (const level of [2, 3, 4, 5, 6, 7]) for (const key of router.deps.pool.keysOf(level)) if (key.sleeping) await router.deps.pool.setManualSleep(key.id, false);
+  for (const level of [2, 3, 4, 5, 6, 7, 8]) for (const key of router.deps.pool.keysOf(level)) if (key.sleeping) await router.deps.pool.setManualSleep(key.id, false);
 });
 
 describe("Vertex token endpoint", () => {
@@ -256,6 +263,34 @@ describe("Azure content filtering", () => {
     const rows = (await usageRows(router)).slice(before);
     expect(rows).toHaveLength(2);
     for (const row of rows) expect(row).toMatchObject({ prompt_tokens: 12, completion_tokens: 4, source: "upstream", status: 200 });
+  });
+});
+
+describe("Azure api-versions without stream_options", () => {
+  test("a stream on an api-version that refuses stream_options (2024-06-01) is sent without the usage option the router would add, and charged as an estimate", async () => {
+    const chunk = (delta: Record<string, unknown>, finish: string | null) => ({ id: "c1", object: "chat.completion.chunk", created: 1, model: "gpt-4o", choices: [{ index: 0, delta, finish_reason: finish }] });
+    azure.route("POST", "/openai/deployments/dep-old/chat/completions", (req) =>
+      req.json.stream_options !== undefined
+        ? json({ error: { message: "Unrecognized request argument supplied: stream_options", type: "invalid_request_error", param: null, code: null } }, 400)
+        : sse([chunk({ role: "assistant", content: "Hel" }, null), chunk({ content: "lo" }, null), chunk({}, "stop"), "[DONE]"] as never),
+    );
+    const before = (await usageRows(router)).length;
+    let text = "";
+    for await (const part of await openaiClient(router.url, router.ownerKey).chat.completions.create({ model: "old-model", stream: true, messages: [{ role: "user", content: "hi" }] })) {
+      text += part.choices[0]?.delta?.content ?? "";
+    }
+    expect(text).toBe("Hello");
+    const final = await anthropicClient(router.url, router.ownerKey).messages.stream({ model: "old-model", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }).finalMessage();
+    expect(final.content).toEqual([expect.objectContaining({ type: "text", text: "Hello" })]);
+    for (const seen of azure.requests) {
+      expect(seen.query.get("api-version")).toBe("2024-06-01");
+      expect(seen.json.stream_options).toBeUndefined();
+    }
+    // No usage came: each call is charged once, from the router's estimate, marked as one.
+    await waitFor(async () => (await usageRows(router)).length >= before + 2);
+    const rows = (await usageRows(router)).slice(before);
+    expect(rows).toHaveLength(2);
+    for (const row of rows) expect(row).toMatchObject({ status: 200, source: "estimated" });
   });
 });
 
