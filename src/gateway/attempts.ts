@@ -115,7 +115,7 @@ export function createAttempts(deps: AttemptDeps, tenant: AttemptTenant) {
           chosen = await choose();
         }
         if (!chosen) {
-          if (input.pinnedKeyId !== undefined && !lastFailure) {
+          if (input.pinnedKeyId !== undefined && !lastFailure && !missing) {
             return ended(errorResponse(call.family, refusing(keyGone())), { route, status: 503, usage: ZERO_USAGE, source: "upstream", started });
           }
           break;

@@ -238,6 +238,28 @@ describe("Vertex models by location", () => {
   });
 });
 
+describe("Azure deployments, on a call bound to its key", () => {
+  test("a Responses follow-up bound to the key holding its previous response gets that key's DeploymentNotFound, not 'key gone'", async () => {
+    let n = 0;
+    const answer = (req: { json: { model: string } }) =>
+      json({ id: `resp_bound_${++n}`, object: "response", created_at: 1, status: "completed", model: req.json.model, output: [{ type: "message", id: "m1", status: "completed", role: "assistant", content: [{ type: "output_text", text: "first", annotations: [] }] }], usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } });
+    azure.route("POST", "/openai/responses", answer);
+    azure2.route("POST", "/openai/responses", answer);
+    const client = openaiClient(router.url, router.ownerKey);
+    const first = await client.responses.create({ model: "az-model", input: "hi" });
+    const holder = azure.requests.length === 1 ? azure : azure2;
+    const other = holder === azure ? azure2 : azure;
+    // The follow-up names a model the holder's resource has no deployment for.
+    holder.reset();
+    holder.route("POST", "/openai/responses", () => json({ error: { code: "DeploymentNotFound", message: "The API deployment for this resource does not exist." } }, 404));
+    const failure = await client.responses.create({ model: "az-model", input: "more", previous_response_id: first.id }).catch((e: unknown) => e);
+    expect((failure as { status?: number }).status).toBe(404);
+    expect((failure as { code?: string }).code).toBe("DeploymentNotFound");
+    // The previous response lives on the holder only: the follow-up never goes elsewhere.
+    expect(other.requests).toHaveLength(0);
+  });
+});
+
 describe("Azure content filtering", () => {
   test("a stream opened by Azure's prompt_filter_results chunk (no choices) is relayed, translated and charged once from its usage", async () => {
     const chunk = (extra: Record<string, unknown>) => ({ id: "c1", object: "chat.completion.chunk", created: 1, model: "gpt-4o-2024-11-20", usage: null, ...extra });
