@@ -115,6 +115,7 @@ export function translatedCall(call: ClientCall, translator: Translator, effecti
     json: body,
     bytes: undefined,
     headers,
+    translated: true,
     // The translated body is the router's own: a stream_options in it was put there to meter.
     ...(body.stream_options !== undefined && { addedStreamOptions: true }),
   };

@@ -33,10 +33,25 @@ function refusesStreamOptions(version: string): boolean {
   return /^\d{4}-\d{2}-\d{2}/.test(version) && version.slice(0, 10) < "2024-08-01";
 }
 
-/** The body without the `stream_options` the router added, for an api-version that refuses it. */
-function withoutAddedStreamOptions(call: UpstreamCall, version: string) {
-  if (!call.addedStreamOptions || !call.json || !refusesStreamOptions(version)) return bodyOf(call);
-  return stringifyBody(withMembers(call.json, { stream_options: undefined }));
+/**
+ * Azure knows `max_completion_tokens` from api-version 2024-09-01(-preview) on; earlier
+ * ones answer 400 "Unrecognized request argument supplied: max_completion_tokens". A body
+ * the router translated names its limit so; for those versions it becomes `max_tokens`.
+ */
+function refusesMaxCompletionTokens(version: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}/.test(version) && version.slice(0, 10) < "2024-09-01";
+}
+
+/** The body, without what the router itself put in that the call's dated api-version refuses. */
+function bodyForVersion(call: UpstreamCall, version: string) {
+  if (!call.json) return bodyOf(call);
+  const edits: Record<string, unknown> = {};
+  if (call.addedStreamOptions && refusesStreamOptions(version)) edits.stream_options = undefined;
+  if (call.translated && call.json.max_completion_tokens !== undefined && refusesMaxCompletionTokens(version)) {
+    edits.max_tokens = call.json.max_completion_tokens;
+    edits.max_completion_tokens = undefined;
+  }
+  return Object.keys(edits).length === 0 ? bodyOf(call) : stringifyBody(withMembers(call.json, edits));
 }
 
 /** A Provider that is a resource's v1 API (`https://{resource}.openai.azure.com/openai/v1`), as Azure's portal now shows it. */
@@ -90,7 +105,7 @@ export function createAzureAdapter(env: NodeJS.ProcessEnv = process.env): Upstre
         return { url: `${key.provider}/openai/${operation}?${params}`, headers, body: deploymentBody(call, mapped) };
       }
       const deployment = mapped ?? call.model ?? "";
-      return { url: `${key.provider}/openai/deployments/${encodeURIComponent(deployment)}/${operation}?${params}`, headers, body: withoutAddedStreamOptions(call, version) };
+      return { url: `${key.provider}/openai/deployments/${encodeURIComponent(deployment)}/${operation}?${params}`, headers, body: bodyForVersion(call, version) };
     },
   };
 }

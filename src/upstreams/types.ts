@@ -27,6 +27,8 @@ export interface UpstreamCall {
    * call is then charged an estimate.
    */
   addedStreamOptions?: boolean;
+  /** The body is the router's own translation of the client's request, not the client's words. */
+  translated?: boolean;
 }
 
 export interface PreparedRequest {

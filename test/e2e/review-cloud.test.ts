@@ -316,6 +316,21 @@ describe("Azure api-versions without stream_options", () => {
   });
 });
 
+describe("Azure api-versions without max_completion_tokens", () => {
+  test("an Anthropic client's call translated for an api-version before 2024-09-01 names its limit max_tokens, which that version knows", async () => {
+    azure.route("POST", "/openai/deployments/dep-old/chat/completions", (req) =>
+      req.json.max_completion_tokens !== undefined
+        ? json({ error: { message: "Unrecognized request argument supplied: max_completion_tokens", type: "invalid_request_error", param: null, code: null } }, 400)
+        : json({ id: "c1", object: "chat.completion", created: 1, model: "gpt-4o", choices: [{ index: 0, message: { role: "assistant", content: "Bonjour" }, finish_reason: "stop" }], usage: { prompt_tokens: 6, completion_tokens: 2, total_tokens: 8 } }),
+    );
+    const message = await anthropicClient(router.url, router.ownerKey).messages.create({ model: "old-model", max_tokens: 10, messages: [{ role: "user", content: "Salut" }] });
+    expect(message.content).toEqual([expect.objectContaining({ type: "text", text: "Bonjour" })]);
+    expect(message.usage).toMatchObject({ input_tokens: 6, output_tokens: 2 });
+    expect(azure.requests).toHaveLength(1);
+    expect(azure.requests[0]!.json.max_tokens).toBe(10);
+  });
+});
+
 describe("Azure Responses", () => {
   test("a Responses call names the deployment in its body, as Azure's /openai/responses expects", async () => {
     const answer = (req: { json: { model: string } }) =>
