@@ -19,6 +19,12 @@ export const PROVIDER_TYPES = ["standard", "azure", "vertex"] as const;
  * the rest of the OpenAI surface, OpenAI Responses, Anthropic Messages, Gemini generateContent.
  */
 export const KEY_FORMATS = ["openai", "responses", "anthropic", "gemini"] as const;
+/**
+ * The forms of a Provider Key record `fields` selects (`/x-keys`): the full record with
+ * the opened secret (the default), the spec's masked summary, the console's overview
+ * (no secret) and its edit form (everything but the secret).
+ */
+export const KEY_RECORD_FORMS = ["full", "summary", "overview", "edit"] as const;
 /** Why a Provider Key sleeps: put to sleep by hand, refused credentials, repeated errors, a refused address. */
 export const SLEEP_REASONS = ["manual", "auth", "errors", "address"] as const;
 
@@ -30,6 +36,7 @@ export type PricingSection = (typeof PRICING_SECTIONS)[number];
 export type ProviderType = (typeof PROVIDER_TYPES)[number];
 export type SleepReason = (typeof SLEEP_REASONS)[number];
 export type KeyFormat = (typeof KEY_FORMATS)[number];
+export type KeyRecordForm = (typeof KEY_RECORD_FORMS)[number];
 
 /** Largest Rates multiplier: with prices at most MAX_PRICE, costs stay exact integers of nano-credits. */
 export const MAX_RATES = 1000;

@@ -14,6 +14,7 @@ import * as keys from "./provider-keys.ts";
 import * as requests from "./requests.ts";
 import * as route from "./route.ts";
 import * as usage from "./usage.ts";
+import { KEY_RECORD_FORMS } from "./constants.ts";
 
 /** The models published under `components.schemas`, by name. */
 const MODELS: Record<string, TSchema> = {
@@ -56,6 +57,8 @@ interface Parameter {
   in: "query" | "path";
   type: "string" | "integer" | "boolean";
   description: string;
+  /** More of the parameter's schema: its values (`enum`), range and default, as the server checks them. */
+  schema?: Record<string, unknown>;
 }
 
 interface Operation {
@@ -69,7 +72,8 @@ interface Operation {
   answer: [number, Model | [Model] | Record<string, unknown>];
 }
 
-const q = (name: string, type: Parameter["type"], description: string): Parameter => ({ name, in: "query", type, description });
+const ref = (model: string) => ({ $ref: `#/components/schemas/${model}` });
+const q = (name: string, type: Parameter["type"], description: string, schema?: Parameter["schema"]): Parameter => ({ name, in: "query", type, description, schema });
 const p = (name: string, description: string): Parameter => ({ name, in: "path", type: "string", description });
 
 const PAGE = [q("page", "integer", "1-based page (default 1)"), q("size", "integer", "rows per page (default 20, at most 100)")];
@@ -87,7 +91,17 @@ const RANGE = [
   q("end", "string", "last day, YYYY-MM-DD (with start)"),
   q("days", "integer", "the last N business days, today included (1 to 366)"),
 ];
-const FIELDS = q("fields", "string", "summary (the spec's masked record, ProviderKeySummary), overview (summary, type, service account, sleep, Health; no secret: ProviderKeyOverview), edit (the full record without SecretKey: ProviderKeyEdit) or full (default, with Health); a write's answer too");
+const FIELDS = q(
+  "fields",
+  "string",
+  "summary (the spec's masked record, ProviderKeySummary), overview (summary, type, service account, sleep, Health; no secret: ProviderKeyOverview), edit (the full record without SecretKey: ProviderKeyEdit) or full (default, with Health: ProviderKeyRecord); a write's answer too",
+  { enum: [...KEY_RECORD_FORMS], default: "full" },
+);
+/** A key in the form `fields` asked for: one schema per form, since a client may ask for any. */
+const KEY_FORM = {
+  anyOf: [ref("ProviderKeyRecord"), ref("ProviderKeyEdit"), ref("ProviderKeyOverview"), ref("ProviderKeySummary")],
+  description: "the form the fields parameter selects",
+};
 const IDENTIFIER = p("identifier", "an account ID, name or email");
 const KEY_ID = p("id", "a provider key ID");
 
@@ -178,13 +192,13 @@ const OPERATIONS: Operation[] = [
     answer: [200, { type: "object" }],
   },
 
-  { method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID"), q("level", "integer", "a Level"), q("provider", "string", "a substring of the URL")], answer: [200, ["ProviderKeyRecord"]] },
-  { method: "post", path: "/x-keys", summary: "Add a provider key", who: "owner", params: [FIELDS], body: "ProviderKeyCreateBody", answer: [201, "ProviderKeyRecord"] },
-  { method: "get", path: "/x-keys/{id}", summary: "One provider key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, "ProviderKeyRecord"] },
-  { method: "put", path: "/x-keys/{id}", summary: "Update a provider key (a new SecretKey rotates it)", who: "owner", params: [KEY_ID, FIELDS], body: "ProviderKeyUpdateBody", answer: [200, "ProviderKeyRecord"] },
+  { method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID"), q("level", "integer", "a Level"), q("provider", "string", "a substring of the URL")], answer: [200, { type: "array", items: KEY_FORM }] },
+  { method: "post", path: "/x-keys", summary: "Add a provider key", who: "owner", params: [FIELDS], body: "ProviderKeyCreateBody", answer: [201, KEY_FORM] },
+  { method: "get", path: "/x-keys/{id}", summary: "One provider key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, KEY_FORM] },
+  { method: "put", path: "/x-keys/{id}", summary: "Update a provider key (a new SecretKey rotates it)", who: "owner", params: [KEY_ID, FIELDS], body: "ProviderKeyUpdateBody", answer: [200, KEY_FORM] },
   { method: "delete", path: "/x-keys/{id}", summary: "Delete a provider key (force: even the last enabled key of a Level)", who: "owner", params: [KEY_ID, q("force", "boolean", "delete the last enabled key of a Level too")], answer: [200, "ProviderKeyDeleted"] },
-  { method: "post", path: "/x-keys/{id}/sleep", summary: "Put a key to sleep until woken", who: "owner", params: [KEY_ID, FIELDS], answer: [200, "ProviderKeyRecord"] },
-  { method: "post", path: "/x-keys/{id}/wake", summary: "Wake a key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, "ProviderKeyRecord"] },
+  { method: "post", path: "/x-keys/{id}/sleep", summary: "Put a key to sleep until woken", who: "owner", params: [KEY_ID, FIELDS], answer: [200, KEY_FORM] },
+  { method: "post", path: "/x-keys/{id}/wake", summary: "Wake a key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, KEY_FORM] },
   {
     method: "post",
     path: "/x-keys/{id}/test",
@@ -199,7 +213,6 @@ const OPERATIONS: Operation[] = [
   { method: "delete", path: "/x-news/{id}", summary: "Delete a notice (its author or an owner)", who: "any", params: [p("id", "a notice ID")], answer: [200, "NoticeDeleted"] },
 ];
 
-const ref = (model: string) => ({ $ref: `#/components/schemas/${model}` });
 const schemaOf = (spec: Model | [Model] | Record<string, unknown>) =>
   typeof spec === "string" ? ref(spec) : Array.isArray(spec) ? { type: "array", items: ref(spec[0]!) } : spec;
 
@@ -236,7 +249,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
           in: param.in,
           required: param.in === "path",
           description: param.description,
-          schema: { type: param.type },
+          schema: { type: param.type, ...param.schema },
         })),
         ...(op.method !== "get" && op.path.startsWith("/x-") ? [IDEMPOTENCY_KEY] : []),
       ],

@@ -17,6 +17,7 @@ import { createKeyHealthReader, keyHealthFigures } from "../../metering/key-heal
 import type { UsageRecorder } from "../../metering/usage-recorder.ts";
 import { nanosToCredits } from "../../accounts/records.ts";
 import type { ProviderKeyHealth } from "../../wire/provider-keys.ts";
+import { KEY_RECORD_FORMS, type KeyRecordForm } from "../../wire/constants.ts";
 import type { Tenant } from "../../tenancy/tenants.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import type { OperationLog } from "../oplog/writer.ts";
@@ -39,11 +40,12 @@ function idParam(raw: string): number {
  * more, `edit` for a form that shows everything but the secret), in a read's answer or a
  * write's (a console saving a key need not have the opened secret sent back).
  */
-type RecordForm = "full" | "summary" | "overview" | "edit";
+type RecordForm = KeyRecordForm;
 function formWanted(query: URLSearchParams): RecordForm {
   const fields = query.get("fields");
-  if (fields === null || fields === "" || fields === "full") return "full";
-  if (fields === "summary" || fields === "overview" || fields === "edit") return fields;
+  if (fields === null || fields === "") return "full";
+  const form = KEY_RECORD_FORMS.find((name) => name === fields);
+  if (form) return form;
   throw badRequest('fields must be "summary", "overview", "edit" or "full"', "fields");
 }
 

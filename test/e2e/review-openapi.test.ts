@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { api } from "../helpers/owner-ops.ts";
+import { startRouter, type TestRouter } from "../helpers/router.ts";
+
+/**
+ * Review of `GET /openapi.json` against the router it describes: integrators generate
+ * clients from it, so each answer is checked against the schema the document declares
+ * for its operation and status, with a JSON Schema checker for the subset the document
+ * uses (below), and each request the document calls valid or invalid is sent.
+ */
+
+type Schema = Record<string, any>;
+type OpenApi = { paths: Record<string, Record<string, Schema>>; components: { schemas: Record<string, Schema> } } & Schema;
+
+/** Where `value` breaks `schema` (JSON Schema 2020-12, the keywords the document uses), as "path: what". */
+function faults(doc: OpenApi, schema: Schema, value: unknown, path = "$"): string[] {
+  if (schema.$ref) {
+    const target = doc.components.schemas[String(schema.$ref).replace("#/components/schemas/", "")];
+    return target ? faults(doc, target, value, path) : [`${path}: ${schema.$ref} does not resolve`];
+  }
+  const out: string[] = [];
+  if (schema.anyOf && !schema.anyOf.some((branch: Schema) => faults(doc, branch, value, path).length === 0)) {
+    out.push(`${path}: matches no anyOf branch (${schema.anyOf.map((branch: Schema) => faults(doc, branch, value, path)[0]).join(" | ")})`);
+  }
+  for (const part of schema.allOf ?? []) out.push(...faults(doc, part, value, path));
+  if ("const" in schema && JSON.stringify(schema.const) !== JSON.stringify(value)) out.push(`${path}: is not ${JSON.stringify(schema.const)}`);
+  if (schema.enum && !schema.enum.some((v: unknown) => JSON.stringify(v) === JSON.stringify(value))) out.push(`${path}: is not one of ${JSON.stringify(schema.enum)}`);
+  if (schema.type) {
+    const types: string[] = [schema.type].flat();
+    const actual = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+    if (!types.some((t) => t === actual || (t === "integer" && Number.isInteger(value)))) return [...out, `${path}: ${JSON.stringify(value)?.slice(0, 80)} is not ${types.join(" or ")}`];
+  }
+  if (typeof value === "number") {
+    if (value < (schema.minimum ?? -Infinity) || value > (schema.maximum ?? Infinity) || value <= (schema.exclusiveMinimum ?? -Infinity)) out.push(`${path}: ${value} out of range`);
+  }
+  if (typeof value === "string") {
+    if (value.length < (schema.minLength ?? 0) || value.length > (schema.maxLength ?? Infinity)) out.push(`${path}: length out of range`);
+    if (schema.pattern && !new RegExp(schema.pattern).test(value)) out.push(`${path}: does not match ${schema.pattern}`);
+  }
+  if (Array.isArray(value)) {
+    if (value.length < (schema.minItems ?? 0) || value.length > (schema.maxItems ?? Infinity)) out.push(`${path}: item count out of range`);
+    if (schema.items) value.forEach((item, i) => out.push(...faults(doc, schema.items, item, `${path}[${i}]`)));
+  }
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    const object = value as Record<string, unknown>;
+    for (const name of schema.required ?? []) if (!(name in object)) out.push(`${path}: ${name} is missing`);
+    for (const [name, member] of Object.entries(object)) {
+      const at = `${path}.${name}`;
+      let known = false;
+      if (schema.properties?.[name]) (known = true), out.push(...faults(doc, schema.properties[name], member, at));
+      for (const [pattern, sub] of Object.entries(schema.patternProperties ?? {})) if (new RegExp(pattern).test(name)) (known = true), out.push(...faults(doc, sub as Schema, member, at));
+      if (!known && schema.additionalProperties === false) out.push(`${at}: is not a declared member`);
+      if (!known && typeof schema.additionalProperties === "object") out.push(...faults(doc, schema.additionalProperties, member, at));
+    }
+  }
+  return out;
+}
+
+let router: TestRouter;
+let doc: OpenApi;
+beforeAll(async () => {
+  router = await startRouter();
+  doc = (await (await fetch(`${router.url}/openapi.json`)).json()) as OpenApi;
+});
+afterAll(() => router?.stop());
+
+/** The operation the document declares for `method` on `template` (`/x-keys/{id}`). */
+function operation(method: string, template: string): Schema {
+  const op = doc.paths[template]?.[method.toLowerCase()];
+  if (!op) throw new Error(`${method} ${template} is not in the document`);
+  return op;
+}
+
+/** The response the document declares for an answer of `status` (its own entry, else `default`). */
+function declared(method: string, template: string, status: number): Schema | undefined {
+  const responses = operation(method, template).responses;
+  return responses[String(status)] ?? responses.default;
+}
+
+/** Sends a request and returns what about its answer breaks the schema declared for it (empty when it keeps to it). */
+async function answerFaults(method: string, template: string, path: string, init: { body?: unknown; key?: string | null } = {}) {
+  const reply = await api(router, path, { method, ...init });
+  const response = declared(method, template, reply.status);
+  const schema = response?.content?.["application/json"]?.schema;
+  return { status: reply.status, body: reply.body, faults: schema ? faults(doc, schema, reply.body) : [`${reply.status} is not declared`] };
+}
+
+const KEY_BODY = { Provider: "https://api.example.com/v1", SecretKey: "sk-review-openapi-0123456789", Level: 1, Status: true };
+
+describe("provider keys: every form `fields` selects is an answer the document declares", () => {
+  // The document declared ProviderKeyRecord (with SecretKey, config, Health) for every
+  // /x-keys answer, while `fields=summary` (the spec's form), `overview` and `edit` answer
+  // without those members: a generated client refused the spec's own summary list.
+  test("fields=summary, overview, edit and full, on lists, reads and writes", async () => {
+    const created = await answerFaults("POST", "/x-keys", "/x-keys?fields=summary", { body: KEY_BODY });
+    expect(created.status).toBe(201);
+    expect(created.faults).toEqual([]);
+    const id = created.body.ID as number;
+    for (const fields of ["", "summary", "overview", "edit", "full"]) {
+      const query = fields ? `?fields=${fields}` : "";
+      for (const [method, template, path] of [
+        ["GET", "/x-keys", `/x-keys${query}`],
+        ["GET", "/x-keys/{id}", `/x-keys/${id}${query}`],
+        ["POST", "/x-keys/{id}/sleep", `/x-keys/${id}/sleep${query}`],
+        ["POST", "/x-keys/{id}/wake", `/x-keys/${id}/wake${query}`],
+      ] as const) {
+        const answer = await answerFaults(method, template, path);
+        expect({ path, status: answer.status, faults: answer.faults }).toEqual({ path, status: 200, faults: [] });
+      }
+      const updated = await answerFaults("PUT", "/x-keys/{id}", `/x-keys/${id}${query}`, { body: { Name: `renamed ${fields}` } });
+      expect({ fields, status: updated.status, faults: updated.faults }).toEqual({ fields, status: 200, faults: [] });
+    }
+  });
+
+  test("the fields parameter lists the forms it takes, and a form it does not list is refused", async () => {
+    const fields = operation("GET", "/x-keys").parameters.find((p: Schema) => p.name === "fields");
+    expect([...fields.schema.enum].sort()).toEqual(["edit", "full", "overview", "summary"]);
+    const refused = await api(router, "/x-keys?fields=masked");
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.param).toBe("fields");
+  });
+});
