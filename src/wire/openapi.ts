@@ -50,7 +50,7 @@ const MODELS: Record<string, TSchema> = {
 };
 
 type Model = keyof typeof MODELS;
-type Who = "any" | "owner" | "manager" | "none" | "metrics";
+type Who = "any" | "owner" | "manager" | "none" | "optional" | "metrics";
 
 interface Parameter {
   name: string;
@@ -172,7 +172,7 @@ const OPERATIONS: Operation[] = [
     answer: [200, ["RequestRecord"]],
   },
   { method: "get", path: "/x-requests/{request_id}", summary: "One model call in full, with its attempts", who: "any", params: [p("request_id", "the X-Request-Id the router returned")], answer: [200, "RequestRecord"] },
-  { method: "get", path: "/x-pricing", summary: "The prices that apply (catalog and overrides)", who: "any", answer: [200, "PricingAnswer"] },
+  { method: "get", path: "/x-pricing", summary: "The prices that apply (catalog and overrides)", who: "optional", answer: [200, "PricingAnswer"] },
   { method: "get", path: "/x-config", summary: "Every configuration item", who: "owner", answer: [200, "ConfigExport"] },
   { method: "put", path: "/x-config", summary: "Change configuration items (only those sent)", who: "owner", body: { type: "object", description: "item name → value (docs/api.md, Configuration items)" }, answer: [200, "ConfigExport"] },
   {
@@ -218,6 +218,7 @@ const schemaOf = (spec: Model | [Model] | Record<string, unknown>) =>
 
 const WHO: Record<Who, string> = {
   none: "No key needed.",
+  optional: "No key needed: without one the public prices; with a key, the account's own (its Resources must allow the path).",
   any: "Any account whose Resources allow the path.",
   manager: "An account that manages accounts (its Resources allow /x-users).",
   owner: "Owner accounts only.",
@@ -243,6 +244,8 @@ export function openApiDocument(version: string): Record<string, unknown> {
       summary: op.summary,
       description: WHO[op.who],
       ...(op.who === "none" ? { security: [] } : {}),
+      // OpenAPI's optional authentication: the empty requirement, or the bearer.
+      ...(op.who === "optional" ? { security: [{}, { apiKey: [] }] } : {}),
       parameters: [
         ...(op.params ?? []).map((param) => ({
           name: param.name,

@@ -120,3 +120,33 @@ describe("provider keys: every form `fields` selects is an answer the document d
     expect(refused.body.error.param).toBe("fields");
   });
 });
+
+/** Every operation in the document, with a concrete path (each path parameter `1`). */
+function operations(): Array<{ method: string; template: string; path: string; op: Schema }> {
+  return Object.entries(doc.paths).flatMap(([template, methods]) =>
+    Object.entries(methods).map(([method, op]) => ({ method: method.toUpperCase(), template, path: template.replace(/\{\w+\}/g, "1"), op })),
+  );
+}
+
+/** Whether the document lets the operation be called without a key: no requirement, or an empty one among its alternatives. */
+function anonymousAllowed(op: Schema): boolean {
+  const requirements = (op.security ?? doc.security) as Schema[];
+  return requirements.length === 0 || requirements.some((requirement) => Object.keys(requirement).length === 0);
+}
+
+describe("security: the document says which operations need a key, and they are those the router refuses without one", () => {
+  // GET /x-pricing answers the public prices without a key (spec 4.4, 5.2), but the
+  // document applied the global bearer requirement to it: a generated client demanded a
+  // key for it, and an integrator reading the document believed the prices were private.
+  test("without a key: 401 exactly where the document requires the bearer", async () => {
+    const wrong: string[] = [];
+    for (const { method, template, path, op } of operations()) {
+      const reply = await api(router, path, { method, key: null, body: method === "GET" ? undefined : {} });
+      if ((reply.status === 401) === anonymousAllowed(op)) wrong.push(`${method} ${template}: ${reply.status}, anonymous ${anonymousAllowed(op) ? "allowed" : "refused"} in the document`);
+    }
+    expect(wrong).toEqual([]);
+    expect(anonymousAllowed(operation("GET", "/x-pricing"))).toBe(true);
+    // With a key it still takes the bearer (the account's own prices).
+    expect(operation("GET", "/x-pricing").security).toContainEqual({ apiKey: [] });
+  });
+});
