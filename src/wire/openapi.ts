@@ -213,7 +213,7 @@ const OPERATIONS: Operation[] = [
   { method: "delete", path: "/x-news/{id}", summary: "Delete a notice (its author or an owner)", who: "any", params: [p("id", "a notice ID")], answer: [200, "NoticeDeleted"] },
 ];
 
-const schemaOf = (spec: Model | [Model] | Record<string, unknown>) =>
+const schemaOf = (spec: Model | [Model] | Record<string, unknown>): Record<string, unknown> =>
   typeof spec === "string" ? ref(spec) : Array.isArray(spec) ? { type: "array", items: ref(spec[0]!) } : spec;
 
 const WHO: Record<Who, string> = {
@@ -235,11 +235,24 @@ const IDEMPOTENCY_KEY = {
   schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
 };
 
+/** What every list answer (a JSON array) carries about its pages (spec 4.1; http/pagination.ts). */
+const PAGINATION_HEADERS: Record<string, string> = {
+  "X-Total-Count": "rows matching the filters, on every page",
+  "X-Total-Pages": "pages of X-Per-Page rows (0 when nothing matches)",
+  "X-Page": "this page, 1-based",
+  "X-Per-Page": "rows per page (the size asked for, or its default)",
+};
+const HEADERS = Object.fromEntries(
+  Object.entries(PAGINATION_HEADERS).map(([name, description]) => [name, { description, required: true, schema: { type: "integer", minimum: 0 } }]),
+);
+const pageHeaders = Object.fromEntries(Object.keys(PAGINATION_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+
 /** The OpenAPI 3.1 document of the management API. */
 export function openApiDocument(version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const op of OPERATIONS) {
     const [status, answer] = op.answer;
+    const success = schemaOf(answer);
     (paths[op.path] ??= {})[op.method] = {
       summary: op.summary,
       description: WHO[op.who],
@@ -258,7 +271,11 @@ export function openApiDocument(version: string): Record<string, unknown> {
       ],
       ...(op.body && { requestBody: { required: true, content: { "application/json": { schema: schemaOf(op.body) } } } }),
       responses: {
-        [status]: { description: "Success", content: { [op.path === "/metrics" ? "text/plain" : "application/json"]: { schema: schemaOf(answer) } } },
+        [status]: {
+          description: "Success",
+          ...(success.type === "array" && { headers: pageHeaders }),
+          content: { [op.path === "/metrics" ? "text/plain" : "application/json"]: { schema: success } },
+        },
         default: { description: "An error in the OpenAI envelope (docs/api.md, Error envelopes)", content: { "application/json": { schema: ref("Error") } } },
       },
     };
@@ -279,7 +296,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
   return {
     openapi: "3.1.0",
     info: { title: "router management API", version, description: "Accounts, provider keys, configuration, usage and notices. Model endpoints follow the OpenAI, Anthropic and Gemini APIs (docs/api.md)." },
-    components: { schemas, securitySchemes: { apiKey: { type: "http", scheme: "bearer" } } },
+    components: { schemas, headers: HEADERS, securitySchemes: { apiKey: { type: "http", scheme: "bearer" } } },
     security: [{ apiKey: [] }],
     paths,
   };

@@ -10,7 +10,7 @@ import { startRouter, type TestRouter } from "../helpers/router.ts";
  */
 
 type Schema = Record<string, any>;
-type OpenApi = { paths: Record<string, Record<string, Schema>>; components: { schemas: Record<string, Schema> } } & Schema;
+type OpenApi = { paths: Record<string, Record<string, Schema>>; components: { schemas: Record<string, Schema>; headers: Record<string, Schema> } } & Schema;
 
 /** Where `value` breaks `schema` (JSON Schema 2020-12, the keywords the document uses), as "path: what". */
 function faults(doc: OpenApi, schema: Schema, value: unknown, path = "$"): string[] {
@@ -148,5 +148,30 @@ describe("security: the document says which operations need a key, and they are 
     expect(anonymousAllowed(operation("GET", "/x-pricing"))).toBe(true);
     // With a key it still takes the bearer (the account's own prices).
     expect(operation("GET", "/x-pricing").security).toContainEqual({ apiKey: [] });
+  });
+});
+
+describe("lists: the pagination headers the router sends are declared", () => {
+  // Spec 4.1: list answers carry X-Total-Count, X-Total-Pages, X-Page and X-Per-Page.
+  // The document declared no header at all, so a generated client could not read the
+  // total or page count of /x-users, /x-dna, /x-keys, /x-requests or /x-news.
+  const PAGINATION = ["X-Total-Count", "X-Total-Pages", "X-Page", "X-Per-Page"];
+  test("every operation that answers them declares all four, as integers, and only those", async () => {
+    const wrong: string[] = [];
+    for (const { method, template, path, op } of operations()) {
+      if (method !== "GET" || template.includes("{")) continue;
+      const reply = await api(router, path === "/x-route" ? "/x-route?model=gpt-4o" : path);
+      if (reply.status !== 200) continue;
+      const sent = PAGINATION.filter((name) => reply.headers.has(name));
+      const headers = op.responses["200"].headers ?? {};
+      const names = Object.keys(headers);
+      if (JSON.stringify(names.filter((n) => PAGINATION.includes(n))) !== JSON.stringify(sent)) wrong.push(`${template}: sends ${sent}, declares ${names}`);
+      for (const name of sent) {
+        const schema = headers[name]?.$ref ? doc.components.headers[String(headers[name].$ref).split("/").pop()!]?.schema : headers[name]?.schema;
+        if (schema?.type !== "integer" || !/^\d+$/.test(reply.headers.get(name)!)) wrong.push(`${template}: ${name} ${reply.headers.get(name)} against ${JSON.stringify(schema)}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+    expect(Object.keys(operation("GET", "/x-users").responses["200"].headers ?? {})).toEqual(PAGINATION);
   });
 });
