@@ -14,7 +14,12 @@ import * as keys from "./provider-keys.ts";
 import * as requests from "./requests.ts";
 import * as route from "./route.ts";
 import * as usage from "./usage.ts";
-import { KEY_RECORD_FORMS } from "./constants.ts";
+import { KEY_FORMATS, KEY_RECORD_FORMS } from "./constants.ts";
+// The bounds the routes check, imported so that the document states the same numbers.
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../http/pagination.ts";
+import { LOG_MAX_PAGE_SIZE, LOG_PAGE_SIZE } from "../admin/oplog/query.ts";
+import { MAX_RANGE_DAYS } from "../metering/reports/dates.ts";
+import { ACCOUNT_ORDERS } from "../store/store.ts";
 
 /** The models published under `components.schemas`, by name. */
 const MODELS: Record<string, TSchema> = {
@@ -59,6 +64,8 @@ interface Parameter {
   description: string;
   /** More of the parameter's schema: its values (`enum`), range and default, as the server checks them. */
   schema?: Record<string, unknown>;
+  /** A query parameter the route refuses to go without (path parameters always are). */
+  required?: boolean;
 }
 
 interface Operation {
@@ -76,20 +83,24 @@ const ref = (model: string) => ({ $ref: `#/components/schemas/${model}` });
 const q = (name: string, type: Parameter["type"], description: string, schema?: Parameter["schema"]): Parameter => ({ name, in: "query", type, description, schema });
 const p = (name: string, description: string): Parameter => ({ name, in: "path", type: "string", description });
 
-const PAGE = [q("page", "integer", "1-based page (default 1)"), q("size", "integer", "rows per page (default 20, at most 100)")];
+const pageOf = (size: number, max: number) => [
+  q("page", "integer", "1-based page; past the last, an empty page", { minimum: 1, default: 1 }),
+  q("size", "integer", `rows per page (default ${size}, at most ${max})`, { minimum: 1, maximum: max, default: size }),
+];
+const PAGE = pageOf(DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
 const ACCOUNT_LIST = [
   ...PAGE,
   q("id", "integer", "an account ID"),
   q("level", "integer", "depth below the caller"),
   q("name", "string", "case-insensitive substring of the name"),
   q("email", "string", "case-insensitive substring of the email"),
-  q("order", "string", "id, -id, name, -name, email, -email, created, -created, level, -level (default id)"),
+  q("order", "string", "the sort, descending with a leading -", { enum: [...ACCOUNT_ORDERS], default: "id" }),
 ];
 const RANGE = [
   q("date", "string", "one day, YYYY-MM-DD"),
   q("start", "string", "first day, YYYY-MM-DD"),
   q("end", "string", "last day, YYYY-MM-DD (with start)"),
-  q("days", "integer", "the last N business days, today included (1 to 366)"),
+  q("days", "integer", `the last N business days, today included (1 to ${MAX_RANGE_DAYS})`, { minimum: 1, maximum: MAX_RANGE_DAYS }),
 ];
 const FIELDS = q(
   "fields",
@@ -123,7 +134,7 @@ const OPERATIONS: Operation[] = [
     path: "/dashboard/logs",
     summary: "The operation log, newest first",
     who: "owner",
-    params: [...PAGE, q("action", "string", "an action, or a pattern with *"), q("target", "integer", "an account ID"), q("since", "string", "a date or an instant"), q("until", "string", "a date or an instant")],
+    params: [...pageOf(LOG_PAGE_SIZE, LOG_MAX_PAGE_SIZE), q("action", "string", "an action, or a pattern with *"), q("target", "integer", "an account ID"), q("since", "string", "a date or an instant"), q("until", "string", "a date or an instant")],
     answer: [200, "LogPage"],
   },
 
@@ -150,7 +161,11 @@ const OPERATIONS: Operation[] = [
     path: "/x-route",
     summary: "How a call for a model by an account would be served now: rules, Levels, keys in pick order, price, limits",
     who: "manager",
-    params: [q("model", "string", "the model a client would ask for (required)"), q("account", "string", "an account (ID, name or email) of the caller's subtree; default the caller"), q("format", "string", "the client's API: openai (Chat Completions, default), responses, anthropic, gemini (`family` is accepted as its former name)")],
+    params: [
+      { ...q("model", "string", "the model a client would ask for"), required: true },
+      q("account", "string", "an account (ID, name or email) of the caller's subtree; default the caller"),
+      q("format", "string", "the client's API: openai (Chat Completions), responses, anthropic, gemini (`family` is accepted as its former name)", { enum: [...KEY_FORMATS], default: "openai" }),
+    ],
     answer: [200, "RouteExplanation"],
   },
   {
@@ -263,7 +278,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         ...(op.params ?? []).map((param) => ({
           name: param.name,
           in: param.in,
-          required: param.in === "path",
+          required: param.in === "path" || param.required === true,
           description: param.description,
           schema: { type: param.type, ...param.schema },
         })),

@@ -175,3 +175,69 @@ describe("lists: the pagination headers the router sends are declared", () => {
     expect(Object.keys(operation("GET", "/x-users").responses["200"].headers ?? {})).toEqual(PAGINATION);
   });
 });
+
+describe("query parameters: the ranges and defaults declared are those the router applies", () => {
+  // The document gave `page` and `size` no range or default in their schemas, and said in
+  // words "default 20" for /dashboard/logs, whose pages hold 24 rows (spec 8).
+  test("size: the declared default is the page size without it, the declared maximum is accepted and one more refused", async () => {
+    const checked: string[] = [];
+    for (const { method, template, path, op } of operations()) {
+      const size = (op.parameters as Schema[]).find((p) => p.name === "size");
+      if (method !== "GET" || !size) continue;
+      checked.push(template);
+      const { minimum, maximum, default: fallback } = size.schema;
+      expect({ template, minimum, maximum, integer: size.schema.type }).toEqual({ template, minimum: 1, maximum: 100, integer: "integer" });
+      const plain = await api(router, path);
+      expect(plain.status).toBe(200);
+      const applied = Number(plain.headers.get("x-per-page") ?? plain.body.size);
+      expect({ template, applied }).toEqual({ template, applied: fallback });
+      expect((await api(router, `${path}?size=${maximum}`)).status).toBe(200);
+      for (const bad of [maximum + 1, minimum - 1]) {
+        const refused = await api(router, `${path}?size=${bad}`);
+        expect({ template, bad, status: refused.status, param: refused.body?.error?.param }).toEqual({ template, bad, status: 400, param: "size" });
+      }
+      const page = (op.parameters as Schema[]).find((p) => p.name === "page");
+      expect({ template, page: page?.schema }).toEqual({ template, page: { type: "integer", minimum: 1, default: 1 } });
+      expect((await api(router, `${path}?page=0`)).status).toBe(400);
+    }
+    expect(checked.sort()).toEqual(["/dashboard/logs", "/x-dna", "/x-keys", "/x-news", "/x-requests", "/x-users"]);
+    expect(operation("GET", "/dashboard/logs").parameters.find((p: Schema) => p.name === "size").schema.default).toBe(24);
+  });
+
+  test("days on the bills: 1 to 366 as declared", async () => {
+    for (const template of ["/dashboard/bill", "/x-bill"]) {
+      const days = operation("GET", template).parameters.find((p: Schema) => p.name === "days");
+      expect(days.schema).toMatchObject({ type: "integer", minimum: 1, maximum: 366 });
+      expect((await api(router, `${template}?days=366`)).status).toBe(200);
+      expect((await api(router, `${template}?days=367`)).status).toBe(400);
+      expect((await api(router, `${template}?days=0`)).status).toBe(400);
+    }
+  });
+});
+
+describe("query parameters: required ones and enumerations are declared as the router checks them", () => {
+  // /x-route refuses a call without `model` (400), which the document declared optional;
+  // `order` and `format` take fixed lists the document gave only in prose.
+  test("GET /x-route declares model required, as a call without it is refused", async () => {
+    const model = operation("GET", "/x-route").parameters.find((p: Schema) => p.name === "model");
+    const refused = await api(router, "/x-route");
+    expect({ status: refused.status, param: refused.body.error.param }).toEqual({ status: 400, param: "model" });
+    expect(model.required).toBe(true);
+    expect((await api(router, "/x-route?model=gpt-4o")).status).toBe(200);
+  });
+
+  test("each value an enumeration declares is accepted, and a value outside it is refused naming the parameter", async () => {
+    const cases: Array<[string, string, string]> = [
+      ["/x-users", "order", ""],
+      ["/x-dna", "order", ""],
+      ["/x-route", "format", "model=gpt-4o&"],
+    ];
+    for (const [template, name, base] of cases) {
+      const values = operation("GET", template).parameters.find((p: Schema) => p.name === name).schema.enum as string[] | undefined;
+      expect({ template, name, declared: Array.isArray(values) && values.length > 1 }).toEqual({ template, name, declared: true });
+      for (const value of values!) expect({ template, value, status: (await api(router, `${template}?${base}${name}=${encodeURIComponent(value)}`)).status }).toEqual({ template, value, status: 200 });
+      const refused = await api(router, `${template}?${base}${name}=sideways`);
+      expect({ status: refused.status, param: refused.body.error.param }).toEqual({ status: 400, param: name });
+    }
+  });
+});
