@@ -2,8 +2,8 @@ import { badRequest } from "../core/errors.ts";
 import { splitList } from "../routing/patterns.ts";
 import { parseRange } from "./ip-ranges.ts";
 import { ACCOUNT_NAME_RULE, ALIAS_RULE, isValidAccountName, isValidAlias, isValidEmail, normaliseEmail } from "./validation.ts";
-import { AccountBody, type ModelLimit, type ModelLimits } from "../wire/accounts.ts";
-import { bodyCheck } from "../wire/check.ts";
+import { AccountBody, AccountCreateBody, type ModelLimit, type ModelLimits } from "../wire/accounts.ts";
+import { bodyCheck, type FieldRules } from "../wire/check.ts";
 import { MODEL_LIMIT_MEMBERS, RATE_FIELDS, SPEND_FIELDS, type ModelLimitMember, type RateField, type SpendField } from "../wire/constants.ts";
 
 /** A creation or update body, checked field by field (spec 2.2). Absent fields are undefined; `null` clears. */
@@ -78,35 +78,36 @@ const isModelPattern = (entry: string) => /^[^\s,]+$/.test(entry);
  * (src/wire/accounts.ts); these are the rules of single fields a schema cannot state,
  * run in the model's field order. The caller-relative rules are `scope.ts`'s.
  */
-const checkAccountBody = bodyCheck(AccountBody, {
-  rules: {
-    Email: (email) => {
-      if (!isValidEmail(normaliseEmail(email))) throw badRequest(`Email "${email}" is not a valid address`, "Email");
-    },
-    Name: (name) => {
-      if (!isValidAccountName(name)) throw badRequest(ACCOUNT_NAME_RULE, "Name");
-    },
-    Alias: (alias) => {
-      if (alias !== null && !isValidAlias(alias)) throw badRequest(ALIAS_RULE, "Alias");
-    },
-    BillingEmail: (billing) => {
-      // "" and null both mean "the account's own email".
-      if (billing && !isValidEmail(normaliseEmail(billing))) throw badRequest(`BillingEmail "${billing}" is not a valid address`, "BillingEmail");
-    },
-    ModelLimits: (limits) => void parseModelLimits(limits),
-    AllowIPs: (value) => void allowIps(value),
-    AllowModels: (value) => void allowModels(value),
-    Resources: (value) => void resources(value),
+const ACCOUNT_RULES: FieldRules<typeof AccountBody> = {
+  Email: (email) => {
+    if (!isValidEmail(normaliseEmail(email))) throw badRequest(`Email "${email}" is not a valid address`, "Email");
   },
-});
+  Name: (name) => {
+    if (!isValidAccountName(name)) throw badRequest(ACCOUNT_NAME_RULE, "Name");
+  },
+  Alias: (alias) => {
+    if (alias !== null && !isValidAlias(alias)) throw badRequest(ALIAS_RULE, "Alias");
+  },
+  BillingEmail: (billing) => {
+    // "" and null both mean "the account's own email".
+    if (billing && !isValidEmail(normaliseEmail(billing))) throw badRequest(`BillingEmail "${billing}" is not a valid address`, "BillingEmail");
+  },
+  ModelLimits: (limits) => void parseModelLimits(limits),
+  AllowIPs: (value) => void allowIps(value),
+  AllowModels: (value) => void allowModels(value),
+  Resources: (value) => void resources(value),
+};
+const checkAccountBody = bodyCheck(AccountBody, { rules: ACCOUNT_RULES });
+/** Creation's model (Email required, no deduction) with the same field rules: the one `/openapi.json` publishes for it. */
+const checkCreateBody = bodyCheck(AccountCreateBody, { rules: ACCOUNT_RULES as FieldRules<typeof AccountCreateBody> });
 
 const allowIps = (value: string | null | undefined) => list(value, "AllowIPs", (e) => parseRange(e) !== undefined, "an IP address or CIDR range");
 const allowModels = (value: string | null | undefined) => list(value, "AllowModels", isModelPattern, "a model pattern");
 const resources = (value: string | null | undefined) => list(value, "Resources", isPathPattern, "an API path pattern (starting with /)");
 
 /** Reads an account body (creation and update accept the same fields) into the service's input, normalised. */
-export function readAccountInput(raw: Record<string, unknown>): AccountInput {
-  const body = checkAccountBody(raw);
+export function readAccountInput(raw: Record<string, unknown>, use: "create" | "update" = "update"): AccountInput {
+  const body = use === "create" ? checkCreateBody(raw) : checkAccountBody(raw);
   const input: AccountInput = { limits: {} };
   if (body.Email !== undefined) input.email = normaliseEmail(body.Email);
   if (body.Name !== undefined) input.name = body.Name;

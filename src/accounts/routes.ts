@@ -66,7 +66,7 @@ export function accountRoutes(deps: AccountRouteDeps & AuthPluginDeps, service: 
       "/x-users",
       async ({ principal, request, set }): Promise<CreatedAccount> => {
         manager(principal);
-        const input = readAccountInput(await readJsonObject(request, deps.config.maxBody));
+        const input = readAccountInput(await readJsonObject(request, deps.config.maxBody), "create");
         const { account, key } = await service.create(actor(principal, request), input);
         set.status = 201;
         return { ...(await record(account)), APIKey: key };

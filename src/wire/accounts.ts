@@ -61,6 +61,20 @@ export const AccountBody = Type.Object(
 );
 export type AccountBody = Static<typeof AccountBody>;
 
+/**
+ * `POST /x-users`: the same fields, but Email is required (spec 2.2) and the credit
+ * granted at creation cannot be a deduction, as the account has none to take from.
+ */
+export const AccountCreateBody = Type.Object(
+  {
+    ...AccountBody.properties,
+    Email: Type.String({ maxLength: 254 }),
+    CreditGranted: Type.Optional(Nullable(Credits({ minimum: 0, maximum: MAX_CREDIT_CHANGE, unit: "credits per change" }))),
+  },
+  { additionalProperties: false },
+);
+export type AccountCreateBody = Static<typeof AccountCreateBody>;
+
 /** `POST /x-users/batch-credit`: one credit change applied to each listed account. */
 export const BatchCreditBody = Type.Object(
   {

@@ -23,6 +23,26 @@ export const ConfigExport = Type.Object({
 });
 export type ConfigExport = Static<typeof ConfigExport>;
 
+/** `DELETE /x-config` with a body: the items to reset (without a body: PRICING). Names are the item table's to check. */
+export const ConfigResetBody = Type.Object(
+  { keys: Type.Array(Type.String({ minLength: 1, expected: "a configuration item name" }), { minItems: 1, expected: "a non-empty array of configuration item names" }) },
+  { additionalProperties: false },
+);
+export type ConfigResetBody = Static<typeof ConfigResetBody>;
+
+/** `POST /x-config/test-mail`: the recipient; without a body, `{}` or `null`, the caller's own address. */
+export const TestMailBody = Type.Object({ to: Type.Optional(Type.Union([Type.String(), Type.Null()], { expected: "a valid email address" })) }, { additionalProperties: false });
+export type TestMailBody = Static<typeof TestMailBody>;
+
+/** A test mail the server took. */
+export const TestMailResult = Type.Object({
+  object: Type.Literal("test_mail"),
+  sent: Type.Literal(true),
+  to: Type.String(),
+  response: Type.String({ description: "the SMTP server's final answer, e.g. 250 OK: queued" }),
+});
+export type TestMailResult = Static<typeof TestMailResult>;
+
 /**
  * Every configuration item, with what applies while it is not set (docs/api.md,
  * "Configuration items"). The server's item table (admin/config/items.ts) is typed by

@@ -24,6 +24,7 @@ import { ACCOUNT_ORDERS } from "../store/store.ts";
 /** The models published under `components.schemas`, by name. */
 const MODELS: Record<string, TSchema> = {
   AccountBody: accounts.AccountBody,
+  AccountCreateBody: accounts.AccountCreateBody,
   BatchCreditBody: accounts.BatchCreditBody,
   ManagedAccount: accounts.ManagedAccount,
   CreatedAccount: accounts.CreatedAccount,
@@ -34,6 +35,9 @@ const MODELS: Record<string, TSchema> = {
   CreditReport: accounts.CreditReport,
   BatchResult: accounts.BatchResult,
   ConfigExport: config.ConfigExport,
+  ConfigResetBody: config.ConfigResetBody,
+  TestMailBody: config.TestMailBody,
+  TestMailResult: config.TestMailResult,
   NoticeBody: notices.NoticeBody,
   Notice: notices.Notice,
   NoticeFeed: notices.NoticeFeed,
@@ -75,6 +79,8 @@ interface Operation {
   who: Who;
   params?: Parameter[];
   body?: Model | Record<string, unknown>;
+  /** The route also takes no body at all (what it does then is in the summary). */
+  bodyOptional?: true;
   /** The success status and its model (`[Model]` for a JSON array); a plain object for inline schemas. */
   answer: [number, Model | [Model] | Record<string, unknown>];
 }
@@ -139,7 +145,7 @@ const OPERATIONS: Operation[] = [
   },
 
   { method: "get", path: "/x-users", summary: "Direct accounts of the caller", who: "manager", params: ACCOUNT_LIST, answer: [200, ["ManagedAccount"]] },
-  { method: "post", path: "/x-users", summary: "Create a direct account (its API key is in the answer, once)", who: "manager", body: "AccountBody", answer: [201, "CreatedAccount"] },
+  { method: "post", path: "/x-users", summary: "Create a direct account (its API key is in the answer, once)", who: "manager", body: "AccountCreateBody", answer: [201, "CreatedAccount"] },
   { method: "get", path: "/x-users/{identifier}", summary: "One direct account", who: "manager", params: [IDENTIFIER], answer: [200, "ManagedAccount"] },
   { method: "put", path: "/x-users/{identifier}", summary: "Update an account of the caller's subtree", who: "manager", params: [IDENTIFIER], body: "AccountBody", answer: [200, "ManagedAccount"] },
   { method: "delete", path: "/x-users/{identifier}", summary: "Delete an account of the caller's subtree; its credit returns to its parent", who: "manager", params: [IDENTIFIER], answer: [200, "AccountDeleted"] },
@@ -193,18 +199,20 @@ const OPERATIONS: Operation[] = [
   {
     method: "delete",
     path: "/x-config",
-    summary: "Reset configuration items to their defaults",
+    summary: "Reset configuration items to their defaults (without a body: PRICING)",
     who: "owner",
-    body: { type: "object", properties: { keys: { type: "array", items: { type: "string" }, minItems: 1 } }, additionalProperties: false },
+    body: "ConfigResetBody",
+    bodyOptional: true,
     answer: [200, "ConfigExport"],
   },
   {
     method: "post",
     path: "/x-config/test-mail",
-    summary: "Send a test mail with the stored mail settings",
+    summary: "Send a test mail with the stored mail settings (without a body, or without to: to the caller's own address)",
     who: "owner",
-    body: { type: "object", properties: { to: { type: "string" } }, additionalProperties: false },
-    answer: [200, { type: "object" }],
+    body: "TestMailBody",
+    bodyOptional: true,
+    answer: [200, "TestMailResult"],
   },
 
   { method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID"), q("level", "integer", "a Level"), q("provider", "string", "a substring of the URL")], answer: [200, { type: "array", items: KEY_FORM }] },
@@ -284,7 +292,7 @@ export function openApiDocument(version: string): Record<string, unknown> {
         })),
         ...(op.method !== "get" && op.path.startsWith("/x-") ? [IDEMPOTENCY_KEY] : []),
       ],
-      ...(op.body && { requestBody: { required: true, content: { "application/json": { schema: schemaOf(op.body) } } } }),
+      ...(op.body && { requestBody: { required: !op.bodyOptional, content: { "application/json": { schema: schemaOf(op.body) } } } }),
       responses: {
         [status]: {
           description: "Success",

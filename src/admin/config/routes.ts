@@ -6,7 +6,7 @@ import { badRequest } from "../../core/errors.ts";
 import type { InvalidationBus } from "../../core/invalidation.ts";
 import type { Logger } from "../../core/log.ts";
 import type { AuthPluginDeps } from "../../http/auth-deps.ts";
-import { onlyFields, readBodyBytes, readJsonObject } from "../../http/body.ts";
+import { readBodyBytes, readJsonObject } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import { authPlugin } from "../../http/plugins.ts";
 import type { Tenant } from "../../tenancy/tenants.ts";
@@ -14,7 +14,8 @@ import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import type { State } from "../../state/state.ts";
 import { checkMailHost } from "./test-mail.ts";
 import type { OperationLog } from "../oplog/writer.ts";
-import type { ConfigExport } from "../../wire/config.ts";
+import { ConfigResetBody, type ConfigExport } from "../../wire/config.ts";
+import { bodyCheck } from "../../wire/check.ts";
 import { itemDef } from "./items.ts";
 import type { ConfigChange } from "./service.ts";
 import { sendTestMail } from "./test-mail.ts";
@@ -101,6 +102,8 @@ export function configRoutes(deps: ConfigRouteDeps & AuthPluginDeps) {
  * otherwise the body must be exactly `{"keys": [<item name>, ...]}` with at least
  * one name. Names are checked against the item table by the service.
  */
+const checkResetBody = bodyCheck(ConfigResetBody);
+
 async function readResetItems(request: Request, limit: number): Promise<string[]> {
   const text = new TextDecoder().decode(await readBodyBytes(request, limit));
   if (text.trim() === "") return [...DEFAULT_RESET_ITEMS];
@@ -113,17 +116,8 @@ async function readResetItems(request: Request, limit: number): Promise<string[]
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw badRequest('Request body must be a JSON object: {"keys": [<item name>, ...]}');
   }
-  onlyFields(body as Record<string, unknown>, ["keys"]);
-  const keys = (body as { keys?: unknown }).keys;
-  if (!Array.isArray(keys) || keys.length === 0) {
-    throw badRequest('"keys" must be a non-empty array of configuration item names', "keys");
-  }
-  const names: string[] = [];
-  for (const key of keys) {
-    if (typeof key !== "string" || key.trim() === "") {
-      throw badRequest('"keys" must contain only non-empty item names', "keys");
-    }
-    if (!names.includes(key)) names.push(key);
-  }
-  return names;
+  const { keys } = checkResetBody(body);
+  // Blank names the model's minLength lets through ("  ") are no names either.
+  if (keys.some((key) => key.trim() === "")) throw badRequest('"keys" must contain only non-empty item names', "keys");
+  return [...new Set(keys)];
 }

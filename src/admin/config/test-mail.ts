@@ -4,13 +4,15 @@ import type { ServeConfig } from "../../config.ts";
 import type { Clock } from "../../core/clock.ts";
 import { badRequest, HttpError, rateLimited } from "../../core/errors.ts";
 import { redact } from "../../core/redact.ts";
-import { onlyFields, parseJsonObject, readBodyBytes } from "../../http/body.ts";
+import { parseJsonObject, readBodyBytes } from "../../http/body.ts";
 import { clientIp } from "../../http/client-ip.ts";
 import type { Mailer } from "../../mail/mailer.ts";
 import type { AddressGuard } from "../../upstreams/address-policy.ts";
 import type { State, WindowCounter } from "../../state/state.ts";
 import type { OperationLog } from "../oplog/writer.ts";
 import { SECRET_MASK } from "./items.ts";
+import { bodyCheck } from "../../wire/check.ts";
+import { TestMailBody, type TestMailResult } from "../../wire/config.ts";
 import type { ConfigService } from "./service.ts";
 
 /**
@@ -37,25 +39,22 @@ export interface TestMailDeps {
   clock: Clock;
 }
 
-export interface TestMailResult {
-  object: "test_mail";
-  sent: true;
-  to: string;
-  /** The SMTP server's final answer, e.g. `250 OK: queued`. */
-  response: string;
-}
+export type { TestMailResult };
+
+const checkBody = bodyCheck(TestMailBody, {
+  rules: {
+    to: (to) => {
+      if (to !== null && !isValidEmail(normaliseEmail(to))) throw badRequest("to must be a valid email address", "to");
+    },
+  },
+});
 
 /** The recipient: `{"to": "<email>"}`, or the caller's own address when the body is empty or has no `to`. */
 async function recipient(request: Request, limit: number, fallback: string): Promise<string> {
   const bytes = await readBodyBytes(request, limit);
   if (new TextDecoder().decode(bytes).trim() === "") return fallback;
-  const body = parseJsonObject(bytes);
-  onlyFields(body, ["to"]);
-  if (body.to === undefined || body.to === null) return fallback;
-  if (typeof body.to !== "string" || !isValidEmail(normaliseEmail(body.to))) {
-    throw badRequest("to must be a valid email address", "to");
-  }
-  return normaliseEmail(body.to);
+  const { to } = checkBody(parseJsonObject(bytes));
+  return to === undefined || to === null ? fallback : normaliseEmail(to);
 }
 
 /**
