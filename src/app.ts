@@ -26,10 +26,10 @@ import { thrownResponse } from "./http/error-response.ts";
  * Composes every route plugin into one Elysia app. No side effects: the server
  * (or a test) decides when and where it listens.
  */
-/** Built on its first request: the same for the life of the process. */
-let openApi: Record<string, unknown> | undefined;
-
 export function createApp(deps: Deps, hot?: HotRoutes) {
+  // Built on its first request, for this app's configuration (the sign-up paths are
+  // served, and so described, only with --signup): the same for the life of the app.
+  let openApi: Record<string, unknown> | undefined;
   return new Elysia()
     .onError({ as: "global" }, ({ error, code, request, path }) => {
       const family = familyOfRequest(request, path);
@@ -42,7 +42,7 @@ export function createApp(deps: Deps, hot?: HotRoutes) {
     })
     .use(healthRoutes(deps))
     // The management API, described from the models that check its bodies (no key: it holds no secret).
-    .get("/openapi.json", () => (openApi ??= openApiDocument(VERSION)))
+    .get("/openapi.json", () => (openApi ??= openApiDocument(VERSION, deps.config)))
     .use(metricsRoutes(deps))
     .use(deps.config.signup ? signupRoutes(deps) : new Elysia())
     .use(dashboardAccountRoutes(deps))

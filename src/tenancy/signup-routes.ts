@@ -8,7 +8,9 @@ import type { OperationLog } from "../admin/oplog/writer.ts";
 import type { ServeConfig } from "../config.ts";
 import type { Clock } from "../core/clock.ts";
 import { badRequest, HttpError, notFound, rateLimited } from "../core/errors.ts";
-import { onlyFields, readJsonObject } from "../http/body.ts";
+import { readJsonObject } from "../http/body.ts";
+import { bodyCheck } from "../wire/check.ts";
+import { SignupBody, SignupConfirmBody, type SignupCreated, type SignupPending } from "../wire/signup.ts";
 import { clientIp } from "../http/client-ip.ts";
 import type { State, WindowCounter } from "../state/state.ts";
 
@@ -19,6 +21,19 @@ export const SIGNUP_MAILS_PER_ADDRESS_HOUR = 3;
 /** How long a mailed confirmation link stays valid. */
 const CONFIRM_TTL_MS = 24 * 3_600_000;
 const HOUR_MS = 3_600_000;
+
+/** The bodies' models (those /openapi.json publishes), with the domain's rules for the address and the name. */
+const checkSignup = bodyCheck(SignupBody, {
+  rules: {
+    Email: (email) => {
+      if (!isValidEmail(normaliseEmail(email))) throw badRequest("Email is required and must be a valid address", "Email");
+    },
+    Name: (name) => {
+      if (!isValidAccountName(name)) throw badRequest(ACCOUNT_NAME_RULE, "Name");
+    },
+  },
+});
+const checkConfirm = bodyCheck(SignupConfirmBody);
 
 const hash = (token: string) => createHash("sha256").update(token).digest("hex");
 
@@ -62,7 +77,7 @@ export function signupRoutes(deps: SignupRouteDeps) {
     }
   };
 
-  const create = async (email: string, name: string | undefined) => {
+  const create = async (email: string, name: string | undefined): Promise<SignupCreated> => {
     const { account, key } = await deps.owners.create({ email, name });
     await deps.oplog.write({ actorId: account.id, tenantId: account.id, action: "tenant.signup", targetId: account.id, details: { email: account.email } });
     return { object: "signup", ID: account.id, Email: account.email, Name: account.name, APIKey: key };
@@ -72,15 +87,10 @@ export function signupRoutes(deps: SignupRouteDeps) {
     .post(
       "/x-signup",
       async ({ request, set }) => {
-        const body = await readJsonObject(request, deps.config.maxBody);
-        onlyFields(body, ["Email", "Name"]);
-        const email = typeof body.Email === "string" ? normaliseEmail(body.Email) : "";
-        if (!isValidEmail(email)) throw badRequest("Email is required and must be a valid address", "Email");
-        // The Name is checked now: found bad at confirmation, the mailed token was spent for nothing.
-        if (body.Name !== undefined && (typeof body.Name !== "string" || !isValidAccountName(body.Name))) {
-          throw badRequest(ACCOUNT_NAME_RULE, "Name");
-        }
-        const name = body.Name as string | undefined;
+        // The Name is checked now too: found bad at confirmation, the mailed token was spent for nothing.
+        const body = checkSignup(await readJsonObject(request, deps.config.maxBody));
+        const email = normaliseEmail(body.Email);
+        const name = body.Name;
         await limit(request, transport ? email : undefined);
         if (!transport) {
           set.status = 201;
@@ -101,16 +111,14 @@ export function signupRoutes(deps: SignupRouteDeps) {
           throw new HttpError("upstream", "The confirmation mail could not be sent; try again later", { code: "signup_mail_failed" });
         }
         set.status = 202;
-        return { object: "signup", status: "confirmation_sent", Email: email };
+        return { object: "signup", status: "confirmation_sent", Email: email } satisfies SignupPending;
       },
       { parse: "none" },
     )
     .post(
       "/x-signup/confirm",
       async ({ request, set }) => {
-        const body = await readJsonObject(request, deps.config.maxBody);
-        onlyFields(body, ["token"]);
-        const token = typeof body.token === "string" ? body.token : "";
+        const { token } = checkConfirm(await readJsonObject(request, deps.config.maxBody));
         // Taken once: a second confirmation with the same token finds nothing.
         const entry = await deps.state.signups.take(hash(token), deps.clock.now());
         if (!entry) throw notFound("Unknown or expired confirmation token", "signup_token_invalid");

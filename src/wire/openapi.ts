@@ -14,6 +14,7 @@ import * as keys from "./provider-keys.ts";
 import * as requests from "./requests.ts";
 import * as route from "./route.ts";
 import * as usage from "./usage.ts";
+import * as signup from "./signup.ts";
 import { KEY_FORMATS, KEY_RECORD_FORMS } from "./constants.ts";
 // The bounds the routes check, imported so that the document states the same numbers.
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../http/pagination.ts";
@@ -56,6 +57,10 @@ const MODELS: Record<string, TSchema> = {
   RankedBill: usage.RankedBill,
   RequestRecord: requests.RequestRecord,
   RouteExplanation: route.RouteExplanation,
+  SignupBody: signup.SignupBody,
+  SignupConfirmBody: signup.SignupConfirmBody,
+  SignupCreated: signup.SignupCreated,
+  SignupPending: signup.SignupPending,
 };
 
 type Model = keyof typeof MODELS;
@@ -83,6 +88,12 @@ interface Operation {
   bodyOptional?: true;
   /** The success status and its model (`[Model]` for a JSON array); a plain object for inline schemas. */
   answer: [number, Model | [Model] | Record<string, unknown>];
+}
+
+/** What the served routes depend on: the sign-up paths exist only with --signup, and their answers follow --signup-smtp. */
+export interface DescribedConfig {
+  signup?: boolean;
+  signupSmtp?: string;
 }
 
 const ref = (model: string) => ({ $ref: `#/components/schemas/${model}` });
@@ -270,10 +281,25 @@ const HEADERS = Object.fromEntries(
 );
 const pageHeaders = Object.fromEntries(Object.keys(PAGINATION_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 
+/**
+ * Sign-up (BYOK, `--signup`): no key. With `--signup-smtp` the first call mails a token
+ * (202) and the confirmation creates the owner; without it the first call does.
+ */
+function signupOperations(config: DescribedConfig): Operation[] {
+  if (!config.signup) return [];
+  const created: Operation["answer"] = [201, "SignupCreated"];
+  return [
+    { method: "post", path: "/x-signup", summary: "Register the owner of a new, empty tenant (its API key in the answer, once)", who: "none", body: "SignupBody", answer: config.signupSmtp ? [202, "SignupPending"] : created },
+    { method: "post", path: "/x-signup/confirm", summary: "Confirm a sign-up with the mailed token (404 when used, wrong or expired)", who: "none", body: "SignupConfirmBody", answer: created },
+  ];
+}
+
+const operationsOf = (config: DescribedConfig): Operation[] => [...OPERATIONS, ...signupOperations(config)];
+
 /** The OpenAPI 3.1 document of the management API. */
-export function openApiDocument(version: string): Record<string, unknown> {
+export function openApiDocument(version: string, config: DescribedConfig = {}): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const op of OPERATIONS) {
+  for (const op of operationsOf(config)) {
     const [status, answer] = op.answer;
     const success = schemaOf(answer);
     (paths[op.path] ??= {})[op.method] = {
@@ -326,4 +352,6 @@ export function openApiDocument(version: string): Record<string, unknown> {
 }
 
 /** Every operation's method and path in Elysia's form (`/x-users/:identifier`), for the test that holds this list to the app. */
-export const DESCRIBED_ROUTES = OPERATIONS.map((op) => `${op.method.toUpperCase()} ${op.path.replace(/\{(\w+)\}/g, ":$1")}`);
+export const describedRoutes = (config: DescribedConfig = {}) => operationsOf(config).map((op) => `${op.method.toUpperCase()} ${op.path.replace(/\{(\w+)\}/g, ":$1")}`);
+/** Those of a router without --signup. */
+export const DESCRIBED_ROUTES = describedRoutes();

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { api } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { createApp } from "../../src/app.ts";
+import { describedRoutes, openApiDocument } from "../../src/wire/openapi.ts";
 
 /**
  * Review of `GET /openapi.json` against the router it describes: integrators generate
@@ -294,5 +296,46 @@ describe("request bodies: one the document calls valid is accepted, one it calls
     const reply = await router.fetch("/x-config/test-mail", { method: "POST" });
     expect(((await reply.json()) as { error: { code: string } }).error.code).toBe("mail_not_configured");
     expect(validPerDocument("POST", "/x-config/test-mail", NO_BODY)).toBe(true);
+  });
+});
+
+describe("sign-up (--signup): its paths are described where they are served", () => {
+  // POST /x-signup and POST /x-signup/confirm are management paths (docs/api.md: the
+  // document covers every /x-* path) served with --signup, but the document, built once
+  // for every configuration, never listed them: an integrator building a sign-up page
+  // from it had no operation, body or answer to go by.
+  test("with --signup both are described, without a key, and answer as declared; without it neither is", async () => {
+    const byok = await startRouter({ config: { byok: true, signup: true } });
+    try {
+      const described = (await (await fetch(`${byok.url}/openapi.json`)).json()) as OpenApi;
+      const signup = described.paths["/x-signup"]?.post;
+      const confirm = described.paths["/x-signup/confirm"]?.post;
+      expect({ signup: signup !== undefined, confirm: confirm !== undefined }).toEqual({ signup: true, confirm: true });
+      for (const op of [signup!, confirm!]) expect(op.security).toEqual([]);
+      const check = (op: Schema, status: number, body: unknown) =>
+        faults(described, (op.responses[String(status)] ?? op.responses.default).content["application/json"].schema, body);
+      const bodySchema = signup!.requestBody.content["application/json"].schema;
+      const good = { Email: `signup-${Date.now()}@example.com`, Name: "tenant-one" };
+      expect(faults(described, bodySchema, good)).toEqual([]);
+      expect(faults(described, bodySchema, { Name: "tenant-two" })).not.toEqual([]);
+      const created = await api(byok, "/x-signup", { body: good, key: null });
+      expect(created.status).toBe(201);
+      expect(check(signup!, 201, created.body)).toEqual([]);
+      const refused = await api(byok, "/x-signup", { body: { Name: "tenant-two" }, key: null });
+      expect(refused.status).toBe(400);
+      expect(check(signup!, 400, refused.body)).toEqual([]);
+      const unknown = await api(byok, "/x-signup/confirm", { body: { token: "no-such-token" }, key: null });
+      expect(unknown.status).toBe(404);
+      expect(check(confirm!, 404, unknown.body)).toEqual([]);
+      // The routes this app serves are those described for its configuration, no more, no fewer.
+      const served = createApp(byok.deps).routes.map((route) => `${route.method} ${route.path}`).filter((route) => / \/(x-|dashboard|healthz|readyz|metrics|openapi)/.test(route));
+      expect(served.sort()).toEqual(describedRoutes(byok.deps.config).sort());
+    } finally {
+      await byok.stop();
+    }
+    expect(doc.paths["/x-signup"]).toBeUndefined();
+    // With --signup-smtp the sign-up answers 202 (a token mailed), and only the confirmation creates.
+    const mailed = openApiDocument("0", { signup: true, signupSmtp: "smtp://mail.example.com:587" }) as OpenApi;
+    expect(Object.keys(mailed.paths["/x-signup"]!.post!.responses)).toEqual(["202", "default"]);
   });
 });
