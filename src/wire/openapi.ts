@@ -78,6 +78,8 @@ interface Parameter {
 }
 
 interface Operation {
+  /** The operationId: a stable method name for generated clients, whatever the path's wording. */
+  id: string;
   method: "get" | "post" | "put" | "delete";
   path: string;
   summary: string;
@@ -134,20 +136,20 @@ const IDENTIFIER = p("identifier", "an account ID, name or email");
 const KEY_ID = p("id", "a provider key ID");
 
 const OPERATIONS: Operation[] = [
-  { method: "get", path: "/healthz", summary: "Liveness, with the state of the database and Redis", who: "none", answer: [200, { type: "object" }] },
-  { method: "get", path: "/readyz", summary: "Readiness: 503 while a dependency is down or a graceful stop began", who: "none", answer: [200, { type: "object" }] },
+  { id: "getHealth", method: "get", path: "/healthz", summary: "Liveness, with the state of the database and Redis", who: "none", answer: [200, { type: "object" }] },
+  { id: "getReadiness", method: "get", path: "/readyz", summary: "Readiness: 503 while a dependency is down or a graceful stop began", who: "none", answer: [200, { type: "object" }] },
   // Not open: it needs an owner key or the metrics token, both sent as the bearer.
-  { method: "get", path: "/metrics", summary: "Prometheus metrics", who: "metrics", answer: [200, { type: "string" }] },
-  { method: "get", path: "/openapi.json", summary: "This description", who: "none", answer: [200, { type: "object" }] },
+  { id: "getMetrics", method: "get", path: "/metrics", summary: "Prometheus metrics", who: "metrics", answer: [200, { type: "string" }] },
+  { id: "getOpenApi", method: "get", path: "/openapi.json", summary: "This description", who: "none", answer: [200, { type: "object" }] },
 
-  { method: "get", path: "/dashboard/status", summary: "The caller's account, level and balance", who: "any", answer: [200, "AccountStatus"] },
-  { method: "get", path: "/dashboard/credit", summary: "The caller's credit grants and balance", who: "any", answer: [200, "CreditReport"] },
-  { method: "get", path: "/dashboard/info", summary: "The caller's full account record", who: "any", answer: [200, "AccountInfo"] },
-  { method: "get", path: "/dashboard/live", summary: "Today's and this month's usage of the caller", who: "any", answer: [200, "LiveUsage"] },
-  { method: "get", path: "/dashboard/bill", summary: "The caller's bill over a range", who: "any", params: RANGE, answer: [200, "BillInfo"] },
-  { method: "get", path: "/dashboard/news", summary: "Unexpired notices addressed to the caller", who: "any", answer: [200, "NoticeFeed"] },
+  { id: "getStatus", method: "get", path: "/dashboard/status", summary: "The caller's account, level and balance", who: "any", answer: [200, "AccountStatus"] },
+  { id: "getCredit", method: "get", path: "/dashboard/credit", summary: "The caller's credit grants and balance", who: "any", answer: [200, "CreditReport"] },
+  { id: "getAccountInfo", method: "get", path: "/dashboard/info", summary: "The caller's full account record", who: "any", answer: [200, "AccountInfo"] },
+  { id: "getLiveUsage", method: "get", path: "/dashboard/live", summary: "Today's and this month's usage of the caller", who: "any", answer: [200, "LiveUsage"] },
+  { id: "getBill", method: "get", path: "/dashboard/bill", summary: "The caller's bill over a range", who: "any", params: RANGE, answer: [200, "BillInfo"] },
+  { id: "listNewsFeed", method: "get", path: "/dashboard/news", summary: "Unexpired notices addressed to the caller", who: "any", answer: [200, "NoticeFeed"] },
   {
-    method: "get",
+    id: "listOperationLog", method: "get",
     path: "/dashboard/logs",
     summary: "The operation log, newest first",
     who: "owner",
@@ -155,26 +157,26 @@ const OPERATIONS: Operation[] = [
     answer: [200, "LogPage"],
   },
 
-  { method: "get", path: "/x-users", summary: "Direct accounts of the caller", who: "manager", params: ACCOUNT_LIST, answer: [200, ["ManagedAccount"]] },
-  { method: "post", path: "/x-users", summary: "Create a direct account (its API key is in the answer, once)", who: "manager", body: "AccountCreateBody", answer: [201, "CreatedAccount"] },
-  { method: "get", path: "/x-users/{identifier}", summary: "One direct account", who: "manager", params: [IDENTIFIER], answer: [200, "ManagedAccount"] },
-  { method: "put", path: "/x-users/{identifier}", summary: "Update an account of the caller's subtree", who: "manager", params: [IDENTIFIER], body: "AccountBody", answer: [200, "ManagedAccount"] },
-  { method: "delete", path: "/x-users/{identifier}", summary: "Delete an account of the caller's subtree; its credit returns to its parent", who: "manager", params: [IDENTIFIER], answer: [200, "AccountDeleted"] },
-  { method: "post", path: "/x-users/batch-credit", summary: "Add or deduct credit for several accounts (DryRun previews)", who: "manager", body: "BatchCreditBody", answer: [200, "BatchResult"] },
-  { method: "get", path: "/x-dna", summary: "Every descendant of the caller", who: "manager", params: ACCOUNT_LIST, answer: [200, ["ManagedAccount"]] },
-  { method: "get", path: "/x-dna/{identifier}", summary: "One descendant", who: "manager", params: [IDENTIFIER], answer: [200, "ManagedAccount"] },
+  { id: "listAccounts", method: "get", path: "/x-users", summary: "Direct accounts of the caller", who: "manager", params: ACCOUNT_LIST, answer: [200, ["ManagedAccount"]] },
+  { id: "createAccount", method: "post", path: "/x-users", summary: "Create a direct account (its API key is in the answer, once)", who: "manager", body: "AccountCreateBody", answer: [201, "CreatedAccount"] },
+  { id: "getAccount", method: "get", path: "/x-users/{identifier}", summary: "One direct account", who: "manager", params: [IDENTIFIER], answer: [200, "ManagedAccount"] },
+  { id: "updateAccount", method: "put", path: "/x-users/{identifier}", summary: "Update an account of the caller's subtree", who: "manager", params: [IDENTIFIER], body: "AccountBody", answer: [200, "ManagedAccount"] },
+  { id: "deleteAccount", method: "delete", path: "/x-users/{identifier}", summary: "Delete an account of the caller's subtree; its credit returns to its parent", who: "manager", params: [IDENTIFIER], answer: [200, "AccountDeleted"] },
+  { id: "batchCredit", method: "post", path: "/x-users/batch-credit", summary: "Add or deduct credit for several accounts (DryRun previews)", who: "manager", body: "BatchCreditBody", answer: [200, "BatchResult"] },
+  { id: "listDescendants", method: "get", path: "/x-dna", summary: "Every descendant of the caller", who: "manager", params: ACCOUNT_LIST, answer: [200, ["ManagedAccount"]] },
+  { id: "getDescendant", method: "get", path: "/x-dna/{identifier}", summary: "One descendant", who: "manager", params: [IDENTIFIER], answer: [200, "ManagedAccount"] },
   {
-    method: "post",
+    id: "rotateOwnKey", method: "post",
     path: "/x-self",
     summary: "Rotate the caller's API key (the new key is in the answer, once)",
     who: "any",
     body: { type: "object", properties: { confirm: { type: "string", description: "YYYY-MM-DD-ROTATE-SELF with the server's date" } }, required: ["confirm"], additionalProperties: false },
     answer: [200, "RotatedKey"],
   },
-  { method: "get", path: "/x-bill", summary: "The bill of the caller's descendants (or one subtree), with the ranking", who: "manager", params: [...RANGE, q("user", "string", "one descendant (ID, name or email) and its subtree")], answer: [200, "RankedBill"] },
+  { id: "getDescendantsBill", method: "get", path: "/x-bill", summary: "The bill of the caller's descendants (or one subtree), with the ranking", who: "manager", params: [...RANGE, q("user", "string", "one descendant (ID, name or email) and its subtree")], answer: [200, "RankedBill"] },
 
   {
-    method: "get",
+    id: "explainRoute", method: "get",
     path: "/x-route",
     summary: "How a call for a model by an account would be served now: rules, Levels, keys in pick order, price, limits",
     who: "manager",
@@ -186,7 +188,7 @@ const OPERATIONS: Operation[] = [
     answer: [200, "RouteExplanation"],
   },
   {
-    method: "get",
+    id: "listRequests", method: "get",
     path: "/x-requests",
     summary: "Model calls, newest first: an owner's tenant, a manager's subtree (no key ids), any account's own (404 request_log_off when the router runs with --request-log-days 0)",
     who: "any",
@@ -203,12 +205,12 @@ const OPERATIONS: Operation[] = [
     ],
     answer: [200, ["RequestRecord"]],
   },
-  { method: "get", path: "/x-requests/{request_id}", summary: "One model call in full, with its attempts", who: "any", params: [p("request_id", "the X-Request-Id the router returned")], answer: [200, "RequestRecord"] },
-  { method: "get", path: "/x-pricing", summary: "The prices that apply (catalog and overrides)", who: "optional", answer: [200, "PricingAnswer"] },
-  { method: "get", path: "/x-config", summary: "Every configuration item", who: "owner", answer: [200, "ConfigExport"] },
-  { method: "put", path: "/x-config", summary: "Change configuration items (only those sent)", who: "owner", body: { type: "object", description: "item name → value (docs/api.md, Configuration items)" }, answer: [200, "ConfigExport"] },
+  { id: "getRequest", method: "get", path: "/x-requests/{request_id}", summary: "One model call in full, with its attempts", who: "any", params: [p("request_id", "the X-Request-Id the router returned")], answer: [200, "RequestRecord"] },
+  { id: "getPricing", method: "get", path: "/x-pricing", summary: "The prices that apply (catalog and overrides)", who: "optional", answer: [200, "PricingAnswer"] },
+  { id: "getConfig", method: "get", path: "/x-config", summary: "Every configuration item", who: "owner", answer: [200, "ConfigExport"] },
+  { id: "updateConfig", method: "put", path: "/x-config", summary: "Change configuration items (only those sent)", who: "owner", body: { type: "object", description: "item name → value (docs/api.md, Configuration items)" }, answer: [200, "ConfigExport"] },
   {
-    method: "delete",
+    id: "resetConfig", method: "delete",
     path: "/x-config",
     summary: "Reset configuration items to their defaults (without a body: PRICING)",
     who: "owner",
@@ -217,7 +219,7 @@ const OPERATIONS: Operation[] = [
     answer: [200, "ConfigExport"],
   },
   {
-    method: "post",
+    id: "sendTestMail", method: "post",
     path: "/x-config/test-mail",
     summary: "Send a test mail with the stored mail settings (without a body, or without to: to the caller's own address)",
     who: "owner",
@@ -226,15 +228,15 @@ const OPERATIONS: Operation[] = [
     answer: [200, "TestMailResult"],
   },
 
-  { method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID"), q("level", "integer", "a Level"), q("provider", "string", "a substring of the URL")], answer: [200, { type: "array", items: KEY_FORM }] },
-  { method: "post", path: "/x-keys", summary: "Add a provider key", who: "owner", params: [FIELDS], body: "ProviderKeyCreateBody", answer: [201, KEY_FORM] },
-  { method: "get", path: "/x-keys/{id}", summary: "One provider key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, KEY_FORM] },
-  { method: "put", path: "/x-keys/{id}", summary: "Update a provider key (a new SecretKey rotates it)", who: "owner", params: [KEY_ID, FIELDS], body: "ProviderKeyUpdateBody", answer: [200, KEY_FORM] },
-  { method: "delete", path: "/x-keys/{id}", summary: "Delete a provider key (force: even the last enabled key of a Level)", who: "owner", params: [KEY_ID, q("force", "boolean", "delete the last enabled key of a Level too")], answer: [200, "ProviderKeyDeleted"] },
-  { method: "post", path: "/x-keys/{id}/sleep", summary: "Put a key to sleep until woken", who: "owner", params: [KEY_ID, FIELDS], answer: [200, KEY_FORM] },
-  { method: "post", path: "/x-keys/{id}/wake", summary: "Wake a key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, KEY_FORM] },
+  { id: "listProviderKeys", method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID"), q("level", "integer", "a Level"), q("provider", "string", "a substring of the URL")], answer: [200, { type: "array", items: KEY_FORM }] },
+  { id: "createProviderKey", method: "post", path: "/x-keys", summary: "Add a provider key", who: "owner", params: [FIELDS], body: "ProviderKeyCreateBody", answer: [201, KEY_FORM] },
+  { id: "getProviderKey", method: "get", path: "/x-keys/{id}", summary: "One provider key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, KEY_FORM] },
+  { id: "updateProviderKey", method: "put", path: "/x-keys/{id}", summary: "Update a provider key (a new SecretKey rotates it)", who: "owner", params: [KEY_ID, FIELDS], body: "ProviderKeyUpdateBody", answer: [200, KEY_FORM] },
+  { id: "deleteProviderKey", method: "delete", path: "/x-keys/{id}", summary: "Delete a provider key (force: even the last enabled key of a Level)", who: "owner", params: [KEY_ID, q("force", "boolean", "delete the last enabled key of a Level too")], answer: [200, "ProviderKeyDeleted"] },
+  { id: "sleepProviderKey", method: "post", path: "/x-keys/{id}/sleep", summary: "Put a key to sleep until woken", who: "owner", params: [KEY_ID, FIELDS], answer: [200, KEY_FORM] },
+  { id: "wakeProviderKey", method: "post", path: "/x-keys/{id}/wake", summary: "Wake a key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, KEY_FORM] },
   {
-    method: "post",
+    id: "testProviderKey", method: "post",
     path: "/x-keys/{id}/test",
     summary: "The cheapest call the key allows (a model list, or a Vertex token), and what came of it in words",
     who: "owner",
@@ -242,9 +244,9 @@ const OPERATIONS: Operation[] = [
     answer: [200, { type: "object", properties: { ok: { type: "boolean" }, status: { type: ["integer", "null"] }, message: { type: "string" } }, required: ["ok", "status", "message"] }],
   },
 
-  { method: "get", path: "/x-news", summary: "Notices the caller published (and, for owners, every system-wide one)", who: "any", params: PAGE, answer: [200, ["Notice"]] },
-  { method: "post", path: "/x-news", summary: "Publish a notice", who: "any", body: "NoticeBody", answer: [201, "Notice"] },
-  { method: "delete", path: "/x-news/{id}", summary: "Delete a notice (its author or an owner)", who: "any", params: [p("id", "a notice ID")], answer: [200, "NoticeDeleted"] },
+  { id: "listNotices", method: "get", path: "/x-news", summary: "Notices the caller published (and, for owners, every system-wide one)", who: "any", params: PAGE, answer: [200, ["Notice"]] },
+  { id: "publishNotice", method: "post", path: "/x-news", summary: "Publish a notice", who: "any", body: "NoticeBody", answer: [201, "Notice"] },
+  { id: "deleteNotice", method: "delete", path: "/x-news/{id}", summary: "Delete a notice (its author or an owner)", who: "any", params: [p("id", "a notice ID")], answer: [200, "NoticeDeleted"] },
 ];
 
 const schemaOf = (spec: Model | [Model] | Record<string, unknown>): Record<string, unknown> =>
@@ -289,8 +291,8 @@ function signupOperations(config: DescribedConfig): Operation[] {
   if (!config.signup) return [];
   const created: Operation["answer"] = [201, "SignupCreated"];
   return [
-    { method: "post", path: "/x-signup", summary: "Register the owner of a new, empty tenant (its API key in the answer, once)", who: "none", body: "SignupBody", answer: config.signupSmtp ? [202, "SignupPending"] : created },
-    { method: "post", path: "/x-signup/confirm", summary: "Confirm a sign-up with the mailed token (404 when used, wrong or expired)", who: "none", body: "SignupConfirmBody", answer: created },
+    { id: "signUp", method: "post", path: "/x-signup", summary: "Register the owner of a new, empty tenant (its API key in the answer, once)", who: "none", body: "SignupBody", answer: config.signupSmtp ? [202, "SignupPending"] : created },
+    { id: "confirmSignUp", method: "post", path: "/x-signup/confirm", summary: "Confirm a sign-up with the mailed token (404 when used, wrong or expired)", who: "none", body: "SignupConfirmBody", answer: created },
   ];
 }
 
@@ -303,6 +305,7 @@ export function openApiDocument(version: string, config: DescribedConfig = {}): 
     const [status, answer] = op.answer;
     const success = schemaOf(answer);
     (paths[op.path] ??= {})[op.method] = {
+      operationId: op.id,
       summary: op.summary,
       description: WHO[op.who],
       ...(op.who === "none" ? { security: [] } : {}),

@@ -12,7 +12,7 @@ import { describedRoutes, openApiDocument } from "../../src/wire/openapi.ts";
  */
 
 type Schema = Record<string, any>;
-type OpenApi = { paths: Record<string, Record<string, Schema>>; components: { schemas: Record<string, Schema>; headers: Record<string, Schema> } } & Schema;
+type OpenApi = { paths: Record<string, Record<string, Schema>>; components: { schemas: Record<string, Schema>; headers: Record<string, Schema>; securitySchemes: Schema } } & Schema;
 
 /** Where `value` breaks `schema` (JSON Schema 2020-12, the keywords the document uses), as "path: what". */
 function faults(doc: OpenApi, schema: Schema, value: unknown, path = "$"): string[] {
@@ -337,5 +337,41 @@ describe("sign-up (--signup): its paths are described where they are served", ()
     // With --signup-smtp the sign-up answers 202 (a token mailed), and only the confirmation creates.
     const mailed = openApiDocument("0", { signup: true, signupSmtp: "smtp://mail.example.com:587" }) as OpenApi;
     expect(Object.keys(mailed.paths["/x-signup"]!.post!.responses)).toEqual(["202", "default"]);
+  });
+});
+
+describe("the document's own structure", () => {
+  // No operation had an operationId: generators then name methods from the path and
+  // method (getXUsersIdentifier, postXKeysIdSleep), names that change whenever a path is
+  // reworded, so every regenerated client broke its callers.
+  test("every operation has an operationId, unique and usable as a method name", () => {
+    const ids = operations().map(({ method, template, op }) => [`${method} ${template}`, op.operationId] as const);
+    expect(ids.filter(([, id]) => typeof id !== "string" || !/^[a-z][A-Za-z0-9]*$/.test(id))).toEqual([]);
+    expect(new Set(ids.map(([, id]) => id)).size).toBe(ids.length);
+  });
+
+  test("valid OpenAPI 3.1 in outline, every reference resolving, no secret or machine path, the same after a restart", async () => {
+    expect(doc).toMatchObject({ openapi: "3.1.0", info: { title: expect.any(String), version: expect.any(String) } });
+    expect(doc.components.securitySchemes).toEqual({ apiKey: { type: "http", scheme: "bearer" } });
+    const text = JSON.stringify(doc);
+    for (const [, pointer] of text.matchAll(/"\$ref":"#\/([^"]+)"/g)) {
+      const target = pointer!.split("/").reduce<unknown>((node, key) => (node as Record<string, unknown> | undefined)?.[key], doc);
+      expect({ pointer, resolves: target !== undefined }).toEqual({ pointer, resolves: true });
+    }
+    for (const { method, template, op } of operations()) {
+      const pathParams = [...template.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      const declaredPath = (op.parameters as Schema[]).filter((p) => p.in === "path").map((p) => p.name);
+      expect({ op: `${method} ${template}`, params: declaredPath }).toEqual({ op: `${method} ${template}`, params: pathParams });
+      expect(Object.keys(op.responses).some((status) => /^2\d\d$/.test(status))).toBe(true);
+    }
+    expect(text).not.toContain(router.ownerKey);
+    expect(text).not.toContain(router.dataDir);
+    expect(text).not.toMatch(/sk-rt-[A-Za-z0-9]{10}/);
+    const again = await startRouter();
+    try {
+      expect(await (await fetch(`${again.url}/openapi.json`)).json()).toEqual(doc);
+    } finally {
+      await again.stop();
+    }
   });
 });
