@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { DependencyMonitor } from "./dependencies.ts";
+import type { Health, Readiness } from "../wire/health.ts";
 
 /** Whether this instance is on its way out: set when a graceful stop begins. */
 export interface Lifecycle {
@@ -19,8 +20,8 @@ export interface HealthDeps {
  */
 export function healthRoutes(deps: HealthDeps) {
   return new Elysia()
-    .get("/healthz", () => ({ status: "ok", ...deps.dependencies.status() }))
-    .get("/readyz", ({ set }) => {
+    .get("/healthz", (): Health => ({ status: "ok", ...deps.dependencies.status() }))
+    .get("/readyz", ({ set }): Readiness => {
       const dependencies = deps.dependencies.status();
       const status = deps.lifecycle.stopping ? "stopping" : deps.dependencies.allUp() ? "ready" : "unavailable";
       if (status !== "ready") set.status = 503;

@@ -15,6 +15,7 @@ import * as requests from "./requests.ts";
 import * as route from "./route.ts";
 import * as usage from "./usage.ts";
 import * as signup from "./signup.ts";
+import * as health from "./health.ts";
 import { KEY_FORMATS, KEY_RECORD_FORMS } from "./constants.ts";
 // The bounds the routes check, imported so that the document states the same numbers.
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../http/pagination.ts";
@@ -57,6 +58,8 @@ const MODELS: Record<string, TSchema> = {
   RankedBill: usage.RankedBill,
   RequestRecord: requests.RequestRecord,
   RouteExplanation: route.RouteExplanation,
+  Health: health.Health,
+  Readiness: health.Readiness,
   SignupBody: signup.SignupBody,
   SignupConfirmBody: signup.SignupConfirmBody,
   SignupCreated: signup.SignupCreated,
@@ -90,6 +93,8 @@ interface Operation {
   bodyOptional?: true;
   /** The success status and its model (`[Model]` for a JSON array); a plain object for inline schemas. */
   answer: [number, Model | [Model] | Record<string, unknown>];
+  /** Another answer that is not an error (its body is not the error envelope). */
+  also?: [number, Model];
 }
 
 /** What the served routes depend on: the sign-up paths exist only with --signup, and their answers follow --signup-smtp. */
@@ -136,8 +141,8 @@ const IDENTIFIER = p("identifier", "an account ID, name or email");
 const KEY_ID = p("id", "a provider key ID");
 
 const OPERATIONS: Operation[] = [
-  { id: "getHealth", method: "get", path: "/healthz", summary: "Liveness, with the state of the database and Redis", who: "none", answer: [200, { type: "object" }] },
-  { id: "getReadiness", method: "get", path: "/readyz", summary: "Readiness: 503 while a dependency is down or a graceful stop began", who: "none", answer: [200, { type: "object" }] },
+  { id: "getHealth", method: "get", path: "/healthz", summary: "Liveness, with the state of the database and Redis", who: "none", answer: [200, "Health"] },
+  { id: "getReadiness", method: "get", path: "/readyz", summary: "Readiness: 503 while a dependency is down or a graceful stop began", who: "none", answer: [200, "Readiness"], also: [503, "Readiness"] },
   // Not open: it needs an owner key or the metrics token, both sent as the bearer.
   { id: "getMetrics", method: "get", path: "/metrics", summary: "Prometheus metrics", who: "metrics", answer: [200, { type: "string" }] },
   { id: "getOpenApi", method: "get", path: "/openapi.json", summary: "This description", who: "none", answer: [200, { type: "object" }] },
@@ -328,6 +333,7 @@ export function openApiDocument(version: string, config: DescribedConfig = {}): 
           ...(success.type === "array" && { headers: pageHeaders }),
           content: { [op.path === "/metrics" ? "text/plain" : "application/json"]: { schema: success } },
         },
+        ...(op.also && { [op.also[0]]: { description: "Not ready", content: { "application/json": { schema: ref(op.also[1]) } } } }),
         default: { description: "An error in the OpenAI envelope (docs/api.md, Error envelopes)", content: { "application/json": { schema: ref("Error") } } },
       },
     };

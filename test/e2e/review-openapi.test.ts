@@ -375,3 +375,25 @@ describe("the document's own structure", () => {
     }
   });
 });
+
+describe("health: /healthz and /readyz answers are declared, the readiness 503 included", () => {
+  // /readyz answers 503 {"status":"stopping"|"unavailable","database","redis"} for a load
+  // balancer, but the document declared only 200 (an untyped object) and, for every other
+  // status, the error envelope: a generated health check failed to read the 503 it exists for.
+  test("ready, then stopping: each answer keeps to the schema declared for its status", async () => {
+    const ready = await answerFaults("GET", "/readyz", "/readyz", { key: null });
+    expect({ status: ready.status, faults: ready.faults }).toEqual({ status: 200, faults: [] });
+    const health = await answerFaults("GET", "/healthz", "/healthz", { key: null });
+    expect({ status: health.status, faults: health.faults }).toEqual({ status: 200, faults: [] });
+    // Both are real schemas, not "any object".
+    expect(faults(doc, declared("GET", "/healthz", 200)!.content["application/json"].schema, { anything: 1 })).not.toEqual([]);
+    router.deps.lifecycle.stopping = true;
+    try {
+      const stopping = await answerFaults("GET", "/readyz", "/readyz", { key: null });
+      expect({ status: stopping.status, body: stopping.body.status, faults: stopping.faults }).toEqual({ status: 503, body: "stopping", faults: [] });
+      expect(operation("GET", "/readyz").responses["503"]).toBeDefined();
+    } finally {
+      router.deps.lifecycle.stopping = false;
+    }
+  });
+});
