@@ -2,12 +2,13 @@ import { Elysia } from "elysia";
 import { badRequest, forbidden } from "../core/errors.ts";
 import type { ServeConfig } from "../config.ts";
 import type { AuthPluginDeps } from "../http/auth-deps.ts";
-import { onlyFields, readJsonObject } from "../http/body.ts";
+import { readJsonObject } from "../http/body.ts";
+import { bodyCheck } from "../wire/check.ts";
 import { clientIp } from "../http/client-ip.ts";
 import { pageParams, paginationHeaders, positiveIntParam } from "../http/pagination.ts";
 import { authPlugin } from "../http/plugins.ts";
 import type { AccountOrder, AccountRow } from "../store/store.ts";
-import type { AccountDeleted, CreatedAccount, ManagedAccount, RotatedKey } from "../wire/accounts.ts";
+import { RotateSelfBody, type AccountDeleted, type CreatedAccount, type ManagedAccount, type RotatedKey } from "../wire/accounts.ts";
 import { canManage } from "./access.ts";
 import { runBatchCredit } from "./batch-credit.ts";
 import { readAccountInput } from "./input.ts";
@@ -21,6 +22,9 @@ export interface AccountRouteDeps {
 }
 
 /** Account management (spec 4.2), limited to the caller's subtree; `POST /x-self` for every account. */
+/** The rotation body's model (the one /openapi.json publishes); the date is the service's to check. */
+const checkRotate = bodyCheck(RotateSelfBody);
+
 export function accountRoutes(deps: AccountRouteDeps & AuthPluginDeps, service: AccountsService) {
   const record = async (row: AccountRow): Promise<ManagedAccount> => ({
     object: "account" as const,
@@ -110,8 +114,7 @@ export function accountRoutes(deps: AccountRouteDeps & AuthPluginDeps, service: 
     .post(
       "/x-self",
       async ({ principal, request }): Promise<RotatedKey> => {
-        const body = await readJsonObject(request, deps.config.maxBody);
-        onlyFields(body, ["confirm"]);
+        const body = checkRotate(await readJsonObject(request, deps.config.maxBody));
         const issued = await service.rotateKey(actor(principal, request), body.confirm);
         return { object: "api_key", ID: principal.account.id, APIKey: issued.key, KeyPrefix: issued.prefix };
       },

@@ -6,7 +6,7 @@
  * from a file or stdin, so they stay out of shell history.
  */
 import { readFileSync } from "node:fs";
-import type { ProviderKeyDeleted, ProviderKeyRecord, ProviderKeySummary } from "../wire/provider-keys.ts";
+import type { KeyTestResult, ProviderKeyDeleted, ProviderKeyRecord, ProviderKeySummary } from "../wire/provider-keys.ts";
 import { UsageError } from "./flags.ts";
 import {
   commandGroup,
@@ -247,7 +247,7 @@ const test = remoteCommand({
   args: idArg,
   check: (args) => void idArgument(args),
   async run({ args, client, json }) {
-    const { body } = await client.request<{ ok: boolean; status: number | null; message: string }>("POST", `/x-keys/${idArgument(args)}/test`);
+    const { body } = await client.request<KeyTestResult>("POST", `/x-keys/${idArgument(args)}/test`);
     if (json) printJson(body);
     else print(formatRecord([["OK", body.ok], ["Status", body.status ?? "no answer"], ["Message", body.message]], 300));
     if (!body.ok) process.exitCode = 1;

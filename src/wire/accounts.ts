@@ -152,6 +152,13 @@ export type AccountInfo = Static<typeof AccountInfo>;
 export const AccountDeleted = Type.Object({ object: Type.Literal("account"), ID: Count(), deleted: Type.Literal(true), CreditReturned: Credits() });
 export type AccountDeleted = Static<typeof AccountDeleted>;
 
+/** `POST /x-self`: the rotation's confirmation, which the service holds to today's server date. */
+export const RotateSelfBody = Type.Object(
+  { confirm: Type.String({ description: "YYYY-MM-DD-ROTATE-SELF with the server's date", expected: "<YYYY-MM-DD>-ROTATE-SELF with today's server date" }) },
+  { additionalProperties: false },
+);
+export type RotateSelfBody = Static<typeof RotateSelfBody>;
+
 /** `POST /x-self`: the caller's new API key. */
 export const RotatedKey = Type.Object({ object: Type.Literal("api_key"), ID: Count(), APIKey: Type.String(), KeyPrefix: Type.String() });
 export type RotatedKey = Static<typeof RotatedKey>;

@@ -157,3 +157,11 @@ export type ProviderKeyOverview = Static<typeof ProviderKeyOverview>;
 /** `DELETE /x-keys/:id`. */
 export const ProviderKeyDeleted = Type.Object({ id: Count(), object: Type.Literal("provider_key"), deleted: Type.Literal(true) });
 export type ProviderKeyDeleted = Static<typeof ProviderKeyDeleted>;
+
+/** `POST /x-keys/:id/test`: the cheapest call the key allows, and what came of it in words. */
+export const KeyTestResult = Type.Object({
+  ok: Type.Boolean(),
+  status: Nullable(Count(), { description: "the upstream's HTTP status; null when no answer came" }),
+  message: Type.String({ description: "what happened and what to do about it" }),
+});
+export type KeyTestResult = Static<typeof KeyTestResult>;

@@ -1,13 +1,8 @@
 import { useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
 import { describeError } from "../ui/feedback.tsx";
+import type { KeyTestResult } from "../lib/types.ts";
 
-/** `POST /x-keys/{id}/test`: the cheapest call the key allows, and what to do about its outcome. */
-interface KeyTestResult {
-  ok: boolean;
-  status: number | null;
-  message: string;
-}
 
 /** The Test button of a key's row and its outcome, shown in the row. */
 export function KeyTest(props: { id: number; label: string }) {

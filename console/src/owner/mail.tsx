@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { api } from "../lib/api.ts";
 import { isEmail } from "../lib/validate.ts";
+import type { TestMailResult } from "../lib/types.ts";
 import { ErrorNote, serverFieldError, Success } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
 import { useAction } from "../ui/use-load.ts";
@@ -48,7 +49,7 @@ export function MailSettings({ configs }: { configs: Configs }) {
   };
   const sendTest = () =>
     test.run(async () => {
-      const { data } = await api.post<{ to: string; response: string }>("/x-config/test-mail", to.trim() ? { to: to.trim() } : {});
+      const { data } = await api.post<TestMailResult>("/x-config/test-mail", to.trim() ? { to: to.trim() } : {});
       return `Test mail sent to ${data.to}. The server answered: ${data.response}`;
     });
   return (

@@ -15,12 +15,8 @@ import { adapterFor, type Adapters } from "../../upstreams/index.ts";
 import { joinProviderPath } from "../../upstreams/standard.ts";
 import { isAzureV1 } from "../../upstreams/azure.ts";
 
-export interface KeyTestResult {
-  ok: boolean;
-  /** The upstream's HTTP status, or null when no answer came. */
-  status: number | null;
-  message: string;
-}
+import type { KeyTestResult } from "../../wire/provider-keys.ts";
+export type { KeyTestResult };
 
 export interface KeyTestDeps {
   adapters: Adapters;
