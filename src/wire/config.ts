@@ -5,7 +5,7 @@
  * checked by the item table (admin/config/items.ts), so here they are unknown but for
  * the mapper items, whose text form clients parse (wire/mapper-text.ts).
  */
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static, type TSchema } from "@sinclair/typebox";
 
 const mapper = (format: string) =>
   Type.Optional(Type.String({ description: `${format} entries, comma-separated, in routing order; "" when set without entries` }));
@@ -22,6 +22,36 @@ export const ConfigExport = Type.Object({
   ]),
 });
 export type ConfigExport = Static<typeof ConfigExport>;
+
+const text = (maxLength: number) => Type.String({ maxLength });
+const mapperValue = (format: string) =>
+  Type.Union([Type.String({ description: `${format} entries, comma-separated` }), Type.Record(Type.String(), Type.Union([Type.String(), Type.Integer()]))]);
+const jsonItem = (what: string) => Type.Union([Type.Object({}, { additionalProperties: true, description: what }), Type.String({ description: `${what}, as JSON text` })]);
+
+/**
+ * The value each item takes in `PUT /x-config`, as the item table (admin/config/items.ts,
+ * typed by the same names) reads it; the table also checks what a type cannot say (the
+ * entries of a mapper, an address, PRICING's structure) and names the item at fault.
+ */
+const ITEM_VALUES: Record<ConfigItemName, TSchema> = {
+  MODEL_MAPPER: mapperValue("`<source_pattern>=<target_model>`"),
+  LEVEL_MAPPER: mapperValue("`<model_pattern>=<level>`"),
+  SWITCH_OVER: mapperValue("`<primary_level>=<backup_level>`"),
+  PRICING: jsonItem("the pricing structure (docs/api.md, The catalog and PRICING)"),
+  XAI_MAIL: text(254),
+  EMAIL_SMTP: text(253),
+  EMAIL_PORT: Type.Union([Type.Integer({ minimum: 1, maximum: 65535 }), Type.String({ pattern: "^\\s*\\d+\\s*$" })]),
+  EMAIL_AUTH: text(254),
+  EMAIL_PASS: Type.String({ maxLength: 1024, description: "******** keeps the stored password" }),
+  RESOURCES: Type.Union([Type.String(), Type.Array(Type.String())]),
+  MODEL_LIMITS: jsonItem("model pattern → {rpm, rph, rpd, tpm, tph, tpd}"),
+};
+
+/** `PUT /x-config`: some items and their new values; at least one, none unknown. */
+export const ConfigUpdateBody = Type.Object(
+  Object.fromEntries(Object.entries(ITEM_VALUES).map(([name, schema]) => [name, Type.Optional(schema)])),
+  { additionalProperties: false, minProperties: 1 },
+);
 
 /** `DELETE /x-config` with a body: the items to reset (without a body: PRICING). Names are the item table's to check. */
 export const ConfigResetBody = Type.Object(

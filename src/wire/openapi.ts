@@ -38,6 +38,7 @@ const MODELS: Record<string, TSchema> = {
   CreditReport: accounts.CreditReport,
   BatchResult: accounts.BatchResult,
   ConfigExport: config.ConfigExport,
+  ConfigUpdateBody: config.ConfigUpdateBody,
   ConfigResetBody: config.ConfigResetBody,
   TestMailBody: config.TestMailBody,
   TestMailResult: config.TestMailResult,
@@ -215,7 +216,7 @@ const OPERATIONS: Operation[] = [
   { id: "getRequest", method: "get", path: "/x-requests/{request_id}", summary: "One model call in full, with its attempts", who: "any", params: [p("request_id", "the X-Request-Id the router returned")], answer: [200, "RequestRecord"] },
   { id: "getPricing", method: "get", path: "/x-pricing", summary: "The prices that apply (catalog and overrides)", who: "optional", answer: [200, "PricingAnswer"] },
   { id: "getConfig", method: "get", path: "/x-config", summary: "Every configuration item", who: "owner", answer: [200, "ConfigExport"] },
-  { id: "updateConfig", method: "put", path: "/x-config", summary: "Change configuration items (only those sent)", who: "owner", body: { type: "object", description: "item name → value (docs/api.md, Configuration items)" }, answer: [200, "ConfigExport"] },
+  { id: "updateConfig", method: "put", path: "/x-config", summary: "Change configuration items (only those sent)", who: "owner", body: "ConfigUpdateBody", answer: [200, "ConfigExport"] },
   {
     id: "resetConfig", method: "delete",
     path: "/x-config",
