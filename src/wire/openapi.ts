@@ -286,10 +286,13 @@ const PAGINATION_HEADERS: Record<string, string> = {
   "X-Page": "this page, 1-based",
   "X-Per-Page": "rows per page (the size asked for, or its default)",
 };
-const HEADERS = Object.fromEntries(
-  Object.entries(PAGINATION_HEADERS).map(([name, description]) => [name, { description, required: true, schema: { type: "integer", minimum: 0 } }]),
-);
-const pageHeaders = Object.fromEntries(Object.keys(PAGINATION_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+const HEADERS: Record<string, unknown> = {
+  ...Object.fromEntries(Object.entries(PAGINATION_HEADERS).map(([name, description]) => [name, { description, required: true, schema: { type: "integer", minimum: 0 } }])),
+  // Every answer's id: what GET /x-requests/{request_id} and the server log are keyed by (docs/api.md, Request ids and logs).
+  "X-Request-Id": { description: "this request's id, in the server log and the request log", required: true, schema: { type: "string", pattern: "^req_[0-9a-f]{32}$" } },
+  "Idempotent-Replayed": { description: "the answer kept for this Idempotency-Key, sent again; nothing was written", schema: { type: "string", enum: ["true"] } },
+};
+const headerRefs = (names: readonly string[]) => Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 
 /**
  * Sign-up (BYOK, `--signup`): no key. With `--signup-smtp` the first call mails a token
@@ -312,6 +315,8 @@ export function openApiDocument(version: string, config: DescribedConfig = {}): 
   for (const op of operationsOf(config)) {
     const [status, answer] = op.answer;
     const success = schemaOf(answer);
+    // Writes on /x- paths by an account; sign-up has no account to hold the key, and ignores it.
+    const idempotent = op.method !== "get" && op.path.startsWith("/x-") && op.who !== "none";
     (paths[op.path] ??= {})[op.method] = {
       operationId: op.id,
       summary: op.summary,
@@ -327,17 +332,17 @@ export function openApiDocument(version: string, config: DescribedConfig = {}): 
           description: param.description,
           schema: { type: param.type, ...param.schema },
         })),
-        ...(op.method !== "get" && op.path.startsWith("/x-") ? [IDEMPOTENCY_KEY] : []),
+        ...(idempotent ? [IDEMPOTENCY_KEY] : []),
       ],
       ...(op.body && { requestBody: { required: !op.bodyOptional, content: { "application/json": { schema: schemaOf(op.body) } } } }),
       responses: {
         [status]: {
           description: "Success",
-          ...(success.type === "array" && { headers: pageHeaders }),
+          headers: headerRefs(["X-Request-Id", ...(success.type === "array" ? Object.keys(PAGINATION_HEADERS) : []), ...(idempotent ? ["Idempotent-Replayed"] : [])]),
           content: { [op.path === "/metrics" ? "text/plain" : "application/json"]: { schema: success } },
         },
-        ...(op.also && { [op.also[0]]: { description: "Not ready", content: { "application/json": { schema: ref(op.also[1]) } } } }),
-        default: { description: "An error in the OpenAI envelope (docs/api.md, Error envelopes)", content: { "application/json": { schema: ref("Error") } } },
+        ...(op.also && { [op.also[0]]: { description: "Not ready", headers: headerRefs(["X-Request-Id"]), content: { "application/json": { schema: ref(op.also[1]) } } } }),
+        default: { description: "An error in the OpenAI envelope (docs/api.md, Error envelopes)", headers: headerRefs(["X-Request-Id"]), content: { "application/json": { schema: ref("Error") } } },
       },
     };
   }

@@ -175,7 +175,7 @@ describe("lists: the pagination headers the router sends are declared", () => {
       }
     }
     expect(wrong).toEqual([]);
-    expect(Object.keys(operation("GET", "/x-users").responses["200"].headers ?? {})).toEqual(PAGINATION);
+    expect(Object.keys(operation("GET", "/x-users").responses["200"].headers ?? {}).filter((name) => PAGINATION.includes(name))).toEqual(PAGINATION);
   });
 });
 
@@ -319,6 +319,8 @@ describe("sign-up (--signup): its paths are described where they are served", ()
       const confirm = described.paths["/x-signup/confirm"]?.post;
       expect({ signup: signup !== undefined, confirm: confirm !== undefined }).toEqual({ signup: true, confirm: true });
       for (const op of [signup!, confirm!]) expect(op.security).toEqual([]);
+      // No account holds a sign-up's Idempotency-Key: the header is ignored there (docs/api.md).
+      for (const op of [signup!, confirm!]) expect((op.parameters as Schema[]).map((p) => p.name)).not.toContain("Idempotency-Key");
       const check = (op: Schema, status: number, body: unknown) =>
         faults(described, (op.responses[String(status)] ?? op.responses.default).content["application/json"].schema, body);
       const bodySchema = signup!.requestBody.content["application/json"].schema;
@@ -402,5 +404,33 @@ describe("health: /healthz and /readyz answers are declared, the readiness 503 i
     } finally {
       router.deps.lifecycle.stopping = false;
     }
+  });
+});
+
+describe("response headers integrators rely on are declared", () => {
+  // Every answer carries X-Request-Id, the id GET /x-requests/{request_id} and the logs
+  // are keyed by, and a write replayed under its Idempotency-Key says so with
+  // Idempotent-Replayed: true; the document declared neither, so a generated client
+  // dropped both.
+  test("X-Request-Id on every answer, success and error; Idempotent-Replayed on the writes that take an Idempotency-Key", async () => {
+    const requestIdOf = (response: Schema) => (response.headers?.["X-Request-Id"]?.$ref ? doc.components.headers["X-Request-Id"] : response.headers?.["X-Request-Id"]);
+    const wrong: string[] = [];
+    for (const { method, template, op } of operations()) {
+      for (const [status, response] of Object.entries(op.responses as Record<string, Schema>)) {
+        if (!requestIdOf(response)) wrong.push(`${method} ${template} ${status}: no X-Request-Id`);
+      }
+      const takesKey = (op.parameters as Schema[]).some((p) => p.name === "Idempotency-Key");
+      const success = Object.entries(op.responses as Record<string, Schema>).find(([status]) => /^2/.test(status))![1];
+      if (takesKey !== Boolean(success.headers?.["Idempotent-Replayed"])) wrong.push(`${method} ${template}: Idempotent-Replayed ${takesKey ? "not declared" : "declared without the key"}`);
+    }
+    expect(wrong).toEqual([]);
+    const pattern = new RegExp(requestIdOf(operation("GET", "/x-users").responses["200"]).schema.pattern);
+    for (const path of ["/x-users", "/x-keys/987654", "/openapi.json"]) expect((await router.fetch(path)).headers.get("x-request-id")).toMatch(pattern);
+    for (const path of ["/healthz", "/readyz", "/metrics"]) expect((await router.fetch(path)).headers.get("x-request-id")).toMatch(pattern);
+    const key = `openapi-${Date.now()}`;
+    const again = () => router.fetch("/x-news", { method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify({ title: "replayed", content: "once" }) });
+    const first = await again();
+    expect({ status: first.status, replayed: first.headers.get("idempotent-replayed") }).toEqual({ status: 201, replayed: null });
+    expect((await again()).headers.get("idempotent-replayed")).toBe("true");
   });
 });
