@@ -4,7 +4,7 @@
  * body's field names, so a record read back can be sent again as an update.
  */
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { Count, Credits, Instant, Nullable } from "./common.ts";
+import { Count, Credits, Instant, Nullable, Text } from "./common.ts";
 import { MAX_CREDIT_CHANGE, MAX_RATES, MAX_SPEND_LIMIT, MODEL_LIMIT_MEMBERS, RATE_FIELDS, SPEND_FIELDS } from "./constants.ts";
 
 /** `{ [field]: schema }` for each of a constant list of field names. */
@@ -41,17 +41,17 @@ const SpendLimits = fieldsOf(SPEND_FIELDS, () => Nullable(Credits({ minimum: 0, 
  */
 export const AccountBody = Type.Object(
   {
-    Email: Type.Optional(Type.String({ maxLength: 254 })),
-    Name: Type.Optional(Type.String({ maxLength: 63 })),
-    Alias: Type.Optional(Nullable(Type.String({ maxLength: 100 }))),
-    BillingEmail: Type.Optional(Nullable(Type.String({ maxLength: 254 }))),
+    Email: Type.Optional(Text({ maxLength: 254 })),
+    Name: Type.Optional(Text({ maxLength: 63, description: "4 to 63 characters with at least one letter, without @, /, \\, control characters or spaces at either end; generated when absent" })),
+    Alias: Type.Optional(Nullable(Text({ maxLength: 100 }))),
+    BillingEmail: Type.Optional(Nullable(Text({ maxLength: 254 }))),
     Rates: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: MAX_RATES })),
     ...Type.Partial(Type.Object(RateLimits)).properties,
     ...Type.Partial(Type.Object(SpendLimits)).properties,
     ModelLimits: Type.Optional(Nullable(ModelLimits)),
-    AllowIPs: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
-    AllowModels: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
-    Resources: Type.Optional(Nullable(Type.String({ maxLength: 4000 }))),
+    AllowIPs: Type.Optional(Nullable(Text({ maxLength: 4000 }))),
+    AllowModels: Type.Optional(Nullable(Text({ maxLength: 4000 }))),
+    Resources: Type.Optional(Nullable(Text({ maxLength: 4000 }))),
     /** Credit to add (positive) or deduct (negative). */
     CreditGranted: Type.Optional(Nullable(Credits({ minimum: -MAX_CREDIT_CHANGE, maximum: MAX_CREDIT_CHANGE, unit: "credits per change" }))),
     /** Validity in days of added credit. */
@@ -68,7 +68,7 @@ export type AccountBody = Static<typeof AccountBody>;
 export const AccountCreateBody = Type.Object(
   {
     ...AccountBody.properties,
-    Email: Type.String({ maxLength: 254 }),
+    Email: Text({ maxLength: 254 }),
     CreditGranted: Type.Optional(Nullable(Credits({ minimum: 0, maximum: MAX_CREDIT_CHANGE, unit: "credits per change" }))),
   },
   { additionalProperties: false },

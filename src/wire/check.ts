@@ -171,6 +171,15 @@ function rule(error: ValueError): string {
       return `hold at least ${String(s.minItems)} entries`;
     case ValueErrorType.ArrayMaxItems:
       return `hold at most ${String(s.maxItems)} entries`;
+    case ValueErrorType.Kind:
+      // Text (common.ts): a string whose lengths count characters.
+      if ((error.schema as TSchema)[Kind] === "Text") {
+        if (typeof error.value !== "string") return "be a string";
+        const length = [...error.value].length;
+        if (s.maxLength !== undefined && length > Number(s.maxLength)) return `be at most ${String(s.maxLength)} characters`;
+        return s.minLength === 1 ? "not be empty" : `be at least ${String(s.minLength)} characters`;
+      }
+      return `match its type (${error.message})`;
     default:
       // TypeBox's own wording ("Expected union value"): still names the field.
       return `match its type (${error.message})`;

@@ -4,7 +4,7 @@
  * back can be sent again as an update.
  */
 import { Type, type Static } from "@sinclair/typebox";
-import { Count, Credits, Instant, Nullable } from "./common.ts";
+import { Count, Credits, Instant, Nullable, Text } from "./common.ts";
 import { KEY_FORMATS, PROVIDER_TYPES, SLEEP_REASONS } from "./constants.ts";
 
 /** Model names and patterns a key serves, for model lists; when absent, what its upstream's own list says. */
@@ -56,11 +56,11 @@ export type ProviderConfig = Static<typeof ProviderConfig>;
 export const ProviderKeyCreateBody = Type.Object(
   {
     Provider: Type.String({ expected: "an https:// URL string" }),
-    SecretKey: Type.String({ minLength: 20 }),
+    SecretKey: Text({ minLength: 20 }),
     Level: Count({ minimum: 1, expected: "a positive integer" }),
     Status: Type.Boolean(),
     NoSleep: Type.Optional(Type.Boolean()),
-    Name: Type.Optional(Type.String({ maxLength: 100, expected: "a string of at most 100 characters" })),
+    Name: Type.Optional(Text({ maxLength: 100, expected: "a string of at most 100 characters" })),
     config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   },
   { additionalProperties: false },

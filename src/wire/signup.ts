@@ -1,12 +1,12 @@
 /** Sign-up on the wire (BYOK with `--signup`; docs/api.md, "Sign-up"): no key, a new tenant's owner. */
 import { Type, type Static } from "@sinclair/typebox";
-import { Count } from "./common.ts";
+import { Count, Text } from "./common.ts";
 
 /** `POST /x-signup`. The address and the name are also checked by the domain's rules (a valid address, a valid account name). */
 export const SignupBody = Type.Object(
   {
-    Email: Type.String({ maxLength: 254, expected: "a valid email address" }),
-    Name: Type.Optional(Type.String({ maxLength: 63, description: "4 to 63 characters with a letter; generated when absent" })),
+    Email: Text({ maxLength: 254, expected: "a valid email address" }),
+    Name: Type.Optional(Text({ maxLength: 63, description: "4 to 63 characters with a letter; generated when absent" })),
   },
   { additionalProperties: false },
 );

@@ -36,7 +36,9 @@ function faults(doc: OpenApi, schema: Schema, value: unknown, path = "$"): strin
     if (value < (schema.minimum ?? -Infinity) || value > (schema.maximum ?? Infinity) || value <= (schema.exclusiveMinimum ?? -Infinity)) out.push(`${path}: ${value} out of range`);
   }
   if (typeof value === "string") {
-    if (value.length < (schema.minLength ?? 0) || value.length > (schema.maxLength ?? Infinity)) out.push(`${path}: length out of range`);
+    // JSON Schema counts characters (code points), not UTF-16 units.
+    const length = [...value].length;
+    if (length < (schema.minLength ?? 0) || length > (schema.maxLength ?? Infinity)) out.push(`${path}: length out of range`);
     if (schema.pattern && !new RegExp(schema.pattern).test(value)) out.push(`${path}: does not match ${schema.pattern}`);
   }
   if (Array.isArray(value)) {
@@ -245,6 +247,9 @@ describe("query parameters: required ones and enumerations are declared as the r
   });
 });
 
+/** A letter outside the Basic Multilingual Plane (MATHEMATICAL SCRIPT CAPITAL A): one character, two UTF-16 units. */
+const ASTRAL = "\u{1D49C}";
+
 /** No body at all (not even `{}`). */
 const NO_BODY = Symbol("no body");
 
@@ -262,6 +267,9 @@ describe("request bodies: one the document calls valid is accepted, one it calls
   // declared to need a body the router does without (docs/api.md), and DELETE's
   // declared body took {} and {"keys": [...]} alike though only the second is accepted;
   // PUT /x-config's declared body was any object, {} and unknown items included.
+  // The spec's lengths are characters ("4 to 63 characters", spec 8), as JSON Schema's
+  // maxLength counts them, but the checks counted UTF-16 units: a Name of 40 letters
+  // outside the Basic Multilingual Plane was refused as "at most 63 characters".
   test("each case: the router's verdict is the document's", async () => {
     const email = () => `openapi-${Math.random().toString(36).slice(2, 10)}@example.com`;
     const cases: Array<[string, string, unknown]> = [
@@ -270,6 +278,11 @@ describe("request bodies: one the document calls valid is accepted, one it calls
       ["POST", "/x-users", { Email: email(), CreditGranted: -1 }],
       ["POST", "/x-users", { Email: email(), CreditGranted: 1, Rates: 1 }],
       ["POST", "/x-users", { Email: email(), Colour: "blue" }],
+      // 40 and 60 characters outside the Basic Multilingual Plane (80 and 120 UTF-16 units).
+      ["POST", "/x-users", { Email: email(), Name: `${ASTRAL.repeat(40)}`, Alias: ASTRAL.repeat(60) }],
+      ["POST", "/x-users", { Email: email(), Name: `${ASTRAL.repeat(64)}` }],
+      ["POST", "/x-keys", { ...KEY_BODY, Name: ASTRAL.repeat(60) }],
+      ["POST", "/x-keys", { ...KEY_BODY, Name: ASTRAL.repeat(101) }],
       ["PUT", "/x-config", {}],
       ["PUT", "/x-config", { NOPE: "1" }],
       ["PUT", "/x-config", { XAI_MAIL: 5 }],
