@@ -108,7 +108,7 @@ export interface DescribedConfig {
 
 const ref = (model: string) => ({ $ref: `#/components/schemas/${model}` });
 const q = (name: string, type: Parameter["type"], description: string, schema?: Parameter["schema"]): Parameter => ({ name, in: "query", type, description, schema });
-const p = (name: string, description: string): Parameter => ({ name, in: "path", type: "string", description });
+const p = (name: string, description: string, type: Parameter["type"] = "string", schema?: Parameter["schema"]): Parameter => ({ name, in: "path", type, description, schema });
 
 const pageOf = (size: number, max: number) => [
   q("page", "integer", "1-based page; past the last, an empty page", { minimum: 1, default: 1 }),
@@ -141,7 +141,7 @@ const KEY_FORM = {
   description: "the form the fields parameter selects",
 };
 const IDENTIFIER = p("identifier", "an account ID, name or email");
-const KEY_ID = p("id", "a provider key ID");
+const KEY_ID = p("id", "a provider key ID", "integer", { minimum: 1 });
 
 const OPERATIONS: Operation[] = [
   { id: "getHealth", method: "get", path: "/healthz", summary: "Liveness, with the state of the database and Redis", who: "none", answer: [200, "Health"] },

@@ -447,3 +447,16 @@ describe("response headers integrators rely on are declared", () => {
     expect((await again()).headers.get("idempotent-replayed")).toBe("true");
   });
 });
+
+describe("path parameters: a provider key's id is declared an integer, as the router reads it", () => {
+  // /x-keys/{id} refuses an id that is not a positive integer (400 naming id), but the
+  // document declared every path parameter a string: a typed client took any text.
+  test("the declared schema, and what the router says to text", async () => {
+    for (const [method, template] of [["GET", "/x-keys/{id}"], ["PUT", "/x-keys/{id}"], ["DELETE", "/x-keys/{id}"], ["POST", "/x-keys/{id}/sleep"], ["POST", "/x-keys/{id}/wake"], ["POST", "/x-keys/{id}/test"]] as const) {
+      const id = operation(method, template).parameters.find((p: Schema) => p.in === "path");
+      expect({ template, method, schema: id.schema }).toEqual({ template, method, schema: { type: "integer", minimum: 1 } });
+    }
+    const refused = await api(router, "/x-keys/first");
+    expect({ status: refused.status, param: refused.body.error.param }).toEqual({ status: 400, param: "id" });
+  });
+});
