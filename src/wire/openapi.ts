@@ -198,7 +198,7 @@ const OPERATIONS: Operation[] = [
   {
     id: "listRequests", method: "get",
     path: "/x-requests",
-    summary: "Model calls, newest first: an owner's tenant, a manager's subtree (no key ids), any account's own (404 request_log_off when the router runs with --request-log-days 0)",
+    summary: "Model calls, newest first: an owner's tenant, a manager's subtree (no key ids), any account's own; Resources allowing /dashboard/* open one's own calls too (404 request_log_off when the router runs with --request-log-days 0)",
     who: "any",
     params: [
       ...PAGE,
@@ -262,9 +262,10 @@ const schemaOf = (spec: Model | [Model] | Record<string, unknown>): Record<strin
 
 const WHO: Record<Who, string> = {
   none: "No key needed.",
-  optional: "No key needed: without one the public prices; with a key, the account's own (its Resources must allow the path).",
+  optional: "No key needed: without one the public prices; with a key, the account's own, when its Resources allow the path.",
   any: "Any account whose Resources allow the path.",
-  manager: "An account that manages accounts (its Resources allow /x-users).",
+  // Resources are checked on every path: managing accounts (/x-users) does not open /x-bill or /x-route.
+  manager: "An account that manages accounts (its Resources allow /x-users) and whose Resources allow the path.",
   owner: "Owner accounts only.",
   metrics: "An owner key, or the bearer token given by --metrics-token (in the BYOK style only that token).",
 };

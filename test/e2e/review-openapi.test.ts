@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { api } from "../helpers/owner-ops.ts";
+import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 import { createApp } from "../../src/app.ts";
 import { describedRoutes, openApiDocument } from "../../src/wire/openapi.ts";
@@ -458,5 +458,23 @@ describe("path parameters: a provider key's id is declared an integer, as the ro
     }
     const refused = await api(router, "/x-keys/first");
     expect({ status: refused.status, param: refused.body.error.param }).toEqual({ status: 400, param: "id" });
+  });
+});
+
+describe("who may call: the descriptions say what the router checks", () => {
+  // A manager whose Resources allow /x-users but not /x-bill or /x-route is refused
+  // there (403 resource_not_allowed), while the document said those operations were for
+  // "an account that manages accounts", no more.
+  test("a manager without the path in its Resources is refused, and each keyed operation says the path must be allowed", async () => {
+    const manager = await createAccount(router, { Resources: MANAGER_RESOURCES });
+    for (const path of ["/x-bill", "/x-route?model=gpt-4o"]) {
+      const refused = await api(router, path, { key: manager.key });
+      expect({ path, status: refused.status, code: refused.body.error.code }).toEqual({ path, status: 403, code: "resource_not_allowed" });
+    }
+    const wrong = operations()
+      .filter(({ op }) => !anonymousAllowed(op) || (op.security ?? []).length > 1)
+      .filter(({ template, op }) => template !== "/metrics" && !/^Owner accounts only/.test(op.description) && !/Resources allow the path/.test(op.description))
+      .map(({ method, template }) => `${method} ${template}`);
+    expect(wrong).toEqual([]);
   });
 });
