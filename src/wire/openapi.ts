@@ -117,8 +117,8 @@ const pageOf = (size: number, max: number) => [
 const PAGE = pageOf(DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
 const ACCOUNT_LIST = [
   ...PAGE,
-  q("id", "integer", "an account ID"),
-  q("level", "integer", "depth below the caller"),
+  q("id", "integer", "an account ID", { minimum: 1 }),
+  q("level", "integer", "an account's Level, as its record shows it: its depth in the tree, owners are 1, their accounts 2", { minimum: 1 }),
   q("name", "string", "case-insensitive substring of the name"),
   q("email", "string", "case-insensitive substring of the email"),
   q("order", "string", "the sort, descending with a leading -", { enum: [...ACCOUNT_ORDERS], default: "id" }),

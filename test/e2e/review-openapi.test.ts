@@ -478,3 +478,22 @@ describe("who may call: the descriptions say what the router checks", () => {
     expect(wrong).toEqual([]);
   });
 });
+
+describe("list filters: level is the account's Level, as the records show it", () => {
+  // The document described the level filter of /x-users and /x-dna as the "depth below
+  // the caller", but it matches the records' Level (owners are 1): a manager at Level 2
+  // asking for its children with level=1 got nothing.
+  test("a manager's grandchild is found with its own Level, and the description says so", async () => {
+    const manager = await createAccount(router, { Resources: MANAGER_RESOURCES });
+    const child = await createAccount(router, { Resources: MANAGER_RESOURCES }, manager.key);
+    const grandchild = await createAccount(router, {}, child.key);
+    const found = await api(router, "/x-dna?level=4", { key: manager.key });
+    expect(found.body.map((a: { ID: number; Level: number }) => [a.ID, a.Level])).toEqual([[grandchild.id, 4]]);
+    expect((await api(router, "/x-dna?level=2", { key: manager.key })).body).toEqual([]);
+    for (const template of ["/x-users", "/x-dna"]) {
+      const level = operation("GET", template).parameters.find((p: Schema) => p.name === "level");
+      expect({ template, description: level.description }).toEqual({ template, description: expect.stringMatching(/Level.*owners are 1/) });
+      expect(level.schema).toMatchObject({ type: "integer", minimum: 1 });
+    }
+  });
+});
