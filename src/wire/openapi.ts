@@ -161,7 +161,7 @@ const OPERATIONS: Operation[] = [
     path: "/dashboard/logs",
     summary: "The operation log, newest first",
     who: "owner",
-    params: [...pageOf(LOG_PAGE_SIZE, LOG_MAX_PAGE_SIZE), q("action", "string", "an action, or a pattern with *"), q("target", "integer", "an account ID"), q("since", "string", "a date or an instant"), q("until", "string", "a date or an instant")],
+    params: [...pageOf(LOG_PAGE_SIZE, LOG_MAX_PAGE_SIZE), q("action", "string", "an action, or a pattern with *"), q("target", "integer", "an account ID", { minimum: 1 }), q("since", "string", "a date or an instant"), q("until", "string", "a date or an instant")],
     answer: [200, "LogPage"],
   },
 
@@ -205,8 +205,8 @@ const OPERATIONS: Operation[] = [
       q("account", "string", "an account (ID, name or email) within the caller's scope"),
       q("model", "string", "the requested or effective model"),
       q("status", "string", "an HTTP status (429) or a class (5xx)"),
-      q("key_id", "integer", "calls any of whose attempts used this provider key (owner only)"),
-      q("level", "integer", "calls any of whose attempts used this Level (owner only)"),
+      q("key_id", "integer", "calls any of whose attempts used this provider key (owner only)", { minimum: 1 }),
+      q("level", "integer", "calls any of whose attempts used this Level (owner only)", { minimum: 1 }),
       q("since", "string", "a date or an instant"),
       q("until", "string", "a date or an instant"),
       q("request_id", "string", "one request id"),
@@ -236,7 +236,7 @@ const OPERATIONS: Operation[] = [
     answer: [200, "TestMailResult"],
   },
 
-  { id: "listProviderKeys", method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID"), q("level", "integer", "a Level"), q("provider", "string", "a substring of the URL")], answer: [200, { type: "array", items: KEY_FORM }] },
+  { id: "listProviderKeys", method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID", { minimum: 1 }), q("level", "integer", "a Level", { minimum: 1 }), q("provider", "string", "a substring of the URL, in any letter case")], answer: [200, { type: "array", items: KEY_FORM }] },
   { id: "createProviderKey", method: "post", path: "/x-keys", summary: "Add a provider key", who: "owner", params: [FIELDS], body: "ProviderKeyCreateBody", answer: [201, KEY_FORM] },
   { id: "getProviderKey", method: "get", path: "/x-keys/{id}", summary: "One provider key", who: "owner", params: [KEY_ID, FIELDS], answer: [200, KEY_FORM] },
   { id: "updateProviderKey", method: "put", path: "/x-keys/{id}", summary: "Update a provider key (a new SecretKey rotates it)", who: "owner", params: [KEY_ID, FIELDS], body: "ProviderKeyUpdateBody", answer: [200, KEY_FORM] },

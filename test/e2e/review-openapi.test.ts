@@ -497,3 +497,21 @@ describe("list filters: level is the account's Level, as the records show it", (
     }
   });
 });
+
+describe("integer query parameters: the declared minimum is the one the router holds to", () => {
+  // Integer filters (an ID, a Level, a key) refuse 0 with 400 naming the parameter, but
+  // most were declared as any integer.
+  test("0 is refused exactly where the document declares minimum 1", async () => {
+    const wrong: string[] = [];
+    for (const { method, template, op } of operations()) {
+      if (method !== "GET" || template.includes("{")) continue;
+      for (const param of (op.parameters as Schema[]).filter((p) => p.in === "query" && p.schema.type === "integer")) {
+        const base = template === "/x-route" ? "model=gpt-4o&" : "";
+        const reply = await api(router, `${template}?${base}${param.name}=0`);
+        const refused = reply.status === 400 && reply.body.error.param === param.name;
+        if (refused !== (param.schema.minimum === 1)) wrong.push(`${template} ${param.name}=0: ${reply.status}, declared minimum ${param.schema.minimum}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+});
