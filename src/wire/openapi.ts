@@ -124,9 +124,9 @@ const ACCOUNT_LIST = [
   q("order", "string", "the sort, descending with a leading -", { enum: [...ACCOUNT_ORDERS], default: "id" }),
 ];
 const RANGE = [
-  q("date", "string", "one day, YYYY-MM-DD"),
-  q("start", "string", "first day, YYYY-MM-DD"),
-  q("end", "string", "last day, YYYY-MM-DD (with start)"),
+  q("date", "string", "one business day, YYYY-MM-DD", { format: "date" }),
+  q("start", "string", "first business day, YYYY-MM-DD", { format: "date" }),
+  q("end", "string", "last business day, YYYY-MM-DD (with start)", { format: "date" }),
   q("days", "integer", `the last N business days, today included (1 to ${MAX_RANGE_DAYS})`, { minimum: 1, maximum: MAX_RANGE_DAYS }),
 ];
 const FIELDS = q(

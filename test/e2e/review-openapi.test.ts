@@ -515,3 +515,19 @@ describe("integer query parameters: the declared minimum is the one the router h
     expect(wrong).toEqual([]);
   });
 });
+
+describe("bill dates: declared as dates, as the router reads them", () => {
+  // date, start and end take a calendar date (YYYY-MM-DD; 2025-02-30 is refused), but
+  // were declared as any string.
+  test("format date, a real date accepted and an impossible one refused naming the parameter", async () => {
+    for (const template of ["/dashboard/bill", "/x-bill"]) {
+      for (const name of ["date", "start", "end"]) {
+        const param = operation("GET", template).parameters.find((p: Schema) => p.name === name);
+        expect({ template, name, schema: param.schema }).toEqual({ template, name, schema: { type: "string", format: "date" } });
+      }
+      expect((await api(router, `${template}?date=2025-02-28`)).status).toBe(200);
+      const refused = await api(router, `${template}?date=2025-02-30`);
+      expect({ status: refused.status, param: refused.body.error.param }).toEqual({ status: 400, param: "date" });
+    }
+  });
+});
