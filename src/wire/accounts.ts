@@ -69,7 +69,9 @@ export const AccountCreateBody = Type.Object(
   {
     ...AccountBody.properties,
     Email: Text({ maxLength: 254 }),
-    CreditGranted: Type.Optional(Nullable(Credits({ minimum: 0, maximum: MAX_CREDIT_CHANGE, unit: "credits per change" }))),
+    CreditGranted: Type.Optional(
+      Nullable(Credits({ minimum: 0, maximum: MAX_CREDIT_CHANGE, expected: `a number of credits from 0 to ${MAX_CREDIT_CHANGE} when creating an account` })),
+    ),
   },
   { additionalProperties: false },
 );
