@@ -90,7 +90,12 @@ export const BatchCreditBody = Type.Object(
       expected: "an array of 1 to 1000 account IDs",
     }),
     /** Non-zero (checked by the domain, after rounding to nano-credits). */
-    CreditGranted: Credits({ minimum: -MAX_CREDIT_CHANGE, maximum: MAX_CREDIT_CHANGE, unit: "credits per change" }),
+    CreditGranted: Credits({
+      minimum: -MAX_CREDIT_CHANGE,
+      maximum: MAX_CREDIT_CHANGE,
+      unit: "credits per change",
+      description: "non-zero once rounded to 10^-9 credits: positive adds, negative deducts",
+    }),
     Days: Type.Optional(Nullable(Count({ minimum: 1, maximum: MAX_CREDIT_DAYS, expected: `a number of days from 1 to ${MAX_CREDIT_DAYS}` }))),
     DryRun: Type.Optional(Nullable(Type.Boolean())),
   },

@@ -1,7 +1,7 @@
 /** Broadcast notices on the wire (spec 2.5, `/x-news`, `/dashboard/news`). */
 import { Type, type Static } from "@sinclair/typebox";
 import { Count, Instant, Nullable } from "./common.ts";
-import { NOTICE_MAX_DAYS } from "./constants.ts";
+import { NOTICE_CONTENT_MAX, NOTICE_MAX_DAYS, NOTICE_TITLE_MAX } from "./constants.ts";
 
 /**
  * `POST /x-news`. Title and content must also be non-empty once trimmed and within
@@ -10,8 +10,8 @@ import { NOTICE_MAX_DAYS } from "./constants.ts";
  */
 export const NoticeBody = Type.Object(
   {
-    title: Type.String({ expected: "a non-empty string" }),
-    content: Type.String({ expected: "a non-empty string" }),
+    title: Type.String({ expected: "a non-empty string", description: `non-empty, at most ${NOTICE_TITLE_MAX} characters once trimmed` }),
+    content: Type.String({ expected: "a non-empty string", description: `non-empty, at most ${NOTICE_CONTENT_MAX} characters once trimmed` }),
     /** Account ID, name or email: it and its subtree; absent or null: everyone (owners only). */
     target: Type.Optional(Type.Union([Count({ minimum: 1 }), Type.String(), Type.Null()], { expected: "an account ID, name or email" })),
     /** Days until it expires (default 30). */
