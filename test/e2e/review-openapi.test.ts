@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { api, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
+import { api, chatRequestId, createAccount, MANAGER_RESOURCES } from "../helpers/owner-ops.ts";
+import { addKey } from "../helpers/keys.ts";
+import { chatCompletion, json, startMockUpstream } from "../helpers/mock-upstream.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 import { createApp } from "../../src/app.ts";
 import { describedRoutes, openApiDocument } from "../../src/wire/openapi.ts";
@@ -546,5 +548,65 @@ describe("closed bodies: every body the document closes (additionalProperties fa
       expect({ op: `${method} ${template}`, status: reply.status, named: named === "Colour" || (schema.required ?? []).includes(named) }).toEqual({ op: `${method} ${template}`, status: 400, named: true });
     }
     expect(checked.length).toBeGreaterThan(8);
+  });
+});
+
+describe("answers after real traffic keep to their declared schemas (checked, found right)", () => {
+  // Lists and reports are empty on a fresh router, where an item schema cannot be wrong:
+  // here calls were made (one failing over to a second key), credit granted, a notice sent.
+  // Priced here: an earlier test reset PRICING (DELETE /x-config without a body).
+  test("every read, as the owner, a manager and its account", async () => {
+    const upstream = startMockUpstream();
+    let calls = 0;
+    upstream.route("POST", "/v1/chat/completions", () => (++calls === 2 ? json({ error: { message: "busy" } }, 500) : chatCompletion("gpt-4o", { prompt: 7, completion: 3 })));
+    try {
+      await addKey(router, { provider: `${upstream.url}/v1`, name: "first", level: 7 });
+      await addKey(router, { provider: `${upstream.url}/v1`, name: "second", level: 8 });
+      expect((await api(router, "/x-config", { method: "PUT", body: { LEVEL_MAPPER: "traffic-*=7", SWITCH_OVER: "7=8", PRICING: { ChatPricing: { "traffic-*": { InputText: 1, OutputText: 2 } } } } })).status).toBe(200);
+      const manager = await createAccount(router, { Resources: `${MANAGER_RESOURCES},/x-bill,/x-route,/x-requests*`, CreditGranted: 10 });
+      const account = await createAccount(router, { CreditGranted: 2, Days: 5 }, manager.key);
+      const ids = [];
+      for (let i = 0; i < 3; i++) ids.push(await chatRequestId(router, account.key, "traffic-model"));
+      await router.deps.usageRecorder.flush();
+      expect((await api(router, "/x-news", { body: { title: "hello", content: "world", target: account.id }, key: manager.key })).status).toBe(201);
+      const reads: Array<[string, string, string[]]> = [
+        ["/dashboard/status", "/dashboard/status", ["owner", "manager", "account"]],
+        ["/dashboard/credit", "/dashboard/credit", ["manager", "account"]],
+        ["/dashboard/info", "/dashboard/info", ["owner", "account"]],
+        ["/dashboard/live", "/dashboard/live", ["manager", "account"]],
+        ["/dashboard/bill", "/dashboard/bill?days=2", ["account"]],
+        ["/dashboard/news", "/dashboard/news", ["account"]],
+        ["/dashboard/logs", "/dashboard/logs", ["owner"]],
+        ["/x-bill", "/x-bill", ["owner", "manager"]],
+        ["/x-users", "/x-users", ["manager"]],
+        ["/x-dna", "/x-dna", ["owner"]],
+        ["/x-requests", "/x-requests", ["owner", "manager", "account"]],
+        ["/x-route", "/x-route?model=traffic-model", ["owner", "manager"]],
+        ["/x-keys", "/x-keys?fields=overview", ["owner"]],
+        ["/x-news", "/x-news", ["manager"]],
+        ["/x-pricing", "/x-pricing", ["account"]],
+      ];
+      const keyOf: Record<string, string> = { owner: router.ownerKey, manager: manager.key, account: account.key };
+      const wrong: string[] = [];
+      for (const [template, path, callers] of reads) {
+        for (const caller of callers) {
+          const answer = await answerFaults("GET", template, path, { key: keyOf[caller] });
+          if (answer.status !== 200 || answer.faults.length > 0) wrong.push(`${path} as ${caller}: ${answer.status} ${answer.faults.slice(0, 3).join("; ")}`);
+        }
+      }
+      for (const id of ids) {
+        for (const caller of ["owner", "manager", "account"]) {
+          const answer = await answerFaults("GET", "/x-requests/{request_id}", `/x-requests/${id}`, { key: keyOf[caller] });
+          if (answer.status !== 200 || answer.faults.length > 0) wrong.push(`request ${id} as ${caller}: ${answer.status} ${answer.faults.slice(0, 3).join("; ")}`);
+        }
+      }
+      expect(wrong).toEqual([]);
+      // The traffic was what the test meant: a failover, and usage in the bill.
+      const failed = await api(router, `/x-requests/${ids[1]}`);
+      expect(failed.body.attempts.length).toBe(2);
+      expect((await api(router, "/dashboard/bill", { key: account.key })).body.total_requests).toBe(3);
+    } finally {
+      await upstream.stop();
+    }
   });
 });
