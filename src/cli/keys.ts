@@ -26,6 +26,13 @@ import { confirmDeletion, yesArg } from "./confirm.ts";
 /** A key as the server answers it: the summary, or a full record whose secret is dropped before printing. */
 type KeySummary = ProviderKeySummary & Partial<ProviderKeyRecord>;
 
+/**
+ * Writes are answered with the full record unless they ask for another form: the CLI
+ * asks for the record without the opened secret (`edit`), so it never travels back, not
+ * even to be dropped before printing.
+ */
+const WITHOUT_SECRET = { fields: "edit" } as const;
+
 const idArg = { id: { type: "positional", description: "Provider key ID (required)", required: false } } as const;
 
 /** The record without its secret: what every command shows. */
@@ -167,7 +174,7 @@ const add = remoteCommand({
     if (typeof args["auto-sleep"] === "boolean") body.NoSleep = !args["auto-sleep"];
     const config = configOf(args);
     if (config !== undefined) body.config = config;
-    const { body: record } = await client.request<KeySummary>("POST", "/x-keys", { body });
+    const { body: record } = await client.request<KeySummary>("POST", "/x-keys", { body, query: WITHOUT_SECRET });
     if (json) return printJson(withoutSecret(record));
     print(`added provider key ${record.ID}`);
     showKey(record, false);
@@ -205,7 +212,7 @@ const update = remoteCommand({
     const secret = readSecret(args);
     if (secret !== undefined) body.SecretKey = secret;
     if (Object.keys(body).length === 0) throw new UsageError("nothing to change; see --help for the fields");
-    const { body: record } = await client.request<KeySummary>("PUT", `/x-keys/${idArgument(args)}`, { body });
+    const { body: record } = await client.request<KeySummary>("PUT", `/x-keys/${idArgument(args)}`, { body, query: WITHOUT_SECRET });
     if (json) return printJson(withoutSecret(record));
     print(`updated provider key ${record.ID}`);
     showKey(record, false);
@@ -233,7 +240,7 @@ function sleepCommand(action: "sleep" | "wake") {
     args: idArg,
     check: (args) => void idArgument(args),
     async run({ args, client, json }) {
-      const { body } = await client.request<KeySummary>("POST", `/x-keys/${idArgument(args)}/${action}`);
+      const { body } = await client.request<KeySummary>("POST", `/x-keys/${idArgument(args)}/${action}`, { query: WITHOUT_SECRET });
       if (json) return printJson(withoutSecret(body));
       print(`provider key ${body.ID} is ${body.Sleeping ? "sleeping" : "awake"}`);
     },

@@ -38,6 +38,39 @@ function usageError(result: CommandResult, says: string | RegExp): void {
   expect(lines[0]).toMatch(says);
 }
 
+describe("router keys: the opened provider secret never travels back to the CLI", () => {
+  test("add, update, sleep and wake ask for the record without it: no answer the CLI receives holds the secret", async () => {
+    const secret = "sk-cli-wire-secret-0123456789abcdefghij";
+    // Between the CLI and the router: every answer body the CLI receives, recorded.
+    const answers: string[] = [];
+    const proxy = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(request) {
+        const url = new URL(request.url);
+        const upstream = await fetch(router.url + url.pathname + url.search, { method: request.method, headers: request.headers, body: request.method === "GET" ? undefined : await request.arrayBuffer() });
+        const body = await upstream.text();
+        answers.push(body);
+        return new Response(body, { status: upstream.status, headers: { "content-type": upstream.headers.get("content-type") ?? "application/json" } });
+      },
+    });
+    try {
+      const via = { ROUTER_URL: `http://127.0.0.1:${proxy.port}` };
+      const added = await cli(["keys", "add", "--provider", "https://203.0.113.9/v1", "--level", "7", "--secret", "-", "--json"], via, secret);
+      expect(added.exitCode).toBe(0);
+      const id = String(JSON.parse(added.stdout).ID);
+      for (const args of [["keys", "update", id, "--name", "wire-check"], ["keys", "sleep", id], ["keys", "wake", id]]) expect((await cli(args, via)).exitCode).toBe(0);
+      expect(answers.length).toBeGreaterThanOrEqual(4);
+      for (const answer of answers) expect(answer).not.toContain(secret);
+      // The key kept its secret: the router still holds it (read as the owner, not through the CLI).
+      expect((await (await router.fetch(`/x-keys/${id}`)).json()).SecretKey).toBe(secret);
+      expect((await cli(["keys", "rm", id, "--yes"])).exitCode).toBe(0);
+    } finally {
+      proxy.stop(true);
+    }
+  });
+});
+
 describe("router migrate --data", () => {
   test("says when it created a new database rather than migrating one (a mistyped --data), and not when it migrated one", async () => {
     const created = await cli(["migrate", "--data", join(dir, "migrate-new")]);
