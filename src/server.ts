@@ -137,12 +137,12 @@ export function startServer(deps: Deps): RunningServer {
       ? await handleHot(route, request, path)
       : realtime.handles(request)
         ? await realtime.upgrade(request, server)
-        : (cors.preflight(request) ?? (await handleManaged(request, path)));
+        : (cors.preflight(request, path) ?? (await handleManaged(request, path)));
     if (!response) {
       if (log.enabled("info")) log.info("request", { method: request.method, path, status: 101, account: meta.accountId, req: meta.id });
       return undefined;
     }
-    response = cors.decorate(request, withHeader(response, "x-request-id", meta.id));
+    response = cors.decorate(request, path, withHeader(response, "x-request-id", meta.id));
     // The Anthropic SDKs read the id as `request-id` (message._request_id, an error's
     // requestID), and Claude Code prints it: the id the request log files the call under.
     if (familyOfRequest(request, path) === "anthropic") response = withHeader(response, "request-id", meta.id);

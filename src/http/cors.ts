@@ -7,6 +7,10 @@
  * Keys travel as headers, never as cookies, so nothing here ever allows credentials:
  * a page can only call with a key it was given. `--cors-origins` says which pages:
  * `*` (any, the default, as OpenAI's and OpenRouter's APIs do), `off`, or a list.
+ *
+ * Only the model API: the management paths (`/x-*`, `/dashboard/*`) and `/metrics` are
+ * for the console (served from the router's own origin), the CLI and servers, and no
+ * page of another origin has a reason to hold an owner's or a manager's key.
  */
 
 /** Which pages may call: every one, none, or these exact origins (`https://chat.example.com`). */
@@ -14,7 +18,7 @@ export type CorsOrigins = "*" | "off" | readonly string[];
 
 export const DEFAULT_CORS_ORIGINS: CorsOrigins = "*";
 
-/** The router's own headers a page may read: request ids, waits, limits and paging. */
+/** The router's own headers a page may read: request ids, waits and limits. */
 const EXPOSED = [
   "x-request-id",
   "request-id",
@@ -32,11 +36,6 @@ const EXPOSED = [
   "anthropic-ratelimit-tokens-limit",
   "anthropic-ratelimit-tokens-remaining",
   "anthropic-ratelimit-tokens-reset",
-  "x-total-count",
-  "x-total-pages",
-  "x-page",
-  "x-per-page",
-  "idempotent-replayed",
   "x-router-count",
   "content-disposition",
 ].join(", ");
@@ -72,11 +71,16 @@ export function parseCorsOrigins(value: string): CorsOrigins {
   return origins;
 }
 
+/** Whether a path is the model API's (CORS applies) rather than management's or the metrics' (never). */
+export function corsApplies(path: string): boolean {
+  return !path.startsWith("/x-") && !path.startsWith("/dashboard/") && path !== "/metrics";
+}
+
 export interface CorsPolicy {
   /** The answer to a browser's preflight, or undefined when this request is not one (it is routed as usual). */
-  preflight(request: Request): Response | undefined;
+  preflight(request: Request, path: string): Response | undefined;
   /** The answer with the headers that let the calling page read it (unchanged without an allowed `Origin`). */
-  decorate(request: Request, response: Response): Response;
+  decorate(request: Request, path: string, response: Response): Response;
 }
 
 export interface CorsDeps {
@@ -91,8 +95,8 @@ export function corsPolicy(origins: CorsOrigins, { setHeader, refuse }: CorsDeps
   /** The `Access-Control-Allow-Origin` value for this page, or undefined when it may not call. */
   const allowOrigin = (origin: string): string | undefined => (origins === "*" ? "*" : allowed?.has(origin) ? origin : undefined);
   return {
-    preflight(request) {
-      if (origins === "off" || request.method !== "OPTIONS") return undefined;
+    preflight(request, path) {
+      if (origins === "off" || request.method !== "OPTIONS" || !corsApplies(path)) return undefined;
       const origin = request.headers.get("origin");
       const method = request.headers.get("access-control-request-method");
       if (origin === null || method === null) return undefined;
@@ -110,8 +114,8 @@ export function corsPolicy(origins: CorsOrigins, { setHeader, refuse }: CorsDeps
       if (asked !== null && asked.length <= MAX_HEADER_LIST && HEADER_LIST.test(asked.trim())) headers.set("access-control-allow-headers", asked.trim());
       return new Response(null, { status: 204, headers });
     },
-    decorate(request, response) {
-      if (origins === "off") return response;
+    decorate(request, path, response) {
+      if (origins === "off" || !corsApplies(path)) return response;
       const origin = request.headers.get("origin");
       if (origin === null) return response;
       const allow = allowOrigin(origin);
