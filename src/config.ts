@@ -34,6 +34,8 @@ export interface ServeConfig {
   ownerEmail: string;
   /** Where the 32-byte sealing key lives (default `<data>/secret.key`). */
   secretKeyFile?: string;
+  /** A key sealed values are also opened with, never sealed with, while the sealing key is rotated (README, "Rotating the sealing key"). */
+  fallbackSecretKeyFile?: string;
   /** Seconds in-flight requests get to finish on SIGTERM/SIGINT. */
   graceSeconds: number;
   /**

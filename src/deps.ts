@@ -1,6 +1,6 @@
 import { causeMessage } from "./core/errors.ts";
 import { EndingCalls } from "./gateway/ending-calls.ts";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { join } from "node:path";
 import { createOwners, type Owners } from "./accounts/owners.ts";
@@ -24,10 +24,11 @@ import { createAddressGuard, type AddressGuard, type Resolve } from "./upstreams
 import { createLocalBus, type InvalidationBus } from "./core/invalidation.ts";
 import { createRetiredCreditSweeper } from "./accounts/retired-credit.ts";
 import { createUsageRecorder, type UsageRecorder } from "./metering/usage-recorder.ts";
-import { createSealer, loadOrCreateSecretKey, type Sealer } from "./store/crypto.ts";
+import type { Sealer } from "./store/crypto.ts";
+import { holdServingLock } from "./store/serving-lock.ts";
 import { openServeStore } from "./store/open.ts";
 import { acquireSingleInstanceLock, oneSealedValue, pingDatabase, shownUrl, withStartupLock } from "./store/postgres/index.ts";
-import { assertSealingKey } from "./store/sealing-check.ts";
+import { assertSealingKey, loadSealer, type LoadedSealer } from "./store/sealing-check.ts";
 import { SECRET_ITEMS } from "./admin/config/items.ts";
 import { connectRedis } from "./state/redis/connection.ts";
 import { createRedisState } from "./state/redis/state.ts";
@@ -113,14 +114,17 @@ export interface DepsOverrides {
 export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = {}): Promise<Deps> {
   const clock = overrides.clock ?? createClock(config.timeZone);
   const log = overrides.log ?? createLogger(config.logLevel, undefined, config.logFormat);
-  const keyFile = config.secretKeyFile ?? join(config.dataDir, "secret.key");
-  const keyExisted = existsSync(keyFile);
-  const sealer = createSealer(loadOrCreateSecretKey(keyFile));
+  const sealing = loadSealer(config);
+  const { sealer } = sealing;
   const store = await openServeStore(config.database, databasePath(config.dataDir));
   const closing: Array<() => void | Promise<void>> = [];
   try {
-    if (config.database !== undefined) await claimDatabase(config, store, sealer, keyFile, !keyExisted, closing, log);
-    else assertSealingKey(await store.providerKeys.oneSealedSecret(), sealer, keyFile, !keyExisted);
+    if (config.database !== undefined) await claimDatabase(config, store, sealing, closing, log);
+    else {
+      // Held first: a `router rekey` under way finishes before this instance reads a secret, and none starts while it serves.
+      closing.push(holdServingLock(config.dataDir).release);
+      assertSealingKey(await store.providerKeys.oneSealedSecret(), sealing);
+    }
   } catch (error) {
     for (const close of closing) await close();
     store.close();
@@ -373,9 +377,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
 async function claimDatabase(
   config: ServeConfig,
   store: Store,
-  sealer: Sealer,
-  keyFile: string,
-  keyCreated: boolean,
+  sealing: LoadedSealer,
   closing: Array<() => void | Promise<void>>,
   log: Logger,
 ): Promise<void> {
@@ -388,5 +390,5 @@ async function claimDatabase(
     }
     closing.push(() => lock.release().catch(() => {}));
   }
-  await withStartupLock(store, async () => assertSealingKey(await oneSealedValue(store, SECRET_ITEMS), sealer, keyFile, keyCreated));
+  await withStartupLock(store, async () => assertSealingKey(await oneSealedValue(store, SECRET_ITEMS), sealing));
 }

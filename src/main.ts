@@ -27,6 +27,7 @@ const subCommands = {
     migrate: () => import("./cli/migrate.ts").then((m) => m.migrateCommand),
     "migrate-data": () => import("./cli/migrate-data.ts").then((m) => m.migrateDataCommand),
     backup: () => import("./cli/backup.ts").then((m) => m.backupCommand),
+    rekey: () => import("./cli/rekey.ts").then((m) => m.rekeyCommand),
     keys: () => import("./cli/keys.ts").then((m) => m.keysCommand),
     accounts: () => import("./cli/accounts.ts").then((m) => m.accountsCommand),
     config: () => import("./cli/config.ts").then((m) => m.configCommand),

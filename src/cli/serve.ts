@@ -20,6 +20,11 @@ export const serveArgs = {
   host: { type: "string", description: "Address to listen on (env ROUTER_HOST; default 127.0.0.1)", valueHint: "addr" },
   port: { type: "string", description: "Port; 0 picks a free one (env ROUTER_PORT; default 8080)", valueHint: "n" },
   ...dataArgs,
+  "fallback-secret-key-file": {
+    type: "string",
+    description: "Another key file sealed values are also opened with, never sealed with: for rotating the sealing key (env ROUTER_FALLBACK_SECRET_KEY_FILE)",
+    valueHint: "file",
+  },
   database: {
     type: "string",
     description: "PostgreSQL URL, postgres://user@host/db?sslmode=require: run on PostgreSQL instead of the SQLite file (env ROUTER_DATABASE; prefer the env form)",
@@ -277,6 +282,7 @@ export function resolveServeConfig(args: Record<string, unknown>, env = process.
     logFormat: logFormat as LogFormat,
     ownerEmail,
     secretKeyFile: get("secret-key-file"),
+    fallbackSecretKeyFile: get("fallback-secret-key-file"),
     graceSeconds: parseIntegerFlag(named("grace"), get("grace"), 30, 0, MAX_TIMER_SECONDS),
     requestLogDays: parseIntegerFlag(named("request-log-days"), get("request-log-days"), DEFAULT_REQUEST_LOG_DAYS, 0, MAX_REQUEST_LOG_DAYS),
     maxAttempts: parseIntegerFlag(named("max-attempts"), get("max-attempts"), UPSTREAM_DEFAULTS.maxAttempts, 1),

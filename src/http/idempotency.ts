@@ -11,8 +11,7 @@ import type { ServeConfig } from "../config.ts";
 /** What a replayed answer carries, as Stripe names it. */
 export const REPLAYED_HEADER = "idempotent-replayed";
 
-/** The HKDF purpose of the fingerprints' key (src/store/crypto.ts `derivedKey`). */
-const FINGERPRINT_PURPOSE = "idempotency-fingerprint";
+import { FINGERPRINT_PURPOSE, REWRAPPED, rewrapFingerprint } from "../store/rekey/fingerprint.ts";
 
 /** 1 to 255 visible ASCII characters (a UUID, a payment event's id, an order number). */
 const VALID_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -48,6 +47,11 @@ export interface IdempotencyDeps {
 export function createIdempotency(deps: IdempotencyDeps) {
   // Derived once: HKDF per request would be wasted work for the same key.
   const fingerprintKey = deps.sealer.derivedKey(FINGERPRINT_PURPOSE);
+  // With a fallback key (a rotation under way), fingerprints keyed with it are recognised too.
+  const fallbackFingerprintKeys = deps.sealer.derivedKeys(FINGERPRINT_PURPOSE).slice(1);
+  /** Whether a claim's fingerprint is this request's, in any form a router wrote it (see sameRequest). */
+  const isThisRequest = (held: string, request: FingerprintInput, fingerprint: string) =>
+    sameRequest(held, [fingerprint, ...fallbackFingerprintKeys.map((key) => keyedFingerprint(request, key)), unkeyedFingerprint(request)], fingerprintKey);
   const keyChanged = () => notKept("can no longer be read (the deployment's secret key changed)");
   /** Whether a kept answer was sealed under another secret key (the deployment's was replaced). */
   const sealedElsewhere = (held: IdempotencyRow) => {
@@ -75,10 +79,12 @@ export function createIdempotency(deps: IdempotencyDeps) {
 
   /** The answer to a request whose key another request holds. */
   const heldAnswer = (held: IdempotencyRow, request: FingerprintInput, fingerprint: string): Response | HttpError => {
-    if (held.fingerprint !== fingerprint && held.fingerprint !== unkeyedFingerprint(request)) {
+    if (!isThisRequest(held.fingerprint, request, fingerprint)) {
       // A fingerprint keyed with the deployment's previous secret key differs from any this
       // one computes: when the kept answer cannot be opened either, say so, not "another request".
       if (sealedElsewhere(held)) return keyChanged();
+      // Rewrapped by `router rekey` from a key this instance no longer has: which request it was cannot be told.
+      if (held.fingerprint.startsWith(REWRAPPED)) return notKept("can no longer be matched to its request (the deployment's secret key was rotated since): check its effect, then use a new key");
       return new HttpError("invalid_request", "This Idempotency-Key was used for a different request (method, path or body) within the last 24 hours; use a new key", {
         status: 422,
         code: "idempotency_key_reused",
@@ -166,6 +172,16 @@ async function fingerprintInput(request: Request, maxBody: number): Promise<Fing
  */
 function keyedFingerprint(input: FingerprintInput, key: Uint8Array): string {
   return new Bun.CryptoHasher("sha256", key).update(input.head).update(input.body).digest("hex");
+}
+
+/**
+ * Whether a stored fingerprint is one of `candidates` (this request's, keyed with each key
+ * the instance has, and the unkeyed form), as written, or as `router rekey` rewrapped it
+ * with the instance's sealing key (store/rekey/fingerprint.ts).
+ */
+function sameRequest(held: string, candidates: readonly string[], fingerprintKey: Uint8Array): boolean {
+  if (!held.startsWith(REWRAPPED)) return candidates.includes(held);
+  return candidates.some((candidate) => rewrapFingerprint(candidate, fingerprintKey) === held);
 }
 
 /**

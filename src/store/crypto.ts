@@ -14,12 +14,34 @@ export interface Sealer {
    * unrelated key, and none of them gives the sealing key back.
    */
   derivedKey(purpose: string): Uint8Array;
+  /**
+   * `derivedKey(purpose)` of the sealing key, then of each fallback key: a keyed hash
+   * written before a rotation (docs/architecture.md, "Rotating the sealing key") is
+   * recognised while the key it was made with is still given as a fallback.
+   */
+  derivedKeys(purpose: string): Uint8Array[];
+  /** Whether `sealed` opens with the sealing key itself (not only with a fallback key). */
+  opensWithCurrent(sealed: string): boolean;
 }
 
 const VERSION = "v1";
 
-export function createSealer(key: Uint8Array): Sealer {
-  if (key.length !== 32) throw new Error("the secret key must be 32 bytes");
+/**
+ * Seals with `key`; opens with `key`, or else with one of `fallbacks` (keys a rotation is
+ * moving away from, or towards: --fallback-secret-key-file). Nothing is sealed with a
+ * fallback key.
+ */
+export function createSealer(key: Uint8Array, fallbacks: readonly Uint8Array[] = []): Sealer {
+  for (const k of [key, ...fallbacks]) if (k.length !== 32) throw new Error("the secret key must be 32 bytes");
+  const derive = (k: Uint8Array, purpose: string) => new Uint8Array(hkdfSync("sha256", k, new Uint8Array(0), `router:${purpose}`, 32));
+  const opensWith = (k: Uint8Array, sealed: string) => {
+    try {
+      openWith(k, sealed);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   return {
     seal(plain) {
       const iv = randomBytes(12);
@@ -28,16 +50,36 @@ export function createSealer(key: Uint8Array): Sealer {
       return `${VERSION}:${Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64")}`;
     },
     open(sealed) {
-      const [version, payload] = sealed.split(":", 2);
-      if (version !== VERSION || !payload) throw new Error("unrecognised sealed value");
-      const raw = Buffer.from(payload, "base64");
-      const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12));
-      decipher.setAuthTag(raw.subarray(12, 28));
-      return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8");
+      try {
+        return openWith(key, sealed);
+      } catch (error) {
+        for (const fallback of fallbacks) if (opensWith(fallback, sealed)) return openWith(fallback, sealed);
+        throw error;
+      }
     },
     isSealed: (stored) => stored.startsWith(`${VERSION}:`),
-    derivedKey: (purpose) => new Uint8Array(hkdfSync("sha256", key, new Uint8Array(0), `router:${purpose}`, 32)),
+    derivedKey: (purpose) => derive(key, purpose),
+    derivedKeys: (purpose) => [key, ...fallbacks].map((k) => derive(k, purpose)),
+    opensWithCurrent: (sealed) => opensWith(key, sealed),
   };
+}
+
+function openWith(key: Uint8Array, sealed: string): string {
+  const [version, payload] = sealed.split(":", 2);
+  if (version !== VERSION || !payload) throw new Error("unrecognised sealed value");
+  const raw = Buffer.from(payload, "base64");
+  const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12));
+  decipher.setAuthTag(raw.subarray(12, 28));
+  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8");
+}
+
+/**
+ * Reads a key file that must already exist (a fallback key, the key of a backup): never
+ * created, since a new key opens nothing. `flag` names where it was given.
+ */
+export function loadSecretKey(path: string, flag: string): Uint8Array {
+  if (!existsSync(path)) throw new Error(`${flag} ${path} does not exist`);
+  return loadOrCreateSecretKey(path);
 }
 
 /**

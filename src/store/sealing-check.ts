@@ -1,17 +1,48 @@
-import type { Sealer } from "./crypto.ts";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { createSealer, loadOrCreateSecretKey, loadSecretKey, type Sealer } from "./crypto.ts";
+
+/** The sealer an instance runs with, from `--secret-key-file` and `--fallback-secret-key-file`. */
+export interface LoadedSealer {
+  sealer: Sealer;
+  keyFile: string;
+  /** True when the key file did not exist and was created now. */
+  keyCreated: boolean;
+  fallbackKeyFile?: string;
+}
+
+/**
+ * Loads the sealing key (created when missing) and the fallback key, if one is given
+ * (never created: a new key opens nothing). Values are sealed with the first, opened with
+ * either: what lets instances run while a rotation is under way.
+ */
+export function loadSealer(config: { dataDir: string; secretKeyFile?: string; fallbackSecretKeyFile?: string }): LoadedSealer {
+  const keyFile = config.secretKeyFile ?? join(config.dataDir, "secret.key");
+  const keyCreated = !existsSync(keyFile);
+  const key = loadOrCreateSecretKey(keyFile);
+  const fallbackKeyFile = config.fallbackSecretKeyFile;
+  const fallback = fallbackKeyFile === undefined ? [] : [loadSecretKey(fallbackKeyFile, "--fallback-secret-key-file")];
+  return { sealer: createSealer(key, fallback), keyFile, keyCreated, fallbackKeyFile };
+}
 
 /**
  * Refuses to start an instance whose sealing key cannot open what the shared database
  * already holds: every instance seals and opens provider secrets with one key, and one
  * with another key would fail every call on those secrets (and seal new ones the rest
  * cannot read). `sealed` is one stored sealed value, or undefined when there is none yet.
+ * With a fallback key, a value sealed with either is accepted.
  */
-export function assertSealingKey(sealed: string | undefined, sealer: Sealer, keyFile: string, created: boolean): void {
+export function assertSealingKey(sealed: string | undefined, loaded: LoadedSealer): void {
   if (sealed === undefined) return;
   try {
-    sealer.open(sealed);
+    loaded.sealer.open(sealed);
   } catch {
-    const which = created ? `this instance just created a new key in ${keyFile}` : `the key in ${keyFile} is not the one they were sealed with`;
+    const { keyFile, keyCreated, fallbackKeyFile } = loaded;
+    const which = keyCreated
+      ? `this instance just created a new key in ${keyFile}`
+      : fallbackKeyFile === undefined
+        ? `the key in ${keyFile} is not the one they were sealed with`
+        : `neither the key in ${keyFile} nor the fallback key in ${fallbackKeyFile} is the one they were sealed with`;
     throw new Error(
       `the database holds provider secrets sealed with another key, and ${which}: give this instance the secret.key the other instances use (--secret-key-file or ROUTER_SECRET_KEY_FILE)`,
     );

@@ -1,0 +1,268 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createSealer, loadOrCreateSecretKey } from "../../src/store/crypto.ts";
+import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { api } from "../helpers/owner-ops.ts";
+import { runRouterCommand } from "../helpers/router-command.ts";
+import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
+import { openaiClient } from "../helpers/sdk.ts";
+import { serveOnce } from "../helpers/serve-once.ts";
+
+/**
+ * Rotating the sealing key (README, "Rotating the sealing key"): `router rekey` re-seals
+ * every stored secret with a new key in one transaction, instances accept a fallback key
+ * while a rotation is under way, and the old key is refused once it is done.
+ */
+
+const SECRET = "sk-rekey-upstream-secret-0123456789abcdef";
+const EMAIL_PASS = "smtp-password-rekey-42";
+
+function chatUpstream(): MockUpstream {
+  const upstream = startMockUpstream();
+  upstream.route("POST", "/v1/chat/completions", (req) =>
+    json({ id: "c", object: "chat.completion", created: 1, model: req.json.model, choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }),
+  );
+  return upstream;
+}
+
+/** One chat call through the OpenAI SDK; the upstream's last request must carry the provider secret. */
+async function callServes(router: TestRouter, upstream: MockUpstream): Promise<void> {
+  const before = upstream.requests.length;
+  const answer = await openaiClient(router.url, router.ownerKey).chat.completions.create({ model: "acme-1", messages: [{ role: "user", content: "hi" }] });
+  expect(answer.choices[0]!.message.content).toBe("ok");
+  expect(upstream.requests.length).toBe(before + 1);
+  expect(upstream.requests.at(-1)!.headers.get("authorization")).toBe(`Bearer ${SECRET}`);
+}
+
+/** A single-machine deployment with a provider key, EMAIL_PASS and a kept idempotent answer, stopped. */
+async function seededDeployment(upstream: MockUpstream): Promise<string> {
+  const dataDir = tempDir("router-rekey-");
+  const router = await startRouter({ dataDir });
+  try {
+    await api(router, "/x-config", { method: "PUT", body: { PRICING: { ChatPricing: { "*": { InputText: 0, OutputText: 0 } } }, EMAIL_PASS } });
+    const created = await router.fetch("/x-keys", {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": "add-upstream-1" },
+      body: JSON.stringify({ Provider: `${upstream.url}/v1`, SecretKey: SECRET, Level: 1, Status: true }),
+    });
+    expect(created.status).toBe(201);
+    await callServes(router, upstream);
+  } finally {
+    await router.stop();
+  }
+  return dataDir;
+}
+
+/** Every stored value the rekey may change, as stored. */
+function storedValues(dataDir: string): string[] {
+  const db = new Database(join(dataDir, "router.db"), { readonly: true });
+  try {
+    const rows = [
+      ...db.query("SELECT secret_sealed AS a, partial_key AS b FROM provider_keys ORDER BY id").all(),
+      ...db.query("SELECT value AS a, '' AS b FROM settings ORDER BY tenant_id, key").all(),
+      ...db.query("SELECT body AS a, fingerprint AS b FROM idempotency_keys ORDER BY account_id, key").all(),
+    ] as Array<{ a: string | null; b: string }>;
+    return rows.flatMap((row) => [String(row.a), row.b]);
+  } finally {
+    db.close();
+  }
+}
+
+describe("router rekey on a single machine (SQLite)", () => {
+  let upstream: MockUpstream;
+  beforeAll(() => {
+    upstream = chatUpstream();
+  });
+  afterAll(async () => {
+    await upstream.stop();
+  });
+
+  test("re-seals every secret: a router started with the new key serves calls with them; the old key is refused at start", async () => {
+    const dataDir = await seededDeployment(upstream);
+    const oldKeyFile = join(dataDir, "secret.key");
+    const newKeyFile = join(dataDir, "new.key");
+    const rekeyed = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile]);
+    expect(rekeyed.stderr).toBe("");
+    expect(rekeyed.exitCode).toBe(0);
+    expect(rekeyed.stdout).toContain("provider secrets re-sealed: 1");
+    expect(rekeyed.stdout).toContain("settings re-sealed: 1");
+    expect(rekeyed.stdout).toContain("idempotency answers re-sealed: 1");
+    expect(rekeyed.stdout).toContain(`--secret-key-file ${newKeyFile}`);
+    // Counts and the next step, never a secret or a key.
+    for (const secret of [SECRET, SECRET.slice(-20), EMAIL_PASS, readFileSync(newKeyFile, "utf8").trim(), readFileSync(oldKeyFile, "utf8").trim()]) {
+      expect(rekeyed.stdout).not.toContain(secret);
+    }
+    expect(statSync(newKeyFile).mode & 0o777).toBe(0o600);
+    // Nothing stored opens with the old key any more.
+    const oldSealer = createSealer(loadOrCreateSecretKey(oldKeyFile));
+    for (const value of storedValues(dataDir).filter((v) => v.startsWith("v1:"))) expect(() => oldSealer.open(value)).toThrow();
+
+    const refused = await serveOnce(["--data", dataDir]);
+    expect(refused.started).toBe(false);
+    expect(refused.exitCode).toBe(1);
+    expect(refused.stderr).toContain("the database holds provider secrets sealed with another key");
+
+    const router = await startRouter({ dataDir, config: { secretKeyFile: newKeyFile } });
+    try {
+      await callServes(router, upstream);
+      expect(router.deps.settings.raw("EMAIL_PASS")).toBe(EMAIL_PASS);
+      const listed = await api(router, "/x-keys");
+      expect(JSON.stringify(listed.body)).toContain(SECRET.slice(-20));
+    } finally {
+      await router.stop();
+    }
+  }, 60_000);
+});
+
+describe("router rekey refuses, and changes nothing", () => {
+  let upstream: MockUpstream;
+  let dataDir: string;
+  beforeAll(async () => {
+    upstream = chatUpstream();
+    dataDir = await seededDeployment(upstream);
+  });
+  afterAll(async () => {
+    await upstream.stop();
+  });
+
+  test("a value that opens with neither key, met after others were re-sealed: every value stays as it was, no new key file is left", async () => {
+    // A provider key sealed with a third key, read last (highest id): the rows before it are re-sealed first, then rolled back.
+    const stranger = createSealer(new Uint8Array(32).fill(9));
+    const db = new Database(join(dataDir, "router.db"));
+    db.query("INSERT INTO provider_keys (name, level, provider, secret_sealed, partial_key, created_at, updated_at) VALUES ('x', 2, 'https://x.example/v1', ?, ?, 1, 1)").run(
+      stranger.seal("sk-stranger-0123456789abcdefghij"),
+      stranger.seal("…0123456789abcdefghij"),
+    );
+    const strangerId = (db.query("SELECT max(id) AS id FROM provider_keys").get() as { id: number }).id;
+    db.close();
+    const before = storedValues(dataDir);
+    const newKeyFile = join(dataDir, "failed.key");
+    const failed = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile]);
+    expect(failed.exitCode).toBe(1);
+    expect(failed.stderr).toBe(`router: the provider secret of provider key ${strangerId} opens with neither the old key nor the new one\n`);
+    expect(failed.stdout).toBe("");
+    expect(storedValues(dataDir)).toEqual(before);
+    expect(existsSync(newKeyFile)).toBe(false);
+    const fix = new Database(join(dataDir, "router.db"));
+    fix.query("DELETE FROM provider_keys WHERE id = ?").run(strangerId);
+    fix.close();
+  }, 30_000);
+
+  test("while a router runs on the data directory: refused (exit 1), nothing changed; once it stopped, it runs", async () => {
+    const router = await startRouter({ dataDir });
+    const before = storedValues(dataDir);
+    const newKeyFile = join(dataDir, "while-serving.key");
+    try {
+      const refused = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile]);
+      expect(refused.exitCode).toBe(1);
+      expect(refused.stderr).toContain("a router is running on");
+      expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+      expect(storedValues(dataDir)).toEqual(before);
+      expect(existsSync(newKeyFile)).toBe(false);
+      await callServes(router, upstream);
+    } finally {
+      await router.stop();
+    }
+    const ran = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile]);
+    expect(ran.exitCode).toBe(0);
+    // Put back for the tests after this one.
+    const back = await runRouterCommand(["rekey", "--data", dataDir, "--secret-key-file", newKeyFile, "--new-secret-key-file", join(dataDir, "secret.key")]);
+    expect(back.stderr).toBe("");
+    expect(back.exitCode).toBe(0);
+  }, 30_000);
+
+  test("command-line mistakes exit 2 with one line; a new key file that is not a key exits 1; neither changes anything", async () => {
+    const before = storedValues(dataDir);
+    const missing = await runRouterCommand(["rekey", "--data", dataDir]);
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr).toBe("router: --new-secret-key-file FILE is required; see --help\n");
+    const same = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", join(dataDir, "secret.key")]);
+    expect(same.exitCode).toBe(2);
+    const notAKey = join(dataDir, "not-a-key");
+    writeFileSync(notAKey, "hello\n");
+    const invalid = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", notAKey]);
+    expect(invalid.exitCode).toBe(1);
+    expect(invalid.stderr).toBe(`router: ${notAKey} does not hold a 32-byte base64 key\n`);
+    const noOldKey = await runRouterCommand(["rekey", "--data", dataDir, "--secret-key-file", join(dataDir, "nope.key"), "--new-secret-key-file", join(dataDir, "n.key")]);
+    expect(noOldKey.exitCode).toBe(1);
+    expect(noOldKey.stderr).toContain("no secret key at");
+    expect(existsSync(join(dataDir, "n.key"))).toBe(false);
+    expect(storedValues(dataDir)).toEqual(before);
+  }, 30_000);
+});
+
+describe("a fallback key, and Idempotency-Key retries across a rotation", () => {
+  let upstream: MockUpstream;
+  beforeAll(() => {
+    upstream = chatUpstream();
+  });
+  afterAll(async () => {
+    await upstream.stop();
+  });
+
+  test("--fallback-secret-key-file: a router sealing with a new key serves secrets sealed with the old one; a wrong pair is refused naming both files", async () => {
+    const dataDir = await seededDeployment(upstream);
+    const oldKeyFile = join(dataDir, "secret.key");
+    const newKeyFile = join(dataDir, "new.key");
+    loadOrCreateSecretKey(newKeyFile);
+    const router = await startRouter({ dataDir, config: { secretKeyFile: newKeyFile, fallbackSecretKeyFile: oldKeyFile } });
+    try {
+      await callServes(router, upstream);
+      expect(router.deps.settings.raw("EMAIL_PASS")).toBe(EMAIL_PASS);
+    } finally {
+      await router.stop();
+    }
+    const strangerFile = join(dataDir, "stranger.key");
+    loadOrCreateSecretKey(strangerFile);
+    const wrong = await serveOnce(["--data", dataDir, "--secret-key-file", newKeyFile, "--fallback-secret-key-file", strangerFile]);
+    expect(wrong.started).toBe(false);
+    expect(wrong.exitCode).toBe(1);
+    expect(wrong.stderr).toContain(`neither the key in ${newKeyFile} nor the fallback key in ${strangerFile} is the one they were sealed with`);
+    const missing = await serveOnce(["--data", dataDir, "--fallback-secret-key-file", join(dataDir, "absent.key")]);
+    expect(missing.exitCode).toBe(1);
+    expect(missing.stderr).toBe(`router: --fallback-secret-key-file ${join(dataDir, "absent.key")} does not exist\n`);
+    expect(existsSync(join(dataDir, "absent.key"))).toBe(false);
+  }, 60_000);
+
+  test("a retry of an Idempotency-Key write made before the rotation is never run twice: replayed with the old key as fallback, else told its answer cannot be matched", async () => {
+    const dataDir = await seededDeployment(upstream);
+    const oldKeyFile = join(dataDir, "secret.key");
+    const newKeyFile = join(dataDir, "new.key");
+    expect((await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile])).exitCode).toBe(0);
+    const retry = (router: TestRouter) =>
+      router.fetch("/x-keys", {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": "add-upstream-1" },
+        body: JSON.stringify({ Provider: `${upstream.url}/v1`, SecretKey: SECRET, Level: 1, Status: true }),
+      });
+    const keyCount = async (router: TestRouter) => ((await api(router, "/x-keys")).body as unknown[]).length;
+
+    const withFallback = await startRouter({ dataDir, config: { secretKeyFile: newKeyFile, fallbackSecretKeyFile: oldKeyFile } });
+    try {
+      const replayed = await retry(withFallback);
+      expect(replayed.status).toBe(201);
+      expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+      expect(await keyCount(withFallback)).toBe(1);
+    } finally {
+      await withFallback.stop();
+    }
+    const newOnly = await startRouter({ dataDir, config: { secretKeyFile: newKeyFile } });
+    try {
+      const refused = await retry(newOnly);
+      expect(refused.status).toBe(409);
+      const body = (await refused.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe("idempotency_answer_not_kept");
+      expect(body.error.message).toContain("secret key was rotated");
+      expect(await keyCount(newOnly)).toBe(1);
+      // A new write with a new key still runs, and its retry is replayed.
+      const fresh = (key: string) =>
+        newOnly.fetch("/x-config", { method: "PUT", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify({ EMAIL_PASS: "another-pass-123" }) });
+      expect((await fresh("after-rotation")).status).toBe(200);
+      expect((await fresh("after-rotation")).headers.get("idempotent-replayed")).toBe("true");
+    } finally {
+      await newOnly.stop();
+    }
+  }, 60_000);
+});
