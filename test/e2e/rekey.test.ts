@@ -6,7 +6,9 @@ import { createSealer, loadOrCreateSecretKey } from "../../src/store/crypto.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api } from "../helpers/owner-ops.ts";
 import { runRouterCommand } from "../helpers/router-command.ts";
-import { startRouter, tempDir, type TestRouter } from "../helpers/router.ts";
+import { startRouter, tempDir, waitFor, type TestRouter } from "../helpers/router.ts";
+import { skipServices } from "../helpers/postgres-server.ts";
+import { startScaleOutPair, type ScaleOutPair } from "../helpers/scale-out-pair.ts";
 import { openaiClient } from "../helpers/sdk.ts";
 import { serveOnce } from "../helpers/serve-once.ts";
 
@@ -265,4 +267,118 @@ describe("a fallback key, and Idempotency-Key retries across a rotation", () => 
       await newOnly.stop();
     }
   }, 60_000);
+});
+
+describe("backups and rotated keys", () => {
+  let upstream: MockUpstream;
+  beforeAll(() => {
+    upstream = chatUpstream();
+  });
+  afterAll(async () => {
+    await upstream.stop();
+  });
+
+  test("backup --with-secret-key after a rotation: the old key beside the copy is refused, nothing written; with the new key the copy serves calls", async () => {
+    const dataDir = await seededDeployment(upstream);
+    const newKeyFile = join(dataDir, "new.key");
+    expect((await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile])).exitCode).toBe(0);
+    const out = join(tempDir("router-rekey-backup-"), "copy.db");
+    const stale = await runRouterCommand(["backup", "--data", dataDir, "--out", out, "--with-secret-key"]);
+    expect(stale.exitCode).toBe(1);
+    expect(stale.stderr).toContain(`the key in ${join(dataDir, "secret.key")} does not open the secrets in this database`);
+    expect(stale.stderr.trim().split("\n")).toHaveLength(1);
+    expect(existsSync(out)).toBe(false);
+    expect(existsSync(out.replace(/\.db$/, ".secret.key"))).toBe(false);
+
+    const made = await runRouterCommand(["backup", "--data", dataDir, "--out", out, "--with-secret-key", "--secret-key-file", newKeyFile]);
+    expect(made.stderr).toBe("");
+    expect(made.exitCode).toBe(0);
+    expect(readFileSync(out.replace(/\.db$/, ".secret.key"), "utf8")).toBe(readFileSync(newKeyFile, "utf8"));
+    // Restored on another machine: the copy and its key, nothing else.
+    const restored = tempDir("router-rekey-restored-");
+    writeFileSync(join(restored, "router.db"), readFileSync(out));
+    writeFileSync(join(restored, "secret.key"), readFileSync(out.replace(/\.db$/, ".secret.key")), { mode: 0o600 });
+    writeFileSync(join(restored, "initial-owner-key"), readFileSync(join(dataDir, "initial-owner-key")));
+    const router = await startRouter({ dataDir: restored });
+    try {
+      await callServes(router, upstream);
+    } finally {
+      await router.stop();
+    }
+  }, 60_000);
+});
+
+describe.skipIf(skipServices)("rotating the key of a scaled-out deployment (PostgreSQL, two instances)", () => {
+  let pair: ScaleOutPair;
+  const others: TestRouter[] = [];
+  beforeAll(async () => {
+    pair = await startScaleOutPair("rekey", SECRET);
+  }, 60_000);
+  afterAll(async () => {
+    await pair?.stop(...others);
+  });
+
+  /** One call through `router`; the pair's upstream must see the provider secret. */
+  async function pairCall(router: TestRouter): Promise<void> {
+    const answer = await openaiClient(router.url, router.ownerKey).chat.completions.create({ model: "acme-1", messages: [{ role: "user", content: "hi" }] });
+    expect(answer.choices[0]!.message.content).toBe("ok");
+    expect(pair.upstream.requests.at(-1)!.headers.get("authorization")).toBe(`Bearer ${SECRET}`);
+  }
+
+  /** Replaces `old` with an instance started on `keys`, while `other` serves calls. */
+  async function roll(old: TestRouter, other: TestRouter, keys: { secretKeyFile?: string; fallbackSecretKeyFile?: string }): Promise<TestRouter> {
+    await old.stop();
+    await pairCall(other);
+    const started = await startRouter({ dataDir: pair.dataDir, config: { ...pair.config, ...keys }, pricing: false });
+    others.push(started);
+    await pairCall(started);
+    await pairCall(other);
+    return started;
+  }
+
+  test("fallback new key, then new key with the old as fallback, rekey while both serve, then the new key alone: calls served at every step; the old key is refused after", async () => {
+    const oldKey = join(pair.dataDir, "secret.key");
+    const newKey = join(pair.dataDir, "new.key");
+    loadOrCreateSecretKey(newKey);
+    await pairCall(pair.a);
+    // 1. Every instance learns the new key (still sealing with the old one).
+    let a = await roll(pair.a, pair.b, { fallbackSecretKeyFile: newKey });
+    let b = await roll(pair.b, a, { fallbackSecretKeyFile: newKey });
+    // 2. Every instance seals with the new key, opening old values with the fallback.
+    a = await roll(a, b, { secretKeyFile: newKey, fallbackSecretKeyFile: oldKey });
+    // What `a` seals with the new key now, `b` (old key, new as fallback) opens.
+    expect((await api(a, "/x-config", { method: "PUT", body: { EMAIL_PASS } })).status).toBe(200);
+    await waitFor(() => b.deps.settings.raw("EMAIL_PASS") === EMAIL_PASS, 5000, "the other instance to read EMAIL_PASS");
+    b = await roll(b, a, { secretKeyFile: newKey, fallbackSecretKeyFile: oldKey });
+
+    // 3. The rekey, while both instances serve calls.
+    let serving = true;
+    let served = 0;
+    const load = (async () => {
+      while (serving) {
+        await pairCall(served % 2 === 0 ? a : b);
+        served++;
+      }
+    })();
+    const rekeyed = await runRouterCommand(["rekey", "--secret-key-file", oldKey, "--new-secret-key-file", newKey], { env: { ROUTER_DATABASE: pair.config.database! } });
+    serving = false;
+    await load;
+    expect(rekeyed.stderr).toBe("");
+    expect(rekeyed.exitCode).toBe(0);
+    expect(rekeyed.stdout).toContain("provider secrets re-sealed: 1");
+    expect(rekeyed.stdout).toContain("values already sealed with the new key: 1");
+    expect(rekeyed.stdout).not.toContain(SECRET);
+    expect(served).toBeGreaterThan(0);
+
+    // 4. The old key dropped.
+    a = await roll(a, b, { secretKeyFile: newKey });
+    b = await roll(b, a, { secretKeyFile: newKey });
+    expect(b.deps.settings.raw("EMAIL_PASS")).toBe(EMAIL_PASS);
+    let refusal = "";
+    await startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false }).then(
+      (router) => others.push(router),
+      (error: Error) => (refusal = error.message),
+    );
+    expect(refusal).toContain("the database holds provider secrets sealed with another key");
+  }, 120_000);
 });
