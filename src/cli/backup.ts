@@ -9,9 +9,8 @@
 import { defineCommand } from "citty";
 import { chmodSync, copyFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { Database } from "bun:sqlite";
-import { SECRET_ITEMS } from "../admin/config/items.ts";
-import { createSealer, loadSecretKey } from "../store/crypto.ts";
+import { loadSecretKey } from "../store/crypto.ts";
+import { keyOpensDatabase } from "../store/sqlite/sealed-probe.ts";
 import { databasePath, writingIn } from "../store/data-dir.ts";
 import { copyDatabase, verifyDatabase } from "../store/sqlite/backup.ts";
 import { dataArgs } from "./common-args.ts";
@@ -64,23 +63,6 @@ function startProgress(target: string, expected: number): () => void {
     clearInterval(timer);
     process.stderr.write("\r\x1b[K");
   };
-}
-
-/** Whether `key` opens a sealed value of the database at `path` (true when it holds none yet). */
-function opensSealedValues(path: string, key: Uint8Array): boolean {
-  const db = new Database(path, { readonly: true });
-  try {
-    const secret = db.query<{ value: string }, []>("SELECT secret_sealed AS value FROM provider_keys LIMIT 1").get();
-    const setting = db.query<{ value: string }, string[]>(`SELECT value FROM settings WHERE key IN (${SECRET_ITEMS.map(() => "?").join(", ")}) LIMIT 1`).get(...SECRET_ITEMS);
-    const sealed = secret?.value ?? setting?.value;
-    if (sealed === undefined) return true;
-    createSealer(key).open(sealed);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    db.close();
-  }
 }
 
 export const backupCommand = defineCommand({
@@ -137,7 +119,7 @@ export const backupCommand = defineCommand({
         throw new Error(`the copy failed its integrity check (${problem}); nothing was written to ${out}`);
       }
       // The key put beside the copy must open it: after `router rekey` the default secret.key may be the old one.
-      if (withKey && !opensSealedValues(temporary, loadSecretKey(keySource, "--secret-key-file"))) {
+      if (withKey && !keyOpensDatabase(temporary, loadSecretKey(keySource, "--secret-key-file"))) {
         rmSync(temporary, { force: true });
         throw new Error(
           `the key in ${keySource} does not open the secrets in this database (was it rotated with \`router rekey\`?): give the key the router runs with, --secret-key-file FILE; nothing was written to ${out}`,

@@ -4,6 +4,9 @@ import { dirname, join } from "node:path";
 import { copyDeployment, type CopyReport } from "../store/copy/index.ts";
 import { USAGE_SPOOL_FILE } from "../metering/usage-spool.ts";
 import { shownUrl } from "../store/postgres/url.ts";
+import { loadOrCreateSecretKey } from "../store/crypto.ts";
+import { databasePath } from "../store/data-dir.ts";
+import { keyOpensDatabase } from "../store/sqlite/sealed-probe.ts";
 import { databaseUrl } from "./database-flag.ts";
 import { rejectEmptyValues, rejectStrayArguments, rejectUnknownFlags, UsageError } from "./flags.ts";
 import { formatTable } from "./output.ts";
@@ -22,6 +25,14 @@ const migrateDataArgs = {
 function secretKeyNextTo(from: string): string {
   const dir = existsSync(from) && statSync(from).isDirectory() ? from : dirname(from);
   return join(dir, "secret.key");
+}
+
+/** Which key file to start the instances with: the one beside the source only if it opens its secrets (a rotation may have left the old one there). */
+function keyAdvice(from: string, key: string): string {
+  const database = existsSync(from) && statSync(from).isDirectory() ? databasePath(from) : from;
+  if (existsSync(key) && keyOpensDatabase(database, loadOrCreateSecretKey(key))) return `start every instance with --secret-key-file pointing at a copy of ${key}`;
+  const why = existsSync(key) ? ` (${key} does not open them: the key was rotated with \`router rekey\`)` : "";
+  return `start every instance with --secret-key-file pointing at a copy of the key the router ran with${why}`;
 }
 
 function summary(report: CopyReport): string {
@@ -79,9 +90,6 @@ export const migrateDataCommand = defineCommand({
         );
       }
       const key = secretKeyNextTo(args.from);
-      process.stdout.write(
-        "copied and checked. Provider keys are still sealed with the deployment's secret key: " +
-          (existsSync(key) ? `start every instance with --secret-key-file pointing at a copy of ${key}\n` : "start every instance with --secret-key-file pointing at a copy of it\n"),
-      );
+      process.stdout.write(`copied and checked. Provider keys are still sealed with the deployment's secret key: ${keyAdvice(args.from, key)}\n`);
     }),
 });

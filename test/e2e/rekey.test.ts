@@ -381,4 +381,28 @@ describe.skipIf(skipServices)("rotating the key of a scaled-out deployment (Post
     );
     expect(refusal).toContain("the database holds provider secrets sealed with another key");
   }, 120_000);
+
+  test("migrate-data after a rotation: the copy serves calls with the new key, and the advice names no key that cannot open it", async () => {
+    const upstream = chatUpstream();
+    try {
+      const dataDir = await seededDeployment(upstream);
+      const newKeyFile = join(dataDir, "new.key");
+      expect((await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile])).exitCode).toBe(0);
+      const database = pair.postgres.url(await pair.postgres.createDatabase());
+      const copied = await runRouterCommand(["migrate-data", "--from", dataDir, "--to", database]);
+      expect(copied.exitCode).toBe(0);
+      expect(copied.stdout).not.toContain(`a copy of ${join(dataDir, "secret.key")}`);
+      expect(copied.stdout).toContain("the key the router ran with");
+      // Another machine: its data directory holds only the owner's key file the helper reads.
+      const instanceDir = tempDir();
+      writeFileSync(join(instanceDir, "initial-owner-key"), readFileSync(join(dataDir, "initial-owner-key")));
+      const router = await startRouter({ dataDir: instanceDir, config: { database, secretKeyFile: newKeyFile }, pricing: false });
+      others.push(router);
+      const answer = await openaiClient(router.url, router.ownerKey).chat.completions.create({ model: "acme-1", messages: [{ role: "user", content: "hi" }] });
+      expect(answer.choices[0]!.message.content).toBe("ok");
+      expect(upstream.requests.at(-1)!.headers.get("authorization")).toBe(`Bearer ${SECRET}`);
+    } finally {
+      await upstream.stop();
+    }
+  }, 60_000);
 });
