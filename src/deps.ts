@@ -26,6 +26,7 @@ import { createRetiredCreditSweeper } from "./accounts/retired-credit.ts";
 import { createUsageRecorder, type UsageRecorder } from "./metering/usage-recorder.ts";
 import type { Sealer } from "./store/crypto.ts";
 import { holdServingLock } from "./store/serving-lock.ts";
+import { oneSealedValueIn } from "./store/sqlite/sealed-probe.ts";
 import { openServeStore } from "./store/open.ts";
 import { acquireSingleInstanceLock, oneSealedValue, pingDatabase, shownUrl, withStartupLock } from "./store/postgres/index.ts";
 import { assertSealingKey, loadSealer, type LoadedSealer } from "./store/sealing-check.ts";
@@ -116,15 +117,16 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   const log = overrides.log ?? createLogger(config.logLevel, undefined, config.logFormat);
   const sealing = loadSealer(config);
   const { sealer } = sealing;
-  const store = await openServeStore(config.database, databasePath(config.dataDir));
-  const closing: Array<() => void | Promise<void>> = [];
+  // Held before the file is opened: a `router rekey` under way finishes before this instance reads or migrates anything, and none starts while it serves.
+  const servingLock = config.database === undefined ? holdServingLock(config.dataDir) : undefined;
+  const closing: Array<() => void | Promise<void>> = servingLock ? [servingLock.release] : [];
+  const store = await openServeStore(config.database, databasePath(config.dataDir)).catch((error: unknown) => {
+    servingLock?.release();
+    throw error;
+  });
   try {
     if (config.database !== undefined) await claimDatabase(config, store, sealing, closing, log);
-    else {
-      // Held first: a `router rekey` under way finishes before this instance reads a secret, and none starts while it serves.
-      closing.push(holdServingLock(config.dataDir).release);
-      assertSealingKey(await store.providerKeys.oneSealedSecret(), sealing);
-    }
+    else assertSealingKey(oneSealedValueIn(databasePath(config.dataDir)), sealing);
   } catch (error) {
     for (const close of closing) await close();
     store.close();

@@ -148,8 +148,6 @@ export interface ProviderKeyStore {
   update(tenantId: number, id: number, values: ProviderKeyValues, now: number): Promise<ProviderKeyRow | undefined>;
   delete(tenantId: number, id: number): Promise<boolean>;
   setSleep(tenantId: number, id: number, sleep: SleepColumns): Promise<void>;
-  /** One provider secret as stored (sealed), of any tenant: what start-up opens to prove it holds the right key. */
-  oneSealedSecret(): Promise<string | undefined>;
   /** Every tenant's keys' `partialKey` as stored, by id: what the start-up sealing of clear ones reads. */
   storedPartialKeys(): Promise<Array<{ id: number; partialKey: string }>>;
   /**

@@ -3,6 +3,7 @@ import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createSealer, loadOrCreateSecretKey } from "../../src/store/crypto.ts";
+import { takeRekeyLock } from "../../src/store/serving-lock.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api } from "../helpers/owner-ops.ts";
 import { runRouterCommand } from "../helpers/router-command.ts";
@@ -118,6 +119,48 @@ describe("router rekey on a single machine (SQLite)", () => {
   }, 60_000);
 });
 
+describe("the start-up sealing check on a single machine", () => {
+  test("a deployment whose only secret is EMAIL_PASS: after a rotation the old key is refused at start, the new one starts and opens it", async () => {
+    const dataDir = tempDir("router-rekey-mail-");
+    const first = await startRouter({ dataDir });
+    try {
+      expect((await api(first, "/x-config", { method: "PUT", body: { EMAIL_PASS } })).status).toBe(200);
+    } finally {
+      await first.stop();
+    }
+    const newKeyFile = join(dataDir, "new.key");
+    const rekeyed = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile]);
+    expect(rekeyed.exitCode).toBe(0);
+    expect(rekeyed.stdout).toContain("settings re-sealed: 1");
+    const refused = await serveOnce(["--data", dataDir]);
+    expect(refused.started).toBe(false);
+    expect(refused.exitCode).toBe(1);
+    expect(refused.stderr).toContain("sealed with another key");
+    const router = await startRouter({ dataDir, config: { secretKeyFile: newKeyFile } });
+    try {
+      expect(router.deps.settings.raw("EMAIL_PASS")).toBe(EMAIL_PASS);
+    } finally {
+      await router.stop();
+    }
+  }, 60_000);
+
+  test("a server started while a rekey holds the data directory waits for it to end before it reads anything", async () => {
+    const dataDir = tempDir("router-rekey-wait-");
+    await (await startRouter({ dataDir })).stop();
+    // A rekey under way, as the command holds it (store/serving-lock.ts).
+    const rekeying = takeRekeyLock(dataDir)!;
+    expect(rekeying).toBeDefined();
+    let released = false;
+    const serving = serveOnce(["--data", dataDir], async () => released);
+    await Bun.sleep(1500);
+    rekeying.release();
+    released = true;
+    const served = await serving;
+    expect(served.started).toBe(true);
+    expect(served.probed).toBe(true);
+  }, 60_000);
+});
+
 describe("router rekey refuses, and changes nothing", () => {
   let upstream: MockUpstream;
   let dataDir: string;
@@ -143,7 +186,7 @@ describe("router rekey refuses, and changes nothing", () => {
     const newKeyFile = join(dataDir, "failed.key");
     const failed = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile]);
     expect(failed.exitCode).toBe(1);
-    expect(failed.stderr).toBe(`router: the provider secret of provider key ${strangerId} opens with neither the old key nor the new one\n`);
+    expect(failed.stderr).toBe(`router: the provider secret of provider key ${strangerId} opens with neither the old key nor the new one (is --secret-key-file the key the router runs with?); nothing was changed\n`);
     expect(failed.stdout).toBe("");
     expect(storedValues(dataDir)).toEqual(before);
     expect(existsSync(newKeyFile)).toBe(false);

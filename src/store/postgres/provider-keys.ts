@@ -43,7 +43,6 @@ export function postgresProviderKeys({ db }: Scope): ProviderKeyStore {
     async setSleep(tenantId, id, sleep) {
       await db.update(providerKeys).set(sleep).where(byId(tenantId, id));
     },
-    oneSealedSecret: async () => (await db.select({ value: providerKeys.secretSealed }).from(providerKeys).limit(1))[0]?.value,
     storedPartialKeys: () => db.select({ id: providerKeys.id, partialKey: providerKeys.partialKey }).from(providerKeys).orderBy(providerKeys.id),
     replacePartialKey: async (id, from, to) =>
       (

@@ -55,7 +55,7 @@ export function createResealer(from: Sealer, to: Sealer) {
       try {
         plain = from.open(stored);
       } catch {
-        throw new RekeyRefusal(`the ${kind} of ${row} opens with neither the old key nor the new one`);
+        throw new RekeyRefusal(`the ${kind} of ${row} opens with neither the old key nor the new one (is --secret-key-file the key the router runs with?); nothing was changed`);
       }
       counts.resealed[kind]++;
       return checked(to, kind, row, plain, to.seal(plain));

@@ -42,7 +42,6 @@ export function sqliteProviderKeys(db: Db): Synchronous<ProviderKeyStore> {
     setSleep(tenantId, id, sleep) {
       db.update(providerKeys).set(sleep).where(byId(tenantId, id)).run();
     },
-    oneSealedSecret: () => db.select({ value: providerKeys.secretSealed }).from(providerKeys).limit(1).get()?.value,
     storedPartialKeys: () => db.select({ id: providerKeys.id, partialKey: providerKeys.partialKey }).from(providerKeys).orderBy(providerKeys.id).all(),
     replacePartialKey: (id, from, to) =>
       db
