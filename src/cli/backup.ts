@@ -139,11 +139,15 @@ export const backupCommand = defineCommand({
         copyFileSync(keySource, keyTarget);
         chmodSync(keyTarget, 0o600);
         process.stdout.write(`secret key copied to ${keyTarget} (mode 0600); store both together, and safely\n`);
-      } else {
+      } else if (existsSync(keySource) && keyOpensDatabase(out, loadSecretKey(keySource, "--secret-key-file"))) {
         process.stdout.write(
           `keep ${basename(keySource)} (${keySource}) with this backup: without it the provider secrets in it cannot be opened ` +
             "(or repeat with --with-secret-key)\n",
         );
+      } else {
+        // After `router rekey` the file at the default place may be the old key: naming it would send the operator away with the wrong one.
+        const why = existsSync(keySource) ? ` (${keySource} does not open them: the key was rotated with \`router rekey\`)` : "";
+        process.stdout.write(`keep the key the router runs with beside this backup: without it the provider secrets in it cannot be opened${why}\n`);
       }
     }),
 });

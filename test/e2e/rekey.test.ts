@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { createSealer, loadOrCreateSecretKey } from "../../src/store/crypto.ts";
 import { takeRekeyLock } from "../../src/store/serving-lock.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
@@ -333,6 +333,11 @@ describe("backups and rotated keys", () => {
     expect(existsSync(out)).toBe(false);
     expect(existsSync(out.replace(/\.db$/, ".secret.key"))).toBe(false);
 
+    // Without the key copy, the advice must not name the old key either.
+    const keyless = await runRouterCommand(["backup", "--data", dataDir, "--out", join(dirname(out), "keyless.db")]);
+    expect(keyless.exitCode).toBe(0);
+    expect(keyless.stdout).not.toContain(`keep secret.key (${join(dataDir, "secret.key")})`);
+    expect(keyless.stdout).toContain("keep the key the router runs with");
     const made = await runRouterCommand(["backup", "--data", dataDir, "--out", out, "--with-secret-key", "--secret-key-file", newKeyFile]);
     expect(made.stderr).toBe("");
     expect(made.exitCode).toBe(0);
