@@ -179,7 +179,10 @@ function schemeOf(url: string): string | undefined {
  * (anyone can read it in the process list), and a database without Redis (one instance
  * only). Never quotes a URL.
  */
-export function serveWarnings(args: Record<string, unknown>, config: Pick<ServeConfig, "database" | "redis"> & Partial<Pick<ServeConfig, "signupSmtp" | "signupFrom">>): string[] {
+export function serveWarnings(
+  args: Record<string, unknown>,
+  config: Pick<ServeConfig, "database" | "redis"> & Partial<Pick<ServeConfig, "signupSmtp" | "signupFrom" | "fallbackSecretKeyFile">>,
+): string[] {
   const warnings: string[] = [];
   for (const [flag, env] of [
     ["database", "ROUTER_DATABASE"],
@@ -197,6 +200,10 @@ export function serveWarnings(args: Record<string, unknown>, config: Pick<ServeC
   // Mail from router@localhost is what many servers refuse, or file as spam.
   if (config.signupSmtp !== undefined && config.signupFrom === undefined) {
     warnings.push("--signup-smtp without --signup-from: confirmation mail goes out from router@localhost, which mail servers often refuse (set --signup-from or ROUTER_SIGNUP_FROM)");
+  }
+  // A rotation left half done keeps the old key useful to whoever holds it.
+  if (config.fallbackSecretKeyFile !== undefined) {
+    warnings.push("--fallback-secret-key-file is for a rotation of the sealing key under way: once `router rekey` has run, restart without it (README, \"Rotating the sealing key\")");
   }
   if (config.database !== undefined && config.redis === undefined) {
     warnings.push("--database without --redis: limits and credit in flight are kept in this process, so this instance must be the only one on the database (give every instance --redis to run several)");
