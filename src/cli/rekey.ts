@@ -10,7 +10,8 @@ import { existsSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { SECRET_ITEMS } from "../admin/config/items.ts";
 import { createSealer, loadOrCreateSecretKey, loadSecretKey } from "../store/crypto.ts";
-import { databasePath } from "../store/data-dir.ts";
+import { databasePath, writingDataDir } from "../store/data-dir.ts";
+import { migrateFile } from "../store/sqlite/connection.ts";
 import { describeCounts, type RekeyCounts } from "../store/rekey/reseal.ts";
 import { rekeyPostgres, rekeySqlite } from "../store/rekey/run.ts";
 import { takeRekeyLock } from "../store/serving-lock.ts";
@@ -60,7 +61,15 @@ export const rekeyCommand = defineCommand({
         if (Buffer.from(newKey).equals(Buffer.from(oldKey))) throw new Error(`${resolve(newFile)} holds the key in use: give a new file (it is created) or another key`);
         const from = createSealer(newKey, [oldKey]);
         const to = createSealer(newKey);
-        const counts = url === undefined ? await rekeyLocal(dataDir, dbPath, (path) => rekeySqlite(path, from, to, SECRET_ITEMS)) : await rekeyPostgres(url, from, to, SECRET_ITEMS);
+        const counts =
+          url === undefined
+            ? await rekeyLocal(dataDir, dbPath, (path) => rekeySqlite(path, from, to, SECRET_ITEMS))
+            : await (async () => {
+                // Migrated first, as serve does: a database a newer router migrated is refused (it may seal values this one does not know of).
+                const { migrateDatabase } = await import("../store/postgres/index.ts");
+                for (const name of await migrateDatabase(url)) process.stdout.write(`applied ${name}\n`);
+                return rekeyPostgres(url, from, to, SECRET_ITEMS);
+              })();
         report(counts, url, resolve(newFile), oldFile, created);
       } catch (error) {
         // A failed rekey leaves things as they were: a key it created would only raise the question which key is the one.
@@ -77,7 +86,9 @@ async function rekeyLocal(dataDir: string, dbPath: string, body: (path: string) 
     throw new Error(`a router is running on ${resolve(dataDir)}: stop it, then run rekey again (a running server holds the old key only and could open nothing re-sealed)`);
   }
   try {
-    return await body(dbPath);
+    // Migrated first, as serve does: a database a newer router migrated is refused (it may seal values this one does not know of).
+    for (const name of await writingDataDir(dataDir, () => migrateFile(dbPath))) process.stdout.write(`applied ${name}\n`);
+    return await writingDataDir(dataDir, () => body(dbPath));
   } finally {
     lock.release();
   }

@@ -218,6 +218,26 @@ describe("router rekey refuses, and changes nothing", () => {
     expect(back.exitCode).toBe(0);
   }, 30_000);
 
+  test("a database a newer router migrated (it may seal values this router does not know of) is refused, nothing changed", async () => {
+    const db = new Database(join(dataDir, "router.db"));
+    db.run("INSERT INTO schema_migrations (name, applied_at, router_version) VALUES ('0099_future', 1, '9.9.0')");
+    db.close();
+    try {
+      const before = storedValues(dataDir);
+      const newKeyFile = join(dataDir, "future.key");
+      const refused = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile]);
+      expect(refused.exitCode).toBe(1);
+      expect(refused.stderr).toContain("the database was migrated by router 9.9.0");
+      expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+      expect(storedValues(dataDir)).toEqual(before);
+      expect(existsSync(newKeyFile)).toBe(false);
+    } finally {
+      const fix = new Database(join(dataDir, "router.db"));
+      fix.run("DELETE FROM schema_migrations WHERE name = '0099_future'");
+      fix.close();
+    }
+  }, 30_000);
+
   test("command-line mistakes exit 2 with one line; a new key file that is not a key exits 1; neither changes anything", async () => {
     const before = storedValues(dataDir);
     const missing = await runRouterCommand(["rekey", "--data", dataDir]);
