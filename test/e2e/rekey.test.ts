@@ -254,6 +254,21 @@ describe("router rekey refuses, and changes nothing", () => {
     expect(noOldKey.exitCode).toBe(1);
     expect(noOldKey.stderr).toContain("no secret key at");
     expect(existsSync(join(dataDir, "n.key"))).toBe(false);
+    // The key in use under another name is no new key.
+    const copy = join(dataDir, "copy-of-old.key");
+    writeFileSync(copy, readFileSync(join(dataDir, "secret.key")));
+    const sameKey = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", copy]);
+    expect(sameKey.exitCode).toBe(1);
+    expect(sameKey.stderr).toBe(`router: ${copy} holds the key in use: give a new file (it is created) or another key\n`);
+    // PostgreSQL away: named without its password, one line.
+    const away = await runRouterCommand(["rekey", "--secret-key-file", join(dataDir, "secret.key"), "--new-secret-key-file", join(dataDir, "pg.key")], {
+      env: { ROUTER_DATABASE: "postgres://router:hunter2@127.0.0.1:1/router" },
+    });
+    expect(away.exitCode).toBe(1);
+    expect(away.stderr).toContain("PostgreSQL at postgres://router:***@127.0.0.1:1/router");
+    expect(away.stderr).not.toContain("hunter2");
+    expect(away.stderr.trim().split("\n")).toHaveLength(1);
+    expect(existsSync(join(dataDir, "pg.key"))).toBe(false);
     expect(storedValues(dataDir)).toEqual(before);
   }, 30_000);
 });
