@@ -26,9 +26,9 @@ import { createRetiredCreditSweeper } from "./accounts/retired-credit.ts";
 import { createUsageRecorder, type UsageRecorder } from "./metering/usage-recorder.ts";
 import type { Sealer } from "./store/crypto.ts";
 import { holdServingLock } from "./store/serving-lock.ts";
-import { oneSealedValueIn } from "./store/sqlite/sealed-probe.ts";
+import { sealedValuesIn } from "./store/sqlite/sealed-probe.ts";
 import { openServeStore } from "./store/open.ts";
-import { acquireSingleInstanceLock, oneSealedValue, pingDatabase, shownUrl, withStartupLock } from "./store/postgres/index.ts";
+import { acquireSingleInstanceLock, sealedValues, pingDatabase, shownUrl, withStartupLock } from "./store/postgres/index.ts";
 import { assertSealingKey, loadSealer, type LoadedSealer } from "./store/sealing-check.ts";
 import { SECRET_ITEMS } from "./admin/config/items.ts";
 import { connectRedis } from "./state/redis/connection.ts";
@@ -126,7 +126,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   });
   try {
     if (config.database !== undefined) await claimDatabase(config, store, sealing, closing, log);
-    else assertSealingKey(oneSealedValueIn(databasePath(config.dataDir)), sealing);
+    else assertSealingKey(sealedValuesIn(databasePath(config.dataDir)), sealing);
   } catch (error) {
     for (const close of closing) await close();
     store.close();
@@ -392,5 +392,5 @@ async function claimDatabase(
     }
     closing.push(() => lock.release().catch(() => {}));
   }
-  await withStartupLock(store, async () => assertSealingKey(await oneSealedValue(store, SECRET_ITEMS), sealing));
+  await withStartupLock(store, async () => assertSealingKey(await sealedValues(store, SECRET_ITEMS), sealing));
 }

@@ -8,7 +8,7 @@
 import { defineCommand } from "citty";
 import { existsSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { SECRET_ITEMS } from "../admin/config/items.ts";
+import { SECRET_ITEMS } from "../admin/config/secret-items.ts";
 import { createSealer, loadOrCreateSecretKey, loadSecretKey } from "../store/crypto.ts";
 import { databasePath, writingDataDir } from "../store/data-dir.ts";
 import { migrateFile } from "../store/sqlite/connection.ts";

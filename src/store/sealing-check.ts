@@ -25,26 +25,45 @@ export function loadSealer(config: { dataDir: string; secretKeyFile?: string; fa
   return { sealer: createSealer(key, fallback), keyFile, keyCreated, fallbackKeyFile };
 }
 
+/** A stored sealed value and how to name it in an error (never by its content). */
+export interface SealedValue {
+  name: string;
+  value: string;
+}
+
+/** What an instance is told about a value none of its keys opens, while others do (a rotation half done). */
+export function sealedElsewhereMessage(name: string): string {
+  return `${name} is sealed with a key this instance was not given: give it that key with --fallback-secret-key-file (a rotation under way: README, "Rotating the sealing key"), or enter that secret again`;
+}
+
 /**
  * Refuses to start an instance whose sealing key cannot open what the shared database
  * already holds: every instance seals and opens provider secrets with one key, and one
  * with another key would fail every call on those secrets (and seal new ones the rest
- * cannot read). `sealed` is one stored sealed value, or undefined when there is none yet.
- * With a fallback key, a value sealed with either is accepted.
+ * cannot read). `sealed` are the provider secrets and secret settings stored (none yet: no
+ * check). With a fallback key, a value sealed with either is accepted. When the keys open
+ * some values but not all (a rotation half done: an instance sealed with a key this one
+ * lacks), the first it cannot open is named: a key pool built on it would fail.
  */
-export function assertSealingKey(sealed: string | undefined, loaded: LoadedSealer): void {
-  if (sealed === undefined) return;
-  try {
-    loaded.sealer.open(sealed);
-  } catch {
-    const { keyFile, keyCreated, fallbackKeyFile } = loaded;
-    const which = keyCreated
-      ? `this instance just created a new key in ${keyFile}`
-      : fallbackKeyFile === undefined
-        ? `the key in ${keyFile} is not the one they were sealed with`
-        : `neither the key in ${keyFile} nor the fallback key in ${fallbackKeyFile} is the one they were sealed with`;
-    throw new Error(
-      `the database holds provider secrets sealed with another key, and ${which}: give this instance the secret.key the other instances use (--secret-key-file or ROUTER_SECRET_KEY_FILE)`,
-    );
-  }
+export function assertSealingKey(sealed: readonly SealedValue[], loaded: LoadedSealer): void {
+  const opens = (value: string) => {
+    try {
+      loaded.sealer.open(value);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const closed = sealed.filter((entry) => !opens(entry.value));
+  if (closed.length === 0) return;
+  if (closed.length < sealed.length) throw new Error(sealedElsewhereMessage(closed[0]!.name));
+  const { keyFile, keyCreated, fallbackKeyFile } = loaded;
+  const which = keyCreated
+    ? `this instance just created a new key in ${keyFile}`
+    : fallbackKeyFile === undefined
+      ? `the key in ${keyFile} is not the one they were sealed with`
+      : `neither the key in ${keyFile} nor the fallback key in ${fallbackKeyFile} is the one they were sealed with`;
+  throw new Error(
+    `the database holds provider secrets sealed with another key, and ${which}: give this instance the secret.key the other instances use (--secret-key-file or ROUTER_SECRET_KEY_FILE)`,
+  );
 }

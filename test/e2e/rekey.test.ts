@@ -144,6 +144,30 @@ describe("the start-up sealing check on a single machine", () => {
     }
   }, 60_000);
 
+  test("a provider key sealed with a key this instance lacks (a rotation half done) stops the start with a line naming the key and the way out, no stack trace", async () => {
+    const upstream = chatUpstream();
+    try {
+      const dataDir = await seededDeployment(upstream);
+      const stranger = createSealer(new Uint8Array(32).fill(9));
+      const db = new Database(join(dataDir, "router.db"));
+      db.query("INSERT INTO provider_keys (name, level, provider, secret_sealed, partial_key, created_at, updated_at) VALUES ('x', 1, ?, ?, ?, 1, 1)").run(
+        `${upstream.url}/v1`,
+        stranger.seal("sk-stranger-0123456789abcdefghij"),
+        stranger.seal("…0123456789abcdefghij"),
+      );
+      const id = (db.query("SELECT max(id) AS id FROM provider_keys").get() as { id: number }).id;
+      db.close();
+      const refused = await serveOnce(["--data", dataDir]);
+      expect(refused.started).toBe(false);
+      expect(refused.exitCode).toBe(1);
+      expect(refused.stderr).toBe(
+        `router: provider key ${id} is sealed with a key this instance was not given: give it that key with --fallback-secret-key-file (a rotation under way: README, "Rotating the sealing key"), or enter that secret again\n`,
+      );
+    } finally {
+      await upstream.stop();
+    }
+  }, 60_000);
+
   test("a server started while a rekey holds the data directory waits for it to end before it reads anything", async () => {
     const dataDir = tempDir("router-rekey-wait-");
     await (await startRouter({ dataDir })).stop();

@@ -14,6 +14,7 @@ import {
   type ModelMapping,
 } from "./mappers.ts";
 import { CONFIG_ITEM_NAMES, type ConfigItemName } from "../../wire/config.ts";
+import { SECRET_ITEMS } from "./secret-items.ts";
 
 /**
  * One system configuration item (spec 2.4): how a value written through
@@ -233,5 +234,9 @@ export function compileRouting(raw: ReadonlyMap<string, string>): RoutingConfig 
   };
 }
 
-/** Items sealed at rest (the start-up check of the sealing key opens one). */
-export const SECRET_ITEMS: readonly string[] = CONFIG_ITEM_NAMES.filter((name) => CONFIG_ITEMS[name].secret === true);
+/** Items sealed at rest (the start-up check of the sealing key opens them; `router rekey` re-seals them). */
+export { SECRET_ITEMS };
+// The light list must say what the items do: a secret item missing from it would stay sealed with an old key after a rotation.
+if (CONFIG_ITEM_NAMES.filter((name) => CONFIG_ITEMS[name].secret === true).join() !== SECRET_ITEMS.join()) {
+  throw new Error("admin/config/secret-items.ts does not list the items marked secret in admin/config/items.ts");
+}

@@ -1,5 +1,6 @@
 import type { Clock } from "../../core/clock.ts";
 import type { Sealer } from "../../store/crypto.ts";
+import { sealedElsewhereMessage } from "../../store/sealing-check.ts";
 import type { ProviderKeyFilter, ProviderKeyRow, ProviderKeyValues, Store } from "../../store/store.ts";
 import type { ProviderConfig } from "../../routing/provider-config.ts";
 import type { SleepReason } from "../../routing/pool-key.ts";
@@ -104,7 +105,14 @@ export function createProviderKeysRepository(deps: { store: Store; sealer: Seale
     update: (id, input) => keys.update(tenantId, id, sealed(input), deps.clock.now()),
     delete: (id) => keys.delete(tenantId, id),
     setSleep: (id, state) => keys.setSleep(tenantId, id, { sleeping: state.sleeping, sleepReason: state.reason, sleepUntil: state.until, sleepCount: state.count }),
-    secretOf: (row) => deps.sealer.open(row.secretSealed),
+    secretOf: (row) => {
+      try {
+        return deps.sealer.open(row.secretSealed);
+      } catch {
+        // The cipher's own words ("unable to authenticate data") say nothing of which key, or what to do.
+        throw new Error(sealedElsewhereMessage(`provider key ${row.id}`));
+      }
+    },
     partialKeyOf: (row) => openPartialKey(row.partialKey, deps.sealer),
   };
 }

@@ -1,4 +1,5 @@
 import type { Store } from "../store.ts";
+import type { SealedValue } from "../sealing-check.ts";
 import { LOCKS } from "./locks.ts";
 import { clientOf } from "./store.ts";
 
@@ -23,17 +24,22 @@ export async function withStartupLock<T>(store: Store, body: () => Promise<T>): 
 }
 
 /**
- * One value sealed with the deployment's key, if the database holds any: a provider
- * key's secret, else a sealed setting among `sealedSettings` (their names). Start-up
- * opens it to prove this instance was given the key the others use.
+ * The values sealed with the deployment's key that serving needs: every provider key's
+ * secret, then every sealed setting among `sealedSettings` (their names), of any tenant.
+ * Start-up opens them to prove this instance was given the key the others use.
  */
-export async function oneSealedValue(store: Store, sealedSettings: readonly string[]): Promise<string | undefined> {
+export async function sealedValues(store: Store, sealedSettings: readonly string[]): Promise<SealedValue[]> {
   const client = clientOf(store);
-  const [key] = (await client.unsafe("SELECT secret_sealed AS value FROM provider_keys LIMIT 1")) as Array<{ value: string }>;
-  if (key) return key.value;
-  if (sealedSettings.length === 0) return undefined;
-  const [setting] = (await client.unsafe("SELECT value FROM settings WHERE key = ANY($1::text[]) LIMIT 1", [sealedSettings])) as Array<{ value: string }>;
-  return setting?.value;
+  const keys = (await client.unsafe("SELECT id, secret_sealed AS value FROM provider_keys ORDER BY id")) as Array<{ id: number; value: string }>;
+  const settings =
+    sealedSettings.length === 0
+      ? []
+      : ((await client.unsafe("SELECT tenant_id AS tenant, key, value FROM settings WHERE key = ANY($1::text[]) AND value LIKE 'v1:%' ORDER BY tenant_id, key", [sealedSettings])) as Array<{
+          tenant: number;
+          key: string;
+          value: string;
+        }>);
+  return [...keys.map((row) => ({ name: `provider key ${row.id}`, value: row.value })), ...settings.map((row) => ({ name: `the setting ${row.key} of tenant ${row.tenant}`, value: row.value }))];
 }
 
 /** Answers when the database does; fails (with the driver's error) when it does not. */

@@ -1,20 +1,23 @@
 import { Database } from "bun:sqlite";
-import { SECRET_ITEMS } from "../../admin/config/items.ts";
+import { SECRET_ITEMS } from "../../admin/config/secret-items.ts";
 import { createSealer } from "../crypto.ts";
+import type { SealedValue } from "../sealing-check.ts";
 
 /**
- * One value of the SQLite file at `path` sealed with the deployment's key: a provider
- * key's secret, else a secret setting of any tenant (EMAIL_PASS), else undefined. What
- * proves a key is the deployment's (the start-up check, a backup's key copy): a
- * deployment whose only secret is EMAIL_PASS has one too.
+ * The values of the SQLite file at `path` that are sealed with the deployment's key and
+ * that serving needs: every provider key's secret, then every sealed secret setting of any
+ * tenant (EMAIL_PASS). What proves a key is the deployment's (the start-up check, a
+ * backup's key copy): a deployment whose only secret is EMAIL_PASS has one too.
  */
-export function oneSealedValueIn(path: string): string | undefined {
+export function sealedValuesIn(path: string): SealedValue[] {
   const db = new Database(path, { readonly: true });
   try {
-    const secret = db.query<{ value: string }, []>("SELECT secret_sealed AS value FROM provider_keys LIMIT 1").get();
-    if (secret) return secret.value;
+    const secrets = db.query<{ id: number; value: string }, []>("SELECT id, secret_sealed AS value FROM provider_keys ORDER BY id").all();
     const placeholders = SECRET_ITEMS.map(() => "?").join(", ");
-    return db.query<{ value: string }, string[]>(`SELECT value FROM settings WHERE key IN (${placeholders}) AND value LIKE 'v1:%' LIMIT 1`).get(...SECRET_ITEMS)?.value;
+    const settings = db
+      .query<{ tenant: number; key: string; value: string }, string[]>(`SELECT tenant_id AS tenant, key, value FROM settings WHERE key IN (${placeholders}) AND value LIKE 'v1:%' ORDER BY tenant_id, key`)
+      .all(...SECRET_ITEMS);
+    return [...secrets.map((row) => ({ name: `provider key ${row.id}`, value: row.value })), ...settings.map((row) => ({ name: `the setting ${row.key} of tenant ${row.tenant}`, value: row.value }))];
   } finally {
     db.close();
   }
@@ -27,9 +30,8 @@ export function oneSealedValueIn(path: string): string | undefined {
  */
 export function keyOpensDatabase(path: string, key: Uint8Array): boolean {
   try {
-    const sealed = oneSealedValueIn(path);
-    if (sealed === undefined) return true;
-    createSealer(key).open(sealed);
+    const sealer = createSealer(key);
+    for (const { value } of sealedValuesIn(path)) sealer.open(value);
     return true;
   } catch {
     return false;
