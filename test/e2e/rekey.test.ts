@@ -262,6 +262,37 @@ describe("router rekey refuses, and changes nothing", () => {
     }
   }, 30_000);
 
+  test("a server killed with SIGKILL holds nothing: the rekey runs right after, and a router on the new key serves", async () => {
+    const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", "--data", dataDir], {
+      cwd: join(import.meta.dir, "..", ".."),
+      env: { ...process.env, NO_COLOR: "1" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    let out = "";
+    const reader = (async () => {
+      for await (const chunk of proc.stdout) out += new TextDecoder().decode(chunk);
+    })();
+    await waitFor(() => out.includes("router listening on"), 20_000, "serve to listen");
+    const whileServing = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", join(dataDir, "k.key")]);
+    expect(whileServing.exitCode).toBe(1);
+    proc.kill("SIGKILL");
+    await proc.exited;
+    await reader;
+    const newKeyFile = join(dataDir, "after-kill.key");
+    const rekeyed = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile]);
+    expect(rekeyed.stderr).toBe("");
+    expect(rekeyed.exitCode).toBe(0);
+    const router = await startRouter({ dataDir, config: { secretKeyFile: newKeyFile } });
+    try {
+      await callServes(router, upstream);
+    } finally {
+      await router.stop();
+    }
+    // Put back for the tests after this one.
+    expect((await runRouterCommand(["rekey", "--data", dataDir, "--secret-key-file", newKeyFile, "--new-secret-key-file", join(dataDir, "secret.key")])).exitCode).toBe(0);
+  }, 60_000);
+
   test("command-line mistakes exit 2 with one line; a new key file that is not a key exits 1; neither changes anything", async () => {
     const before = storedValues(dataDir);
     const missing = await runRouterCommand(["rekey", "--data", dataDir]);
