@@ -119,6 +119,42 @@ describe("router rekey on a single machine (SQLite)", () => {
   }, 60_000);
 });
 
+describe("router rekey in the BYOK style", () => {
+  test("every tenant's provider secrets and settings are re-sealed: another owner's calls are served with its own secret after the rotation", async () => {
+    const upstream = chatUpstream();
+    const dataDir = tempDir("router-rekey-byok-");
+    const config = { byok: true, signup: true, allowPrivateUpstreams: true };
+    const secretB = "sk-tenant-b-upstream-secret-0123456789";
+    let keyB = "";
+    const first = await startRouter({ dataDir, config });
+    try {
+      const signup = await first.fetch("/x-signup", { method: "POST", key: null, body: JSON.stringify({ Email: "b@tenant-b.example" }) });
+      expect(signup.status).toBe(201);
+      keyB = ((await signup.json()) as { APIKey: string }).APIKey;
+      const asB = (path: string, method: string, body: unknown) =>
+        first.fetch(path, { method, key: keyB, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      expect((await asB("/x-config", "PUT", { PRICING: { ChatPricing: { "*": { InputText: 0, OutputText: 0 } } }, EMAIL_PASS: "tenant-b-mail-pass" })).status).toBe(200);
+      expect((await asB("/x-keys", "POST", { Provider: `${upstream.url}/v1`, SecretKey: secretB, Level: 1, Status: true })).status).toBe(201);
+    } finally {
+      await first.stop();
+    }
+    const newKeyFile = join(dataDir, "new.key");
+    const rekeyed = await runRouterCommand(["rekey", "--data", dataDir, "--new-secret-key-file", newKeyFile]);
+    expect(rekeyed.exitCode).toBe(0);
+    expect(rekeyed.stdout).toContain("provider secrets re-sealed: 1");
+    expect(rekeyed.stdout).toContain("settings re-sealed: 1");
+    const router = await startRouter({ dataDir, config: { ...config, secretKeyFile: newKeyFile } });
+    try {
+      const answer = await openaiClient(router.url, keyB).chat.completions.create({ model: "acme-1", messages: [{ role: "user", content: "hi" }] });
+      expect(answer.choices[0]!.message.content).toBe("ok");
+      expect(upstream.requests.at(-1)!.headers.get("authorization")).toBe(`Bearer ${secretB}`);
+    } finally {
+      await router.stop();
+      await upstream.stop();
+    }
+  }, 60_000);
+});
+
 describe("the start-up sealing check on a single machine", () => {
   test("a deployment whose only secret is EMAIL_PASS: after a rotation the old key is refused at start, the new one starts and opens it", async () => {
     const dataDir = tempDir("router-rekey-mail-");
