@@ -18,6 +18,11 @@ export interface Usage {
   cacheRead: number;
   cacheWrite: number;
   reasoning: number;
+  /**
+   * The part of `cacheWrite` written for an hour (Anthropic `ttl: "1h"`), which Anthropic
+   * bills at twice the input price where a 5-minute write costs 1.25 times it.
+   */
+  cacheWrite1h?: number;
   /** Audio input tokens, part of `prompt` (OpenAI audio models). */
   audioPrompt?: number;
   /** Audio output tokens, part of `completion`. */
@@ -42,7 +47,7 @@ export type UsageSource = "upstream" | "estimated";
  */
 export const MAX_CREDIBLE_TOKENS = 1_000_000_000;
 
-const FIELDS = ["prompt", "completion", "cacheRead", "cacheWrite", "reasoning", "audioPrompt", "audioCompletion", "imagePrompt", "imageCompletion"] as const;
+const FIELDS = ["prompt", "completion", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "audioPrompt", "audioCompletion", "imagePrompt", "imageCompletion"] as const;
 
 const credible = (value: number | undefined) => value === undefined || (Number.isSafeInteger(value) && value >= 0 && value <= MAX_CREDIBLE_TOKENS);
 

@@ -140,7 +140,7 @@ export function tokenBound(price: ChatPrice, json: Record<string, unknown> | und
 
 /** Tokens at the dearest rate of each side: the most a call of this size can cost. */
 function dearestNanos(price: ChatPrice, bound: TokenBound, rates: number): number {
-  const input = Math.max(price.InputText ?? 0, price.CacheWrite ?? 0, price.InputAudio ?? 0, price.InputImage ?? 0);
+  const input = Math.max(price.InputText ?? 0, price.CacheWrite ?? 0, price.CacheWrite1h ?? 0, price.InputAudio ?? 0, price.InputImage ?? 0);
   const output = Math.max(price.OutputText ?? 0, price.ReasonText ?? 0, price.OutputAudio ?? 0, price.OutputImage ?? 0);
   return Math.round((bound.input * input + bound.output * output) * 1000 * rates);
 }

@@ -16,6 +16,8 @@ export const ChatPrice = Type.Object({
   OutputText: Price(),
   CachedText: Price(),
   CacheWrite: Price(),
+  /** A cache write kept an hour (Anthropic `ttl: "1h"`); without it, CacheWrite. */
+  CacheWrite1h: Price(),
   ReasonText: Price(),
   InputAudio: Price(),
   OutputAudio: Price(),

@@ -8,6 +8,9 @@ export interface AnthropicCounts {
   output?: number;
   cacheRead?: number;
   cacheWrite?: number;
+  /** `cache_creation`'s breakdown by how long the entry is kept. */
+  cacheWrite5m?: number;
+  cacheWrite1h?: number;
   thinking?: number;
 }
 
@@ -22,7 +25,11 @@ export function mergeAnthropicCounts(into: AnthropicCounts, u: JsonObject): void
   const cacheRead = count(u.cache_read_input_tokens);
   const cacheWrite = count(u.cache_creation_input_tokens);
   const thinking = count(field(u.output_tokens_details, "thinking_tokens"));
+  const cacheWrite5m = count(field(u.cache_creation, "ephemeral_5m_input_tokens"));
+  const cacheWrite1h = count(field(u.cache_creation, "ephemeral_1h_input_tokens"));
   if (input !== undefined) into.input = input;
+  if (cacheWrite5m !== undefined) into.cacheWrite5m = cacheWrite5m;
+  if (cacheWrite1h !== undefined) into.cacheWrite1h = cacheWrite1h;
   if (output !== undefined) into.output = output;
   if (cacheRead !== undefined) into.cacheRead = cacheRead;
   if (cacheWrite !== undefined) into.cacheWrite = cacheWrite;
@@ -33,17 +40,24 @@ export function mergeAnthropicCounts(into: AnthropicCounts, u: JsonObject): void
  * Anthropic's `input_tokens` excludes cache reads and writes, so both are added back
  * into `prompt`. Thinking is already inside `output_tokens`; newer API versions also
  * break it out as `output_tokens_details.thinking_tokens`, which becomes `reasoning`.
+ * The cache writes kept an hour (`cache_creation.ephemeral_1h_input_tokens`, given in
+ * `message_start` only when streamed) become `cacheWrite1h`.
  */
 export function anthropicUsage(c: AnthropicCounts): Usage {
   const cacheRead = c.cacheRead ?? 0;
-  const cacheWrite = c.cacheWrite ?? 0;
-  return {
+  // `cache_creation_input_tokens` is the sum of `cache_creation`'s two TTLs; either may come alone.
+  const cacheWrite = c.cacheWrite ?? (c.cacheWrite5m ?? 0) + (c.cacheWrite1h ?? 0);
+  const usage: Usage = {
     prompt: (c.input ?? 0) + cacheRead + cacheWrite,
     completion: c.output ?? 0,
     cacheRead,
     cacheWrite,
     reasoning: c.thinking ?? 0,
   };
+  // An hour's cache write costs 2x the input price, a 5-minute one 1.25x: priced apart (CacheWrite1h).
+  const hour = Math.min(cacheWrite, c.cacheWrite1h ?? 0);
+  if (hour > 0) usage.cacheWrite1h = hour;
+  return usage;
 }
 
 /** Messages, and `count_tokens` (which has only an input count). */

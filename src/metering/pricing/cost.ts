@@ -7,13 +7,14 @@ const NANOS_PER_TOKEN_PRICE = 1000;
 /**
  * Cost of a token-billed call in nano-credits. Each token is priced once:
  *
- * - input: cache reads at CachedText, cache writes at CacheWrite, audio at InputAudio,
- *   images at InputImage, the rest at InputText;
+ * - input: cache reads at CachedText, cache writes at CacheWrite (those kept an hour at
+ *   CacheWrite1h), audio at InputAudio, images at InputImage, the rest at InputText;
  * - output: reasoning at ReasonText, audio at OutputAudio, images at OutputImage, the
  *   rest at OutputText.
  *
  * A missing member falls back to the text price of its side (a cache read without
- * CachedText costs InputText; reasoning without ReasonText costs OutputText). The
+ * CachedText costs InputText; reasoning without ReasonText costs OutputText; an hour's
+ * cache write without CacheWrite1h costs CacheWrite, else InputText). The
  * account's Rates multiplies the whole.
  */
 export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): number {
@@ -21,6 +22,7 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
   const output = price.OutputText ?? 0;
   const cacheRead = Math.max(0, usage.cacheRead);
   const cacheWrite = Math.max(0, usage.cacheWrite);
+  const cacheWrite1h = Math.min(cacheWrite, Math.max(0, usage.cacheWrite1h ?? 0));
   const audioIn = Math.max(0, usage.audioPrompt ?? 0);
   const imageIn = Math.max(0, usage.imagePrompt ?? 0);
   const textIn = Math.max(0, usage.prompt - cacheRead - cacheWrite - audioIn - imageIn);
@@ -31,7 +33,8 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
   const usd1m =
     textIn * input +
     cacheRead * (price.CachedText ?? input) +
-    cacheWrite * (price.CacheWrite ?? input) +
+    (cacheWrite - cacheWrite1h) * (price.CacheWrite ?? input) +
+    cacheWrite1h * (price.CacheWrite1h ?? price.CacheWrite ?? input) +
     audioIn * (price.InputAudio ?? input) +
     imageIn * (price.InputImage ?? input) +
     textOut * output +

@@ -1,0 +1,130 @@
+import { describe, expect, test } from "bun:test";
+import { heldCredit, usageRows } from "../helpers/keys.ts";
+import { json, sse, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { api, createAccount } from "../helpers/owner-ops.ts";
+import { waitFor, type TestRouter } from "../helpers/router.ts";
+import { perTest } from "../helpers/scoped.ts";
+import { anthropicClient } from "../helpers/sdk.ts";
+
+/**
+ * What the three native providers' own usage fields are charged (docs/api.md, "Cost of
+ * a call", "Reservation"): each field read, priced on its own line, never twice, and a
+ * call's charge within what it reserved. The clients are the official SDKs; the
+ * upstreams are mocks answering in the providers' documented shapes.
+ */
+
+const scope = perTest();
+
+/** A router with the shipped catalog's prices, one key on a mock upstream. */
+async function catalogGateway(): Promise<{ router: TestRouter; upstream: MockUpstream }> {
+  return scope.gateway({ pricing: false });
+}
+
+/** The account's one usage row, once written. */
+async function onlyRow(router: TestRouter, accountId: number): Promise<Record<string, any>> {
+  const rows = await waitFor(async () => {
+    const mine = (await usageRows(router)).filter((r) => r.account_id === accountId);
+    return mine.length === 1 ? mine : undefined;
+  });
+  return rows![0]!;
+}
+
+/** Nano-credits of `tokens` at `usdPer1M`. */
+const nanos = (tokens: number, usdPer1M: number) => Math.round(tokens * usdPer1M * 1000);
+
+/**
+ * Runs `call` while the upstream holds its answer, and returns what the account had
+ * reserved meanwhile (nano-credits) with the call's result.
+ */
+async function reservedDuring<T>(router: TestRouter, accountId: number, gate: { release: () => void; arrived: Promise<void> }, call: () => Promise<T>): Promise<{ reserved: number; result: T }> {
+  const pending = call();
+  await gate.arrived;
+  const reserved = await heldCredit(router, accountId);
+  gate.release();
+  return { reserved, result: await pending };
+}
+
+/** A gate the upstream waits at: `arrived` once the request reached it, the answer once `release` is called. */
+function gate() {
+  let release!: () => void;
+  let arrive!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const arrived = new Promise<void>((resolve) => (arrive = resolve));
+  return { release, arrived, wait: async () => (arrive(), await released) };
+}
+
+describe("Anthropic: cache writes kept an hour", () => {
+  // claude-haiku-4-5 in the catalog: input 1, output 5, 5-minute write 1.25 (1.25x); an hour's write is 2x input = 2.
+  const MODEL = "claude-haiku-4-5";
+
+  test("a 1-hour cache write (cache_creation.ephemeral_1h_input_tokens) is charged at twice the input price, not the 5-minute 1.25x, and within the reservation", async () => {
+    const { router, upstream } = await catalogGateway();
+    const hold = gate();
+    upstream.route("POST", "/v1/messages", async () => {
+      await hold.wait();
+      return json({
+        id: "msg_1", type: "message", role: "assistant", model: MODEL, content: [{ type: "text", text: "ok" }], stop_reason: "end_turn", stop_sequence: null,
+        usage: { input_tokens: 20, cache_creation_input_tokens: 1000, cache_read_input_tokens: 0, cache_creation: { ephemeral_5m_input_tokens: 200, ephemeral_1h_input_tokens: 800 }, output_tokens: 10, service_tier: "standard" },
+      });
+    });
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const client = anthropicClient(router.url, account.key);
+    const { reserved, result } = await reservedDuring(router, account.id, hold, () =>
+      client.messages.create({ model: MODEL, max_tokens: 10, system: [{ type: "text", text: "A long system prompt.", cache_control: { type: "ephemeral", ttl: "1h" } }], messages: [{ role: "user", content: "hi" }] }),
+    );
+    expect(result.usage.cache_creation?.ephemeral_1h_input_tokens).toBe(800);
+    const row = await onlyRow(router, account.id);
+    expect(row.prompt_tokens).toBe(1020);
+    expect(row.cache_write_tokens).toBe(1000);
+    const expected = nanos(20, 1) + nanos(200, 1.25) + nanos(800, 2) + nanos(10, 5);
+    expect(row.cost_nanos).toBe(expected);
+    expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
+  });
+
+  test("streamed: the 1-hour breakdown comes in message_start only, the cumulative counts in message_delta; the hour's writes are still charged 2x", async () => {
+    const { router, upstream } = await catalogGateway();
+    upstream.route("POST", "/v1/messages", () =>
+      sse([
+        ["message_start", { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: MODEL, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 20, cache_creation_input_tokens: 1000, cache_read_input_tokens: 0, cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 1000 }, output_tokens: 1 } } }],
+        ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }],
+        ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "ok" } }],
+        ["content_block_stop", { type: "content_block_stop", index: 0 }],
+        ["message_delta", { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { input_tokens: 20, cache_creation_input_tokens: 1000, cache_read_input_tokens: 0, output_tokens: 10 } }],
+        ["message_stop", { type: "message_stop" }],
+      ]),
+    );
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const stream = anthropicClient(router.url, account.key).messages.stream({ model: MODEL, max_tokens: 10, messages: [{ role: "user", content: "hi" }] });
+    const final = await stream.finalMessage();
+    expect(final.usage.output_tokens).toBe(10);
+    const row = await onlyRow(router, account.id);
+    expect(row.cache_write_tokens).toBe(1000);
+    expect(row.cost_nanos).toBe(nanos(20, 1) + nanos(1000, 2) + nanos(10, 5));
+  });
+});
+
+describe("Anthropic: an owner prices the hour's cache write", () => {
+  test("PRICING accepts CacheWrite1h (checked like every price) and a model it prices is charged it; one without it is charged CacheWrite", async () => {
+    const { router, upstream } = await scope.gateway({ pricing: false });
+    const refused = await api(router, "/x-config", { method: "PUT", body: { PRICING: { ChatPricing: { "acme-*": { InputText: 2, CacheWrite1h: -1 } } } } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.param).toBe("PRICING");
+    expect(refused.body.error.message).toContain('ChatPricing["acme-*"].CacheWrite1h');
+    const put = await api(router, "/x-config", {
+      method: "PUT",
+      body: { PRICING: { ChatPricing: { "acme-hour": { InputText: 2, OutputText: 8, CacheWrite: 2.5, CacheWrite1h: 4 }, "acme-plain": { InputText: 2, OutputText: 8, CacheWrite: 2.5 } } } },
+    });
+    expect(put.status).toBe(200);
+    upstream.route("POST", "/v1/messages", (req) =>
+      json({
+        id: "msg_1", type: "message", role: "assistant", model: (req.json as { model: string }).model, content: [{ type: "text", text: "ok" }], stop_reason: "end_turn", stop_sequence: null,
+        usage: { input_tokens: 0, cache_creation_input_tokens: 500, cache_read_input_tokens: 0, cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 500 }, output_tokens: 0 },
+      }),
+    );
+    for (const [model, price] of [["acme-hour", 4], ["acme-plain", 2.5]] as const) {
+      const account = await createAccount(router, { CreditGranted: 5 });
+      await anthropicClient(router.url, account.key).messages.create({ model, max_tokens: 10, messages: [{ role: "user", content: "hi" }] });
+      expect((await onlyRow(router, account.id)).cost_nanos).toBe(nanos(500, price));
+    }
+  });
+});
