@@ -4,7 +4,7 @@ import { json, sse, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import { waitFor, type TestRouter } from "../helpers/router.ts";
 import { perTest } from "../helpers/scoped.ts";
-import { anthropicClient } from "../helpers/sdk.ts";
+import { anthropicClient, geminiClient } from "../helpers/sdk.ts";
 
 /**
  * What the three native providers' own usage fields are charged (docs/api.md, "Cost of
@@ -126,5 +126,57 @@ describe("Anthropic: an owner prices the hour's cache write", () => {
       await anthropicClient(router.url, account.key).messages.create({ model, max_tokens: 10, messages: [{ role: "user", content: "hi" }] });
       expect((await onlyRow(router, account.id)).cost_nanos).toBe(nanos(500, price));
     }
+  });
+});
+
+/** A Gemini answer of `text` with `usageMetadata`. */
+const geminiAnswer = (text: string, usageMetadata: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  candidates: [{ content: { role: "model", parts: [{ text }] }, finishReason: "STOP", index: 0, ...extra }],
+  usageMetadata,
+  modelVersion: "gemini-2.5-flash",
+});
+
+describe("Gemini: cached content by modality", () => {
+  // gemini-2.5-flash in the catalog: text input 0.3, cached 0.03, audio input 1, output 2.5.
+  test("cached audio (cacheTokensDetails AUDIO, also inside promptTokensDetails AUDIO) is charged once, at the cached price, and the uncached text is not free", async () => {
+    const { router, upstream } = await catalogGateway();
+    upstream.route("POST", /\/models\/gemini-2\.5-flash:generateContent$/, () =>
+      json(
+        geminiAnswer("ok", {
+          promptTokenCount: 1000,
+          cachedContentTokenCount: 600,
+          candidatesTokenCount: 10,
+          totalTokenCount: 1010,
+          promptTokensDetails: [{ modality: "TEXT", tokenCount: 400 }, { modality: "AUDIO", tokenCount: 600 }],
+          cacheTokensDetails: [{ modality: "AUDIO", tokenCount: 600 }],
+          candidatesTokensDetails: [{ modality: "TEXT", tokenCount: 10 }],
+        }),
+      ),
+    );
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const result = await geminiClient(router.url, account.key).models.generateContent({ model: "gemini-2.5-flash", contents: "summarise the recording" });
+    expect(result.usageMetadata?.cachedContentTokenCount).toBe(600);
+    const row = await onlyRow(router, account.id);
+    expect(row).toMatchObject({ prompt_tokens: 1000, cache_read_tokens: 600, completion_tokens: 10 });
+    expect(row.cost_nanos).toBe(nanos(400, 0.3) + nanos(600, 0.03) + nanos(10, 2.5));
+  });
+
+  test("uncached audio beside cached text: the audio is charged at the audio price, the cached text at the cached price", async () => {
+    const { router, upstream } = await catalogGateway();
+    upstream.route("POST", /\/models\/gemini-2\.5-flash:generateContent$/, () =>
+      json(
+        geminiAnswer("ok", {
+          promptTokenCount: 1000,
+          cachedContentTokenCount: 600,
+          candidatesTokenCount: 10,
+          totalTokenCount: 1010,
+          promptTokensDetails: [{ modality: "TEXT", tokenCount: 600 }, { modality: "AUDIO", tokenCount: 400 }],
+          cacheTokensDetails: [{ modality: "TEXT", tokenCount: 600 }],
+        }),
+      ),
+    );
+    const account = await createAccount(router, { CreditGranted: 5 });
+    await geminiClient(router.url, account.key).models.generateContent({ model: "gemini-2.5-flash", contents: "hi" });
+    expect((await onlyRow(router, account.id)).cost_nanos).toBe(nanos(400, 1) + nanos(600, 0.03) + nanos(10, 2.5));
   });
 });

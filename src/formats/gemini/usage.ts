@@ -14,20 +14,30 @@ function modality(details: unknown, name: string): number {
  * Gemini / Vertex AI `usageMetadata`. `promptTokenCount` already includes cached
  * content, while thoughts and tool-use prompt tokens are billed but counted outside
  * `candidatesTokenCount` / `promptTokenCount`, so they are added in.
+ *
+ * `promptTokensDetails` breaks down the whole prompt, cached content included, and
+ * `cacheTokensDetails` the cached part: the audio and image priced apart are the
+ * uncached ones. Read whole, a cached audio token was charged as a cache read and as
+ * audio input, and as many uncached text tokens went free.
  */
 export function geminiUsage(m: JsonObject): Usage {
   const thoughts = n(m.thoughtsTokenCount);
+  const prompt = n(m.promptTokenCount) + n(m.toolUsePromptTokenCount);
+  const cacheRead = Math.min(prompt, n(m.cachedContentTokenCount));
+  const uncached = prompt - cacheRead;
+  const audio = Math.min(uncached, Math.max(0, modality(m.promptTokensDetails, "AUDIO") - modality(m.cacheTokensDetails, "AUDIO")));
+  const image = Math.min(uncached - audio, Math.max(0, modality(m.promptTokensDetails, "IMAGE") - modality(m.cacheTokensDetails, "IMAGE")));
   return withModalities(
     {
-      prompt: n(m.promptTokenCount) + n(m.toolUsePromptTokenCount),
+      prompt,
       completion: n(m.candidatesTokenCount) + thoughts,
-      cacheRead: n(m.cachedContentTokenCount),
+      cacheRead,
       cacheWrite: 0,
       reasoning: thoughts,
     },
-    modality(m.promptTokensDetails, "AUDIO"),
+    audio,
     modality(m.candidatesTokensDetails, "AUDIO"),
-    modality(m.promptTokensDetails, "IMAGE"),
+    image,
     modality(m.candidatesTokensDetails, "IMAGE"),
   );
 }
