@@ -31,6 +31,13 @@ export interface Usage {
   imagePrompt?: number;
   /** Image output tokens, part of `completion` (image generation models). */
   imageCompletion?: number;
+  /**
+   * Calls of a provider's own tools billed per call on top of their tokens (not tokens):
+   * web searches (Anthropic `server_tool_use.web_search_requests`, OpenAI Responses
+   * `web_search_call` items) and file searches (`file_search_call` items).
+   */
+  webSearches?: number;
+  fileSearches?: number;
 }
 
 export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ prompt: 0, completion: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 });
@@ -47,7 +54,7 @@ export type UsageSource = "upstream" | "estimated";
  */
 export const MAX_CREDIBLE_TOKENS = 1_000_000_000;
 
-const FIELDS = ["prompt", "completion", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "audioPrompt", "audioCompletion", "imagePrompt", "imageCompletion"] as const;
+const FIELDS = ["prompt", "completion", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "audioPrompt", "audioCompletion", "imagePrompt", "imageCompletion", "webSearches", "fileSearches"] as const;
 
 const credible = (value: number | undefined) => value === undefined || (Number.isSafeInteger(value) && value >= 0 && value <= MAX_CREDIBLE_TOKENS);
 

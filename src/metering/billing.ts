@@ -5,6 +5,7 @@ import type { Usage } from "../formats/usage.ts";
 import { tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { ChatPrice, Section } from "./pricing/schema.ts";
+import { toolCallsWorstUsd } from "./tool-call-bound.ts";
 import { inputIsUnsized } from "./unsized-input.ts";
 
 /** A model's maximum output when neither the catalog nor PRICING names it (`MaxOutput`). */
@@ -145,14 +146,15 @@ function dearestNanos(price: ChatPrice, bound: TokenBound, rates: number): numbe
   return Math.round((bound.input * input + bound.output * output) * 1000 * rates);
 }
 
-/** The reservation of a token-priced call of `endpoint` (its output limit's spellings): its token bound at the dearest price of each side, × Rates. */
+/** The reservation of a token-priced call of `endpoint` (its output limit's spellings): its token bound at the dearest price of each side and its searches' worst case, × Rates. */
 export function worstCaseNanos(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, rates: number, unsized = false, endpoint?: OutputSpelling): number {
-  return dearestNanos(price, tokenBound(price, json, bodyBytes, unsized, endpoint), rates);
+  return dearestNanos(price, tokenBound(price, json, bodyBytes, unsized, endpoint), rates) + unitCostNanos(toolCallsWorstUsd(price, json), 1, rates);
 }
 
 function tokenPlan(price: ChatPrice, input: BillingInput, bound: TokenBound): BillingPlan {
   return {
-    reserve: dearestNanos(price, bound, input.rates),
+    // Searches are billed per call beside the tokens: their worst case is reserved too.
+    reserve: dearestNanos(price, bound, input.rates) + unitCostNanos(toolCallsWorstUsd(price, input.json), 1, input.rates),
     tokens: bound.input + bound.output,
     bound,
     settle: (usage) => tokenCostNanos(usage, price, input.rates),

@@ -23,6 +23,10 @@ export const ChatPrice = Type.Object({
   OutputAudio: Price(),
   InputImage: Price(),
   OutputImage: Price(),
+  /** USD per web search (a provider's server tool, billed per call beside its tokens); none without. */
+  WebSearch: Price(),
+  /** USD per file search call (OpenAI Responses `file_search`); none without. */
+  FileSearch: Price(),
   /** Tokens of input and output together the model accepts: bounds a call's input in its reservation. */
   ContextWindow: Type.Optional(Count({ minimum: 1 })),
   /** Most output tokens one answer can have: a call's output bound when it sets no max_tokens. */

@@ -242,7 +242,7 @@ describe("GET /x-pricing", () => {
     expect(res.body.Rates).toBe(2.5);
     expect(res.body.ChatPricing["acme-*"]).toEqual({ InputText: 5, OutputText: 20 });
     // Context windows and output limits are token counts, not prices: Rates leaves them.
-    expect(res.body.ChatPricing["gpt-4o-mini"]).toEqual({ InputText: 2.5, CachedText: 0.1875, OutputText: 1.5, ContextWindow: 128000, MaxOutput: 16384 });
+    expect(res.body.ChatPricing["gpt-4o-mini"]).toEqual({ InputText: 2.5, CachedText: 0.1875, OutputText: 1.5, WebSearch: 0.025, FileSearch: 0.00625, ContextWindow: 128000, MaxOutput: 16384 });
     expect(res.body.ImgPricing["dall-e-3"]).toEqual({ Call: 0.1, Sizes: { "1024x1024": 0.1, "1024x1792": 0.2, "1792x1024": 0.2 } });
     expect(res.body.AudioPricing["whisper-1"]).toEqual({ PerMinute: 0.015 });
     // The owner sees its own Rates (1).

@@ -12,6 +12,8 @@ export interface AnthropicCounts {
   cacheWrite5m?: number;
   cacheWrite1h?: number;
   thinking?: number;
+  /** `server_tool_use.web_search_requests`: searches, billed per search. */
+  webSearches?: number;
 }
 
 /**
@@ -27,7 +29,9 @@ export function mergeAnthropicCounts(into: AnthropicCounts, u: JsonObject): void
   const thinking = count(field(u.output_tokens_details, "thinking_tokens"));
   const cacheWrite5m = count(field(u.cache_creation, "ephemeral_5m_input_tokens"));
   const cacheWrite1h = count(field(u.cache_creation, "ephemeral_1h_input_tokens"));
+  const webSearches = count(field(u.server_tool_use, "web_search_requests"));
   if (input !== undefined) into.input = input;
+  if (webSearches !== undefined) into.webSearches = webSearches;
   if (cacheWrite5m !== undefined) into.cacheWrite5m = cacheWrite5m;
   if (cacheWrite1h !== undefined) into.cacheWrite1h = cacheWrite1h;
   if (output !== undefined) into.output = output;
@@ -57,6 +61,8 @@ export function anthropicUsage(c: AnthropicCounts): Usage {
   // An hour's cache write costs 2x the input price, a 5-minute one 1.25x: priced apart (CacheWrite1h).
   const hour = Math.min(cacheWrite, c.cacheWrite1h ?? 0);
   if (hour > 0) usage.cacheWrite1h = hour;
+  // Web searches cost a fee each beside their tokens; web fetches only their tokens.
+  if ((c.webSearches ?? 0) > 0) usage.webSearches = c.webSearches;
   return usage;
 }
 

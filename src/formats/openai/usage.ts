@@ -64,9 +64,27 @@ export function openaiUsage(u: JsonObject): Usage | undefined {
   return undefined;
 }
 
+/**
+ * A Responses answer's `output` items that are billed per call beside their tokens:
+ * each `web_search_call` and `file_search_call` (the usage object does not count them).
+ */
+function withToolCalls(usage: Usage | undefined, output: unknown): Usage | undefined {
+  if (usage === undefined || !Array.isArray(output)) return usage;
+  let web = 0;
+  let file = 0;
+  for (const item of output) {
+    const type = field(item, "type");
+    if (type === "web_search_call") web++;
+    else if (type === "file_search_call") file++;
+  }
+  if (web > 0) usage.webSearches = web;
+  if (file > 0) usage.fileSearches = file;
+  return usage;
+}
+
 /** Chat completions, Responses, embeddings and the image/audio APIs: a top-level `usage`. */
 export function openaiUsageFromJson(body: unknown): Usage | undefined {
-  return isObject(body) && isObject(body.usage) ? openaiUsage(body.usage) : undefined;
+  return isObject(body) && isObject(body.usage) ? withToolCalls(openaiUsage(body.usage), body.output) : undefined;
 }
 
 const USAGE = needle('"usage"');
@@ -97,7 +115,12 @@ export function openaiTap(): StreamUsageTap {
       if (!HAS_USAGE_OBJECT.test(event.data)) return;
       const obj = parseObject(event.data);
       if (obj === undefined) return;
-      const found = isObject(obj.response) ? (isObject(obj.response.usage) ? obj.response.usage : undefined) : chunkUsageObject(obj);
+      if (isObject(obj.response)) {
+        // response.completed / .incomplete / .failed: the whole response, its output items included.
+        if (isObject(obj.response.usage)) usage = withToolCalls(openaiUsage(obj.response.usage), obj.response.output) ?? usage;
+        return;
+      }
+      const found = chunkUsageObject(obj);
       if (found !== undefined) usage = openaiUsage(found) ?? usage;
     },
     result: () => (usage === undefined ? undefined : { ...usage }),

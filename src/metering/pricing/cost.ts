@@ -3,6 +3,7 @@ import type { ChatPrice } from "./schema.ts";
 
 /** Nano-credits per (token × USD-per-1M-tokens): 1e9 nanos per USD ÷ 1e6 tokens. */
 const NANOS_PER_TOKEN_PRICE = 1000;
+const NANOS_PER_USD = 1e9;
 
 /**
  * Cost of a token-billed call in nano-credits. Each token is priced once:
@@ -12,6 +13,7 @@ const NANOS_PER_TOKEN_PRICE = 1000;
  * - output: reasoning at ReasonText, audio at OutputAudio, images at OutputImage, the
  *   rest at OutputText.
  *
+ * Web and file searches cost WebSearch and FileSearch each (USD per call; none without).
  * A missing member falls back to the text price of its side (a cache read without
  * CachedText costs InputText; reasoning without ReasonText costs OutputText; an hour's
  * cache write without CacheWrite1h costs CacheWrite, else InputText). The
@@ -41,10 +43,12 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
     reasoning * (price.ReasonText ?? output) +
     audioOut * (price.OutputAudio ?? output) +
     imageOut * (price.OutputImage ?? output);
-  return Math.round(usd1m * NANOS_PER_TOKEN_PRICE * rates);
+  // Searches are priced per call (USD each), beside the tokens they brought in.
+  const perCall = Math.max(0, usage.webSearches ?? 0) * (price.WebSearch ?? 0) + Math.max(0, usage.fileSearches ?? 0) * (price.FileSearch ?? 0);
+  return Math.round((usd1m * NANOS_PER_TOKEN_PRICE + perCall * NANOS_PER_USD) * rates);
 }
 
 /** Cost of a priced call (image, second of video, minute of audio) in nano-credits. */
 export function unitCostNanos(unitPriceUsd: number, units: number, rates: number): number {
-  return Math.round(unitPriceUsd * units * 1e9 * rates);
+  return Math.round(unitPriceUsd * units * NANOS_PER_USD * rates);
 }

@@ -1,0 +1,50 @@
+/**
+ * The most calls a request can make of the provider tools billed per call beside their
+ * tokens (docs/api.md, "Reservation"): web searches (Anthropic `web_search_*`, OpenAI
+ * Responses `web_search` / `web_search_preview`) and file searches (`file_search`).
+ * An Anthropic tool's `max_uses` bounds its searches, and a Responses call's
+ * `max_tool_calls` bounds all its built-in tool calls; a tool without either can search
+ * as often as the model wants, so its calls are reserved at DEFAULT_TOOL_CALLS (a call
+ * that searches more is still charged every search the upstream reports).
+ */
+import type { ChatPrice } from "./pricing/schema.ts";
+
+/** Calls reserved for a per-call tool that names no limit of its own. */
+export const DEFAULT_TOOL_CALLS = 20;
+
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json => value !== null && typeof value === "object" && !Array.isArray(value);
+
+/** A positive whole limit, or undefined. */
+function limit(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) && value >= 1 ? Math.floor(value) : undefined;
+}
+
+/** Per-call tool calls a request can make: web searches and file searches. */
+export function toolCallBound(json: Readonly<Json> | undefined): { webSearches: number; fileSearches: number } {
+  let webSearches = 0;
+  let fileSearches = 0;
+  const tools = json?.tools;
+  if (Array.isArray(tools)) {
+    for (const tool of tools) {
+      if (!isObject(tool) || typeof tool.type !== "string") continue;
+      const calls = Math.min(limit(tool.max_uses) ?? DEFAULT_TOOL_CALLS, DEFAULT_TOOL_CALLS * 50);
+      if (tool.type.startsWith("web_search")) webSearches += calls;
+      else if (tool.type === "file_search") fileSearches += calls;
+    }
+  }
+  const all = limit(json?.max_tool_calls);
+  if (all !== undefined) {
+    webSearches = Math.min(webSearches, all);
+    fileSearches = Math.min(fileSearches, all);
+  }
+  return { webSearches, fileSearches };
+}
+
+/** What a request's per-call tools can cost at most, in USD (× Rates by the caller). */
+export function toolCallsWorstUsd(price: ChatPrice, json: Readonly<Json> | undefined): number {
+  if (price.WebSearch === undefined && price.FileSearch === undefined) return 0;
+  const bound = toolCallBound(json);
+  return bound.webSearches * (price.WebSearch ?? 0) + bound.fileSearches * (price.FileSearch ?? 0);
+}
