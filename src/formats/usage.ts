@@ -34,10 +34,13 @@ export interface Usage {
   /**
    * Calls of a provider's own tools billed per call on top of their tokens (not tokens):
    * web searches (Anthropic `server_tool_use.web_search_requests`, OpenAI Responses
-   * `web_search_call` items) and file searches (`file_search_call` items).
+   * `web_search_call` items, Gemini grounding's `webSearchQueries`) and file searches
+   * (`file_search_call` items).
    */
   webSearches?: number;
   fileSearches?: number;
+  /** Answers grounded by Google Search, which Gemini 2.x bills once per prompt (not per query). */
+  groundedPrompts?: number;
 }
 
 export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ prompt: 0, completion: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 });
@@ -54,7 +57,7 @@ export type UsageSource = "upstream" | "estimated";
  */
 export const MAX_CREDIBLE_TOKENS = 1_000_000_000;
 
-const FIELDS = ["prompt", "completion", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "audioPrompt", "audioCompletion", "imagePrompt", "imageCompletion", "webSearches", "fileSearches"] as const;
+const FIELDS = ["prompt", "completion", "cacheRead", "cacheWrite", "cacheWrite1h", "reasoning", "audioPrompt", "audioCompletion", "imagePrompt", "imageCompletion", "webSearches", "fileSearches", "groundedPrompts"] as const;
 
 const credible = (value: number | undefined) => value === undefined || (Number.isSafeInteger(value) && value >= 0 && value <= MAX_CREDIBLE_TOKENS);
 

@@ -27,6 +27,8 @@ export const ChatPrice = Type.Object({
   WebSearch: Price(),
   /** USD per file search call (OpenAI Responses `file_search`); none without. */
   FileSearch: Price(),
+  /** USD per answer grounded by Google Search (Gemini 2.x bills per grounded prompt, not per query); none without. */
+  GroundedPrompt: Price(),
   /** Tokens of input and output together the model accepts: bounds a call's input in its reservation. */
   ContextWindow: Type.Optional(Count({ minimum: 1 })),
   /** Most output tokens one answer can have: a call's output bound when it sets no max_tokens. */

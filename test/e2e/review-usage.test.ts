@@ -306,3 +306,41 @@ describe("web searches: the reservation bounds them", () => {
     expect((await onlyRow(router, other.id)).cost_nanos).toBe(1e9);
   });
 });
+
+describe("Gemini: grounding with Google Search", () => {
+  const grounded = (queries: string[]) => ({ groundingMetadata: { webSearchQueries: queries, groundingChunks: [{ web: { uri: "https://example.com", title: "example.com" } }] } });
+  const usage = { promptTokenCount: 100, candidatesTokenCount: 20, toolUsePromptTokenCount: 50, totalTokenCount: 170 };
+
+  test("gemini-2.5-flash bills a grounded prompt once ($35 per 1,000), however many queries it ran, within its reservation", async () => {
+    const { router, upstream } = await catalogGateway();
+    const hold = gate();
+    upstream.route("POST", /\/models\/gemini-2\.5-flash:generateContent$/, async () => {
+      await hold.wait();
+      return json(geminiAnswer("sunny", usage, grounded(["weather paris", "paris forecast"])));
+    });
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const { reserved } = await reservedDuring(router, account.id, hold, () =>
+      geminiClient(router.url, account.key).models.generateContent({ model: "gemini-2.5-flash", contents: "weather in Paris?", config: { tools: [{ googleSearch: {} }] } }),
+    );
+    const row = await onlyRow(router, account.id);
+    expect(row.prompt_tokens).toBe(150);
+    expect(row.cost_nanos).toBe(nanos(150, 0.3) + nanos(20, 2.5) + 0.035e9);
+    expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
+  });
+
+  test("gemini-3-pro bills each search query ($14 per 1,000), streamed: queries repeated in later chunks are counted once", async () => {
+    const { router, upstream } = await catalogGateway();
+    upstream.route("POST", /\/models\/gemini-3-pro-preview:streamGenerateContent$/, () =>
+      sse([
+        geminiAnswer("sun", { promptTokenCount: 100, totalTokenCount: 100 }),
+        geminiAnswer("ny", usage, grounded(["weather paris", "paris forecast"])),
+        geminiAnswer("", usage, grounded(["weather paris", "paris forecast"])),
+      ]),
+    );
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const parts: string[] = [];
+    for await (const chunk of await geminiClient(router.url, account.key).models.generateContentStream({ model: "gemini-3-pro-preview", contents: "weather in Paris?", config: { tools: [{ googleSearch: {} }] } })) parts.push(chunk.text ?? "");
+    expect(parts.join("")).toBe("sunny");
+    expect((await onlyRow(router, account.id)).cost_nanos).toBe(nanos(150, 2) + nanos(20, 12) + 2 * 0.014e9);
+  });
+});

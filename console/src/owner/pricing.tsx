@@ -8,7 +8,7 @@ import { PriceTable } from "../user/prices.tsx";
 import { loadConfig, putConfig, resetConfig } from "./config-api.ts";
 
 const MEMBERS: Record<PricingSection, string[]> = {
-  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "ContextWindow", "MaxOutput"],
+  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "GroundedPrompt", "ContextWindow", "MaxOutput"],
   ImgPricing: ["Call", "Sizes.1024x1024", "Sizes.1024x1536", "Sizes.1536x1024", "Sizes.1792x1024"],
   AudioPricing: ["PerMinute"],
   VideoPricing: ["PerSecond"],

@@ -1,4 +1,4 @@
-import { field, indexOfBytes, isObject, n, needle, parseObject, withModalities, type JsonObject } from "../json.ts";
+import { count, earliest, field, indexOfBytes, isObject, n, needle, parseObject, withModalities, type JsonObject } from "../json.ts";
 import type { StreamUsageTap } from "../format.ts";
 import type { Usage } from "../usage.ts";
 
@@ -42,35 +42,67 @@ export function geminiUsage(m: JsonObject): Usage {
   );
 }
 
+/**
+ * The search queries Google Search grounding ran (`groundingMetadata.webSearchQueries`),
+ * each once per answer: a stream's later chunks may repeat them.
+ */
+function addQueries(into: Set<string>, body: unknown): void {
+  const candidates = field(body, "candidates");
+  if (!Array.isArray(candidates)) return;
+  for (const [i, candidate] of candidates.entries()) {
+    const queries = field(field(candidate, "groundingMetadata"), "webSearchQueries");
+    if (!Array.isArray(queries)) continue;
+    const index = count(field(candidate, "index")) ?? i;
+    for (const query of queries) if (typeof query === "string") into.add(`${index}\u0000${query}`);
+  }
+}
+
+/**
+ * A grounded call is billed beside its tokens: Gemini 3 per search query, Gemini 2.x
+ * once per grounded prompt (the price book says which, WebSearch or GroundedPrompt).
+ */
+function withGrounding(usage: Usage | undefined, queries: ReadonlySet<string>): Usage | undefined {
+  if (usage === undefined || queries.size === 0) return usage;
+  return { ...usage, webSearches: queries.size, groundedPrompts: 1 };
+}
+
 /** generateContent, and the JSON array streamGenerateContent returns without `alt=sse`. */
 export function geminiUsageFromJson(body: unknown): Usage | undefined {
+  const queries = new Set<string>();
   if (Array.isArray(body)) {
+    for (const chunk of body) addQueries(queries, chunk);
     // Usage metadata is cumulative across the chunks, so the last one is the total.
     for (let i = body.length - 1; i >= 0; i--) {
-      const u = geminiUsageFromJson(body[i]);
-      if (u !== undefined) return u;
+      const chunk = body[i];
+      if (isObject(chunk) && isObject(chunk.usageMetadata)) return withGrounding(geminiUsage(chunk.usageMetadata), queries);
     }
     return undefined;
   }
-  return isObject(body) && isObject(body.usageMetadata) ? geminiUsage(body.usageMetadata) : undefined;
+  addQueries(queries, body);
+  return isObject(body) && isObject(body.usageMetadata) ? withGrounding(geminiUsage(body.usageMetadata), queries) : undefined;
 }
 
 const USAGE_METADATA = needle('"usageMetadata"');
+const SEARCH_QUERIES = needle('"webSearchQueries"');
 
 /**
  * With `alt=sse` every event is a whole GenerateContentResponse whose `usageMetadata`
- * is cumulative, so the last one seen replaces the earlier ones.
+ * is cumulative, so the last one seen replaces the earlier ones; grounding queries are
+ * gathered from every event.
  */
 export function geminiTap(): StreamUsageTap {
   let usage: Usage | undefined;
+  const queries = new Set<string>();
   return {
     onEvent(event) {
-      if (!event.data.includes('"usageMetadata"')) return;
+      const grounded = event.data.includes('"webSearchQueries"');
+      if (!grounded && !event.data.includes('"usageMetadata"')) return;
       const obj = parseObject(event.data);
       if (obj === undefined) return;
+      if (grounded) addQueries(queries, obj);
       if (isObject(obj.usageMetadata)) usage = geminiUsage(obj.usageMetadata);
     },
-    result: () => (usage === undefined ? undefined : { ...usage }),
-    firstNeeded: (bytes) => indexOfBytes(bytes, USAGE_METADATA),
+    result: () => withGrounding(usage === undefined ? undefined : { ...usage }, queries),
+    firstNeeded: (bytes) => earliest(indexOfBytes(bytes, USAGE_METADATA), indexOfBytes(bytes, SEARCH_QUERIES)),
   };
 }

@@ -13,7 +13,8 @@ const NANOS_PER_USD = 1e9;
  * - output: reasoning at ReasonText, audio at OutputAudio, images at OutputImage, the
  *   rest at OutputText.
  *
- * Web and file searches cost WebSearch and FileSearch each (USD per call; none without).
+ * Web and file searches cost WebSearch and FileSearch each, a Gemini answer grounded by
+ * Google Search GroundedPrompt (USD per call; none without).
  * A missing member falls back to the text price of its side (a cache read without
  * CachedText costs InputText; reasoning without ReasonText costs OutputText; an hour's
  * cache write without CacheWrite1h costs CacheWrite, else InputText). The
@@ -44,7 +45,10 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
     audioOut * (price.OutputAudio ?? output) +
     imageOut * (price.OutputImage ?? output);
   // Searches are priced per call (USD each), beside the tokens they brought in.
-  const perCall = Math.max(0, usage.webSearches ?? 0) * (price.WebSearch ?? 0) + Math.max(0, usage.fileSearches ?? 0) * (price.FileSearch ?? 0);
+  const perCall =
+    Math.max(0, usage.webSearches ?? 0) * (price.WebSearch ?? 0) +
+    Math.max(0, usage.fileSearches ?? 0) * (price.FileSearch ?? 0) +
+    Math.max(0, usage.groundedPrompts ?? 0) * (price.GroundedPrompt ?? 0);
   return Math.round((usd1m * NANOS_PER_TOKEN_PRICE + perCall * NANOS_PER_USD) * rates);
 }
 

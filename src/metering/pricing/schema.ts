@@ -14,7 +14,7 @@ export const TOKEN_LIMIT_MEMBERS = ["ContextWindow", "MaxOutput"] as const;
 export const MAX_TOKEN_LIMIT = 100_000_000;
 
 const MEMBERS: Record<Section, readonly string[]> = {
-  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", ...TOKEN_LIMIT_MEMBERS],
+  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "GroundedPrompt", ...TOKEN_LIMIT_MEMBERS],
   ImgPricing: ["Call", "Sizes"],
   AudioPricing: ["PerMinute"],
   VideoPricing: ["PerSecond"],
