@@ -41,6 +41,8 @@ export interface Usage {
   fileSearches?: number;
   /** Answers grounded by Google Search, which Gemini 2.x bills once per prompt (not per query). */
   groundedPrompts?: number;
+  /** Served in Anthropic's fast mode (`usage.speed` "fast"): its tokens cost FastMultiplier times. */
+  fast?: boolean;
 }
 
 export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ prompt: 0, completion: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 });

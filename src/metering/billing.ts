@@ -139,22 +139,26 @@ export function tokenBound(price: ChatPrice, json: Record<string, unknown> | und
   return { input, output };
 }
 
-/** Tokens at the dearest rate of each side: the most a call of this size can cost. */
-function dearestNanos(price: ChatPrice, bound: TokenBound, rates: number): number {
+/**
+ * Tokens at the dearest rate of each side: the most a call of this size can cost; times
+ * FastMultiplier when it asks for Anthropic's fast mode (`speed: "fast"`).
+ */
+function dearestNanos(price: ChatPrice, bound: TokenBound, rates: number, json?: Record<string, unknown>): number {
   const input = Math.max(price.InputText ?? 0, price.CacheWrite ?? 0, price.CacheWrite1h ?? 0, price.InputAudio ?? 0, price.InputImage ?? 0);
   const output = Math.max(price.OutputText ?? 0, price.ReasonText ?? 0, price.OutputAudio ?? 0, price.OutputImage ?? 0);
-  return Math.round((bound.input * input + bound.output * output) * 1000 * rates);
+  const speed = json?.speed === "fast" ? (price.FastMultiplier ?? 1) : 1;
+  return Math.round((bound.input * input + bound.output * output) * speed * 1000 * rates);
 }
 
 /** The reservation of a token-priced call of `endpoint` (its output limit's spellings): its token bound at the dearest price of each side and its searches' worst case, × Rates. */
 export function worstCaseNanos(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, rates: number, unsized = false, endpoint?: OutputSpelling): number {
-  return dearestNanos(price, tokenBound(price, json, bodyBytes, unsized, endpoint), rates) + unitCostNanos(toolCallsWorstUsd(price, json), 1, rates);
+  return dearestNanos(price, tokenBound(price, json, bodyBytes, unsized, endpoint), rates, json) + unitCostNanos(toolCallsWorstUsd(price, json), 1, rates);
 }
 
 function tokenPlan(price: ChatPrice, input: BillingInput, bound: TokenBound): BillingPlan {
   return {
     // Searches are billed per call beside the tokens: their worst case is reserved too.
-    reserve: dearestNanos(price, bound, input.rates) + unitCostNanos(toolCallsWorstUsd(price, input.json), 1, input.rates),
+    reserve: dearestNanos(price, bound, input.rates, input.json) + unitCostNanos(toolCallsWorstUsd(price, input.json), 1, input.rates),
     tokens: bound.input + bound.output,
     bound,
     settle: (usage) => tokenCostNanos(usage, price, input.rates),

@@ -29,6 +29,8 @@ export const ChatPrice = Type.Object({
   FileSearch: Price(),
   /** USD per answer grounded by Google Search (Gemini 2.x bills per grounded prompt, not per query); none without. */
   GroundedPrompt: Price(),
+  /** A factor, not a price: Anthropic's fast mode (`speed` "fast") costs this many times every token price. */
+  FastMultiplier: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
   /** Tokens of input and output together the model accepts: bounds a call's input in its reservation. */
   ContextWindow: Type.Optional(Count({ minimum: 1 })),
   /** Most output tokens one answer can have: a call's output bound when it sets no max_tokens. */

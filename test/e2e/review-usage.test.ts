@@ -344,3 +344,38 @@ describe("Gemini: grounding with Google Search", () => {
     expect((await onlyRow(router, account.id)).cost_nanos).toBe(nanos(150, 2) + nanos(20, 12) + 2 * 0.014e9);
   });
 });
+
+describe("Anthropic: fast mode (speed \"fast\")", () => {
+  test("claude-opus-4-6 answered with usage.speed \"fast\" is charged six times its standard rates, within a reservation that counts the multiplier", async () => {
+    const { router, upstream } = await catalogGateway();
+    const hold = gate();
+    upstream.route("POST", "/v1/messages", async () => {
+      await hold.wait();
+      return anthropicMessage("claude-opus-4-6", { input_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 100, speed: "fast", service_tier: "standard" });
+    });
+    const account = await createAccount(router, { CreditGranted: 5 });
+    // speed is a Messages parameter the installed SDK's create() type lists for beta calls only: passed as a variable.
+    const params = { model: "claude-opus-4-6", max_tokens: 100, speed: "fast" as const, messages: [{ role: "user" as const, content: "refactor this" }] };
+    const { reserved } = await reservedDuring(router, account.id, hold, () => anthropicClient(router.url, account.key).messages.create(params));
+    const row = await onlyRow(router, account.id);
+    // Opus 4.6: $5 / $25 per 1M at standard speed; fast mode is 6x.
+    expect(row.cost_nanos).toBe(6 * (nanos(100, 5) + nanos(100, 25)));
+    expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
+  });
+
+  test("PRICING's FastMultiplier is a factor (1 to 100), not a price: Rates leaves it in GET /x-pricing, and a standard-speed answer ignores it", async () => {
+    const { router, upstream } = await scope.gateway({ pricing: false });
+    for (const bad of [0.5, 101, "6"]) {
+      const refused = await api(router, "/x-config", { method: "PUT", body: { PRICING: { ChatPricing: { "acme-*": { InputText: 1, FastMultiplier: bad } } } } });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.message).toContain('ChatPricing["acme-*"].FastMultiplier');
+    }
+    expect((await api(router, "/x-config", { method: "PUT", body: { PRICING: { ChatPricing: { "acme-*": { InputText: 1, OutputText: 2, FastMultiplier: 3 } } } } })).status).toBe(200);
+    const account = await createAccount(router, { CreditGranted: 5, Rates: 2 });
+    const prices = await api(router, "/x-pricing", { key: account.key });
+    expect(prices.body.ChatPricing["acme-*"]).toEqual({ InputText: 2, OutputText: 4, FastMultiplier: 3 });
+    upstream.route("POST", "/v1/messages", () => anthropicMessage("acme-claude", { input_tokens: 1000, output_tokens: 1000, speed: "standard" }));
+    await anthropicClient(router.url, account.key).messages.create({ model: "acme-claude", max_tokens: 1000, messages: [{ role: "user", content: "hi" }] });
+    expect((await onlyRow(router, account.id)).cost_nanos).toBe(2 * (nanos(1000, 1) + nanos(1000, 2)));
+  });
+});

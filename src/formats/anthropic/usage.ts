@@ -14,6 +14,8 @@ export interface AnthropicCounts {
   thinking?: number;
   /** `server_tool_use.web_search_requests`: searches, billed per search. */
   webSearches?: number;
+  /** `speed`: "fast" when fast mode served the call (premium rates). */
+  speed?: string;
 }
 
 /**
@@ -32,6 +34,7 @@ export function mergeAnthropicCounts(into: AnthropicCounts, u: JsonObject): void
   const webSearches = count(field(u.server_tool_use, "web_search_requests"));
   if (input !== undefined) into.input = input;
   if (webSearches !== undefined) into.webSearches = webSearches;
+  if (typeof u.speed === "string") into.speed = u.speed;
   if (cacheWrite5m !== undefined) into.cacheWrite5m = cacheWrite5m;
   if (cacheWrite1h !== undefined) into.cacheWrite1h = cacheWrite1h;
   if (output !== undefined) into.output = output;
@@ -63,6 +66,7 @@ export function anthropicUsage(c: AnthropicCounts): Usage {
   if (hour > 0) usage.cacheWrite1h = hour;
   // Web searches cost a fee each beside their tokens; web fetches only their tokens.
   if ((c.webSearches ?? 0) > 0) usage.webSearches = c.webSearches;
+  if (c.speed === "fast") usage.fast = true;
   return usage;
 }
 

@@ -13,6 +13,7 @@ const NANOS_PER_USD = 1e9;
  * - output: reasoning at ReasonText, audio at OutputAudio, images at OutputImage, the
  *   rest at OutputText.
  *
+ * A call served in Anthropic's fast mode costs FastMultiplier times its token prices.
  * Web and file searches cost WebSearch and FileSearch each, a Gemini answer grounded by
  * Google Search GroundedPrompt (USD per call; none without).
  * A missing member falls back to the text price of its side (a cache read without
@@ -49,7 +50,9 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
     Math.max(0, usage.webSearches ?? 0) * (price.WebSearch ?? 0) +
     Math.max(0, usage.fileSearches ?? 0) * (price.FileSearch ?? 0) +
     Math.max(0, usage.groundedPrompts ?? 0) * (price.GroundedPrompt ?? 0);
-  return Math.round((usd1m * NANOS_PER_TOKEN_PRICE + perCall * NANOS_PER_USD) * rates);
+  // Anthropic's fast mode multiplies every token rate (not the per-call fees).
+  const speed = usage.fast ? (price.FastMultiplier ?? 1) : 1;
+  return Math.round((usd1m * speed * NANOS_PER_TOKEN_PRICE + perCall * NANOS_PER_USD) * rates);
 }
 
 /** Cost of a priced call (image, second of video, minute of audio) in nano-credits. */

@@ -1,9 +1,10 @@
 import { bestMatch, compilePattern, type CompiledPattern } from "../../routing/patterns.ts";
 import catalogJson from "./catalog.json" with { type: "json" };
-import { SECTIONS, TOKEN_LIMIT_MEMBERS, type PricingTable, type Section } from "./schema.ts";
+import { FACTOR_MEMBERS, SECTIONS, TOKEN_LIMIT_MEMBERS, type PricingTable, type Section } from "./schema.ts";
 
-/** Context windows and output limits are token counts: Rates does not scale them. */
-const isTokenLimit = (member: string) => (TOKEN_LIMIT_MEMBERS as readonly string[]).includes(member);
+/** Context windows and output limits are token counts, FastMultiplier a factor: Rates does not scale them. */
+const UNSCALED: readonly string[] = [...TOKEN_LIMIT_MEMBERS, ...FACTOR_MEMBERS];
+const isTokenLimit = (member: string) => UNSCALED.includes(member);
 
 /** The built-in catalog, embedded in the binary. */
 export const CATALOG = catalogJson as PricingTable;

@@ -10,11 +10,17 @@ export type Section = keyof PricingTable;
 /** ChatPricing members that are token counts, not prices: never scaled by Rates. */
 export const TOKEN_LIMIT_MEMBERS = ["ContextWindow", "MaxOutput"] as const;
 
+/** ChatPricing members that are factors of the token prices, not prices: never scaled by Rates. */
+export const FACTOR_MEMBERS = ["FastMultiplier"] as const;
+
+/** The largest factor accepted (FastMultiplier): Anthropic's dearest is 12x. */
+export const MAX_FACTOR = 100;
+
 /** The largest context window or output accepted (tokens): far above any model's. */
 export const MAX_TOKEN_LIMIT = 100_000_000;
 
 const MEMBERS: Record<Section, readonly string[]> = {
-  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "GroundedPrompt", ...TOKEN_LIMIT_MEMBERS],
+  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "GroundedPrompt", ...FACTOR_MEMBERS, ...TOKEN_LIMIT_MEMBERS],
   ImgPricing: ["Call", "Sizes"],
   AudioPricing: ["PerMinute"],
   VideoPricing: ["PerSecond"],
@@ -52,6 +58,13 @@ function price(where: string, value: unknown, stored?: StoredPricing): number {
     if (!stored) throw badRequest(`PRICING: ${where} must be at most ${MAX_PRICE}`, "PRICING");
     stored.beyondBound(where, value);
     return MAX_PRICE;
+  }
+  return value;
+}
+
+function factor(where: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 1 || value > MAX_FACTOR) {
+    throw badRequest(`PRICING: ${where} must be a factor from 1 to ${MAX_FACTOR}`, "PRICING");
   }
   return value;
 }
@@ -108,6 +121,7 @@ export function parsePricingTable(value: unknown, stored?: StoredPricing): Parti
           }
           entry.Sizes = sizes;
         } else if ((TOKEN_LIMIT_MEMBERS as readonly string[]).includes(member)) entry[member] = tokenLimit(where, n);
+        else if ((FACTOR_MEMBERS as readonly string[]).includes(member)) entry[member] = factor(where, n);
         else entry[member] = price(where, n, stored);
       }
       checked[model] = entry;
