@@ -379,3 +379,21 @@ describe("Anthropic: fast mode (speed \"fast\")", () => {
     expect((await onlyRow(router, account.id)).cost_nanos).toBe(2 * (nanos(1000, 1) + nanos(1000, 2)));
   });
 });
+
+describe("OpenAI Responses: file searches", () => {
+  test("each file_search_call of the output is charged per call (gpt-5: $2.50 per 1,000), beside the tokens", async () => {
+    const { router, upstream } = await catalogGateway();
+    const fileSearch = (i: number) => ({ type: "file_search_call", id: `fs_${i}`, status: "completed", queries: [`q${i}`], results: null });
+    upstream.route("POST", "/v1/responses", () =>
+      json({
+        id: "resp_1", object: "response", created_at: 1, status: "completed", model: "gpt-5",
+        output: [fileSearch(1), fileSearch(2), fileSearch(3), { type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text: "in the manual", annotations: [] }] }],
+        usage: { input_tokens: 100, input_tokens_details: { cached_tokens: 0 }, output_tokens: 20, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 120 }, error: null, incomplete_details: null,
+      }),
+    );
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const response = await openaiClient(router.url, account.key).responses.create({ model: "gpt-5", input: "where?", tools: [{ type: "file_search", vector_store_ids: ["vs_1"] }] });
+    expect(response.output_text).toBe("in the manual");
+    expect((await onlyRow(router, account.id)).cost_nanos).toBe(nanos(100, 1.25) + nanos(20, 10) + 3 * 0.0025e9);
+  });
+});
