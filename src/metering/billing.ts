@@ -2,7 +2,7 @@ import { badRequest } from "../core/errors.ts";
 import type { Endpoint, OutputAsked } from "../formats/format.ts";
 import { formatOf } from "../formats/registry.ts";
 import type { Usage } from "../formats/usage.ts";
-import { tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
+import { longContextFactors, tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { ChatPrice, Section } from "./pricing/schema.ts";
 import { toolCallsWorstUsd } from "./tool-call-bound.ts";
@@ -141,13 +141,16 @@ export function tokenBound(price: ChatPrice, json: Record<string, unknown> | und
 
 /**
  * Tokens at the dearest rate of each side: the most a call of this size can cost; times
- * FastMultiplier when it asks for Anthropic's fast mode (`speed: "fast"`).
+ * FastMultiplier when it asks for Anthropic's fast mode (`speed: "fast"`), and at the
+ * long-context factors when its input bound passes LongContextAbove.
  */
 function dearestNanos(price: ChatPrice, bound: TokenBound, rates: number, json?: Record<string, unknown>): number {
   const input = Math.max(price.InputText ?? 0, price.CacheWrite ?? 0, price.CacheWrite1h ?? 0, price.InputAudio ?? 0, price.InputImage ?? 0);
   const output = Math.max(price.OutputText ?? 0, price.ReasonText ?? 0, price.OutputAudio ?? 0, price.OutputImage ?? 0);
   const speed = json?.speed === "fast" ? (price.FastMultiplier ?? 1) : 1;
-  return Math.round((bound.input * input + bound.output * output) * speed * 1000 * rates);
+  // A call whose input may pass LongContextAbove may be charged the long-context rates.
+  const long = longContextFactors(price, bound.input);
+  return Math.round((bound.input * input * long.input + bound.output * output * long.output) * speed * 1000 * rates);
 }
 
 /** The reservation of a token-priced call of `endpoint` (its output limit's spellings): its token bound at the dearest price of each side and its searches' worst case, × Rates. */

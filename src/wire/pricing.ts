@@ -31,6 +31,11 @@ export const ChatPrice = Type.Object({
   GroundedPrompt: Price(),
   /** A factor, not a price: Anthropic's fast mode (`speed` "fast") costs this many times every token price. */
   FastMultiplier: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
+  /** Prompt tokens (cache reads and writes included) above which the long-context factors apply. */
+  LongContextAbove: Type.Optional(Count({ minimum: 1 })),
+  /** Factors, not prices: every input / output price of a call whose prompt passes LongContextAbove. */
+  LongInputFactor: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
+  LongOutputFactor: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
   /** Tokens of input and output together the model accepts: bounds a call's input in its reservation. */
   ContextWindow: Type.Optional(Count({ minimum: 1 })),
   /** Most output tokens one answer can have: a call's output bound when it sets no max_tokens. */

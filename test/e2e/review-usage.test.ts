@@ -397,3 +397,42 @@ describe("OpenAI Responses: file searches", () => {
     expect((await onlyRow(router, account.id)).cost_nanos).toBe(nanos(100, 1.25) + nanos(20, 10) + 3 * 0.0025e9);
   });
 });
+
+describe("long-context prices: a prompt above 200K tokens", () => {
+  // A body long enough to hold such a prompt: its reservation is sized by its bytes.
+  const LONG = "word ".repeat(240_000);
+
+  test("Claude Sonnet 4.5 charges 2x input and 1.5x output once the prompt (cache reads and writes included) passes 200K tokens, within the reservation; below it, standard rates", async () => {
+    const { router, upstream } = await catalogGateway();
+    let hold = gate();
+    let prompt = 250_000;
+    upstream.route("POST", "/v1/messages", async () => {
+      await hold.wait();
+      return anthropicMessage("claude-sonnet-4-5", { input_tokens: prompt - 10_000, cache_creation_input_tokens: 0, cache_read_input_tokens: 10_000, output_tokens: 1000 });
+    });
+    const account = await createAccount(router, { CreditGranted: 50 });
+    const { reserved } = await reservedDuring(router, account.id, hold, () => anthropicClient(router.url, account.key).messages.create({ model: "claude-sonnet-4-5", max_tokens: 1000, messages: [{ role: "user", content: LONG }] }));
+    const row = await onlyRow(router, account.id);
+    // $6 / $0.60 cached / $22.50 per 1M above 200K (standard: $3 / $0.30 / $15).
+    expect(row.cost_nanos).toBe(nanos(240_000, 6) + nanos(10_000, 0.6) + nanos(1000, 22.5));
+    expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
+
+    const other = await createAccount(router, { CreditGranted: 50 });
+    prompt = 150_000;
+    hold = gate();
+    hold.release();
+    await anthropicClient(router.url, other.key).messages.create({ model: "claude-sonnet-4-5", max_tokens: 1000, messages: [{ role: "user", content: LONG }] });
+    expect((await onlyRow(router, other.id)).cost_nanos).toBe(nanos(140_000, 3) + nanos(10_000, 0.3) + nanos(1000, 15));
+  });
+
+  test("Gemini 2.5 Pro charges its long-context rates above 200K prompt tokens (cached content included)", async () => {
+    const { router, upstream } = await catalogGateway();
+    upstream.route("POST", /\/models\/gemini-2\.5-pro:generateContent$/, () =>
+      json(geminiAnswer("ok", { promptTokenCount: 300_000, cachedContentTokenCount: 100_000, candidatesTokenCount: 1000, thoughtsTokenCount: 500, totalTokenCount: 301_500 })),
+    );
+    const account = await createAccount(router, { CreditGranted: 50 });
+    await geminiClient(router.url, account.key).models.generateContent({ model: "gemini-2.5-pro", contents: LONG + LONG });
+    // $2.50 / $0.25 cached / $15 per 1M above 200K (standard: $1.25 / $0.125 / $10).
+    expect((await onlyRow(router, account.id)).cost_nanos).toBe(nanos(200_000, 2.5) + nanos(100_000, 0.25) + nanos(1500, 15));
+  });
+});

@@ -8,7 +8,7 @@ import { PriceTable } from "../user/prices.tsx";
 import { loadConfig, putConfig, resetConfig } from "./config-api.ts";
 
 const MEMBERS: Record<PricingSection, string[]> = {
-  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "GroundedPrompt", "FastMultiplier", "ContextWindow", "MaxOutput"],
+  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "GroundedPrompt", "FastMultiplier", "LongInputFactor", "LongOutputFactor", "LongContextAbove", "ContextWindow", "MaxOutput"],
   ImgPricing: ["Call", "Sizes.1024x1024", "Sizes.1024x1536", "Sizes.1536x1024", "Sizes.1792x1024"],
   AudioPricing: ["PerMinute"],
   VideoPricing: ["PerSecond"],
@@ -16,7 +16,10 @@ const MEMBERS: Record<PricingSection, string[]> = {
 };
 
 /** ChatPricing members that are token counts (the model's limits), not prices. */
-const TOKEN_LIMITS = ["ContextWindow", "MaxOutput"];
+const TOKEN_LIMITS = ["ContextWindow", "MaxOutput", "LongContextAbove"];
+
+/** ChatPricing members that are factors of the prices, not prices. */
+const FACTORS = ["FastMultiplier", "LongInputFactor", "LongOutputFactor"];
 
 interface PriceRow {
   section: PricingSection;
@@ -57,7 +60,7 @@ function rowError(r: PriceRow): string | undefined {
     const n = Number(r.value);
     return Number.isInteger(n) && n >= 1 && n <= 100_000_000 ? undefined : "A token count is a whole number from 1 to 100,000,000";
   }
-  if (r.member === "FastMultiplier") {
+  if (FACTORS.includes(r.member)) {
     const n = Number(r.value);
     return r.value.trim() !== "" && Number.isFinite(n) && n >= 1 && n <= 100 ? undefined : "A factor is a number from 1 to 100";
   }
@@ -118,7 +121,7 @@ function OverridesEditor({ initial, onSaved }: { initial: PriceRow[]; onSaved: (
             <input id={`pr-p-${i}`} list="price-members" value={r.member} placeholder={MEMBERS[r.section][0]} onInput={(e) => set(i, { member: (e.currentTarget as HTMLInputElement).value })} />
           </div>
           <div class="field">
-            <label for={`pr-v-${i}`}>{TOKEN_LIMITS.includes(r.member) ? "Tokens" : r.member === "FastMultiplier" ? "Factor" : "Price (USD)"}, row {i + 1}</label>
+            <label for={`pr-v-${i}`}>{TOKEN_LIMITS.includes(r.member) ? "Tokens" : FACTORS.includes(r.member) ? "Factor" : "Price (USD)"}, row {i + 1}</label>
             <input id={`pr-v-${i}`} inputMode="decimal" value={r.value} onInput={(e) => set(i, { value: (e.currentTarget as HTMLInputElement).value })} />
           </div>
           <div class="actions">

@@ -13,6 +13,8 @@ const NANOS_PER_USD = 1e9;
  * - output: reasoning at ReasonText, audio at OutputAudio, images at OutputImage, the
  *   rest at OutputText.
  *
+ * A prompt above LongContextAbove tokens costs LongInputFactor times every input price
+ * and LongOutputFactor times every output price.
  * A call served in Anthropic's fast mode costs FastMultiplier times its token prices.
  * Web and file searches cost WebSearch and FileSearch each, a Gemini answer grounded by
  * Google Search GroundedPrompt (USD per call; none without).
@@ -34,17 +36,20 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
   const audioOut = Math.max(0, usage.audioCompletion ?? 0);
   const imageOut = Math.max(0, usage.imageCompletion ?? 0);
   const textOut = Math.max(0, usage.completion - reasoning - audioOut - imageOut);
-  const usd1m =
+  const usdIn =
     textIn * input +
     cacheRead * (price.CachedText ?? input) +
     (cacheWrite - cacheWrite1h) * (price.CacheWrite ?? input) +
     cacheWrite1h * (price.CacheWrite1h ?? price.CacheWrite ?? input) +
     audioIn * (price.InputAudio ?? input) +
-    imageIn * (price.InputImage ?? input) +
+    imageIn * (price.InputImage ?? input);
+  const usdOut =
     textOut * output +
     reasoning * (price.ReasonText ?? output) +
     audioOut * (price.OutputAudio ?? output) +
     imageOut * (price.OutputImage ?? output);
+  const long = longContextFactors(price, usage.prompt);
+  const usd1m = usdIn * long.input + usdOut * long.output;
   // Searches are priced per call (USD each), beside the tokens they brought in.
   const perCall =
     Math.max(0, usage.webSearches ?? 0) * (price.WebSearch ?? 0) +
@@ -53,6 +58,16 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
   // Anthropic's fast mode multiplies every token rate (not the per-call fees).
   const speed = usage.fast ? (price.FastMultiplier ?? 1) : 1;
   return Math.round((usd1m * speed * NANOS_PER_TOKEN_PRICE + perCall * NANOS_PER_USD) * rates);
+}
+
+/**
+ * The factors of a call's input and output prices: a prompt (cache reads and writes
+ * included) above LongContextAbove tokens makes every price of the call dearer, as
+ * Anthropic's and Google's long-context rates do (2x input, 1.5x output).
+ */
+export function longContextFactors(price: ChatPrice, promptTokens: number): { input: number; output: number } {
+  if (price.LongContextAbove === undefined || promptTokens <= price.LongContextAbove) return { input: 1, output: 1 };
+  return { input: price.LongInputFactor ?? 1, output: price.LongOutputFactor ?? 1 };
 }
 
 /** Cost of a priced call (image, second of video, minute of audio) in nano-credits. */

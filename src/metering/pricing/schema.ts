@@ -8,12 +8,12 @@ export type { AudioPrice, CallPrice, ChatPrice, ImgPrice, PricingTable, VideoPri
 export type Section = keyof PricingTable;
 
 /** ChatPricing members that are token counts, not prices: never scaled by Rates. */
-export const TOKEN_LIMIT_MEMBERS = ["ContextWindow", "MaxOutput"] as const;
+export const TOKEN_LIMIT_MEMBERS = ["ContextWindow", "MaxOutput", "LongContextAbove"] as const;
 
 /** ChatPricing members that are factors of the token prices, not prices: never scaled by Rates. */
-export const FACTOR_MEMBERS = ["FastMultiplier"] as const;
+export const FACTOR_MEMBERS = ["FastMultiplier", "LongInputFactor", "LongOutputFactor"] as const;
 
-/** The largest factor accepted (FastMultiplier): Anthropic's dearest is 12x. */
+/** The largest factor accepted (FastMultiplier, the long-context ones): Anthropic's dearest is 12x. */
 export const MAX_FACTOR = 100;
 
 /** The largest context window or output accepted (tokens): far above any model's. */
