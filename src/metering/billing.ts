@@ -6,7 +6,7 @@ import { longContextFactors, tokenCostNanos, unitCostNanos } from "./pricing/cos
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { ChatPrice, Section } from "./pricing/schema.ts";
 import { toolCallsWorstUsd } from "./tool-call-bound.ts";
-import { inputIsUnsized } from "./unsized-input.ts";
+import { inlineImageCount, inputIsUnsized } from "./unsized-input.ts";
 
 /** A model's maximum output when neither the catalog nor PRICING names it (`MaxOutput`). */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768;
@@ -18,6 +18,11 @@ export const DEFAULT_CONTEXT_WINDOW = 200_000;
  * tokenizer, so body bytes plus this bound the input of a body that holds its content.
  */
 export const PROVIDER_INPUT_OVERHEAD = 1_024;
+/**
+ * Input tokens reserved for each image inline in a body, beside its bytes: the most one
+ * image costs whatever its size (Gemini 3's media resolutions up to 2,240 an image).
+ */
+export const TOKENS_PER_INLINE_IMAGE = 4_096;
 /** Answers one call may ask for (`n`, `candidateCount`) counted in its worst case, at most. */
 const MAX_CHOICES = 128;
 /** Output tokens assumed per generated image when an image model is priced by tokens. */
@@ -126,14 +131,14 @@ export interface TokenBound {
 }
 
 /**
- * A call's worst case in tokens. Input: body bytes plus the provider's overhead, at
- * most the context window; the whole context window when the body points at content
+ * A call's worst case in tokens. Input: body bytes plus the provider's overhead and an
+ * allowance for each inline image, at most the context window; the whole context window when the body points at content
  * it does not hold (`unsized`). Output: the request's max_tokens (or its family's
  * equivalent) else the model's maximum output, times the answers asked for.
  */
 export function tokenBound(price: ChatPrice, json: Record<string, unknown> | undefined, bodyBytes: number, unsized: boolean, endpoint: OutputSpelling = { family: "openai" }): TokenBound {
   const context = price.ContextWindow ?? DEFAULT_CONTEXT_WINDOW;
-  const input = unsized ? context : Math.min(context, bodyBytes + PROVIDER_INPUT_OVERHEAD);
+  const input = unsized ? context : Math.min(context, bodyBytes + PROVIDER_INPUT_OVERHEAD + TOKENS_PER_INLINE_IMAGE * inlineImageCount(json));
   const asked = outputAsked(endpoint, json);
   const output = (asked.limit ?? price.MaxOutput ?? DEFAULT_MAX_OUTPUT_TOKENS) * asked.answers;
   return { input, output };

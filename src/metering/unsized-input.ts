@@ -107,3 +107,37 @@ export function inputIsUnsized(json: Readonly<Json> | undefined): boolean {
   }
   return false;
 }
+
+/** Whether one part is an image held inline (a data: URL, base64 source, Gemini inline data). */
+function isInlineImage(part: Json): boolean {
+  const imageUrl = isObject(part.image_url) ? part.image_url.url : part.image_url;
+  if (typeof imageUrl === "string") return imageUrl.startsWith("data:");
+  const source = part.source;
+  if (isObject(source)) return source.type === "base64" && String(source.media_type ?? "").startsWith("image/");
+  const inline = isObject(part.inlineData) ? part.inlineData : isObject(part.inline_data) ? part.inline_data : undefined;
+  return inline !== undefined && String(inline.mimeType ?? inline.mime_type ?? "").startsWith("image/");
+}
+
+function countImages(value: unknown, depth: number): number {
+  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + countImages(item, depth), 0);
+  if (!isObject(value)) return 0;
+  let images = isInlineImage(value) ? 1 : 0;
+  if (depth < MAX_DEPTH) for (const field of NESTED_FIELDS) images += countImages(value[field], depth + 1);
+  return images;
+}
+
+/**
+ * The images a body holds inline. Their bytes do not bound their tokens: a provider
+ * counts a small or very compressible image as more tokens than it has bytes (Gemini
+ * every image at least 258, Gemini 3's media resolutions up to 2,240, OpenAI's tiles
+ * upscale a small image), so the reservation adds an allowance for each.
+ */
+export function inlineImageCount(json: Readonly<Json> | undefined): number {
+  if (!json) return 0;
+  let images = 0;
+  for (const field of CONTENT_FIELDS) {
+    if (conversationIsPlain(json, field)) continue;
+    if (typeof json[field] !== "string") images += countImages(json[field], 0);
+  }
+  return images;
+}

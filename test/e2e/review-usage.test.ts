@@ -436,3 +436,26 @@ describe("long-context prices: a prompt above 200K tokens", () => {
     expect((await onlyRow(router, account.id)).cost_nanos).toBe(nanos(200_000, 2.5) + nanos(100_000, 0.25) + nanos(1500, 15));
   });
 });
+
+describe("inline images: the reservation bounds their tokens", () => {
+  // A 1x1 PNG: 68 bytes, yet Gemini counts every image at least 258 tokens (OpenAI's and Anthropic's tiny images cost tokens beyond their bytes too).
+  const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+  test("200 tiny inline images to Gemini 2.5 Pro (258 tokens each, more than their bytes): the call's cost stays within its reservation", async () => {
+    const { router, upstream } = await catalogGateway();
+    const hold = gate();
+    upstream.route("POST", /\/models\/gemini-2\.5-pro:generateContent$/, async () => {
+      await hold.wait();
+      return json(geminiAnswer("all white", { promptTokenCount: 200 * 258 + 10, candidatesTokenCount: 5, totalTokenCount: 200 * 258 + 15, promptTokensDetails: [{ modality: "IMAGE", tokenCount: 200 * 258 }, { modality: "TEXT", tokenCount: 10 }] }));
+    });
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const parts = [...Array.from({ length: 200 }, () => ({ inlineData: { mimeType: "image/png", data: PIXEL } })), { text: "which colours?" }];
+    const { reserved } = await reservedDuring(router, account.id, hold, () =>
+      geminiClient(router.url, account.key).models.generateContent({ model: "gemini-2.5-pro", contents: [{ role: "user", parts }], config: { maxOutputTokens: 5 } }),
+    );
+    const row = await onlyRow(router, account.id);
+    expect(row.prompt_tokens).toBe(51_610);
+    expect(row.cost_nanos).toBe(nanos(51_610, 1.25) + nanos(5, 10));
+    expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
+  });
+});
