@@ -1,0 +1,34 @@
+import { describe, expect, test } from "bun:test";
+import { inlineImageCount } from "../../src/metering/unsized-input.ts";
+import { toolCallBound } from "../../src/metering/tool-call-bound.ts";
+
+/** Pure pieces of the usage review (test/e2e/review-usage.test.ts drives them through HTTP). */
+
+describe("inlineImageCount: the images a body holds inline, in every format's spelling", () => {
+  const DATA = "data:image/png;base64,AAAA";
+  test("Chat image_url (object or string), Responses input_image, Anthropic base64 sources (nested in tool results), Gemini inline data", () => {
+    expect(inlineImageCount({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: DATA } }, { type: "text", text: "hi" }] }] })).toBe(1);
+    expect(inlineImageCount({ input: [{ role: "user", content: [{ type: "input_image", image_url: DATA }, { type: "input_image", image_url: DATA }] }] })).toBe(2);
+    const image = { type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } };
+    expect(inlineImageCount({ messages: [{ role: "user", content: [image, { type: "tool_result", tool_use_id: "t", content: [image] }] }] })).toBe(2);
+    expect(inlineImageCount({ contents: [{ parts: [{ inlineData: { mimeType: "image/jpeg", data: "AAAA" } }, { inline_data: { mime_type: "image/png", data: "AAAA" } }] }] })).toBe(2);
+  });
+
+  test("what is not an inline image: a URL, a PDF, audio, text", () => {
+    expect(inlineImageCount({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://example.com/a.png" } }] }] })).toBe(0);
+    expect(inlineImageCount({ messages: [{ role: "user", content: [{ type: "document", source: { type: "base64", media_type: "application/pdf", data: "AAAA" } }] }] })).toBe(0);
+    expect(inlineImageCount({ contents: [{ parts: [{ inlineData: { mimeType: "audio/wav", data: "AAAA" } }, { text: "hi" }] }] })).toBe(0);
+    expect(inlineImageCount({ messages: [{ role: "user", content: "data:image/png;base64,AAAA" }] })).toBe(0);
+    expect(inlineImageCount(undefined)).toBe(0);
+  });
+});
+
+describe("toolCallBound: the searches a request can make", () => {
+  test("Anthropic web search max_uses; else 20; Responses max_tool_calls bounds all; Gemini googleSearch 20 queries and one grounded prompt; function tools none", () => {
+    expect(toolCallBound({ tools: [{ type: "web_search_20250305", name: "web_search", max_uses: 3 }] })).toEqual({ webSearches: 3, fileSearches: 0, groundedPrompts: 0 });
+    expect(toolCallBound({ tools: [{ type: "web_search_20250305", name: "web_search" }] }).webSearches).toBe(20);
+    expect(toolCallBound({ max_tool_calls: 4, tools: [{ type: "web_search" }, { type: "file_search", vector_store_ids: ["v"] }] })).toEqual({ webSearches: 4, fileSearches: 4, groundedPrompts: 0 });
+    expect(toolCallBound({ tools: [{ googleSearch: {} }] })).toEqual({ webSearches: 20, fileSearches: 0, groundedPrompts: 1 });
+    expect(toolCallBound({ tools: [{ type: "function", function: { name: "f" } }, { functionDeclarations: [] }] })).toEqual({ webSearches: 0, fileSearches: 0, groundedPrompts: 0 });
+  });
+});
