@@ -459,3 +459,45 @@ describe("inline images: the reservation bounds their tokens", () => {
     expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
   });
 });
+
+describe("OpenAI images priced by tokens (gpt-image-1)", () => {
+  test("generations: text and image input tokens and the image output tokens at their own prices, within the reservation", async () => {
+    const { router, upstream } = await catalogGateway();
+    const hold = gate();
+    upstream.route("POST", "/v1/images/generations", async () => {
+      await hold.wait();
+      return json({ created: 1, data: [{ b64_json: "AAAA" }], usage: { input_tokens: 60, input_tokens_details: { text_tokens: 50, image_tokens: 10 }, output_tokens: 6240, total_tokens: 6300 } });
+    });
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const { reserved } = await reservedDuring(router, account.id, hold, () => openaiClient(router.url, account.key).images.generate({ model: "gpt-image-1", prompt: "a cat", size: "1536x1024", quality: "high" }));
+    const row = await onlyRow(router, account.id);
+    expect(row).toMatchObject({ prompt_tokens: 60, completion_tokens: 6240 });
+    // gpt-image-1: text input $5, image input $10, image output $40 per 1M.
+    expect(row.cost_nanos).toBe(nanos(50, 5) + nanos(10, 10) + nanos(6240, 40));
+    expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
+  });
+});
+
+describe("OpenAI Chat Completions: the details inside the counts", () => {
+  test("predicted outputs (accepted and rejected prediction tokens are inside completion_tokens) and audio (inside both counts) are each charged once", async () => {
+    const { router, upstream } = await catalogGateway();
+    upstream.route("POST", "/v1/chat/completions", (req) => {
+      const audio = (req.json as { model: string }).model.includes("audio");
+      return json({
+        id: "c", object: "chat.completion", created: 1, model: (req.json as { model: string }).model,
+        choices: [{ index: 0, message: { role: "assistant", content: "ok", refusal: null }, finish_reason: "stop", logprobs: null }],
+        usage: audio
+          ? { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 800 }, completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 400, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 } }
+          : { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 200, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 300, rejected_prediction_tokens: 150 } },
+      });
+    });
+    const predicted = await createAccount(router, { CreditGranted: 5 });
+    await openaiClient(router.url, predicted.key).chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "fix" }], prediction: { type: "content", content: "old code" } });
+    // gpt-4o: $2.50 in, $1.25 cached, $10 out: the rejected prediction is billed inside the 500 output tokens, not beside them.
+    expect((await onlyRow(router, predicted.id)).cost_nanos).toBe(nanos(800, 2.5) + nanos(200, 1.25) + nanos(500, 10));
+    const spoken = await createAccount(router, { CreditGranted: 5 });
+    await openaiClient(router.url, spoken.key).chat.completions.create({ model: "gpt-4o-audio-preview", modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" }, messages: [{ role: "user", content: "say hi" }] });
+    // gpt-4o-audio-preview: text $2.50 / $10, audio $40 / $80.
+    expect((await onlyRow(router, spoken.id)).cost_nanos).toBe(nanos(200, 2.5) + nanos(800, 40) + nanos(100, 10) + nanos(400, 80));
+  });
+});
