@@ -43,6 +43,8 @@ export interface Usage {
   groundedPrompts?: number;
   /** Served in Anthropic's fast mode (`usage.speed` "fast"): its tokens cost FastMultiplier times. */
   fast?: boolean;
+  /** The OpenAI service tier that served the call (`service_tier`), when not the standard one. */
+  tier?: "priority" | "flex";
 }
 
 export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ prompt: 0, completion: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 });

@@ -2,7 +2,7 @@ import { badRequest } from "../core/errors.ts";
 import type { Endpoint, OutputAsked } from "../formats/format.ts";
 import { formatOf } from "../formats/registry.ts";
 import type { Usage } from "../formats/usage.ts";
-import { longContextFactors, tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
+import { longContextFactors, tierFactor, tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { ChatPrice, Section } from "./pricing/schema.ts";
 import { toolCallsWorstUsd } from "./tool-call-bound.ts";
@@ -146,13 +146,15 @@ export function tokenBound(price: ChatPrice, json: Record<string, unknown> | und
 
 /**
  * Tokens at the dearest rate of each side: the most a call of this size can cost; times
- * FastMultiplier when it asks for Anthropic's fast mode (`speed: "fast"`), and at the
+ * FastMultiplier when it asks for Anthropic's fast mode (`speed: "fast"`), times
+ * PriorityMultiplier when it asks OpenAI's `service_tier: "priority"`, and at the
  * long-context factors when its input bound passes LongContextAbove.
  */
 function dearestNanos(price: ChatPrice, bound: TokenBound, rates: number, json?: Record<string, unknown>): number {
   const input = Math.max(price.InputText ?? 0, price.CacheWrite ?? 0, price.CacheWrite1h ?? 0, price.InputAudio ?? 0, price.InputImage ?? 0);
   const output = Math.max(price.OutputText ?? 0, price.ReasonText ?? 0, price.OutputAudio ?? 0, price.OutputImage ?? 0);
-  const speed = json?.speed === "fast" ? (price.FastMultiplier ?? 1) : 1;
+  // Asked for a dearer tier, the call may be served at it (a cheaper one may not be granted).
+  const speed = (json?.speed === "fast" ? (price.FastMultiplier ?? 1) : 1) * Math.max(1, json?.service_tier === "priority" ? tierFactor(price, "priority") : 1);
   // A call whose input may pass LongContextAbove may be charged the long-context rates.
   const long = longContextFactors(price, bound.input);
   return Math.round((bound.input * input * long.input + bound.output * output * long.output) * speed * 1000 * rates);

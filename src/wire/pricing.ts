@@ -30,12 +30,15 @@ export const ChatPrice = Type.Object({
   /** USD per answer grounded by Google Search (Gemini 2.x bills per grounded prompt, not per query); none without. */
   GroundedPrompt: Price(),
   /** A factor, not a price: Anthropic's fast mode (`speed` "fast") costs this many times every token price. */
-  FastMultiplier: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
+  FastMultiplier: Type.Optional(Type.Number({ minimum: 0.01, maximum: 100 })),
+  /** Factors of every token price of a call OpenAI served at its priority / flex service tier. */
+  PriorityMultiplier: Type.Optional(Type.Number({ minimum: 0.01, maximum: 100 })),
+  FlexMultiplier: Type.Optional(Type.Number({ minimum: 0.01, maximum: 100 })),
   /** Prompt tokens (cache reads and writes included) above which the long-context factors apply. */
   LongContextAbove: Type.Optional(Count({ minimum: 1 })),
   /** Factors, not prices: every input / output price of a call whose prompt passes LongContextAbove. */
-  LongInputFactor: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
-  LongOutputFactor: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
+  LongInputFactor: Type.Optional(Type.Number({ minimum: 0.01, maximum: 100 })),
+  LongOutputFactor: Type.Optional(Type.Number({ minimum: 0.01, maximum: 100 })),
   /** Tokens of input and output together the model accepts: bounds a call's input in its reservation. */
   ContextWindow: Type.Optional(Count({ minimum: 1 })),
   /** Most output tokens one answer can have: a call's output bound when it sets no max_tokens. */

@@ -363,9 +363,9 @@ describe("Anthropic: fast mode (speed \"fast\")", () => {
     expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
   });
 
-  test("PRICING's FastMultiplier is a factor (1 to 100), not a price: Rates leaves it in GET /x-pricing, and a standard-speed answer ignores it", async () => {
+  test("PRICING's FastMultiplier is a factor (0.01 to 100), not a price: Rates leaves it in GET /x-pricing, and a standard-speed answer ignores it", async () => {
     const { router, upstream } = await scope.gateway({ pricing: false });
-    for (const bad of [0.5, 101, "6"]) {
+    for (const bad of [0, 101, "6"]) {
       const refused = await api(router, "/x-config", { method: "PUT", body: { PRICING: { ChatPricing: { "acme-*": { InputText: 1, FastMultiplier: bad } } } } });
       expect(refused.status).toBe(400);
       expect(refused.body.error.message).toContain('ChatPricing["acme-*"].FastMultiplier');
@@ -499,5 +499,44 @@ describe("OpenAI Chat Completions: the details inside the counts", () => {
     await openaiClient(router.url, spoken.key).chat.completions.create({ model: "gpt-4o-audio-preview", modalities: ["text", "audio"], audio: { voice: "alloy", format: "wav" }, messages: [{ role: "user", content: "say hi" }] });
     // gpt-4o-audio-preview: text $2.50 / $10, audio $40 / $80.
     expect((await onlyRow(router, spoken.id)).cost_nanos).toBe(nanos(200, 2.5) + nanos(800, 40) + nanos(100, 10) + nanos(400, 80));
+  });
+});
+
+describe("OpenAI service tiers: the tier that served the call prices it", () => {
+  const usage = { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } };
+  const answer = (tier: string) => json({ id: "c", object: "chat.completion", created: 1, model: "gpt-5", service_tier: tier, choices: [{ index: 0, message: { role: "assistant", content: "ok", refusal: null }, finish_reason: "stop", logprobs: null }], usage });
+
+  test("Chat Completions served at service_tier \"priority\" is charged gpt-5's priority rates (2x), within a reservation that counts them", async () => {
+    const { router, upstream } = await catalogGateway();
+    const hold = gate();
+    upstream.route("POST", "/v1/chat/completions", async () => (await hold.wait(), answer("priority")));
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const { reserved, result } = await reservedDuring(router, account.id, hold, () =>
+      openaiClient(router.url, account.key).chat.completions.create({ model: "gpt-5", service_tier: "priority", max_completion_tokens: 100, messages: [{ role: "user", content: "hi" }] }),
+    );
+    expect(result.service_tier).toBe("priority");
+    const row = await onlyRow(router, account.id);
+    // gpt-5: $1.25 / $10 standard, $2.50 / $20 priority.
+    expect(row.cost_nanos).toBe(nanos(1000, 2.5) + nanos(100, 20));
+    expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
+  });
+
+  test("a Responses stream served at \"flex\" is charged the flex rates (half), one served \"default\" the standard ones", async () => {
+    const { router, upstream } = await catalogGateway();
+    let tier = "flex";
+    upstream.route("POST", "/v1/responses", () => {
+      const done = { id: "resp_1", object: "response", created_at: 1, status: "completed", model: "gpt-5", service_tier: tier, output: [{ type: "message", id: "msg_1", role: "assistant", status: "completed", content: [{ type: "output_text", text: "ok", annotations: [] }] }], usage: { input_tokens: 1000, input_tokens_details: { cached_tokens: 0 }, output_tokens: 100, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1100 }, error: null, incomplete_details: null };
+      return sse([
+        ["response.created", { type: "response.created", sequence_number: 0, response: { ...done, status: "in_progress", output: [], usage: null } }],
+        ["response.completed", { type: "response.completed", sequence_number: 1, response: done }],
+      ]);
+    });
+    for (const [asked, factor] of [["flex", 0.5], ["default", 1]] as const) {
+      tier = asked;
+      const account = await createAccount(router, { CreditGranted: 5 });
+      const stream = await openaiClient(router.url, account.key).responses.create({ model: "gpt-5", input: "hi", service_tier: asked, stream: true });
+      for await (const _ of stream) void _;
+      expect((await onlyRow(router, account.id)).cost_nanos).toBe(factor * (nanos(1000, 1.25) + nanos(100, 10)));
+    }
   });
 });

@@ -8,7 +8,7 @@ import { PriceTable } from "../user/prices.tsx";
 import { loadConfig, putConfig, resetConfig } from "./config-api.ts";
 
 const MEMBERS: Record<PricingSection, string[]> = {
-  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "GroundedPrompt", "FastMultiplier", "LongInputFactor", "LongOutputFactor", "LongContextAbove", "ContextWindow", "MaxOutput"],
+  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "GroundedPrompt", "FastMultiplier", "PriorityMultiplier", "FlexMultiplier", "LongInputFactor", "LongOutputFactor", "LongContextAbove", "ContextWindow", "MaxOutput"],
   ImgPricing: ["Call", "Sizes.1024x1024", "Sizes.1024x1536", "Sizes.1536x1024", "Sizes.1792x1024"],
   AudioPricing: ["PerMinute"],
   VideoPricing: ["PerSecond"],
@@ -19,7 +19,7 @@ const MEMBERS: Record<PricingSection, string[]> = {
 const TOKEN_LIMITS = ["ContextWindow", "MaxOutput", "LongContextAbove"];
 
 /** ChatPricing members that are factors of the prices, not prices. */
-const FACTORS = ["FastMultiplier", "LongInputFactor", "LongOutputFactor"];
+const FACTORS = ["FastMultiplier", "PriorityMultiplier", "FlexMultiplier", "LongInputFactor", "LongOutputFactor"];
 
 interface PriceRow {
   section: PricingSection;
@@ -62,7 +62,7 @@ function rowError(r: PriceRow): string | undefined {
   }
   if (FACTORS.includes(r.member)) {
     const n = Number(r.value);
-    return r.value.trim() !== "" && Number.isFinite(n) && n >= 1 && n <= 100 ? undefined : "A factor is a number from 1 to 100";
+    return r.value.trim() !== "" && Number.isFinite(n) && n >= 0.01 && n <= 100 ? undefined : "A factor is a number from 0.01 to 100";
   }
   if (r.value.trim() === "" || !Number.isFinite(Number(r.value)) || Number(r.value) < 0) return "A price is a number ≥ 0";
   return undefined;

@@ -82,9 +82,18 @@ function withToolCalls(usage: Usage | undefined, output: unknown): Usage | undef
   return usage;
 }
 
+/**
+ * The service tier that served the call (`service_tier` of a chat completion, its
+ * chunks, or a response): priority and flex processing are priced apart.
+ */
+function withTier(usage: Usage | undefined, tier: unknown): Usage | undefined {
+  if (usage !== undefined && (tier === "priority" || tier === "flex")) usage.tier = tier;
+  return usage;
+}
+
 /** Chat completions, Responses, embeddings and the image/audio APIs: a top-level `usage`. */
 export function openaiUsageFromJson(body: unknown): Usage | undefined {
-  return isObject(body) && isObject(body.usage) ? withToolCalls(openaiUsage(body.usage), body.output) : undefined;
+  return isObject(body) && isObject(body.usage) ? withTier(withToolCalls(openaiUsage(body.usage), body.output), body.service_tier) : undefined;
 }
 
 const USAGE = needle('"usage"');
@@ -117,11 +126,11 @@ export function openaiTap(): StreamUsageTap {
       if (obj === undefined) return;
       if (isObject(obj.response)) {
         // response.completed / .incomplete / .failed: the whole response, its output items included.
-        if (isObject(obj.response.usage)) usage = withToolCalls(openaiUsage(obj.response.usage), obj.response.output) ?? usage;
+        if (isObject(obj.response.usage)) usage = withTier(withToolCalls(openaiUsage(obj.response.usage), obj.response.output), obj.response.service_tier) ?? usage;
         return;
       }
       const found = chunkUsageObject(obj);
-      if (found !== undefined) usage = openaiUsage(found) ?? usage;
+      if (found !== undefined) usage = withTier(openaiUsage(found), obj.service_tier) ?? usage;
     },
     result: () => (usage === undefined ? undefined : { ...usage }),
     firstNeeded: (bytes) => objectKeyAt(bytes, USAGE),

@@ -15,7 +15,8 @@ const NANOS_PER_USD = 1e9;
  *
  * A prompt above LongContextAbove tokens costs LongInputFactor times every input price
  * and LongOutputFactor times every output price.
- * A call served in Anthropic's fast mode costs FastMultiplier times its token prices.
+ * A call served in Anthropic's fast mode costs FastMultiplier times its token prices,
+ * one OpenAI served at the priority or flex tier PriorityMultiplier or FlexMultiplier times.
  * Web and file searches cost WebSearch and FileSearch each, a Gemini answer grounded by
  * Google Search GroundedPrompt (USD per call; none without).
  * A missing member falls back to the text price of its side (a cache read without
@@ -55,8 +56,8 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
     Math.max(0, usage.webSearches ?? 0) * (price.WebSearch ?? 0) +
     Math.max(0, usage.fileSearches ?? 0) * (price.FileSearch ?? 0) +
     Math.max(0, usage.groundedPrompts ?? 0) * (price.GroundedPrompt ?? 0);
-  // Anthropic's fast mode multiplies every token rate (not the per-call fees).
-  const speed = usage.fast ? (price.FastMultiplier ?? 1) : 1;
+  // Anthropic's fast mode and OpenAI's priority and flex tiers scale every token rate (not the per-call fees).
+  const speed = (usage.fast ? (price.FastMultiplier ?? 1) : 1) * tierFactor(price, usage.tier);
   return Math.round((usd1m * speed * NANOS_PER_TOKEN_PRICE + perCall * NANOS_PER_USD) * rates);
 }
 
@@ -68,6 +69,13 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
 export function longContextFactors(price: ChatPrice, promptTokens: number): { input: number; output: number } {
   if (price.LongContextAbove === undefined || promptTokens <= price.LongContextAbove) return { input: 1, output: 1 };
   return { input: price.LongInputFactor ?? 1, output: price.LongOutputFactor ?? 1 };
+}
+
+/** The factor of an OpenAI service tier's prices (PriorityMultiplier, FlexMultiplier); 1 for the standard tier. */
+export function tierFactor(price: ChatPrice, tier: string | undefined): number {
+  if (tier === "priority") return price.PriorityMultiplier ?? 1;
+  if (tier === "flex") return price.FlexMultiplier ?? 1;
+  return 1;
 }
 
 /** Cost of a priced call (image, second of video, minute of audio) in nano-credits. */

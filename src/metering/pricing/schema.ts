@@ -11,10 +11,12 @@ export type Section = keyof PricingTable;
 export const TOKEN_LIMIT_MEMBERS = ["ContextWindow", "MaxOutput", "LongContextAbove"] as const;
 
 /** ChatPricing members that are factors of the token prices, not prices: never scaled by Rates. */
-export const FACTOR_MEMBERS = ["FastMultiplier", "LongInputFactor", "LongOutputFactor"] as const;
+export const FACTOR_MEMBERS = ["FastMultiplier", "PriorityMultiplier", "FlexMultiplier", "LongInputFactor", "LongOutputFactor"] as const;
 
 /** The largest factor accepted (FastMultiplier, the long-context ones): Anthropic's dearest is 12x. */
 export const MAX_FACTOR = 100;
+/** The smallest factor accepted: a tier may be cheaper (flex is half), never free. */
+export const MIN_FACTOR = 0.01;
 
 /** The largest context window or output accepted (tokens): far above any model's. */
 export const MAX_TOKEN_LIMIT = 100_000_000;
@@ -63,8 +65,8 @@ function price(where: string, value: unknown, stored?: StoredPricing): number {
 }
 
 function factor(where: string, value: unknown): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 1 || value > MAX_FACTOR) {
-    throw badRequest(`PRICING: ${where} must be a factor from 1 to ${MAX_FACTOR}`, "PRICING");
+  if (typeof value !== "number" || !Number.isFinite(value) || value < MIN_FACTOR || value > MAX_FACTOR) {
+    throw badRequest(`PRICING: ${where} must be a factor from ${MIN_FACTOR} to ${MAX_FACTOR}`, "PRICING");
   }
   return value;
 }
