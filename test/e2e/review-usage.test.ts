@@ -540,3 +540,40 @@ describe("OpenAI service tiers: the tier that served the call prices it", () => 
     }
   });
 });
+
+describe("web searches of a stream cut before its final counts", () => {
+  test("Anthropic: the searches whose results were delivered (web_search_tool_result, not an error) are charged though message_delta never came", async () => {
+    const { router, upstream } = await catalogGateway();
+    const result = (i: number, content: unknown) => ["content_block_start", { type: "content_block_start", index: i, content_block: { type: "web_search_tool_result", tool_use_id: `srvtoolu_${i}`, content } }];
+    const found = [{ type: "web_search_result", url: "https://example.com", title: "Example", encrypted_content: "xyz", page_age: null }];
+    const events = [
+      ["message_start", { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "claude-haiku-4-5", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 50, output_tokens: 1, server_tool_use: { web_search_requests: 0 } } } }],
+      ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: {} } }],
+      ["content_block_stop", { type: "content_block_stop", index: 0 }],
+      result(1, found),
+      ["content_block_stop", { type: "content_block_stop", index: 1 }],
+      result(2, found),
+      ["content_block_stop", { type: "content_block_stop", index: 2 }],
+      // A failed search is not billed.
+      result(3, { type: "web_search_tool_result_error", error_code: "unavailable" }),
+      ["content_block_stop", { type: "content_block_stop", index: 3 }],
+      ["content_block_start", { type: "content_block_start", index: 4, content_block: { type: "text", text: "" } }],
+      ["content_block_delta", { type: "content_block_delta", index: 4, delta: { type: "text_delta", text: "found it" } }],
+      ["message_delta", { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 20, server_tool_use: { web_search_requests: 2 } } }],
+    ];
+    // The connection drops after the text: message_delta (the search count) never comes.
+    upstream.route("POST", "/v1/messages", () => sse(events, { breakAfter: events.length - 1, delayMs: 2 }));
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const res = await router.fetch("/v1/messages", {
+      method: "POST",
+      key: account.key,
+      headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "claude-haiku-4-5", max_tokens: 100, stream: true, tools: [{ type: "web_search_20250305", name: "web_search" }], messages: [{ role: "user", content: "news?" }] }),
+    });
+    expect(await res.text()).toContain("found it");
+    const row = await onlyRow(router, account.id);
+    expect(row.status).toBe(502);
+    // The tokens are an estimate; the two delivered searches are charged on top.
+    expect(row.cost_nanos).toBe(nanos(row.prompt_tokens, 1) + nanos(row.completion_tokens, 5) + 2 * 0.01e9);
+  });
+});

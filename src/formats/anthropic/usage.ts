@@ -85,21 +85,33 @@ export function anthropicUsageFromJson(body: unknown): Usage | undefined {
 
 const USAGE = needle('"usage"');
 const MESSAGE_START = needle("message_start");
+const SEARCH_RESULT = needle('"web_search_tool_result"');
+
+/** Whether an event starts the result block of a search that ran (an error result is not billed). */
+function isSearchResult(obj: JsonObject): boolean {
+  if (obj.type !== "content_block_start") return false;
+  const block = obj.content_block;
+  return isObject(block) && block.type === "web_search_tool_result" && Array.isArray(block.content);
+}
 
 /**
  * `message_start` gives the input side and an initial output count; each
  * `message_delta` restates cumulative counts, so its fields replace, never add to,
- * what was known.
+ * what was known. The searches whose results were delivered are counted as they
+ * come: a stream cut before its `message_delta` still ran them, and they are billed.
  */
 export function anthropicTap(): StreamUsageTap {
   const counts: AnthropicCounts = {};
   let seen = false;
+  let searchResults = 0;
   return {
     onEvent(event) {
       const data = event.data;
-      if (!data.includes('"usage"') && !data.includes("message_start")) return;
+      const result = data.includes('"web_search_tool_result"');
+      if (!result && !data.includes('"usage"') && !data.includes("message_start")) return;
       const obj = parseObject(data);
       if (obj === undefined) return;
+      if (result && isSearchResult(obj)) searchResults++;
       if (obj.type === "message_start" && isObject(obj.message)) {
         const message = obj.message;
         if (isObject(message.usage)) {
@@ -111,7 +123,7 @@ export function anthropicTap(): StreamUsageTap {
         seen = true;
       }
     },
-    result: () => (seen ? anthropicUsage(counts) : undefined),
-    firstNeeded: (bytes) => earliest(indexOfBytes(bytes, USAGE), indexOfBytes(bytes, MESSAGE_START)),
+    result: () => (seen ? anthropicUsage({ ...counts, webSearches: Math.max(counts.webSearches ?? 0, searchResults) }) : undefined),
+    firstNeeded: (bytes) => earliest(earliest(indexOfBytes(bytes, USAGE), indexOfBytes(bytes, MESSAGE_START)), indexOfBytes(bytes, SEARCH_RESULT)),
   };
 }
