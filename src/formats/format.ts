@@ -104,6 +104,11 @@ export interface StreamUsageTap {
    * stream is content deltas. A false positive only costs the decoding.
    */
   firstNeeded(bytes: Uint8Array): number;
+  /**
+   * Calls billed per call seen so far in the stream's items (OpenAI Responses' web and
+   * file searches): charged beside the estimate of a stream cut before its counts.
+   */
+  calls?(): Pick<Usage, "webSearches" | "fileSearches"> | undefined;
 }
 
 /** What a family's model list may say about a model. */

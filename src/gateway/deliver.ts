@@ -104,7 +104,8 @@ export function createDeliver(deps: DeliverDeps) {
         release();
         // Estimated when the upstream reported nothing: the body's bytes in, the delivered content out.
         const delivered = call.endpoint.embedding ? 0 : estimateTokens(end.contentBytes);
-        let usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(inputBytes), completion: delivered };
+        // The searches it showed were run, and billed, whether or not its counts came.
+        let usage: Usage = end.usage ?? { ...ZERO_USAGE, prompt: estimateTokens(inputBytes), completion: delivered, ...end.calls };
         let source: UsageSource = end.usage ? "upstream" : "estimated";
         // A stream cut before its last counts (Anthropic's come in message_delta, after
         // message_start's placeholder of 1 output token) is charged at least what it delivered.

@@ -12,6 +12,8 @@ import type { StreamRewrite } from "./translated-stream.ts";
 /** How a relayed stream ended, for metering. */
 export interface StreamEnd {
   usage: Usage | undefined;
+  /** Calls billed per call the stream's items showed (StreamUsageTap.calls), for a stream that reported no usage. */
+  calls?: Pick<Usage, "webSearches" | "fileSearches">;
   /** `complete`: the upstream finished; `client_gone`: the client left (upstream drained); `timeout`/`broken`: ended by an error event. */
   ending: "complete" | "client_gone" | "timeout" | "broken";
   /** The upstream reported a failure in one of its events (its stream then ended short of its answer). */
@@ -123,7 +125,7 @@ export function relayStream(
     if (ended) return;
     ended = true;
     decoder.end();
-    announceEnd({ usage: tap.result(), ending, failed, dataBytes, contentBytes });
+    announceEnd({ usage: tap.result(), calls: tap.calls?.(), ending, failed, dataBytes, contentBytes });
   };
 
   /** Set when the client went away: the upstream is read on for its usage, nothing is written. */

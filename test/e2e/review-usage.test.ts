@@ -577,3 +577,26 @@ describe("web searches of a stream cut before its final counts", () => {
     expect(row.cost_nanos).toBe(nanos(row.prompt_tokens, 1) + nanos(row.completion_tokens, 5) + 2 * 0.01e9);
   });
 });
+
+describe("web searches of a Responses stream cut before response.completed", () => {
+  test("the web_search_call items already delivered (response.output_item.done) are charged beside the estimated tokens", async () => {
+    const { router, upstream } = await catalogGateway();
+    const call = (i: number) => ({ type: "web_search_call", id: `ws_${i}`, status: "completed", action: { type: "search", query: `q${i}` } });
+    const started = { id: "resp_1", object: "response", created_at: 1, status: "in_progress", model: "gpt-5", output: [], usage: null, error: null, incomplete_details: null };
+    const events = [
+      ["response.created", { type: "response.created", sequence_number: 0, response: started }],
+      ["response.output_item.done", { type: "response.output_item.done", sequence_number: 1, output_index: 0, item: call(1) }],
+      ["response.output_item.done", { type: "response.output_item.done", sequence_number: 2, output_index: 1, item: call(2) }],
+      ["response.output_text.delta", { type: "response.output_text.delta", sequence_number: 3, output_index: 2, item_id: "msg_1", content_index: 0, delta: "found it" }],
+      ["response.completed", { type: "response.completed", sequence_number: 4, response: { ...started, status: "completed" } }],
+    ];
+    upstream.route("POST", "/v1/responses", () => sse(events, { breakAfter: events.length - 1, delayMs: 2 }));
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const res = await router.fetch("/v1/responses", { method: "POST", key: account.key, headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "gpt-5", input: "news?", stream: true, tools: [{ type: "web_search" }] }) });
+    expect(await res.text()).toContain("found it");
+    const row = await onlyRow(router, account.id);
+    expect(row.status).toBe(502);
+    expect(row.source).toBe("estimated");
+    expect(row.cost_nanos).toBe(nanos(row.prompt_tokens, 1.25) + nanos(row.completion_tokens, 10) + 2 * 0.01e9);
+  });
+});

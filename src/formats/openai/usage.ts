@@ -1,4 +1,4 @@
-import { count, field, HAS_USAGE_OBJECT, isObject, n, needle, objectKeyAt, parseObject, withModalities, type JsonObject } from "../json.ts";
+import { count, earliest, field, HAS_USAGE_OBJECT, indexOfBytes, isObject, n, needle, objectKeyAt, parseObject, withModalities, type JsonObject } from "../json.ts";
 import type { StreamUsageTap } from "../format.ts";
 import type { Usage } from "../usage.ts";
 
@@ -64,21 +64,23 @@ export function openaiUsage(u: JsonObject): Usage | undefined {
   return undefined;
 }
 
+/** Adds one output item to the per-call counts when it is a web or file search. */
+function countCall(calls: { webSearches: number; fileSearches: number }, item: unknown): void {
+  const type = field(item, "type");
+  if (type === "web_search_call") calls.webSearches++;
+  else if (type === "file_search_call") calls.fileSearches++;
+}
+
 /**
  * A Responses answer's `output` items that are billed per call beside their tokens:
  * each `web_search_call` and `file_search_call` (the usage object does not count them).
  */
 function withToolCalls(usage: Usage | undefined, output: unknown): Usage | undefined {
   if (usage === undefined || !Array.isArray(output)) return usage;
-  let web = 0;
-  let file = 0;
-  for (const item of output) {
-    const type = field(item, "type");
-    if (type === "web_search_call") web++;
-    else if (type === "file_search_call") file++;
-  }
-  if (web > 0) usage.webSearches = web;
-  if (file > 0) usage.fileSearches = file;
+  const calls = { webSearches: 0, fileSearches: 0 };
+  for (const item of output) countCall(calls, item);
+  if (calls.webSearches > 0) usage.webSearches = calls.webSearches;
+  if (calls.fileSearches > 0) usage.fileSearches = calls.fileSearches;
   return usage;
 }
 
@@ -97,6 +99,7 @@ export function openaiUsageFromJson(body: unknown): Usage | undefined {
 }
 
 const USAGE = needle('"usage"');
+const SEARCH_CALL = needle('_search_call"');
 
 /**
  * The usage object of one Chat Completions chunk: `usage`; else where two servers put a
@@ -119,11 +122,15 @@ export function chunkUsageObject(chunk: JsonObject): JsonObject | undefined {
  */
 export function openaiTap(): StreamUsageTap {
   let usage: Usage | undefined;
+  // The searches of the items finished so far: a stream cut before response.completed ran them.
+  const calls = { webSearches: 0, fileSearches: 0 };
   return {
     onEvent(event) {
-      if (!HAS_USAGE_OBJECT.test(event.data)) return;
+      const item = event.data.includes('_search_call"');
+      if (!item && !HAS_USAGE_OBJECT.test(event.data)) return;
       const obj = parseObject(event.data);
       if (obj === undefined) return;
+      if (item && obj.type === "response.output_item.done") countCall(calls, obj.item);
       if (isObject(obj.response)) {
         // response.completed / .incomplete / .failed: the whole response, its output items included.
         if (isObject(obj.response.usage)) usage = withTier(withToolCalls(openaiUsage(obj.response.usage), obj.response.output), obj.response.service_tier) ?? usage;
@@ -133,6 +140,7 @@ export function openaiTap(): StreamUsageTap {
       if (found !== undefined) usage = withTier(openaiUsage(found), obj.service_tier) ?? usage;
     },
     result: () => (usage === undefined ? undefined : { ...usage }),
-    firstNeeded: (bytes) => objectKeyAt(bytes, USAGE),
+    calls: () => (calls.webSearches + calls.fileSearches > 0 ? { ...calls } : undefined),
+    firstNeeded: (bytes) => earliest(objectKeyAt(bytes, USAGE), indexOfBytes(bytes, SEARCH_CALL)),
   };
 }
