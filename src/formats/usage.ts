@@ -45,6 +45,8 @@ export interface Usage {
   fast?: boolean;
   /** The OpenAI service tier that served the call (`service_tier`), when not the standard one. */
   tier?: "priority" | "flex";
+  /** Run in one geography at the client's asking (Anthropic `usage.inference_geo` other than "global"), priced at RegionalMultiplier. */
+  regional?: boolean;
 }
 
 export const ZERO_USAGE: Readonly<Usage> = Object.freeze({ prompt: 0, completion: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 });

@@ -147,14 +147,19 @@ export function tokenBound(price: ChatPrice, json: Record<string, unknown> | und
 /**
  * Tokens at the dearest rate of each side: the most a call of this size can cost; times
  * FastMultiplier when it asks for Anthropic's fast mode (`speed: "fast"`), times
- * PriorityMultiplier when it asks OpenAI's `service_tier: "priority"`, and at the
+ * PriorityMultiplier when it asks OpenAI's `service_tier: "priority"`, times
+ * RegionalMultiplier when it asks Anthropic for one `inference_geo`, and at the
  * long-context factors when its input bound passes LongContextAbove.
  */
 function dearestNanos(price: ChatPrice, bound: TokenBound, rates: number, json?: Record<string, unknown>): number {
   const input = Math.max(price.InputText ?? 0, price.CacheWrite ?? 0, price.CacheWrite1h ?? 0, price.InputAudio ?? 0, price.InputImage ?? 0);
   const output = Math.max(price.OutputText ?? 0, price.ReasonText ?? 0, price.OutputAudio ?? 0, price.OutputImage ?? 0);
   // Asked for a dearer tier, the call may be served at it (a cheaper one may not be granted).
-  const speed = (json?.speed === "fast" ? (price.FastMultiplier ?? 1) : 1) * Math.max(1, json?.service_tier === "priority" ? tierFactor(price, "priority") : 1);
+  const regional = typeof json?.inference_geo === "string" && json.inference_geo !== "global";
+  const speed =
+    (json?.speed === "fast" ? (price.FastMultiplier ?? 1) : 1) *
+    Math.max(1, json?.service_tier === "priority" ? tierFactor(price, "priority") : 1) *
+    Math.max(1, regional ? (price.RegionalMultiplier ?? 1) : 1);
   // A call whose input may pass LongContextAbove may be charged the long-context rates.
   const long = longContextFactors(price, bound.input);
   return Math.round((bound.input * input * long.input + bound.output * output * long.output) * speed * 1000 * rates);

@@ -38,7 +38,7 @@ export function pricingRoutes(deps: PricingRouteDeps) {
     return {
       object: "pricing",
       Currency: "USD",
-      Units: { ChatPricing: "per 1M tokens (WebSearch, FileSearch, GroundedPrompt: per call; FastMultiplier, PriorityMultiplier, FlexMultiplier, LongInputFactor, LongOutputFactor: factors; ContextWindow, MaxOutput, LongContextAbove: tokens)", ImgPricing: "per image", AudioPricing: "per minute", VideoPricing: "per second", CallPricing: "per call" },
+      Units: { ChatPricing: "per 1M tokens (WebSearch, FileSearch, GroundedPrompt: per call; FastMultiplier, PriorityMultiplier, FlexMultiplier, RegionalMultiplier, LongInputFactor, LongOutputFactor: factors; ContextWindow, MaxOutput, LongContextAbove: tokens)", ImgPricing: "per image", AudioPricing: "per minute", VideoPricing: "per second", CallPricing: "per call" },
       Rates: rates,
       ...(principal ? scaleTable(table, rates) : table),
     };

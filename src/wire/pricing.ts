@@ -34,6 +34,8 @@ export const ChatPrice = Type.Object({
   /** Factors of every token price of a call OpenAI served at its priority / flex service tier. */
   PriorityMultiplier: Type.Optional(Type.Number({ minimum: 0.01, maximum: 100 })),
   FlexMultiplier: Type.Optional(Type.Number({ minimum: 0.01, maximum: 100 })),
+  /** Factor of every token price of a call Anthropic ran in one geography (`inference_geo` other than "global"). */
+  RegionalMultiplier: Type.Optional(Type.Number({ minimum: 0.01, maximum: 100 })),
   /** Prompt tokens (cache reads and writes included) above which the long-context factors apply. */
   LongContextAbove: Type.Optional(Count({ minimum: 1 })),
   /** Factors, not prices: every input / output price of a call whose prompt passes LongContextAbove. */

@@ -600,3 +600,23 @@ describe("web searches of a Responses stream cut before response.completed", () 
     expect(row.cost_nanos).toBe(nanos(row.prompt_tokens, 1.25) + nanos(row.completion_tokens, 10) + 2 * 0.01e9);
   });
 });
+
+describe("Anthropic: inference kept in one geography", () => {
+  test("claude-opus-4-6 answered with usage.inference_geo \"us\" is charged 1.1x, within a reservation that counts it; \"global\" at standard rates", async () => {
+    const { router, upstream } = await catalogGateway();
+    let geo = "us";
+    const hold = gate();
+    upstream.route("POST", "/v1/messages", async () => (await hold.wait(), anthropicMessage("claude-opus-4-6", { input_tokens: 100, output_tokens: 100, inference_geo: geo })));
+    const account = await createAccount(router, { CreditGranted: 5 });
+    // inference_geo is a Messages parameter: passed as a variable, as the installed SDK's types may lag.
+    const params = { model: "claude-opus-4-6", max_tokens: 100, inference_geo: "us", messages: [{ role: "user" as const, content: "hi" }] };
+    const { reserved } = await reservedDuring(router, account.id, hold, () => anthropicClient(router.url, account.key).messages.create(params));
+    const row = await onlyRow(router, account.id);
+    expect(row.cost_nanos).toBe(Math.round(1.1 * (nanos(100, 5) + nanos(100, 25))));
+    expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
+    geo = "global";
+    const other = await createAccount(router, { CreditGranted: 5 });
+    await anthropicClient(router.url, other.key).messages.create({ model: "claude-opus-4-6", max_tokens: 100, messages: [{ role: "user", content: "hi" }] });
+    expect((await onlyRow(router, other.id)).cost_nanos).toBe(nanos(100, 5) + nanos(100, 25));
+  });
+});

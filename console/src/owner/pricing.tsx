@@ -8,7 +8,7 @@ import { PriceTable } from "../user/prices.tsx";
 import { loadConfig, putConfig, resetConfig } from "./config-api.ts";
 
 const MEMBERS: Record<PricingSection, string[]> = {
-  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "GroundedPrompt", "FastMultiplier", "PriorityMultiplier", "FlexMultiplier", "LongInputFactor", "LongOutputFactor", "LongContextAbove", "ContextWindow", "MaxOutput"],
+  ChatPricing: ["InputText", "OutputText", "CachedText", "CacheWrite", "CacheWrite1h", "ReasonText", "InputAudio", "OutputAudio", "InputImage", "OutputImage", "WebSearch", "FileSearch", "GroundedPrompt", "FastMultiplier", "PriorityMultiplier", "FlexMultiplier", "RegionalMultiplier", "LongInputFactor", "LongOutputFactor", "LongContextAbove", "ContextWindow", "MaxOutput"],
   ImgPricing: ["Call", "Sizes.1024x1024", "Sizes.1024x1536", "Sizes.1536x1024", "Sizes.1792x1024"],
   AudioPricing: ["PerMinute"],
   VideoPricing: ["PerSecond"],
@@ -19,7 +19,7 @@ const MEMBERS: Record<PricingSection, string[]> = {
 const TOKEN_LIMITS = ["ContextWindow", "MaxOutput", "LongContextAbove"];
 
 /** ChatPricing members that are factors of the prices, not prices. */
-const FACTORS = ["FastMultiplier", "PriorityMultiplier", "FlexMultiplier", "LongInputFactor", "LongOutputFactor"];
+const FACTORS = ["FastMultiplier", "PriorityMultiplier", "FlexMultiplier", "RegionalMultiplier", "LongInputFactor", "LongOutputFactor"];
 
 interface PriceRow {
   section: PricingSection;

@@ -16,6 +16,8 @@ export interface AnthropicCounts {
   webSearches?: number;
   /** `speed`: "fast" when fast mode served the call (premium rates). */
   speed?: string;
+  /** `inference_geo`: where inference ran ("global", or one geography at a premium). */
+  geo?: string;
 }
 
 /**
@@ -35,6 +37,7 @@ export function mergeAnthropicCounts(into: AnthropicCounts, u: JsonObject): void
   if (input !== undefined) into.input = input;
   if (webSearches !== undefined) into.webSearches = webSearches;
   if (typeof u.speed === "string") into.speed = u.speed;
+  if (typeof u.inference_geo === "string") into.geo = u.inference_geo;
   if (cacheWrite5m !== undefined) into.cacheWrite5m = cacheWrite5m;
   if (cacheWrite1h !== undefined) into.cacheWrite1h = cacheWrite1h;
   if (output !== undefined) into.output = output;
@@ -67,6 +70,7 @@ export function anthropicUsage(c: AnthropicCounts): Usage {
   // Web searches cost a fee each beside their tokens; web fetches only their tokens.
   if ((c.webSearches ?? 0) > 0) usage.webSearches = c.webSearches;
   if (c.speed === "fast") usage.fast = true;
+  if (c.geo !== undefined && c.geo !== "global") usage.regional = true;
   return usage;
 }
 

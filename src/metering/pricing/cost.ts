@@ -16,7 +16,8 @@ const NANOS_PER_USD = 1e9;
  * A prompt above LongContextAbove tokens costs LongInputFactor times every input price
  * and LongOutputFactor times every output price.
  * A call served in Anthropic's fast mode costs FastMultiplier times its token prices,
- * one OpenAI served at the priority or flex tier PriorityMultiplier or FlexMultiplier times.
+ * one OpenAI served at the priority or flex tier PriorityMultiplier or FlexMultiplier times,
+ * one Anthropic kept in one geography (`inference_geo`) RegionalMultiplier times.
  * Web and file searches cost WebSearch and FileSearch each, a Gemini answer grounded by
  * Google Search GroundedPrompt (USD per call; none without).
  * A missing member falls back to the text price of its side (a cache read without
@@ -57,7 +58,7 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
     Math.max(0, usage.fileSearches ?? 0) * (price.FileSearch ?? 0) +
     Math.max(0, usage.groundedPrompts ?? 0) * (price.GroundedPrompt ?? 0);
   // Anthropic's fast mode and OpenAI's priority and flex tiers scale every token rate (not the per-call fees).
-  const speed = (usage.fast ? (price.FastMultiplier ?? 1) : 1) * tierFactor(price, usage.tier);
+  const speed = (usage.fast ? (price.FastMultiplier ?? 1) : 1) * tierFactor(price, usage.tier) * (usage.regional ? (price.RegionalMultiplier ?? 1) : 1);
   return Math.round((usd1m * speed * NANOS_PER_TOKEN_PRICE + perCall * NANOS_PER_USD) * rates);
 }
 

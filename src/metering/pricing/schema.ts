@@ -11,7 +11,7 @@ export type Section = keyof PricingTable;
 export const TOKEN_LIMIT_MEMBERS = ["ContextWindow", "MaxOutput", "LongContextAbove"] as const;
 
 /** ChatPricing members that are factors of the token prices, not prices: never scaled by Rates. */
-export const FACTOR_MEMBERS = ["FastMultiplier", "PriorityMultiplier", "FlexMultiplier", "LongInputFactor", "LongOutputFactor"] as const;
+export const FACTOR_MEMBERS = ["FastMultiplier", "PriorityMultiplier", "FlexMultiplier", "RegionalMultiplier", "LongInputFactor", "LongOutputFactor"] as const;
 
 /** The largest factor accepted (FastMultiplier, the long-context ones): Anthropic's dearest is 12x. */
 export const MAX_FACTOR = 100;
