@@ -5,7 +5,7 @@ import type { Usage } from "../formats/usage.ts";
 import { longContextFactors, tierFactor, tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { ChatPrice, Section } from "./pricing/schema.ts";
-import { toolCallsWorstUsd } from "./tool-call-bound.ts";
+import { toolCallsWorstUsd, withChatSearch } from "./tool-call-bound.ts";
 import { inlineImageCount, inputIsUnsized } from "./unsized-input.ts";
 
 /** A model's maximum output when neither the catalog nor PRICING names it (`MaxOutput`). */
@@ -176,7 +176,7 @@ function tokenPlan(price: ChatPrice, input: BillingInput, bound: TokenBound): Bi
     reserve: dearestNanos(price, bound, input.rates, input.json) + unitCostNanos(toolCallsWorstUsd(price, input.json), 1, input.rates),
     tokens: bound.input + bound.output,
     bound,
-    settle: (usage) => tokenCostNanos(usage, price, input.rates),
+    settle: (usage) => tokenCostNanos(withChatSearch(usage, input.json), price, input.rates),
   };
 }
 

@@ -45,12 +45,24 @@ export function toolCallBound(json: Readonly<Json> | undefined): { webSearches: 
       else if (tool.type === "file_search") fileSearches += calls;
     }
   }
+  // A Chat Completions search model (asked with web_search_options) searches once before it answers.
+  if (isObject(json?.web_search_options)) webSearches += 1;
   const all = limit(json?.max_tool_calls);
   if (all !== undefined) {
     webSearches = Math.min(webSearches, all);
     fileSearches = Math.min(fileSearches, all);
   }
   return { webSearches, fileSearches, groundedPrompts };
+}
+
+/**
+ * The usage a Chat Completions search model's answer is charged: its answer reports no
+ * search count, yet the model searched once before answering (asked with
+ * `web_search_options`); a call that failed reported no tokens and is charged nothing.
+ */
+export function withChatSearch<U extends { prompt: number; completion: number; webSearches?: number }>(usage: U, json: Readonly<Json> | undefined): U {
+  if (!isObject(json?.web_search_options) || usage.webSearches !== undefined || usage.prompt + usage.completion === 0) return usage;
+  return { ...usage, webSearches: 1 };
 }
 
 /** What a request's per-call tools can cost at most, in USD (× Rates by the caller). */

@@ -620,3 +620,33 @@ describe("Anthropic: inference kept in one geography", () => {
     expect((await onlyRow(router, other.id)).cost_nanos).toBe(nanos(100, 5) + nanos(100, 25));
   });
 });
+
+describe("OpenAI Chat Completions search models", () => {
+  test("a call with web_search_options (a search model searches before it answers) is charged one web search beside its tokens, within its reservation; a failed one nothing", async () => {
+    const { router, upstream } = await catalogGateway();
+    const hold = gate();
+    let fail = false;
+    upstream.route("POST", "/v1/chat/completions", async () => {
+      await hold.wait();
+      if (fail) return json({ error: { message: "bad request", type: "invalid_request_error", param: null, code: null } }, 400);
+      return json({
+        id: "c", object: "chat.completion", created: 1, model: "gpt-5-search-api",
+        choices: [{ index: 0, message: { role: "assistant", content: "It is sunny.", refusal: null, annotations: [{ type: "url_citation", url_citation: { url: "https://example.com", title: "Weather", start_index: 0, end_index: 12 } }] }, finish_reason: "stop", logprobs: null }],
+        usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 },
+      });
+    });
+    const account = await createAccount(router, { CreditGranted: 5 });
+    const client = openaiClient(router.url, account.key);
+    const { reserved } = await reservedDuring(router, account.id, hold, () => client.chat.completions.create({ model: "gpt-5-search-api", web_search_options: {}, max_completion_tokens: 20, messages: [{ role: "user", content: "weather?" }] }));
+    const row = await onlyRow(router, account.id);
+    expect(row.cost_nanos).toBe(nanos(100, 1.25) + nanos(20, 10) + 0.01e9);
+    expect(row.cost_nanos).toBeLessThanOrEqual(reserved);
+
+    fail = true;
+    const other = await createAccount(router, { CreditGranted: 5 });
+    const refused = await openaiClient(router.url, other.key).chat.completions.create({ model: "gpt-5-search-api", web_search_options: {}, messages: [{ role: "user", content: "weather?" }] }).catch((e: { status: number }) => e);
+    expect((refused as { status: number }).status).toBe(400);
+    const rows = (await usageRows(router)).filter((r) => r.account_id === other.id);
+    expect(rows.reduce((sum, r) => sum + r.cost_nanos, 0)).toBe(0);
+  });
+});
