@@ -2,7 +2,7 @@ import { badRequest } from "../core/errors.ts";
 import type { Endpoint, OutputAsked } from "../formats/format.ts";
 import { formatOf } from "../formats/registry.ts";
 import type { Usage } from "../formats/usage.ts";
-import { longContextFactors, tierFactor, tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
+import { combined, longContextFactors, tierFactor, tokenCostNanos, unitCostNanos } from "./pricing/cost.ts";
 import type { PriceBook } from "./pricing/price-book.ts";
 import type { ChatPrice, Section } from "./pricing/schema.ts";
 import { toolCallsWorstUsd, withChatSearch } from "./tool-call-bound.ts";
@@ -162,7 +162,7 @@ function dearestNanos(price: ChatPrice, bound: TokenBound, rates: number, json?:
     Math.max(1, regional ? (price.RegionalMultiplier ?? 1) : 1);
   // A call whose input may pass LongContextAbove may be charged the long-context rates.
   const long = longContextFactors(price, bound.input);
-  return Math.round((bound.input * input * long.input + bound.output * output * long.output) * speed * 1000 * rates);
+  return Math.round((bound.input * input * combined(long.input, speed) + bound.output * output * combined(long.output, speed)) * 1000 * rates);
 }
 
 /** The reservation of a token-priced call of `endpoint` (its output limit's spellings): its token bound at the dearest price of each side and its searches' worst case, × Rates. */

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { inlineImageCount } from "../../src/metering/unsized-input.ts";
 import { toolCallBound } from "../../src/metering/tool-call-bound.ts";
+import { tokenCostNanos } from "../../src/metering/pricing/cost.ts";
 
 /** Pure pieces of the usage review (test/e2e/review-usage.test.ts drives them through HTTP). */
 
@@ -30,5 +31,17 @@ describe("toolCallBound: the searches a request can make", () => {
     expect(toolCallBound({ max_tool_calls: 4, tools: [{ type: "web_search" }, { type: "file_search", vector_store_ids: ["v"] }] })).toEqual({ webSearches: 4, fileSearches: 4, groundedPrompts: 0 });
     expect(toolCallBound({ tools: [{ googleSearch: {} }] })).toEqual({ webSearches: 20, fileSearches: 0, groundedPrompts: 1 });
     expect(toolCallBound({ tools: [{ type: "function", function: { name: "f" } }, { functionDeclarations: [] }] })).toEqual({ webSearches: 0, fileSearches: 0, groundedPrompts: 0 });
+  });
+});
+
+describe("tokenCostNanos: factors that apply together", () => {
+  const price = { InputText: 1, OutputText: 2, FastMultiplier: 6, LongContextAbove: 200_000, LongInputFactor: 2, LongOutputFactor: 1.5, RegionalMultiplier: 1.1 };
+  const usage = { prompt: 300_000, completion: 1000, cacheRead: 0, cacheWrite: 0, reasoning: 0 };
+  test("multiply one another, as Anthropic's fast mode above 200K tokens in one geography does (input 13.2x, output 9.9x)", () => {
+    expect(tokenCostNanos({ ...usage, fast: true, regional: true }, price, 1)).toBe(Math.round((300_000 * 1 * 13.2 + 1000 * 2 * 9.9) * 1000));
+  });
+  test("their product is at most 100, whatever an owner sets: a cost stays within the range its column holds", () => {
+    const dear = { ...price, FastMultiplier: 100, LongInputFactor: 100, LongOutputFactor: 100, RegionalMultiplier: 100 };
+    expect(tokenCostNanos({ ...usage, fast: true, regional: true }, dear, 1)).toBe((300_000 * 1 * 100 + 1000 * 2 * 100) * 1000);
   });
 });

@@ -1,5 +1,5 @@
 import type { Usage } from "../../formats/usage.ts";
-import type { ChatPrice } from "./schema.ts";
+import { MAX_FACTOR, type ChatPrice } from "./schema.ts";
 
 /** Nano-credits per (token × USD-per-1M-tokens): 1e9 nanos per USD ÷ 1e6 tokens. */
 const NANOS_PER_TOKEN_PRICE = 1000;
@@ -51,15 +51,15 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
     audioOut * (price.OutputAudio ?? output) +
     imageOut * (price.OutputImage ?? output);
   const long = longContextFactors(price, usage.prompt);
-  const usd1m = usdIn * long.input + usdOut * long.output;
+  // Anthropic's fast mode and geography, OpenAI's priority and flex tiers scale every token rate (not the per-call fees).
+  const speed = (usage.fast ? (price.FastMultiplier ?? 1) : 1) * tierFactor(price, usage.tier) * (usage.regional ? (price.RegionalMultiplier ?? 1) : 1);
+  const usd1m = usdIn * combined(long.input, speed) + usdOut * combined(long.output, speed);
   // Searches are priced per call (USD each), beside the tokens they brought in.
   const perCall =
     Math.max(0, usage.webSearches ?? 0) * (price.WebSearch ?? 0) +
     Math.max(0, usage.fileSearches ?? 0) * (price.FileSearch ?? 0) +
     Math.max(0, usage.groundedPrompts ?? 0) * (price.GroundedPrompt ?? 0);
-  // Anthropic's fast mode and OpenAI's priority and flex tiers scale every token rate (not the per-call fees).
-  const speed = (usage.fast ? (price.FastMultiplier ?? 1) : 1) * tierFactor(price, usage.tier) * (usage.regional ? (price.RegionalMultiplier ?? 1) : 1);
-  return Math.round((usd1m * speed * NANOS_PER_TOKEN_PRICE + perCall * NANOS_PER_USD) * rates);
+  return Math.round((usd1m * NANOS_PER_TOKEN_PRICE + perCall * NANOS_PER_USD) * rates);
 }
 
 /**
@@ -70,6 +70,15 @@ export function tokenCostNanos(usage: Usage, price: ChatPrice, rates: number): n
 export function longContextFactors(price: ChatPrice, promptTokens: number): { input: number; output: number } {
   if (price.LongContextAbove === undefined || promptTokens <= price.LongContextAbove) return { input: 1, output: 1 };
   return { input: price.LongInputFactor ?? 1, output: price.LongOutputFactor ?? 1 };
+}
+
+/**
+ * Factors multiplied together, at most MAX_FACTOR: the providers' dearest combination is
+ * 13.2 (fast mode 6, long context 2, one geography 1.1), and the bound keeps a cost within
+ * the range its column holds whatever an owner sets.
+ */
+export function combined(...factors: number[]): number {
+  return Math.min(MAX_FACTOR, factors.reduce((product, factor) => product * factor, 1));
 }
 
 /** The factor of an OpenAI service tier's prices (PriorityMultiplier, FlexMultiplier); 1 for the standard tier. */
