@@ -37,41 +37,74 @@ type Json = Record<string, unknown>;
 
 const isObject = (value: unknown): value is Json => value !== null && typeof value === "object" && !Array.isArray(value);
 
-const isRemoteUrl = (value: unknown): boolean => typeof value === "string" && !value.startsWith("data:");
 
-/** Whether one content part (or message) references content the body does not hold. */
-function partIsUnsized(part: Json, depth: number): boolean {
+/** What the walk of a body's conversation found: content it does not hold, and the images it holds inline. */
+interface ContentFacts {
+  unsized: boolean;
+  inlineImages: number;
+}
+
+/**
+ * Visits one content part (or message) and the parts nested in it; returns true once the
+ * body is known to be unsized (nothing else matters then), and counts the part when it
+ * is an image held inline (by the first of: a URL string, a source, inline data).
+ */
+function visitPart(part: Json, depth: number, facts: ContentFacts): boolean {
   const type = part.type;
-  if (typeof type === "string" && UNSIZED_TYPES.has(type)) return true;
-  for (const field of REFERENCE_FIELDS) if (part[field] !== undefined && part[field] !== null) return true;
-  // OpenAI chat `image_url: {url}` and Responses `input_image.image_url`: by URL, not inline.
+  if (typeof type === "string" && UNSIZED_TYPES.has(type)) return (facts.unsized = true);
+  for (const field of REFERENCE_FIELDS) if (part[field] !== undefined && part[field] !== null) return (facts.unsized = true);
+  let image: boolean | undefined;
+  // OpenAI chat `image_url: {url}` and Responses `input_image.image_url`: by URL, or inline as a data: URL.
   const imageUrl = part.image_url;
-  if (isRemoteUrl(imageUrl) || (isObject(imageUrl) && isRemoteUrl(imageUrl.url))) return true;
+  const url = isObject(imageUrl) ? imageUrl.url : imageUrl;
+  if (typeof url === "string") {
+    if (!url.startsWith("data:")) return (facts.unsized = true);
+    image = true;
+  }
   // Anthropic image and document sources: inline images and text are sized by their
   // bytes; a URL, a file id or a PDF (whose pages cost more than its bytes) is not.
   const source = part.source;
-  if (isObject(source) && source.type !== undefined) {
-    if (source.type === "base64" ? !String(source.media_type ?? "").startsWith("image/") : source.type !== "text" && source.type !== "content") return true;
+  if (isObject(source)) {
+    const inlineImage = source.type === "base64" && String(source.media_type ?? "").startsWith("image/");
+    if (source.type !== undefined && (source.type === "base64" ? !inlineImage : source.type !== "text" && source.type !== "content")) return (facts.unsized = true);
+    image ??= inlineImage;
   }
   // Gemini inline data other than images and audio (a PDF's pages cost more than its bytes).
   const inline = isObject(part.inlineData) ? part.inlineData : isObject(part.inline_data) ? part.inline_data : undefined;
   if (inline) {
     const mime = String(inline.mimeType ?? inline.mime_type ?? "");
-    if (!mime.startsWith("image/") && !mime.startsWith("audio/")) return true;
+    if (!mime.startsWith("image/") && !mime.startsWith("audio/")) return (facts.unsized = true);
+    image ??= mime.startsWith("image/");
   }
+  if (image) facts.inlineImages++;
   if (depth >= MAX_DEPTH) return false;
-  for (const field of NESTED_FIELDS) {
-    if (containsUnsized(part[field], depth + 1)) return true;
-  }
+  for (const field of NESTED_FIELDS) if (visitContent(part[field], depth + 1, facts)) return true;
   return false;
 }
 
-function containsUnsized(value: unknown, depth: number): boolean {
+function visitContent(value: unknown, depth: number, facts: ContentFacts): boolean {
   if (Array.isArray(value)) {
-    for (const item of value) if (isObject(item) && partIsUnsized(item, depth)) return true;
+    for (const item of value) if (isObject(item) && visitPart(item, depth, facts)) return true;
     return false;
   }
-  return isObject(value) && partIsUnsized(value, depth);
+  return isObject(value) && visitPart(value, depth, facts);
+}
+
+/** The facts of each body walked, so the unsized check and the image count share one walk. */
+const walked = new WeakMap<object, ContentFacts>();
+
+/** Walks the conversation fields of a body once (see the module comment). */
+function contentFacts(json: Readonly<Json>): ContentFacts {
+  let facts = walked.get(json);
+  if (facts) return facts;
+  facts = { unsized: false, inlineImages: 0 };
+  for (const field of CONTENT_FIELDS) {
+    if (conversationIsPlain(json, field)) continue;
+    const value = json[field];
+    if (typeof value !== "string" && visitContent(value, 0, facts)) break;
+  }
+  walked.set(json, facts);
+  return facts;
 }
 
 /** Whether a tool lets the upstream add input the body does not hold (a server tool). */
@@ -97,33 +130,7 @@ export function inputIsUnsized(json: Readonly<Json> | undefined): boolean {
   if (isObject(json.prompt)) return true;
   const tools = json.tools;
   if (Array.isArray(tools) && tools.some(toolAddsInput)) return true;
-  for (const field of CONTENT_FIELDS) {
-    if (conversationIsPlain(json, field)) continue;
-    const value = json[field];
-    if (typeof value === "string") continue;
-    if (Array.isArray(value)) {
-      for (const item of value) if (isObject(item) && partIsUnsized(item, 0)) return true;
-    } else if (isObject(value) && partIsUnsized(value, 0)) return true;
-  }
-  return false;
-}
-
-/** Whether one part is an image held inline (a data: URL, base64 source, Gemini inline data). */
-function isInlineImage(part: Json): boolean {
-  const imageUrl = isObject(part.image_url) ? part.image_url.url : part.image_url;
-  if (typeof imageUrl === "string") return imageUrl.startsWith("data:");
-  const source = part.source;
-  if (isObject(source)) return source.type === "base64" && String(source.media_type ?? "").startsWith("image/");
-  const inline = isObject(part.inlineData) ? part.inlineData : isObject(part.inline_data) ? part.inline_data : undefined;
-  return inline !== undefined && String(inline.mimeType ?? inline.mime_type ?? "").startsWith("image/");
-}
-
-function countImages(value: unknown, depth: number): number {
-  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + countImages(item, depth), 0);
-  if (!isObject(value)) return 0;
-  let images = isInlineImage(value) ? 1 : 0;
-  if (depth < MAX_DEPTH) for (const field of NESTED_FIELDS) images += countImages(value[field], depth + 1);
-  return images;
+  return contentFacts(json).unsized;
 }
 
 /**
@@ -133,11 +140,5 @@ function countImages(value: unknown, depth: number): number {
  * upscale a small image), so the reservation adds an allowance for each.
  */
 export function inlineImageCount(json: Readonly<Json> | undefined): number {
-  if (!json) return 0;
-  let images = 0;
-  for (const field of CONTENT_FIELDS) {
-    if (conversationIsPlain(json, field)) continue;
-    if (typeof json[field] !== "string") images += countImages(json[field], 0);
-  }
-  return images;
+  return json ? contentFacts(json).inlineImages : 0;
 }
