@@ -1,6 +1,7 @@
 import { HttpError } from "../core/errors.ts";
 import { redact, redactSecret } from "../core/redact.ts";
 import type { Family } from "../formats/family.ts";
+import { foreignGoogleErrorMessage } from "../formats/google-errors.ts";
 import type { Translator } from "../formats/translate/translator.ts";
 import { errorResponse } from "../http/envelopes.ts";
 import { translatedError } from "./attempt-errors.ts";
@@ -41,7 +42,7 @@ export async function relayedMistake(
   if (typeof read === "object") {
     const message = redact(redactSecret(read.body, options.secrets));
     if (isDeadKeyAnswer(status, read.body)) return { answer: new Response(null, { status }), message, deadKey: true };
-    const foreign = options.translator || options.family === "gemini" ? undefined : googleErrorMessage(message);
+    const foreign = options.translator ? undefined : foreignGoogleErrorMessage(options.family, message);
     const answer = options.translator
       ? translatedError(options.translator, status, message)
       : foreign !== undefined
@@ -59,22 +60,3 @@ export async function relayedMistake(
 }
 
 const kindOf = (status: number) => (status === 404 ? "not_found" : status === 413 ? "too_large" : status === 409 ? "conflict" : "invalid_request");
-
-/**
- * The message of an error in Google's envelope (`{"error":{"code":400,"message":…,
- * "status":"INVALID_ARGUMENT"}}`, or a one-element array of it), which Vertex answers
- * for its own refusals whatever the publisher's format (a Claude model's rawPredict, its
- * OpenAI-compatible endpoint): a client of another family gets it in its own envelope.
- */
-function googleErrorMessage(text: string): string | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (Array.isArray(parsed) && parsed.length === 1) parsed = parsed[0];
-  const error = (parsed as { error?: { code?: unknown; status?: unknown; message?: unknown } } | null)?.error;
-  if (!error || typeof error.code !== "number" || typeof error.status !== "string" || typeof error.message !== "string") return undefined;
-  return error.message;
-}
