@@ -121,7 +121,9 @@ describe("long conversations", () => {
     expect(answer.choices[0]!.message.content).toBe("ok");
     const sent = upstream.requests.at(-1)!.json.messages as Array<{ role: string; content: unknown }>;
     const text = (content: unknown) => (typeof content === "string" ? content : (content as Array<{ text: string }>).map((part) => part.text).join(""));
-    expect(sent.map((m) => [m.role, text(m.content)])).toEqual(messages.map((m) => [m.role, m.content]));
+    // Whole, but for the trailing whitespace of a last assistant turn, which Anthropic refuses in a prefill (docs/translation.md).
+    const last = messages.length - 1;
+    expect(sent.map((m) => [m.role, text(m.content)])).toEqual(messages.map((m, i) => [m.role, i === last && m.role === "assistant" ? m.content.trimEnd() : m.content]));
     const row = await waitFor(async () => (await usageRows(router)).find((r) => r.prompt_tokens === 9400));
     expect(row).toMatchObject({ status: 200, source: "upstream" });
   });
