@@ -25,6 +25,34 @@ export type Invalidation =
   | { kind: "object"; objectId: string }
   | { kind: "everything" };
 
+/**
+ * An event heard from another process, as this router can follow it. During a rolling
+ * upgrade a newer instance may announce a change under a kind this version does not know,
+ * or a known kind with fields of another shape: followed as it reads, it would be ignored
+ * (every subscriber switches on the kinds it knows) or misread (an id of the wrong type
+ * matches no cache entry), leaving this instance serving what was changed. Anything this
+ * version cannot read whole is taken as `everything`: caches dropped, never kept stale.
+ */
+export function readInvalidation(event: unknown): Invalidation {
+  const e = (typeof event === "object" && event !== null ? event : {}) as Record<string, unknown>;
+  const id = (field: string) => Number.isSafeInteger(e[field]);
+  switch (e.kind) {
+    case "account":
+    case "credit":
+      if (id("accountId")) return { kind: e.kind, accountId: e.accountId as number };
+      break;
+    case "keys":
+    case "config":
+    case "routing":
+      if (id("tenantId")) return { kind: e.kind, tenantId: e.tenantId as number };
+      break;
+    case "object":
+      if (typeof e.objectId === "string") return { kind: "object", objectId: e.objectId };
+      break;
+  }
+  return { kind: "everything" };
+}
+
 /** A subscriber; one that returns a promise is waited for before the publisher goes on. */
 export type InvalidationListener = (event: Invalidation) => void | Promise<void>;
 

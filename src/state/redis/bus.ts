@@ -1,5 +1,5 @@
 import type { RedisClient } from "bun";
-import { createLocalBus, type Invalidation, type InvalidationBus } from "../../core/invalidation.ts";
+import { createLocalBus, readInvalidation, type Invalidation, type InvalidationBus } from "../../core/invalidation.ts";
 import { RedisUnavailable, type RedisConnection } from "./connection.ts";
 
 /**
@@ -63,9 +63,11 @@ export function createRedisBus(options: RedisBusOptions): RedisBus {
     try {
       message = JSON.parse(text) as Message;
     } catch {
-      return;
+      // Not JSON: another version's encoding of an event, which may have changed anything.
+      return deliver({ kind: "everything" });
     }
-    if (message.from !== id && message.event && typeof message.event.kind === "string") deliver(message.event);
+    // Another version's event this one cannot read drops everything (readInvalidation).
+    if (typeof message === "object" && message !== null && message.from !== id) deliver(readInvalidation(message.event));
   };
 
   const subscribe = async () => {
