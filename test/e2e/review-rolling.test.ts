@@ -48,8 +48,56 @@ if (!skipServices) {
         await pair.redisClient.send("PUBLISH", ["router:invalidation", message(id)]);
         await waitFor(async () => (await chat(pair, "b", key)).status === 401, 5000, `b to drop its caches on ${message(id)}`);
       }
-      // Neither message stopped b from hearing the ones it knows.
-      expect((await api(pair.b, "/healthz")).status).toBe(200);
+    }, 30_000);
+
+    test("a usage row in Redis it cannot read (a newer form) does not hold up the rows claimed with it, and stays queued for an instance that can", async () => {
+      const [owner] = await sql`SELECT id FROM accounts WHERE is_owner ORDER BY id LIMIT 1`;
+      const now = Date.now();
+      const row = {
+        requestId: `rolling-row-${now}`,
+        accountId: owner.id,
+        day: new Date(now).toISOString().slice(0, 10),
+        createdAt: now,
+        endpoint: "/v1/chat/completions",
+        requestedModel: "acme-chat",
+        effectiveModel: "acme-chat",
+        level: 1,
+        keyId: null,
+        status: 200,
+        stream: false,
+        promptTokens: 1,
+        completionTokens: 1,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        reasoningTokens: 0,
+        source: "upstream",
+        latencyMs: 5,
+        costNanos: 0,
+        extra: null,
+      };
+      const unreadable = `V2${JSON.stringify({ v: 2, row })}`;
+      // Queued together, so one claim takes both.
+      await pair.redisClient.send("RPUSH", ["router:usage:queue", unreadable, JSON.stringify(row)]);
+      await waitFor(async () => {
+        for (const router of [pair.a, pair.b]) await router.deps.usageRecorder.flush().catch(() => {});
+        const [found] = await sql`SELECT count(*)::int AS n FROM usage_events WHERE request_id = ${row.requestId}`;
+        return found.n === 1;
+      }, 10_000, "the readable row to be written");
+      // The row this version cannot read is neither dropped nor stuck in a claim: it waits in the queue.
+      await waitFor(async () => ((await pair.redisClient.send("LRANGE", ["router:usage:queue", "0", "-1"])) as string[]).includes(unreadable), 5000, "the unreadable row to wait in the queue");
+      // Claimed alone, again and again by either instance, it keeps neither from writing what they settle.
+      const before = (await sql`SELECT count(*)::int AS n FROM usage_events`)[0].n;
+      for (let round = 0; round < 3; round++) {
+        await Promise.all([pair.a, pair.b].map((router) => router.deps.usageRecorder.flush().catch(() => {})));
+        expect((await chat(pair, "a", pair.a.ownerKey)).status).toBe(200);
+        expect((await chat(pair, "b", pair.b.ownerKey)).status).toBe(200);
+      }
+      await waitFor(async () => {
+        for (const router of [pair.a, pair.b]) await router.deps.usageRecorder.flush().catch(() => {});
+        return (await sql`SELECT count(*)::int AS n FROM usage_events`)[0].n === before + 6;
+      }, 10_000, "the calls' usage rows to be written");
+      expect(((await pair.redisClient.send("LRANGE", ["router:usage:queue", "0", "-1"])) as string[]).filter((text) => text === unreadable)).toHaveLength(1);
+      await pair.redisClient.send("LREM", ["router:usage:queue", "0", unreadable]);
     }, 30_000);
   });
 }

@@ -113,3 +113,30 @@ if P.key ~= nil and P.amount > 0 then
 end
 return 1
 `);
+
+/**
+ * Rows of this process's claim it cannot read (another version's form, during a rolling
+ * upgrade) go back to the tail of the queue, P = {queue, claimPrefix, rows}: taken out of
+ * the claim and queued again in one step, so they are neither dropped with the claim
+ * once the rest is written, nor queued twice if this process dies meanwhile, nor left to
+ * hold up the rows claimed with them. An instance that reads them writes them. A claim
+ * left with its id alone ends (P.claims): kept, it would be retried for ever, and this
+ * process would never claim again.
+ */
+export const USAGE_REQUEUE = script(`${PRELUDE}
+local mine = P.claimPrefix .. OWNER
+local moved = 0
+for _, row in ipairs(P.rows) do
+  if redis.call('LREM', mine, 1, row) == 1 then
+    redis.call('RPUSH', P.queue, row)
+    moved = moved + 1
+  end
+end
+local left = redis.call('LRANGE', mine, 0, 1)
+if #left == 0 or (#left == 1 and string.sub(left[1], 1, 1) == '#') then
+  redis.call('DEL', mine)
+  redis.call('SREM', P.claims, OWNER)
+  return { moved, 1 }
+end
+return { moved, 0 }
+`);

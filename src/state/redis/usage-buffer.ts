@@ -2,7 +2,7 @@ import type { UsageBuffer } from "../../metering/usage-buffer.ts";
 import type { Logger } from "../../core/log.ts";
 import type { NewUsageEventRow } from "../../store/store.ts";
 import type { RedisConnection } from "./connection.ts";
-import { USAGE_APPEND, USAGE_CLAIM, USAGE_RELEASE } from "./lua-usage.ts";
+import { USAGE_APPEND, USAGE_CLAIM, USAGE_RELEASE, USAGE_REQUEUE } from "./lua-usage.ts";
 import type { RedisState } from "./state.ts";
 import { DEFAULT_PREFIX } from "./state.ts";
 import { createSentRows } from "./sent-rows.ts";
@@ -105,6 +105,19 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
    */
   const catchUpAfter = (): Promise<void> | undefined => (redis.connects() === seenConnects ? undefined : reconciled());
 
+  /** Rows already reported as unreadable (bounded): each is logged once, not at every claim that meets it again. */
+  const reported = new Set<string>();
+  /** Queues the rows again; true when that ended the claim (nothing readable was in it). */
+  const setAside = async (texts: string[]): Promise<boolean> => {
+    const [, ended] = (await run(USAGE_REQUEUE, { ...keys, rows: texts })) as [number, number];
+    const fresh = texts.filter((text) => !reported.has(text));
+    if (fresh.length === 0) return ended === 1;
+    if (reported.size > 10_000) reported.clear();
+    for (const text of fresh) reported.add(text);
+    options.log?.warn("usage rows in Redis in a form this router cannot read (from a newer router?) were queued again for an instance that can write them", { rows: fresh.length });
+    return ended === 1;
+  };
+
   return {
     async append(row, flag, storedBy) {
       const catchingUp = reconciled();
@@ -158,29 +171,61 @@ export function createRedisUsageBuffer(options: { connection: RedisConnection; s
       const claim = texts[0]?.startsWith("#") ? texts.shift() : undefined;
       const retried = kind === "retry" || checking || reconnected;
       if (checking && !reconnected && Number(waiting) === 0) checking = false;
-      const rows = texts.map((text) => {
-        // A row handed back by a stopping process carries an 'R' before its JSON; one sent
-        // again after a reconnection, an 'S' (a copy handed back was once flagged 'RS'), or
-        // a 'U' after Redis lost its data (a copy whose charge is not held).
-        let start = 0;
-        let copy = false;
-        let unheld = false;
-        for (let flag = text[start]; flag === "R" || flag === "S" || flag === "U"; flag = text[++start]) {
-          if (flag !== "R") copy = true;
-          if (flag === "U") unheld = true;
-        }
-        const row = JSON.parse(start > 0 ? text.slice(start) : text) as NewUsageEventRow & { retried?: boolean; copy?: boolean; unheld?: boolean; storedBy?: string };
-        if (retried || start > 0) row.retried = true;
-        // A row handed back by the process that may have stored it as a copy ('R' with its writer's id) is a copy.
-        if (copy || typeof row.storedBy === "string") row.copy = true;
-        if (unheld) row.unheld = true;
-        return row;
-      });
-      return { rows, waiting: Number(waiting), elsewhere: Number(elsewhere), claim, retry: kind === "retry" };
+      const rows: ClaimedRow[] = [];
+      const unreadable: string[] = [];
+      for (const text of texts) {
+        const row = readRow(text, retried);
+        if (row) rows.push(row);
+        else unreadable.push(text);
+      }
+      // A claim of unreadable rows alone is ended by setAside: there is nothing to write under it.
+      const ended = unreadable.length > 0 && (await setAside(unreadable));
+      return { rows, waiting: Number(waiting), elsewhere: Number(elsewhere), claim: ended ? undefined : claim, retry: kind === "retry" };
     },
     done: (charged, version) => state.flushedClaim(charged, version, [keys.claimPrefix + state.owner, keys.claims]),
     async release() {
       await run(USAGE_RELEASE, keys);
     },
   };
+}
+
+type ClaimedRow = NewUsageEventRow & { retried?: boolean; copy?: boolean; unheld?: boolean; storedBy?: string };
+
+/**
+ * A claimed row's text as a row, or undefined when this version cannot read it (another
+ * version's flag or encoding, or a row without the fields a usage row cannot be stored
+ * without): written as it reads, it would fail its whole batch again and again.
+ */
+function readRow(text: string, retried: boolean): ClaimedRow | undefined {
+  // A row handed back by a stopping process carries an 'R' before its JSON; one sent
+  // again after a reconnection, an 'S' (a copy handed back was once flagged 'RS'), or
+  // a 'U' after Redis lost its data (a copy whose charge is not held).
+  let start = 0;
+  let copy = false;
+  let unheld = false;
+  for (let flag = text[start]; flag === "R" || flag === "S" || flag === "U"; flag = text[++start]) {
+    if (flag !== "R") copy = true;
+    if (flag === "U") unheld = true;
+  }
+  let row: ClaimedRow;
+  try {
+    row = JSON.parse(start > 0 ? text.slice(start) : text) as ClaimedRow;
+  } catch {
+    return undefined;
+  }
+  if (!isRow(row)) return undefined;
+  if (retried || start > 0) row.retried = true;
+  // A row handed back by the process that may have stored it as a copy ('R' with its writer's id) is a copy.
+  if (copy || typeof row.storedBy === "string") row.copy = true;
+  if (unheld) row.unheld = true;
+  return row;
+}
+
+/** The fields `usage_events` cannot store a row without, of the types this version writes. */
+function isRow(row: unknown): row is ClaimedRow {
+  if (typeof row !== "object" || row === null || Array.isArray(row)) return false;
+  const r = row as Record<string, unknown>;
+  const strings = ["requestId", "day", "endpoint", "source"].every((field) => typeof r[field] === "string");
+  const numbers = ["accountId", "createdAt", "status", "latencyMs"].every((field) => Number.isFinite(r[field]));
+  return strings && numbers;
 }
