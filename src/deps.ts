@@ -34,6 +34,7 @@ import { SECRET_ITEMS } from "./admin/config/items.ts";
 import { connectRedis } from "./state/redis/connection.ts";
 import { createRedisState } from "./state/redis/state.ts";
 import { createRedisBus } from "./state/redis/bus.ts";
+import { refuseOtherGenerations } from "./state/redis/versions.ts";
 import { createRedisUsageBuffer } from "./state/redis/usage-buffer.ts";
 import { warnOfDurability } from "./state/redis/durability.ts";
 import { openUsageSpool, USAGE_SPOOL_FILE } from "./metering/usage-spool.ts";
@@ -117,6 +118,8 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   const log = overrides.log ?? createLogger(config.logLevel, undefined, config.logFormat);
   const sealing = loadSealer(config);
   const { sealer } = sealing;
+  // Before the database is migrated: beside instances of another generation this one must not run at all.
+  if (config.redis !== undefined) await refuseOtherGenerations(config.redis, log);
   // Held before the file is opened: a `router rekey` under way finishes before this instance reads or migrates anything, and none starts while it serves.
   const servingLock = config.database === undefined ? holdServingLock(config.dataDir) : undefined;
   const closing: Array<() => void | Promise<void>> = servingLock ? [servingLock.release] : [];

@@ -2,8 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { api, createAccount } from "../helpers/owner-ops.ts";
 import { skipServices } from "../helpers/postgres-server.ts";
-import { waitFor } from "../helpers/router.ts";
-import { startScaleOutPair, type ScaleOutPair } from "../helpers/scale-out-pair.ts";
+import { startRouter, waitFor } from "../helpers/router.ts";
+import { writeEverything } from "../helpers/redis-usage.ts";
+import pkg from "../../package.json" with { type: "json" };
+import { PAIR_CALL_COST, startScaleOutPair, type ScaleOutPair } from "../helpers/scale-out-pair.ts";
 
 /**
  * A rolling upgrade: instances of two versions side by side on one PostgreSQL and one
@@ -99,5 +101,68 @@ if (!skipServices) {
       expect(((await pair.redisClient.send("LRANGE", ["router:usage:queue", "0", "-1"])) as string[]).filter((text) => text === unreadable)).toHaveLength(1);
       await pair.redisClient.send("LREM", ["router:usage:queue", "0", unreadable]);
     }, 30_000);
+
+    test("a newer version's additive migration applied under it: both keep serving and writing, every call billed once; restarted, it refuses naming both versions", async () => {
+      const account = await createAccount(pair.a, { CreditGranted: 1 });
+      for (const router of ["a", "b"] as const) expect((await chat(pair, router, account.key)).status).toBe(200);
+      // What the next version may add while this one runs: a table, a column with a
+      // default on the busiest table, a nullable one on accounts, an index; recorded under
+      // a name this router does not know.
+      await sql.begin(async (tx) => {
+        await tx`CREATE TABLE rolling_next (id integer PRIMARY KEY, note text)`;
+        await tx`ALTER TABLE usage_events ADD COLUMN service_tier text NOT NULL DEFAULT 'default'`;
+        await tx`ALTER TABLE accounts ADD COLUMN display_color text`;
+        await tx`CREATE INDEX usage_events_tier ON usage_events (service_tier, day)`;
+        await tx`INSERT INTO schema_migrations (name, applied_at, router_version) VALUES ('0099_next_version', ${Date.now()}, '9.9.0')`;
+      });
+      const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => chat(pair, i % 2 === 0 ? "a" : "b", account.key)));
+      for (const reply of replies) expect(reply.status).toBe(200);
+      // Management writes and reads on the older schema's code.
+      const child = await createAccount(pair.b, { CreditGranted: 1 });
+      expect((await chat(pair, "b", child.key)).status).toBe(200);
+      expect((await api(pair.a, `/x-users/${child.id}`)).status).toBe(200);
+      await writeEverything(() => pair.redisClient, pair.a, pair.b);
+      const [rows] = await sql`SELECT count(*)::int AS n FROM usage_events WHERE account_id = ${account.id}`;
+      expect(rows.n).toBe(10);
+      const balances = await Promise.all([pair.a, pair.b].map(async (r) => (await api(r, "/dashboard/status", { key: account.key })).body.balance as number));
+      expect(balances.map((b) => Math.round(b * 1e9))).toEqual([1e9 - 10 * PAIR_CALL_COST, 1e9 - 10 * PAIR_CALL_COST]);
+      // An instance of this version started again (a crash, a restart) cannot know what
+      // else the newer version changed: it refuses, naming both versions.
+      const restarted = startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false });
+      await expect(restarted).rejects.toThrow(`migrated by router 9.9.0 (this is router ${pkg.version}, which does not know its migrations 0099_next_version)`);
+      // The running instances still serve.
+      expect((await chat(pair, "a", account.key)).status).toBe(200);
+      // (The tests after this one start instances of this version again.)
+      await sql`DELETE FROM schema_migrations WHERE name = '0099_next_version'`;
+    }, 60_000);
+
+    test("a version whose shared forms differ refuses to start beside live instances of the other, naming both versions; it starts once they stopped", async () => {
+      // The running pair announce themselves with their version and shared-form generation.
+      const entries = (await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>;
+      expect(Object.values(entries).length).toBeGreaterThanOrEqual(2);
+      const [generation] = Object.values(entries)[0]!.split(" ");
+      // An instance of another generation is live (its lease runs), as an older router would be.
+      await pair.redisClient.send("SET", ["router:lease:old-instance", "1", "PX", "30000"]);
+      await pair.redisClient.send("HSET", ["router:versions", "old-instance", `${Number(generation) + 1} 9.9.0`]);
+      const dbBefore = (await sql`SELECT count(*)::int AS n FROM schema_migrations`)[0].n;
+      const refused = startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false });
+      await expect(refused).rejects.toThrow(`an instance of router 9.9.0 runs on this Redis, and router ${pkg.version} cannot run beside it`);
+      // Refused before it touched the database.
+      expect((await sql`SELECT count(*)::int AS n FROM schema_migrations`)[0].n).toBe(dbBefore);
+      // Of the same generation (a rolling upgrade the release allows), it starts.
+      await pair.redisClient.send("HSET", ["router:versions", "old-instance", `${generation} 0.0.1`]);
+      const beside = await startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false });
+      expect((await chat(pair, "a", pair.a.ownerKey)).status).toBe(200);
+      await beside.stop();
+      // Stopped cleanly, an instance no longer counts: its entry goes at once.
+      const after = (await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>;
+      expect(Object.keys(after)).toHaveLength(Object.keys(entries).length + 1);
+      // And once the other generation's lease ended (stopped, or killed 30 s ago), the newer one starts.
+      await pair.redisClient.send("HSET", ["router:versions", "old-instance", `${Number(generation) + 1} 9.9.0`]);
+      await pair.redisClient.send("DEL", ["router:lease:old-instance"]);
+      const started = await startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false });
+      await started.stop();
+      expect(Object.keys((await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>)).not.toContain("old-instance");
+    }, 60_000);
   });
 }

@@ -13,6 +13,7 @@ import { ADMITTED_NOW, createAdmissionRuns, indexOf } from "./admission-runs.ts"
 import { createAllowances, type GrantAnswer, type GrantRefusal, type GrantRequest } from "./allowances.ts";
 import { watchDataset } from "./dataset.ts";
 import { createRepairs, type OpId } from "./repairs.ts";
+import { presence, VERSIONS_KEY } from "./versions.ts";
 
 /**
  * The State on Redis, shared by every instance that names the same Redis and prefix
@@ -99,6 +100,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   });
   const heartbeat = () => {
     dataset.check().then(repairs.run, () => {});
+    // Which version this live process is (versions.ts): again each time, as Redis may have lost it.
+    void redis.send("HSET", [`${prefix}${VERSIONS_KEY}`, owner, presence()]).catch(() => {});
     return redis.send("SET", [`${leases}${owner}`, "1", "PX", String(leaseMs)]).catch(() => {});
   };
   void heartbeat();
@@ -349,6 +352,8 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
       // The lease is no longer renewed from here on: not by the heartbeat, nor by the last settlements.
       clearInterval(timer);
       closing = true;
+      // A stopped instance no longer keeps another version from starting (versions.ts).
+      await redis.send("HDEL", [`${prefix}${VERSIONS_KEY}`, owner]).catch(() => {});
       credits.stop();
       if (allowances) {
         // A grant under way lands first, so its block goes back with the others.

@@ -1,0 +1,54 @@
+import type { Logger } from "../../core/log.ts";
+import { SHARED_GENERATION, VERSION } from "../../version.ts";
+import { connectRedis, script, type RedisConnection } from "./connection.ts";
+
+/**
+ * Which versions run on a deployment's Redis: every instance keeps its version and
+ * shared-form generation (version.ts) in one hash, `versions`, under its owner id,
+ * written with each heartbeat and removed on a clean stop; an entry counts while that
+ * owner's lease lives (a killed instance's goes with its lease, within 30 s).
+ */
+export const VERSIONS_KEY = "versions";
+
+/** This instance's entry: `<generation> <version>`. */
+export const presence = (): string => `${SHARED_GENERATION} ${VERSION}`;
+
+/** The entries of live instances; those whose lease ended are removed on the way. */
+const LIVE_VERSIONS = script(`
+local live = {}
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  if redis.call('EXISTS', ARGV[1] .. entries[i]) == 1 then table.insert(live, entries[i + 1])
+  else redis.call('HDEL', KEYS[1], entries[i]) end
+end
+return live
+`);
+
+/**
+ * Refuses to start beside live instances of another generation: run together, one would
+ * misread what the other writes in Redis (counters, credit, usage rows waiting), or write
+ * rows the other's schema no longer takes. Checked before this instance migrates or
+ * writes anything. A Redis that does not answer now is no reason not to start (the
+ * instance serves 503s until it does): the check is then skipped, with a warning.
+ */
+export async function refuseOtherGenerations(url: string, log: Pick<Logger, "warn">, prefix = "router:" /* DEFAULT_PREFIX: state.ts imports this module */): Promise<void> {
+  const redis: RedisConnection = connectRedis(url);
+  let entries: string[];
+  try {
+    entries = (await redis.run(LIVE_VERSIONS, [`${prefix}${VERSIONS_KEY}`], [`${prefix}lease:`])) as string[];
+  } catch (error) {
+    log.warn("Redis did not answer: the versions of the instances already running could not be checked", { error: (error as Error).message });
+    return;
+  } finally {
+    redis.close();
+  }
+  for (const entry of entries) {
+    const [generation, version] = entry.split(" ");
+    if (Number(generation) === SHARED_GENERATION) continue;
+    throw new Error(
+      `an instance of router ${version ?? "(unknown)"} runs on this Redis, and router ${VERSION} cannot run beside it ` +
+        `(they keep shared data in different forms: generation ${generation}, this one ${SHARED_GENERATION}); ` +
+        `stop every instance of router ${version ?? "(unknown)"} first (one killed rather than stopped counts for 30 s more), then start this version`,
+    );
+  }
+}
