@@ -9,7 +9,8 @@ export const VERSION: string = pkg.version;
  * of two versions run side by side (a rolling upgrade) only with the same generation: a
  * release bumps it when an instance of the previous release would misread or damage what
  * it writes (a Redis value or row in a new form under an old name, a migration that does
- * more than add). An instance refuses to start beside live instances of another
+ * more than add: test/unit/review-rolling-migrations.test.ts), or would count limits or
+ * credit apart from it (a layout moved to a new key name). An instance refuses to start beside live instances of another
  * generation (state/redis/versions.ts); README "Upgrading instances".
  */
 export const SHARED_GENERATION = 1;
