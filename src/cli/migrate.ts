@@ -34,6 +34,13 @@ export const migrateCommand = defineCommand({
         // Loaded here: the SQLite path never needs the PostgreSQL store.
         const { migrateDatabase } = await import("../store/postgres/index.ts");
         const { shownUrl } = await import("../store/postgres/url.ts");
+        // Run with the service's environment, it must not migrate under instances of another
+        // generation (README "Upgrading instances"): serve refuses them the same way.
+        const redis = process.env.ROUTER_REDIS;
+        if (redis) {
+          const { refuseOtherGenerations } = await import("../state/redis/versions.ts");
+          await refuseOtherGenerations(redis, { warn: (message) => process.stderr.write(`router: warning: ${message}\n`) });
+        }
         process.stdout.write(report(await migrateDatabase(url), `PostgreSQL at ${shownUrl(url)}: `));
         return;
       }

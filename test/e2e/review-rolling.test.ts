@@ -4,6 +4,8 @@ import { api, createAccount } from "../helpers/owner-ops.ts";
 import { skipServices } from "../helpers/postgres-server.ts";
 import { startRouter, waitFor } from "../helpers/router.ts";
 import { writeEverything } from "../helpers/redis-usage.ts";
+import { startRedisServer } from "../helpers/redis-server.ts";
+import { runRouterCommand } from "../helpers/router-command.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { PAIR_CALL_COST, startScaleOutPair, type ScaleOutPair } from "../helpers/scale-out-pair.ts";
 
@@ -163,6 +165,40 @@ if (!skipServices) {
       const started = await startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false });
       await started.stop();
       expect(Object.keys((await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>)).not.toContain("old-instance");
+    }, 60_000);
+
+    test("router migrate, run with the service's environment, refuses to migrate under live instances of another generation", async () => {
+      const entries = (await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>;
+      const [generation] = Object.values(entries)[0]!.split(" ");
+      await pair.redisClient.send("SET", ["router:lease:old-instance", "1", "PX", "30000"]);
+      await pair.redisClient.send("HSET", ["router:versions", "old-instance", `${Number(generation) + 1} 9.9.0`]);
+      try {
+        const env = { ROUTER_DATABASE: pair.config.database!, ROUTER_REDIS: pair.config.redis! };
+        const refused = await runRouterCommand(["migrate"], { env });
+        expect({ exitCode: refused.exitCode, stdout: refused.stdout }).toEqual({ exitCode: 1, stdout: "" });
+        expect(refused.stderr).toContain(`an instance of router 9.9.0 runs on this Redis, and router ${pkg.version} cannot run beside it`);
+        // Of the same generation, it runs.
+        await pair.redisClient.send("HSET", ["router:versions", "old-instance", `${generation} 0.0.1`]);
+        const done = await runRouterCommand(["migrate"], { env });
+        expect(done.exitCode).toBe(0);
+        expect(done.stdout).toContain("database is up to date");
+      } finally {
+        await pair.redisClient.send("DEL", ["router:lease:old-instance"]);
+      }
+    }, 60_000);
+
+    test("with Redis away at start, the version check is skipped with a warning naming no password, and the instance starts, not ready until Redis answers", async () => {
+      const away = await startRedisServer({ password: "rolling-Secret-42" });
+      await away.stop();
+      const started = await startRouter({ dataDir: pair.dataDir, config: { database: pair.config.database, redis: `redis://:rolling-Secret-42@127.0.0.1:${away.port}` }, pricing: false });
+      try {
+        expect(started.logs.join("\n")).toContain("the versions of the instances already running could not be checked");
+        expect(started.logs.join("\n")).not.toContain("rolling-Secret-42");
+        expect((await api(started, "/readyz")).status).toBe(503);
+      } finally {
+        await started.stop();
+        await away.close();
+      }
     }, 60_000);
   });
 }

@@ -32,15 +32,17 @@ return live
  * instance serves 503s until it does): the check is then skipped, with a warning.
  */
 export async function refuseOtherGenerations(url: string, log: Pick<Logger, "warn">, prefix = "router:" /* DEFAULT_PREFIX: state.ts imports this module */): Promise<void> {
-  const redis: RedisConnection = connectRedis(url);
+  let redis: RedisConnection | undefined;
   let entries: string[];
   try {
+    redis = connectRedis(url);
     entries = (await redis.run(LIVE_VERSIONS, [`${prefix}${VERSIONS_KEY}`], [`${prefix}lease:`])) as string[];
   } catch (error) {
+    // The connection's errors never hold the URL (connection.ts), so never its password.
     log.warn("Redis did not answer: the versions of the instances already running could not be checked", { error: (error as Error).message });
     return;
   } finally {
-    redis.close();
+    redis?.close();
   }
   for (const entry of entries) {
     const [generation, version] = entry.split(" ");
