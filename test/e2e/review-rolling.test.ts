@@ -78,6 +78,8 @@ if (!skipServices) {
         latencyMs: 5,
         costNanos: 0,
         extra: null,
+        // A field a newer version adds: this one writes the row without it.
+        serviceTier: "flex",
       };
       const unreadable = `V2${JSON.stringify({ v: 2, row })}`;
       // Queued together, so one claim takes both.
