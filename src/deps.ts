@@ -32,7 +32,7 @@ import { acquireSingleInstanceLock, sealedValues, pingDatabase, shownUrl, withSt
 import { assertSealingKey, loadSealer, type LoadedSealer } from "./store/sealing-check.ts";
 import { SECRET_ITEMS } from "./admin/config/items.ts";
 import { connectRedis } from "./state/redis/connection.ts";
-import { createRedisState } from "./state/redis/state.ts";
+import { createRedisState, DEFAULT_LEASE_MS } from "./state/redis/state.ts";
 import { createRedisBus } from "./state/redis/bus.ts";
 import { refuseOtherGenerations } from "./state/redis/versions.ts";
 import { createRedisUsageBuffer } from "./state/redis/usage-buffer.ts";
@@ -119,7 +119,8 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   const sealing = loadSealer(config);
   const { sealer } = sealing;
   // Before the database is migrated: beside instances of another generation this one must not run at all.
-  if (config.redis !== undefined) await refuseOtherGenerations(config.redis, log);
+  const owner = crypto.randomUUID();
+  if (config.redis !== undefined) await refuseOtherGenerations(config.redis, log, { owner, leaseMs: DEFAULT_LEASE_MS });
   // Held before the file is opened: a `router rekey` under way finishes before this instance reads or migrates anything, and none starts while it serves.
   const servingLock = config.database === undefined ? holdServingLock(config.dataDir) : undefined;
   const closing: Array<() => void | Promise<void>> = servingLock ? [servingLock.release] : [];
@@ -187,7 +188,7 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     },
   });
   const loaders = { seed, balance: createBalanceLoader(store, chargeWrites) };
-  const redisState = redisConnection ? createRedisState({ connection: redisConnection, log }, loaders, () => clock.now()) : undefined;
+  const redisState = redisConnection ? createRedisState({ connection: redisConnection, log, owner }, loaders, () => clock.now()) : undefined;
   const state: State = redisState ?? createMemoryState(loaders, () => clock.now());
   const dependencies = createDependencyMonitor({
     ...(config.database !== undefined ? { database: () => pingDatabase(store) } : {}),

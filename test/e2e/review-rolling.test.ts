@@ -102,8 +102,10 @@ if (!skipServices) {
         for (const router of [pair.a, pair.b]) await router.deps.usageRecorder.flush().catch(() => {});
         return (await sql`SELECT count(*)::int AS n FROM usage_events`)[0].n === before + 6;
       }, 10_000, "the calls' usage rows to be written");
-      expect(((await pair.redisClient.send("LRANGE", ["router:usage:queue", "0", "-1"])) as string[]).filter((text) => text === unreadable)).toHaveLength(1);
-      await pair.redisClient.send("LREM", ["router:usage:queue", "0", unreadable]);
+      // Still there once, in the queue (between a claim and its requeue it is in that claim for a moment).
+      const queued = async () => ((await pair.redisClient.send("LRANGE", ["router:usage:queue", "0", "-1"])) as string[]).filter((text) => text === unreadable).length;
+      await waitFor(async () => (await queued()) === 1, 5000, "the unreadable row back in the queue");
+      await waitFor(async () => Number(await pair.redisClient.send("LREM", ["router:usage:queue", "0", unreadable])) === 1, 5000, "the unreadable row removed");
     }, 30_000);
 
     test("a newer version's additive migration applied under it: both keep serving and writing, every call billed once; restarted, it refuses naming both versions", async () => {
@@ -167,6 +169,30 @@ if (!skipServices) {
       const started = await startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false });
       await started.stop();
       expect(Object.keys((await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>)).not.toContain("old-instance");
+    }, 60_000);
+
+    test("a starting instance is seen by the next one's check as soon as it passed its own, before it migrates: two generations starting at once cannot both run", async () => {
+      const before = Object.keys((await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>);
+      // The migrations' advisory lock held here keeps the starting instance just after its check.
+      const hold = await sql.reserve();
+      await hold`SELECT pg_advisory_lock(${0x726f7574}, 2)`;
+      let starting: Promise<Awaited<ReturnType<typeof startRouter>>> | undefined;
+      try {
+        starting = startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false });
+        const added = await waitFor(async () => {
+          const now = (await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>;
+          return Object.keys(now).find((owner) => !before.includes(owner));
+        }, 10_000, "the starting instance's entry");
+        expect(await pair.redisClient.send("EXISTS", [`router:lease:${added}`])).toBe(1);
+      } finally {
+        await hold`SELECT pg_advisory_unlock(${0x726f7574}, 2)`;
+        hold.release();
+      }
+      const started = await starting!;
+      expect((await chat(pair, "a", pair.a.ownerKey)).status).toBe(200);
+      await started.stop();
+      // Its one entry went with its clean stop.
+      expect(Object.keys((await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>).sort()).toEqual(before.sort());
     }, 60_000);
 
     test("router migrate, run with the service's environment, refuses to migrate under live instances of another generation", async () => {

@@ -36,6 +36,8 @@ export interface RedisStateOptions {
   log?: Pick<Logger, "error">;
   /** Admit against blocks taken in advance (allowances.ts; default true): most admissions then make no round trip. */
   allowances?: boolean;
+  /** This process's owner id, when it was entered in `versions` before (versions.ts); a new one otherwise. */
+  owner?: string;
 }
 
 export interface RedisState extends State {
@@ -81,7 +83,7 @@ export function createRedisState(options: RedisStateOptions, loaders: StateLoade
   const redis = options.connection;
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-  const owner = crypto.randomUUID();
+  const owner = options.owner ?? crypto.randomUUID();
   const leases = `${prefix}lease:`;
   const base = (payload: unknown) => [leases, owner, String(leaseMs), JSON.stringify(payload)];
   const run = (s: Script, payload: unknown, ...extra: string[]) => redis.run(s, [], [...base(payload), ...extra]);

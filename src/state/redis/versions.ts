@@ -13,13 +13,26 @@ export const VERSIONS_KEY = "versions";
 /** This instance's entry: `<generation> <version>`. */
 export const presence = (): string => `${SHARED_GENERATION} ${VERSION}`;
 
-/** The entries of live instances; those whose lease ended are removed on the way. */
+/**
+ * The entries of live instances; those whose lease ended are removed on the way. With
+ * ARGV[2..4] (owner, entry, lease ms) and none of another generation (ARGV[5]) live, the
+ * starting instance enters itself and takes its lease in the same step: two instances of
+ * different generations starting at once cannot both pass (the heartbeat came only after
+ * the migrations).
+ */
 const LIVE_VERSIONS = script(`
 local live = {}
+local other = false
 local entries = redis.call('HGETALL', KEYS[1])
 for i = 1, #entries, 2 do
-  if redis.call('EXISTS', ARGV[1] .. entries[i]) == 1 then table.insert(live, entries[i + 1])
+  if redis.call('EXISTS', ARGV[1] .. entries[i]) == 1 then
+    table.insert(live, entries[i + 1])
+    if string.match(entries[i + 1], '^%S+') ~= ARGV[5] then other = true end
   else redis.call('HDEL', KEYS[1], entries[i]) end
+end
+if ARGV[2] ~= '' and not other then
+  redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+  redis.call('SET', ARGV[1] .. ARGV[2], '1', 'PX', ARGV[4])
 end
 return live
 `);
@@ -31,12 +44,19 @@ return live
  * writes anything. A Redis that does not answer now is no reason not to start (the
  * instance serves 503s until it does): the check is then skipped, with a warning.
  */
-export async function refuseOtherGenerations(url: string, log: Pick<Logger, "warn">, prefix = "router:" /* DEFAULT_PREFIX: state.ts imports this module */): Promise<void> {
+export async function refuseOtherGenerations(
+  url: string,
+  log: Pick<Logger, "warn">,
+  /** The starting instance's owner id and lease (its State's), entered when the check passes; none for `router migrate`. */
+  self?: { owner: string; leaseMs: number },
+  prefix = "router:" /* DEFAULT_PREFIX: state.ts imports this module */,
+): Promise<void> {
   let redis: RedisConnection | undefined;
   let entries: string[];
   try {
     redis = connectRedis(url);
-    entries = (await redis.run(LIVE_VERSIONS, [`${prefix}${VERSIONS_KEY}`], [`${prefix}lease:`])) as string[];
+    const args = [`${prefix}lease:`, self?.owner ?? "", presence(), String(self?.leaseMs ?? 0), String(SHARED_GENERATION)];
+    entries = (await redis.run(LIVE_VERSIONS, [`${prefix}${VERSIONS_KEY}`], args)) as string[];
   } catch (error) {
     // The connection's errors never hold the URL (connection.ts), so never its password.
     log.warn("Redis did not answer: the versions of the instances already running could not be checked", { error: (error as Error).message });
