@@ -6,6 +6,7 @@ import { startRouter, waitFor } from "../helpers/router.ts";
 import { writeEverything } from "../helpers/redis-usage.ts";
 import { startRedisServer } from "../helpers/redis-server.ts";
 import { runRouterCommand } from "../helpers/router-command.ts";
+import { serveOnce } from "../helpers/serve-once.ts";
 import pkg from "../../package.json" with { type: "json" };
 import { PAIR_CALL_COST, startScaleOutPair, type ScaleOutPair } from "../helpers/scale-out-pair.ts";
 
@@ -153,6 +154,11 @@ if (!skipServices) {
       const dbBefore = (await sql`SELECT count(*)::int AS n FROM schema_migrations`)[0].n;
       const refused = startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false });
       await expect(refused).rejects.toThrow(`an instance of router 9.9.0 runs on this Redis, and router ${pkg.version} cannot run beside it`);
+      // `router serve` says it in one line and exits 1.
+      const served = await serveOnce(["--data", pair.dataDir, "--database", pair.config.database!, "--redis", pair.config.redis!]);
+      expect({ started: served.started, exitCode: served.exitCode }).toEqual({ started: false, exitCode: 1 });
+      expect(served.stderr).toContain(`router: an instance of router 9.9.0 runs on this Redis, and router ${pkg.version} cannot run beside it`);
+      expect(served.stderr).toContain("stop every instance of router 9.9.0 first");
       // Refused before it touched the database.
       expect((await sql`SELECT count(*)::int AS n FROM schema_migrations`)[0].n).toBe(dbBefore);
       // Of the same generation (a rolling upgrade the release allows), it starts.
