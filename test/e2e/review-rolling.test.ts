@@ -148,7 +148,7 @@ if (!skipServices) {
       const entries = (await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>;
       expect(Object.values(entries).length).toBeGreaterThanOrEqual(2);
       const [generation] = Object.values(entries)[0]!.split(" ");
-      // An instance of another generation is live (its lease runs), as an older router would be.
+      // An instance of another generation is live (its lease runs), as one of another release would be.
       await pair.redisClient.send("SET", ["router:lease:old-instance", "1", "PX", "30000"]);
       await pair.redisClient.send("HSET", ["router:versions", "old-instance", `${Number(generation) + 1} 9.9.0`]);
       const dbBefore = (await sql`SELECT count(*)::int AS n FROM schema_migrations`)[0].n;
@@ -199,6 +199,24 @@ if (!skipServices) {
       await started.stop();
       // Its one entry went with its clean stop.
       expect(Object.keys((await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>).sort()).toEqual(before.sort());
+    }, 60_000);
+
+    test("after a newer generation ran on this Redis, this version refuses to start (a downgrade would misread its data), naming both versions", async () => {
+      const entries = (await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>;
+      const [generation] = Object.values(entries)[0]!.split(" ");
+      // The newest generation that ran here is kept: this one, so far.
+      expect(await pair.redisClient.send("GET", ["router:generation"])).toBe(`${generation} ${pkg.version}`);
+      // A newer generation ran and stopped (no instance of it is live).
+      await pair.redisClient.send("SET", ["router:generation", `${Number(generation) + 1} 9.9.0`]);
+      try {
+        await expect(startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false })).rejects.toThrow(
+          `router 9.9.0 ran on this Redis and keeps data there in a form router ${pkg.version} cannot read`,
+        );
+      } finally {
+        await pair.redisClient.send("SET", ["router:generation", `${generation} ${pkg.version}`]);
+      }
+      // The running instances are not stopped by it.
+      expect((await chat(pair, "b", pair.b.ownerKey)).status).toBe(200);
     }, 60_000);
 
     test("router migrate, run with the service's environment, refuses to migrate under live instances of another generation", async () => {
