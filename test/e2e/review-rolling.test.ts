@@ -241,14 +241,17 @@ if (!skipServices) {
 
     test("with Redis away at start, the version check is skipped with a warning naming no password, and the instance starts, not ready until Redis answers", async () => {
       const away = await startRedisServer({ password: "rolling-Secret-42" });
-      await away.stop();
-      const started = await startRouter({ dataDir: pair.dataDir, config: { database: pair.config.database, redis: `redis://:rolling-Secret-42@127.0.0.1:${away.port}` }, pricing: false });
       try {
-        expect(started.logs.join("\n")).toContain("the versions of the instances already running could not be checked");
-        expect(started.logs.join("\n")).not.toContain("rolling-Secret-42");
-        expect((await api(started, "/readyz")).status).toBe(503);
+        await away.stop();
+        const started = await startRouter({ dataDir: pair.dataDir, config: { database: pair.config.database, redis: `redis://:rolling-Secret-42@127.0.0.1:${away.port}` }, pricing: false });
+        try {
+          expect(started.logs.join("\n")).toContain("the versions of the instances already running could not be checked");
+          expect(started.logs.join("\n")).not.toContain("rolling-Secret-42");
+          expect((await api(started, "/readyz")).status).toBe(503);
+        } finally {
+          await started.stop();
+        }
       } finally {
-        await started.stop();
         await away.close();
       }
     }, 60_000);
