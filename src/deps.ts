@@ -124,7 +124,9 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
   // Held before the file is opened: a `router rekey` under way finishes before this instance reads or migrates anything, and none starts while it serves.
   const servingLock = config.database === undefined ? holdServingLock(config.dataDir) : undefined;
   const closing: Array<() => void | Promise<void>> = servingLock ? [servingLock.release] : [];
-  const store = await openServeStore(config.database, databasePath(config.dataDir)).catch((error: unknown) => {
+  const aheadWarning = ({ names, versions }: { names: string[]; versions: string[] }) =>
+    log.warn(`the database has migrations of router ${versions.join(", ")} this one does not know; they only add (same generation), so it serves: upgrade this instance`, { migrations: names.join(",") });
+  const store = await openServeStore(config.database, databasePath(config.dataDir), aheadWarning).catch((error: unknown) => {
     servingLock?.release();
     throw error;
   });

@@ -1,4 +1,4 @@
-import { openPostgresStore } from "./postgres/index.ts";
+import { openPostgresStore, type PostgresOptions } from "./postgres/index.ts";
 import { openSqliteStore } from "./sqlite/store.ts";
 import type { Store } from "./store.ts";
 
@@ -11,6 +11,6 @@ export function openStore(path: string, options: { migrate?: boolean } = {}): St
  * The store `serve` runs on: PostgreSQL when a database URL is given (migrated first;
  * failures name the server, never the URL's password), else the SQLite file at `path`.
  */
-export async function openServeStore(database: string | undefined, path: string): Promise<Store> {
-  return database === undefined ? openStore(path) : await openPostgresStore(database);
+export async function openServeStore(database: string | undefined, path: string, onAhead?: PostgresOptions["onAhead"]): Promise<Store> {
+  return database === undefined ? openStore(path) : await openPostgresStore(database, { onAhead });
 }

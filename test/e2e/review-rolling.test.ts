@@ -143,6 +143,27 @@ if (!skipServices) {
       await sql`DELETE FROM schema_migrations WHERE name = '0099_next_version'`;
     }, 60_000);
 
+    test("restarted during a rolling upgrade, it starts on migrations a newer router of its own generation applied (they only add), with a warning naming them", async () => {
+      const [{ generation }] = await sql`SELECT DISTINCT generation FROM schema_migrations WHERE generation IS NOT NULL`;
+      await sql`CREATE TABLE IF NOT EXISTS rolling_next_two (id integer PRIMARY KEY)`;
+      await sql`INSERT INTO schema_migrations (name, applied_at, router_version, generation) VALUES ('0099_next_same', ${Date.now()}, '0.9.0', ${generation})`;
+      try {
+        const restarted = await startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false });
+        try {
+          expect(restarted.logs.join("\n")).toContain("0099_next_same");
+          expect(restarted.logs.join("\n")).toContain("router 0.9.0");
+          expect((await api(restarted, "/v1/chat/completions", { key: pair.a.ownerKey, body: { model: "acme-chat", max_tokens: 20, messages: [{ role: "user", content: "hi" }] } })).status).toBe(200);
+        } finally {
+          await restarted.stop();
+        }
+        // Of another generation (or of a router that recorded none), still refused.
+        await sql`UPDATE schema_migrations SET generation = ${generation + 1} WHERE name = '0099_next_same'`;
+        await expect(startRouter({ dataDir: pair.dataDir, config: pair.config, pricing: false })).rejects.toThrow("does not know its migrations 0099_next_same");
+      } finally {
+        await sql`DELETE FROM schema_migrations WHERE name = '0099_next_same'`;
+      }
+    }, 60_000);
+
     test("a version whose shared forms differ refuses to start beside live instances of the other, naming both versions; it starts once they stopped", async () => {
       // The running pair announce themselves with their version and shared-form generation.
       const entries = (await pair.redisClient.send("HGETALL", ["router:versions"])) as Record<string, string>;

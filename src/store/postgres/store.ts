@@ -7,7 +7,7 @@ import { postgresAccounts } from "./accounts.ts";
 import { postgresCredit } from "./credit.ts";
 import { drizzleOver, type Db, type Scope } from "./db.ts";
 import { LOCKS } from "./locks.ts";
-import { migratePostgres } from "./migrate.ts";
+import { migratePostgres, type AheadOfThis } from "./migrate.ts";
 import { migrations } from "./migrations/index.ts";
 import { postgresProviderKeys } from "./provider-keys.ts";
 import { postgresNotices, postgresObjects, postgresOperations, postgresSettings, postgresSoftLimitMail } from "./small-stores.ts";
@@ -21,6 +21,8 @@ export interface PostgresOptions {
   migrate?: boolean;
   /** Connections in the pool (default 10). */
   max?: number;
+  /** Hears of migrations a newer router of this generation applied (migrate.ts): served on, said in a warning. */
+  onAhead?: (ahead: AheadOfThis) => void;
 }
 
 /** The pool behind each open PostgreSQL store, for helpers of this folder (the single-instance lock) only. */
@@ -75,7 +77,7 @@ export async function openPostgresStore(url: string, options: PostgresOptions = 
   const client = new SQL(url, { max: options.max ?? 10 });
   try {
     await client`SELECT 1`;
-    if (options.migrate !== false) await migratePostgres(client, migrations);
+    if (options.migrate !== false) await migratePostgres(client, migrations, Date.now, options.onAhead);
   } catch (error) {
     await client.close().catch(() => {});
     throw new Error(describeFailure(error, url));
