@@ -28,9 +28,9 @@ import type { Sealer } from "./store/crypto.ts";
 import { holdServingLock } from "./store/serving-lock.ts";
 import { sealedValuesIn } from "./store/sqlite/sealed-probe.ts";
 import { openServeStore } from "./store/open.ts";
-import { acquireSingleInstanceLock, sealedValues, pingDatabase, shownUrl, withStartupLock } from "./store/postgres/index.ts";
-import { assertSealingKey, loadSealer, type LoadedSealer } from "./store/sealing-check.ts";
-import { SECRET_ITEMS } from "./admin/config/items.ts";
+import { pingDatabase, withStartupLock } from "./store/postgres/index.ts";
+import { claimDatabase } from "./claim-database.ts";
+import { assertSealingKey, loadSealer } from "./store/sealing-check.ts";
 import { connectRedis } from "./state/redis/connection.ts";
 import { createRedisState, DEFAULT_LEASE_MS } from "./state/redis/state.ts";
 import { createRedisBus } from "./state/redis/bus.ts";
@@ -375,28 +375,4 @@ export async function buildDeps(config: ServeConfig, overrides: DepsOverrides = 
     ],
   };
   return deps;
-}
-
-/**
- * What an instance on a shared database checks before serving: that it is the only one
- * when it has no Redis (limits kept in memory would be per instance), and that its
- * sealing key opens the secrets already stored. Adds what must be released at close.
- */
-async function claimDatabase(
-  config: ServeConfig,
-  store: Store,
-  sealing: LoadedSealer,
-  closing: Array<() => void | Promise<void>>,
-  log: Logger,
-): Promise<void> {
-  if (config.redis === undefined) {
-    const lock = await acquireSingleInstanceLock(store, log);
-    if (!lock) {
-      throw new Error(
-        `another instance already runs on ${shownUrl(config.database!)} without Redis: without --redis only one instance may use a database (give every instance --redis to run several)`,
-      );
-    }
-    closing.push(() => lock.release().catch(() => {}));
-  }
-  await withStartupLock(store, async () => assertSealingKey(await sealedValues(store, SECRET_ITEMS), sealing));
 }
