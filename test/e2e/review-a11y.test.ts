@@ -81,3 +81,62 @@ describe("reflow at 320 CSS px (WCAG 1.4.10)", () => {
     await plain.context().close();
   }, 60_000);
 });
+
+type Rgba = [number, number, number, number];
+const rgba = (css: string): Rgba => {
+  const [r = 0, g = 0, b = 0, a = 1] = (css.match(/[\d.]+/g) ?? []).map(Number);
+  return [r, g, b, a];
+};
+
+/** The colour drawn behind something: `layers` are the CSS backgrounds from it outwards, composed over white. */
+const behind = (layers: string[]): Rgba => {
+  const stack: Rgba[] = [];
+  for (const layer of layers.map(rgba)) {
+    if (layer[3] > 0) stack.push(layer);
+    if (layer[3] >= 1) break;
+  }
+  const [r, g, b] = stack.reverse().reduce<number[]>((base, c) => base.map((v, i) => c[i]! * c[3] + v * (1 - c[3])), [255, 255, 255]);
+  return [r!, g!, b!, 1];
+};
+
+/** WCAG's contrast ratio of `fg` (drawn over `bg` when translucent) and `bg`. */
+function contrast(fg: Rgba, bg: Rgba): number {
+  const over = [0, 1, 2].map((i) => fg[i]! * fg[3] + bg[i]! * (1 - fg[3]));
+  const lum = (c: number[]) =>
+    c.map((v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)).reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i]!, 0);
+  const [high, low] = [lum(over), lum(bg.slice(0, 3))].sort((x, y) => y - x);
+  return (high! + 0.05) / (low! + 0.05);
+}
+
+describe("focus indicator (WCAG 2.4.7, 1.4.11)", () => {
+  for (const dark of [false, true]) {
+    test(`every stop of the Tab order shows an outline of 3:1 against what is around it (${dark ? "dark" : "light"} theme)`, async () => {
+      const page = await openAs(router.ownerKey, "/console/owner", { dark });
+      await section(page, "Provider keys", ".table-wrap tbody tr");
+      await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+      const weak: string[] = [];
+      let stops = 0;
+      // From the top: the skip link, the header bar, the section tabs, the keys' forms and table.
+      for (let i = 0; i < 40; i++) {
+        await page.keyboard.press("Tab");
+        const stop = await page.evaluate(() => {
+          const el = document.activeElement as HTMLElement;
+          if (!el || el === document.body) return null;
+          const style = getComputedStyle(el);
+          // The outline is drawn outside the element (outline-offset), on its parent's background.
+          const layers: string[] = [];
+          for (let e = el.parentElement; e; e = e.parentElement) layers.push(getComputedStyle(e).backgroundColor);
+          const name = `${el.tagName.toLowerCase()} "${(el.getAttribute("aria-label") ?? el.textContent ?? "").trim().slice(0, 30)}"`;
+          return { name, outline: style.outlineStyle === "none" ? null : style.outlineColor, width: parseFloat(style.outlineWidth), layers };
+        });
+        if (!stop) break;
+        stops++;
+        const ratio = stop.outline && stop.width >= 2 ? contrast(rgba(stop.outline), behind(stop.layers)) : 0;
+        if (ratio < 3) weak.push(`${stop.name}: ${ratio.toFixed(2)}:1`);
+      }
+      expect(stops).toBeGreaterThan(15);
+      expect(weak).toEqual([]);
+      await page.context().close();
+    }, 60_000);
+  }
+});
