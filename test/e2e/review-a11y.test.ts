@@ -140,3 +140,34 @@ describe("focus indicator (WCAG 2.4.7, 1.4.11)", () => {
     }, 60_000);
   }
 });
+
+/** The text of every live region on the page: what a screen reader would announce when it changes. */
+const liveTexts = (page: Page) =>
+  page.evaluate(() =>
+    Array.from(document.querySelectorAll('[aria-live]:not([aria-live="off"]), [role="status"], [role="alert"], [role="log"]')).map((e) => e.textContent?.trim() ?? ""),
+  );
+
+describe("the Requests live tail and screen readers", () => {
+  test("a call the tail adds is not announced; moving to another page is", async () => {
+    for (let i = 0; i < 21; i++) await chatRequestId(router, user.key, `paged-${i}`);
+    await router.deps.usageRecorder.flush();
+    const page = await openAs(router.ownerKey, "/console/requests");
+    const calls = page.getByRole("region", { name: "Model calls" });
+    await calls.locator("tbody tr").first().waitFor();
+    await page.getByLabel(/^Live tail/).check();
+    const before = await liveTexts(page);
+    await chatRequestId(router, user.key, "tail-model");
+    await router.deps.usageRecorder.flush();
+    await calls.locator("tbody tr").first().getByText("tail-model").waitFor({ timeout: 15_000 });
+    // With a call every few seconds, a region that changed with each one would talk over everything else.
+    expect(await liveTexts(page)).toEqual(before);
+
+    await page.getByLabel(/^Live tail/).uncheck();
+    await page.getByRole("button", { name: "Next →" }).click();
+    await page.waitForFunction(() =>
+      Array.from(document.querySelectorAll('[aria-live]:not([aria-live="off"]), [role="status"]')).some((e) => /page 2 of \d/i.test(e.textContent ?? "")),
+    );
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

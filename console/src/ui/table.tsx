@@ -1,6 +1,6 @@
 import type { ComponentChildren, VNode } from "preact";
 import { Fragment } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { Empty } from "./feedback.tsx";
 
 export interface Column<T> {
@@ -157,15 +157,28 @@ export function Pager(props: { page: number; pages: number; total?: number; hasM
   useEffect(() => {
     if (past) props.onPage(Math.max(props.pages, 1));
   }, [past, props.pages]);
+  const where = `Page ${props.page}${props.pages > 0 ? ` of ${props.pages}` : ""}`;
+  // Only a change of page is announced: the count also changes with every call the
+  // Requests live tail adds, and announcing that would talk over the reader every few seconds.
+  const [announced, setAnnounced] = useState("");
+  const lastPage = useRef(props.page);
+  useEffect(() => {
+    if (lastPage.current === props.page) return;
+    lastPage.current = props.page;
+    // Worded apart from the visible text, which it would otherwise duplicate for text searches.
+    setAnnounced(`Showing page ${props.page}${props.pages > 0 ? ` of ${props.pages}` : ""}`);
+  }, [props.page]);
   return (
     <nav class="pager" aria-label={`${props.label} pages`}>
       <button type="button" disabled={props.page <= 1} onClick={() => props.onPage(props.page - 1)}>
         ← Previous
       </button>
-      <span aria-live="polite">
-        Page {props.page}
-        {props.pages > 0 && ` of ${props.pages}`}
+      <span>
+        {where}
         {props.total !== undefined && ` (${props.total} in all)`}
+      </span>
+      <span class="sr-only" aria-live="polite">
+        {announced}
       </span>
       <button type="button" disabled={last} onClick={() => props.onPage(props.page + 1)}>
         Next →
