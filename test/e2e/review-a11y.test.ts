@@ -171,3 +171,39 @@ describe("the Requests live tail and screen readers", () => {
     await page.context().close();
   }, 60_000);
 });
+
+/** The opaque colours drawn in the axis labels' strip (left of the plot) of the first chart's canvas, and the chart's background. */
+async function axisColours(page: Page): Promise<{ drawn: string[]; background: string[] }> {
+  return page.evaluate(() => {
+    const figure = document.querySelector("figure.chart")!;
+    const canvas = figure.querySelector("canvas")!;
+    const scale = canvas.width / canvas.getBoundingClientRect().width;
+    const strip = canvas.getContext("2d")!.getImageData(0, 0, Math.floor(60 * scale), canvas.height).data;
+    const drawn = new Set<string>();
+    for (let i = 0; i < strip.length; i += 4) if (strip[i + 3] === 255) drawn.add(`rgb(${strip[i]}, ${strip[i + 1]}, ${strip[i + 2]})`);
+    const background: string[] = [];
+    for (let e: Element | null = canvas; e; e = e.parentElement) background.push(getComputedStyle(e).backgroundColor);
+    return { drawn: [...drawn], background };
+  });
+}
+
+describe("charts in both themes", () => {
+  test("the axis labels are readable (4.5:1) in the dark theme, and after switching theme", async () => {
+    const page = await openAs(user.key, "/console/#bills", { dark: true });
+    await section(page, "Bill history", "figure.chart canvas");
+    const best = async () => {
+      const { drawn, background } = await axisColours(page);
+      return Math.max(0, ...drawn.map((c) => contrast(rgba(c), behind(background))));
+    };
+    // The labels' own colour is the one that stands out most from the background.
+    expect(await best()).toBeGreaterThanOrEqual(4.5);
+    const toggle = page.getByRole("button", { name: /^Theme:/ });
+    await toggle.click(); // dark, chosen
+    await toggle.click(); // light
+    await page.waitForFunction(() => document.documentElement.dataset.theme === "light");
+    await page.locator("figure.chart canvas").first().waitFor();
+    expect(await best()).toBeGreaterThanOrEqual(4.5);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

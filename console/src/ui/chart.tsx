@@ -1,4 +1,4 @@
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import { Empty } from "./feedback.tsx";
 
@@ -11,9 +11,24 @@ export interface Series {
 
 type Format = (value: number) => string;
 
-/** Mounts a uPlot chart sized to its container and follows the container's width. */
+/** The page's theme (`data-theme`, set by lib/theme.ts), followed as it changes. */
+function useTheme(): string | undefined {
+  const [theme, setTheme] = useState(document.documentElement.dataset.theme);
+  useEffect(() => {
+    const observer = new MutationObserver(() => setTheme(document.documentElement.dataset.theme));
+    observer.observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+    return () => observer.disconnect();
+  }, []);
+  return theme;
+}
+
+/**
+ * Mounts a uPlot chart sized to its container and follows the container's width; it is
+ * drawn again when the theme changes, since canvas colours do not follow the stylesheet.
+ */
 function usePlot(build: (width: number) => uPlot.Options, data: uPlot.AlignedData, deps: unknown[]) {
   const ref = useRef<HTMLDivElement>(null);
+  const theme = useTheme();
   useEffect(() => {
     const host = ref.current;
     if (!host) return;
@@ -25,11 +40,19 @@ function usePlot(build: (width: number) => uPlot.Options, data: uPlot.AlignedDat
       observer.disconnect();
       plot.destroy();
     };
-  }, deps);
+  }, [...deps, theme]);
   return ref;
 }
 
-const axisStyle = { stroke: "#374151", grid: { stroke: "#e5e7eb" }, ticks: { stroke: "#d1d5db" } };
+/**
+ * Axis colours from the theme's variables: fixed ones (dark grey labels) were 1.7:1 on the
+ * dark theme's cards. Read when a chart is built, so after the theme is applied.
+ */
+function axisColours() {
+  const css = getComputedStyle(document.documentElement);
+  const colour = (name: string) => css.getPropertyValue(name).trim();
+  return { stroke: colour("--muted"), grid: { stroke: colour("--row-line") }, ticks: { stroke: colour("--line") } };
+}
 
 /** One line per series over days (`YYYY-MM-DD`, read as UTC dates like the router's business dates). */
 export function TimeChart(props: { title: string; days: string[]; series: Series[]; format: Format; testId?: string }) {
@@ -42,8 +65,8 @@ export function TimeChart(props: { title: string; days: string[]; series: Series
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
       scales: { x: { time: true } },
       axes: [
-        { ...axisStyle, values: "{MMM} {D}" },
-        { ...axisStyle, size: 70, values: (_u, splits) => splits.map((v) => props.format(v)) },
+        { ...axisColours(), values: "{MMM} {D}" },
+        { ...axisColours(), size: 70, values: (_u, splits) => splits.map((v) => props.format(v)) },
       ],
       series: [
         { label: "Day", value: "{YYYY}-{MM}-{DD}" },
@@ -78,8 +101,8 @@ export function BarChart(props: { title: string; labels: string[]; values: numbe
       height: 240,
       scales: { x: { time: false, range: [-0.5, Math.max(0.5, props.labels.length - 0.5)] } },
       axes: [
-        { ...axisStyle, splits: () => xs, values: (_u, splits) => splits.map((i) => shorten(props.labels[i] ?? "")) },
-        { ...axisStyle, size: 70, values: (_u, splits) => splits.map((v) => props.format(v)) },
+        { ...axisColours(), splits: () => xs, values: (_u, splits) => splits.map((i) => shorten(props.labels[i] ?? "")) },
+        { ...axisColours(), size: 70, values: (_u, splits) => splits.map((v) => props.format(v)) },
       ],
       series: [
         { label: "Name", value: (_u: uPlot, i: number | null) => (i === null ? "—" : (props.labels[i] ?? "")) },
