@@ -207,3 +207,53 @@ describe("charts in both themes", () => {
     await page.context().close();
   }, 60_000);
 });
+
+/** What has focus: its role-ish tag and its name (aria-label, else its text). */
+const focused = (page: Page) =>
+  page.evaluate(() => {
+    const el = document.activeElement as HTMLElement | null;
+    return el && el !== document.body ? `${el.tagName.toLowerCase()}: ${(el.getAttribute("aria-label") ?? el.textContent ?? "").trim()}` : "body";
+  });
+
+describe("editors shown in place of a list, by keyboard", () => {
+  test("opening an account's or a key's editor takes focus to it; Cancel brings it back to the button that opened it", async () => {
+    const page = await openAs(router.ownerKey, "/console/accounts");
+    await section(page, "Accounts", ".table-wrap tbody tr");
+    await page.getByRole("button", { name: "+ Create account" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("form", { name: "Create an account" }).waitFor();
+    // A keyboard user is taken to the form (not left on a button that is gone), a screen reader reads its title.
+    expect(await focused(page)).toBe("h3: Create an account");
+    await page.keyboard.press("Tab");
+    expect(await focused(page)).toBe("input: ");
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).labels?.[0]?.textContent)).toBe("Email *");
+    await page.getByRole("button", { name: "Cancel" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("form", { name: "Create an account" }).waitFor({ state: "detached" });
+    await page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 5000 });
+    expect(await focused(page)).toBe("button: + Create account");
+
+    // Edit far down the list: focus goes up to the form, and back to the same row's button after.
+    await page.getByRole("button", { name: "Edit plain-user" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("form", { name: /^Edit account plain-user/ }).waitFor();
+    expect(await focused(page)).toMatch(/^h3: Edit account plain-user/);
+    await page.getByRole("button", { name: "Cancel" }).focus();
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 5000 });
+    expect(await focused(page)).toBe("button: Edit plain-user");
+
+    await page.goto(`${router.url}/console/owner#keys`);
+    await section(page, "Provider keys", ".table-wrap tbody tr");
+    await page.getByRole("button", { name: "Edit key 1 (main-key)" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("form", { name: "Edit key 1" }).waitFor();
+    expect(await focused(page)).toBe("h3: Edit key 1");
+    await page.getByRole("button", { name: "Cancel" }).focus();
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 5000 });
+    expect(await focused(page)).toBe("button: Edit key 1 (main-key)");
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

@@ -6,6 +6,7 @@ import { ACCOUNT_NAME_RULE, isValidAccountName } from "../../../src/accounts/val
 import { ErrorNote, serverFieldError } from "../ui/feedback.tsx";
 import { TextArea, TextField } from "../ui/field.tsx";
 import { fromLimitRows, limitRowErrors, ModelLimitsEditor, toLimitRows, type LimitRow } from "../ui/model-limits.tsx";
+import { useEditorFocus } from "../ui/editor-focus.ts";
 import { useAction } from "../ui/use-load.ts";
 import { LIMIT_FIELDS, LimitFields, limitFieldErrors } from "./limit-fields.tsx";
 
@@ -44,6 +45,7 @@ const ATTACHED = ["Email", "Name", "BillingEmail", "CreditGranted", "Days", "Rat
 
 /** Create or edit an account with every field of spec 2.2, the caller's bounds shown beside the limits. */
 export function AccountForm(props: { record?: AccountRecord; bounds: AccountRecord; onDone: (message: string, key?: string) => void; onCancel: () => void }) {
+  const heading = useEditorFocus<HTMLHeadingElement>();
   const r = props.record;
   const { bounds } = props;
   const [text, setText] = useState(() => Object.fromEntries(TEXT.map((f) => [f, r ? str(r[f]) : ""])) as Record<TextName, string>);
@@ -88,7 +90,7 @@ export function AccountForm(props: { record?: AccountRecord; bounds: AccountReco
   const yours = (v: string) => `Yours: ${v || "unrestricted"}`;
   return (
     <form class="card" onSubmit={submit} aria-labelledby="acct-form-h" noValidate>
-      <h3 id="acct-form-h">{r ? `Edit account ${r.Name} (ID ${r.ID})` : "Create an account"}</h3>
+      <h3 id="acct-form-h" ref={heading} tabIndex={-1} class="editor-title">{r ? `Edit account ${r.Name} (ID ${r.ID})` : "Create an account"}</h3>
       <fieldset>
         <legend>Identity</legend>
         <div class="grid">

@@ -4,6 +4,7 @@ import type { ProviderConfig, ProviderKey, ProviderType } from "../lib/types.ts"
 import { levelError, objectToRows, patternError, rowsToObject } from "../lib/validate.ts";
 import { ErrorNote, serverFieldError } from "../ui/feedback.tsx";
 import { CheckField, SelectField, TextField } from "../ui/field.tsx";
+import { useEditorFocus } from "../ui/editor-focus.ts";
 import { useAction } from "../ui/use-load.ts";
 import { addLevelMapping } from "./config-api.ts";
 import { AzureFields, checkPairs, describeServiceAccount, FormatsField, VertexFields, type AzureState, type VertexState } from "./key-config.tsx";
@@ -27,6 +28,7 @@ function httpsError(url: string): string | undefined {
 
 /** Create (record undefined) or edit a provider key of any of the three types. */
 export function KeyForm(props: { record?: ProviderKey; onDone: (message: string) => void; onCancel: () => void }) {
+  const heading = useEditorFocus<HTMLHeadingElement>();
   const r = props.record;
   const cfg = r?.config ?? {};
   const [name, setName] = useState(r?.Name ?? "");
@@ -117,7 +119,7 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
 
   return (
     <form class="card" onSubmit={submit} aria-labelledby="key-form-h" noValidate>
-      <h3 id="key-form-h">{r ? `Edit key ${r.ID}` : "Add a provider key"}</h3>
+      <h3 id="key-form-h" ref={heading} tabIndex={-1} class="editor-title">{r ? `Edit key ${r.ID}` : "Add a provider key"}</h3>
       <div class="grid">
         <SelectField
           label="Provider type"
