@@ -257,3 +257,26 @@ describe("editors shown in place of a list, by keyboard", () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe("a key shown once, by keyboard", () => {
+  test("after Rotate key (Enter in the form) focus is on the new key, ready to copy; Done leaves focus in the page", async () => {
+    const rotating = await createAccount(router, { CreditGranted: 1, Name: "rotating-user" });
+    const page = await openAs(rotating.key, "/console/#key");
+    await section(page, "API key", "[data-testid=rotate-confirm]");
+    const confirm = await page.getByTestId("rotate-confirm").textContent();
+    await page.getByLabel("Confirmation").focus();
+    await page.keyboard.type(confirm!);
+    await page.keyboard.press("Enter");
+    await page.getByRole("textbox", { name: "Your new API key." }).waitFor();
+    // Not lost to <body> with the form's button: the one thing to do now is copy the key.
+    await page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 5000 });
+    expect(await focused(page)).toBe("input: Your new API key.");
+    await page.getByRole("button", { name: "Done" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("textbox", { name: "Your new API key." }).waitFor({ state: "detached" });
+    await page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 5000 });
+    expect(await page.evaluate(() => !!document.activeElement?.closest("main"))).toBe(true);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});
