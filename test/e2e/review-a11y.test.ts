@@ -280,3 +280,34 @@ describe("a key shown once, by keyboard", () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe("ordered rows (mappers), by keyboard", () => {
+  test("+ Add row goes to the new row; a row moved by keyboard keeps focus, so Enter again moves it further; removing the last row keeps focus in the list", async () => {
+    const page = await openAs(router.ownerKey, "/console/owner#routing");
+    await section(page, "Routing", "[data-testid=mapper-MODEL_MAPPER] button");
+    const mapper = page.getByTestId("mapper-MODEL_MAPPER");
+    const patterns = () => mapper.getByRole("textbox", { name: /^Requested model pattern, row/ }).evaluateAll((inputs) => inputs.map((i) => (i as HTMLInputElement).value));
+    for (const name of ["first-*", "second-*", "third-*"]) {
+      await mapper.getByRole("button", { name: "+ Add row" }).focus();
+      await page.keyboard.press("Enter");
+      // Focus is in the new row, so the user types at once.
+      await page.keyboard.type(name);
+    }
+    expect(await patterns()).toEqual(["first-*", "second-*", "third-*"]);
+
+    await mapper.getByRole("button", { name: "Move row 3 up" }).focus();
+    await page.keyboard.press("Enter");
+    expect(await patterns()).toEqual(["first-*", "third-*", "second-*"]);
+    await page.keyboard.press("Enter");
+    expect(await patterns()).toEqual(["third-*", "first-*", "second-*"]);
+    // At the top it cannot go further up: focus is on the same row's other move button, not lost.
+    expect(await focused(page)).toBe("button: Move row 1 down");
+
+    await mapper.getByRole("button", { name: "Remove row 3" }).focus();
+    await page.keyboard.press("Enter");
+    expect(await patterns()).toEqual(["third-*", "first-*"]);
+    expect(await focused(page)).toBe("button: Remove row 2");
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

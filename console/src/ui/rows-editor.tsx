@@ -1,4 +1,7 @@
+import { useEffect, useRef } from "preact/hooks";
 import type { Checked, Row } from "../lib/validate.ts";
+
+type Part = "left" | "up" | "down" | "remove";
 
 /**
  * An ordered list of `<left>=<right>` rows (mappers, deployments, api versions).
@@ -17,15 +20,38 @@ export function RowsEditor(props: {
   rightInputMode?: "numeric" | "text";
 }) {
   const { rows, onChange, checked } = props;
+  const box = useRef<HTMLDivElement>(null);
+  // Rows are keyed by position, so after a move, an add or a removal the focused button
+  // would stay at its place and now act on another row (Enter again would move the
+  // row back), or vanish with its row (focus to <body>). Focus goes where the user's row went.
+  const focusNext = useRef<{ row: number; part: Part } | null>(null);
+  useEffect(() => {
+    const want = focusNext.current;
+    if (!want || !box.current) return;
+    focusNext.current = null;
+    const at = (row: number, part: Part) => box.current!.querySelector<HTMLElement>(`[data-row="${row}"][data-part="${part}"]:not(:disabled)`);
+    const other: Record<Part, Part> = { up: "down", down: "up", remove: "remove", left: "left" };
+    (at(want.row, want.part) ?? at(want.row, other[want.part]) ?? box.current.querySelector<HTMLElement>("[data-part=add]"))?.focus();
+  });
   const set = (i: number, row: Row) => onChange(rows.map((r, j) => (j === i ? row : r)));
   const move = (i: number, by: number) => {
     const next = [...rows];
     const [row] = next.splice(i, 1);
     next.splice(i + by, 0, row!);
+    focusNext.current = { row: i + by, part: by < 0 ? "up" : "down" };
     onChange(next);
   };
+  const remove = (i: number) => {
+    // The next row's Remove (it takes this place), else the one before, else + Add row.
+    focusNext.current = { row: i < rows.length - 1 ? i : i - 1, part: "remove" };
+    onChange(rows.filter((_, j) => j !== i));
+  };
+  const add = () => {
+    focusNext.current = { row: rows.length, part: "left" };
+    onChange([...rows, { left: "", right: "" }]);
+  };
   return (
-    <div class="rows-editor">
+    <div class="rows-editor" ref={box}>
       {rows.length > 0 && (
         <div class="rows-head" aria-hidden="true">
           <span>{props.leftLabel}</span>
@@ -41,6 +67,8 @@ export function RowsEditor(props: {
             <li key={i} class="row-line">
               <div class={`cell ${err.left ? "invalid" : ""}`}>
                 <input
+                  data-row={i}
+                  data-part="left"
                   aria-label={`${props.leftLabel}, row ${n}`}
                   value={row.left}
                   placeholder={props.leftPlaceholder}
@@ -76,13 +104,13 @@ export function RowsEditor(props: {
                 )}
               </div>
               <div class="row-actions">
-                <button type="button" class="icon" aria-label={`Move row ${n} up`} disabled={i === 0} onClick={() => move(i, -1)}>
+                <button type="button" class="icon" data-row={i} data-part="up" aria-label={`Move row ${n} up`} disabled={i === 0} onClick={() => move(i, -1)}>
                   ↑
                 </button>
-                <button type="button" class="icon" aria-label={`Move row ${n} down`} disabled={i === rows.length - 1} onClick={() => move(i, 1)}>
+                <button type="button" class="icon" data-row={i} data-part="down" aria-label={`Move row ${n} down`} disabled={i === rows.length - 1} onClick={() => move(i, 1)}>
                   ↓
                 </button>
-                <button type="button" class="icon" aria-label={`Remove row ${n}`} onClick={() => onChange(rows.filter((_, j) => j !== i))}>
+                <button type="button" class="icon" data-row={i} data-part="remove" aria-label={`Remove row ${n}`} onClick={() => remove(i)}>
                   ✕
                 </button>
               </div>
@@ -95,7 +123,7 @@ export function RowsEditor(props: {
           {checked.list}
         </p>
       )}
-      <button type="button" onClick={() => onChange([...rows, { left: "", right: "" }])}>
+      <button type="button" data-part="add" onClick={add}>
         + Add row
       </button>
     </div>
