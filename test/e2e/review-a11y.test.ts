@@ -311,3 +311,44 @@ describe("ordered rows (mappers), by keyboard", () => {
     await page.context().close();
   }, 60_000);
 });
+
+/** An input's accessible description: the text of the elements its aria-describedby names. */
+const description = (page: Page, label: string) =>
+  page.getByLabel(label, { exact: true }).evaluate((input) =>
+    (input.getAttribute("aria-describedby") ?? "")
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((id) => document.getElementById(id)?.textContent ?? "")
+      .join(" "),
+  );
+
+describe("per-model limits, by keyboard and screen reader", () => {
+  test("a bad limit marks the field that is wrong and describes it there; + Add and Remove keep focus in the editor", async () => {
+    const page = await openAs(router.ownerKey, "/console/accounts");
+    await section(page, "Accounts", ".table-wrap tbody tr");
+    await page.getByRole("button", { name: "+ Create account" }).click();
+    const form = page.getByRole("form", { name: "Create an account" });
+    await form.getByRole("button", { name: "+ Add model limit" }).focus();
+    await page.keyboard.press("Enter");
+    // Focus is on the new row's pattern: the user types at once.
+    await page.keyboard.type("gpt-*");
+    expect(await page.getByLabel("Model pattern, row 1").inputValue()).toBe("gpt-*");
+    await page.getByLabel("RPM, row 1").fill("lots");
+    // The RPM field is the wrong one, and says why; the pattern is fine.
+    expect(await page.getByLabel("RPM, row 1").getAttribute("aria-invalid")).toBe("true");
+    expect(await description(page, "RPM, row 1")).toContain("RPM must be a whole number");
+    expect(await page.getByLabel("Model pattern, row 1").getAttribute("aria-invalid")).toBeNull();
+    await page.getByLabel("RPM, row 1").fill("10");
+    expect(await page.getByLabel("RPM, row 1").getAttribute("aria-invalid")).toBeNull();
+    await page.getByLabel("Model pattern, row 1").fill("bad pattern!");
+    expect(await page.getByLabel("Model pattern, row 1").getAttribute("aria-invalid")).toBe("true");
+    expect(await description(page, "Model pattern, row 1")).not.toBe("");
+
+    await form.getByRole("button", { name: "Remove row 1" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByLabel("Model pattern, row 1").waitFor({ state: "detached" });
+    expect(await focused(page)).toBe("button: + Add model limit");
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});
