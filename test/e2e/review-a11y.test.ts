@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { launchChromium, recordedPage, signIn, type SeenRequest } from "../helpers/browser.ts";
 import { addKey } from "../helpers/keys.ts";
-import { chatCompletion, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { chatCompletion, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { chatRequestId, createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
 
@@ -17,9 +17,23 @@ let user: CreatedAccount;
 const seen: SeenRequest[] = [];
 const errors: string[] = [];
 
+const chunk = (content: string | null, usage?: unknown) => ({
+  id: "chatcmpl-a11y",
+  object: "chat.completion.chunk",
+  created: 1,
+  model: "model-a",
+  choices: content === null ? [] : [{ index: 0, delta: { content }, finish_reason: null }],
+  ...(usage !== undefined && { usage }),
+});
+
 beforeAll(async () => {
   router = await startRouter({ pricing: { ChatPricing: { "*": { InputText: 2, OutputText: 8 } } } });
-  upstream = startMockUpstream().route("POST", "/v1/chat/completions", (r) => chatCompletion(r.json.model, { prompt: 11, completion: 7 }));
+  upstream = startMockUpstream().route("POST", "/v1/chat/completions", (r) =>
+    // The playground streams: its answer arrives in pieces.
+    r.json.stream
+      ? sse([chunk("Hello"), chunk(" from"), chunk(" the playground"), chunk(null, { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 })], { done: true, delayMs: 40 })
+      : chatCompletion(r.json.model, { prompt: 11, completion: 7 }),
+  );
   await addKey(router, { provider: `${upstream.url}/v1`, name: "main-key", noSleep: true });
   manager = await createAccount(router, { CreditGranted: 10, Resources: MANAGER_RESOURCES, Name: "team-lead" });
   user = await createAccount(router, { CreditGranted: 5, Name: "plain-user" });
@@ -348,6 +362,33 @@ describe("per-model limits, by keyboard and screen reader", () => {
     await page.keyboard.press("Enter");
     await page.getByLabel("Model pattern, row 1").waitFor({ state: "detached" });
     expect(await focused(page)).toBe("button: + Add model limit");
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});
+
+describe("the playground and screen readers", () => {
+  test("a streamed answer is announced once, whole, not piece by piece as it arrives", async () => {
+    // A key that names its model, so the playground has one to offer.
+    await addKey(router, { provider: `${upstream.url}/v1`, name: "play-key", noSleep: true, config: { provider_type: "standard", models: ["play-model"] } });
+    const page = await openAs(user.key, "/console/playground");
+    await page.getByRole("heading", { name: "Chat with a model" }).waitFor();
+    // Every state any live region passes through, as a screen reader would be told of it.
+    await page.evaluate(() => {
+      const said: string[] = [];
+      (window as unknown as { said: string[] }).said = said;
+      const live = '[aria-live]:not([aria-live="off"]), [role="status"], [role="alert"], [role="log"]';
+      new MutationObserver(() => {
+        for (const region of Array.from(document.querySelectorAll(live))) said.push(region.textContent ?? "");
+      }).observe(document.body, { childList: true, subtree: true, characterData: true });
+    });
+    await page.getByLabel("Message").fill("Say hello");
+    await page.getByRole("button", { name: "Send" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByTestId("answer-cost").waitFor();
+    const said = await page.evaluate(() => (window as unknown as { said: string[] }).said);
+    expect(said.filter((text) => text.includes("Hello") && !text.includes("Hello from the playground"))).toEqual([]);
+    expect(said.some((text) => text.includes("Hello from the playground"))).toBe(true);
     expect(errors).toEqual([]);
     await page.context().close();
   }, 60_000);

@@ -72,6 +72,10 @@ export function PlaygroundPanel() {
   const [costs, setCosts] = useState<Array<Cost | undefined>>([]);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  // What a screen reader is told: each answer once, whole, when it is complete. The
+  // conversation itself is not a live region: it changes with every streamed piece, and
+  // a reader would hear fragments ("Hello", "Hello from", …) talking over each other.
+  const [announced, setAnnounced] = useState("");
   const answer = useRef("");
 
   useEffect(() => {
@@ -93,6 +97,7 @@ export function PlaygroundPanel() {
     setPrompt("");
     setBusy(true);
     setError(null);
+    setAnnounced("");
     answer.current = "";
     try {
       const response = await fetch("/v1/chat/completions", {
@@ -110,6 +115,7 @@ export function PlaygroundPanel() {
         answer.current += text;
         setTurns([...history, { role: "assistant", content: answer.current }]);
       }
+      setAnnounced(`${model} answered: ${answer.current}`);
       const cost = requestId ? await recordOf(requestId) : undefined;
       setCosts((previous) => {
         const next = [...previous];
@@ -132,7 +138,7 @@ export function PlaygroundPanel() {
       <div class="grid">
         <SelectField label="Model" value={model} onChange={setModel} options={(models ?? []).map((id) => [id, id])} />
       </div>
-      <ol class="chat" aria-label="Conversation" aria-live="polite">
+      <ol class="chat" aria-label="Conversation" aria-busy={busy}>
         {turns.map((turn, i) => (
           <li key={i} class={`turn ${turn.role}`}>
             <strong>{turn.role === "user" ? "You" : model}</strong>
@@ -146,6 +152,9 @@ export function PlaygroundPanel() {
           </li>
         ))}
       </ol>
+      <p class="sr-only" aria-live="polite">
+        {announced}
+      </p>
       <form onSubmit={(e) => void send(e)} noValidate>
         <TextArea label="Message" rows={3} value={prompt} onInput={setPrompt} />
         <ErrorNote error={error} />
