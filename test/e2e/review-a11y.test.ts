@@ -393,3 +393,23 @@ describe("the playground and screen readers", () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe("page titles (WCAG 2.4.2)", () => {
+  test("the title names the sign-in form, then the section shown, and follows the section tabs", async () => {
+    const { page } = await recordedPage(browser, seen, errors);
+    await page.goto(`${router.url}/console/owner`);
+    await page.getByLabel("API key").waitFor();
+    expect(await page.title()).toBe("Sign in · Router console");
+    await page.getByLabel("API key").fill(router.ownerKey);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { level: 2, name: "Provider keys" }).waitFor();
+    expect(await page.title()).toBe("Provider keys · Owner console · Router console");
+    await section(page, "Routing", "[data-testid=mapper-MODEL_MAPPER]");
+    expect(await page.title()).toBe("Routing · Owner console · Router console");
+    await page.goto(`${router.url}/console/accounts#usage`);
+    await page.getByRole("heading", { level: 2, name: "Usage" }).waitFor();
+    expect(await page.title()).toBe("Usage · Sub-accounts · Router console");
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

@@ -77,6 +77,11 @@ function Frame(props: { page: PageId; title: string; status: AccountStatus; tabs
     return () => removeEventListener("hashchange", follow);
   }, [props.tabs]);
   const active = props.tabs.find((t) => t.id === tab) ?? props.tabs[0]!;
+  // The window's title names the section too: it is what a screen reader says first, and
+  // what tells apart two tabs of the same page.
+  useEffect(() => {
+    document.title = `${active.label} · ${props.title} · Router console`;
+  }, [active.label, props.title]);
   const { status } = props;
   return (
     <>
@@ -162,6 +167,7 @@ function Console(props: { page: PageId; title: string; tabs: Tab[] }) {
   };
 
   if (!hasKey) {
+    document.title = "Sign in · Router console";
     return (
       <Login
         reason={loggedOut}
@@ -189,7 +195,10 @@ function Console(props: { page: PageId; title: string; tabs: Tab[] }) {
   }
   // Before the pages render: every time they show is in the router's business zone.
   setDisplayTimeZone(status.timeZone);
-  if (!allowedPages(status).includes(props.page)) return <NotAllowed page={props.page} status={status} onLogout={logout} />;
+  if (!allowedPages(status).includes(props.page)) {
+    document.title = `Not available · ${props.title} · Router console`;
+    return <NotAllowed page={props.page} status={status} onLogout={logout} />;
+  }
   return (
     <StatusContext.Provider value={{ status, refreshStatus }}>
       <Frame page={props.page} title={props.title} status={status} tabs={props.tabs} onLogout={logout} />
