@@ -413,3 +413,39 @@ describe("page titles (WCAG 2.4.2)", () => {
     await page.context().close();
   }, 60_000);
 });
+
+/** Each input with a placeholder on the page: its name and the placeholder's contrast with the field. */
+async function placeholderContrasts(page: Page): Promise<Array<[string, number]>> {
+  const found = await page.evaluate(() =>
+    Array.from(document.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>("input[placeholder]:not([placeholder='']), textarea[placeholder]:not([placeholder=''])")).map((input) => {
+      const layers: string[] = [];
+      for (let e: Element | null = input; e; e = e.parentElement) layers.push(getComputedStyle(e).backgroundColor);
+      const style = getComputedStyle(input, "::placeholder");
+      const [r, g, b, a = 1] = (style.color.match(/[\d.]+/g) ?? []).map(Number);
+      return { name: input.getAttribute("aria-label") ?? input.labels?.[0]?.textContent ?? input.placeholder, colour: `rgba(${r}, ${g}, ${b}, ${a * Number(style.opacity)})`, layers };
+    }),
+  );
+  return found.map((f) => [f.name, contrast(rgba(f.colour), behind(f.layers))]);
+}
+
+describe("placeholder text contrast (WCAG 1.4.3)", () => {
+  for (const dark of [false, true]) {
+    test(`example formats in placeholders read at 4.5:1 (${dark ? "dark" : "light"} theme)`, async () => {
+      const { page } = await recordedPage(browser, seen, errors);
+      await page.emulateMedia({ colorScheme: dark ? "dark" : "light" });
+      await page.goto(`${router.url}/console/`);
+      await page.getByLabel("API key").waitFor();
+      const login = await placeholderContrasts(page);
+      await signIn(page, `${router.url}/console/`, router.ownerKey);
+      await page.waitForURL(/\/console\/owner$/);
+      await page.goto(`${router.url}/console/owner#routing`);
+      await section(page, "Routing", "[data-testid=mapper-MODEL_MAPPER]");
+      await page.getByTestId("mapper-MODEL_MAPPER").getByRole("button", { name: "+ Add row" }).click();
+      const routing = await placeholderContrasts(page);
+      expect(login.length + routing.length).toBeGreaterThan(2);
+      expect([...login, ...routing].filter(([, ratio]) => ratio < 4.5)).toEqual([]);
+      expect(errors).toEqual([]);
+      await page.context().close();
+    }, 60_000);
+  }
+});
