@@ -4,7 +4,7 @@ import { launchChromium, recordedPage, signIn, type SeenRequest } from "../helpe
 import { addKey } from "../helpers/keys.ts";
 import { chatCompletion, sse, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { chatRequestId, createAccount, MANAGER_RESOURCES, type CreatedAccount } from "../helpers/owner-ops.ts";
-import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { startRouter, waitFor, type TestRouter } from "../helpers/router.ts";
 
 // Review of the console for keyboard-only and screen-reader users and WCAG 2.2 AA:
 // reflow at 320 CSS px, contrast of text and focus indicators in both themes, live
@@ -229,6 +229,20 @@ const focused = (page: Page) =>
     return el && el !== document.body ? `${el.tagName.toLowerCase()}: ${(el.getAttribute("aria-label") ?? el.textContent ?? "").trim()}` : "body";
   });
 
+/**
+ * Expects `read()` to give `expected`, allowing it 5 s to get there: focus moves and
+ * lists change on the render after a key press, not with it.
+ */
+async function expectSoon<T>(read: () => Promise<T>, expected: T | RegExp): Promise<void> {
+  const fits = (value: T) => (expected instanceof RegExp ? expected.test(String(value)) : JSON.stringify(value) === JSON.stringify(expected));
+  await waitFor(async () => fits(await read()), 5000).catch(() => undefined);
+  if (expected instanceof RegExp) expect(String(await read())).toMatch(expected);
+  else expect(await read()).toEqual(expected as Awaited<T>);
+}
+
+/** Expects focus on `expected` ("tag: name"), soon. */
+const expectFocus = (page: Page, expected: string | RegExp) => expectSoon(() => focused(page), expected);
+
 describe("editors shown in place of a list, by keyboard", () => {
   test("opening an account's or a key's editor takes focus to it; Cancel brings it back to the button that opened it", async () => {
     const page = await openAs(router.ownerKey, "/console/accounts");
@@ -237,36 +251,36 @@ describe("editors shown in place of a list, by keyboard", () => {
     await page.keyboard.press("Enter");
     await page.getByRole("form", { name: "Create an account" }).waitFor();
     // A keyboard user is taken to the form (not left on a button that is gone), a screen reader reads its title.
-    expect(await focused(page)).toBe("h3: Create an account");
+    await expectFocus(page, "h3: Create an account");
     await page.keyboard.press("Tab");
-    expect(await focused(page)).toBe("input: ");
+    await expectFocus(page, "input: ");
     expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).labels?.[0]?.textContent)).toBe("Email *");
     await page.getByRole("button", { name: "Cancel" }).focus();
     await page.keyboard.press("Enter");
     await page.getByRole("form", { name: "Create an account" }).waitFor({ state: "detached" });
     await page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 5000 });
-    expect(await focused(page)).toBe("button: + Create account");
+    await expectFocus(page, "button: + Create account");
 
     // Edit far down the list: focus goes up to the form, and back to the same row's button after.
     await page.getByRole("button", { name: "Edit plain-user" }).focus();
     await page.keyboard.press("Enter");
     await page.getByRole("form", { name: /^Edit account plain-user/ }).waitFor();
-    expect(await focused(page)).toMatch(/^h3: Edit account plain-user/);
+    await expectFocus(page, /^h3: Edit account plain-user/);
     await page.getByRole("button", { name: "Cancel" }).focus();
     await page.keyboard.press("Enter");
     await page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 5000 });
-    expect(await focused(page)).toBe("button: Edit plain-user");
+    await expectFocus(page, "button: Edit plain-user");
 
     await page.goto(`${router.url}/console/owner#keys`);
     await section(page, "Provider keys", ".table-wrap tbody tr");
     await page.getByRole("button", { name: "Edit key 1 (main-key)" }).focus();
     await page.keyboard.press("Enter");
     await page.getByRole("form", { name: "Edit key 1" }).waitFor();
-    expect(await focused(page)).toBe("h3: Edit key 1");
+    await expectFocus(page, "h3: Edit key 1");
     await page.getByRole("button", { name: "Cancel" }).focus();
     await page.keyboard.press("Enter");
     await page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 5000 });
-    expect(await focused(page)).toBe("button: Edit key 1 (main-key)");
+    await expectFocus(page, "button: Edit key 1 (main-key)");
     expect(errors).toEqual([]);
     await page.context().close();
   }, 60_000);
@@ -284,7 +298,7 @@ describe("a key shown once, by keyboard", () => {
     await page.getByRole("textbox", { name: "Your new API key." }).waitFor();
     // Not lost to <body> with the form's button: the one thing to do now is copy the key.
     await page.waitForFunction(() => document.activeElement !== document.body, undefined, { timeout: 5000 });
-    expect(await focused(page)).toBe("input: Your new API key.");
+    await expectFocus(page, "input: Your new API key.");
     await page.getByRole("button", { name: "Done" }).focus();
     await page.keyboard.press("Enter");
     await page.getByRole("textbox", { name: "Your new API key." }).waitFor({ state: "detached" });
@@ -301,26 +315,29 @@ describe("ordered rows (mappers), by keyboard", () => {
     await section(page, "Routing", "[data-testid=mapper-MODEL_MAPPER] button");
     const mapper = page.getByTestId("mapper-MODEL_MAPPER");
     const patterns = () => mapper.getByRole("textbox", { name: /^Requested model pattern, row/ }).evaluateAll((inputs) => inputs.map((i) => (i as HTMLInputElement).value));
-    for (const name of ["first-*", "second-*", "third-*"]) {
+    for (const [i, name] of ["first-*", "second-*", "third-*"].entries()) {
       await mapper.getByRole("button", { name: "+ Add row" }).focus();
       await page.keyboard.press("Enter");
-      // Focus is in the new row, so the user types at once.
+      // Focus moves to the new row (on the next render), so the user types there.
+      await page.waitForFunction((label) => document.activeElement?.getAttribute("aria-label") === label, `Requested model pattern, row ${i + 1}`, { timeout: 5000 });
       await page.keyboard.type(name);
     }
-    expect(await patterns()).toEqual(["first-*", "second-*", "third-*"]);
+    await expectSoon(patterns, ["first-*", "second-*", "third-*"]);
 
     await mapper.getByRole("button", { name: "Move row 3 up" }).focus();
     await page.keyboard.press("Enter");
-    expect(await patterns()).toEqual(["first-*", "third-*", "second-*"]);
+    await expectSoon(patterns, ["first-*", "third-*", "second-*"]);
+    // Focus went with the row: Enter again moves the same row further up.
+    await expectFocus(page, "button: Move row 2 up");
     await page.keyboard.press("Enter");
-    expect(await patterns()).toEqual(["third-*", "first-*", "second-*"]);
+    await expectSoon(patterns, ["third-*", "first-*", "second-*"]);
     // At the top it cannot go further up: focus is on the same row's other move button, not lost.
-    expect(await focused(page)).toBe("button: Move row 1 down");
+    await expectFocus(page, "button: Move row 1 down");
 
     await mapper.getByRole("button", { name: "Remove row 3" }).focus();
     await page.keyboard.press("Enter");
-    expect(await patterns()).toEqual(["third-*", "first-*"]);
-    expect(await focused(page)).toBe("button: Remove row 2");
+    await expectSoon(patterns, ["third-*", "first-*"]);
+    await expectFocus(page, "button: Remove row 2");
     expect(errors).toEqual([]);
     await page.context().close();
   }, 60_000);
@@ -344,24 +361,25 @@ describe("per-model limits, by keyboard and screen reader", () => {
     const form = page.getByRole("form", { name: "Create an account" });
     await form.getByRole("button", { name: "+ Add model limit" }).focus();
     await page.keyboard.press("Enter");
-    // Focus is on the new row's pattern: the user types at once.
+    // Focus moves to the new row's pattern (on the next render), so the user types there.
+    await page.waitForFunction(() => document.activeElement?.getAttribute("aria-label") === "Model pattern, row 1", undefined, { timeout: 5000 });
     await page.keyboard.type("gpt-*");
     expect(await page.getByLabel("Model pattern, row 1").inputValue()).toBe("gpt-*");
     await page.getByLabel("RPM, row 1").fill("lots");
     // The RPM field is the wrong one, and says why; the pattern is fine.
-    expect(await page.getByLabel("RPM, row 1").getAttribute("aria-invalid")).toBe("true");
-    expect(await description(page, "RPM, row 1")).toContain("RPM must be a whole number");
-    expect(await page.getByLabel("Model pattern, row 1").getAttribute("aria-invalid")).toBeNull();
+    await expectSoon(() => page.getByLabel("RPM, row 1").getAttribute("aria-invalid"), "true");
+    await expectSoon(() => description(page, "RPM, row 1"), /RPM must be a whole number/);
+    await expectSoon(() => page.getByLabel("Model pattern, row 1").getAttribute("aria-invalid"), null);
     await page.getByLabel("RPM, row 1").fill("10");
-    expect(await page.getByLabel("RPM, row 1").getAttribute("aria-invalid")).toBeNull();
+    await expectSoon(() => page.getByLabel("RPM, row 1").getAttribute("aria-invalid"), null);
     await page.getByLabel("Model pattern, row 1").fill("bad pattern!");
-    expect(await page.getByLabel("Model pattern, row 1").getAttribute("aria-invalid")).toBe("true");
-    expect(await description(page, "Model pattern, row 1")).not.toBe("");
+    await expectSoon(() => page.getByLabel("Model pattern, row 1").getAttribute("aria-invalid"), "true");
+    await expectSoon(() => description(page, "Model pattern, row 1"), /\S/);
 
     await form.getByRole("button", { name: "Remove row 1" }).focus();
     await page.keyboard.press("Enter");
     await page.getByLabel("Model pattern, row 1").waitFor({ state: "detached" });
-    expect(await focused(page)).toBe("button: + Add model limit");
+    await expectFocus(page, "button: + Add model limit");
     expect(errors).toEqual([]);
     await page.context().close();
   }, 60_000);
