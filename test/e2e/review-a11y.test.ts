@@ -467,3 +467,23 @@ describe("placeholder text contrast (WCAG 1.4.3)", () => {
     }, 60_000);
   }
 });
+
+describe("sortable columns", () => {
+  test("announce their order; the accounts' Select column (checkboxes) is not offered as sortable", async () => {
+    const page = await openAs(router.ownerKey, "/console/accounts");
+    await section(page, "Accounts", ".table-wrap tbody tr");
+    const table = page.getByRole("region", { name: "Accounts" });
+    const select = table.getByRole("columnheader", { name: "Select" });
+    expect(await select.getAttribute("aria-sort")).toBeNull();
+    expect(await select.getByRole("button").count()).toBe(0);
+    const name = table.getByRole("columnheader", { name: "Name" });
+    expect(await name.getAttribute("aria-sort")).toBe("none");
+    await name.getByRole("button", { name: "Name" }).focus();
+    await page.keyboard.press("Enter");
+    await expectSoon(() => name.getAttribute("aria-sort"), "ascending");
+    await page.keyboard.press("Enter");
+    await expectSoon(() => name.getAttribute("aria-sort"), "descending");
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

@@ -85,7 +85,7 @@ export function AccountsPanel(props: { bounds: AccountRecord }) {
             rowKey={(a) => a.ID}
             empty={search || level ? "No account matches." : "No accounts yet. Create one above."}
             columns={[
-              { label: "Select", render: (a) => <input type="checkbox" aria-label={`Select ${a.Name} for batch credit`} checked={selected.includes(a.ID)} onChange={(e) => toggleSelected(a.ID, (e.currentTarget as HTMLInputElement).checked)} /> },
+              { label: "Select", sortable: false, render: (a) => <input type="checkbox" aria-label={`Select ${a.Name} for batch credit`} checked={selected.includes(a.ID)} onChange={(e) => toggleSelected(a.ID, (e.currentTarget as HTMLInputElement).checked)} /> },
               { label: "ID", numeric: true, render: (a) => a.ID },
               { label: "Name", render: (a) => a.Name },
               { label: "Email", render: (a) => a.Email },
