@@ -487,3 +487,36 @@ describe("sortable columns", () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe("headings", () => {
+  test("every section of every page has one h1 (the page), one h2 (the section) and its parts under it", async () => {
+    const sections: Record<string, string[]> = {
+      "/console/owner": ["Provider keys", "Routing", "Limits & mail", "Pricing", "Notices", "Operation log"],
+      "/console/accounts": ["Accounts", "Batch credit", "Notices", "Usage"],
+      "/console/": ["Live usage", "Bill history", "Account & limits", "Prices", "Notices", "API key", "Quick start"],
+      "/console/requests": ["Model calls"],
+      "/console/playground": ["Chat"],
+    };
+    const page = await openAs(router.ownerKey, "/console/owner");
+    const wrong: string[] = [];
+    for (const [path, labels] of Object.entries(sections)) {
+      await page.goto(`${router.url}${path}`);
+      for (const label of labels) {
+        await page.getByRole("navigation", { name: / sections$/ }).getByRole("link", { name: label, exact: true }).click();
+        await page.getByRole("heading", { level: 2, name: label, exact: true }).waitFor();
+        await page.waitForFunction(() => !document.querySelector("main .loading"));
+        const outline = await page.evaluate(() =>
+          Array.from(document.querySelectorAll("h1, h2, h3, h4, h5, h6"))
+            .filter((h) => !h.closest("dialog:not([open])"))
+            .map((h) => Number(h.tagName[1])),
+        );
+        // One h1 and one h2, in that order; no level skipped on the way down.
+        const skips = outline.some((level, i) => i > 0 && level > outline[i - 1]! + 1);
+        if (outline.filter((l) => l === 1).length !== 1 || outline.filter((l) => l === 2).length !== 1 || outline[0] !== 1 || skips) wrong.push(`${path} ${label}: ${outline.join(" ")}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+});

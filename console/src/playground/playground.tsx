@@ -133,7 +133,7 @@ export function PlaygroundPanel() {
   if (!models && !error) return <Loading />;
   return (
     <section class="card" aria-labelledby="pg-h">
-      <h2 id="pg-h">Chat with a model</h2>
+      <h3 id="pg-h">Chat with a model</h3>
       <p class="hint">Chat with any model this key may use, through the router. Each answer is charged like any call; its tokens and cost come from the call's record.</p>
       <div class="grid">
         <SelectField label="Model" value={model} onChange={setModel} options={(models ?? []).map((id) => [id, id])} />
