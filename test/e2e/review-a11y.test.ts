@@ -520,3 +520,28 @@ describe("headings", () => {
     await page.context().close();
   }, 120_000);
 });
+
+describe("the Requests live tail on a later page", () => {
+  test("says once that new calls arrived, not again with every further call", async () => {
+    for (let i = 0; i < 21; i++) await chatRequestId(router, user.key, `later-${i}`);
+    await router.deps.usageRecorder.flush();
+    const page = await openAs(router.ownerKey, "/console/requests");
+    const calls = page.getByRole("region", { name: "Model calls" });
+    await calls.locator("tbody tr").first().waitFor();
+    await page.getByRole("navigation", { name: "Model calls pages" }).getByRole("button", { name: "Next →" }).click();
+    await expectSoon(() => page.getByRole("navigation", { name: "Model calls pages" }).locator("span").first().textContent(), /^Page 2 of/);
+    await page.getByLabel(/^Live tail/).check();
+    await chatRequestId(router, user.key, "later-new-1");
+    await router.deps.usageRecorder.flush();
+    await page.getByText("1 new call since this page was opened.").waitFor({ timeout: 15_000 });
+    const first = await liveTexts(page);
+    expect(first.some((text) => /new call/.test(text))).toBe(true);
+    await chatRequestId(router, user.key, "later-new-2");
+    await router.deps.usageRecorder.flush();
+    await page.getByText("2 new calls since this page was opened.").waitFor({ timeout: 15_000 });
+    // The count on screen goes up; what a screen reader was told does not change with it.
+    expect(await liveTexts(page)).toEqual(first);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

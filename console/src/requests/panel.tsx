@@ -51,13 +51,18 @@ export function RequestsPanel() {
         </button>
       </div>
       {log.waiting > 0 && (
-        <p class="note" role="status">
+        <p class="note">
           {log.waiting} new {log.waiting === 1 ? "call" : "calls"} since this page was opened.{" "}
           <button type="button" onClick={() => setPage(1)}>
             Show the newest
           </button>
         </p>
       )}
+      {/* Said once when calls start waiting; the count above is not live, since on a busy
+          router it changes with every poll and would be read out every few seconds. */}
+      <p class="sr-only" role="status">
+        {log.waiting > 0 ? "There are new calls since this page was opened: Show the newest lists them." : ""}
+      </p>
       <ErrorNote error={log.error} />
       {log.loading && !log.rows && <Loading />}
       {log.rows && (
