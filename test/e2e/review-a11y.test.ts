@@ -545,3 +545,32 @@ describe("the Requests live tail on a later page", () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe("buttons that are busy or done, by keyboard", () => {
+  test("a key's Test keeps focus while it runs and after; Save and Undo of a mapper keep focus in the mapper", async () => {
+    const page = await openAs(router.ownerKey, "/console/owner#keys");
+    await section(page, "Provider keys", ".table-wrap tbody tr");
+    await page.getByRole("button", { name: "Test key 1 (main-key)" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByTestId("key-test-1").getByText(/^(OK|Failed)/).waitFor({ timeout: 15_000 });
+    // Not lost to <body> while the button was busy: the user goes on from the same row.
+    await expectFocus(page, "button: Test key 1 (main-key)");
+
+    await section(page, "Routing", "[data-testid=mapper-LEVEL_MAPPER]");
+    const mapper = page.getByTestId("mapper-LEVEL_MAPPER");
+    await mapper.getByRole("button", { name: "+ Add row" }).click();
+    await mapper.getByLabel("Model pattern, row 1").fill("kbd-*");
+    await mapper.getByLabel("Level, row 1").fill("1");
+    await mapper.getByRole("button", { name: "Save LEVEL_MAPPER" }).focus();
+    await page.keyboard.press("Enter");
+    await mapper.getByText("LEVEL_MAPPER saved: it applies from the next request.").waitFor();
+    await expectSoon(() => page.evaluate(() => !!document.activeElement?.closest("[data-testid=mapper-LEVEL_MAPPER]")), true);
+    await mapper.getByLabel("Level, row 1").fill("2");
+    await mapper.getByRole("button", { name: "Undo changes" }).focus();
+    await page.keyboard.press("Enter");
+    await expectSoon(() => mapper.getByLabel("Level, row 1").inputValue(), "1");
+    await expectSoon(() => page.evaluate(() => !!document.activeElement?.closest("[data-testid=mapper-LEVEL_MAPPER]")), true);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

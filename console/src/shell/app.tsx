@@ -8,6 +8,7 @@ import { setDisplayTimeZone } from "../lib/format.ts";
 import { applyTheme, nextTheme, storedTheme, themeLabel, type Theme } from "../lib/theme.ts";
 import type { AccountStatus } from "../lib/types.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
+import { keepFocusWhenDisabled } from "../ui/keep-focus.ts";
 import { StatusContext } from "./context.ts";
 import { Login } from "./login.tsx";
 
@@ -216,5 +217,6 @@ export function mountConsole(page: PageId, title: string, tabs: Tab[]): void {
   }
   document.title = `${title} · Router console`;
   applyTheme(storedTheme());
+  keepFocusWhenDisabled();
   render(<Console page={page} title={title} tabs={tabs} />, document.getElementById("app")!);
 }
