@@ -574,3 +574,37 @@ describe("buttons that are busy or done, by keyboard", () => {
     await page.context().close();
   }, 60_000);
 });
+
+/** The label of the focused field (its <label>, else its aria-label). */
+const focusedField = (page: Page) =>
+  page.evaluate(() => {
+    const el = document.activeElement as HTMLInputElement | null;
+    return el?.labels?.[0]?.textContent ?? el?.getAttribute("aria-label") ?? el?.tagName ?? "";
+  });
+
+describe("a form sent with mistakes, by keyboard", () => {
+  test("takes focus to the first field to fix (account and key forms)", async () => {
+    const page = await openAs(router.ownerKey, "/console/accounts");
+    await section(page, "Accounts", ".table-wrap tbody tr");
+    await page.getByRole("button", { name: "+ Create account" }).click();
+    const form = page.getByRole("form", { name: "Create an account" });
+    await form.getByLabel("Allowed IPs").fill("not an address");
+    await form.getByRole("button", { name: "Create account" }).focus();
+    await page.keyboard.press("Enter");
+    await form.getByText("Fix the fields marked above.").waitFor();
+    // The first of the two (Email is required) is where the user lands, its error read with it.
+    await expectSoon(() => focusedField(page), "Email *");
+
+    await page.goto(`${router.url}/console/owner#keys`);
+    await section(page, "Provider keys", ".table-wrap tbody tr");
+    await page.getByRole("button", { name: "+ Add provider key" }).click();
+    const keyForm = page.getByRole("form", { name: "Add a provider key" });
+    await keyForm.getByRole("button", { name: "Add key" }).focus();
+    await page.keyboard.press("Enter");
+    await keyForm.getByText("Fix the fields marked above.").waitFor();
+    await expectSoon(async () => (await focusedField(page)).replace(" *", ""), /^(Provider URL|Level|API key)/);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("aria-invalid"))).toBe("true");
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

@@ -7,6 +7,7 @@ import { ErrorNote, serverFieldError } from "../ui/feedback.tsx";
 import { TextArea, TextField } from "../ui/field.tsx";
 import { fromLimitRows, limitRowErrors, ModelLimitsEditor, toLimitRows, type LimitRow } from "../ui/model-limits.tsx";
 import { useEditorFocus } from "../ui/editor-focus.ts";
+import { focusFirstInvalid } from "../ui/first-invalid.ts";
 import { useAction } from "../ui/use-load.ts";
 import { LIMIT_FIELDS, LimitFields, limitFieldErrors } from "./limit-fields.tsx";
 
@@ -74,7 +75,7 @@ export function AccountForm(props: { record?: AccountRecord; bounds: AccountReco
   const submit = (event: Event) => {
     event.preventDefault();
     setTried(true);
-    if (!valid) return;
+    if (!valid) return focusFirstInvalid(event.currentTarget as HTMLFormElement);
     void action.run(async () => {
       const body = buildBody(r, text, limits, rows, credit, days);
       if (r) {

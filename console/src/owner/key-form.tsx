@@ -5,6 +5,7 @@ import { levelError, objectToRows, patternError, rowsToObject } from "../lib/val
 import { ErrorNote, serverFieldError } from "../ui/feedback.tsx";
 import { CheckField, SelectField, TextField } from "../ui/field.tsx";
 import { useEditorFocus } from "../ui/editor-focus.ts";
+import { focusFirstInvalid } from "../ui/first-invalid.ts";
 import { useAction } from "../ui/use-load.ts";
 import { addLevelMapping } from "./config-api.ts";
 import { AzureFields, checkPairs, describeServiceAccount, FormatsField, VertexFields, type AzureState, type VertexState } from "./key-config.tsx";
@@ -94,7 +95,7 @@ export function KeyForm(props: { record?: ProviderKey; onDone: (message: string)
   const submit = (event: Event) => {
     event.preventDefault();
     setTried(true);
-    if (!valid) return;
+    if (!valid) return focusFirstInvalid(event.currentTarget as HTMLFormElement);
     void action.run(async () => {
       const body: Record<string, unknown> = { Name: name.trim(), Provider: provider.trim(), Level: Number(level), Status: enabled, NoSleep: noSleep };
       if (secret) body.SecretKey = type === "vertex" ? secret : secret.trim();
