@@ -608,3 +608,35 @@ describe("a form sent with mistakes, by keyboard", () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe("auto-updating content (WCAG 2.2.2)", () => {
+  test("Live usage refreshes every 5 s until the user pauses it; paused, it asks no more", async () => {
+    const { page } = await recordedPage(browser, seen, errors);
+    // The page's timers run on a clock the test moves: 5 s pass without the test waiting them out.
+    await page.clock.install();
+    await signIn(page, `${router.url}/console/`, user.key);
+    await page.getByRole("heading", { level: 2, name: "Live usage" }).waitFor();
+    const polls = () => seen.filter((r) => r.url.endsWith("/dashboard/live")).length;
+    await page.getByTestId("live-today").waitFor();
+    const before = polls();
+    await page.clock.runFor(5_500);
+    await expectSoon(async () => polls() > before, true);
+
+    const auto = page.getByRole("checkbox", { name: /^Refresh every 5 s/ });
+    expect(await auto.isChecked()).toBe(true);
+    await auto.focus();
+    await page.keyboard.press("Space");
+    await expectSoon(() => auto.isChecked(), false);
+    const paused = polls();
+    await page.clock.runFor(20_000);
+    // Nothing asked (a poll in flight when paused may still land): the numbers hold still to be read.
+    await page.getByTestId("live-today").waitFor();
+    expect(polls()).toBe(paused);
+    await page.keyboard.press("Space");
+    await expectSoon(() => auto.isChecked(), true);
+    await page.clock.runFor(5_500);
+    await expectSoon(async () => polls() > paused, true);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

@@ -3,6 +3,7 @@ import { api } from "../lib/api.ts";
 import { formatCredit, formatCredits, formatInt } from "../lib/format.ts";
 import type { LiveUsage, UsageTotals } from "../lib/types.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
+import { CheckField } from "../ui/field.tsx";
 import { DataTable } from "../ui/table.tsx";
 
 const POLL_MS = 5000;
@@ -45,12 +46,18 @@ export function Stat(props: { label: string; value: string; hint?: string }) {
   );
 }
 
-/** Today and this month, polled every 5 s while the tab is open. */
+/**
+ * Today and this month, polled every 5 s while the tab is open, unless the user pauses
+ * it: numbers that change under the reader (or under a screen reader's cursor) must be
+ * stoppable (WCAG 2.2.2).
+ */
 export function LivePanel() {
   const [live, setLive] = useState<LiveUsage | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [updated, setUpdated] = useState<Date | null>(null);
+  const [auto, setAuto] = useState(true);
   useEffect(() => {
+    if (!auto) return;
     let active = true;
     const tick = async () => {
       try {
@@ -69,14 +76,15 @@ export function LivePanel() {
       active = false;
       clearInterval(timer);
     };
-  }, []);
+  }, [auto]);
   if (!live) return error ? <ErrorNote error={error} /> : <Loading />;
   return (
     <div>
       <p class="hint">
-        Balance <strong>{formatCredits(live.account.balance)}</strong> · refreshed every 5 s
+        Balance <strong>{formatCredits(live.account.balance)}</strong>
         {updated && ` · last update ${updated.toLocaleTimeString()}`}
       </p>
+      <CheckField label="Refresh every 5 s" checked={auto} onChange={setAuto} />
       <ErrorNote error={error} />
       <Totals title="Today" totals={live.daily_usage} id="live-today" />
       <Totals title="This month" totals={live.monthly_usage} id="live-month" />
