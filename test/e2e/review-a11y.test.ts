@@ -640,3 +640,21 @@ describe("auto-updating content (WCAG 2.2.2)", () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe("tables in the Tab order", () => {
+  test("a table is a Tab stop (to scroll it by keyboard) only when it has something to scroll", async () => {
+    const page = await openAs(router.ownerKey, "/console/accounts");
+    await section(page, "Accounts", ".table-wrap tbody tr");
+    const box = page.getByRole("region", { name: "Accounts" });
+    expect(await box.evaluate((e) => e.scrollWidth > e.clientWidth)).toBe(false);
+    await expectSoon(() => box.evaluate((e) => (e as HTMLElement).tabIndex), -1);
+    // Narrow, the same table scrolls sideways: it can be focused and scrolled with the arrow keys.
+    await page.setViewportSize({ width: 320, height: 800 });
+    await expectSoon(() => box.evaluate((e) => (e as HTMLElement).tabIndex), 0);
+    await box.focus();
+    await page.keyboard.press("ArrowRight");
+    await expectSoon(() => box.evaluate((e) => e.scrollLeft > 0), true);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

@@ -39,6 +39,27 @@ const numberIn = (text: string): number | undefined => {
 type Direction = "ascending" | "descending";
 
 /**
+ * Whether a table's box has columns to scroll to, followed as the window and the table
+ * change size. Only then is the box a Tab stop (to scroll it with the arrow keys): a
+ * table that fits would be one more stop that does nothing.
+ */
+function useSidewaysScroll(shown: boolean) {
+  const ref = useRef<HTMLDivElement>(null);
+  const [scrolls, setScrolls] = useState(false);
+  useEffect(() => {
+    const box = ref.current;
+    if (!box) return;
+    const check = () => setScrolls(box.scrollWidth > box.clientWidth);
+    check();
+    const observer = new ResizeObserver(check);
+    observer.observe(box);
+    if (box.firstElementChild) observer.observe(box.firstElementChild);
+    return () => observer.disconnect();
+  }, [shown]);
+  return { ref, scrolls };
+}
+
+/**
  * A table in a horizontally scrolling region, with a caption for screen readers and an
  * empty state. Clicking a column's header sorts the rows shown by it (again: the other
  * way); a paged list sorts the page it shows.
@@ -46,6 +67,7 @@ type Direction = "ascending" | "descending";
 export function DataTable<T>(props: { caption: string; columns: Column<T>[]; rows: T[]; empty: ComponentChildren; rowKey: (row: T) => string | number }) {
   const [sort, setSort] = useState<{ label: string; direction: Direction } | undefined>(undefined);
   const [opened, setOpened] = useState<ReadonlySet<string | number>>(new Set());
+  const box = useSidewaysScroll(props.rows.length > 0);
   if (props.rows.length === 0) return <Empty>{props.empty}</Empty>;
   const cellOf = (c: Column<T>, row: T) => (c.render ? c.render(row) : String((row as Record<string, unknown>)[c.label] ?? ""));
   const sortable = (c: Column<T>) => c.sortable !== false && c.label !== "Actions";
@@ -78,7 +100,7 @@ export function DataTable<T>(props: { caption: string; columns: Column<T>[]; row
   const toggle = (label: string) =>
     setSort(sort?.label === label ? { label, direction: sort.direction === "ascending" ? "descending" : "ascending" } : { label, direction: "ascending" });
   return (
-    <div class="table-wrap" role="region" aria-label={props.caption} tabIndex={0}>
+    <div class="table-wrap" role="region" aria-label={props.caption} ref={box.ref} tabIndex={box.scrolls ? 0 : undefined}>
       <table>
         <caption class="sr-only">{props.caption}</caption>
         <thead>
