@@ -658,3 +658,22 @@ describe("tables in the Tab order", () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe("filtering the Requests list (WCAG 4.1.3)", () => {
+  test("Apply filters and Clear say how many calls match, once the answer is in", async () => {
+    const page = await openAs(router.ownerKey, "/console/requests");
+    const calls = page.getByRole("region", { name: "Model calls" });
+    await calls.locator("tbody tr").first().waitFor();
+    const matching = () => liveTexts(page).then((texts) => texts.filter((text) => /match/.test(text)));
+    expect(await matching()).toEqual([]);
+    await page.getByLabel("Model", { exact: true }).fill("model-a");
+    await page.getByRole("button", { name: "Apply filters" }).focus();
+    await page.keyboard.press("Enter");
+    await expectSoon(matching, ["1 call matches these filters."]);
+    await page.getByRole("button", { name: "Clear" }).focus();
+    await page.keyboard.press("Enter");
+    await expectSoon(async () => (await matching()).some((text) => /^\d+ calls match these filters\.$/.test(text)), true);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

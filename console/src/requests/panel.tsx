@@ -4,6 +4,7 @@ import type { RequestRecord } from "../lib/types.ts";
 import { useConsole } from "../shell/context.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { CheckField } from "../ui/field.tsx";
+import { ResultStatus } from "../ui/result-status.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
 import { accountName, ModelCell, StatusBadge } from "./cells.tsx";
 import { RequestDrawer } from "./drawer.tsx";
@@ -64,6 +65,7 @@ export function RequestsPanel() {
         {log.waiting > 0 ? "There are new calls since this page was opened: Show the newest lists them." : ""}
       </p>
       <ErrorNote error={log.error} />
+      <ResultStatus query={JSON.stringify(params)} loading={log.loading} text={`${log.total} ${log.total === 1 ? "call matches" : "calls match"} these filters.`} />
       {log.loading && !log.rows && <Loading />}
       {log.rows && (
         <>
