@@ -677,3 +677,16 @@ describe("filtering the Requests list (WCAG 4.1.3)", () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe("searching the accounts (WCAG 4.1.3)", () => {
+  test("says how many accounts match once the answer is in", async () => {
+    const page = await openAs(router.ownerKey, "/console/accounts");
+    await section(page, "Accounts", ".table-wrap tbody tr");
+    const matching = () => liveTexts(page).then((texts) => texts.filter((text) => /match/.test(text)));
+    expect(await matching()).toEqual([]);
+    await page.getByRole("search", { name: "Find accounts" }).getByLabel("Search", { exact: true }).fill("plain-user");
+    await expectSoon(matching, ["1 account matches."]);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

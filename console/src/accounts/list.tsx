@@ -6,6 +6,7 @@ import { ConfirmDialog } from "../ui/confirm.tsx";
 import { ErrorNote, Loading, Success } from "../ui/feedback.tsx";
 import { SelectField, TextField } from "../ui/field.tsx";
 import { SecretOnce } from "../ui/secret-once.tsx";
+import { ResultStatus } from "../ui/result-status.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
 import { useLoad } from "../ui/use-load.ts";
 import { AccountForm } from "./account-form.tsx";
@@ -76,6 +77,11 @@ export function AccountsPanel(props: { bounds: AccountRecord }) {
         <SelectField label="Order" value={order} onChange={reset(setOrder)} options={ORDERS} />
       </div>
       <ErrorNote error={list.error} />
+      <ResultStatus
+        query={JSON.stringify([scope, field, search, level, order])}
+        loading={list.loading}
+        text={list.data ? `${list.data.total} ${list.data.total === 1 ? "account matches" : "accounts match"}.` : ""}
+      />
       {list.loading && !list.data && <Loading />}
       {list.data && (
         <>
