@@ -690,3 +690,22 @@ describe("searching the accounts (WCAG 4.1.3)", () => {
     await page.context().close();
   }, 60_000);
 });
+
+describe("searching keys, the operation log and prices (WCAG 4.1.3)", () => {
+  test("each search says how many entries match", async () => {
+    const page = await openAs(router.ownerKey, "/console/owner#keys");
+    await section(page, "Provider keys", ".table-wrap tbody tr");
+    const matching = () => liveTexts(page).then((texts) => texts.filter((text) => /match/.test(text)));
+    await page.getByLabel("Provider contains").fill("no-such-provider");
+    await expectSoon(matching, ["0 keys match."]);
+    await section(page, "Operation log", ".table-wrap tbody tr");
+    await page.getByLabel("Action", { exact: true }).fill("no.such.action");
+    await expectSoon(matching, ["0 entries match."]);
+    await page.goto(`${router.url}/console/#prices`);
+    await section(page, "Prices", ".table-wrap tbody tr");
+    await page.getByLabel("Search models").fill("no-such-model");
+    await expectSoon(matching, ["0 prices match."]);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});

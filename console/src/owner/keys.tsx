@@ -4,6 +4,7 @@ import { formatCredit, formatInt, formatMs, formatTime } from "../lib/format.ts"
 import type { ProviderKey, ProviderKeyRow } from "../lib/types.ts";
 import { ErrorNote, Loading, Success } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
+import { ResultStatus } from "../ui/result-status.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
 import { useLoad } from "../ui/use-load.ts";
 import { KeyActions } from "./key-actions.tsx";
@@ -99,6 +100,11 @@ export function KeysPanel() {
         <TextField label="Provider contains" value={provider} onInput={(v) => (setProvider(v), setPage(1))} placeholder="openai.com" />
       </div>
       <ErrorNote error={keys.error} />
+      <ResultStatus
+        query={JSON.stringify([levelFilter, provider.trim()])}
+        loading={keys.loading}
+        text={keys.data ? `${keys.data.total} ${keys.data.total === 1 ? "key matches" : "keys match"}.` : ""}
+      />
       {keys.loading && !keys.data && <Loading />}
       {keys.data && (
         <>

@@ -4,6 +4,7 @@ import { formatTime } from "../lib/format.ts";
 import type { LogPage, LogRow, ProviderKeyRow } from "../lib/types.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
+import { ResultStatus } from "../ui/result-status.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
 import { useLoad } from "../ui/use-load.ts";
 import { useConsole } from "../shell/context.ts";
@@ -113,6 +114,11 @@ export function OplogPanel() {
         <TextField label="Until" type="date" value={until} onInput={reset(setUntil)} error={rangeError} />
       </div>
       <ErrorNote error={logs.error} />
+      <ResultStatus
+        query={JSON.stringify([action, target, since, until])}
+        loading={logs.loading}
+        text={logs.data ? `${logs.data.total} ${logs.data.total === 1 ? "entry matches" : "entries match"}.` : ""}
+      />
       {logs.loading && !logs.data && <Loading />}
       {logs.data && (
         <>

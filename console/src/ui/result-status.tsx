@@ -4,8 +4,9 @@ import { useEffect, useRef, useState } from "preact/hooks";
  * Says, once the answer is in, what a search or a filter found (WCAG 4.1.3: a screen
  * reader hears what pressing Apply did). `query` changes with each search the user
  * makes; refreshes that are not searches (the live tail) leave it alone and say nothing.
+ * Without `loading` the results are at hand (filtered in the page) and said at once.
  */
-export function ResultStatus(props: { query: string; loading: boolean; text: string }) {
+export function ResultStatus(props: { query: string; loading?: boolean; text: string }) {
   const [said, setSaid] = useState("");
   // The search's answer is the first one after its loading started.
   const stage = useRef<"idle" | "asked" | "loading">("idle");
@@ -13,7 +14,8 @@ export function ResultStatus(props: { query: string; loading: boolean; text: str
   useEffect(() => {
     if (props.query === last.current) return;
     last.current = props.query;
-    stage.current = "asked";
+    if (props.loading === undefined) setSaid(props.text);
+    else stage.current = "asked";
   }, [props.query]);
   useEffect(() => {
     if (stage.current === "asked" && props.loading) stage.current = "loading";

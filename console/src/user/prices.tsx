@@ -3,6 +3,7 @@ import { api } from "../lib/api.ts";
 import { PRICING_SECTIONS, type PricingAnswer } from "../lib/types.ts";
 import { ErrorNote, Loading } from "../ui/feedback.tsx";
 import { TextField } from "../ui/field.tsx";
+import { ResultStatus } from "../ui/result-status.tsx";
 import { DataTable, Pager } from "../ui/table.tsx";
 import { useLoad } from "../ui/use-load.ts";
 
@@ -35,6 +36,7 @@ export function PriceTable({ withKey }: { withKey: boolean }) {
         USD; {Object.entries(p.Units).map(([s, u]) => `${s} ${u}`).join(", ")}.{withKey && ` Prices include your multiplier (Rates ${p.Rates}).`}
       </p>
       <TextField label="Search models" value={search} onInput={(v) => (setSearch(v), setPage(1))} placeholder="e.g. gpt-4o" />
+      <ResultStatus query={search} text={`${rows.length} ${rows.length === 1 ? "price matches" : "prices match"}.`} />
       <DataTable
         caption="Prices"
         rows={shown}
