@@ -31,7 +31,7 @@ const MAX_STOP_SEQUENCES = 5;
  * answer brings back one candidate and no log probabilities: the client would pay for
  * what it never sees. Refused, like every other format's writer does. More stop
  * sequences than Gemini takes (an Anthropic client's list has no bound) are refused
- * too: any one left out would let the answer run past where the client asked it to end.
+ * too: leaving one out would let the answer run past where the client asked it to end.
  */
 function refuseUnanswerable(request: IrRequest): void {
   if (request.candidates !== undefined && request.candidates.count > 1) throw refusal(request.candidates.param, "More than one candidate answer", NAME);
