@@ -99,7 +99,7 @@ export function requestLogRoutes(deps: RequestLogRouteDeps) {
     const view = viewOf(self);
     if (account !== undefined && account !== String(self.id) && account !== self.name && account.toLowerCase() !== self.email) {
       // Others do not exist for an account that sees its own calls only, nor outside a manager's subtree.
-      if (view === "own") throw notFound(`Account ${account} not found`, "account_not_found");
+      if (view === "own") throw notFound(`Account ${JSON.stringify(account)} not found`, "account_not_found");
       return { accountId: (await deps.accountsService.resolve(self, account, "subtree")).id };
     }
     if (account !== undefined || view === "own") return { accountId: self.id };
@@ -130,7 +130,8 @@ export function requestLogRoutes(deps: RequestLogRouteDeps) {
       const caller = await callerOf(deps, request, path);
       const self = caller.principal.account;
       const row = await deps.store.requests.get(caller.tenant.tenantId, params.request_id);
-      const missing = () => notFound(`Request ${params.request_id} not found`, "request_not_found");
+      // Quoted as JSON: the id is the client's text, and a control character must not reach a terminal or a log reader as it is.
+      const missing = () => notFound(`Request ${JSON.stringify(params.request_id)} not found`, "request_not_found");
       if (!row) throw missing();
       const view = viewOf(self);
       if (view === "own" && row.accountId !== self.id) throw missing();

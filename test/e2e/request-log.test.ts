@@ -300,6 +300,11 @@ describe("listing", () => {
     expect(missing.status).toBe(404);
     expect(missing.body.error.code).toBe("request_not_found");
     expect((await api(router, "/x-requests?account=nobody@example.com")).status).toBe(404);
+    // The id is the client's text: a control character in it is not echoed raw into the message (a terminal or log reader would act on it).
+    const control = await api(router, "/x-requests/req_%00%1b%5B2J");
+    expect(control.status).toBe(404);
+    expect(control.body.error.message).not.toMatch(/[\u0000-\u001f]/);
+    expect(control.body.error.message).toContain("\\u001b");
   });
 });
 
