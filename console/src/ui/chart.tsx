@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import { Empty } from "./feedback.tsx";
 
-export const PALETTE = ["#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626", "#4b5563"];
+import { PALETTE } from "./palette.ts";
 
 export interface Series {
   label: string;
