@@ -22,6 +22,7 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../http/pagination.ts";
 import { LOG_MAX_PAGE_SIZE, LOG_PAGE_SIZE } from "../admin/oplog/query.ts";
 import { MAX_RANGE_DAYS } from "../metering/reports/dates.ts";
 import { ACCOUNT_ORDERS } from "../store/store.ts";
+import { errorResponses } from "./openapi-errors.ts";
 
 /** The models published under `components.schemas`, by name. */
 const MODELS: Record<string, TSchema> = {
@@ -98,6 +99,8 @@ interface Operation {
   answer: [number, Model | [Model] | Record<string, unknown>];
   /** Another answer that is not an error (its body is not the error envelope). */
   also?: [number, Model];
+  /** Error statuses beyond those derived from `who`, parameters and body (openapi-errors.ts). */
+  errors?: number[];
 }
 
 /** What the served routes depend on: the sign-up paths exist only with --signup, and their answers follow --signup-smtp. */
@@ -181,7 +184,7 @@ const OPERATIONS: Operation[] = [
     body: "RotateSelfBody",
     answer: [200, "RotatedKey"],
   },
-  { id: "getDescendantsBill", method: "get", path: "/x-bill", summary: "The bill of the caller's descendants (or one subtree), with the ranking", who: "manager", params: [...RANGE, q("user", "string", "one descendant (ID, name or email) and its subtree")], answer: [200, "RankedBill"] },
+  { id: "getDescendantsBill", method: "get", path: "/x-bill", summary: "The bill of the caller's descendants (or one subtree), with the ranking", who: "manager", params: [...RANGE, q("user", "string", "one descendant (ID, name or email) and its subtree")], answer: [200, "RankedBill"], errors: [404] },
 
   {
     id: "explainRoute", method: "get",
@@ -194,6 +197,7 @@ const OPERATIONS: Operation[] = [
       q("format", "string", "the client's API: openai (Chat Completions), responses, anthropic, gemini (`family` is accepted as its former name)", { enum: [...KEY_FORMATS], default: "openai" }),
     ],
     answer: [200, "RouteExplanation"],
+    errors: [404],
   },
   {
     id: "listRequests", method: "get",
@@ -212,6 +216,7 @@ const OPERATIONS: Operation[] = [
       q("request_id", "string", "one request id"),
     ],
     answer: [200, ["RequestRecord"]],
+    errors: [404],
   },
   { id: "getRequest", method: "get", path: "/x-requests/{request_id}", summary: "One model call in full, with its attempts", who: "any", params: [p("request_id", "the X-Request-Id the router returned")], answer: [200, "RequestRecord"] },
   { id: "getPricing", method: "get", path: "/x-pricing", summary: "The prices that apply (catalog and overrides)", who: "optional", answer: [200, "PricingAnswer"] },
@@ -234,6 +239,7 @@ const OPERATIONS: Operation[] = [
     body: "TestMailBody",
     bodyOptional: true,
     answer: [200, "TestMailResult"],
+    errors: [429],
   },
 
   { id: "listProviderKeys", method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID", { minimum: 1 }), q("level", "integer", "a Level", { minimum: 1 }), q("provider", "string", "a substring of the URL, in any letter case")], answer: [200, { type: "array", items: KEY_FORM }] },
@@ -303,8 +309,8 @@ function signupOperations(config: DescribedConfig): Operation[] {
   if (!config.signup) return [];
   const created: Operation["answer"] = [201, "SignupCreated"];
   return [
-    { id: "signUp", method: "post", path: "/x-signup", summary: "Register the owner of a new, empty tenant (its API key in the answer, once)", who: "none", body: "SignupBody", answer: config.signupSmtp ? [202, "SignupPending"] : created },
-    { id: "confirmSignUp", method: "post", path: "/x-signup/confirm", summary: "Confirm a sign-up with the mailed token (404 when used, wrong or expired)", who: "none", body: "SignupConfirmBody", answer: created },
+    { id: "signUp", method: "post", path: "/x-signup", summary: "Register the owner of a new, empty tenant (its API key in the answer, once)", who: "none", body: "SignupBody", answer: config.signupSmtp ? [202, "SignupPending"] : created, errors: [429, 503] },
+    { id: "confirmSignUp", method: "post", path: "/x-signup/confirm", summary: "Confirm a sign-up with the mailed token (404 when used, wrong or expired)", who: "none", body: "SignupConfirmBody", answer: created, errors: [404, 503] },
   ];
 }
 
@@ -343,7 +349,16 @@ export function openApiDocument(version: string, config: DescribedConfig = {}): 
           content: { [op.path === "/metrics" ? "text/plain" : "application/json"]: { schema: success } },
         },
         ...(op.also && { [op.also[0]]: { description: "Not ready", headers: headerRefs(["X-Request-Id"]), content: { "application/json": { schema: ref(op.also[1]) } } } }),
-        default: { description: "An error in the OpenAI envelope (docs/api.md, Error envelopes)", headers: headerRefs(["X-Request-Id"]), content: { "application/json": { schema: ref("Error") } } },
+        ...errorResponses(
+          {
+            method: op.method, path: op.path, keyed: op.who !== "none", body: op.body !== undefined, idempotent, extra: op.errors,
+            checkedInput: (op.params ?? []).some((param) => param.in === "query" || param.type === "integer"),
+            pathId: (op.params ?? []).some((param) => param.in === "path"),
+          },
+          ref("Error"),
+          headerRefs(["X-Request-Id"]),
+        ),
+        default: { description: "Any other error, in the OpenAI envelope (docs/api.md, Error envelopes)", headers: headerRefs(["X-Request-Id"]), content: { "application/json": { schema: ref("Error") } } },
       },
     };
   }

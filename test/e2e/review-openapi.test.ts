@@ -360,7 +360,8 @@ describe("sign-up (--signup): its paths are described where they are served", ()
     expect(doc.paths["/x-signup"]).toBeUndefined();
     // With --signup-smtp the sign-up answers 202 (a token mailed), and only the confirmation creates.
     const mailed = openApiDocument("0", { signup: true, signupSmtp: "smtp://mail.example.com:587" }) as OpenApi;
-    expect(Object.keys(mailed.paths["/x-signup"]!.post!.responses)).toEqual(["202", "default"]);
+    // (Its error answers are declared beside it since: review-openapi2.test.ts.)
+    expect(Object.keys(mailed.paths["/x-signup"]!.post!.responses).filter((status) => /^2\d\d$/.test(status))).toEqual(["202"]);
   });
 });
 
