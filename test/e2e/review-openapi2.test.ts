@@ -138,6 +138,26 @@ describe("error answers: no operation declares a status it cannot answer", () =>
     }
   });
 
+  test("every operation: a wrong key, a key its Resources leave out, a malformed and an unknown path id each get a status declared there", async () => {
+    const undeclared: string[] = [];
+    for (const { method, template, op } of every()) {
+      const body = method === "GET" ? undefined : {};
+      const probes: Array<[string, string | null | undefined]> = [
+        [template.replace(/\{\w+\}/g, "999999"), WRONG_KEY],
+        [template.replace(/\{\w+\}/g, "999999"), plain.key],
+        [template.replace(/\{\w+\}/g, "not-a-number"), undefined],
+        [template.replace(/\{\w+\}/g, "999999"), undefined],
+      ];
+      for (const [path, key] of probes) {
+        const reply = await api(router, path, { method, key, body });
+        const entry = op.responses[reply.status];
+        if (!entry) undeclared.push(`${method} ${path}: ${reply.status} (declares ${Object.keys(op.responses)})`);
+        else if (reply.status >= 400 && template !== "/readyz") undeclared.push(...faults(entry.content["application/json"].schema, reply.body).map((f) => `${method} ${path}: ${f}`));
+      }
+    }
+    expect(undeclared).toEqual([]);
+  });
+
   test("/x-requests declares its 404, answered when the request log is off", async () => {
     expect(declaredErrors("GET", "/x-requests")).toContain(404);
     const off = await startRouter({ config: { requestLogDays: 0 } });
