@@ -31,6 +31,7 @@ const WHY: Record<number, string> = {
   413: "The body is larger than --max-body",
   422: "The Idempotency-Key was used before with another request",
   429: "Too many such requests; Retry-After says when to try again",
+  502: "The mail server refused or could not be reached (its answer in the message)",
   503: "PostgreSQL or Redis is unavailable; Retry-After says when to try again",
 };
 

@@ -239,7 +239,7 @@ const OPERATIONS: Operation[] = [
     body: "TestMailBody",
     bodyOptional: true,
     answer: [200, "TestMailResult"],
-    errors: [429],
+    errors: [429, 502],
   },
 
   { id: "listProviderKeys", method: "get", path: "/x-keys", summary: "Provider keys, by id", who: "owner", params: [FIELDS, ...PAGE, q("id", "integer", "a key ID", { minimum: 1 }), q("level", "integer", "a Level", { minimum: 1 }), q("provider", "string", "a substring of the URL, in any letter case")], answer: [200, { type: "array", items: KEY_FORM }] },
@@ -309,7 +309,7 @@ function signupOperations(config: DescribedConfig): Operation[] {
   if (!config.signup) return [];
   const created: Operation["answer"] = [201, "SignupCreated"];
   return [
-    { id: "signUp", method: "post", path: "/x-signup", summary: "Register the owner of a new, empty tenant (its API key in the answer, once)", who: "none", body: "SignupBody", answer: config.signupSmtp ? [202, "SignupPending"] : created, errors: [429, 503] },
+    { id: "signUp", method: "post", path: "/x-signup", summary: "Register the owner of a new, empty tenant (its API key in the answer, once)", who: "none", body: "SignupBody", answer: config.signupSmtp ? [202, "SignupPending"] : created, errors: config.signupSmtp ? [429, 502, 503] : [429, 503] },
     { id: "confirmSignUp", method: "post", path: "/x-signup/confirm", summary: "Confirm a sign-up with the mailed token (404 when used, wrong or expired)", who: "none", body: "SignupConfirmBody", answer: created, errors: [404, 503] },
   ];
 }
