@@ -23,7 +23,7 @@ export interface ErrorTraits {
 }
 
 const WHY: Record<number, string> = {
-  400: "The body or a query or path parameter is invalid (`param` names it)",
+  400: "The body, a query or path parameter or the Idempotency-Key is invalid (`param` names it)",
   401: "No API key, or one the router does not know",
   403: "Not allowed: the key's AllowIPs, the RESOURCES allowlist or the account's Resources, or the role the operation needs (owner, manager)",
   404: "The record named does not exist or is not the caller's to see",
@@ -38,7 +38,8 @@ const WHY: Record<number, string> = {
 /** The error statuses an operation declares, ascending. */
 export function errorStatuses(op: ErrorTraits): number[] {
   const statuses = new Set<number>(op.extra ?? []);
-  if (op.body || op.checkedInput) statuses.add(400);
+  // A malformed Idempotency-Key is a 400 naming the header, even on a write without body or query.
+  if (op.body || op.checkedInput || op.idempotent) statuses.add(400);
   // Every key may be bound to addresses (AllowIPs), and every path to Resources: any keyed operation can be refused.
   if (op.keyed) [401, 403, 503].forEach((s) => statuses.add(s));
   if (op.pathId) statuses.add(404);
