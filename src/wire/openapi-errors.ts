@@ -48,7 +48,15 @@ export function errorStatuses(op: ErrorTraits): number[] {
   return [...statuses].sort((a, b) => a - b);
 }
 
-/** The `responses` entries of those statuses, each the error envelope with its X-Request-Id. */
-export function errorResponses(op: ErrorTraits, envelope: Record<string, unknown>, headers: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(errorStatuses(op).map((status) => [status, { description: WHY[status] ?? "An error", headers, content: { "application/json": { schema: envelope } } }]));
+/** Refusals that say how long to wait (a rate limit, a dependency away): they carry Retry-After. */
+const WAIT = new Set([429, 503]);
+
+/** The `responses` entries of those statuses, each the error envelope with its X-Request-Id (and Retry-After where sent). */
+export function errorResponses(op: ErrorTraits, envelope: Record<string, unknown>, headers: (names: readonly string[]) => Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    errorStatuses(op).map((status) => [
+      status,
+      { description: WHY[status] ?? "An error", headers: headers(WAIT.has(status) ? ["X-Request-Id", "Retry-After"] : ["X-Request-Id"]), content: { "application/json": { schema: envelope } } },
+    ]),
+  );
 }

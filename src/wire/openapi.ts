@@ -297,6 +297,7 @@ const HEADERS: Record<string, unknown> = {
   ...Object.fromEntries(Object.entries(PAGINATION_HEADERS).map(([name, description]) => [name, { description, required: true, schema: { type: "integer", minimum: 0 } }])),
   // Every answer's id: what GET /x-requests/{request_id} and the server log are keyed by (docs/api.md, Request ids and logs).
   "X-Request-Id": { description: "this request's id, in the server log and the request log", required: true, schema: { type: "string", pattern: "^req_[0-9a-f]{32}$" } },
+  "Retry-After": { description: "seconds to wait before trying again", required: true, schema: { type: "integer", minimum: 0 } },
   "Idempotent-Replayed": { description: "the answer kept for this Idempotency-Key, sent again; nothing was written", schema: { type: "string", enum: ["true"] } },
 };
 const headerRefs = (names: readonly string[]) => Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
@@ -356,7 +357,7 @@ export function openApiDocument(version: string, config: DescribedConfig = {}): 
             pathId: (op.params ?? []).some((param) => param.in === "path"),
           },
           ref("Error"),
-          headerRefs(["X-Request-Id"]),
+          headerRefs,
         ),
         default: { description: "Any other error, in the OpenAI envelope (docs/api.md, Error envelopes)", headers: headerRefs(["X-Request-Id"]), content: { "application/json": { schema: ref("Error") } } },
       },

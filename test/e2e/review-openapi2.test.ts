@@ -14,7 +14,7 @@ import { TEST_MAILS_PER_HOUR } from "../../src/admin/config/test-mail.ts";
  */
 
 type Schema = Record<string, any>;
-type OpenApi = { paths: Record<string, Record<string, Schema>>; components: { schemas: Record<string, Schema> } };
+type OpenApi = { paths: Record<string, Record<string, Schema>>; components: { schemas: Record<string, Schema>; headers?: Record<string, Schema> } };
 
 let router: TestRouter;
 let doc: OpenApi;
@@ -193,6 +193,12 @@ describe("error answers of the operations that send mail", () => {
       expect(faults(responses[reply.status].content["application/json"].schema, reply.body)).toEqual([]);
     }
     expect([...seen].sort()).toEqual([429, 502]);
+    // The 429 says when to try again, and the document declares that header on it.
+    const limited = await router.fetch("/x-config/test-mail", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ to: "a@example.com" }) });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(Object.keys(responses["429"].headers)).toEqual(["X-Request-Id", "Retry-After"]);
+    expect(doc.components.headers?.["Retry-After"]).toBeDefined();
   });
 
   test("POST /x-signup declares 502 (the mail not sent) only when it sends one (--signup-smtp)", () => {
