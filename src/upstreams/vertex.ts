@@ -61,11 +61,17 @@ interface Credentials {
  * OAuth access token exchanged from a signed JWT.
  */
 export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUrl?: (url: string) => Promise<string | undefined>): UpstreamAdapter {
-  const credentials = new Map<number, Credentials>();
+  /**
+   * Keyed by the pool's key object, not its id: a reload updates that object in place
+   * and drops it when the key is deleted, so a deleted key's service account (its private
+   * key) goes with it once its last call ends, and a changed secret replaces the entry
+   * (below). A map by id kept every key file ever used for the process's life.
+   */
+  const credentials = new WeakMap<PoolKey, Credentials>();
 
   const credentialsOf = (key: PoolKey): Credentials => {
     const config = key.config as VertexConfig;
-    const cached = credentials.get(key.id);
+    const cached = credentials.get(key);
     // A changed key file or token endpoint is a new credential: the old endpoint must not
     // receive another assertion, nor its token serve on.
     if (cached && cached.secret === key.secret && cached.configTokenUri === config.token_uri) return cached;
@@ -76,7 +82,7 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
       tokens: createAccessTokenProvider({ account, tokenUri: config.token_uri ?? account.token_uri, fetchInit, checkUrl }),
       projectId: account.project_id,
     };
-    credentials.set(key.id, fresh);
+    credentials.set(key, fresh);
     return fresh;
   };
 
@@ -98,7 +104,7 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
       return { ...VERTEX_ROUTES[call.family].target(base, encodeURIComponent(call.model ?? ""), call), headers, credentials: [token] };
     },
     refreshCredentials(key, sent) {
-      const creds = credentials.get(key.id);
+      const creds = credentials.get(key);
       if (!creds) return false;
       // Only the token that was refused: a fresher one (or its exchange) serves the retry.
       creds.tokens.invalidate(sent?.[0]);
