@@ -2,7 +2,7 @@ import type { PoolKey } from "../routing/pool-key.ts";
 import type { VertexConfig } from "../routing/provider-config.ts";
 import { createAccessTokenProvider, parseServiceAccount, vertexBaseUrl, type AccessTokenProvider } from "./google-auth.ts";
 import type { Family } from "../formats/family.ts";
-import { untilAborted, type UpstreamAdapter, type UpstreamCall } from "./types.ts";
+import { CredentialRefusedError, untilAborted, type UpstreamAdapter, type UpstreamCall } from "./types.ts";
 
 /** The body Anthropic-on-Vertex expects in place of a `model` field. */
 const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
@@ -75,13 +75,22 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
     // A changed key file or token endpoint is a new credential: the old endpoint must not
     // receive another assertion, nor its token serve on.
     if (cached && cached.secret === key.secret && cached.configTokenUri === config.token_uri) return cached;
-    const account = parseServiceAccount(key.secret);
-    const fresh: Credentials = {
-      secret: key.secret,
-      configTokenUri: config.token_uri,
-      tokens: createAccessTokenProvider({ account, tokenUri: config.token_uri ?? account.token_uri, fetchInit, checkUrl }),
-      projectId: account.project_id,
-    };
+    let fresh: Credentials;
+    try {
+      const account = parseServiceAccount(key.secret);
+      fresh = {
+        secret: key.secret,
+        configTokenUri: config.token_uri,
+        tokens: createAccessTokenProvider({ account, tokenUri: config.token_uri ?? account.token_uri, fetchInit, checkUrl }),
+        projectId: account.project_id,
+      };
+    } catch (error) {
+      // A key file saving refuses today, stored under older rules (a token_uri over plain
+      // http): unusable until its owner replaces it, as a refused exchange is, so the key
+      // sleeps (reason auth) instead of being retried as if the network had failed. The
+      // message names the field, never the key (parseServiceAccount).
+      throw new CredentialRefusedError(`the key's service-account key file cannot be used: ${(error as Error).message}`, 401);
+    }
     credentials.set(key, fresh);
     return fresh;
   };

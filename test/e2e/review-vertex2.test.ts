@@ -1,17 +1,48 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import type { PoolKey } from "../../src/routing/pool-key.ts";
 import { createVertexAdapter } from "../../src/upstreams/vertex.ts";
+import { addKey } from "../helpers/keys.ts";
+import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
+import { startRouter, type TestRouter } from "../helpers/router.ts";
 
 /**
  * Loose ends of Vertex AI keys: what the adapter keeps of a key's service account, a key
  * file that no longer parses at call time, and the key test's token exchange.
  */
 
+let router: TestRouter;
+let vertex: MockUpstream;
+let tokens: MockUpstream;
+
 function serviceAccount(tokenUri: string, extra: Record<string, string> = {}): string {
   const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, privateKeyEncoding: { type: "pkcs8", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } });
   return JSON.stringify({ type: "service_account", project_id: "proj-1", private_key: privateKey, client_email: "router@proj-1.iam.gserviceaccount.com", token_uri: tokenUri, ...extra });
 }
+
+const geminiAnswer = (text: string) => ({
+  candidates: [{ content: { role: "model", parts: [{ text }] }, finishReason: "STOP", index: 0 }],
+  usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 2, totalTokenCount: 5 },
+});
+
+const geminiCall = (model: string) =>
+  router.fetch(`/v1beta/models/${model}:generateContent`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] }) });
+
+const poolKey = (id: number) => router.deps.pool.get(id)!;
+
+beforeAll(async () => {
+  vertex = startMockUpstream();
+  tokens = startMockUpstream();
+  router = await startRouter({ config: { firstByteTimeoutMs: 1500 } });
+  await router.deps.settings.update({ LEVEL_MAPPER: "bad-*=2,kt-*=3" });
+});
+afterAll(async () => {
+  await router.stop();
+  await Promise.all([vertex.stop(), tokens.stop()]);
+});
+beforeEach(() => {
+  for (const mock of [vertex, tokens]) mock.reset();
+});
 
 describe("Vertex credentials held by the adapter", () => {
   test("a Vertex key's parsed service account (its private key) is not kept once the key is gone", async () => {
@@ -43,5 +74,31 @@ describe("Vertex credentials held by the adapter", () => {
     expect(Bun.generateHeapSnapshot("v8").includes(`${marker}-key`)).toBe(false);
     // The adapter itself lives on (as it does for the process's life).
     expect(adapter.supports).toBeFunction();
+  });
+});
+
+describe("Vertex key file that no longer parses at call time", () => {
+  test("is a dead credential: the key sleeps with reason auth, no token exchange, no model call", async () => {
+    const { id } = await addKey(router, {
+      provider: "https://aiplatform.googleapis.com",
+      level: 2,
+      name: "bad",
+      secret: serviceAccount(`${tokens.url}/token`),
+      config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
+    });
+    // A key file stored before today's rules (a token_uri over plain http): refused when
+    // a key is saved now, met only at call time in a key stored earlier.
+    Object.assign(poolKey(id), { secret: serviceAccount("http://oauth.example.test/token") });
+    tokens.route("POST", "/token", () => json({ access_token: "ya29.never", expires_in: 3600, token_type: "Bearer" }));
+    vertex.route("POST", /bad-model:generateContent$/, () => json(geminiAnswer("never")));
+    const res = await geminiCall("bad-model");
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as { error: { message: string } };
+    expect(body.error.message).toContain("refused the provider key");
+    expect(tokens.requests).toHaveLength(0);
+    expect(vertex.requests).toHaveLength(0);
+    const key = poolKey(id);
+    expect(key.sleeping).toBe(true);
+    expect(key.sleepReason).toBe("auth");
   });
 });
