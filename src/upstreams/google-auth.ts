@@ -30,6 +30,12 @@ export interface AccessTokenProvider {
    * instead of each cancelling the exchange the one before started.
    */
   invalidate(stale?: string): void;
+  /**
+   * Exchanges now, whatever is cached (the key test: a cached token proves nothing about
+   * the account today). The answer replaces the cached token only when it is one; a
+   * refusal leaves calls their token until it expires or is refused.
+   */
+  fresh(): Promise<string>;
 }
 
 export interface TokenProviderOptions {
@@ -320,7 +326,15 @@ export function createAccessTokenProvider(options: TokenProviderOptions): Access
     inFlight = undefined;
   }
 
-  return { token, invalidate };
+  async function fresh(): Promise<string> {
+    const started = generation;
+    const got = await exchange();
+    // Not over an invalidate() that came meanwhile: that token may be the refused one's successor.
+    if (generation === started) cached = got;
+    return got.value;
+  }
+
+  return { token, invalidate, fresh };
 }
 
 // ---------------------------------------------------------------------------

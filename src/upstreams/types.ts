@@ -57,6 +57,11 @@ export interface UpstreamAdapter {
    * `credentials` the refused request carried.
    */
   refreshCredentials?(key: PoolKey, sent: readonly string[] | undefined): boolean;
+  /**
+   * The key test's check of a credential the adapter exchanges itself (a Vertex token):
+   * made afresh, not answered from a cache. Throws what `prepare` would.
+   */
+  verify?(key: PoolKey): Promise<void>;
 }
 
 /**

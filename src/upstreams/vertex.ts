@@ -95,14 +95,24 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
     return fresh;
   };
 
+  const projectOf = (key: PoolKey, creds: Credentials): string => {
+    const project = (key.config as VertexConfig).project_id ?? creds.projectId;
+    if (!project) throw new Error("the Vertex key has no project_id (set config.project_id)");
+    return project;
+  };
+
   return {
     supports: (call) => VERTEX_ROUTES[call.family].supports(call),
+    async verify(key) {
+      const creds = credentialsOf(key);
+      projectOf(key, creds);
+      await creds.tokens.fresh();
+    },
     async prepare(key, call, signal) {
       const config = key.config as VertexConfig;
       const creds = credentialsOf(key);
       const location = config.location ?? "global";
-      const project = config.project_id ?? creds.projectId;
-      if (!project) throw new Error("the Vertex key has no project_id (set config.project_id)");
+      const project = projectOf(key, creds);
       const base = `${(config.base_url ?? vertexBaseUrl(location)).replace(/\/+$/, "")}/v1/projects/${project}/locations/${location}`;
       const headers = new Headers(call.headers);
       // The exchange is shared by the key's calls and bounded at 30 s; this attempt waits

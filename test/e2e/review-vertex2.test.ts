@@ -102,3 +102,45 @@ describe("Vertex key file that no longer parses at call time", () => {
     expect(key.sleepReason).toBe("auth");
   });
 });
+
+describe("Vertex key test", () => {
+  test("exchanges a fresh token: a service account refused since the last exchange tests as refused, and calls keep their token", async () => {
+    const { id } = await addKey(router, {
+      provider: "https://aiplatform.googleapis.com",
+      level: 3,
+      name: "kt",
+      secret: serviceAccount(`${tokens.url}/token`),
+      config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
+    });
+    // The mock answers with its first matching route: the test switches what this one says.
+    let refused = false;
+    let minted = "ya29.first";
+    tokens.route("POST", "/token", () =>
+      refused ? json({ error: "invalid_grant", error_description: "Invalid JWT Signature." }, 400) : json({ access_token: minted, expires_in: 3600, token_type: "Bearer" }),
+    );
+    vertex.route("POST", /kt-model:generateContent$/, () => json(geminiAnswer("ok")));
+    expect((await geminiCall("kt-model")).status).toBe(200);
+    expect(tokens.requests).toHaveLength(1);
+
+    // The service account's key is deleted in Google Cloud: the next exchange is refused.
+    refused = true;
+    const tested = await router.fetch(`/x-keys/${id}/test`, { method: "POST" });
+    expect(tested.status).toBe(200);
+    const result = (await tested.json()) as { ok: boolean; message: string };
+    expect(result.ok).toBe(false);
+    expect(result.message).toContain("invalid_grant");
+    expect(tokens.requests).toHaveLength(2);
+
+    // The test did not touch what calls use: the cached token serves on.
+    expect((await geminiCall("kt-model")).status).toBe(200);
+    expect(vertex.requests.at(-1)!.headers.get("authorization")).toBe("Bearer ya29.first");
+
+    // Once the account works again, the test says so, and its fresh token serves calls.
+    refused = false;
+    minted = "ya29.second";
+    const again = (await (await router.fetch(`/x-keys/${id}/test`, { method: "POST" })).json()) as { ok: boolean };
+    expect(again.ok).toBe(true);
+    expect((await geminiCall("kt-model")).status).toBe(200);
+    expect(vertex.requests.at(-1)!.headers.get("authorization")).toBe("Bearer ya29.second");
+  });
+});

@@ -84,9 +84,10 @@ export async function testKey(key: PoolKey, deps: KeyTestDeps): Promise<KeyTestR
     if (key.config.provider_type === "vertex") {
       // The service account's token exchange proves the credentials without running a model.
       try {
-        await adapterFor(deps.adapters, key).prepare(key, {
-          family: "gemini", method: "POST", path: "/v1beta/models/test:generateContent", search: "", model: "test", stream: false, json: {}, bytes: undefined, headers: new Headers(),
-        });
+        // A fresh exchange: a cached token would test OK for an account deleted since.
+        const adapter = adapterFor(deps.adapters, key);
+        if (!adapter.verify) throw new Error("the Vertex adapter cannot check credentials");
+        await adapter.verify(key);
       } catch (error) {
         if ((error as { code?: unknown }).code) throw error;
         return clean({ ok: false, status: null, message: `The service account could not be exchanged for an access token: ${(error as Error).message}` });
