@@ -60,6 +60,12 @@ export function createKeyChoice(deps: { clock: Clock; adapters: Adapters } & Pic
     const early = ahead?.level === level ? ahead : undefined;
     const resolved = await switchOver.resolve(level, backups, clock.now(), early?.status);
     const seen = new Set<number>();
+    /**
+     * The first key whose adapter said why it cannot serve the call (Vertex and Gemini
+     * embeddings): held, and answered with that reason (a 400, nothing sent) only when no
+     * other key takes the call, so the client learns why instead of "try again later".
+     */
+    let refused: Attempt | undefined;
     for (let current: number | undefined = resolved.level; current !== undefined && !seen.has(current); current = backups.get(current)) {
       seen.add(current);
       for (let first = current === level; ; first = false) {
@@ -68,13 +74,20 @@ export function createKeyChoice(deps: { clock: Clock; adapters: Adapters } & Pic
         const translator = fit.translatorFor(key.formats);
         const upstream = upstreamOf(translator);
         const probe = resolved.probe && current === resolved.level;
-        if (upstream instanceof HttpError || adapterFor(deps.adapters, key).supports(upstream)) return { key, level: current, probe, upstream, translator };
-        await pool.release(key);
+        const adapter = adapterFor(deps.adapters, key);
+        if (upstream instanceof HttpError || adapter.supports(upstream)) {
+          if (refused) await pool.release(refused.key);
+          return { key, level: current, probe, upstream, translator };
+        }
         tried.add(key.id);
+        const why = refused ? undefined : adapter.refusal?.(upstream);
+        // Not a probe: the Level's probe is given up below, as for any key passed over.
+        if (why) refused = { key, level: current, probe: false, upstream: new HttpError("invalid_request", why, { code: "unsupported_call" }) };
+        else await pool.release(key);
       }
       if (resolved.probe && current === resolved.level) await switchOver.abandonProbe(current);
     }
-    return undefined;
+    return refused;
   };
 
   /** The one key an object is bound to; never another, even when it fails. Objects are never translated. */

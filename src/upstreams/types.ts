@@ -52,6 +52,11 @@ export interface UpstreamAdapter {
    */
   prepare(key: PoolKey, call: UpstreamCall, signal?: AbortSignal): Promise<PreparedRequest>;
   /**
+   * For a call `supports` turns down, why, when the client should be told (the upstream
+   * has no such API at all): the call's 400 if no other key takes it.
+   */
+  refusal?(call: UpstreamCall): string | undefined;
+  /**
    * Called when the upstream answered 401; returns true when fresh credentials will be
    * used (a refreshed access token), so the same key deserves one more try. `sent`: the
    * `credentials` the refused request carried.

@@ -8,6 +8,13 @@ import { CredentialRefusedError, untilAborted, type UpstreamAdapter, type Upstre
 const VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16";
 
 const GEMINI_METHOD = /^\/v1(?:beta)?\/models\/[^/:]+:([A-Za-z]+)$/;
+/**
+ * Vertex has no batchEmbedContents, and serves its embedding models through :predict
+ * with another body and answer: not translated (docs/api.md "Provider types").
+ */
+const GEMINI_EMBEDDING = /:(?:embedContent|batchEmbedContents)$/;
+const EMBEDDING_REFUSAL =
+  "Vertex AI keys do not serve Gemini embeddings (embedContent, batchEmbedContents): Vertex serves embedding models through :predict with another request body. Route embedding models to a Gemini API key.";
 
 /** Where each family's calls go on Vertex, and with which body. */
 interface VertexRoute {
@@ -17,7 +24,7 @@ interface VertexRoute {
 
 const VERTEX_ROUTES: Record<Family, VertexRoute> = {
   gemini: {
-    supports: (call) => GEMINI_METHOD.test(call.path),
+    supports: (call) => GEMINI_METHOD.test(call.path) && !GEMINI_EMBEDDING.test(call.path),
     target(base, model, call) {
       const method = GEMINI_METHOD.exec(call.path)?.[1] ?? "generateContent";
       return { url: `${base}/publishers/google/models/${model}:${method}${call.stream ? "?alt=sse" : ""}`, body: JSON.stringify(call.json ?? {}) };
@@ -103,6 +110,7 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
 
   return {
     supports: (call) => VERTEX_ROUTES[call.family].supports(call),
+    refusal: (call) => (call.family === "gemini" && GEMINI_EMBEDDING.test(call.path) ? EMBEDDING_REFUSAL : undefined),
     async verify(key) {
       const creds = credentialsOf(key);
       projectOf(key, creds);

@@ -5,6 +5,7 @@ import { createVertexAdapter } from "../../src/upstreams/vertex.ts";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
+import { geminiClient } from "../helpers/sdk.ts";
 
 /**
  * Loose ends of Vertex AI keys: what the adapter keeps of a key's service account, a key
@@ -34,7 +35,7 @@ beforeAll(async () => {
   vertex = startMockUpstream();
   tokens = startMockUpstream();
   router = await startRouter({ config: { firstByteTimeoutMs: 1500 } });
-  await router.deps.settings.update({ LEVEL_MAPPER: "bad-*=2,kt-*=3" });
+  await router.deps.settings.update({ LEVEL_MAPPER: "bad-*=2,kt-*=3,emb-*=4,mix-*=5" });
 });
 afterAll(async () => {
   await router.stop();
@@ -142,5 +143,48 @@ describe("Vertex key test", () => {
     expect(again.ok).toBe(true);
     expect((await geminiCall("kt-model")).status).toBe(200);
     expect(vertex.requests.at(-1)!.headers.get("authorization")).toBe("Bearer ya29.second");
+  });
+});
+
+describe("Gemini embeddings on a Vertex key", () => {
+  const vertexKey = (level: number, name: string) =>
+    addKey(router, {
+      provider: "https://aiplatform.googleapis.com",
+      level,
+      name,
+      secret: serviceAccount(`${tokens.url}/token`),
+      config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
+    });
+
+  test("are refused in Gemini's envelope with the reason, nothing sent upstream", async () => {
+    await vertexKey(4, "emb");
+    tokens.route("POST", "/token", () => json({ access_token: "ya29.emb", expires_in: 3600, token_type: "Bearer" }));
+    const client = geminiClient(router.url, router.ownerKey);
+    const refused = await client.models.embedContent({ model: "emb-model", contents: ["hi", "there"] }).then(
+      () => undefined,
+      (error: { status?: number; message: string }) => error,
+    );
+    expect(refused?.status).toBe(400);
+    expect(refused?.message).toContain("Vertex AI keys do not serve Gemini embeddings");
+    expect(JSON.parse(refused!.message).error.status).toBe("INVALID_ARGUMENT");
+    expect(vertex.requests).toHaveLength(0);
+    expect(tokens.requests).toHaveLength(0);
+    // The key is not blamed: it stays awake for the calls it serves.
+    expect(router.deps.pool.keysOf(4).every((key) => !key.sleeping)).toBe(true);
+  });
+
+  test("go to another key of the Level that serves them", async () => {
+    const gemini = startMockUpstream();
+    try {
+      await vertexKey(5, "mix-vertex");
+      await addKey(router, { provider: gemini.url, level: 5, name: "mix-gemini", secret: "gemini-upstream-key-0123456789", config: { provider_type: "standard", formats: ["gemini"] } });
+      gemini.route("POST", /mix-model:batchEmbedContents$/, () => json({ embeddings: [{ values: [0.5, 0.25] }] }));
+      const client = geminiClient(router.url, router.ownerKey);
+      const answer = await client.models.embedContent({ model: "mix-model", contents: ["hi"] });
+      expect(answer.embeddings?.[0]?.values).toEqual([0.5, 0.25]);
+      expect(vertex.requests).toHaveLength(0);
+    } finally {
+      await gemini.stop();
+    }
   });
 });
