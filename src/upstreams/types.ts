@@ -87,7 +87,12 @@ export class CredentialRefusedError extends Error {
 /** `promise`, or the signal's reason once it aborts first; the work behind the promise goes on for whoever else waits on it. */
 export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    // Nobody here waits for the work any more, but it goes on: its failure must still be
+    // observed, or Bun ends the process on the unhandled rejection.
+    promise.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });

@@ -78,6 +78,37 @@ describe("Vertex credentials held by the adapter", () => {
   });
 });
 
+describe("Vertex token exchange for a call already given up", () => {
+  test("an exchange started for a call whose client had already left cannot fail unobserved (it would take the process down)", async () => {
+    const unobserved: unknown[] = [];
+    const note = (reason: unknown) => unobserved.push(reason);
+    process.on("unhandledRejection", note);
+    try {
+      const adapter = createVertexAdapter();
+      const key = {
+        id: 434343,
+        name: "left",
+        level: 1,
+        provider: "https://aiplatform.googleapis.com",
+        secret: serviceAccount("https://127.0.0.1:9/token"),
+        config: { provider_type: "vertex", location: "us-east5", base_url: "https://127.0.0.1:9" },
+      } as unknown as PoolKey;
+      const call = { family: "gemini", method: "POST", path: "/v1beta/models/m:generateContent", search: "", model: "m", stream: false, json: {}, bytes: undefined, headers: new Headers() } as const;
+      // The attempt's signal is aborted before its token is asked for (the client left).
+      const gone = await adapter.prepare(key, call, AbortSignal.abort(new Error("client left"))).then(
+        () => undefined,
+        (error: Error) => error.message,
+      );
+      expect(gone).toBe("client left");
+      // The exchange it started (to a closed port) fails a moment later.
+      await Bun.sleep(300);
+      expect(unobserved).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", note);
+    }
+  });
+});
+
 describe("Vertex key file that no longer parses at call time", () => {
   test("is a dead credential: the key sleeps with reason auth, no token exchange, no model call", async () => {
     const { id } = await addKey(router, {
