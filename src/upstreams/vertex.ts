@@ -110,7 +110,14 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
 
   return {
     supports: (call) => VERTEX_ROUTES[call.family].supports(call),
-    refusal: (call) => (call.family === "gemini" && GEMINI_EMBEDDING.test(call.path) ? EMBEDDING_REFUSAL : undefined),
+    refusal(call) {
+      if (call.family === "gemini" && GEMINI_EMBEDDING.test(call.path)) return EMBEDDING_REFUSAL;
+      // Vertex's OpenAI-compatible endpoint has chat completions and nothing else.
+      if (call.family === "openai" && !VERTEX_ROUTES.openai.supports(call)) {
+        return `Vertex AI keys serve the OpenAI format only for chat completions (Vertex's OpenAI-compatible endpoint has no ${call.path}). Route this model to another key.`;
+      }
+      return undefined;
+    },
     async verify(key) {
       const creds = credentialsOf(key);
       projectOf(key, creds);

@@ -5,7 +5,7 @@ import { createVertexAdapter } from "../../src/upstreams/vertex.ts";
 import { addKey } from "../helpers/keys.ts";
 import { json, startMockUpstream, type MockUpstream } from "../helpers/mock-upstream.ts";
 import { startRouter, type TestRouter } from "../helpers/router.ts";
-import { geminiClient } from "../helpers/sdk.ts";
+import { geminiClient, openaiClient } from "../helpers/sdk.ts";
 
 /**
  * Loose ends of Vertex AI keys: what the adapter keeps of a key's service account, a key
@@ -217,5 +217,27 @@ describe("Gemini embeddings on a Vertex key", () => {
     } finally {
       await gemini.stop();
     }
+  });
+});
+
+describe("OpenAI calls a Vertex key has no endpoint for", () => {
+  test("OpenAI embeddings on a Level of Vertex keys are refused with the reason, not 'try again later'", async () => {
+    await addKey(router, {
+      provider: "https://aiplatform.googleapis.com",
+      level: 6,
+      name: "oemb",
+      secret: serviceAccount(`${tokens.url}/token`),
+      config: { provider_type: "vertex", location: "us-east5", base_url: vertex.url },
+    });
+    await router.deps.settings.update({ LEVEL_MAPPER: "bad-*=2,kt-*=3,emb-*=4,mix-*=5,oemb-*=6" });
+    const client = openaiClient(router.url, router.ownerKey);
+    const refused = await client.embeddings.create({ model: "oemb-model", input: "hi" }).then(
+      () => undefined,
+      (error: { status?: number; message: string; type?: string }) => error,
+    );
+    expect(refused?.status).toBe(400);
+    expect(refused?.type).toBe("invalid_request_error");
+    expect(refused?.message).toContain("Vertex AI keys serve the OpenAI format only for chat completions");
+    expect(vertex.requests).toHaveLength(0);
   });
 });
