@@ -19,12 +19,15 @@ const EMBEDDING_REFUSAL =
 /** Where each family's calls go on Vertex, and with which body. */
 interface VertexRoute {
   supports(call: UpstreamCall): boolean;
+  /** Why a call of this family that is not supported never will be, for the client to hear (else it is "no key now"). */
+  refusal?(call: UpstreamCall): string | undefined;
   target(base: string, model: string, call: UpstreamCall): { url: string; body: string };
 }
 
 const VERTEX_ROUTES: Record<Family, VertexRoute> = {
   gemini: {
     supports: (call) => GEMINI_METHOD.test(call.path) && !GEMINI_EMBEDDING.test(call.path),
+    refusal: (call) => (GEMINI_EMBEDDING.test(call.path) ? EMBEDDING_REFUSAL : undefined),
     target(base, model, call) {
       const method = GEMINI_METHOD.exec(call.path)?.[1] ?? "generateContent";
       return { url: `${base}/publishers/google/models/${model}:${method}${call.stream ? "?alt=sse" : ""}`, body: JSON.stringify(call.json ?? {}) };
@@ -45,6 +48,11 @@ const VERTEX_ROUTES: Record<Family, VertexRoute> = {
   },
   openai: {
     supports: (call) => call.path === "/v1/chat/completions",
+    // Vertex's OpenAI-compatible endpoint has chat completions and nothing else.
+    refusal: (call) =>
+      call.path === "/v1/chat/completions"
+        ? undefined
+        : `Vertex AI keys serve the OpenAI format only for chat completions (Vertex's OpenAI-compatible endpoint has no ${call.path}). Route this model to another key.`,
     target(base, _model, call) {
       // Vertex's OpenAI-compatible endpoint names models `publisher/model`.
       const json = { ...call.json };
@@ -110,14 +118,7 @@ export function createVertexAdapter(fetchInit: BunFetchRequestInit = {}, checkUr
 
   return {
     supports: (call) => VERTEX_ROUTES[call.family].supports(call),
-    refusal(call) {
-      if (call.family === "gemini" && GEMINI_EMBEDDING.test(call.path)) return EMBEDDING_REFUSAL;
-      // Vertex's OpenAI-compatible endpoint has chat completions and nothing else.
-      if (call.family === "openai" && !VERTEX_ROUTES.openai.supports(call)) {
-        return `Vertex AI keys serve the OpenAI format only for chat completions (Vertex's OpenAI-compatible endpoint has no ${call.path}). Route this model to another key.`;
-      }
-      return undefined;
-    },
+    refusal: (call) => VERTEX_ROUTES[call.family].refusal?.(call),
     async verify(key) {
       const creds = credentialsOf(key);
       projectOf(key, creds);
