@@ -40,7 +40,7 @@ export function errorStatuses(op: ErrorTraits): number[] {
   const statuses = new Set<number>(op.extra ?? []);
   // A malformed Idempotency-Key is a 400 naming the header, even on a write without body or query.
   if (op.body || op.checkedInput || op.idempotent) statuses.add(400);
-  // Every key may be bound to addresses (AllowIPs), and every path to Resources: any keyed operation can be refused.
+  // Every key may be bound to addresses (AllowIPs), and every path to Resources: every keyed operation can be refused.
   if (op.keyed) [401, 403, 503].forEach((s) => statuses.add(s));
   if (op.pathId) statuses.add(404);
   if (op.body) statuses.add(413);
